@@ -1,0 +1,105 @@
+/**
+ * The host's view of the agent that runs inside every sandbox. The wire protocol (length-prefixed
+ * msgpack frames over one byte stream the runtime provides) is implemented by `@ramify/agent`
+ * (`AgentClient` on the host, the agent's server inside the sandbox). Everything here is
+ * runtime-independent: gVisor carries the stream over a `runsc exec` bridge's stdio, QEMU over a
+ * virtio-serial port.
+ */
+import type { FileInfo, ProcessInfo } from './api.js';
+
+export interface AgentStartOptions {
+  /** Run by `/bin/bash -c` in its own process group. */
+  cmd: string;
+  /** Must exist; otherwise the start fails with `CWD_NOT_FOUND`. Default `/root`. */
+  cwd?: string;
+  /** Merged over the sandbox envs given to {@link AgentSession.setIdentity}. */
+  envs?: Record<string, string>;
+  /** Kill the whole process tree (SIGKILL to the group and every descendant) at this deadline; 0/absent = none. */
+  timeoutMs?: number;
+  /** Keep stdin open for {@link AgentSession.sendStdin}; default false: stdin is closed at once. */
+  stdin?: boolean;
+  user?: string;
+}
+
+export interface AgentOutputHandlers {
+  onStdout?: (chunk: Uint8Array) => void;
+  onStderr?: (chunk: Uint8Array) => void;
+  /** Called once when the process has exited and all its output has been delivered. */
+  onExit?: (exit: AgentExit) => void;
+}
+
+export interface AgentExit {
+  exitCode: number | null;
+  signal: string | null;
+  /** `timeout` when the deadline killed the process tree. */
+  error: 'timeout' | null;
+}
+
+/** Byte offsets into a process's stdout/stderr, as counted from its first byte. */
+export interface StreamOffsets {
+  stdout: number;
+  stderr: number;
+}
+
+/** Identity applied after every boot and restore (fresh for every fork). */
+export interface AgentIdentity {
+  sandboxId: string;
+  hostname: string;
+  /** Default environment of every command in this sandbox. */
+  envs: Record<string, string>;
+  /** Host wall clock, ms since epoch, at the moment of sending. */
+  clockMs: number;
+  /** Fresh host entropy mixed into the guest's pool (32+ bytes). */
+  entropy: Uint8Array;
+}
+
+/** Connected TCP endpoints on a non-loopback address (each one blocks a gVisor checkpoint). */
+export interface NetworkEndpointReport {
+  /** e.g. `10.254.0.2:41234 -> 93.184.216.34:443 ESTABLISHED` */
+  endpoints: string[];
+}
+
+/**
+ * One connection to one sandbox's agent. Methods reject with `RamifyError` (`PROCESS_NOT_FOUND`,
+ * `FILE_NOT_FOUND`, `CWD_NOT_FOUND`, `AGENT_UNREACHABLE` when the channel closed, ...).
+ */
+export interface AgentSession {
+  /** Round trip; resolves when the agent answered. */
+  ping(): Promise<void>;
+  setIdentity(identity: AgentIdentity): Promise<void>;
+  /** Start a process; `handlers` see every byte from the first. Resolves once it has a pid. */
+  start(options: AgentStartOptions, handlers: AgentOutputHandlers): Promise<{ pid: number }>;
+  /**
+   * Subscribe to a process (running or exited and still remembered): replays what the agent's bounded
+   * buffer still holds from `from` on, then live output, then `onExit`. Returns the offsets actually
+   * replayed from (larger than `from` if the buffer already dropped those bytes) and an unsubscribe.
+   */
+  attach(pid: number, from: StreamOffsets, handlers: AgentOutputHandlers): Promise<{ from: StreamOffsets; detach: () => void }>;
+  /** Resolves when the process exits (at once if it already has). */
+  wait(pid: number): Promise<AgentExit>;
+  sendStdin(pid: number, data: Uint8Array): Promise<void>;
+  closeStdin(pid: number): Promise<void>;
+  /** Signal the process group. */
+  signal(pid: number, signal: NodeJS.Signals): Promise<void>;
+  listProcesses(): Promise<ProcessInfo[]>;
+
+  /** Stream a file's exact bytes. Rejects `FILE_NOT_FOUND` / `IS_A_DIRECTORY`. */
+  readFile(path: string): AsyncIterable<Uint8Array>;
+  /** Write a file from a byte stream (parent directories created), replacing it atomically. */
+  writeFile(path: string, data: AsyncIterable<Uint8Array>, options?: { mode?: number }): Promise<FileInfo>;
+  listDir(path: string, depth?: number): Promise<FileInfo[]>;
+  stat(path: string): Promise<FileInfo>;
+  mkdir(path: string): Promise<FileInfo>;
+  /** Recursive. */
+  remove(path: string): Promise<void>;
+  rename(from: string, to: string): Promise<FileInfo>;
+
+  /** Connected non-loopback TCP endpoints, read from /proc/net/tcp{,6} inside the sandbox. */
+  networkEndpoints(): Promise<NetworkEndpointReport>;
+
+  /** Close the channel (before a checkpoint). Subscriptions end without `onExit`. */
+  close(): Promise<void>;
+  /** Called once when the channel closes for any reason. */
+  onClose(listener: (reason: string) => void): void;
+  readonly closed: boolean;
+}

@@ -1,0 +1,217 @@
+/**
+ * The REST API contract (`/v1`), as zod schemas shared by the daemon (validation, OpenAPI) and the
+ * SDK (types). Request schemas are strict: unknown fields are a 400 `VALIDATION_FAILED`.
+ * Units: durations in milliseconds (`...Ms`), sizes in bytes unless the name says MB.
+ */
+import { z } from 'zod';
+
+/** Lifecycle states; the legal transitions live in `@ramify/core` (one table, nothing else compares). */
+export const SandboxState = z.enum(['creating', 'running', 'pausing', 'paused', 'resuming', 'killing', 'killed', 'error']);
+export type SandboxState = z.infer<typeof SandboxState>;
+
+export const RuntimeName = z.enum(['gvisor']);
+export type RuntimeName = z.infer<typeof RuntimeName>;
+
+export const TimeoutAction = z.enum(['pause', 'kill']);
+export type TimeoutAction = z.infer<typeof TimeoutAction>;
+
+/** Longest sandbox lifetime one call may ask for: 24 h. */
+export const MAX_SANDBOX_TIMEOUT_MS = 24 * 3600_000;
+/** Upper bound of `fork({ count })`. */
+export const MAX_FORK_COUNT = 64;
+
+const StringMap = z.record(z.string().min(1).max(256), z.string().max(8192));
+const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are [A-Za-z_][A-Za-z0-9_]*'), z.string().max(65536));
+
+export const CreateSandboxRequest = z.strictObject({
+  /** Template name or id; default `base`. Mutually exclusive with `snapshot`. */
+  template: z.string().min(1).max(128).optional(),
+  /** Snapshot id or name to start from (memory, processes and files). */
+  snapshot: z.string().min(1).max(128).optional(),
+  /** Lifetime from now; at the deadline `onTimeout` happens. Default 300000 (5 min). */
+  timeoutMs: z.number().int().positive().max(MAX_SANDBOX_TIMEOUT_MS).optional(),
+  onTimeout: TimeoutAction.optional(),
+  envs: EnvMap.optional(),
+  metadata: StringMap.optional(),
+  cpuCount: z.number().int().min(1).max(16).optional(),
+  memoryMB: z.number().int().min(128).max(65536).optional(),
+  runtime: RuntimeName.optional(),
+});
+export type CreateSandboxRequest = z.infer<typeof CreateSandboxRequest>;
+
+export const SandboxInfo = z.object({
+  id: z.string(),
+  state: SandboxState,
+  runtime: RuntimeName,
+  templateId: z.string(),
+  /** Snapshot the sandbox was started from (template snapshot, fork point or named snapshot). */
+  sourceSnapshotId: z.string().nullable(),
+  /** The sandbox this one was forked from, if any. */
+  parentId: z.string().nullable(),
+  cpuCount: z.number().int(),
+  memoryMB: z.number().int(),
+  metadata: StringMap,
+  createdAt: z.string(),
+  /** When the timeout action fires (ISO time); null while paused (the clock stops). */
+  endAt: z.string().nullable(),
+  timeoutMs: z.number().int(),
+  onTimeout: TimeoutAction,
+  /** Human-readable reason when `state` is `error`. */
+  error: z.string().nullable(),
+});
+export type SandboxInfo = z.infer<typeof SandboxInfo>;
+
+export const ListSandboxesQuery = z.strictObject({
+  /** Comma-separated states, e.g. `running,paused`. Default: everything but `killed`. */
+  state: z.string().optional(),
+  /** URL-encoded `key=value&key2=value2`; all pairs must match. */
+  metadata: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
+  nextToken: z.string().optional(),
+});
+export const ListSandboxesResponse = z.object({ sandboxes: z.array(SandboxInfo), nextToken: z.string().nullable() });
+export type ListSandboxesResponse = z.infer<typeof ListSandboxesResponse>;
+
+export const ForkRequest = z.strictObject({ count: z.number().int().min(1).max(MAX_FORK_COUNT) });
+export const ForkResponse = z.object({ sandboxes: z.array(SandboxInfo) });
+export type ForkResponse = z.infer<typeof ForkResponse>;
+
+export const SetTimeoutRequest = z.strictObject({ timeoutMs: z.number().int().positive().max(MAX_SANDBOX_TIMEOUT_MS) });
+
+export const SnapshotRequest = z.strictObject({ name: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9._-]{0,127}$/, 'snapshot names are 1-128 of [a-zA-Z0-9._-]') });
+export const SnapshotInfo = z.object({
+  id: z.string(),
+  name: z.string().nullable(),
+  /** `template` (a template's idle image), `pause`, `fork` or `named`. */
+  kind: z.enum(['template', 'pause', 'fork', 'named']),
+  runtime: RuntimeName,
+  templateId: z.string(),
+  sandboxId: z.string().nullable(),
+  parentSnapshotId: z.string().nullable(),
+  sizeBytes: z.number().int(),
+  createdAt: z.string(),
+});
+export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
+
+export const CommandRequest = z.strictObject({
+  /** Run by `/bin/bash -c`. */
+  cmd: z.string().min(1).max(1 << 20),
+  cwd: z.string().max(4096).optional(),
+  envs: EnvMap.optional(),
+  /** Kill the whole process tree at this deadline; 0 = no deadline. Default 60000 for foreground runs. */
+  timeoutMs: z.number().int().min(0).max(MAX_SANDBOX_TIMEOUT_MS).optional(),
+  /** Keep stdin open for `sendStdin`; default false (stdin is /dev/null-like, closed at once). */
+  stdin: z.boolean().optional(),
+  /** Return at once with the pid instead of waiting for exit. */
+  background: z.boolean().optional(),
+  user: z.string().max(64).optional(),
+});
+export type CommandRequest = z.infer<typeof CommandRequest>;
+
+export const CommandResult = z.object({
+  pid: z.number().int(),
+  exitCode: z.number().int().nullable(),
+  /** Set when the process died of a signal, e.g. `SIGKILL`. */
+  signal: z.string().nullable(),
+  stdout: z.string(),
+  stderr: z.string(),
+  /** `timeout` when the deadline killed it. */
+  error: z.string().nullable(),
+});
+export type CommandResult = z.infer<typeof CommandResult>;
+
+export const ProcessInfo = z.object({
+  pid: z.number().int(),
+  cmd: z.string(),
+  cwd: z.string(),
+  startedAt: z.string(),
+  running: z.boolean(),
+  exitCode: z.number().int().nullable(),
+  signal: z.string().nullable(),
+  /** Bytes produced so far on each stream (offsets for re-attach). */
+  stdoutBytes: z.number().int(),
+  stderrBytes: z.number().int(),
+});
+export type ProcessInfo = z.infer<typeof ProcessInfo>;
+
+export const SignalRequest = z.strictObject({ signal: z.enum(['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGSTOP', 'SIGCONT']) });
+
+export const FileType = z.enum(['file', 'dir', 'symlink', 'other']);
+export const FileInfo = z.object({
+  name: z.string(),
+  path: z.string(),
+  type: FileType,
+  size: z.number().int(),
+  mode: z.number().int(),
+  mtimeMs: z.number(),
+});
+export type FileInfo = z.infer<typeof FileInfo>;
+
+export const PathQuery = z.strictObject({ path: z.string().min(1).max(4096) });
+export const ListFilesQuery = z.strictObject({ path: z.string().min(1).max(4096), depth: z.coerce.number().int().min(1).max(16).optional() });
+export const MkdirRequest = z.strictObject({ path: z.string().min(1).max(4096) });
+export const RemoveRequest = z.strictObject({ path: z.string().min(1).max(4096) });
+export const RenameRequest = z.strictObject({ from: z.string().min(1).max(4096), to: z.string().min(1).max(4096) });
+
+export const TemplateInfo = z.object({
+  id: z.string(),
+  name: z.string(),
+  runtime: RuntimeName,
+  /** Content hash of the spec chain; equal hash = cache hit. */
+  specHash: z.string(),
+  snapshotId: z.string(),
+  parent: z.string().nullable(),
+  sizeBytes: z.number().int(),
+  createdAt: z.string(),
+});
+export type TemplateInfo = z.infer<typeof TemplateInfo>;
+
+/** `ramify template build` spec (YAML or JSON file). */
+export const TemplateSpec = z.strictObject({
+  name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'template names are 1-64 of [a-z0-9._-]'),
+  /** Parent template name; omit for a root built from Debian bookworm. */
+  from: z.string().optional(),
+  /** Extra Debian packages. */
+  packages: z.array(z.string().regex(/^[a-z0-9][a-z0-9+.-]*$/)).max(500).optional(),
+  /** Files to place: `{ path, content }` (text) or `{ path, source }` (host file, relative to the spec). */
+  files: z.array(z.strictObject({ path: z.string().startsWith('/'), content: z.string().optional(), source: z.string().optional(), mode: z.number().int().optional() })).optional(),
+  /** Shell commands run inside a sandbox of the template, in order, after files are placed. */
+  run: z.array(z.string()).optional(),
+  envs: EnvMap.optional(),
+});
+export type TemplateSpec = z.infer<typeof TemplateSpec>;
+
+/** One line of the NDJSON progress stream of `POST /v1/templates`. */
+export const TemplateBuildEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('step'), step: z.string(), index: z.number().int(), total: z.number().int(), cached: z.boolean() }),
+  z.object({ type: z.literal('log'), line: z.string() }),
+  z.object({ type: z.literal('done'), template: TemplateInfo, elapsedMs: z.number() }),
+  z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
+]);
+export type TemplateBuildEvent = z.infer<typeof TemplateBuildEvent>;
+
+export const AuditEntry = z.object({
+  id: z.number().int(),
+  at: z.string(),
+  apiKeyId: z.string().nullable(),
+  method: z.string(),
+  path: z.string(),
+  action: z.string(),
+  sandboxId: z.string().nullable(),
+  status: z.number().int(),
+  errorCode: z.string().nullable(),
+});
+export type AuditEntry = z.infer<typeof AuditEntry>;
+
+/**
+ * WebSocket stream framing (`/v1/sandboxes/{id}/commands/stream`, `/v1/sandboxes/{id}/processes/{pid}/stream`).
+ * Binary frames carry bytes: first byte is the channel ({@link StreamChannel}), the rest is payload.
+ * Text frames carry JSON control messages ({@link StreamControl}).
+ */
+export const StreamChannel = { stdin: 0, stdout: 1, stderr: 2 } as const;
+export type StreamControl =
+  | { type: 'start'; request: CommandRequest }
+  | { type: 'started'; pid: number }
+  | { type: 'closeStdin' }
+  | { type: 'exit'; exitCode: number | null; signal: string | null; error: string | null }
+  | { type: 'error'; code: string; message: string };

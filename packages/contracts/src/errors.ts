@@ -1,0 +1,71 @@
+/**
+ * Ramify's typed errors. Every error that crosses a package boundary is a `RamifyError` with a stable,
+ * machine-readable `code`; the daemon maps `code` to an HTTP status with {@link httpStatusFor}, and the
+ * SDK rebuilds the same class from `{ error: { code, message } }` bodies.
+ */
+
+/** Stable error codes. Adding one is fine; renaming one breaks clients. */
+export const ERROR_CODES = {
+  BAD_REQUEST: 400,
+  VALIDATION_FAILED: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  SANDBOX_NOT_FOUND: 404,
+  TEMPLATE_NOT_FOUND: 404,
+  SNAPSHOT_NOT_FOUND: 404,
+  PROCESS_NOT_FOUND: 404,
+  FILE_NOT_FOUND: 404,
+  CWD_NOT_FOUND: 400,
+  NOT_A_DIRECTORY: 400,
+  IS_A_DIRECTORY: 400,
+  FILE_EXISTS: 409,
+  INVALID_STATE: 409,
+  CHECKPOINT_BLOCKED: 409,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  COMMAND_TIMEOUT: 408,
+  RUNTIME_UNAVAILABLE: 503,
+  RUNTIME_ERROR: 500,
+  AGENT_UNREACHABLE: 502,
+  INTERNAL: 500,
+} as const satisfies Record<string, number>;
+
+/** One of {@link ERROR_CODES}' keys. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The JSON body of every non-2xx API response. */
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; details?: Record<string, unknown> };
+}
+
+/** Root of every error Ramify throws on purpose. `code` is stable; `message` is for humans. */
+export class RamifyError extends Error {
+  readonly code: ErrorCode;
+  readonly details?: Record<string, unknown>;
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.name = 'RamifyError';
+    this.code = code;
+    this.details = details;
+  }
+  /** The HTTP status this error maps to. */
+  get status(): number {
+    return httpStatusFor(this.code);
+  }
+  toBody(): ErrorBody {
+    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
+  }
+}
+
+/** HTTP status for a code; unknown codes map to 500. */
+export function httpStatusFor(code: string): number {
+  return (ERROR_CODES as Record<string, number>)[code] ?? 500;
+}
+
+/** True when `value` looks like a Ramify error (works across package copies, unlike `instanceof`). */
+export function isRamifyError(value: unknown): value is RamifyError {
+  return value instanceof Error && typeof (value as { code?: unknown }).code === 'string' && (value as { code: string }).code in ERROR_CODES;
+}
+
+export const notFound = (kind: 'SANDBOX' | 'TEMPLATE' | 'SNAPSHOT' | 'PROCESS' | 'FILE', id: string): RamifyError =>
+  new RamifyError(`${kind}_NOT_FOUND`, `${kind.toLowerCase()} '${id}' not found`, { id });

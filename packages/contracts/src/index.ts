@@ -1,0 +1,4 @@
+export * from './errors.js';
+export * from './api.js';
+export * from './agent.js';
+export * from "./routes.js";

@@ -1,0 +1,48 @@
+/**
+ * The REST route table of `/v1`: the single list both the daemon (which serves it) and the SDK (which
+ * calls it) follow. Bodies and responses are the schemas in `api.ts`. All routes but `GET /v1/health`
+ * need `Authorization: Bearer rmf_...`. Errors are `ErrorBody` with the status of their code.
+ *
+ * | method | path | body / query | response |
+ * |---|---|---|---|
+ * | GET | /v1/health | | `{ ok: true, version, runtimes: string[] }` (no auth) |
+ * | GET | /v1/openapi.json | | OpenAPI 3 document (no auth) |
+ * | POST | /v1/sandboxes | CreateSandboxRequest | 201 SandboxInfo (state `running`) |
+ * | GET | /v1/sandboxes | ListSandboxesQuery | ListSandboxesResponse |
+ * | GET | /v1/sandboxes/:id | | SandboxInfo |
+ * | DELETE | /v1/sandboxes/:id | | 204 (kill; idempotent on killed) |
+ * | POST | /v1/sandboxes/:id/pause | | SandboxInfo (state `paused`); 409 CHECKPOINT_BLOCKED keeps it running |
+ * | POST | /v1/sandboxes/:id/resume | `{ timeoutMs? }` | SandboxInfo (state `running`) |
+ * | POST | /v1/sandboxes/:id/fork | ForkRequest | 201 ForkResponse |
+ * | POST | /v1/sandboxes/:id/snapshots | SnapshotRequest | 201 SnapshotInfo |
+ * | POST | /v1/sandboxes/:id/timeout | SetTimeoutRequest | SandboxInfo |
+ * | POST | /v1/sandboxes/:id/commands | CommandRequest | CommandResult (foreground) or `{ pid }` (background) |
+ * | GET  | /v1/sandboxes/:id/processes | | `{ processes: ProcessInfo[] }` |
+ * | POST | /v1/sandboxes/:id/processes/:pid/stdin | raw bytes (application/octet-stream) | 204 |
+ * | POST | /v1/sandboxes/:id/processes/:pid/stdin/close | | 204 |
+ * | POST | /v1/sandboxes/:id/processes/:pid/signal | SignalRequest | 204 |
+ * | GET  | /v1/sandboxes/:id/processes/:pid/wait | | `{ exitCode, signal, error }` (long poll until exit) |
+ * | WS   | /v1/sandboxes/:id/commands/stream | first text frame `{type:'start', request}` | see StreamControl |
+ * | WS   | /v1/sandboxes/:id/processes/:pid/stream?stdout=N&stderr=N | | replay from offsets, then live |
+ * | GET  | /v1/sandboxes/:id/files?path=P | | raw bytes, streamed |
+ * | PUT  | /v1/sandboxes/:id/files?path=P | raw bytes, streamed | FileInfo |
+ * | GET  | /v1/sandboxes/:id/files/list?path=P&depth=N | | `{ entries: FileInfo[] }` |
+ * | GET  | /v1/sandboxes/:id/files/stat?path=P | | FileInfo |
+ * | POST | /v1/sandboxes/:id/files/mkdir | MkdirRequest | FileInfo |
+ * | POST | /v1/sandboxes/:id/files/remove | RemoveRequest | 204 |
+ * | POST | /v1/sandboxes/:id/files/rename | RenameRequest | FileInfo |
+ * | GET  | /v1/snapshots | | `{ snapshots: SnapshotInfo[] }` |
+ * | GET  | /v1/snapshots/:id | | SnapshotInfo |
+ * | DELETE | /v1/snapshots/:id | | 204 (409 while a sandbox still needs it) |
+ * | GET  | /v1/templates | | `{ templates: TemplateInfo[] }` |
+ * | POST | /v1/templates | TemplateSpec (+ `files[].content` inlined by the client) | NDJSON stream of TemplateBuildEvent |
+ * | GET  | /v1/audit?limit=N&sandboxId=ID | | `{ entries: AuditEntry[] }` |
+ *
+ * On a WebSocket, a failure before the stream starts is a text frame `{type:'error', code, message}`
+ * followed by close code 1008 (client error) or 1011 (server error).
+ */
+export const API_PREFIX = '/v1';
+/** Default port of `ramify serve` (loopback only unless `--host` says otherwise). */
+export const DEFAULT_API_PORT = 7423;
+/** Largest JSON body the API accepts, bytes; larger is 413 PAYLOAD_TOO_LARGE. File uploads are streamed and unbounded. */
+export const MAX_JSON_BODY_BYTES = 1 << 20;

@@ -1,0 +1,29 @@
+/**
+ * The SandboxNetwork port: each sandbox lives in its own network namespace. Every sandbox namespace
+ * has the same guest address (so a restored fork keeps working unchanged); a router namespace per
+ * sandbox maps it to a unique host-side *slot* address, which is what host nftables see.
+ */
+export interface NetworkAttachment {
+  /** Slot number, unique among live sandboxes. */
+  slot: number;
+  /** Path of the sandbox's network namespace, e.g. `/var/run/netns/rmf-s12`. */
+  netnsPath: string;
+  /** Name of the namespace (for `ip -n`). */
+  netnsName: string;
+  /** The guest's address inside its namespace (same for every sandbox). */
+  guestAddress: string;
+  /** Unique address of this sandbox as seen by the host. */
+  slotAddress: string;
+}
+
+export interface SandboxNetwork {
+  /**
+   * Create (or repair, idempotently) the namespaces, veths and NAT for `slot` and return the attachment.
+   * Must be called before every restore: the runtime may strip the guest address from the interface.
+   */
+  attach(sandboxId: string, slot: number): Promise<NetworkAttachment>;
+  /** Remove everything `attach` made for `slot`; a no-op when absent. */
+  detach(slot: number): Promise<void>;
+  /** Slots that have namespaces on this host (for reconcile). */
+  listSlots(): Promise<number[]>;
+}

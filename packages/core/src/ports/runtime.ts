@@ -1,0 +1,76 @@
+/**
+ * The Runtime port: how core starts, checkpoints, restores and stops isolated sandboxes. One
+ * implementation per folder under `packages/runtime/` (gVisor today, QEMU next); each is handed its
+ * options by the daemon and never reads config itself. Every implementation passes the shared
+ * conformance suite.
+ *
+ * Vocabulary: an *image* is a directory on the host holding one checkpoint (memory, processes and the
+ * in-memory file overlay of a sandbox). Restoring an image N times gives N independent sandboxes.
+ * Restoring is how every sandbox starts: a template is a root filesystem plus an image of it booted
+ * and idle.
+ */
+import type { RuntimeName } from '@ramify/contracts';
+import type { Duplex } from 'node:stream';
+import type { NetworkAttachment } from './network.js';
+
+export interface RuntimeCapabilities {
+  /** Checkpoints carry memory and processes (false would mean files only). */
+  memorySnapshot: boolean;
+  /** Forks share unchanged memory pages with their image (copy-on-write). */
+  forkSharesMemory: boolean;
+  /** The runtime can only checkpoint when the sandbox has no connected non-loopback TCP endpoint. */
+  checkpointNeedsQuietNetwork: boolean;
+}
+
+export interface SandboxResources {
+  cpuCount: number;
+  memoryMB: number;
+}
+
+/** What a runtime needs to bring up one sandbox. */
+export interface RuntimeSandboxSpec {
+  sandboxId: string;
+  /** Root filesystem directory of the sandbox's template (read-only; changes live in the sandbox's memory). */
+  rootfsDir: string;
+  resources: SandboxResources;
+  hostname: string;
+  network: NetworkAttachment;
+}
+
+export interface RuntimeInstanceStatus {
+  state: 'running' | 'stopped' | 'missing';
+  /** Why it stopped, when the runtime knows (e.g. `oom`). */
+  reason?: string;
+}
+
+export interface Runtime {
+  readonly name: RuntimeName;
+  readonly capabilities: RuntimeCapabilities;
+
+  /**
+   * Boot a fresh sandbox from a root filesystem with `argv` as its init (the agent). Used to build
+   * template images; costs a full boot (hundreds of ms for gVisor).
+   */
+  boot(spec: RuntimeSandboxSpec, argv: string[]): Promise<void>;
+
+  /** Start a sandbox by restoring `imageDir`. Rejects `RUNTIME_ERROR` with the runtime's message. */
+  restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void>;
+
+  /**
+   * Checkpoint the sandbox into `imageDir` (created; must not exist). The sandbox is stopped afterwards
+   * and its runtime state deleted. The caller must have closed every agent channel first.
+   * @returns the image size in bytes.
+   */
+  checkpoint(sandboxId: string, imageDir: string): Promise<{ sizeBytes: number }>;
+
+  /** Stop and delete the sandbox; a no-op when it does not exist. */
+  kill(sandboxId: string): Promise<void>;
+
+  /** A byte stream to the agent inside the sandbox (not over the sandbox's network card). */
+  openAgentChannel(sandboxId: string): Promise<Duplex>;
+
+  status(sandboxId: string): Promise<RuntimeInstanceStatus>;
+
+  /** Ids of every sandbox this runtime has state for (running or stopped), for reconcile after a restart. */
+  list(): Promise<string[]>;
+}
