@@ -64,7 +64,7 @@ export function httpStatusFor(code: string): number {
 
 /** True when `value` looks like a Ramify error (works across package copies, unlike `instanceof`). */
 export function isRamifyError(value: unknown): value is RamifyError {
-  return value instanceof Error && typeof (value as { code?: unknown }).code === 'string' && (value as { code: string }).code in ERROR_CODES;
+  return value instanceof Error && typeof (value as { code?: unknown }).code === 'string' && ((value as unknown as { code: string }).code in ERROR_CODES);
 }
 
 export const notFound = (kind: 'SANDBOX' | 'TEMPLATE' | 'SNAPSHOT' | 'PROCESS' | 'FILE', id: string): RamifyError =>
