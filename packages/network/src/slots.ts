@@ -1,0 +1,40 @@
+/**
+ * Slot addressing. Every sandbox namespace holds the same guest address; slot `n` gives the link
+ * between the sandbox's router namespace and the host a unique /30 inside the slot range:
+ * host side `base + 4n + 1`, router side (the address the host sees the sandbox as) `base + 4n + 2`.
+ */
+
+/** Addresses of the fork-friendly layout. */
+export interface SlotLayout {
+  /** Guest address inside every sandbox namespace. */
+  guestAddress: string;
+  /** Gateway (router side of the sandbox veth). */
+  gatewayAddress: string;
+  /** Prefix length of the guest link. */
+  guestPrefix: number;
+  /** First address of the slot range, e.g. `10.253.0.0`; the range is a /16. */
+  slotBase: string;
+}
+
+export const DEFAULT_LAYOUT: SlotLayout = {
+  guestAddress: '10.254.0.2',
+  gatewayAddress: '10.254.0.1',
+  guestPrefix: 30,
+  slotBase: '10.253.0.0',
+};
+
+/** Slots fit a /16 of /30 links: 0..16383. */
+export const MAX_SLOT = 16383;
+
+const toInt = (ip: string): number => ip.split('.').reduce((acc, part) => acc * 256 + Number(part), 0);
+const toIp = (n: number): string => [24, 16, 8, 0].map((s) => (n >>> s) & 255).join('.');
+
+/** Host-side and sandbox-side (slot) addresses of slot `slot`. Throws RangeError outside 0..MAX_SLOT. */
+export function slotAddresses(layout: SlotLayout, slot: number): { hostAddress: string; slotAddress: string } {
+  if (!Number.isInteger(slot) || slot < 0 || slot > MAX_SLOT) throw new RangeError(`slot ${slot} outside 0..${MAX_SLOT}`);
+  const base = toInt(layout.slotBase) + slot * 4;
+  return { hostAddress: toIp(base + 1), slotAddress: toIp(base + 2) };
+}
+
+/** CIDR covering every slot address, for host-side rules. */
+export const slotRange = (layout: SlotLayout): string => `${layout.slotBase}/16`;
