@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Ramify setup on Debian 12 as root: system packages, npm packages, build, the `ramify` command,
+# the daemon, and the templates. Safe to run again (everything is cached).
+#   bash scripts/setup.sh            install + build + start `ramify serve` + build templates
+#   bash scripts/setup.sh --deps     install + build only (what CI and `npm test` need)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-all}
+
+step() { printf '\n==> %s\n' "$*"; }
+
+if [ "$(id -u)" != 0 ]; then echo "setup: run as root (gVisor, namespaces and nftables need it)" >&2; exit 1; fi
+
+need=()
+for pkg in runsc mmdebstrap nftables iproute2 util-linux gcc libc6-dev ca-certificates; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  step "apt-get install ${need[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
+fi
+
+step "npm ci"
+npm ci --no-audit --no-fund
+step "build"
+npm run build
+
+ln -sf "$PWD/packages/cli/dist/main.js" /usr/local/bin/ramify
+chmod +x packages/cli/dist/main.js
+
+[ "$mode" = "--deps" ] && exit 0
+
+step "start ramify serve (log: ${RAMIFY_HOME:-/var/lib/ramify}/serve.log)"
+ramify serve --detach
+step "build templates (first time ~2 min: Debian packages are fetched once, then cached)"
+ramify template build base
+ramify template build examples/templates/python-tests.yaml
