@@ -173,8 +173,18 @@ export const TemplateSpec = z.strictObject({
   from: z.string().optional(),
   /** Extra Debian packages. */
   packages: z.array(z.string().regex(/^[a-z0-9][a-z0-9+.-]*$/)).max(500).optional(),
-  /** Files to place: `{ path, content }` (text) or `{ path, source }` (host file, relative to the spec). */
-  files: z.array(z.strictObject({ path: z.string().startsWith('/'), content: z.string().optional(), source: z.string().optional(), mode: z.number().int().optional() })).optional(),
+  /**
+   * Files to place: `{ path, content }` (text) or `{ path, source }` (host file, relative to the spec;
+   * the spec loader inlines it as `content`, base64 with `encoding: 'base64'` when it is not UTF-8 text).
+   */
+  files: z.array(z.strictObject({
+    path: z.string().startsWith('/'),
+    content: z.string().optional(),
+    /** How `content` is encoded; default `utf8`. */
+    encoding: z.enum(['utf8', 'base64']).optional(),
+    source: z.string().optional(),
+    mode: z.number().int().optional(),
+  })).optional(),
   /** Shell commands run inside a sandbox of the template, in order, after files are placed. */
   run: z.array(z.string()).optional(),
   envs: EnvMap.optional(),

@@ -10,6 +10,8 @@ export const ERROR_CODES = {
   VALIDATION_FAILED: 400,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
+  /** No such route (the path or method is not part of the API). */
+  ROUTE_NOT_FOUND: 404,
   SANDBOX_NOT_FOUND: 404,
   TEMPLATE_NOT_FOUND: 404,
   SNAPSHOT_NOT_FOUND: 404,
@@ -28,6 +30,17 @@ export const ERROR_CODES = {
   RUNTIME_ERROR: 500,
   AGENT_UNREACHABLE: 502,
   INTERNAL: 500,
+  /** A template build step failed (mmdebstrap, a setup `run` command, the checkpoint); details name the step. */
+  TEMPLATE_BUILD_FAILED: 422,
+  // Client-side codes: raised by the SDK/CLI, never sent by the daemon (the status is nominal).
+  /** The API could not be reached (connection refused, DNS, TLS, socket reset). */
+  API_UNREACHABLE: 503,
+  /** The client gave up waiting for the API (`requestTimeoutMs`). */
+  REQUEST_TIMEOUT: 408,
+  /** A command finished unsuccessfully (non-zero exit or killed by a signal); carries the result. */
+  COMMAND_EXIT: 422,
+  /** `Sandbox.explore()`: every strategy threw or failed to score. */
+  EXPLORE_FAILED: 422,
 } as const satisfies Record<string, number>;
 
 /** One of {@link ERROR_CODES}' keys. */

@@ -1,0 +1,27 @@
+/**
+ * The built-in `base` template and the Debian packages every root template needs.
+ */
+import type { TemplateSpec } from '@ramify/contracts';
+
+/** Debian release every root template is built from. */
+export const DEBIAN_SUITE = 'bookworm';
+
+/** Default apt sources (one-line format) for `mmdebstrap`: the release, its updates, and security fixes. */
+export const DEFAULT_DEBIAN_MIRRORS: readonly string[] = [
+  'deb http://deb.debian.org/debian bookworm main',
+  'deb http://deb.debian.org/debian bookworm-updates main',
+  'deb http://deb.debian.org/debian-security bookworm-security main',
+];
+
+/**
+ * Packages in every root template, whatever its spec says: the agent runs on `nodejs` under `tini`;
+ * `procps`, `iproute2` and `hostname` are what the agent uses to apply a sandbox's identity;
+ * `ca-certificates` and `netbase` (/etc/services, /etc/protocols) make ordinary networking work.
+ */
+export const REQUIRED_PACKAGES: readonly string[] = ['ca-certificates', 'hostname', 'iproute2', 'netbase', 'nodejs', 'procps', 'socat', 'tini'];
+
+/** The built-in `base` template: used for `from: base` (and `create` without a template) until someone builds their own `base`. */
+export const BASE_TEMPLATE_SPEC: TemplateSpec = {
+  name: 'base',
+  packages: ['curl', 'git', 'less', 'python3', 'python3-pip', 'python3-venv', ...REQUIRED_PACKAGES],
+};
