@@ -1,0 +1,38 @@
+/** The one-file bundle (what sandboxes run) works on its own: build it fresh, serve and bridge from it. */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import { collector, startAgent } from '../test-support/agent-harness.js';
+
+const BUNDLE_SCRIPT = fileURLToPath(new URL('../../scripts/bundle.mjs', import.meta.url));
+
+test('the bundled agent.mjs serves and bridges with no node_modules beside it', { timeout: 120_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ramify-agent-bundle-'));
+  try {
+    const outfile = join(dir, 'agent.mjs');
+    await promisify(execFile)(process.execPath, [BUNDLE_SCRIPT, '--outfile', outfile]);
+    const text = readFileSync(outfile, 'utf8');
+    assert.doesNotMatch(text, /from\s*["'](@msgpack|@ramify|zod)/, 'dependencies are inlined');
+    const agent = await startAgent({ entry: outfile });
+    try {
+      const { client } = await agent.connect();
+      assert.equal((await client.agentInfo()).protocol, 1);
+      const c = collector();
+      await client.start({ cmd: 'printf bundled; exit 7' }, c.handlers);
+      assert.equal((await c.exited).exitCode, 7);
+      assert.equal(c.stdout().toString(), 'bundled');
+      const parts: Uint8Array[] = [];
+      for await (const chunk of client.readFile(outfile)) parts.push(chunk);
+      assert.equal(Buffer.concat(parts).toString('utf8'), text);
+    } finally {
+      await agent.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

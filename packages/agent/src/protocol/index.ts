@@ -1,0 +1,5 @@
+export * from './framing.js';
+export * from './messages.js';
+export * from './wire-errors.js';
+export * from './credit.js';
+export * from './chunk-queue.js';

@@ -1,0 +1,86 @@
+/**
+ * The agent's request handlers: one entry per protocol method (see `AgentMethods`). Each validates
+ * its params, calls the module that owns the concept, and returns the result.
+ */
+import { RamifyError, type AgentIdentity, type AgentStartOptions, type StreamOffsets } from '@ramify/contracts';
+import { PROTOCOL_VERSION, type MethodName } from '../protocol/messages.js';
+import type { AgentConnection } from './connection.js';
+import { receiveFile, sendFile } from './file-transfer.js';
+import { listDir, makeDir, removePath, renamePath, resolvePath, statPath } from './files.js';
+import { applyIdentity } from './identity.js';
+import { networkEndpoints } from './net-endpoints.js';
+import type { ProcessTable, SandboxIdentityState } from './process-table.js';
+
+type Params = Record<string, unknown>;
+
+function int(p: Params, key: string): number {
+  const v = p[key];
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw new RamifyError('BAD_REQUEST', `'${key}' must be an integer`);
+  return v;
+}
+
+function offsets(v: unknown): StreamOffsets {
+  const o = (v ?? {}) as Partial<StreamOffsets>;
+  const clean = (n: unknown): number => (typeof n === 'number' && n > 0 ? Math.floor(n) : 0);
+  return { stdout: clean(o.stdout), stderr: clean(o.stderr) };
+}
+
+/** Build the request handler over one process table and identity state (shared by all connections). */
+export function createHandler(table: ProcessTable, identity: SandboxIdentityState) {
+  const methods: Record<MethodName, (p: Params, conn: AgentConnection) => Promise<unknown>> = {
+    ping: async () => ({ protocol: PROTOCOL_VERSION, node: process.version, agentPid: process.pid }),
+    setIdentity: (p) => applyIdentity(p as unknown as AgentIdentity, identity),
+    start: async (p, conn) => {
+      const sub = int(p, 'sub');
+      const proc = await table.start(p as unknown as AgentStartOptions);
+      conn.subscribe(sub, proc, { 1: 0, 2: 0 });
+      return { pid: proc.pid };
+    },
+    attach: async (p, conn) => {
+      const proc = table.get(int(p, 'pid'));
+      const want = offsets(p.from);
+      const clamp = (fd: 1 | 2, n: number): number => Math.min(Math.max(n, proc.rings[fd].start), proc.rings[fd].end);
+      const from = { 1: clamp(1, want.stdout), 2: clamp(2, want.stderr) };
+      conn.subscribe(int(p, 'sub'), proc, from);
+      return { from: { stdout: from[1], stderr: from[2] } };
+    },
+    detach: async (p, conn) => {
+      conn.unsubscribe(int(p, 'sub'));
+      return {};
+    },
+    wait: (p) => table.get(int(p, 'pid')).waitExit(),
+    stdin: async (p) => {
+      if (!(p.data instanceof Uint8Array)) throw new RamifyError('BAD_REQUEST', "'data' must be binary");
+      await table.get(int(p, 'pid')).sendStdin(p.data);
+      return {};
+    },
+    closeStdin: async (p) => {
+      table.get(int(p, 'pid')).closeStdin();
+      return {};
+    },
+    signal: async (p) => {
+      if (typeof p.signal !== 'string') throw new RamifyError('BAD_REQUEST', "'signal' must be a string like SIGTERM");
+      table.get(int(p, 'pid')).signal(p.signal);
+      return {};
+    },
+    listProcesses: async () => table.list(),
+    readFile: (p, conn) => sendFile(resolvePath(p.path), int(p, 'sid'), typeof p.window === 'number' ? p.window : 0, conn, conn.streams),
+    writeFile: (p, conn) => receiveFile(resolvePath(p.path), int(p, 'sid'), typeof p.mode === 'number' ? p.mode : undefined, conn, conn.streams),
+    listDir: (p) => listDir(resolvePath(p.path), p.depth === undefined || p.depth === null ? 1 : (p.depth as number)),
+    stat: (p) => statPath(resolvePath(p.path)),
+    mkdir: (p) => makeDir(resolvePath(p.path)),
+    remove: async (p) => {
+      await removePath(resolvePath(p.path));
+      return {};
+    },
+    rename: (p) => renamePath(resolvePath(p.from), resolvePath(p.to)),
+    networkEndpoints: () => networkEndpoints(),
+  };
+
+  return async (method: string, params: unknown, conn: AgentConnection): Promise<unknown> => {
+    const fn = Object.prototype.hasOwnProperty.call(methods, method) ? methods[method as MethodName] : undefined;
+    if (!fn) throw new RamifyError('BAD_REQUEST', `unknown agent method '${method}'`);
+    if (typeof params !== 'object' || params === null) throw new RamifyError('BAD_REQUEST', 'params must be a map');
+    return fn(params as Params, conn);
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * `setIdentity`: what the agent does after every boot and restore so that forks differ — hostname,
+ * fresh entropy in the kernel pool, the wall clock (only when off by more than a second), and the
+ * sandbox's default environment and id. Failures of the system calls are reported, never thrown: a
+ * sandbox without CAP_SYS_TIME still works.
+ */
+import { execFile } from 'node:child_process';
+import { open } from 'node:fs/promises';
+import { hostname as currentHostname } from 'node:os';
+import { RamifyError, type AgentIdentity } from '@ramify/contracts';
+import type { IdentityReport } from '../protocol/messages.js';
+import type { SandboxIdentityState } from './process-table.js';
+
+/** The clock is corrected only when it is off by more than this many ms. */
+export const CLOCK_TOLERANCE_MS = 1000;
+
+function run(file: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: 10_000 }, (err, _stdout, stderr) => {
+      if (err) reject(new Error(String(stderr).trim() || err.message));
+      else resolve();
+    });
+  });
+}
+
+/**
+ * Apply `identity` and record its envs and sandbox id in `state`.
+ * @throws RamifyError BAD_REQUEST when the identity is malformed.
+ */
+export async function applyIdentity(identity: AgentIdentity, state: SandboxIdentityState): Promise<IdentityReport> {
+  if (typeof identity?.sandboxId !== 'string' || typeof identity.hostname !== 'string') {
+    throw new RamifyError('BAD_REQUEST', 'identity needs sandboxId and hostname strings');
+  }
+  const envs: Record<string, string> = {};
+  for (const [k, v] of Object.entries(identity.envs ?? {})) envs[k] = String(v);
+  state.sandboxId = identity.sandboxId;
+  state.envs = envs;
+
+  const report: IdentityReport = {
+    hostname: { applied: false },
+    clock: { adjusted: false, offsetMs: 0 },
+    entropy: { bytes: 0 },
+  };
+
+  if (identity.hostname && identity.hostname !== currentHostname()) {
+    try {
+      await run('hostname', [identity.hostname]);
+      report.hostname.applied = true;
+    } catch (err) {
+      report.hostname.error = (err as Error).message;
+    }
+  } else {
+    report.hostname.applied = identity.hostname !== '';
+  }
+
+  const entropy = identity.entropy;
+  if (entropy instanceof Uint8Array && entropy.byteLength > 0) {
+    try {
+      const fh = await open('/dev/urandom', 'w');
+      try {
+        await fh.write(entropy);
+      } finally {
+        await fh.close();
+      }
+      report.entropy.bytes = entropy.byteLength;
+    } catch (err) {
+      report.entropy.error = (err as Error).message;
+    }
+  }
+
+  if (typeof identity.clockMs === 'number' && Number.isFinite(identity.clockMs)) {
+    const offsetMs = identity.clockMs - Date.now();
+    report.clock.offsetMs = offsetMs;
+    if (Math.abs(offsetMs) > CLOCK_TOLERANCE_MS) {
+      try {
+        await run('date', ['-u', '-s', `@${(identity.clockMs / 1000).toFixed(3)}`]);
+        report.clock.adjusted = true;
+      } catch (err) {
+        report.clock.error = (err as Error).message; // EPERM in most sandboxes: ignored.
+      }
+    }
+  }
+  return report;
+}

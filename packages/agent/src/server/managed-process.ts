@@ -1,0 +1,282 @@
+/**
+ * One process started by the agent: `/bin/bash -c cmd` in its own process group, its output kept in two
+ * bounded rings with absolute offsets, any number of subscribers reading from those rings at their own
+ * pace, stdin (when asked for), signals, a deadline that kills the whole tree, and its exit.
+ *
+ * Flow control: the child's pipes are read continuously into the rings, except when an attached
+ * subscriber lags by half a ring (less for rings under 128 KiB, so that one more pipe read still fits);
+ * then that pipe is paused (the process blocks on write,
+ * as with any slow pipe) until subscribers catch up. Without subscribers nothing is paused and old
+ * bytes are dropped.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { RamifyError, type AgentExit, type ProcessInfo } from '@ramify/contracts';
+import { OutputRing } from './output-ring.js';
+import { killTree } from './proc-tree.js';
+
+export type OutputFd = 1 | 2;
+
+/** Largest chunk one pipe read delivers (libuv reads at most 64 KiB at a time). */
+const PIPE_READ_MAX_BYTES = 64 * 1024;
+
+/** A reader of a process's output (one per client subscription). */
+export interface OutputSubscriber {
+  /** Next absolute offset to deliver, per stream. */
+  cursor: Record<OutputFd, number>;
+  /** Called when new output or the exit is available. */
+  notify(): void;
+}
+
+/** Everything needed to spawn; resolved by the process table (env merged, user looked up, cwd checked). */
+export interface SpawnSpec {
+  cmd: string;
+  cwd: string;
+  env: Record<string, string>;
+  uid?: number;
+  gid?: number;
+  keepStdin: boolean;
+  /** 0 = no deadline. */
+  timeoutMs: number;
+  ringBytes: number;
+  /** How long to wait for the pipes to close after the process exited (background children may hold them). */
+  exitGraceMs: number;
+}
+
+export class ManagedProcess {
+  readonly pid: number;
+  readonly cmd: string;
+  readonly cwd: string;
+  readonly startedAt = new Date().toISOString();
+  readonly rings: Record<OutputFd, OutputRing>;
+  /** Set once the process exited and its pipes closed (or the grace period ended). */
+  exit: AgentExit | undefined;
+  /** Ring ends at the moment of {@link exit}: subscribers get output up to here, then the exit. */
+  finalEnds: Record<OutputFd, number> | undefined;
+
+  private readonly child: ChildProcess;
+  private readonly subscribers = new Set<OutputSubscriber>();
+  private readonly exitWaiters: Array<(exit: AgentExit) => void> = [];
+  private readonly openPipes = new Set<OutputFd>([1, 2]);
+  private readonly paused = new Set<OutputFd>();
+  /**
+   * Chunks read from a paused pipe, not yet in the ring. Node may deliver data after `pause()` (and
+   * resumes child stdio by itself when the child exits), so pausing alone cannot bound the ring's lag.
+   */
+  private readonly held: Record<OutputFd, Buffer[]> = { 1: [], 2: [] };
+  private rawExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  private timedOut = false;
+  private deadline: NodeJS.Timeout | undefined;
+  private grace: NodeJS.Timeout | undefined;
+  private stdinOpen: boolean;
+  private readonly onFinished: (p: ManagedProcess) => void;
+  /** Pause a pipe once a subscriber lags this much: one more read still fits in the ring. */
+  private readonly pauseAtBytes: number;
+  /** Resume it once every subscriber lags no more than this. */
+  private readonly resumeAtBytes: number;
+
+  /**
+   * Spawn the process. `onFinished` runs once when {@link exit} is set.
+   * @throws RamifyError INTERNAL when the kernel refuses to start /bin/bash.
+   */
+  constructor(private readonly spec: SpawnSpec, onFinished: (p: ManagedProcess) => void) {
+    this.cmd = spec.cmd;
+    this.cwd = spec.cwd;
+    this.onFinished = onFinished;
+    this.rings = { 1: new OutputRing(spec.ringBytes), 2: new OutputRing(spec.ringBytes) };
+    this.pauseAtBytes = Math.max(0, Math.min(spec.ringBytes / 2, spec.ringBytes - PIPE_READ_MAX_BYTES));
+    this.resumeAtBytes = Math.min(spec.ringBytes / 4, this.pauseAtBytes);
+    this.child = spawn('/bin/bash', ['-c', spec.cmd], {
+      cwd: spec.cwd,
+      env: spec.env,
+      detached: true,
+      uid: spec.uid,
+      gid: spec.gid,
+      stdio: [spec.keepStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    });
+    if (this.child.pid === undefined) {
+      this.child.on('error', () => undefined);
+      throw new RamifyError('INTERNAL', `could not start /bin/bash for '${spec.cmd}'`);
+    }
+    this.pid = this.child.pid;
+    this.stdinOpen = spec.keepStdin;
+    this.child.on('error', () => undefined);
+    this.child.stdin?.on('error', () => {
+      this.stdinOpen = false;
+    });
+    this.wire(1, this.child.stdout as Readable);
+    this.wire(2, this.child.stderr as Readable);
+    this.child.on('exit', (code, signal) => {
+      this.rawExit = { code, signal };
+      if (this.deadline) clearTimeout(this.deadline);
+      this.maybeFinish();
+      if (!this.exit) this.armGrace();
+    });
+    if (spec.timeoutMs > 0) this.deadline = setTimeout(() => this.expire(), spec.timeoutMs);
+  }
+
+  get running(): boolean {
+    return this.exit === undefined;
+  }
+
+  info(): ProcessInfo {
+    return {
+      pid: this.pid,
+      cmd: this.cmd,
+      cwd: this.cwd,
+      startedAt: this.startedAt,
+      running: this.running,
+      exitCode: this.exit?.exitCode ?? null,
+      signal: this.exit?.signal ?? null,
+      stdoutBytes: this.rings[1].end,
+      stderrBytes: this.rings[2].end,
+    };
+  }
+
+  /** Resolves with the exit (at once if already exited). */
+  waitExit(): Promise<AgentExit> {
+    if (this.exit) return Promise.resolve(this.exit);
+    return new Promise((resolve) => this.exitWaiters.push(resolve));
+  }
+
+  subscribe(sub: OutputSubscriber): void {
+    this.subscribers.add(sub);
+    sub.notify();
+  }
+
+  unsubscribe(sub: OutputSubscriber): void {
+    this.subscribers.delete(sub);
+    this.consumed();
+  }
+
+  /** A subscriber advanced its cursor: move held output into the ring and resume pipes as room allows. */
+  consumed(): void {
+    for (const fd of [...this.paused]) {
+      const held = this.held[fd];
+      let moved = false;
+      while (held.length > 0 && this.maxLag(fd) <= this.pauseAtBytes) {
+        this.rings[fd].append(held.shift() as Buffer);
+        moved = true;
+      }
+      if (held.length === 0 && this.maxLag(fd) <= this.resumeAtBytes) {
+        this.paused.delete(fd);
+        this.pipe(fd)?.resume();
+        this.maybeFinish();
+      }
+      if (moved) for (const sub of this.subscribers) sub.notify();
+    }
+  }
+
+  /**
+   * Write to stdin; resolves once the data was handed to the pipe.
+   * @throws RamifyError INVALID_STATE when stdin was not requested or is already closed.
+   */
+  async sendStdin(data: Uint8Array): Promise<void> {
+    const stdin = this.requireStdin();
+    await new Promise<void>((resolve, reject) => {
+      stdin.write(data, (err) => (err ? reject(new RamifyError('INVALID_STATE', `stdin of process ${this.pid} is closed: ${err.message}`)) : resolve()));
+    });
+  }
+
+  /** Close stdin (EOF for the process). @throws RamifyError INVALID_STATE like {@link sendStdin}. */
+  closeStdin(): void {
+    this.requireStdin().end();
+    this.stdinOpen = false;
+  }
+
+  /**
+   * Send `signal` to the process group.
+   * @throws RamifyError INVALID_STATE when the process already exited; BAD_REQUEST for an unknown signal.
+   */
+  signal(signal: string): void {
+    if (this.exit) throw new RamifyError('INVALID_STATE', `process ${this.pid} has already exited`);
+    try {
+      process.kill(-this.pid, signal);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ERR_UNKNOWN_SIGNAL' || code === 'EINVAL') throw new RamifyError('BAD_REQUEST', `unknown signal '${signal}'`);
+      if (code !== 'ESRCH') throw err;
+    }
+  }
+
+  private requireStdin(): NonNullable<ChildProcess['stdin']> {
+    if (!this.spec.keepStdin || !this.child.stdin) throw new RamifyError('INVALID_STATE', `process ${this.pid} was started without stdin`);
+    if (!this.stdinOpen || this.child.stdin.destroyed) throw new RamifyError('INVALID_STATE', `stdin of process ${this.pid} is closed`);
+    return this.child.stdin;
+  }
+
+  private pipe(fd: OutputFd): Readable | null {
+    return fd === 1 ? this.child.stdout : this.child.stderr;
+  }
+
+  private wire(fd: OutputFd, stream: Readable): void {
+    stream.on('data', (chunk: Buffer) => {
+      // Append only while every subscriber lags at most `pauseAtBytes`: then one read fits in the ring.
+      if (!this.exit && (this.held[fd].length > 0 || this.maxLag(fd) > this.pauseAtBytes)) {
+        this.held[fd].push(chunk);
+        this.paused.add(fd);
+        stream.pause();
+        return;
+      }
+      this.rings[fd].append(chunk);
+      if (!this.exit && this.maxLag(fd) > 0 && this.maxLag(fd) >= this.pauseAtBytes) {
+        this.paused.add(fd);
+        stream.pause();
+      }
+      for (const sub of this.subscribers) sub.notify();
+    });
+    stream.on('error', () => undefined);
+    stream.on('close', () => {
+      this.openPipes.delete(fd);
+      this.maybeFinish();
+    });
+  }
+
+  private maxLag(fd: OutputFd): number {
+    let lag = 0;
+    for (const sub of this.subscribers) lag = Math.max(lag, this.rings[fd].end - sub.cursor[fd]);
+    return lag;
+  }
+
+  private expire(): void {
+    if (this.rawExit) return;
+    this.timedOut = true;
+    killTree(this.pid);
+  }
+
+  /**
+   * After the exit, wait for the pipes to close, but not forever: background children may hold them.
+   * While a pipe is paused for a slow subscriber the remaining output is ours to deliver, so keep waiting.
+   */
+  private armGrace(): void {
+    this.grace = setTimeout(() => {
+      if (this.paused.size > 0) this.armGrace();
+      else this.finish();
+    }, this.spec.exitGraceMs);
+  }
+
+  private maybeFinish(): void {
+    if (this.rawExit && this.openPipes.size === 0 && this.held[1].length === 0 && this.held[2].length === 0) this.finish();
+  }
+
+  private finish(): void {
+    if (this.exit || !this.rawExit) return;
+    if (this.grace) clearTimeout(this.grace);
+    if (this.deadline) clearTimeout(this.deadline);
+    // Pipes still held by background children keep being read, but must never block anyone now.
+    for (const fd of this.paused) {
+      for (const chunk of this.held[fd].splice(0)) this.rings[fd].append(chunk);
+      this.pipe(fd)?.resume();
+    }
+    this.paused.clear();
+    this.exit = {
+      exitCode: this.rawExit.code,
+      signal: this.rawExit.signal,
+      error: this.timedOut ? 'timeout' : null,
+    };
+    this.finalEnds = { 1: this.rings[1].end, 2: this.rings[2].end };
+    for (const w of this.exitWaiters.splice(0)) w(this.exit);
+    for (const sub of this.subscribers) sub.notify();
+    this.onFinished(this);
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Process-tree discovery and killing through /proc. A command's tree is its process group plus every
+ * descendant reachable by parent links — the latter catches children that left the group with
+ * `setsid`. The tree is frozen with SIGSTOP while it is collected (so nothing forks or gets reparented
+ * between collection and the kill), then everything is SIGKILLed.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** One row of /proc/PID/stat that matters here. */
+export interface ProcStat {
+  pid: number;
+  ppid: number;
+  pgrp: number;
+  session: number;
+  /** Single-letter state: R, S, D, Z, T, ... */
+  state: string;
+}
+
+/** Parse the content of /proc/PID/stat (the command name may contain spaces and parentheses). */
+export function parseProcStat(text: string): ProcStat | undefined {
+  const close = text.lastIndexOf(')');
+  if (close < 0) return undefined;
+  const pid = Number.parseInt(text.slice(0, text.indexOf(' ')), 10);
+  const rest = text.slice(close + 2).split(' ');
+  const [state, ppid, pgrp, session] = [rest[0], Number(rest[1]), Number(rest[2]), Number(rest[3])];
+  if (!Number.isInteger(pid) || !Number.isInteger(ppid)) return undefined;
+  return { pid, ppid, pgrp, session, state };
+}
+
+/** Snapshot of every process visible in /proc (processes that vanish while reading are skipped). */
+export function listProcStats(procDir = '/proc'): ProcStat[] {
+  const out: ProcStat[] = [];
+  for (const name of readdirSync(procDir)) {
+    if (name.charCodeAt(0) < 48 || name.charCodeAt(0) > 57) continue;
+    try {
+      const stat = parseProcStat(readFileSync(`${procDir}/${name}/stat`, 'utf8'));
+      if (stat) out.push(stat);
+    } catch {
+      // Exited between readdir and read.
+    }
+  }
+  return out;
+}
+
+/** Pids of `rootPid`'s process group and of all descendants of `roots`, from one /proc snapshot. */
+export function collectTree(rootPid: number, roots: Iterable<number>, stats: ProcStat[]): Set<number> {
+  const children = new Map<number, number[]>();
+  for (const s of stats) {
+    const list = children.get(s.ppid);
+    if (list) list.push(s.pid);
+    else children.set(s.ppid, [s.pid]);
+  }
+  const found = new Set<number>();
+  for (const s of stats) if (s.pgrp === rootPid && s.state !== 'Z') found.add(s.pid);
+  for (const r of roots) found.add(r);
+  const queue = [...found];
+  while (queue.length > 0) {
+    const pid = queue.pop() as number;
+    for (const child of children.get(pid) ?? []) {
+      if (!found.has(child)) {
+        found.add(child);
+        queue.push(child);
+      }
+    }
+  }
+  return found;
+}
+
+function trySignal(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+/**
+ * SIGKILL `rootPid`'s process group and every descendant. Repeats freeze (SIGSTOP) and collect until no
+ * new process appears (at most `maxRounds` rounds), then kills them all.
+ * @returns the pids that were signalled.
+ */
+export function killTree(rootPid: number, maxRounds = 8): number[] {
+  let tree = new Set<number>([rootPid]);
+  trySignal(-rootPid, 'SIGSTOP');
+  for (let round = 0; round < maxRounds; round++) {
+    const next = collectTree(rootPid, tree, listProcStats());
+    next.delete(process.pid);
+    const grew = [...next].some((pid) => !tree.has(pid));
+    for (const pid of next) if (!tree.has(pid)) trySignal(pid, 'SIGSTOP');
+    tree = new Set([...tree, ...next]);
+    if (!grew) break;
+  }
+  trySignal(-rootPid, 'SIGKILL');
+  for (const pid of tree) trySignal(pid, 'SIGKILL');
+  return [...tree];
+}
