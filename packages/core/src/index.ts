@@ -1,3 +1,44 @@
+/**
+ * @ramify/core: Ramify's domain. Ports (runtime, network, snapshot storage, store, clock, agent
+ * connector, template builder, logger), the sandbox state machine, and one use-case per file.
+ * No HTTP, no child processes, no SQL.
+ */
 export * from './ports/runtime.js';
 export * from './ports/network.js';
 export * from './ports/snapshot-storage.js';
+export * from './ports/store.js';
+export * from './ports/clock.js';
+export * from './ports/agent.js';
+export * from './ports/logger.js';
+export * from './ports/template-builder.js';
+
+export * from './ids.js';
+export { createCore, runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps, type CoreOptions } from './core.js';
+
+export * from './lifecycle/state-machine.js';
+export { KeyedLock } from './lifecycle/locks.js';
+export { AgentSessions, type AgentSessionsOptions } from './lifecycle/agent-sessions.js';
+export { SandboxEvents, type SandboxStateEvent } from './lifecycle/events.js';
+export { loadSandbox, transition, toSandboxInfo, toSnapshotInfo, toTemplateInfo } from './lifecycle/records.js';
+export { waitForQuietNetwork } from './lifecycle/quiet-network.js';
+export { createSandbox } from './lifecycle/create.js';
+export { getSandbox } from './lifecycle/get.js';
+export { listSandboxes, parseListQuery, type ListSandboxesInput } from './lifecycle/list.js';
+export { killSandbox } from './lifecycle/kill.js';
+export { pauseSandbox } from './lifecycle/pause.js';
+export { resumeSandbox, type ResumeInput } from './lifecycle/resume.js';
+export { forkSandbox, type ForkInput } from './lifecycle/fork.js';
+export { snapshotSandbox, type SnapshotInput } from './lifecycle/snapshot.js';
+export { setSandboxTimeout } from './lifecycle/set-timeout.js';
+export { TimeoutScheduler } from './lifecycle/timeouts.js';
+export { reconcile, type ReconcileReport } from './lifecycle/reconcile.js';
+export type { ReconcileOutcome } from './lifecycle/reconcile-sandbox.js';
+
+export * from './sandbox/commands.js';
+export * from './sandbox/files.js';
+export { agentFor } from './sandbox/agent-access.js';
+
+export * from './catalog/snapshots.js';
+export * from './catalog/templates.js';
+export * from './access/api-keys.js';
+export * from './access/audit.js';

@@ -1,0 +1,89 @@
+#!/usr/bin/env node
+// bench/lifecycle: medians of Ramify's create, exec, pause, resume, fork x3 and fork x8, each next to
+// the raw runsc steps it wraps, measured in the same run on the same template image, with the ratio.
+//   node bench/lifecycle/run.mjs [--iterations 5] [--template base]
+// Needs a running `ramify serve` (bash scripts/setup.sh starts one) and root.
+// Raw steps use the same building blocks the daemon uses underneath (NamespaceNetwork for the
+// namespace setup, GvisorRuntime for `runsc restore`/`checkpoint`), in their own work dir and prefix.
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Sandbox } from '@ramify/sdk';
+import { NamespaceNetwork } from '@ramify/network';
+import { GvisorRuntime } from '@ramify/runtime-gvisor';
+import { SqliteStore } from '@ramify/store';
+import { MAX_SLOT } from '@ramify/network';
+
+const { values } = parseArgs({ options: { iterations: { type: 'string', default: '5' }, template: { type: 'string', default: 'base' } } });
+const N = Number(values.iterations);
+const home = process.env.RAMIFY_HOME ?? '/var/lib/ramify';
+
+const store = new SqliteStore({ path: join(home, 'ramify.db'), maxSlots: MAX_SLOT });
+const template = await store.findTemplateByName(values.template);
+if (!template) throw new Error(`template '${values.template}' is not built: run 'ramify template build ${values.template}'`);
+const templateImage = join(home, 'snapshots', template.snapshotId, 'image');
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const time = async (fn) => { const t = performance.now(); const r = await fn(); return [performance.now() - t, r]; };
+
+// ---- raw runsc, same template image ----
+const work = await mkdtemp(join(tmpdir(), 'rmf-bench-'));
+await writeFile(join(work, 'resolv.conf'), 'nameserver 10.254.0.1\n');
+const net = new NamespaceNetwork({ prefix: 'rmbn' });
+const runtime = await GvisorRuntime.open({ workDir: work, resolvConfPath: join(work, 'resolv.conf'), cgroupParent: null });
+const raw = { create: [], exec: [], pause: [], resume: [] };
+const spec = async (id, slot) => ({ sandboxId: id, rootfsDir: template.rootfsDir, hostname: id, resources: { cpuCount: 1, memoryMB: 512 }, network: await net.attach(id, slot) });
+try {
+  for (let i = 0; i < N; i++) {
+    const id = `rmbn-${i}`;
+    const [tc, s] = await time(async () => { const s = await spec(id, i + 1); await runtime.restore(s, template ? templateImage : ''); return s; });
+    raw.create.push(tc);
+    const [te] = await time(async () => spawnSync('nsenter', [`--net=${s.network.netnsPath}`, 'runsc', '--root', join(work, 'state'), 'exec', id, '/bin/true']));
+    raw.exec.push(te);
+    const img = join(work, `img-${i}`);
+    const [tp] = await time(() => runtime.checkpoint(id, img));
+    raw.pause.push(tp);
+    const [tr] = await time(async () => runtime.restore(await spec(id, i + 1), img));
+    raw.resume.push(tr);
+    await runtime.kill(id);
+  }
+} finally {
+  await net.destroyAll();
+  await rm(work, { recursive: true, force: true });
+}
+
+// ---- Ramify, through the SDK and the daemon ----
+const ours = { create: [], exec: [], pause: [], resume: [], fork3: [], fork8: [] };
+for (let i = 0; i < N; i++) {
+  const [tc, sbx] = await time(() => Sandbox.create({ template: values.template, timeoutMs: 600_000 }));
+  ours.create.push(tc);
+  ours.exec.push((await time(() => sbx.commands.run('true')))[0]);
+  ours.pause.push((await time(() => sbx.pause()))[0]);
+  ours.resume.push((await time(() => sbx.resume()))[0]);
+  if (i < 3) {
+    const [t3, f3] = await time(() => sbx.fork({ count: 3 }));
+    ours.fork3.push(t3);
+    await Promise.all(f3.map((f) => f.kill()));
+    const [t8, f8] = await time(() => sbx.fork({ count: 8 }));
+    ours.fork8.push(t8);
+    await Promise.all(f8.map((f) => f.kill()));
+  }
+  await sbx.kill();
+}
+
+const rows = [
+  ['create', ours.create, raw.create, 'netns setup + runsc restore', 1.3],
+  ['exec', ours.exec, raw.exec, 'runsc exec /bin/true', 1.5],
+  ['pause', ours.pause, raw.pause, 'runsc checkpoint', 1.3],
+  ['resume', ours.resume, raw.resume, 'runsc restore (own netns)', null],
+  ['fork x3', ours.fork3, raw.resume, 'one runsc restore', null],
+  ['fork x8', ours.fork8, raw.resume, 'one runsc restore', 3],
+];
+console.log(`bench/lifecycle: ${N} iterations (fork: ${ours.fork3.length}), template '${values.template}', medians in ms`);
+console.log(['operation', 'ramify', 'raw', 'ratio', 'target', 'raw step'].join('\t'));
+for (const [name, o, r, what, target] of rows) {
+  const ratio = median(o) / median(r);
+  console.log([name, median(o).toFixed(1), median(r).toFixed(1), `${ratio.toFixed(2)}x`, target ? `<= ${target}x ${ratio <= target ? 'ok' : 'MISSED'}` : '-', what].join('\t'));
+}

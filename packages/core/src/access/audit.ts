@@ -1,0 +1,20 @@
+/**
+ * The audit log: one entry per mutating API call (who, what, when, outcome).
+ */
+import type { AuditEntry } from '@ramify/contracts';
+import type { AuditQuery, AuditRecord, Store } from '../ports/store.js';
+
+/** Append one entry; never throws (a failed audit write is returned as false for the caller to log). */
+export async function recordAudit(store: Store, entry: Omit<AuditRecord, 'id'>): Promise<boolean> {
+  try {
+    await store.appendAudit(entry);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Entries, newest first, in API shape. */
+export async function listAudit(store: Store, query: AuditQuery): Promise<AuditEntry[]> {
+  return (await store.listAudit(query)).map((r) => ({ ...r, at: new Date(r.at).toISOString() }));
+}

@@ -1,0 +1,122 @@
+/**
+ * The core context: the ports one daemon wires (store, runtimes, network, snapshot storage, agent
+ * connector, clock, logger) plus the in-process state every use-case shares (per-sandbox locks, live
+ * agent sessions, lifecycle events). Use-cases are plain functions taking this context first.
+ */
+import { randomBytes } from 'node:crypto';
+import { RamifyError, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
+import type { ConnectAgent } from './ports/agent.js';
+import type { Clock } from './ports/clock.js';
+import type { Logger } from './ports/logger.js';
+import type { SandboxNetwork } from './ports/network.js';
+import type { Runtime } from './ports/runtime.js';
+import type { SnapshotStorage } from './ports/snapshot-storage.js';
+import type { Store } from './ports/store.js';
+import type { TemplateBuilder } from './ports/template-builder.js';
+import { AgentSessions } from './lifecycle/agent-sessions.js';
+import { SandboxEvents } from './lifecycle/events.js';
+import { KeyedLock } from './lifecycle/locks.js';
+import { agentReachable } from './lifecycle/state-machine.js';
+
+/** Tunables; every field has a default (see {@link DEFAULT_CORE_OPTIONS}). */
+export interface CoreOptions {
+  /** How long pause/fork/snapshot wait for the sandbox's connected TCP endpoints to drain, ms. */
+  quietNetworkTimeoutMs: number;
+  /** Interval between endpoint polls while waiting, ms. */
+  quietNetworkPollMs: number;
+  /** Bound on opening an agent channel plus its first ping, ms. */
+  agentConnectTimeoutMs: number;
+  /** At most this many restores of one fork run at once. */
+  forkConcurrency: number;
+  /** Template used when a create names neither a template nor a snapshot. */
+  defaultTemplate: string;
+  defaultTimeoutMs: number;
+  defaultOnTimeout: TimeoutAction;
+  defaultCpuCount: number;
+  defaultMemoryMB: number;
+  /** How often the timeout scheduler looks for due sandboxes, ms. */
+  timeoutSweepMs: number;
+  /** After a timeout pause is refused (`CHECKPOINT_BLOCKED`), wait this long before trying again, ms. */
+  timeoutRetryMs: number;
+}
+
+export const DEFAULT_CORE_OPTIONS: CoreOptions = {
+  quietNetworkTimeoutMs: 10_000,
+  quietNetworkPollMs: 250,
+  agentConnectTimeoutMs: 10_000,
+  forkConcurrency: 4,
+  defaultTemplate: 'base',
+  defaultTimeoutMs: 300_000,
+  defaultOnTimeout: 'pause',
+  defaultCpuCount: 1,
+  defaultMemoryMB: 512,
+  timeoutSweepMs: 1_000,
+  timeoutRetryMs: 30_000,
+};
+
+/** What the composition root provides. */
+export interface CoreDeps {
+  store: Store;
+  /** Available runtimes; the first is the default. May be empty (every create then fails `RUNTIME_UNAVAILABLE`). */
+  runtimes: Runtime[];
+  network: SandboxNetwork;
+  storage: SnapshotStorage;
+  connectAgent: ConnectAgent;
+  clock: Clock;
+  logger: Logger;
+  /** Absent when no template builder is wired (`POST /v1/templates` then fails `RUNTIME_UNAVAILABLE`). */
+  templateBuilder?: TemplateBuilder;
+  /** Fresh entropy for identities; default `crypto.randomBytes`. */
+  entropy?: (bytes: number) => Uint8Array;
+  options?: Partial<CoreOptions>;
+}
+
+/** The context every use-case receives. */
+export interface Core extends Omit<CoreDeps, 'options' | 'entropy'> {
+  options: CoreOptions;
+  entropy: (bytes: number) => Uint8Array;
+  locks: KeyedLock;
+  sessions: AgentSessions;
+  events: SandboxEvents;
+}
+
+/** Build the core context from its ports. */
+export function createCore(deps: CoreDeps): Core {
+  const options = { ...DEFAULT_CORE_OPTIONS, ...deps.options };
+  const core: Core = {
+    ...deps,
+    options,
+    entropy: deps.entropy ?? ((n) => new Uint8Array(randomBytes(n))),
+    locks: new KeyedLock(),
+    events: new SandboxEvents(),
+    sessions: undefined as unknown as AgentSessions,
+  };
+  core.sessions = new AgentSessions({
+    logger: deps.logger,
+    connectTimeoutMs: options.agentConnectTimeoutMs,
+    connect: async (sandboxId) => {
+      const record = await deps.store.getSandbox(sandboxId);
+      if (!record) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
+      const channel = await runtimeFor(core, record.runtime).openAgentChannel(sandboxId);
+      return deps.connectAgent(channel);
+    },
+    isRunning: async (sandboxId) => {
+      const record = await deps.store.getSandbox(sandboxId);
+      return record !== null && agentReachable(record.state);
+    },
+  });
+  return core;
+}
+
+/**
+ * The runtime called `name`, or the default (first) one when `name` is absent.
+ * @throws RamifyError `RUNTIME_UNAVAILABLE` when it is not wired into this daemon.
+ */
+export function runtimeFor(core: Pick<Core, 'runtimes'>, name?: RuntimeName): Runtime {
+  const runtime = name ? core.runtimes.find((r) => r.name === name) : core.runtimes[0];
+  if (!runtime) {
+    const which = name ? `runtime '${name}' is` : 'no runtime is';
+    throw new RamifyError('RUNTIME_UNAVAILABLE', `${which} available on this host`, name ? { runtime: name } : undefined);
+  }
+  return runtime;
+}

@@ -1,0 +1,21 @@
+/**
+ * Identifiers: a type prefix plus a monotonic ULID (26 Crockford base32 characters; sorts by creation
+ * time, also among ids made in the same millisecond), e.g. `sbx_01HZY3K8T4V5W6X7Y8Z9A0B1C2`.
+ */
+import { monotonicFactory } from 'ulid';
+
+const next = monotonicFactory();
+
+/** `sbx_<ulid>`. */
+export const newSandboxId = (): string => `sbx_${next()}`;
+/** `snap_<ulid>`. */
+export const newSnapshotId = (): string => `snap_${next()}`;
+/** `tpl_<ulid>`. */
+export const newTemplateId = (): string => `tpl_${next()}`;
+/** `key_<ulid>` (the id of an API key, not the key). */
+export const newApiKeyId = (): string => `key_${next()}`;
+
+/** The hostname a sandbox sees: its id, lower-cased, with `-` for `_` (a valid DNS label). */
+export function hostnameFor(sandboxId: string): string {
+  return sandboxId.toLowerCase().replace(/_/g, '-');
+}

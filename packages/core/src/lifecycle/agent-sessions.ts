@@ -1,0 +1,181 @@
+/**
+ * The live agent sessions, one per running sandbox (sandboxId → AgentSession). Lifecycle use-cases open
+ * a session after every restore and suspend it before every checkpoint or kill; exec/files calls borrow
+ * it. When a channel drops on its own while the sandbox is still running, the registry reconnects (once
+ * at once in the background, and again lazily on the next call).
+ */
+import { RamifyError, type AgentSession } from '@ramify/contracts';
+import type { Logger } from '../ports/logger.js';
+
+export interface AgentSessionsOptions {
+  /** Open a channel to the sandbox's agent and wrap it in a session (no handshake timeout needed here). */
+  connect: (sandboxId: string) => Promise<AgentSession>;
+  /** Whether the sandbox is currently `running` (asked before reconnecting). */
+  isRunning: (sandboxId: string) => Promise<boolean>;
+  logger: Logger;
+  /** Bound on connect + first ping, ms. */
+  connectTimeoutMs: number;
+}
+
+export class AgentSessions {
+  readonly #live = new Map<string, AgentSession>();
+  readonly #opening = new Map<string, Promise<AgentSession>>();
+  readonly #suspended = new Set<string>();
+  readonly #closedByUs = new WeakSet<AgentSession>();
+  readonly #closeWatchers = new WeakMap<AgentSession, Set<(reason: string) => void>>();
+  readonly #options: AgentSessionsOptions;
+
+  constructor(options: AgentSessionsOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Open a fresh session (after a restore), replacing any previous one, and allow reconnects again.
+   * @throws RamifyError `AGENT_UNREACHABLE` when the agent does not answer within the bound.
+   */
+  async open(sandboxId: string): Promise<AgentSession> {
+    this.#suspended.delete(sandboxId);
+    await this.#closeCurrent(sandboxId);
+    return this.#connect(sandboxId);
+  }
+
+  /**
+   * The live session of a running sandbox, reconnecting when its channel was lost.
+   * @throws RamifyError `INVALID_STATE` while suspended (a checkpoint or kill is in progress),
+   *   `AGENT_UNREACHABLE` when reconnecting fails.
+   */
+  async get(sandboxId: string): Promise<AgentSession> {
+    if (this.#suspended.has(sandboxId)) {
+      throw new RamifyError('INVALID_STATE', `sandbox '${sandboxId}' is being checkpointed or stopped; retry when it is running`, { id: sandboxId });
+    }
+    const live = this.#live.get(sandboxId);
+    if (live && !live.closed) return live;
+    return this.#opening.get(sandboxId) ?? this.#connect(sandboxId);
+  }
+
+  /** The live session if one is open right now, without reconnecting. */
+  peek(sandboxId: string): AgentSession | undefined {
+    const live = this.#live.get(sandboxId);
+    return live && !live.closed ? live : undefined;
+  }
+
+  /**
+   * Call `listener` once when `session`'s channel closes, for any reason (a pause closes it on purpose).
+   * Streams use it to end their client connection so the client re-attaches later. Returns an unsubscribe.
+   */
+  whenClosed(session: AgentSession, listener: (reason: string) => void): () => void {
+    if (session.closed) {
+      queueMicrotask(() => listener('agent channel closed'));
+      return () => undefined;
+    }
+    let watchers = this.#closeWatchers.get(session);
+    if (!watchers) {
+      const set = new Set<(reason: string) => void>();
+      watchers = set;
+      this.#closeWatchers.set(session, set);
+      session.onClose((reason) => {
+        for (const watcher of [...set]) watcher(reason);
+        set.clear();
+      });
+    }
+    watchers.add(listener);
+    return () => watchers.delete(listener);
+  }
+
+  /** Close the session and refuse reconnects until {@link open} or {@link allowReconnect} (before a checkpoint or kill). */
+  async suspend(sandboxId: string): Promise<void> {
+    this.#suspended.add(sandboxId);
+    await this.#opening.get(sandboxId)?.catch(() => undefined);
+    await this.#closeCurrent(sandboxId);
+  }
+
+  /** Lift a suspension without opening (a refused checkpoint: the sandbox keeps running). */
+  allowReconnect(sandboxId: string): void {
+    this.#suspended.delete(sandboxId);
+  }
+
+  /** Close and forget everything about the sandbox (killed). */
+  async drop(sandboxId: string): Promise<void> {
+    await this.suspend(sandboxId);
+    this.#suspended.delete(sandboxId);
+  }
+
+  /** Close every session (daemon shutdown); sandboxes keep running. */
+  async closeAll(): Promise<void> {
+    const ids = [...new Set([...this.#live.keys(), ...this.#opening.keys()])];
+    await Promise.all(ids.map((id) => this.suspend(id)));
+    this.#suspended.clear();
+  }
+
+  async #closeCurrent(sandboxId: string): Promise<void> {
+    const current = this.#live.get(sandboxId);
+    this.#live.delete(sandboxId);
+    if (!current) return;
+    this.#closedByUs.add(current);
+    if (!current.closed) await current.close().catch(() => undefined);
+  }
+
+  #connect(sandboxId: string): Promise<AgentSession> {
+    const pending = this.#open(sandboxId).finally(() => {
+      if (this.#opening.get(sandboxId) === pending) this.#opening.delete(sandboxId);
+    });
+    this.#opening.set(sandboxId, pending);
+    return pending;
+  }
+
+  async #open(sandboxId: string): Promise<AgentSession> {
+    const { connect, connectTimeoutMs } = this.#options;
+    let session: AgentSession | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new RamifyError('AGENT_UNREACHABLE', `agent of sandbox '${sandboxId}' did not answer within ${connectTimeoutMs} ms`, { id: sandboxId })),
+        connectTimeoutMs,
+      );
+    });
+    const connecting = connect(sandboxId);
+    try {
+      await Promise.race([
+        (async () => {
+          session = await connecting;
+          await session.ping();
+        })(),
+        timeout,
+      ]);
+    } catch (err) {
+      if (session) await session.close().catch(() => undefined);
+      // Timed out while still connecting: close the session if it shows up later.
+      else void connecting.then((late) => late.close()).catch(() => undefined);
+      throw asAgentUnreachable(sandboxId, err);
+    } finally {
+      clearTimeout(timer);
+    }
+    const opened = session as AgentSession;
+    if (this.#suspended.has(sandboxId)) {
+      // A checkpoint or kill started while we were connecting: do not hand out a channel it must not see.
+      this.#closedByUs.add(opened);
+      await opened.close().catch(() => undefined);
+      throw new RamifyError('INVALID_STATE', `sandbox '${sandboxId}' is being checkpointed or stopped; retry when it is running`, { id: sandboxId });
+    }
+    this.#live.set(sandboxId, opened);
+    opened.onClose((reason) => this.#onLost(sandboxId, opened, reason));
+    return opened;
+  }
+
+  #onLost(sandboxId: string, session: AgentSession, reason: string): void {
+    if (this.#closedByUs.has(session)) return;
+    if (this.#live.get(sandboxId) === session) this.#live.delete(sandboxId);
+    if (this.#suspended.has(sandboxId)) return;
+    this.#options.logger.warn('agent channel lost; reconnecting', { sandboxId, reason });
+    void (async () => {
+      if (!(await this.#options.isRunning(sandboxId))) return;
+      await this.get(sandboxId);
+    })().catch((err: unknown) => this.#options.logger.warn('agent reconnect failed; will retry on next use', { sandboxId, error: String(err) }));
+  }
+}
+
+function asAgentUnreachable(sandboxId: string, err: unknown): RamifyError {
+  if (err instanceof RamifyError && err.code === 'AGENT_UNREACHABLE') return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new RamifyError('AGENT_UNREACHABLE', `cannot reach the agent of sandbox '${sandboxId}': ${message}`, { id: sandboxId });
+}

@@ -1,0 +1,71 @@
+/**
+ * The two halves every lifecycle operation is made of:
+ * - {@link bringUp}: attach the network for the sandbox's slot → restore an image → open the agent
+ *   channel → give the sandbox its identity (clock, entropy, hostname, id, envs);
+ * - {@link releaseResources}: close the channel, stop the runtime instance, detach the network, free the slot.
+ */
+import { RamifyError, isRamifyError } from '@ramify/contracts';
+import { runtimeFor, type Core } from '../core.js';
+import { hostnameFor } from '../ids.js';
+import type { SandboxRecord } from '../ports/store.js';
+import { messageOf } from './records.js';
+
+/**
+ * Restore `snapshotId` into the sandbox described by `record` (which must hold a slot) and make its agent
+ * usable. On failure the half-started runtime instance is stopped (the slot and network stay; the caller
+ * decides) and the error is rethrown as a RamifyError.
+ * @throws RamifyError `TEMPLATE_NOT_FOUND`, `SNAPSHOT_NOT_FOUND`, `RUNTIME_ERROR`, `AGENT_UNREACHABLE`, `RUNTIME_UNAVAILABLE`.
+ */
+export async function bringUp(core: Core, record: SandboxRecord, snapshotId: string): Promise<void> {
+  if (record.slot === null) throw new RamifyError('INTERNAL', `sandbox '${record.id}' has no network slot`);
+  const runtime = runtimeFor(core, record.runtime);
+  const template = await core.store.getTemplate(record.templateId);
+  if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${record.templateId}' of sandbox '${record.id}' not found`, { id: record.templateId });
+  const hostname = hostnameFor(record.id);
+  try {
+    const network = await core.network.attach(record.id, record.slot);
+    const { imageDir } = await core.storage.open(snapshotId);
+    await runtime.restore(
+      { sandboxId: record.id, rootfsDir: template.rootfsDir, resources: { cpuCount: record.cpuCount, memoryMB: record.memoryMB }, hostname, network },
+      imageDir,
+    );
+    const session = await core.sessions.open(record.id);
+    await session.setIdentity({ sandboxId: record.id, hostname, envs: { ...record.envs }, clockMs: core.clock.now(), entropy: core.entropy(32) });
+  } catch (err) {
+    await core.sessions.drop(record.id);
+    await runtime.kill(record.id).catch((killErr: unknown) => core.logger.warn('cleanup after failed restore: kill failed', { sandboxId: record.id, error: messageOf(killErr) }));
+    throw wrap(err, `restoring sandbox '${record.id}' from snapshot '${snapshotId}' failed`);
+  }
+}
+
+/**
+ * Stop everything a sandbox holds: agent channel, runtime instance, network, slot. Each step is
+ * idempotent; returns the first error's message (or null) after trying every step.
+ */
+export async function releaseResources(core: Core, record: SandboxRecord): Promise<string | null> {
+  const failures: string[] = [];
+  await core.sessions.drop(record.id);
+  const runtime = core.runtimes.find((r) => r.name === record.runtime);
+  if (runtime) await runtime.kill(record.id).catch((err: unknown) => failures.push(`runtime kill: ${messageOf(err)}`));
+  if (record.slot !== null) {
+    const slot = record.slot;
+    const lease = (await core.store.listSlots()).find((l) => l.slot === slot);
+    // Never detach a slot that has since been leased to another sandbox.
+    if (lease === undefined || lease.sandboxId === record.id) {
+      await core.network
+        .detach(slot)
+        .then(() => core.store.releaseSlot(record.id))
+        .catch((err: unknown) => failures.push(`network detach of slot ${slot}: ${messageOf(err)}`));
+    }
+  }
+  if (failures.length > 0) core.logger.warn('releasing sandbox resources failed', { sandboxId: record.id, failures });
+  return failures[0] ?? null;
+}
+
+function wrap(err: unknown, context: string): RamifyError {
+  if (isRamifyError(err)) {
+    // Keep the original code (the client can act on it) but say what was being done.
+    return new RamifyError(err.code, `${context}: ${err.message}`, err.details);
+  }
+  return new RamifyError('RUNTIME_ERROR', `${context}: ${messageOf(err)}`);
+}

@@ -1,0 +1,63 @@
+/**
+ * Use-case: create a sandbox from a template (its booted-and-idle image) or from a snapshot (memory,
+ * processes and files). Creating is a restore, never a boot.
+ */
+import { RamifyError, type CreateSandboxRequest } from '@ramify/contracts';
+import { runtimeFor, type Core } from '../core.js';
+import { newSandboxId } from '../ids.js';
+import type { SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
+import { startSandbox } from './start.js';
+
+/**
+ * Create and start a sandbox; resolves once it is `running`.
+ * @throws RamifyError `VALIDATION_FAILED` (both template and snapshot, or a runtime that does not match the
+ *   snapshot), `TEMPLATE_NOT_FOUND`, `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
+ *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
+ */
+export async function createSandbox(core: Core, request: CreateSandboxRequest): Promise<SandboxRecord> {
+  if (request.template !== undefined && request.snapshot !== undefined) {
+    throw new RamifyError('VALIDATION_FAILED', 'template and snapshot are mutually exclusive: give one', { fields: ['template', 'snapshot'] });
+  }
+  const source = request.snapshot !== undefined ? await fromSnapshot(core, request.snapshot) : await fromTemplate(core, request.template ?? core.options.defaultTemplate);
+  if (request.runtime !== undefined && request.runtime !== source.runtime) {
+    throw new RamifyError('VALIDATION_FAILED', `runtime '${request.runtime}' does not match the image's runtime '${source.runtime}'`, { field: 'runtime' });
+  }
+  runtimeFor(core, source.runtime);
+  const id = newSandboxId();
+  return core.locks.run(id, () =>
+    startSandbox(core, {
+      id,
+      runtime: source.runtime,
+      templateId: source.templateId,
+      sourceSnapshotId: source.snapshotId,
+      parentId: null,
+      cpuCount: request.cpuCount ?? source.cpuCount ?? core.options.defaultCpuCount,
+      memoryMB: request.memoryMB ?? source.memoryMB ?? core.options.defaultMemoryMB,
+      metadata: request.metadata ?? {},
+      envs: request.envs ?? {},
+      timeoutMs: request.timeoutMs ?? core.options.defaultTimeoutMs,
+      onTimeout: request.onTimeout ?? core.options.defaultOnTimeout,
+    }),
+  );
+}
+
+interface Source {
+  runtime: SandboxRecord['runtime'];
+  templateId: string;
+  snapshotId: string;
+  cpuCount?: number;
+  memoryMB?: number;
+}
+
+async function fromTemplate(core: Core, nameOrId: string): Promise<Source> {
+  const template: TemplateRecord | null = (await core.store.getTemplate(nameOrId)) ?? (await core.store.findTemplateByName(nameOrId));
+  if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${nameOrId}' not found`, { id: nameOrId });
+  return { runtime: template.runtime, templateId: template.id, snapshotId: template.snapshotId };
+}
+
+async function fromSnapshot(core: Core, idOrName: string): Promise<Source> {
+  const snapshot: SnapshotRecord | null = (await core.store.getSnapshot(idOrName)) ?? (await core.store.findSnapshotByName(idOrName));
+  if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${idOrName}' not found`, { id: idOrName });
+  if (snapshot.status !== 'ready') throw new RamifyError('CONFLICT', `snapshot '${idOrName}' is still being written; retry in a moment`, { id: snapshot.id });
+  return { runtime: snapshot.runtime, templateId: snapshot.templateId, snapshotId: snapshot.id, cpuCount: snapshot.cpuCount, memoryMB: snapshot.memoryMB };
+}

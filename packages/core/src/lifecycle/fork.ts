@@ -1,0 +1,123 @@
+/**
+ * Use-case: fork a running or paused sandbox into `count` new sandboxes that carry its memory, processes
+ * and files. A running parent is checkpointed once into a `fork` snapshot (briefly `pausing → paused`)
+ * and restored right away (`resuming → running`, same deadline); a paused parent's pause image is used
+ * as is and the parent stays paused. Then the children are restored concurrently, each with a new id, a
+ * new slot and fresh identity. All or nothing: if one child fails, the others are killed.
+ *
+ * The parent carries a `fork` operation (snapshot id and child ids) from before the runtime acts until
+ * the children are up, so reconcile can finish or undo a fork cut short by a crash.
+ */
+import { MAX_FORK_COUNT, RamifyError } from '@ramify/contracts';
+import type { Core } from '../core.js';
+import { newSandboxId } from '../ids.js';
+import type { SandboxRecord } from '../ports/store.js';
+import { checkpointRunning } from './checkpoint.js';
+import { finishKill } from './kill.js';
+import { loadSandbox, messageOf, transition } from './records.js';
+import { restorePaused } from './restore-paused.js';
+import { collectSnapshots } from './snapshot-gc.js';
+import { startSandbox } from './start.js';
+import { checkpointSourceFor, isTerminal } from './state-machine.js';
+
+export interface ForkInput {
+  /** 1..MAX_FORK_COUNT. */
+  count: number;
+}
+
+/**
+ * @returns the children, all `running`, in id order.
+ * @throws RamifyError `VALIDATION_FAILED` (count), `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CHECKPOINT_BLOCKED`
+ *   (the parent keeps running), and the first child's restore error (no child is left running then).
+ */
+export async function forkSandbox(core: Core, sandboxId: string, input: ForkInput): Promise<SandboxRecord[]> {
+  if (!Number.isInteger(input.count) || input.count < 1 || input.count > MAX_FORK_COUNT) {
+    throw new RamifyError('VALIDATION_FAILED', `count must be an integer from 1 to ${MAX_FORK_COUNT}`, { field: 'count' });
+  }
+  return core.locks.run(sandboxId, async () => {
+    let parent = await loadSandbox(core, sandboxId);
+    const childIds = Array.from({ length: input.count }, () => newSandboxId());
+    if (checkpointSourceFor(sandboxId, parent.state) === 'checkpoint-first') {
+      const endAt = parent.endAt ?? core.clock.now() + parent.timeoutMs;
+      parent = (
+        await checkpointRunning(core, parent, {
+          kind: 'fork',
+          operation: (snapshotId) => ({ kind: 'fork', snapshotId, childIds, parentWasRunning: true }),
+          afterwards: 'operation-continues',
+        })
+      ).record;
+      parent = await restoreParent(core, parent, endAt);
+    } else {
+      parent = await core.store.updateSandbox(sandboxId, {
+        operation: { kind: 'fork', snapshotId: parent.pausedSnapshotId as string, childIds, parentWasRunning: false },
+      });
+    }
+    const operation = parent.operation;
+    if (operation?.kind !== 'fork') throw new RamifyError('INTERNAL', `fork of '${sandboxId}' lost its operation record`);
+    try {
+      return await startChildren(core, parent, operation.snapshotId, childIds);
+    } finally {
+      await core.store.updateSandbox(sandboxId, { operation: null });
+      await collectSnapshots(core, [operation.snapshotId]);
+    }
+  });
+}
+
+/** Restore the parent after its fork checkpoint; if that fails it stays paused (resumable) and the fork goes on. */
+async function restoreParent(core: Core, parent: SandboxRecord, endAt: number): Promise<SandboxRecord> {
+  try {
+    return await restorePaused(core, parent, { endAt, afterwards: 'operation-continues' });
+  } catch (err) {
+    core.logger.error('fork: restoring the parent failed; it stays paused', { sandboxId: parent.id, error: messageOf(err) });
+    return loadSandbox(core, parent.id);
+  }
+}
+
+async function startChildren(core: Core, parent: SandboxRecord, snapshotId: string, childIds: string[]): Promise<SandboxRecord[]> {
+  const outcomes = await mapLimit(childIds, core.options.forkConcurrency, (id) =>
+    core.locks.run(id, () =>
+      startSandbox(core, {
+        id,
+        runtime: parent.runtime,
+        templateId: parent.templateId,
+        sourceSnapshotId: snapshotId,
+        parentId: parent.id,
+        cpuCount: parent.cpuCount,
+        memoryMB: parent.memoryMB,
+        metadata: { ...parent.metadata },
+        envs: { ...parent.envs },
+        timeoutMs: parent.timeoutMs,
+        onTimeout: parent.onTimeout,
+      }),
+    ),
+  );
+  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  const started = outcomes.filter((o): o is PromiseFulfilledResult<SandboxRecord> => o.status === 'fulfilled').map((o) => o.value);
+  if (!failed) return started;
+  await Promise.all(started.map((child) => core.locks.run(child.id, () => killStarted(core, child))));
+  throw failed.reason;
+}
+
+async function killStarted(core: Core, child: SandboxRecord): Promise<void> {
+  const current = await loadSandbox(core, child.id);
+  if (isTerminal(current.state)) return;
+  await finishKill(core, await transition(core, current, 'killing', { operation: { kind: 'kill' }, error: 'fork failed: a sibling could not be started' }));
+}
+
+/** Run `fn` over `items` with at most `limit` in flight; never rejects (outcomes in item order). */
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<PromiseSettledResult<R>[]> {
+  const outcomes: PromiseSettledResult<R>[] = new Array(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      try {
+        outcomes[index] = { status: 'fulfilled', value: await fn(items[index]) };
+      } catch (reason) {
+        outcomes[index] = { status: 'rejected', reason };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return outcomes;
+}

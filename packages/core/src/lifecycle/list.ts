@@ -1,0 +1,58 @@
+/**
+ * Use-case: list sandboxes, filtered by state and metadata, paginated by an opaque cursor.
+ */
+import { RamifyError, SandboxState, type ListSandboxesResponse } from '@ramify/contracts';
+import type { Core } from '../core.js';
+import type { SandboxRecord } from '../ports/store.js';
+import { toSandboxInfo } from './records.js';
+import { defaultListedStates } from './state-machine.js';
+
+export interface ListSandboxesInput {
+  /** Default: every state but `killed`. */
+  states?: SandboxState[];
+  /** All pairs must match. */
+  metadata?: Record<string, string>;
+  /** Default 100, max 1000. */
+  limit?: number;
+  /** `nextToken` of the previous page. */
+  nextToken?: string;
+}
+
+/**
+ * Parse the query-string form (`state=running,paused`, `metadata=k%3Dv%26k2%3Dv2`) into {@link ListSandboxesInput}.
+ * @throws RamifyError `VALIDATION_FAILED` naming the unknown state or the malformed pair.
+ */
+export function parseListQuery(query: { state?: string; metadata?: string; limit?: number; nextToken?: string }): ListSandboxesInput {
+  const input: ListSandboxesInput = { limit: query.limit, nextToken: query.nextToken };
+  if (query.state !== undefined && query.state !== '') {
+    input.states = query.state.split(',').map((raw) => {
+      const parsed = SandboxState.safeParse(raw.trim());
+      if (!parsed.success) throw new RamifyError('VALIDATION_FAILED', `query.state: unknown state '${raw}' (one of ${SandboxState.options.join(', ')})`, { field: 'state' });
+      return parsed.data;
+    });
+  }
+  if (query.metadata !== undefined && query.metadata !== '') {
+    const pairs = new URLSearchParams(query.metadata);
+    const metadata: Record<string, string> = {};
+    for (const [key, value] of pairs) {
+      if (key === '') throw new RamifyError('VALIDATION_FAILED', `query.metadata: empty key in '${query.metadata}'`, { field: 'metadata' });
+      metadata[key] = value;
+    }
+    input.metadata = metadata;
+  }
+  return input;
+}
+
+/**
+ * One page of sandboxes, oldest first.
+ * @throws RamifyError `VALIDATION_FAILED` for a malformed `nextToken`.
+ */
+export async function listSandboxes(core: Core, input: ListSandboxesInput): Promise<ListSandboxesResponse> {
+  const page = await core.store.listSandboxes({
+    states: input.states ?? defaultListedStates(),
+    metadata: input.metadata,
+    limit: input.limit ?? 100,
+    cursor: input.nextToken,
+  });
+  return { sandboxes: page.sandboxes.map((r: SandboxRecord) => toSandboxInfo(r)), nextToken: page.nextCursor };
+}

@@ -1,0 +1,133 @@
+/**
+ * Use-case: reconcile on daemon start. Brings the store, the runtimes, the network and snapshot storage
+ * back into agreement after a restart or crash:
+ * 1. interrupted forks are undone for their children (the caller never learned their ids) and the
+ *    parent is brought back to the state it had;
+ * 2. every other live sandbox is reconciled by state (see reconcile-sandbox.ts): running ones re-attached,
+ *    half-done operations rolled forward or back, paused ones left resumable;
+ * 3. orphans are removed: runtime instances no live sandbox owns, network slots no live sandbox leases,
+ *    slot leases of dead sandboxes, and `pending` snapshot rows (images never committed).
+ * Snapshot directories with no row are only logged (they may belong to a template being built).
+ */
+import type { Core } from '../core.js';
+import type { Runtime } from '../ports/runtime.js';
+import type { SandboxRecord } from '../ports/store.js';
+import { finishKill } from './kill.js';
+import { loadSandbox, messageOf, transition } from './records.js';
+import { reconcileSandbox, type ReconcileOutcome } from './reconcile-sandbox.js';
+import { restorePaused } from './restore-paused.js';
+import { alreadyIn, defaultListedStates, expectsRuntimeInstance, isTerminal } from './state-machine.js';
+
+export interface ReconcileReport {
+  /** Sandbox id → what was done. */
+  sandboxes: Record<string, ReconcileOutcome>;
+  /** Runtime instances stopped because no live sandbox owns them. */
+  orphanInstances: string[];
+  /** Network slots detached because no live sandbox leases them. */
+  orphanSlots: number[];
+  /** Pending snapshot rows (and their partial images) removed. */
+  orphanSnapshots: string[];
+}
+
+/** Run reconcile once; never throws (each failure is logged and reported as `failed`). */
+export async function reconcile(core: Core): Promise<ReconcileReport> {
+  const report: ReconcileReport = { sandboxes: {}, orphanInstances: [], orphanSlots: [], orphanSnapshots: [] };
+  const records = await liveRecords(core);
+  const runtimeOf = (r: SandboxRecord): Runtime | undefined => core.runtimes.find((rt) => rt.name === r.runtime);
+
+  for (const record of records.filter((r) => r.operation?.kind === 'fork')) {
+    await core.locks.run(record.id, () => undoForkChildren(core, record, report));
+  }
+  for (const stale of await liveRecords(core)) {
+    if (report.sandboxes[stale.id]) continue;
+    report.sandboxes[stale.id] = await core.locks.run(stale.id, async () => {
+      const record = await loadSandbox(core, stale.id);
+      const outcome = await reconcileSandbox(core, record, runtimeOf(record));
+      await finishParentOperation(core, record.id);
+      return outcome;
+    });
+  }
+  await removeOrphans(core, report);
+  core.logger.info('reconcile done', { ...report });
+  return report;
+}
+
+async function liveRecords(core: Core): Promise<SandboxRecord[]> {
+  const all: SandboxRecord[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await core.store.listSandboxes({ states: defaultListedStates(), limit: 1000, cursor });
+    all.push(...page.sandboxes);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return all;
+}
+
+/** Kill every child of an interrupted fork (all or nothing: the fork call never returned them). */
+async function undoForkChildren(core: Core, parent: SandboxRecord, report: ReconcileReport): Promise<void> {
+  if (parent.operation?.kind !== 'fork') return;
+  for (const childId of parent.operation.childIds) {
+    await core.locks.run(childId, async () => {
+      const child = await core.store.getSandbox(childId);
+      if (!child || isTerminal(child.state)) return;
+      try {
+        const killing = await transition(core, child, 'killing', { operation: { kind: 'kill' }, error: 'fork interrupted by a daemon restart' });
+        await finishKill(core, killing);
+        report.sandboxes[childId] = 'rolled-back';
+      } catch (err) {
+        core.logger.error('reconcile: killing a child of an interrupted fork failed', { sandboxId: childId, error: messageOf(err) });
+        report.sandboxes[childId] = 'failed';
+      }
+    });
+  }
+}
+
+/** After its own reconcile, a parent cut short in a fork or snapshot of a running sandbox is restored (best effort). */
+async function finishParentOperation(core: Core, sandboxId: string): Promise<void> {
+  const record = await loadSandbox(core, sandboxId);
+  const op = record.operation;
+  if (!op || (op.kind !== 'fork' && op.kind !== 'snapshot')) return;
+  await core.store.updateSandbox(sandboxId, { operation: null });
+  if (!op.parentWasRunning || record.pausedSnapshotId === null || !alreadyIn(record.state, 'paused')) return;
+  try {
+    await restorePaused(core, { ...record, operation: null }, { endAt: core.clock.now() + record.timeoutMs, afterwards: 'operation-done' });
+  } catch (err) {
+    core.logger.warn('reconcile: restoring an interrupted fork/snapshot parent failed; it stays paused', { sandboxId, error: messageOf(err) });
+  }
+}
+
+async function removeOrphans(core: Core, report: ReconcileReport): Promise<void> {
+  const live = new Map((await liveRecords(core)).map((r) => [r.id, r]));
+  const owners = new Map<string, Runtime>();
+  for (const runtime of core.runtimes) {
+    for (const id of await runtime.list().catch(() => [] as string[])) owners.set(id, runtime);
+  }
+  for (const [id, runtime] of owners) {
+    const record = live.get(id);
+    if (record && expectsRuntimeInstance(record.state)) continue;
+    await runtime.kill(id).then(
+      () => report.orphanInstances.push(id),
+      (err: unknown) => core.logger.warn('reconcile: stopping an orphan instance failed', { sandboxId: id, error: messageOf(err) }),
+    );
+  }
+  for (const lease of await core.store.listSlots()) {
+    if (!live.get(lease.sandboxId)) await core.store.releaseSlot(lease.sandboxId);
+  }
+  const leased = new Set((await core.store.listSlots()).map((l) => l.slot));
+  for (const slot of await core.network.listSlots().catch(() => [] as number[])) {
+    if (leased.has(slot)) continue;
+    await core.network.detach(slot).then(
+      () => report.orphanSlots.push(slot),
+      (err: unknown) => core.logger.warn('reconcile: detaching an orphan slot failed', { slot, error: messageOf(err) }),
+    );
+  }
+  const rows = new Set((await core.store.listSnapshots()).map((s) => s.id));
+  for (const snapshot of await core.store.listSnapshots()) {
+    if (snapshot.status !== 'pending') continue;
+    await core.storage.remove(snapshot.id).catch(() => undefined);
+    await core.store.deleteSnapshot(snapshot.id);
+    report.orphanSnapshots.push(snapshot.id);
+  }
+  const unknown = (await core.storage.list().catch(() => [] as string[])).filter((id) => !rows.has(id));
+  if (unknown.length > 0) core.logger.warn('reconcile: snapshot images without a store row (left in place)', { snapshotIds: unknown });
+}

@@ -1,0 +1,92 @@
+/**
+ * Record helpers shared by the use-cases: load-or-404, the one way to change a sandbox's state
+ * (check → persist → emit), and the mapping of records to API shapes.
+ */
+import { RamifyError, isRamifyError, type SandboxInfo, type SandboxState, type SnapshotInfo, type TemplateInfo } from '@ramify/contracts';
+import type { Core } from '../core.js';
+import type { SandboxPatch, SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
+import { assertTransition } from './state-machine.js';
+
+/**
+ * The sandbox's record.
+ * @throws RamifyError `SANDBOX_NOT_FOUND`.
+ */
+export async function loadSandbox(core: Pick<Core, 'store'>, sandboxId: string): Promise<SandboxRecord> {
+  const record = await core.store.getSandbox(sandboxId);
+  if (!record) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
+  return record;
+}
+
+/**
+ * Move `record` to `to` (checked against the transition table), persist it together with `patch`, then
+ * emit the event. Returns the persisted record.
+ * @throws RamifyError `INVALID_STATE` for an illegal transition (nothing is written then).
+ */
+export async function transition(core: Pick<Core, 'store' | 'events' | 'clock'>, record: SandboxRecord, to: SandboxState, patch: SandboxPatch = {}): Promise<SandboxRecord> {
+  assertTransition(record.id, record.state, to);
+  const updated = await core.store.updateSandbox(record.id, { ...patch, state: to });
+  core.events.emitState({ sandboxId: record.id, from: record.state, to, sandbox: updated, at: core.clock.now() });
+  return updated;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** The API shape of a sandbox. */
+export function toSandboxInfo(record: SandboxRecord): SandboxInfo {
+  return {
+    id: record.id,
+    state: record.state,
+    runtime: record.runtime,
+    templateId: record.templateId,
+    sourceSnapshotId: record.sourceSnapshotId,
+    parentId: record.parentId,
+    cpuCount: record.cpuCount,
+    memoryMB: record.memoryMB,
+    metadata: record.metadata,
+    createdAt: iso(record.createdAt),
+    endAt: record.endAt === null ? null : iso(record.endAt),
+    timeoutMs: record.timeoutMs,
+    onTimeout: record.onTimeout,
+    error: record.error,
+  };
+}
+
+/** The API shape of a snapshot. */
+export function toSnapshotInfo(record: SnapshotRecord): SnapshotInfo {
+  return {
+    id: record.id,
+    name: record.name,
+    kind: record.kind,
+    runtime: record.runtime,
+    templateId: record.templateId,
+    sandboxId: record.sandboxId,
+    parentSnapshotId: record.parentSnapshotId,
+    sizeBytes: record.sizeBytes,
+    createdAt: iso(record.createdAt),
+  };
+}
+
+/** The API shape of a template. */
+export function toTemplateInfo(record: TemplateRecord): TemplateInfo {
+  return {
+    id: record.id,
+    name: record.name,
+    runtime: record.runtime,
+    specHash: record.specHash,
+    snapshotId: record.snapshotId,
+    parent: record.parent,
+    sizeBytes: record.sizeBytes,
+    createdAt: iso(record.createdAt),
+  };
+}
+
+/** A short human-readable message of any thrown value. */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** `err` as a RamifyError, wrapping foreign errors as `code` with `context` prefixed. */
+export function asRamifyError(err: unknown, code: 'RUNTIME_ERROR' | 'INTERNAL', context: string): RamifyError {
+  if (isRamifyError(err)) return err;
+  return new RamifyError(code, `${context}: ${messageOf(err)}`);
+}

@@ -1,0 +1,48 @@
+/**
+ * Bringing a paused sandbox back (`paused → resuming → running`), the shared half of resume and of
+ * fork/snapshot of a running sandbox (which checkpoint it and then restore it). Same id, same slot.
+ * A failed restore goes back to `paused`: the image is intact, so a paused sandbox is never lost.
+ */
+import { RamifyError } from '@ramify/contracts';
+import type { Core } from '../core.js';
+import type { SandboxRecord } from '../ports/store.js';
+import { bringUp } from './bring-up.js';
+import { collectSnapshots } from './snapshot-gc.js';
+import { messageOf, transition } from './records.js';
+
+export interface RestorePausedPlan {
+  /** When the timeout action fires once running, ms. */
+  endAt: number;
+  /** New lifetime to record (resume with `timeoutMs`). */
+  timeoutMs?: number;
+  /** Keep the record's operation (fork/snapshot continue) or persist a `resume` operation and clear it at the end. */
+  afterwards: 'operation-continues' | 'operation-done';
+}
+
+/**
+ * Restore the paused sandbox `record` from its pause image. Caller holds the sandbox's lock.
+ * @returns the record, now `running`.
+ * @throws RamifyError `INVALID_STATE` when not paused; the restore's error (the sandbox is `paused` again).
+ */
+export async function restorePaused(core: Core, record: SandboxRecord, plan: RestorePausedPlan): Promise<SandboxRecord> {
+  const snapshotId = record.pausedSnapshotId;
+  if (snapshotId === null) throw new RamifyError('INTERNAL', `paused sandbox '${record.id}' has no pause image`, { id: record.id });
+  const keep = plan.afterwards === 'operation-continues';
+  const resuming = await transition(core, record, 'resuming', { operation: keep ? record.operation : { kind: 'resume', snapshotId } });
+  try {
+    await bringUp(core, resuming, snapshotId);
+  } catch (err) {
+    await transition(core, resuming, 'paused', { operation: keep ? record.operation : null, error: `resume failed: ${messageOf(err)}` });
+    throw err;
+  }
+  const running = await transition(core, resuming, 'running', {
+    pausedSnapshotId: null,
+    endAt: plan.endAt,
+    ...(plan.timeoutMs !== undefined ? { timeoutMs: plan.timeoutMs } : {}),
+    error: null,
+    operation: keep ? record.operation : null,
+  });
+  // A continuing operation (fork) still needs the image; it collects it itself when done.
+  if (!keep) await collectSnapshots(core, [snapshotId]);
+  return running;
+}

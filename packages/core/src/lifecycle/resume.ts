@@ -1,0 +1,31 @@
+/**
+ * Use-case: resume a paused sandbox (`paused → resuming → running`): attach its network again (same
+ * slot), restore its pause image, reconnect its agent, re-seed its identity, restart its timeout clock.
+ */
+import type { Core } from '../core.js';
+import type { SandboxRecord } from '../ports/store.js';
+import { loadSandbox } from './records.js';
+import { restorePaused } from './restore-paused.js';
+import { alreadyIn } from './state-machine.js';
+
+export interface ResumeInput {
+  /** New lifetime from now; default the sandbox's current `timeoutMs`. */
+  timeoutMs?: number;
+}
+
+/**
+ * Resume the sandbox; when it is already running only `timeoutMs` (if given) is applied.
+ * @returns the record, now `running`.
+ * @throws RamifyError `SANDBOX_NOT_FOUND`, `INVALID_STATE`, the restore's errors (the sandbox stays `paused`).
+ */
+export async function resumeSandbox(core: Core, sandboxId: string, input: ResumeInput = {}): Promise<SandboxRecord> {
+  return core.locks.run(sandboxId, async () => {
+    const record = await loadSandbox(core, sandboxId);
+    if (alreadyIn(record.state, 'running')) {
+      // Already running: only a new lifetime to apply, if one was given.
+      return input.timeoutMs === undefined ? record : core.store.updateSandbox(sandboxId, { timeoutMs: input.timeoutMs, endAt: core.clock.now() + input.timeoutMs });
+    }
+    const timeoutMs = input.timeoutMs ?? record.timeoutMs;
+    return restorePaused(core, record, { endAt: core.clock.now() + timeoutMs, timeoutMs, afterwards: 'operation-done' });
+  });
+}

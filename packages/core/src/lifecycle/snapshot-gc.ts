@@ -1,0 +1,41 @@
+/**
+ * Snapshot garbage collection: `pause` and `fork` images exist for their sandboxes, so once no live
+ * sandbox needs one (as its paused image or as the source it was created from) it is deleted, files and
+ * row. `named` and `template` snapshots are only deleted on request ({@link deleteSnapshot}).
+ */
+import { RamifyError } from '@ramify/contracts';
+import type { Core } from '../core.js';
+import { messageOf } from './records.js';
+
+/** Delete those of `snapshotIds` that are automatic (`pause`, `fork`) and unreferenced. Never throws. */
+export async function collectSnapshots(core: Core, snapshotIds: Array<string | null>): Promise<void> {
+  for (const id of new Set(snapshotIds)) {
+    if (id === null) continue;
+    try {
+      const snapshot = await core.store.getSnapshot(id);
+      if (!snapshot || (snapshot.kind !== 'pause' && snapshot.kind !== 'fork')) continue;
+      const refs = await core.store.snapshotReferences(id);
+      if (refs.pausedBy.length + refs.sourceOf.length + refs.templates.length > 0) continue;
+      await core.storage.remove(id);
+      await core.store.deleteSnapshot(id);
+    } catch (err) {
+      core.logger.warn('snapshot garbage collection failed', { snapshotId: id, error: messageOf(err) });
+    }
+  }
+}
+
+/**
+ * Delete a snapshot on request.
+ * @throws RamifyError `SNAPSHOT_NOT_FOUND`; `CONFLICT` while a paused sandbox resumes from it or a template is built on it.
+ */
+export async function deleteSnapshot(core: Core, snapshotId: string): Promise<void> {
+  const snapshot = await core.store.getSnapshot(snapshotId);
+  if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${snapshotId}' not found`, { id: snapshotId });
+  const refs = await core.store.snapshotReferences(snapshotId);
+  const blockers = [...refs.pausedBy.map((id) => `paused sandbox ${id}`), ...refs.templates.map((id) => `template ${id}`)];
+  if (blockers.length > 0) {
+    throw new RamifyError('CONFLICT', `snapshot '${snapshotId}' is still needed by ${blockers.join(', ')}`, { id: snapshotId, neededBy: blockers });
+  }
+  await core.storage.remove(snapshotId);
+  await core.store.deleteSnapshot(snapshotId);
+}

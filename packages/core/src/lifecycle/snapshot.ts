@@ -1,0 +1,59 @@
+/**
+ * Use-case: take a named snapshot that outlives its sandbox (`create({ snapshot })` starts from it).
+ * A running sandbox is checkpointed into it and restored at once (same deadline); a paused sandbox's
+ * pause image simply becomes the named snapshot (no copy).
+ */
+import { RamifyError } from '@ramify/contracts';
+import type { Core } from '../core.js';
+import type { SnapshotRecord } from '../ports/store.js';
+import { checkpointRunning } from './checkpoint.js';
+import { loadSandbox, messageOf } from './records.js';
+import { restorePaused } from './restore-paused.js';
+import { checkpointSourceFor } from './state-machine.js';
+
+export interface SnapshotInput {
+  /** Unique among snapshots; 1-128 of [a-zA-Z0-9._-]. */
+  name: string;
+}
+
+/**
+ * @returns the new snapshot (`kind: 'named'`, ready).
+ * @throws RamifyError `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CONFLICT` (name taken, or the paused sandbox's image
+ *   is already a named snapshot: resume it to take another), `CHECKPOINT_BLOCKED` (the sandbox keeps running), `RUNTIME_ERROR`.
+ */
+export async function snapshotSandbox(core: Core, sandboxId: string, input: SnapshotInput): Promise<SnapshotRecord> {
+  return core.locks.run(sandboxId, async () => {
+    const record = await loadSandbox(core, sandboxId);
+    if (await core.store.findSnapshotByName(input.name)) {
+      throw new RamifyError('CONFLICT', `a snapshot named '${input.name}' already exists`, { name: input.name });
+    }
+    if (checkpointSourceFor(sandboxId, record.state) === 'pause-image') return nameThePauseImage(core, record.id, record.pausedSnapshotId, input.name);
+
+    const endAt = record.endAt ?? core.clock.now() + record.timeoutMs;
+    const { record: paused, snapshot } = await checkpointRunning(core, record, {
+      kind: 'named',
+      name: input.name,
+      operation: (snapshotId) => ({ kind: 'snapshot', snapshotId, name: input.name, parentWasRunning: true }),
+      afterwards: 'operation-done',
+    });
+    try {
+      await restorePaused(core, paused, { endAt, afterwards: 'operation-done' });
+    } catch (err) {
+      // The snapshot is safe; the sandbox stays paused and resumable. Report the snapshot, log the restore.
+      core.logger.error('snapshot: restoring the sandbox failed; it stays paused', { sandboxId, error: messageOf(err) });
+    }
+    return snapshot;
+  });
+}
+
+async function nameThePauseImage(core: Core, sandboxId: string, pausedSnapshotId: string | null, name: string): Promise<SnapshotRecord> {
+  const image = pausedSnapshotId === null ? null : await core.store.getSnapshot(pausedSnapshotId);
+  if (!image) throw new RamifyError('INTERNAL', `paused sandbox '${sandboxId}' has no pause image`, { id: sandboxId });
+  if (image.kind === 'named' || image.kind === 'template') {
+    throw new RamifyError('CONFLICT', `sandbox '${sandboxId}' is paused on snapshot '${image.name ?? image.id}'; resume it to take another snapshot`, {
+      id: sandboxId,
+      snapshotId: image.id,
+    });
+  }
+  return core.store.updateSnapshot(image.id, { kind: 'named', name });
+}

@@ -1,0 +1,50 @@
+/**
+ * Starting a new sandbox from an image, shared by create and by each child of a fork:
+ * record `creating` (with a `create` operation) → lease a slot → attach network → restore → agent →
+ * identity → `running` with its timeout clock started. On failure everything it took is released and
+ * the sandbox ends in `error` with the reason.
+ */
+import type { Core } from '../core.js';
+import type { SandboxRecord } from '../ports/store.js';
+import { bringUp, releaseResources } from './bring-up.js';
+import { messageOf, transition } from './records.js';
+
+/** The part of a new sandbox's record its creator chooses; the rest is filled in here. */
+export type NewSandbox = Pick<
+  SandboxRecord,
+  'id' | 'runtime' | 'templateId' | 'sourceSnapshotId' | 'parentId' | 'cpuCount' | 'memoryMB' | 'metadata' | 'envs' | 'timeoutMs' | 'onTimeout'
+> & { sourceSnapshotId: string };
+
+/**
+ * Insert the sandbox as `creating` and bring it up from `fresh.sourceSnapshotId`. Caller holds the new id's lock.
+ * @returns the record, now `running`.
+ * @throws the bring-up's RamifyError (the record is then in `error`).
+ */
+export async function startSandbox(core: Core, fresh: NewSandbox): Promise<SandboxRecord> {
+  let record: SandboxRecord = {
+    ...fresh,
+    state: 'creating',
+    createdAt: core.clock.now(),
+    endAt: null,
+    slot: null,
+    pausedSnapshotId: null,
+    error: null,
+    operation: { kind: 'create' },
+  };
+  await core.store.insertSandbox(record);
+  core.events.emitState({ sandboxId: record.id, from: 'creating', to: 'creating', sandbox: record, at: record.createdAt });
+  try {
+    const slot = await core.store.allocateSlot(record.id);
+    record = await core.store.updateSandbox(record.id, { slot });
+    await bringUp(core, record, fresh.sourceSnapshotId);
+  } catch (err) {
+    const releaseFailure = await releaseResources(core, record);
+    await transition(core, record, 'error', {
+      operation: null,
+      slot: releaseFailure === null ? null : record.slot,
+      error: `create failed: ${messageOf(err)}`,
+    });
+    throw err;
+  }
+  return transition(core, record, 'running', { operation: null, endAt: core.clock.now() + record.timeoutMs });
+}

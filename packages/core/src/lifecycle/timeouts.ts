@@ -1,0 +1,82 @@
+/**
+ * The timeout scheduler: every `timeoutSweepMs` it asks the store for running sandboxes whose deadline
+ * (`endAt`) has passed and applies their `onTimeout`: `pause` (default) or `kill`. A timeout pause that is
+ * refused (`CHECKPOINT_BLOCKED`: pause never kills) leaves the sandbox running and is retried after
+ * `timeoutRetryMs`.
+ */
+import type { Core } from '../core.js';
+import type { SandboxRecord } from '../ports/store.js';
+import { finishKill } from './kill.js';
+import { pauseLocked } from './pause.js';
+import { loadSandbox, messageOf, transition } from './records.js';
+import { timedStates, timeoutClockRuns } from './state-machine.js';
+
+export class TimeoutScheduler {
+  readonly #core: Core;
+  readonly #retryAt = new Map<string, number>();
+  #timer: NodeJS.Timeout | undefined;
+  #sweeping: Promise<void> | undefined;
+
+  constructor(core: Core) {
+    this.#core = core;
+  }
+
+  /** Sweep every `timeoutSweepMs` until {@link stop}. The timer does not keep the process alive. */
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => void this.sweep(), this.#core.options.timeoutSweepMs);
+    this.#timer.unref();
+  }
+
+  /** Stop sweeping; resolves when a sweep in progress has finished. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#sweeping;
+  }
+
+  /** Apply the timeout action of every sandbox due now. Overlapping calls share one sweep. Never rejects. */
+  sweep(): Promise<void> {
+    this.#sweeping ??= this.#sweepOnce().finally(() => (this.#sweeping = undefined));
+    return this.#sweeping;
+  }
+
+  async #sweepOnce(): Promise<void> {
+    const core = this.#core;
+    const now = core.clock.now();
+    let cursor: string | undefined;
+    const due: string[] = [];
+    try {
+      do {
+        const page = await core.store.listSandboxes({ states: timedStates(), endAtOrBefore: now, limit: 500, cursor });
+        due.push(...page.sandboxes.map((s) => s.id));
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor);
+    } catch (err) {
+      core.logger.error('timeout sweep: listing due sandboxes failed', { error: messageOf(err) });
+      return;
+    }
+    for (const id of due) {
+      if ((this.#retryAt.get(id) ?? 0) > now) continue;
+      this.#retryAt.delete(id);
+      await expire(core, id).catch((err: unknown) => {
+        this.#retryAt.set(id, core.clock.now() + core.options.timeoutRetryMs);
+        core.logger.warn('timeout action failed; will retry', { sandboxId: id, error: messageOf(err) });
+      });
+    }
+  }
+}
+
+/** Apply the sandbox's timeout action if it is (still) due once its lock is held. */
+async function expire(core: Core, sandboxId: string): Promise<void> {
+  await core.locks.run(sandboxId, async () => {
+    const record: SandboxRecord = await loadSandbox(core, sandboxId);
+    if (!timeoutClockRuns(record.state) || record.endAt === null || record.endAt > core.clock.now()) return;
+    core.logger.info('sandbox timed out', { sandboxId, action: record.onTimeout });
+    if (record.onTimeout === 'kill') {
+      await finishKill(core, await transition(core, record, 'killing', { operation: { kind: 'kill' } }));
+    } else {
+      await pauseLocked(core, record);
+    }
+  });
+}

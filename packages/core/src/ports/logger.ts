@@ -1,0 +1,11 @@
+/**
+ * The Logger port: structured log lines from core. The daemon adapts its own logger (pino) to it.
+ */
+export interface Logger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** A logger that drops everything (tests). */
+export const silentLogger: Logger = { info: () => {}, warn: () => {}, error: () => {} };

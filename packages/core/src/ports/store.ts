@@ -1,0 +1,201 @@
+/**
+ * The Store port: durable state of the control plane (sandboxes, snapshots, templates, API keys, the audit
+ * log and network slot allocation). `@ramify/store` implements it on SQLite; a Postgres implementation
+ * serves several API hosts later. Every call is async (Postgres) but cheap (one indexed statement or one
+ * short transaction). Times are ms since the epoch.
+ *
+ * Crash safety: core writes a sandbox's {@link SandboxRecord.operation} BEFORE the runtime acts and clears
+ * it in the same write that records the outcome, so after a crash `reconcile` finds every half-done
+ * operation and rolls it forward or back. A write has happened when its promise resolved.
+ */
+import type { RuntimeName, SandboxState, SnapshotInfo, TimeoutAction } from '@ramify/contracts';
+
+/** A lifecycle operation in flight, persisted before the runtime acts. */
+export type SandboxOperation =
+  | { kind: 'create' }
+  | { kind: 'pause'; snapshotId: string }
+  | { kind: 'resume'; snapshotId: string }
+  /** Fork: the fork point, the children being made, and whether the parent must be restored afterwards. */
+  | { kind: 'fork'; snapshotId: string; childIds: string[]; parentWasRunning: boolean }
+  | { kind: 'snapshot'; snapshotId: string; name: string; parentWasRunning: boolean }
+  | { kind: 'kill' };
+
+/** Everything needed to describe and reconcile one sandbox. */
+export interface SandboxRecord {
+  id: string;
+  state: SandboxState;
+  runtime: RuntimeName;
+  templateId: string;
+  /** Snapshot the sandbox was restored from at creation (template image, fork point or named snapshot). */
+  sourceSnapshotId: string | null;
+  parentId: string | null;
+  cpuCount: number;
+  memoryMB: number;
+  metadata: Record<string, string>;
+  envs: Record<string, string>;
+  createdAt: number;
+  /** Lifetime granted at create/resume/setTimeout. */
+  timeoutMs: number;
+  onTimeout: TimeoutAction;
+  /** When `onTimeout` fires, ms; null while not running (the clock stops when paused). */
+  endAt: number | null;
+  /** Network slot held (running and paused sandboxes keep theirs); null when none. */
+  slot: number | null;
+  /** The image a paused sandbox resumes from. */
+  pausedSnapshotId: string | null;
+  /** Human-readable reason of the `error` state (or of the last failed operation). */
+  error: string | null;
+  operation: SandboxOperation | null;
+}
+
+/** Fields of a sandbox that change after creation. */
+export type SandboxPatch = Partial<Omit<SandboxRecord, 'id' | 'runtime' | 'templateId' | 'createdAt' | 'parentId'>>;
+
+export interface SandboxQuery {
+  /** Only these states; empty/absent = every state. */
+  states?: SandboxState[];
+  /** Every pair must match exactly. */
+  metadata?: Record<string, string>;
+  /** Page size; implementations cap it at 1000. Default 100. */
+  limit?: number;
+  /** Opaque cursor from a previous page's `nextCursor`. */
+  cursor?: string;
+  /** Only sandboxes whose `endAt` is at or before this time (the timeout scheduler's query). */
+  endAtOrBefore?: number;
+  /** Only sandboxes with a non-null operation (reconcile). */
+  withOperation?: boolean;
+}
+
+export interface SandboxPage {
+  sandboxes: SandboxRecord[];
+  /** Cursor of the next page, or null on the last page. */
+  nextCursor: string | null;
+}
+
+/** `pending` while its image is being written; `ready` once committed to snapshot storage. */
+export type SnapshotStatus = 'pending' | 'ready';
+
+export interface SnapshotRecord {
+  id: string;
+  /** Unique among snapshots when set. */
+  name: string | null;
+  kind: SnapshotInfo['kind'];
+  status: SnapshotStatus;
+  runtime: RuntimeName;
+  templateId: string;
+  /** Sandbox it was taken from (null for template images). */
+  sandboxId: string | null;
+  parentSnapshotId: string | null;
+  sizeBytes: number;
+  createdAt: number;
+  /** Resources of the sandbox it was taken from (defaults for sandboxes created from it). */
+  cpuCount: number;
+  memoryMB: number;
+}
+
+export interface TemplateRecord {
+  id: string;
+  /** Unique. */
+  name: string;
+  runtime: RuntimeName;
+  specHash: string;
+  /** The booted-and-idle image every sandbox of the template is restored from. */
+  snapshotId: string;
+  /** Parent template name, if built `from` one. */
+  parent: string | null;
+  sizeBytes: number;
+  /** Host directory of the template's root filesystem (read-only to sandboxes). */
+  rootfsDir: string;
+  createdAt: number;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  name: string;
+  /** sha256 (hex) of the full key; the key itself is never stored. */
+  hash: string;
+  /** First characters of the key, for people to recognise it (`rmf_AbCd`). */
+  prefix: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+export interface AuditRecord {
+  /** Assigned by the store, increasing. */
+  id: number;
+  at: number;
+  apiKeyId: string | null;
+  method: string;
+  path: string;
+  /** e.g. `sandbox.pause`. */
+  action: string;
+  sandboxId: string | null;
+  status: number;
+  errorCode: string | null;
+}
+
+export interface AuditQuery {
+  /** Newest first; default 100, capped at 1000. */
+  limit?: number;
+  sandboxId?: string;
+  /** Only entries with an id below this one (paging backwards). */
+  beforeId?: number;
+}
+
+export interface SlotLease {
+  slot: number;
+  sandboxId: string;
+}
+
+export interface Store {
+  /** Insert a new sandbox. Rejects `CONFLICT` when the id exists. */
+  insertSandbox(record: SandboxRecord): Promise<void>;
+  getSandbox(id: string): Promise<SandboxRecord | null>;
+  /** Apply `patch` atomically and return the updated record. Rejects `SANDBOX_NOT_FOUND`. */
+  updateSandbox(id: string, patch: SandboxPatch): Promise<SandboxRecord>;
+  /** Sandboxes in creation order (oldest first), filtered and paginated. Rejects `VALIDATION_FAILED` for a bad cursor. */
+  listSandboxes(query: SandboxQuery): Promise<SandboxPage>;
+
+  /** Rejects `CONFLICT` when the id or the name is taken. */
+  insertSnapshot(record: SnapshotRecord): Promise<void>;
+  getSnapshot(id: string): Promise<SnapshotRecord | null>;
+  findSnapshotByName(name: string): Promise<SnapshotRecord | null>;
+  /** Rejects `SNAPSHOT_NOT_FOUND`, or `CONFLICT` when a new name is taken. */
+  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes'>>): Promise<SnapshotRecord>;
+  /** Newest first. */
+  listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]>;
+  /** No-op when absent. */
+  deleteSnapshot(id: string): Promise<void>;
+  /**
+   * Ids of sandboxes that are not killed and reference `snapshotId` as their paused image or source,
+   * plus templates built on it (as `template:<id>`).
+   */
+  snapshotReferences(snapshotId: string): Promise<{ pausedBy: string[]; sourceOf: string[]; templates: string[] }>;
+
+  /** Insert or replace by id. Rejects `CONFLICT` when another template has the name. */
+  putTemplate(record: TemplateRecord): Promise<void>;
+  getTemplate(id: string): Promise<TemplateRecord | null>;
+  findTemplateByName(name: string): Promise<TemplateRecord | null>;
+  listTemplates(): Promise<TemplateRecord[]>;
+  deleteTemplate(id: string): Promise<void>;
+
+  insertApiKey(record: ApiKeyRecord): Promise<void>;
+  /** The un-revoked key with this hash, or null. */
+  findApiKeyByHash(hash: string): Promise<ApiKeyRecord | null>;
+  listApiKeys(): Promise<ApiKeyRecord[]>;
+  touchApiKey(id: string, at: number): Promise<void>;
+  revokeApiKey(id: string, at: number): Promise<void>;
+
+  /** Append one entry; returns its id. */
+  appendAudit(entry: Omit<AuditRecord, 'id'>): Promise<number>;
+  listAudit(query: AuditQuery): Promise<AuditRecord[]>;
+
+  /** Lease the lowest free slot (≥ 1) to `sandboxId`, or return the one it already holds. Rejects `RUNTIME_UNAVAILABLE` when none is free. */
+  allocateSlot(sandboxId: string): Promise<number>;
+  /** Free the slot leased to `sandboxId`; no-op when it holds none. */
+  releaseSlot(sandboxId: string): Promise<void>;
+  listSlots(): Promise<SlotLease[]>;
+
+  close(): Promise<void>;
+}

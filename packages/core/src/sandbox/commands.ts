@@ -1,0 +1,140 @@
+/**
+ * Use-cases: run commands and manage processes in a running sandbox (pass-throughs to its agent).
+ */
+import type { AgentExit, AgentOutputHandlers, AgentStartOptions, CommandRequest, CommandResult, ProcessInfo, StreamOffsets } from '@ramify/contracts';
+import type { Core } from '../core.js';
+import { agentFor } from './agent-access.js';
+
+/** Default deadline of a foreground command, ms (background commands have none unless asked). */
+export const DEFAULT_FOREGROUND_TIMEOUT_MS = 60_000;
+/** A foreground result keeps at most this many bytes of each stream (the head); the rest is dropped. */
+export const MAX_CAPTURED_BYTES = 32 << 20;
+/** After `wait` resolved, how long to wait for the exit event carrying the last output, ms. */
+const EXIT_EVENT_GRACE_MS = 1_000;
+
+/** Map an API command request to the agent's start options. */
+export function toStartOptions(request: CommandRequest, defaultTimeoutMs: number): AgentStartOptions {
+  return {
+    cmd: request.cmd,
+    ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
+    ...(request.envs !== undefined ? { envs: request.envs } : {}),
+    timeoutMs: request.timeoutMs ?? defaultTimeoutMs,
+    stdin: request.stdin ?? false,
+    ...(request.user !== undefined ? { user: request.user } : {}),
+  };
+}
+
+/**
+ * Run a command. Foreground: resolves at exit with its output (non-zero exits resolve too). Background:
+ * resolves with the pid at once; its output stays in the agent's buffer for `attachProcess`.
+ * @throws RamifyError `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CWD_NOT_FOUND`, `AGENT_UNREACHABLE` (channel lost mid-run).
+ */
+export async function runCommand(core: Core, sandboxId: string, request: CommandRequest): Promise<CommandResult | { pid: number }> {
+  const session = await agentFor(core, sandboxId);
+  if (request.background) {
+    return session.start(toStartOptions(request, 0), {});
+  }
+  const out: Uint8Array[] = [];
+  const err: Uint8Array[] = [];
+  const keep = (into: Uint8Array[]) => {
+    let kept = 0;
+    return (chunk: Uint8Array): void => {
+      if (kept >= MAX_CAPTURED_BYTES) return;
+      const part = chunk.subarray(0, MAX_CAPTURED_BYTES - kept);
+      kept += part.byteLength;
+      into.push(part);
+    };
+  };
+  let onExit!: (exit: AgentExit) => void;
+  const exited = new Promise<AgentExit>((resolve) => (onExit = resolve));
+  const { pid } = await session.start(toStartOptions(request, DEFAULT_FOREGROUND_TIMEOUT_MS), { onStdout: keep(out), onStderr: keep(err), onExit });
+  const exit = await Promise.race([
+    exited,
+    session.wait(pid).then((waited) => Promise.race([exited, core.clock.sleep(EXIT_EVENT_GRACE_MS).then(() => waited)])),
+  ]);
+  return {
+    pid,
+    exitCode: exit.exitCode,
+    signal: exit.signal,
+    stdout: Buffer.concat(out).toString('utf8'),
+    stderr: Buffer.concat(err).toString('utf8'),
+    error: exit.error,
+  };
+}
+
+/** Output handlers of a stream, plus a notice that the agent channel under it closed (pause, kill, loss). */
+export interface StreamHandlers extends AgentOutputHandlers {
+  /** The channel closed before `onExit`; the process may still run (re-attach with the offsets later). */
+  onDisconnect?: (reason: string) => void;
+}
+
+/** A started or attached stream: stop watching the channel when the consumer goes away. */
+export interface StreamSubscription {
+  /** Unsubscribe from output and from `onDisconnect`. */
+  detach: () => void;
+}
+
+/**
+ * Start a command whose output is streamed to `handlers` (WebSocket streams).
+ * @throws RamifyError as {@link runCommand}.
+ */
+export async function startCommand(core: Core, sandboxId: string, request: CommandRequest, handlers: StreamHandlers): Promise<{ pid: number } & StreamSubscription> {
+  const session = await agentFor(core, sandboxId);
+  const unwatch = handlers.onDisconnect ? core.sessions.whenClosed(session, handlers.onDisconnect) : () => undefined;
+  try {
+    const { pid } = await session.start(toStartOptions(request, request.background ? 0 : DEFAULT_FOREGROUND_TIMEOUT_MS), handlers);
+    return { pid, detach: unwatch };
+  } catch (err) {
+    unwatch();
+    throw err;
+  }
+}
+
+/** Re-attach to a process's output from byte offsets (replay, then live). @throws RamifyError `PROCESS_NOT_FOUND` and as above. */
+export async function attachProcess(
+  core: Core,
+  sandboxId: string,
+  pid: number,
+  from: StreamOffsets,
+  handlers: StreamHandlers,
+): Promise<{ from: StreamOffsets } & StreamSubscription> {
+  const session = await agentFor(core, sandboxId);
+  const unwatch = handlers.onDisconnect ? core.sessions.whenClosed(session, handlers.onDisconnect) : () => undefined;
+  try {
+    const attached = await session.attach(pid, from, handlers);
+    return {
+      from: attached.from,
+      detach: () => {
+        unwatch();
+        attached.detach();
+      },
+    };
+  } catch (err) {
+    unwatch();
+    throw err;
+  }
+}
+
+/** Processes the agent knows (running and recently exited). */
+export async function listProcesses(core: Core, sandboxId: string): Promise<ProcessInfo[]> {
+  return (await agentFor(core, sandboxId)).listProcesses();
+}
+
+/** Write bytes to a process's stdin (it must have been started with `stdin: true`). */
+export async function sendStdin(core: Core, sandboxId: string, pid: number, data: Uint8Array): Promise<void> {
+  await (await agentFor(core, sandboxId)).sendStdin(pid, data);
+}
+
+export async function closeStdin(core: Core, sandboxId: string, pid: number): Promise<void> {
+  await (await agentFor(core, sandboxId)).closeStdin(pid);
+}
+
+/** Signal the process's group. */
+export async function signalProcess(core: Core, sandboxId: string, pid: number, signal: NodeJS.Signals): Promise<void> {
+  await (await agentFor(core, sandboxId)).signal(pid, signal);
+}
+
+/** Resolves when the process exits (long poll). */
+export async function waitProcess(core: Core, sandboxId: string, pid: number): Promise<AgentExit> {
+  return (await agentFor(core, sandboxId)).wait(pid);
+}

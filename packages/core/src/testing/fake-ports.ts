@@ -1,0 +1,192 @@
+/**
+ * TEST DOUBLES of the Runtime, SandboxNetwork and Clock ports, plus a SnapshotStorage on a real temp
+ * directory, for core's use-case tests and the daemon's HTTP-edge tests. A test that uses them covers
+ * core's logic or the HTTP edge, never a real runtime.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PassThrough, type Duplex } from 'node:stream';
+import { RamifyError, type AgentSession } from '@ramify/contracts';
+import type { Clock } from '../ports/clock.js';
+import type { NetworkAttachment, SandboxNetwork } from '../ports/network.js';
+import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec } from '../ports/runtime.js';
+import { SNAPSHOT_FORMAT_VERSION, type SnapshotManifest, type SnapshotStorage } from '../ports/snapshot-storage.js';
+import { FakeAgentSession, type FakeGuestState } from './fake-agent.js';
+
+interface FakeInstance {
+  guest: FakeGuestState;
+  spec: RuntimeSandboxSpec;
+  sessions: FakeAgentSession[];
+}
+
+/** What the next checkpoint does: succeed, fail with the sandbox still up, or fail and kill it (as old gVisor does). */
+export type FakeCheckpointBehaviour = 'ok' | 'fail-keeps-running' | 'fail-kills';
+
+export class FakeRuntime implements Runtime {
+  readonly name = 'gvisor' as const;
+  readonly capabilities: RuntimeCapabilities;
+  readonly instances = new Map<string, FakeInstance>();
+  readonly #channels = new WeakMap<Duplex, string>();
+  /** Calls, in order (`restore sbx_1`, `checkpoint sbx_1`, ...). */
+  readonly calls: string[] = [];
+  nextCheckpoint: FakeCheckpointBehaviour = 'ok';
+  /** Sandbox ids whose next restore fails. */
+  failRestoreOf = new Set<string>();
+  /** When set, every restore fails. */
+  failAllRestores = false;
+  /** Kill endpoints-check: if true, a checkpoint with connected endpoints kills the instance (like old gVisor). */
+  enforceQuietNetwork = true;
+
+  constructor(capabilities: Partial<RuntimeCapabilities> = {}) {
+    this.capabilities = { memorySnapshot: true, forkSharesMemory: false, checkpointNeedsQuietNetwork: true, ...capabilities };
+  }
+
+  async boot(spec: RuntimeSandboxSpec): Promise<void> {
+    this.calls.push(`boot ${spec.sandboxId}`);
+    this.instances.set(spec.sandboxId, { guest: { files: {}, endpoints: [], identities: [] }, spec, sessions: [] });
+  }
+
+  async restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void> {
+    this.calls.push(`restore ${spec.sandboxId}`);
+    if (this.failAllRestores || this.failRestoreOf.delete(spec.sandboxId)) throw new Error(`fake restore of ${spec.sandboxId} failed`);
+    if (this.instances.has(spec.sandboxId)) throw new Error(`fake: ${spec.sandboxId} already exists`);
+    const guest = JSON.parse(await readFile(join(imageDir, 'guest.json'), 'utf8')) as FakeGuestState;
+    this.instances.set(spec.sandboxId, { guest, spec, sessions: [] });
+  }
+
+  async checkpoint(sandboxId: string, imageDir: string): Promise<{ sizeBytes: number }> {
+    this.calls.push(`checkpoint ${sandboxId}`);
+    const instance = this.#instance(sandboxId);
+    if (instance.sessions.some((s) => !s.closed)) throw new Error('fake: checkpoint with an open agent channel');
+    const behaviour = this.nextCheckpoint;
+    this.nextCheckpoint = 'ok';
+    if (behaviour === 'fail-kills' || (this.enforceQuietNetwork && instance.guest.endpoints.length > 0)) {
+      this.instances.delete(sandboxId);
+      throw new Error('fake: checkpoint refused; sandbox died');
+    }
+    if (behaviour === 'fail-keeps-running') throw new Error('fake: checkpoint failed');
+    await mkdir(imageDir, { recursive: false });
+    const body = JSON.stringify(instance.guest);
+    await writeFile(join(imageDir, 'guest.json'), body);
+    this.instances.delete(sandboxId);
+    return { sizeBytes: Buffer.byteLength(body) };
+  }
+
+  async kill(sandboxId: string): Promise<void> {
+    this.calls.push(`kill ${sandboxId}`);
+    const instance = this.instances.get(sandboxId);
+    instance?.sessions.forEach((s) => s.shutdown('sandbox killed'));
+    this.instances.delete(sandboxId);
+  }
+
+  async openAgentChannel(sandboxId: string): Promise<Duplex> {
+    this.#instance(sandboxId);
+    const channel = new PassThrough();
+    this.#channels.set(channel, sandboxId);
+    return channel;
+  }
+
+  /** The fake `connectAgent`: a session bound to the instance the channel was opened for. */
+  connectAgent = (channel: Duplex): AgentSession => {
+    const sandboxId = this.#channels.get(channel);
+    if (!sandboxId) throw new Error('fake: unknown channel');
+    const instance = this.#instance(sandboxId);
+    const session = new FakeAgentSession(instance.guest);
+    instance.sessions.push(session);
+    return session;
+  };
+
+  async status(sandboxId: string): Promise<RuntimeInstanceStatus> {
+    return this.instances.has(sandboxId) ? { state: 'running' } : { state: 'missing' };
+  }
+
+  async list(): Promise<string[]> {
+    return [...this.instances.keys()];
+  }
+
+  /** The guest state of a running fake sandbox. */
+  guest(sandboxId: string): FakeGuestState {
+    return this.#instance(sandboxId).guest;
+  }
+
+  #instance(sandboxId: string): FakeInstance {
+    const instance = this.instances.get(sandboxId);
+    if (!instance) throw new RamifyError('RUNTIME_ERROR', `fake: no instance ${sandboxId}`);
+    return instance;
+  }
+}
+
+export class FakeNetwork implements SandboxNetwork {
+  readonly attached = new Map<number, string>();
+  readonly calls: string[] = [];
+
+  async attach(sandboxId: string, slot: number): Promise<NetworkAttachment> {
+    this.calls.push(`attach ${slot} ${sandboxId}`);
+    this.attached.set(slot, sandboxId);
+    return { slot, netnsPath: `/var/run/netns/fake-${slot}`, netnsName: `fake-${slot}`, guestAddress: '10.0.0.2', slotAddress: `10.200.0.${slot}` };
+  }
+
+  async detach(slot: number): Promise<void> {
+    this.calls.push(`detach ${slot}`);
+    this.attached.delete(slot);
+  }
+
+  async listSlots(): Promise<number[]> {
+    return [...this.attached.keys()];
+  }
+}
+
+/** Snapshot storage on a real directory (`<root>/<id>/image` + `<root>/<id>/manifest.json`). */
+export class DirSnapshotStorage implements SnapshotStorage {
+  constructor(readonly root: string) {}
+
+  async prepare(snapshotId: string): Promise<{ imageDir: string }> {
+    await mkdir(join(this.root, snapshotId), { recursive: true });
+    return { imageDir: join(this.root, snapshotId, 'image') };
+  }
+
+  async commit(m: Omit<SnapshotManifest, 'formatVersion' | 'sizeBytes' | 'files' | 'createdAt'>): Promise<SnapshotManifest> {
+    const imageDir = join(this.root, m.snapshotId, 'image');
+    const files: SnapshotManifest['files'] = {};
+    let sizeBytes = 0;
+    for (const name of await readdir(imageDir)) {
+      const size = (await stat(join(imageDir, name))).size;
+      files[name] = { sizeBytes: size, sha256: 'not-computed-by-fake' };
+      sizeBytes += size;
+    }
+    const manifest: SnapshotManifest = { ...m, formatVersion: SNAPSHOT_FORMAT_VERSION, createdAt: new Date().toISOString(), sizeBytes, files };
+    await writeFile(join(this.root, m.snapshotId, 'manifest.json'), JSON.stringify(manifest));
+    return manifest;
+  }
+
+  async open(snapshotId: string): Promise<{ imageDir: string; manifest: SnapshotManifest }> {
+    const path = join(this.root, snapshotId, 'manifest.json');
+    if (!existsSync(path)) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${snapshotId}' not found`);
+    return { imageDir: join(this.root, snapshotId, 'image'), manifest: JSON.parse(await readFile(path, 'utf8')) as SnapshotManifest };
+  }
+
+  async remove(snapshotId: string): Promise<void> {
+    await rm(join(this.root, snapshotId), { recursive: true, force: true });
+  }
+
+  async list(): Promise<string[]> {
+    const entries = existsSync(this.root) ? await readdir(this.root) : [];
+    return entries.filter((id) => existsSync(join(this.root, id, 'manifest.json')));
+  }
+}
+
+/** A clock tests move by hand; `sleep` advances it at once. */
+export class ManualClock implements Clock {
+  constructor(public current = 1_700_000_000_000) {}
+  now(): number {
+    return this.current;
+  }
+  async sleep(ms: number): Promise<void> {
+    this.current += Math.max(0, ms);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  advance(ms: number): void {
+    this.current += ms;
+  }
+}

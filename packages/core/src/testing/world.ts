@@ -1,0 +1,74 @@
+/**
+ * TEST SUPPORT for core's own tests: a core wired to the fakes, a real SQLite store (`@ramify/store`,
+ * loaded at run time because store depends on core), and a `base` template whose image is a fake guest.
+ */
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createCore, type Core, type CoreOptions } from '../core.js';
+import { silentLogger } from '../ports/logger.js';
+import type { Store } from '../ports/store.js';
+import type { SnapshotStorage } from '../ports/snapshot-storage.js';
+import type { FakeGuestState } from './fake-agent.js';
+import { DirSnapshotStorage, FakeNetwork, FakeRuntime, ManualClock } from './fake-ports.js';
+
+export interface TestWorld {
+  dir: string;
+  core: Core;
+  store: Store;
+  runtime: FakeRuntime;
+  network: FakeNetwork;
+  storage: DirSnapshotStorage;
+  clock: ManualClock;
+  /** Close sessions and the store (a daemon stop); the files stay. */
+  close(): Promise<void>;
+  /** Close, then delete the temp directory. */
+  dispose(): Promise<void>;
+}
+
+/** Open the real SQLite store at `path` (dynamic import: `@ramify/store` depends on core, so no static edge). */
+export async function openSqliteStore(path: string): Promise<Store> {
+  const specifier = '@ramify/store';
+  const mod = (await import(specifier)) as { SqliteStore: new (options: { path: string }) => Store };
+  return new mod.SqliteStore({ path });
+}
+
+/** Write a template image into `storage` and register template `base` for it. */
+export async function seedTemplate(store: Store, storage: SnapshotStorage, guest: FakeGuestState): Promise<void> {
+  const { imageDir } = await storage.prepare('snap_tpl');
+  await mkdir(imageDir);
+  await writeFile(join(imageDir, 'guest.json'), JSON.stringify(guest));
+  const manifest = await storage.commit({ snapshotId: 'snap_tpl', runtime: 'gvisor', templateId: 'tpl_base', parentSnapshotId: null });
+  await store.insertSnapshot({
+    id: 'snap_tpl', name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 1, cpuCount: 1, memoryMB: 512,
+  });
+  await store.putTemplate({ id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: 'snap_tpl', parent: null, sizeBytes: manifest.sizeBytes, rootfsDir: '/nonexistent/rootfs', createdAt: 1 });
+}
+
+/** A fresh world; `reopen` builds a second core over the same store file, storage and runtime (a daemon restart). */
+export async function createTestWorld(options: Partial<CoreOptions> = {}, reuse?: TestWorld): Promise<TestWorld> {
+  const dir = reuse?.dir ?? (await mkdtemp(join(tmpdir(), 'ramify-core-')));
+  const store = await openSqliteStore(join(dir, 'ramify.db'));
+  const runtime = reuse?.runtime ?? new FakeRuntime();
+  const network = reuse?.network ?? new FakeNetwork();
+  const storage = reuse?.storage ?? new DirSnapshotStorage(join(dir, 'snapshots'));
+  const clock = reuse?.clock ?? new ManualClock();
+  if (!reuse) await seedTemplate(store, storage, { files: { '/root/hello.txt': 'hi' }, endpoints: [], identities: [] });
+  const core = createCore({
+    store, runtimes: [runtime], network, storage, clock, logger: silentLogger, connectAgent: runtime.connectAgent,
+    options: { quietNetworkPollMs: 1_000, ...options },
+  });
+  return {
+    dir, core, store, runtime, network, storage, clock,
+    close: async () => {
+      await core.sessions.closeAll();
+      await store.close();
+    },
+    dispose: async () => {
+      await core.sessions.closeAll();
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

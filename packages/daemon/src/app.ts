@@ -1,0 +1,79 @@
+/**
+ * The HTTP app: Fastify with the API's content-type parsers (JSON up to 1 MiB, raw streams passed through
+ * unbuffered), bearer auth, audit, the one error handler, every route of `/v1` (contracts' routes.ts) and
+ * the WebSocket streams. No business logic here: each handler calls one core use-case.
+ */
+import websocket from '@fastify/websocket';
+import { MAX_JSON_BODY_BYTES, RamifyError } from '@ramify/contracts';
+import type { Core } from '@ramify/core';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { auditHook } from './http/audit.js';
+import { authHook } from './http/auth.js';
+import { toHttpError } from './http/errors.js';
+import { freshRequestContext } from './http/request-context.js';
+import { mountRoutes, type RouteSpec } from './http/route.js';
+import { catalogRoutes } from './routes/catalog.js';
+import { fileRoutes } from './routes/files.js';
+import { metaRoutes } from './routes/meta.js';
+import { processRoutes } from './routes/processes.js';
+import { sandboxRoutes } from './routes/sandboxes.js';
+import { mountStreams } from './routes/streams.js';
+
+export interface BuildAppOptions {
+  core: Core;
+  /** Logger for Fastify's own lines (a pino instance); default none. Request lines are never logged. */
+  loggerInstance?: FastifyBaseLogger;
+}
+
+/** Every declarative route of the API (WebSockets are mounted separately). */
+export const API_ROUTES: readonly RouteSpec[] = [...sandboxRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes];
+
+/** Build (not start) the app; `app.inject` drives it in-process, `app.listen` serves it. */
+export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
+  const { core } = options;
+  const app = Fastify({
+    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: false }),
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: MAX_JSON_BODY_BYTES,
+    return503OnClosing: true,
+  });
+
+  app.decorateRequest('ramify', null as never);
+  app.addHook('onRequest', async (request) => {
+    request.ramify = freshRequestContext();
+  });
+  app.addHook('onRequest', authHook(core.store, core.clock));
+  app.addHook('onResponse', auditHook(core.store, core.clock, core.logger));
+
+  // JSON: an empty body is "no body" (POST /pause with Content-Type: application/json and nothing else).
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: MAX_JSON_BODY_BYTES }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    return json(request, text, done);
+  });
+  // Raw bytes (file upload, stdin) and anything else: hand the request stream to the handler unbuffered.
+  app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
+  app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+
+  app.setErrorHandler((err, request, reply) => {
+    const mapped = toHttpError(err);
+    if (mapped.status >= 500) {
+      const detail = mapped.unexpected && err instanceof Error ? err.stack : err instanceof Error ? err.message : String(err);
+      core.logger.error(mapped.unexpected ? 'unexpected error' : 'request failed', { method: request.method, url: request.url, code: mapped.body.error.code, error: detail });
+    }
+    if (request.ramify) request.ramify.errorCode = mapped.body.error.code;
+    return reply.code(mapped.status).send(mapped.body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const err = new RamifyError('ROUTE_NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`);
+    return reply.code(err.status).send(err.toBody());
+  });
+
+  // Frames carry stdin chunks and control messages; 16 MiB bounds one frame, not a stream.
+  await app.register(websocket, { options: { maxPayload: 16 << 20 } });
+  mountRoutes(app, core, [...metaRoutes(API_ROUTES), ...API_ROUTES]);
+  mountStreams(app, core);
+  return app;
+}

@@ -1,0 +1,39 @@
+/**
+ * Audit: one entry per call of a mutating route (its config names an `action`), written when the
+ * response has been sent, with who (API key id, null when unauthenticated), what (method, path, action,
+ * sandbox), when, and the outcome (status, error code).
+ */
+import { recordAudit, type Clock, type Logger, type Store } from '@ramify/core';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { RouteConfig } from './route.js';
+
+/** The onResponse hook. */
+export function auditHook(store: Store, clock: Clock, logger: Logger): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  return async (request, reply) => {
+    const config = request.routeOptions.config as Partial<RouteConfig> | undefined;
+    if (!config?.action) return;
+    await writeAudit(store, clock, logger, request, { action: config.action, status: reply.statusCode });
+  };
+}
+
+/** Write one audit entry for `request` (also used by WebSocket routes, which have no onResponse). */
+export async function writeAudit(
+  store: Store,
+  clock: Clock,
+  logger: Logger,
+  request: FastifyRequest,
+  outcome: { action: string; status: number; errorCode?: string | null },
+): Promise<void> {
+  const params = (request.params ?? {}) as { id?: unknown };
+  const ok = await recordAudit(store, {
+    at: clock.now(),
+    apiKeyId: request.ramify.apiKeyId,
+    method: request.method,
+    path: request.url.split('?')[0],
+    action: outcome.action,
+    sandboxId: typeof params.id === 'string' ? params.id : request.ramify.sandboxId,
+    status: outcome.status,
+    errorCode: outcome.errorCode ?? request.ramify.errorCode,
+  });
+  if (!ok) logger.error('audit write failed', { method: request.method, path: request.url, action: outcome.action });
+}

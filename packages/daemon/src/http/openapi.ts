@@ -1,0 +1,90 @@
+/**
+ * The OpenAPI 3.1 document of `/v1`, assembled from the same route list and zod schemas the daemon
+ * validates with (zod 4's `z.toJSONSchema`), plus the WebSocket routes described in prose.
+ */
+import { ERROR_CODES } from '@ramify/contracts';
+import { z } from 'zod';
+import type { RouteSpec } from './route.js';
+
+type JsonSchema = Record<string, unknown>;
+
+function schemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  try {
+    const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
+    return rest;
+  } catch {
+    return {};
+  }
+}
+
+const ErrorSchema: JsonSchema = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: { code: { type: 'string', enum: Object.keys(ERROR_CODES) }, message: { type: 'string' }, details: { type: 'object' } },
+    },
+  },
+};
+
+/** Extra documented routes that are not in the declarative list (WebSockets). */
+export interface ExtraOperation {
+  method: 'get';
+  path: string;
+  summary: string;
+  description: string;
+}
+
+/** Build the document. */
+export function buildOpenApi(routes: readonly RouteSpec[], extras: readonly ExtraOperation[], version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    const path = r.url.replace(/:([A-Za-z]+)/g, '{$1}');
+    const parameters: unknown[] = [];
+    for (const name of r.url.match(/:([A-Za-z]+)/g) ?? []) {
+      parameters.push({ name: name.slice(1), in: 'path', required: true, schema: { type: name === ':pid' ? 'integer' : 'string' } });
+    }
+    if (r.query) {
+      const q = schemaOf(r.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+      for (const [name, schema] of Object.entries(q.properties ?? {})) {
+        parameters.push({ name, in: 'query', required: q.required?.includes(name) ?? false, schema });
+      }
+    }
+    const status = String(r.status ?? 200);
+    const success =
+      r.status === 204
+        ? { description: 'done' }
+        : r.response === 'raw'
+          ? { description: 'raw bytes', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } }
+          : r.response === 'ndjson'
+            ? { description: 'newline-delimited JSON events', content: { 'application/x-ndjson': { schema: { type: 'string' } } } }
+            : { description: 'ok', content: r.response ? { 'application/json': { schema: schemaOf(r.response, 'output') } } : undefined };
+    const body =
+      r.body === 'raw'
+        ? { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } }
+        : r.body
+          ? { required: !r.body.safeParse(undefined).success, content: { 'application/json': { schema: schemaOf(r.body, 'input') } } }
+          : undefined;
+    (paths[path] ??= {})[r.method.toLowerCase()] = {
+      summary: r.summary,
+      operationId: r.action ?? `${r.method.toLowerCase()}${path.replace(/[{}]/g, '').replace(/\/(\w)/g, (_, c: string) => c.toUpperCase())}`,
+      ...(r.auth === false ? { security: [] } : {}),
+      ...(parameters.length ? { parameters } : {}),
+      ...(body ? { requestBody: body } : {}),
+      responses: { [status]: success, default: { description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } } },
+    };
+  }
+  for (const e of extras) {
+    (paths[e.path] ??= {})[e.method] = { summary: e.summary, description: e.description, responses: { '101': { description: 'switching to WebSocket' } } };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Ramify API', version, description: 'Self-hosted sandboxes that pause, resume and fork. Durations in ms, sizes in bytes.' },
+    servers: [{ url: '/' }],
+    security: [{ bearer: [] }],
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key rmf_...' } }, schemas: { Error: ErrorSchema } },
+    paths,
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * Declarative routes: each route names its method, path, schemas (validation and OpenAPI), audit action
+ * and success status, and a handler that calls one use-case. {@link mountRoutes} registers them on
+ * Fastify with the shared validation; {@link buildOpenApi} documents the same list.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Core } from '@ramify/core';
+import { z } from 'zod';
+import { validate } from './validate.js';
+
+/** What a handler gets: the validated request parts and the core context. */
+export interface RouteContext<B, Q, P> {
+  core: Core;
+  body: B;
+  query: Q;
+  params: P;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, P extends z.ZodType = z.ZodType> {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Fastify path, e.g. `/v1/sandboxes/:id`. */
+  url: string;
+  summary: string;
+  /** Audit action of a mutating route (`sandbox.pause`); absent for reads. */
+  action?: string;
+  /** JSON body schema; `raw` when the body is an unbuffered byte stream. */
+  body?: B | 'raw';
+  query?: Q;
+  params?: P;
+  /** Schema of the success response, for OpenAPI (`raw` for bytes, `ndjson` for a line stream). */
+  response?: z.ZodType | 'raw' | 'ndjson';
+  /** Success status; default 200 (204 sends no body). */
+  status?: number;
+  /** Default true. */
+  auth?: boolean;
+  handler: (ctx: RouteContext<z.infer<B>, z.infer<Q>, z.infer<P>>) => Promise<unknown>;
+}
+
+/** Identity function that keeps the schemas' types flowing into the handler. */
+export function route<B extends z.ZodType = z.ZodUndefined, Q extends z.ZodType = z.ZodUndefined, P extends z.ZodType = z.ZodUndefined>(
+  spec: RouteSpec<B, Q, P>,
+): RouteSpec {
+  return spec as unknown as RouteSpec;
+}
+
+/** Per-route settings read by the auth and audit hooks. */
+export interface RouteConfig {
+  action?: string;
+  auth: boolean;
+}
+
+/** Register every route on `app`. */
+export function mountRoutes(app: FastifyInstance, core: Core, routes: readonly RouteSpec[]): void {
+  for (const spec of routes) {
+    const config: RouteConfig = { action: spec.action, auth: spec.auth ?? true };
+    app.route({
+      method: spec.method,
+      url: spec.url,
+      config,
+      handler: async (request, reply) => {
+        // Raw routes get the unbuffered stream (the request itself when no Content-Type was sent, so nothing parsed it).
+        const body = spec.body === 'raw' ? (request.body ?? request.raw) : spec.body ? validate(spec.body, request.body ?? {}, 'body') : undefined;
+        const query = spec.query ? validate(spec.query, request.query ?? {}, 'query') : undefined;
+        const params = spec.params ? validate(spec.params, request.params, 'params') : undefined;
+        const result = await spec.handler({ core, body, query, params, request, reply });
+        if (reply.sent) return reply;
+        reply.code(spec.status ?? 200);
+        return spec.status === 204 ? reply.send() : reply.send(result);
+      },
+    });
+  }
+}
+
+/** `/v1/sandboxes/:id` params. */
+export const IdParams = z.strictObject({ id: z.string().min(1).max(128) });
+/** `/v1/sandboxes/:id/processes/:pid` params. */
+export const PidParams = z.strictObject({ id: z.string().min(1).max(128), pid: z.coerce.number().int().min(1) });
+/** A POST that takes no fields (an empty object or no body at all). */
+export const NoBody = z.strictObject({});

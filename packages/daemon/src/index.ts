@@ -1,0 +1,10 @@
+/**
+ * @ramify/daemon: the composition root and HTTP/WebSocket server of Ramify.
+ */
+export { serve, adaptLogger, type ServeOptions, type RamifyServer } from './serve.js';
+export { buildApp, API_ROUTES, type BuildAppOptions } from './app.js';
+export { compose, type ComposeOptions, type ComposeOverrides, type Composition, type GvisorOptions, type NetworkOptions } from './compose.js';
+export { ensureApiKey } from './api-key-bootstrap.js';
+export { resolveDataDir, DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT, API_KEY_FILE } from './config.js';
+export { toHttpError, type HttpError } from './http/errors.js';
+export { DAEMON_VERSION } from './routes/meta.js';

@@ -1,0 +1,163 @@
+/**
+ * End-to-end through a REAL daemon: `serve()` with the real store, snapshot storage, network
+ * (namespaces, its own prefix), gVisor runtime and agent, driven over HTTP and WebSocket. The template
+ * image is booted from the prepared base rootfs (`RAMIFY_TEST_ROOTFS`, made by scripts/run-tests.mjs).
+ * Skipped, with the reason, when not root, without runsc, or without that rootfs.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { StreamChannel } from '@ramify/contracts';
+import type { Core } from '@ramify/core';
+import { buildImage } from '@ramify/template-builder';
+import { WebSocket } from 'ws';
+import { serve, type RamifyServer } from './serve.js';
+
+const rootfs = process.env.RAMIFY_TEST_ROOTFS;
+const skip =
+  process.getuid?.() !== 0
+    ? 'needs root (namespaces, runsc)'
+    : spawnSync('sh', ['-c', 'command -v runsc']).status !== 0
+      ? 'runsc is not installed'
+      : !rootfs || !existsSync(rootfs)
+        ? 'RAMIFY_TEST_ROOTFS is not set (scripts/run-tests.mjs sets it)'
+        : false;
+
+const PREFIX = 'rmfd';
+let dataDir: string;
+let server: RamifyServer | undefined;
+let key = '';
+
+const start = async (): Promise<RamifyServer> =>
+  serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, network: { prefix: PREFIX }, coreOptions: { quietNetworkTimeoutMs: 2_000 } });
+
+async function call(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${server?.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : null };
+}
+const sh = async (id: string, cmd: string): Promise<string> => {
+  const r = await call('POST', `/v1/sandboxes/${id}/commands`, { cmd });
+  assert.equal(r.status, 200, JSON.stringify(r.json));
+  assert.equal(r.json.exitCode, 0, r.json.stderr);
+  return r.json.stdout as string;
+};
+
+/** Boot the prepared rootfs, checkpoint it idle, and register it as template `base` (what the template builder does, minus mmdebstrap). */
+async function registerTemplate(core: Core): Promise<void> {
+  const snapshotId = 'snap_e2e_base';
+  const manifest = await buildImage(
+    { rootfsDir: rootfs as string, snapshotId, templateId: 'tpl_e2e', run: [], envs: {}, onPhase: () => undefined, onLine: () => undefined },
+    { runtime: core.runtimes[0], network: core.network, slots: core.store, storage: core.storage, connectAgent: core.connectAgent },
+  );
+  await core.store.insertSnapshot({
+    id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_e2e', sandboxId: null,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512,
+  });
+  await core.store.putTemplate({ id: 'tpl_e2e', name: 'base', runtime: 'gvisor', specHash: 'e2e', snapshotId, parent: null, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs as string, createdAt: Date.now() });
+}
+
+describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 600_000 }, () => {
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'ramify-daemon-e2e-'));
+    server = await start();
+    key = server.newApiKey ?? '';
+    assert.deepEqual(server.core.runtimes.map((r) => r.name), ['gvisor']);
+    await registerTemplate(server.core);
+  });
+  after(async () => {
+    if (server) {
+      for (const s of (await call('GET', '/v1/sandboxes')).json?.sandboxes ?? []) await call('DELETE', `/v1/sandboxes/${s.id}`);
+      const network = server.core.network as { destroyAll?: () => Promise<void> };
+      await server.close();
+      await network.destroyAll?.();
+    }
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  test('create, exec, files, pause keeps memory and processes, resume, fork re-seeds identity, named snapshot', async () => {
+    const created = await call('POST', '/v1/sandboxes', { timeoutMs: 600_000 });
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    const id = created.json.id as string;
+    assert.equal((await sh(id, 'hostname')).trim(), id.toLowerCase().replace('_', '-'));
+    await sh(id, 'echo kept > /root/note.txt');
+    await call('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done', background: true });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+
+    const paused = await call('POST', `/v1/sandboxes/${id}/pause`);
+    assert.equal(paused.status, 200, JSON.stringify(paused.json));
+    assert.equal(paused.json.state, 'paused');
+    const refused = await call('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'true' });
+    assert.equal(refused.status, 409);
+    const frozen = Number((await readdir(join(dataDir, 'snapshots'))).length);
+    assert.ok(frozen >= 2, 'template and pause images on disk');
+    assert.equal((await call('POST', `/v1/sandboxes/${id}/resume`)).json.state, 'running');
+    const [counter, note] = (await sh(id, 'cat /tmp/counter; cat /root/note.txt')).trim().split('\n');
+    assert.ok(Number(counter) >= 3, `the counter process kept its memory (${counter})`);
+    assert.equal(note, 'kept');
+
+    const fork = await call('POST', `/v1/sandboxes/${id}/fork`, { count: 2 });
+    assert.equal(fork.status, 201, JSON.stringify(fork.json));
+    const randoms = new Set<string>();
+    for (const child of fork.json.sandboxes as Array<{ id: string; parentId: string }>) {
+      assert.equal(child.parentId, id);
+      assert.equal((await sh(child.id, 'cat /root/note.txt')).trim(), 'kept');
+      assert.equal((await sh(child.id, 'hostname')).trim(), child.id.toLowerCase().replace('_', '-'));
+      randoms.add(await sh(child.id, 'head -c 16 /dev/urandom | od -An -tx1'));
+    }
+    randoms.add(await sh(id, 'head -c 16 /dev/urandom | od -An -tx1'));
+    assert.equal(randoms.size, 3, 'forks do not produce the same random numbers');
+
+    const snap = await call('POST', `/v1/sandboxes/${id}/snapshots`, { name: 'e2e-snap' });
+    assert.equal(snap.status, 201, JSON.stringify(snap.json));
+    const clone = await call('POST', '/v1/sandboxes', { snapshot: 'e2e-snap' });
+    assert.equal(clone.status, 201, JSON.stringify(clone.json));
+    assert.equal((await sh(clone.json.id, 'cat /root/note.txt')).trim(), 'kept');
+    for (const s of [...fork.json.sandboxes, clone.json]) assert.equal((await call('DELETE', `/v1/sandboxes/${s.id}`)).status, 204);
+  });
+
+  test('a WebSocket command stream against the real agent', async () => {
+    const { json } = await call('POST', '/v1/sandboxes', {});
+    const ws = new WebSocket(`${server?.url.replace('http', 'ws')}/v1/sandboxes/${json.id}/commands/stream`, { headers: { authorization: `Bearer ${key}` } });
+    const frames: Array<string | Buffer> = [];
+    const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
+    ws.on('message', (data, isBinary) => frames.push(isBinary ? (data as Buffer) : data.toString()));
+    await new Promise((resolve) => ws.on('open', resolve));
+    ws.send(JSON.stringify({ type: 'start', request: { cmd: 'read line; echo "got $line"', stdin: true } }));
+    ws.send(Buffer.concat([Buffer.from([StreamChannel.stdin]), Buffer.from('hello\n')]));
+    assert.equal(await closed, 1000);
+    assert.equal(JSON.parse(frames[0] as string).type, 'started');
+    const out = frames.filter(Buffer.isBuffer).map((f) => f.subarray(1).toString()).join('');
+    assert.equal(out, 'got hello\n');
+    assert.equal(JSON.parse(frames.at(-1) as string).exitCode, 0);
+  });
+
+  test('open TCP connections refuse the pause (409 CHECKPOINT_BLOCKED) and the sandbox keeps running; a restart re-attaches it', async () => {
+    const { json } = await call('POST', '/v1/sandboxes', {});
+    const id = json.id as string;
+    const node = "const n=require('net');n.createServer(()=>{}).listen(9000,'0.0.0.0',()=>n.connect(9000,'10.254.0.2'))";
+    await call('POST', `/v1/sandboxes/${id}/commands`, { cmd: `node -e "${node}"`, background: true });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const blocked = await call('POST', `/v1/sandboxes/${id}/pause`);
+    assert.equal(blocked.status, 409);
+    assert.equal(blocked.json.error.code, 'CHECKPOINT_BLOCKED');
+    assert.match(blocked.json.error.message, /:9000/);
+    assert.equal((await call('GET', `/v1/sandboxes/${id}`)).json.state, 'running');
+    assert.equal((await sh(id, 'echo alive')).trim(), 'alive');
+
+    await server?.close();
+    server = await start();
+    assert.equal(server.newApiKey, null);
+    assert.equal((await sh(id, 'echo still alive')).trim(), 'still alive');
+    assert.equal((await call('DELETE', `/v1/sandboxes/${id}`)).status, 204);
+    assert.equal((await server.core.runtimes[0].list()).includes(id), false, 'the runtime instance is gone');
+  });
+});

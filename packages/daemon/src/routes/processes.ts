@@ -1,0 +1,50 @@
+/**
+ * Command and process routes (HTTP): run, list, stdin (streamed raw bytes), close stdin, signal, wait.
+ * The streaming variants are WebSocket routes (streams.ts).
+ */
+import type { Readable } from 'node:stream';
+import { CommandRequest, CommandResult, ProcessInfo, RamifyError, SignalRequest } from '@ramify/contracts';
+import { closeStdin, listProcesses, runCommand, sendStdin, signalProcess, waitProcess } from '@ramify/core';
+import { z } from 'zod';
+import { IdParams, NoBody, PidParams, route, type RouteSpec } from '../http/route.js';
+
+const ExitInfo = z.object({ exitCode: z.number().int().nullable(), signal: z.string().nullable(), error: z.string().nullable() });
+
+export const processRoutes: RouteSpec[] = [
+  route({
+    method: 'POST', url: '/v1/sandboxes/:id/commands', summary: 'Run a command (foreground: waits for exit; background: returns its pid)',
+    action: 'command.run', params: IdParams, body: CommandRequest, response: z.union([CommandResult, z.object({ pid: z.number().int() })]),
+    handler: async ({ core, params, body }) => runCommand(core, params.id, body),
+  }),
+  route({
+    method: 'GET', url: '/v1/sandboxes/:id/processes', summary: 'List processes', params: IdParams, response: z.object({ processes: z.array(ProcessInfo) }),
+    handler: async ({ core, params }) => ({ processes: await listProcesses(core, params.id) }),
+  }),
+  route({
+    method: 'POST', url: '/v1/sandboxes/:id/processes/:pid/stdin', summary: "Write raw bytes (application/octet-stream) to a process's stdin",
+    action: 'process.stdin', params: PidParams, body: 'raw', status: 204,
+    handler: async ({ core, params, body }) => {
+      if (!isStream(body)) throw new RamifyError('BAD_REQUEST', 'send stdin as raw bytes with Content-Type: application/octet-stream');
+      for await (const chunk of body) await sendStdin(core, params.id, params.pid, chunk as Uint8Array);
+    },
+  }),
+  route({
+    method: 'POST', url: '/v1/sandboxes/:id/processes/:pid/stdin/close', summary: "Close a process's stdin", action: 'process.stdin.close',
+    params: PidParams, body: NoBody.optional(), status: 204,
+    handler: async ({ core, params }) => closeStdin(core, params.id, params.pid),
+  }),
+  route({
+    method: 'POST', url: '/v1/sandboxes/:id/processes/:pid/signal', summary: "Signal a process's group", action: 'process.signal',
+    params: PidParams, body: SignalRequest, status: 204,
+    handler: async ({ core, params, body }) => signalProcess(core, params.id, params.pid, body.signal),
+  }),
+  route({
+    method: 'GET', url: '/v1/sandboxes/:id/processes/:pid/wait', summary: 'Wait for a process to exit (long poll)', params: PidParams, response: ExitInfo,
+    handler: async ({ core, params }) => waitProcess(core, params.id, params.pid),
+  }),
+];
+
+/** True for a request body the raw parser passed through. */
+export function isStream(body: unknown): body is Readable {
+  return typeof body === 'object' && body !== null && typeof (body as Readable).pipe === 'function' && Symbol.asyncIterator in body;
+}

@@ -1,0 +1,74 @@
+/**
+ * Sandbox lifecycle routes: create, list, get, kill, pause, resume, fork, snapshot, timeout.
+ */
+import { CreateSandboxRequest, ForkRequest, ForkResponse, ListSandboxesQuery, ListSandboxesResponse, MAX_SANDBOX_TIMEOUT_MS, SandboxInfo, SetTimeoutRequest, SnapshotInfo, SnapshotRequest } from '@ramify/contracts';
+import {
+  createSandbox,
+  forkSandbox,
+  getSandbox,
+  killSandbox,
+  listSandboxes,
+  parseListQuery,
+  pauseSandbox,
+  resumeSandbox,
+  setSandboxTimeout,
+  snapshotSandbox,
+  toSandboxInfo,
+  toSnapshotInfo,
+} from '@ramify/core';
+import { z } from 'zod';
+import { IdParams, NoBody, route, type RouteSpec } from '../http/route.js';
+
+const ResumeRequest = z.strictObject({ timeoutMs: z.number().int().positive().max(MAX_SANDBOX_TIMEOUT_MS).optional() });
+
+export const sandboxRoutes: RouteSpec[] = [
+  route({
+    method: 'POST', url: '/v1/sandboxes', summary: 'Create a sandbox from a template or snapshot', action: 'sandbox.create',
+    body: CreateSandboxRequest, response: SandboxInfo, status: 201,
+    handler: async ({ core, body, request }) => {
+      const record = await createSandbox(core, body);
+      request.ramify.sandboxId = record.id;
+      return toSandboxInfo(record);
+    },
+  }),
+  route({
+    method: 'GET', url: '/v1/sandboxes', summary: 'List sandboxes (filter by state and metadata, paginated)',
+    query: ListSandboxesQuery, response: ListSandboxesResponse,
+    handler: async ({ core, query }) => listSandboxes(core, parseListQuery(query)),
+  }),
+  route({
+    method: 'GET', url: '/v1/sandboxes/:id', summary: 'Get a sandbox', params: IdParams, response: SandboxInfo,
+    handler: async ({ core, params }) => toSandboxInfo(await getSandbox(core, params.id)),
+  }),
+  route({
+    method: 'DELETE', url: '/v1/sandboxes/:id', summary: 'Kill a sandbox (idempotent)', action: 'sandbox.kill', params: IdParams, status: 204,
+    handler: async ({ core, params }) => {
+      await killSandbox(core, params.id);
+    },
+  }),
+  route({
+    method: 'POST', url: '/v1/sandboxes/:id/pause', summary: 'Pause (checkpoint) a sandbox; 409 CHECKPOINT_BLOCKED keeps it running',
+    action: 'sandbox.pause', params: IdParams, body: NoBody.optional(), response: SandboxInfo,
+    handler: async ({ core, params }) => toSandboxInfo(await pauseSandbox(core, params.id)),
+  }),
+  route({
+    method: 'POST', url: '/v1/sandboxes/:id/resume', summary: 'Resume a paused sandbox', action: 'sandbox.resume',
+    params: IdParams, body: ResumeRequest.optional(), response: SandboxInfo,
+    handler: async ({ core, params, body }) => toSandboxInfo(await resumeSandbox(core, params.id, { timeoutMs: body?.timeoutMs })),
+  }),
+  route({
+    method: 'POST', url: '/v1/sandboxes/:id/fork', summary: 'Fork a running or paused sandbox into count new sandboxes', action: 'sandbox.fork',
+    params: IdParams, body: ForkRequest, response: ForkResponse, status: 201,
+    handler: async ({ core, params, body }) => ({ sandboxes: (await forkSandbox(core, params.id, body)).map(toSandboxInfo) }),
+  }),
+  route({
+    method: 'POST', url: '/v1/sandboxes/:id/snapshots', summary: 'Take a named snapshot that outlives the sandbox', action: 'sandbox.snapshot',
+    params: IdParams, body: SnapshotRequest, response: SnapshotInfo, status: 201,
+    handler: async ({ core, params, body }) => toSnapshotInfo(await snapshotSandbox(core, params.id, body)),
+  }),
+  route({
+    method: 'POST', url: '/v1/sandboxes/:id/timeout', summary: "Set a sandbox's lifetime from now", action: 'sandbox.timeout',
+    params: IdParams, body: SetTimeoutRequest, response: SandboxInfo,
+    handler: async ({ core, params, body }) => toSandboxInfo(await setSandboxTimeout(core, params.id, body.timeoutMs)),
+  }),
+];

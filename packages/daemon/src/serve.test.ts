@@ -1,0 +1,79 @@
+/**
+ * `serve()` over a real socket with the real store and snapshot storage, but core's FAKE runtime,
+ * network and agent (bootstrap, API key file, restart + reconcile wiring, streamed upload over HTTP;
+ * NOT runtime coverage).
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FakeNetwork, FakeRuntime, seedTemplate } from '@ramify/core/testing';
+import { API_KEY_FILE, DEFAULT_DATA_DIR, resolveDataDir } from './config.js';
+import { serve, type RamifyServer } from './serve.js';
+
+let dataDir: string;
+before(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'ramify-daemon-'));
+});
+after(async () => {
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+const runtime = new FakeRuntime();
+const network = new FakeNetwork();
+const start = (print: (line: string) => void): Promise<RamifyServer> =>
+  serve({ dataDir, port: 0, logLevel: 'silent', print, overrides: { runtimes: [runtime], network, connectAgent: runtime.connectAgent, templateBuilder: null } });
+
+describe('serve() with the fake runtime (bootstrap and restart wiring only)', () => {
+  test('first start makes one API key, prints it once, saves it 0600; a restart re-attaches running sandboxes', async () => {
+    const printed: string[] = [];
+    const first = await start((line) => printed.push(line));
+    assert.ok(first.newApiKey?.startsWith('rmf_'));
+    assert.equal(printed.length, 1);
+    assert.ok(printed[0].includes(first.newApiKey ?? '-'));
+    const keyFile = join(dataDir, API_KEY_FILE);
+    assert.equal((await readFile(keyFile, 'utf8')).trim(), first.newApiKey);
+    assert.equal((await stat(keyFile)).mode & 0o777, 0o600);
+    assert.equal((await stat(dataDir)).mode & 0o777, 0o700);
+    assert.match(first.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+
+    await seedTemplate(first.core.store, first.core.storage, { files: {}, endpoints: [], identities: [] });
+    const auth = { authorization: `Bearer ${first.newApiKey}` };
+    const health = await fetch(`${first.url}/v1/health`);
+    assert.equal(health.status, 200);
+    const created = await fetch(`${first.url}/v1/sandboxes`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(created.status, 201);
+    const { id } = (await created.json()) as { id: string };
+
+    const chunks = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < 4; i++) controller.enqueue(new Uint8Array(512 * 1024).fill(97 + i));
+        controller.close();
+      },
+    });
+    const put = await fetch(`${first.url}/v1/sandboxes/${id}/files?path=/root/blob`, {
+      method: 'PUT', headers: { ...auth, 'content-type': 'application/octet-stream' }, body: chunks, duplex: 'half',
+    } as RequestInit & { duplex: 'half' });
+    assert.equal(put.status, 200, await put.clone().text());
+    assert.equal(((await put.json()) as { size: number }).size, 2 * 1024 * 1024);
+    await first.close();
+
+    const second = await start((line) => printed.push(line));
+    try {
+      assert.equal(second.newApiKey, null);
+      assert.equal(printed.length, 1, 'the key is printed on the first start only');
+      assert.ok(second.core.sessions.peek(id), 'reconcile re-attached the running sandbox');
+      const exec = await fetch(`${second.url}/v1/sandboxes/${id}/commands`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ cmd: 'echo back' }) });
+      assert.equal(((await exec.json()) as { stdout: string }).stdout, 'back\n');
+    } finally {
+      await second.close();
+    }
+  });
+
+  test('data directory: option, then RAMIFY_HOME, then /var/lib/ramify', () => {
+    assert.equal(resolveDataDir('/x', { RAMIFY_HOME: '/y' }), '/x');
+    assert.equal(resolveDataDir(undefined, { RAMIFY_HOME: '/y' }), '/y');
+    assert.equal(resolveDataDir(undefined, {}), DEFAULT_DATA_DIR);
+  });
+});

@@ -1,0 +1,97 @@
+/**
+ * `serve()`: start the daemon (what `ramify serve` runs). Order: data directory (0700) → compose the
+ * ports → first-start API key → reconcile (re-attach running sandboxes, finish or undo half-done
+ * operations, remove orphans) → timeout scheduler → HTTP + WebSocket listener.
+ */
+import { chmod, mkdir } from 'node:fs/promises';
+import { pino, type Logger as Pino } from 'pino';
+import { reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
+import type { FastifyInstance } from 'fastify';
+import { ensureApiKey } from './api-key-bootstrap.js';
+import { buildApp } from './app.js';
+import { compose, type ComposeOptions } from './compose.js';
+import { DEFAULT_HOST, DEFAULT_PORT, resolveDataDir } from './config.js';
+
+export interface ServeOptions {
+  /** Default: `RAMIFY_HOME`, else `/var/lib/ramify`. */
+  dataDir?: string;
+  /** Default `127.0.0.1` (loopback only). */
+  host?: string;
+  /** Default 7423; 0 picks a free port (see {@link RamifyServer.url}). */
+  port?: number;
+  /** Log level of the daemon's JSON log (stderr); default `info`. `silent` turns it off. */
+  logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Where the first-start API key line is printed; default stdout. */
+  print?: (line: string) => void;
+  /** Skip reconcile on start (tests of the HTTP edge only). Default `run`. */
+  reconcile?: 'run' | 'skip';
+  /** Passed to {@link compose}: implementation overrides, core tunables, gVisor options. */
+  overrides?: ComposeOptions['overrides'];
+  coreOptions?: ComposeOptions['coreOptions'];
+  gvisor?: ComposeOptions['gvisor'];
+  network?: ComposeOptions['network'];
+  clock?: ComposeOptions['clock'];
+}
+
+export interface RamifyServer {
+  /** `http://host:port` actually listened on. */
+  url: string;
+  dataDir: string;
+  app: FastifyInstance;
+  core: Core;
+  /** The API key made on this start (first start only), else null. */
+  newApiKey: string | null;
+  /** Stop listening, stop the scheduler, close agent channels and the store. Sandboxes keep running. */
+  close(): Promise<void>;
+}
+
+/** Start the daemon. Rejects when the port is taken or the data directory cannot be used. */
+export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
+  const dataDir = resolveDataDir(options.dataDir);
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await chmod(dataDir, 0o700);
+  const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, pino.destination(2));
+  const logger = adaptLogger(log);
+
+  const composition = await compose({ dataDir, logger, overrides: options.overrides, coreOptions: options.coreOptions, gvisor: options.gvisor, network: options.network, clock: options.clock });
+  const { core } = composition;
+  const scheduler = new TimeoutScheduler(core);
+  let app: FastifyInstance | undefined;
+  try {
+    const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
+    const newApiKey = await ensureApiKey({ store: core.store, clock: core.clock, dataDir, print });
+    if (options.reconcile !== 'skip') await reconcile(core);
+    scheduler.start();
+    app = await buildApp({ core, loggerInstance: log });
+    const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
+    logger.info('ramify serving', { url: address, dataDir });
+    const listening = app;
+    return {
+      url: address,
+      dataDir,
+      app: listening,
+      core,
+      newApiKey,
+      close: async () => {
+        await listening.close();
+        await scheduler.stop();
+        await composition.close();
+        log.flush();
+      },
+    };
+  } catch (err) {
+    await app?.close().catch(() => undefined);
+    await scheduler.stop();
+    await composition.close();
+    throw err;
+  }
+}
+
+/** Core's Logger over pino. */
+export function adaptLogger(log: Pino): Logger {
+  return {
+    info: (message, fields) => log.info(fields ?? {}, message),
+    warn: (message, fields) => log.warn(fields ?? {}, message),
+    error: (message, fields) => log.error(fields ?? {}, message),
+  };
+}

@@ -1,0 +1,40 @@
+/**
+ * TEST SUPPORT for the daemon's HTTP-edge tests: the app over a core wired to core's FAKE runtime,
+ * network and agent (plus a real SQLite store). These tests cover validation, auth, error mapping,
+ * audit and routing, never a real runtime.
+ */
+import { createApiKey, type Store } from '@ramify/core';
+import { createTestWorld, type TestWorld } from '@ramify/core/testing';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+
+export interface HttpTestBed {
+  world: TestWorld;
+  app: FastifyInstance;
+  /** A valid API key. */
+  key: string;
+  /** `Authorization` header with {@link key}. */
+  auth: { authorization: string };
+  dispose(): Promise<void>;
+}
+
+/** The app over a fake-runtime core; `wrapStore` may replace store methods (to inject failures). */
+export async function httpTestBed(wrapStore?: (store: Store) => Store): Promise<HttpTestBed> {
+  const world = await createTestWorld();
+  const core = wrapStore ? { ...world.core, store: wrapStore(world.core.store) } : world.core;
+  const { key } = await createApiKey(world.store, world.clock, 'test');
+  const app = await buildApp({ core });
+  await app.ready();
+  return {
+    world,
+    app,
+    key,
+    auth: { authorization: `Bearer ${key}` },
+    dispose: async () => {
+      // injectWS's in-memory sockets never signal their end: drop server-side sockets so ws's 30 s close timer goes too.
+      for (const client of app.websocketServer?.clients ?? []) client.terminate();
+      await app.close();
+      await world.dispose();
+    },
+  };
+}

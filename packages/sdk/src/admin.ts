@@ -1,0 +1,81 @@
+/**
+ * Calls that are not about one sandbox: templates, snapshots, health, audit. Plain functions taking
+ * {@link ConnectionOpts} last, like the `Sandbox` statics.
+ */
+import type { AuditEntry, SnapshotInfo, TemplateBuildEvent, TemplateInfo, TemplateSpec } from '@ramify/contracts';
+import { resolveConnection, type ConnectionOpts } from './connection.js';
+import { ApiClient } from './http.js';
+import { RamifyError, errorFromCode } from './errors.js';
+
+const client = (opts: ConnectionOpts = {}): ApiClient => new ApiClient(resolveConnection(opts));
+
+/** `GET /v1/health` (no key needed). */
+export function getHealth(opts?: ConnectionOpts): Promise<{ ok: true; version: string; runtimes: string[] }> {
+  return client(opts).json('GET', '/health');
+}
+
+/** All snapshots (template images, pause points, fork points, named snapshots). */
+export async function listSnapshots(opts?: ConnectionOpts): Promise<SnapshotInfo[]> {
+  return (await client(opts).json<{ snapshots: SnapshotInfo[] }>('GET', '/snapshots')).snapshots;
+}
+
+/** One snapshot by id. Throws `SNAPSHOT_NOT_FOUND`. */
+export function getSnapshot(snapshotId: string, opts?: ConnectionOpts): Promise<SnapshotInfo> {
+  return client(opts).json('GET', `/snapshots/${encodeURIComponent(snapshotId)}`);
+}
+
+/** Delete a snapshot. Throws `SNAPSHOT_NOT_FOUND`, or `CONFLICT` while a sandbox still needs it. */
+export function deleteSnapshot(snapshotId: string, opts?: ConnectionOpts): Promise<void> {
+  return client(opts).empty('DELETE', `/snapshots/${encodeURIComponent(snapshotId)}`);
+}
+
+/** All built templates. */
+export async function listTemplates(opts?: ConnectionOpts): Promise<TemplateInfo[]> {
+  return (await client(opts).json<{ templates: TemplateInfo[] }>('GET', '/templates')).templates;
+}
+
+/** Options of {@link buildTemplate}. */
+export interface BuildTemplateOpts extends ConnectionOpts {
+  /** Every progress event, in order (`step`, `log`, then `done` or `error`). */
+  onEvent?: (event: TemplateBuildEvent) => void;
+  /** Abort the request (the daemon decides whether the build continues). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Build (or reuse from cache) a template. `spec.files[]` must carry `content` (the CLI inlines `source`
+ * files). Resolves with the template on the `done` event; throws the build's error on an `error` event
+ * (e.g. `VALIDATION_FAILED`, `TEMPLATE_NOT_FOUND` for a missing parent). No request deadline applies.
+ */
+export async function buildTemplate(spec: TemplateSpec, opts: BuildTemplateOpts = {}): Promise<TemplateInfo> {
+  const { onEvent, signal, ...conn } = opts;
+  const res = await client(conn).request('POST', '/templates', { json: spec, timeoutMs: 0, ...(signal ? { signal } : {}) });
+  if (!res.body) throw new RamifyError('INTERNAL', 'template build returned no progress stream');
+  const decoder = new TextDecoder();
+  let buffered = '';
+  const handle = (line: string): TemplateInfo | undefined => {
+    if (!line.trim()) return undefined;
+    const event = JSON.parse(line) as TemplateBuildEvent;
+    onEvent?.(event);
+    if (event.type === 'error') throw errorFromCode(event.code, event.message);
+    return event.type === 'done' ? event.template : undefined;
+  };
+  for await (const chunk of res.body) {
+    buffered += decoder.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const done = handle(buffered.slice(0, nl));
+      buffered = buffered.slice(nl + 1);
+      if (done) return done;
+    }
+  }
+  const last = handle(buffered + decoder.decode());
+  if (last) return last;
+  throw new RamifyError('INTERNAL', 'template build stream ended without a result');
+}
+
+/** Recent audit log entries, newest first. */
+export async function listAudit(opts: ConnectionOpts & { limit?: number; sandboxId?: string } = {}): Promise<AuditEntry[]> {
+  const { limit, sandboxId, ...conn } = opts;
+  return (await client(conn).json<{ entries: AuditEntry[] }>('GET', '/audit', { query: { limit, sandboxId } })).entries;
+}

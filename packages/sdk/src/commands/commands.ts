@@ -1,0 +1,165 @@
+/**
+ * `sandbox.commands`: run commands (streamed over a WebSocket), start background processes, and
+ * re-attach to processes started earlier (even before a pause, resume or fork).
+ */
+import type { CommandRequest, CommandResult, ProcessInfo, StreamOffsets } from '@ramify/contracts';
+import type { ApiClient } from '../http.js';
+import { CommandExitError, ConnectionError, NotFoundError } from '../errors.js';
+import { CommandHandle, isSuccess } from './handle.js';
+import { OutputSink, type OutputCallbacks } from './output.js';
+import { ProcessRoutes } from './process-routes.js';
+import { openStreamSocket } from './stream-socket.js';
+
+/** Data to feed a process's stdin; it is sent in order and stdin is closed after the last chunk. */
+export type StdinData = string | Uint8Array | AsyncIterable<string | Uint8Array>;
+
+/** Options of {@link Commands.run}. */
+export interface CommandStartOpts extends OutputCallbacks {
+  /** Working directory; must exist (else `CWD_NOT_FOUND`). Default `/root`. */
+  cwd?: string;
+  /** Extra environment variables, merged over the sandbox's. */
+  envs?: Record<string, string>;
+  /** Kill the process tree after this many ms; 0 = no deadline. Server default 60000 in the foreground. */
+  timeoutMs?: number;
+  /**
+   * Stdin. Absent/false: closed at once. `true`: kept open for `sendStdin`/`closeStdin`.
+   * Data (string, bytes, or an async iterable such as a Node `Readable`): sent, then stdin is closed.
+   */
+  stdin?: boolean | StdinData;
+  /** Run as this user inside the sandbox. */
+  user?: string;
+  /** Return a {@link CommandHandle} as soon as the process started, instead of waiting for exit. */
+  background?: boolean;
+}
+
+/** Options of {@link Commands.connect}. */
+export interface CommandConnectOpts extends OutputCallbacks {
+  /** Replay output from these byte offsets; default from the start (what the sandbox still buffers). */
+  from?: StreamOffsets;
+}
+
+/** Process control of one sandbox (`sandbox.commands`). */
+export class Commands {
+  private readonly routes: ProcessRoutes;
+
+  /** @internal Use `sandbox.commands`. */
+  constructor(private readonly api: ApiClient, private readonly sandboxId: string) {
+    this.routes = new ProcessRoutes(api, sandboxId);
+  }
+
+  /**
+   * Run `cmd` with `/bin/bash -c`. In the foreground (default), output streams to the callbacks and the
+   * promise resolves with the {@link CommandResult} once the process exited; a non-zero exit, a
+   * signal or the deadline throws {@link CommandExitError} carrying the result. With
+   * `background: true`, resolves with a {@link CommandHandle} as soon as the process started.
+   * Throws `SandboxNotFoundError`, `CWD_NOT_FOUND`, `ConnectionError`, ... from the API.
+   */
+  run(cmd: string, opts?: CommandStartOpts & { background?: false }): Promise<CommandResult>;
+  run(cmd: string, opts: CommandStartOpts & { background: true }): Promise<CommandHandle>;
+  run(cmd: string, opts?: CommandStartOpts): Promise<CommandResult | CommandHandle>;
+  async run(cmd: string, opts: CommandStartOpts = {}): Promise<CommandResult | CommandHandle> {
+    const request: CommandRequest = {
+      cmd,
+      ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+      ...(opts.envs !== undefined ? { envs: opts.envs } : {}),
+      ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+      ...(opts.user !== undefined ? { user: opts.user } : {}),
+      ...(opts.stdin !== undefined && opts.stdin !== false ? { stdin: true } : {}),
+    };
+    if (opts.background) {
+      const { pid } = await this.api.json<{ pid: number }>('POST', `/sandboxes/${this.encodedId}/commands`, { json: { ...request, background: true } });
+      const handle = await this.attach(pid, opts, { stdout: 0, stderr: 0 });
+      this.feedStdin(handle, opts.stdin);
+      return handle;
+    }
+    return this.runForeground(request, opts);
+  }
+
+  /**
+   * Re-attach to a process (running, or exited and still remembered by the sandbox): replays its output
+   * from `opts.from` (default the beginning), then follows it live. Throws `PROCESS_NOT_FOUND`.
+   */
+  connect(pid: number, opts: CommandConnectOpts = {}): Promise<CommandHandle> {
+    return this.attach(pid, opts, opts.from ?? { stdout: 0, stderr: 0 });
+  }
+
+  /** Processes the sandbox knows about (running and recently exited), with their output byte counts. */
+  list(): Promise<ProcessInfo[]> {
+    return this.routes.list();
+  }
+
+  /** SIGKILL a process group. Resolves false if there is no such process. */
+  async kill(pid: number): Promise<boolean> {
+    try {
+      await this.routes.signal(pid, 'SIGKILL');
+      return true;
+    } catch (err) {
+      if (err instanceof NotFoundError && err.code === 'PROCESS_NOT_FOUND') return false;
+      throw err;
+    }
+  }
+
+  /** Write to a process's stdin (started with `stdin: true`). */
+  sendStdin(pid: number, data: string | Uint8Array): Promise<void> {
+    return this.routes.sendStdin(pid, data);
+  }
+
+  /** Close a process's stdin (EOF). */
+  closeStdin(pid: number): Promise<void> {
+    return this.routes.closeStdin(pid);
+  }
+
+  private get encodedId(): string {
+    return encodeURIComponent(this.sandboxId);
+  }
+
+  private async attach(pid: number, callbacks: OutputCallbacks, from: StreamOffsets): Promise<CommandHandle> {
+    const sink = new OutputSink(callbacks, from);
+    let onReady!: () => void;
+    const ready = new Promise<void>((resolve) => { onReady = resolve; });
+    const socket = await openStreamSocket(this.api, this.routes.streamPath(pid), { stdout: from.stdout, stderr: from.stderr }, {
+      onData: (channel, bytes) => { sink.push(channel, bytes); onReady(); },
+      onStarted: () => onReady(),
+    });
+    // The server confirms the attach with `started` (or streams output); a refusal (PROCESS_NOT_FOUND) ends the socket.
+    const end = await Promise.race([ready.then(() => undefined), socket.ended]);
+    if (end?.kind === 'error') throw end.error;
+    return new CommandHandle({ pid, routes: this.routes, sink, socket });
+  }
+
+  private async runForeground(request: CommandRequest, opts: CommandStartOpts): Promise<CommandResult> {
+    const sink = new OutputSink(opts);
+    let onPid!: (pid: number) => void;
+    const started = new Promise<number>((resolve) => { onPid = resolve; });
+    const socket = await openStreamSocket(this.api, `/sandboxes/${this.encodedId}/commands/stream`, undefined,
+      { onData: (channel, bytes) => sink.push(channel, bytes), onStarted: (pid) => onPid(pid) });
+    socket.sendControl({ type: 'start', request });
+    const first = await Promise.race([started.then((pid) => ({ pid })), socket.ended.then((end) => ({ end }))]);
+    if ('end' in first) {
+      const { end } = first;
+      if (end.kind === 'error') throw end.error;
+      if (end.kind === 'dropped') {
+        throw new ConnectionError(`command stream closed before the command started (${end.reason}); API ${this.api.config.apiUrl}`);
+      }
+      // An exit without a `started` frame: report it without a pid.
+      sink.finish();
+      const result: CommandResult = { pid: -1, ...end.exit, stdout: sink.stdout, stderr: sink.stderr };
+      if (!isSuccess(result)) throw new CommandExitError(result);
+      return result;
+    }
+    const handle = new CommandHandle({ pid: first.pid, routes: this.routes, sink, socket });
+    this.feedStdin(handle, opts.stdin);
+    return handle.wait();
+  }
+
+  /** Send `stdin` data in the background, then close stdin. Failures (e.g. the process already exited) are ignored. */
+  private feedStdin(handle: CommandHandle, stdin: CommandStartOpts['stdin']): void {
+    if (stdin === undefined || typeof stdin === 'boolean') return;
+    const feed = async (): Promise<void> => {
+      if (typeof stdin === 'string' || stdin instanceof Uint8Array) await handle.sendStdin(stdin);
+      else for await (const chunk of stdin) await handle.sendStdin(chunk);
+      await handle.closeStdin();
+    };
+    feed().catch(() => undefined);
+  }
+}

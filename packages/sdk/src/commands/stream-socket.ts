@@ -1,0 +1,137 @@
+/**
+ * One WebSocket connection to a process output stream (`/commands/stream` or `/processes/:pid/stream`),
+ * speaking the contract's framing: binary frames are `[channel byte, ...payload]` (1 stdout, 2 stderr,
+ * 0 stdin from the client), text frames are JSON {@link StreamControl} messages.
+ */
+import WebSocket from 'ws';
+import { StreamChannel, type StreamControl } from '@ramify/contracts';
+import type { ApiClient, Query } from '../http.js';
+import { RamifyError, errorFromCode, errorFromResponse } from '../errors.js';
+
+/** Exit status as carried by the `exit` control frame. */
+export interface StreamExit {
+  exitCode: number | null;
+  signal: string | null;
+  error: string | null;
+}
+
+/** How a stream connection ended. `dropped` means the socket closed without an exit or error frame. */
+export type StreamEnd =
+  | { kind: 'exit'; exit: StreamExit }
+  | { kind: 'error'; error: RamifyError }
+  | { kind: 'dropped'; reason: string };
+
+/** Callbacks of one connection; `onData` payloads are never copied, treat them as read-only. */
+export interface StreamSocketEvents {
+  onData: (channel: 'stdout' | 'stderr', bytes: Uint8Array) => void;
+  onStarted?: (pid: number) => void;
+}
+
+/** An open stream connection. */
+export interface StreamSocket {
+  /** Settles once: exit frame, error frame, or the socket closing. Never rejects. */
+  readonly ended: Promise<StreamEnd>;
+  /** Send a control message (e.g. `start`, `closeStdin`). */
+  sendControl(message: StreamControl): void;
+  /** Send stdin bytes (channel 0). */
+  sendStdin(bytes: Uint8Array): void;
+  /** True while the socket can send. */
+  readonly isOpen: boolean;
+  /** Close the socket (normal closure); `ended` settles as `dropped` unless it already settled. */
+  close(): void;
+}
+
+/**
+ * Open a stream socket. Resolves once the WebSocket is open. Rejects with the API's error when the
+ * upgrade is refused (e.g. `SANDBOX_NOT_FOUND`), with `ConnectionError` when the API is unreachable,
+ * and with `TimeoutError`-like `REQUEST_TIMEOUT` when the handshake exceeds the request deadline.
+ */
+export function openStreamSocket(api: ApiClient, path: string, query: Query | undefined, events: StreamSocketEvents): Promise<StreamSocket> {
+  const url = api.wsUrl(path, query);
+  const timeoutMs = api.config.requestTimeoutMs;
+  const ws = new WebSocket(url, { headers: api.authHeaders(), ...(timeoutMs > 0 ? { handshakeTimeout: timeoutMs } : {}) });
+  let settleEnd!: (end: StreamEnd) => void;
+  let endSettled = false;
+  const ended = new Promise<StreamEnd>((resolve) => {
+    settleEnd = (end) => {
+      if (endSettled) return;
+      endSettled = true;
+      resolve(end);
+    };
+  });
+  let errorFrame: RamifyError | undefined;
+  let started = false;
+
+  const socket: StreamSocket = {
+    ended,
+    get isOpen() { return ws.readyState === WebSocket.OPEN; },
+    sendControl: (message) => ws.send(JSON.stringify(message)),
+    sendStdin: (bytes) => {
+      const frame = new Uint8Array(bytes.byteLength + 1);
+      frame[0] = StreamChannel.stdin;
+      frame.set(bytes, 1);
+      ws.send(frame);
+    },
+    close: () => {
+      if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(1000);
+    },
+  };
+
+  ws.on('message', (data: WebSocket.RawData, isBinary: boolean) => {
+    if (endSettled) return;
+    const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+    if (isBinary) {
+      if (buf.length === 0) return;
+      const channel = buf[0];
+      if (channel === StreamChannel.stdout) events.onData('stdout', buf.subarray(1));
+      else if (channel === StreamChannel.stderr) events.onData('stderr', buf.subarray(1));
+      return;
+    }
+    let msg: StreamControl;
+    try { msg = JSON.parse(buf.toString('utf8')) as StreamControl; } catch { return; }
+    if (msg.type === 'started') {
+      started = true;
+      events.onStarted?.(msg.pid);
+    } else if (msg.type === 'exit') {
+      settleEnd({ kind: 'exit', exit: { exitCode: msg.exitCode, signal: msg.signal, error: msg.error } });
+      socket.close();
+    } else if (msg.type === 'error') {
+      // Before `started` an error ends the stream (the server closes 1008/1011). After it, an error
+      // answers one client input and the stream goes on; it only counts if the socket then closes.
+      errorFrame = errorFromCode(msg.code, msg.message);
+      if (!started) {
+        settleEnd({ kind: 'error', error: errorFrame });
+        socket.close();
+      }
+    }
+  });
+
+  return new Promise<StreamSocket>((resolve, reject) => {
+    let opened = false;
+    ws.on('unexpected-response', (req, res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        reject(api.withAuthHint(errorFromResponse(res.statusCode ?? 500, Buffer.concat(chunks).toString('utf8'), `WebSocket ${path}`)));
+        req.destroy();
+      });
+      res.on('error', (err) => reject(api.connectionError(err)));
+    });
+    ws.on('open', () => {
+      opened = true;
+      resolve(socket);
+    });
+    ws.on('error', (err: Error) => {
+      if (opened) return;
+      if (/timeout/i.test(err.message)) {
+        reject(errorFromCode('REQUEST_TIMEOUT', `WebSocket ${path} handshake timed out after ${timeoutMs} ms (API ${api.config.apiUrl})`));
+      } else reject(api.connectionError(Object.assign(new Error(err.message), { cause: err })));
+    });
+    ws.on('close', (code: number, reason: Buffer) => {
+      if (!opened) reject(api.connectionError(new Error(`WebSocket closed before opening (${code})`)));
+      if (errorFrame) settleEnd({ kind: 'error', error: errorFrame });
+      else if (code === 1008) settleEnd({ kind: 'error', error: errorFromCode('BAD_REQUEST', `stream ${path} refused: ${reason.toString('utf8') || 'policy violation'}`) });
+      else settleEnd({ kind: 'dropped', reason: `closed with ${code}${reason.length ? ` ${reason.toString('utf8')}` : ''}` });
+    });
+  });
+}

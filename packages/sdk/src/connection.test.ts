@@ -1,0 +1,23 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { resolveConnection, type ConnectionEnvironment } from './connection.js';
+
+const envOf = (env: Record<string, string>, files: Record<string, string> = {}): ConnectionEnvironment => ({
+  env, readFile: (p) => files[p],
+});
+
+test('resolveConnection: defaults to loopback:7423 and no key', () => {
+  const c = resolveConnection({}, envOf({}));
+  assert.deepEqual(c, { apiUrl: 'http://127.0.0.1:7423', apiKey: undefined, requestTimeoutMs: 60_000 });
+});
+
+test('resolveConnection: explicit options beat env, env beats key files', () => {
+  const files = { '/h/api-key': 'rmf_home\n', '/var/lib/ramify/api-key': 'rmf_system' };
+  const env = { RAMIFY_API_URL: 'http://env:1/', RAMIFY_API_KEY: 'rmf_env', RAMIFY_HOME: '/h' };
+  assert.equal(resolveConnection({ apiKey: 'rmf_opt', apiUrl: 'http://x:2' }, envOf(env, files)).apiKey, 'rmf_opt');
+  assert.equal(resolveConnection({}, envOf(env, files)).apiKey, 'rmf_env');
+  assert.equal(resolveConnection({}, envOf(env, files)).apiUrl, 'http://env:1');
+  assert.equal(resolveConnection({}, envOf({ RAMIFY_HOME: '/h' }, files)).apiKey, 'rmf_home');
+  assert.equal(resolveConnection({}, envOf({}, files)).apiKey, 'rmf_system');
+  assert.equal(resolveConnection({}, envOf({ RAMIFY_HOME: '/nope' }, { '/var/lib/ramify/api-key': ' rmf_s ' })).apiKey, 'rmf_s');
+});

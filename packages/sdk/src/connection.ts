@@ -1,0 +1,68 @@
+/**
+ * Where the API is and how to authenticate. Resolved once per handle from explicit options, then
+ * environment variables, then the daemon's key file.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEFAULT_API_PORT } from '@ramify/contracts';
+
+/** Connection options accepted by every SDK entry point (the options object's last members). */
+export interface ConnectionOpts {
+  /** API base URL, e.g. `http://127.0.0.1:7423`. Default: env `RAMIFY_API_URL`, else `http://127.0.0.1:7423`. */
+  apiUrl?: string;
+  /**
+   * Bearer key (`rmf_...`). Default: env `RAMIFY_API_KEY`, else the first readable of
+   * `$RAMIFY_HOME/api-key` and `/var/lib/ramify/api-key`, else none (only `/v1/health` works then).
+   */
+  apiKey?: string;
+  /** Per-request deadline for control-plane calls, ms (until response headers). Default 60000; 0 = none. */
+  requestTimeoutMs?: number;
+}
+
+/** Fully resolved {@link ConnectionOpts}. */
+export interface ConnectionConfig {
+  /** Without a trailing slash. */
+  apiUrl: string;
+  apiKey: string | undefined;
+  requestTimeoutMs: number;
+}
+
+/** Default control-plane request deadline, ms. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+/** Key file written by `ramify serve` for local clients. */
+export const SYSTEM_API_KEY_FILE = '/var/lib/ramify/api-key';
+
+/** Source of environment variables and files, for tests; defaults to `process.env` and the real disk. */
+export interface ConnectionEnvironment {
+  env: Record<string, string | undefined>;
+  readFile: (path: string) => string | undefined;
+}
+
+const realEnvironment = (): ConnectionEnvironment => ({
+  env: process.env,
+  readFile: (path) => {
+    try { return readFileSync(path, 'utf8'); } catch { return undefined; }
+  },
+});
+
+/** The key from the files named in {@link ConnectionOpts.apiKey}, if any is readable and non-empty. */
+function keyFromFiles(environment: ConnectionEnvironment): string | undefined {
+  const home = environment.env.RAMIFY_HOME;
+  const candidates = [...(home ? [join(home, 'api-key')] : []), SYSTEM_API_KEY_FILE];
+  for (const file of candidates) {
+    const key = environment.readFile(file)?.trim();
+    if (key) return key;
+  }
+  return undefined;
+}
+
+/** Resolve connection options (explicit > env > key file > defaults). Never throws. */
+export function resolveConnection(opts: ConnectionOpts = {}, environment: ConnectionEnvironment = realEnvironment()): ConnectionConfig {
+  const rawUrl = opts.apiUrl ?? environment.env.RAMIFY_API_URL ?? `http://127.0.0.1:${DEFAULT_API_PORT}`;
+  const apiKey = opts.apiKey ?? (environment.env.RAMIFY_API_KEY || undefined) ?? keyFromFiles(environment);
+  return {
+    apiUrl: rawUrl.replace(/\/+$/, ''),
+    apiKey,
+    requestTimeoutMs: opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+  };
+}

@@ -1,0 +1,121 @@
+/**
+ * The SDK's errors. Every error the SDK throws on purpose is a {@link RamifyError} (the class from
+ * `@ramify/contracts`) with a stable `code`; the subclasses below exist so callers can `instanceof`
+ * the common cases. API error bodies `{ error: { code, message } }` are turned back into the matching
+ * class by {@link errorFromBody}.
+ */
+import { RamifyError, type ErrorBody, type ErrorCode } from '@ramify/contracts';
+import type { CommandResult } from './types.js';
+
+export { RamifyError, isRamifyError, type ErrorCode, type ErrorBody } from '@ramify/contracts';
+
+/** A sandbox, template, snapshot, process or file does not exist (`*_NOT_FOUND`). */
+export class NotFoundError extends RamifyError {
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+    super(code, message, details);
+    this.name = 'NotFoundError';
+  }
+}
+
+/** The sandbox does not exist (`SANDBOX_NOT_FOUND`). */
+export class SandboxNotFoundError extends NotFoundError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('SANDBOX_NOT_FOUND', message, details);
+    this.name = 'SandboxNotFoundError';
+  }
+}
+
+/** The API key is missing, wrong (`UNAUTHORIZED`) or not allowed to do this (`FORBIDDEN`). */
+export class AuthenticationError extends RamifyError {
+  constructor(code: 'UNAUTHORIZED' | 'FORBIDDEN', message: string, details?: Record<string, unknown>) {
+    super(code, message, details);
+    this.name = 'AuthenticationError';
+  }
+}
+
+/** The sandbox is in a state that does not allow the call (`INVALID_STATE`, `CHECKPOINT_BLOCKED`). */
+export class InvalidStateError extends RamifyError {
+  constructor(code: 'INVALID_STATE' | 'CHECKPOINT_BLOCKED', message: string, details?: Record<string, unknown>) {
+    super(code, message, details);
+    this.name = 'InvalidStateError';
+  }
+}
+
+/** The client gave up waiting (`REQUEST_TIMEOUT`) or the server reported a deadline (`COMMAND_TIMEOUT`). */
+export class TimeoutError extends RamifyError {
+  constructor(code: 'REQUEST_TIMEOUT' | 'COMMAND_TIMEOUT', message: string, details?: Record<string, unknown>) {
+    super(code, message, details);
+    this.name = 'TimeoutError';
+  }
+}
+
+/** The API could not be reached at all (`API_UNREACHABLE`); the message names the API URL. */
+export class ConnectionError extends RamifyError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('API_UNREACHABLE', message, details);
+    this.name = 'ConnectionError';
+  }
+}
+
+/**
+ * A command finished unsuccessfully: non-zero exit code, killed by a signal, or killed at its deadline.
+ * `code` is `COMMAND_TIMEOUT` when the deadline killed it (`result.error === 'timeout'`), otherwise
+ * `COMMAND_EXIT`. The full {@link CommandResult} (with all output) is on `result` and mirrored on the
+ * error for E2B-style access (`err.exitCode`, `err.stderr`).
+ */
+export class CommandExitError extends RamifyError {
+  readonly result: CommandResult;
+  constructor(result: CommandResult) {
+    const timedOut = result.error === 'timeout';
+    const how = timedOut ? 'was killed at its deadline' : result.signal ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
+    super(timedOut ? 'COMMAND_TIMEOUT' : 'COMMAND_EXIT', `command (pid ${result.pid}) ${how}`, {
+      pid: result.pid,
+      exitCode: result.exitCode,
+      signal: result.signal,
+    });
+    this.name = 'CommandExitError';
+    this.result = result;
+  }
+  get exitCode(): number | null { return this.result.exitCode; }
+  get signal(): string | null { return this.result.signal; }
+  get stdout(): string { return this.result.stdout; }
+  get stderr(): string { return this.result.stderr; }
+  get error(): string | null { return this.result.error; }
+}
+
+/** Build the most specific error class for `code`. Unknown codes (a newer daemon) stay plain `RamifyError`s. */
+export function errorFromCode(code: string, message: string, details?: Record<string, unknown>): RamifyError {
+  const c = code as ErrorCode;
+  switch (c) {
+    case 'SANDBOX_NOT_FOUND': return new SandboxNotFoundError(message, details);
+    case 'TEMPLATE_NOT_FOUND': case 'SNAPSHOT_NOT_FOUND': case 'PROCESS_NOT_FOUND': case 'FILE_NOT_FOUND':
+      return new NotFoundError(c, message, details);
+    case 'UNAUTHORIZED': case 'FORBIDDEN': return new AuthenticationError(c, message, details);
+    case 'INVALID_STATE': case 'CHECKPOINT_BLOCKED': return new InvalidStateError(c, message, details);
+    case 'REQUEST_TIMEOUT': case 'COMMAND_TIMEOUT': return new TimeoutError(c, message, details);
+    case 'API_UNREACHABLE': return new ConnectionError(message, details);
+    default: return new RamifyError(c, message, details);
+  }
+}
+
+/** True when `value` has the shape of an {@link ErrorBody}. */
+export function isErrorBody(value: unknown): value is ErrorBody {
+  if (typeof value !== 'object' || value === null) return false;
+  const e = (value as { error?: unknown }).error;
+  return typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'string'
+    && typeof (e as { message?: unknown }).message === 'string';
+}
+
+/**
+ * Turn an API error response into an error. `text` is the raw body; a body that is not an
+ * {@link ErrorBody} becomes a `RamifyError` whose code is derived from the HTTP status.
+ */
+export function errorFromResponse(status: number, text: string, what: string): RamifyError {
+  let parsed: unknown;
+  try { parsed = JSON.parse(text); } catch { parsed = undefined; }
+  if (isErrorBody(parsed)) return errorFromCode(parsed.error.code, parsed.error.message, parsed.error.details);
+  const snippet = text.trim().slice(0, 200);
+  const code: ErrorCode = status === 401 ? 'UNAUTHORIZED' : status === 403 ? 'FORBIDDEN' : status === 413 ? 'PAYLOAD_TOO_LARGE'
+    : status === 409 ? 'CONFLICT' : status >= 400 && status < 500 ? 'BAD_REQUEST' : 'INTERNAL';
+  return errorFromCode(code, `${what} failed with HTTP ${status}${snippet ? `: ${snippet}` : ''}`, { status });
+}

@@ -1,0 +1,162 @@
+/**
+ * Best-of-N exploration: fork a sandbox once per strategy, try every strategy at the same time from the
+ * same starting point (memory, processes, files), score the outcomes, keep the best sandbox.
+ */
+import { MAX_FORK_COUNT } from '@ramify/contracts';
+import { RamifyError, isRamifyError } from './errors.js';
+import type { Sandbox } from './sandbox.js';
+
+/** One way to attempt the task; `run` gets its own fork of the source sandbox. */
+export interface Strategy<T> {
+  /** Shown in the report; should be unique. */
+  name: string;
+  run: (sbx: Sandbox) => Promise<T>;
+}
+
+/** Options of {@link explore}. */
+export interface ExploreOpts<T> {
+  /** Score a finished strategy (higher wins; equal scores: the faster run wins, then the earlier strategy). A throw or NaN counts as a failure. */
+  score: (result: T, sbx: Sandbox) => number | Promise<number>;
+  /** Which forks stay alive afterwards: the `winner` (default), `all`, or `none`. The source is never touched. */
+  keep?: 'winner' | 'all' | 'none';
+}
+
+/** What happened to a fork. */
+export type ForkOutcome = 'winner' | 'kept' | 'killed';
+
+/** A failure, as recorded in a report. */
+export interface ExploreFailure {
+  /** The `RamifyError` code, when it was one (e.g. `COMMAND_EXIT`). */
+  code?: string;
+  message: string;
+}
+
+/** One strategy's line in the report. */
+export interface ExploreEntry {
+  name: string;
+  sandboxId: string;
+  /** The score; `-Infinity` when the strategy or its scoring failed. */
+  score: number;
+  /** Time `run` took, ms (scoring not included). */
+  durationMs: number;
+  /** Set when `run` or `score` threw (or the score was NaN). */
+  error?: ExploreFailure;
+  outcome: ForkOutcome;
+  /** Set when killing this fork failed (it may still be running). */
+  killError?: ExploreFailure;
+}
+
+/** The winning strategy. */
+export interface ExploreWinner<T> {
+  sandbox: Sandbox;
+  strategy: string;
+  score: number;
+  result: T;
+  durationMs: number;
+}
+
+/** The source and its forks, for drawing. */
+export interface ForkTreeNode {
+  sandboxId: string;
+  /** Strategy that ran in this fork; `null` for the source. */
+  strategy: string | null;
+  score: number | null;
+  outcome: ForkOutcome | 'source';
+  children: ForkTreeNode[];
+}
+
+/** Result of {@link explore}. `entries` are in strategy order. */
+export interface ExploreReport<T> {
+  winner: ExploreWinner<T>;
+  entries: ExploreEntry[];
+  forkTree: ForkTreeNode;
+}
+
+/** Every strategy failed (`EXPLORE_FAILED`); `entries` says how. Forks were handled per `keep`. */
+export class ExploreFailedError extends RamifyError {
+  readonly entries: ExploreEntry[];
+  constructor(entries: ExploreEntry[]) {
+    super('EXPLORE_FAILED', `all ${entries.length} strategies failed: ${entries.map((e) => `${e.name}: ${e.error?.message ?? 'no score'}`).join('; ')}`);
+    this.name = 'ExploreFailedError';
+    this.entries = entries;
+  }
+}
+
+const failure = (err: unknown): ExploreFailure =>
+  isRamifyError(err) ? { code: err.code, message: err.message } : { message: err instanceof Error ? err.message : String(err) };
+
+interface Attempt<T> { entry: ExploreEntry; sandbox: Sandbox; result?: T }
+
+async function attempt<T>(strategy: Strategy<T>, sandbox: Sandbox, opts: ExploreOpts<T>): Promise<Attempt<T>> {
+  const entry: ExploreEntry = { name: strategy.name, sandboxId: sandbox.sandboxId, score: -Infinity, durationMs: 0, outcome: 'killed' };
+  const started = performance.now();
+  let result: T;
+  try {
+    result = await strategy.run(sandbox);
+  } catch (err) {
+    entry.durationMs = performance.now() - started;
+    entry.error = failure(err);
+    return { entry, sandbox };
+  }
+  entry.durationMs = performance.now() - started;
+  try {
+    const score = await opts.score(result, sandbox);
+    if (typeof score !== 'number' || Number.isNaN(score)) throw new Error(`score is not a number (${String(score)})`);
+    entry.score = score;
+  } catch (err) {
+    entry.error = failure(err);
+  }
+  return { entry, sandbox, result };
+}
+
+/** Index of the best attempt: highest score, then shortest duration, then earliest; -1 if all failed. */
+export function pickWinner(entries: readonly Pick<ExploreEntry, 'score' | 'durationMs' | 'error'>[]): number {
+  let best = -1;
+  entries.forEach((e, i) => {
+    if (e.error) return;
+    const b = best >= 0 ? entries[best] : undefined;
+    if (!b || e.score > b.score || (e.score === b.score && e.durationMs < b.durationMs)) best = i;
+  });
+  return best;
+}
+
+/**
+ * Fork `source` once per strategy (a single `fork({ count })` call), run all strategies concurrently,
+ * score each, keep the winner (per `opts.keep`) and kill the other forks. A strategy that throws, or
+ * whose score throws, scores -Infinity and is recorded with its error. Throws
+ * {@link ExploreFailedError} when every strategy failed, `BAD_REQUEST` for 0 or more than 64
+ * strategies, and the API's error when the fork fails.
+ */
+export async function explore<T>(source: Sandbox, strategies: Strategy<T>[], opts: ExploreOpts<T>): Promise<ExploreReport<T>> {
+  if (strategies.length === 0 || strategies.length > MAX_FORK_COUNT) {
+    throw new RamifyError('BAD_REQUEST', `explore needs 1 to ${MAX_FORK_COUNT} strategies, got ${strategies.length}`);
+  }
+  const forks = await source.fork({ count: strategies.length });
+  if (forks.length !== strategies.length) {
+    await Promise.allSettled(forks.map((f) => f.kill()));
+    throw new RamifyError('INTERNAL', `fork returned ${forks.length} sandboxes for ${strategies.length} strategies`);
+  }
+  const attempts = await Promise.all(strategies.map((s, i) => attempt(s, forks[i], opts)));
+  const entries = attempts.map((a) => a.entry);
+  const winnerIndex = pickWinner(entries);
+  const keep = opts.keep ?? 'winner';
+  await Promise.all(attempts.map(async (a, i) => {
+    const isWinner = i === winnerIndex;
+    if (keep === 'all' || (keep === 'winner' && isWinner)) {
+      a.entry.outcome = isWinner ? 'winner' : 'kept';
+      return;
+    }
+    a.entry.outcome = 'killed';
+    try { await a.sandbox.kill(); } catch (err) { a.entry.killError = failure(err); }
+  }));
+  if (winnerIndex < 0) throw new ExploreFailedError(entries);
+  const w = attempts[winnerIndex];
+  return {
+    winner: { sandbox: w.sandbox, strategy: w.entry.name, score: w.entry.score, result: w.result as T, durationMs: w.entry.durationMs },
+    entries,
+    forkTree: {
+      sandboxId: source.sandboxId, strategy: null, score: null, outcome: 'source',
+      children: entries.map((e) => ({ sandboxId: e.sandboxId, strategy: e.name, score: e.score, outcome: e.outcome, children: [] })),
+    },
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * The SDK's only HTTP client: global `fetch` with the bearer key, a per-request deadline (until the
+ * response headers arrive, so streamed bodies are never cut), and error mapping to {@link RamifyError}s.
+ */
+import { API_PREFIX } from '@ramify/contracts';
+import type { ConnectionConfig } from './connection.js';
+import { AuthenticationError, ConnectionError, RamifyError, TimeoutError, errorFromResponse } from './errors.js';
+
+/** Query string values; `undefined` entries are left out. */
+export type Query = Record<string, string | number | undefined>;
+
+/** Options of one API request. */
+export interface ApiRequestOptions {
+  query?: Query;
+  /** JSON body (sets `content-type: application/json`). */
+  json?: unknown;
+  /** Raw body; streams are sent with `duplex: 'half'` and never buffered. */
+  body?: string | Uint8Array | ReadableStream<Uint8Array>;
+  contentType?: string;
+  /** Deadline until response headers, ms; default the connection's `requestTimeoutMs`; 0 = none. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** `fetch`'s init plus the streaming-upload flag Node's fetch requires for stream bodies. */
+type StreamingRequestInit = RequestInit & { duplex?: 'half' };
+
+/** Thin client over `/v1`. One per connection; holds no other state. */
+export class ApiClient {
+  constructor(readonly config: ConnectionConfig) {}
+
+  /** Absolute URL of `path` (relative to `/v1`) with `query`. */
+  url(path: string, query?: Query): string {
+    const url = new URL(`${this.config.apiUrl}${API_PREFIX}${path}`);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    return url.toString();
+  }
+
+  /** WebSocket URL of `path` (`http` → `ws`, `https` → `wss`). */
+  wsUrl(path: string, query?: Query): string {
+    return this.url(path, query).replace(/^http/, 'ws');
+  }
+
+  /** Headers every request carries (the bearer key when one is configured). */
+  authHeaders(): Record<string, string> {
+    return this.config.apiKey ? { authorization: `Bearer ${this.config.apiKey}` } : {};
+  }
+
+  /**
+   * Send a request and return the 2xx response (body unread). Non-2xx responses throw the error the
+   * body names; network failures throw {@link ConnectionError}; the deadline throws {@link TimeoutError}.
+   */
+  async request(method: string, path: string, opts: ApiRequestOptions = {}): Promise<Response> {
+    const what = `${method} ${API_PREFIX}${path}`;
+    const timeoutMs = opts.timeoutMs ?? this.config.requestTimeoutMs;
+    const deadline = new AbortController();
+    const timer = timeoutMs > 0 ? setTimeout(() => deadline.abort(), timeoutMs) : undefined;
+    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
+    const headers: Record<string, string> = { ...this.authHeaders() };
+    const init: StreamingRequestInit = { method, headers, signal };
+    if (opts.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      init.body = JSON.stringify(opts.json);
+    } else if (opts.body !== undefined) {
+      headers['content-type'] = opts.contentType ?? 'application/octet-stream';
+      init.body = opts.body as BodyInit; // Uint8Array<ArrayBufferLike> is a valid body; TS 5.9's lib is stricter than fetch
+      if (opts.body instanceof ReadableStream) init.duplex = 'half';
+    }
+    let res: Response;
+    try {
+      res = await fetch(this.url(path, opts.query), init);
+    } catch (err) {
+      if (deadline.signal.aborted) {
+        throw new TimeoutError('REQUEST_TIMEOUT', `${what} timed out after ${timeoutMs} ms (API ${this.config.apiUrl})`);
+      }
+      if (opts.signal?.aborted) throw opts.signal.reason instanceof Error ? opts.signal.reason : err;
+      throw this.connectionError(err);
+    } finally {
+      clearTimeout(timer);
+    }
+    if (res.ok) return res;
+    const text = await res.text().catch(() => '');
+    throw this.withAuthHint(errorFromResponse(res.status, text, what));
+  }
+
+  /** {@link request} and parse the JSON response. */
+  async json<T>(method: string, path: string, opts?: ApiRequestOptions): Promise<T> {
+    const res = await this.request(method, path, opts);
+    return (await res.json()) as T;
+  }
+
+  /** {@link request} for responses without a body (204). */
+  async empty(method: string, path: string, opts?: ApiRequestOptions): Promise<void> {
+    const res = await this.request(method, path, opts);
+    await res.body?.cancel();
+  }
+
+  /** A {@link ConnectionError} naming the API URL and the low-level cause. */
+  connectionError(err: unknown): ConnectionError {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    const reason = cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+    return new ConnectionError(
+      `cannot reach the Ramify API at ${this.config.apiUrl} (${reason}); is \`ramify serve\` running and RAMIFY_API_URL right?`,
+      { apiUrl: this.config.apiUrl },
+    );
+  }
+
+  /** Add "no key configured" to authentication errors when that is the likely cause. */
+  withAuthHint(err: RamifyError): RamifyError {
+    if (err instanceof AuthenticationError && !this.config.apiKey) {
+      return new AuthenticationError(err.code as 'UNAUTHORIZED' | 'FORBIDDEN',
+        `${err.message} (no API key configured: set RAMIFY_API_KEY, pass apiKey, or make /var/lib/ramify/api-key readable)`, err.details);
+    }
+    return err;
+  }
+}

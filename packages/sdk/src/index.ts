@@ -1,0 +1,34 @@
+/**
+ * `@ramify/sdk`: the TypeScript client of a Ramify daemon, shaped like E2B's JS SDK.
+ *
+ * ```ts
+ * const sbx = await Sandbox.create({ template: 'base', timeoutMs: 600_000 })
+ * await sbx.files.write('/work/app.py', src)
+ * const r = await sbx.commands.run('python3 app.py', { onStdout: (d) => process.stdout.write(d) })
+ * const forks = await sbx.fork({ count: 3 })
+ * ```
+ */
+export { Sandbox, type SandboxOpts, type SandboxListOpts } from './sandbox.js';
+export { SandboxPaginator, type SandboxListFilter } from './paginator.js';
+export { Commands, type CommandStartOpts, type CommandConnectOpts, type StdinData } from './commands/commands.js';
+export { CommandHandle, MAX_STREAM_RECONNECTS } from './commands/handle.js';
+export type { OutputCallbacks } from './commands/output.js';
+export type { ProcessSignal } from './commands/process-routes.js';
+export { Files, type WriteData, type ReadFormat, type ReadOpts } from './files.js';
+export {
+  explore, pickWinner, ExploreFailedError,
+  type Strategy, type ExploreOpts, type ExploreReport, type ExploreEntry, type ExploreWinner, type ExploreFailure,
+  type ForkTreeNode, type ForkOutcome,
+} from './explore.js';
+export {
+  getHealth, listSnapshots, getSnapshot, deleteSnapshot, listTemplates, buildTemplate, listAudit, type BuildTemplateOpts,
+} from './admin.js';
+export {
+  resolveConnection, DEFAULT_REQUEST_TIMEOUT_MS, SYSTEM_API_KEY_FILE,
+  type ConnectionOpts, type ConnectionConfig, type ConnectionEnvironment,
+} from './connection.js';
+export {
+  RamifyError, isRamifyError, NotFoundError, SandboxNotFoundError, AuthenticationError, InvalidStateError, TimeoutError,
+  ConnectionError, CommandExitError, errorFromCode, type ErrorCode, type ErrorBody,
+} from './errors.js';
+export type * from './types.js';

@@ -1,0 +1,180 @@
+/**
+ * {@link Sandbox}: the handle users hold. Control-plane calls exist both as statics taking an id
+ * (`Sandbox.kill(id)`) and as methods on a handle (`sbx.kill()`), as in E2B's SDK.
+ */
+import type { CreateSandboxRequest, ForkResponse, RuntimeName, SandboxInfo, SnapshotInfo, TimeoutAction } from '@ramify/contracts';
+import { resolveConnection, type ConnectionOpts } from './connection.js';
+import { ApiClient } from './http.js';
+import { Commands } from './commands/commands.js';
+import { Files } from './files.js';
+import { InvalidStateError, SandboxNotFoundError } from './errors.js';
+import { SandboxPaginator, type SandboxListFilter } from './paginator.js';
+import { explore, type ExploreOpts, type ExploreReport, type Strategy } from './explore.js';
+
+/** Options of {@link Sandbox.create}. */
+export interface SandboxOpts extends ConnectionOpts {
+  /** Template name or id; default `base`. Not together with `snapshot`. */
+  template?: string;
+  /** Start from this snapshot (id or name) instead of a template: memory, processes and files. */
+  snapshot?: string;
+  /** Lifetime, ms (max 24 h); at the deadline `onTimeout` happens. Server default 300000. */
+  timeoutMs?: number;
+  /** What the deadline does: `pause` or `kill` (server default). */
+  onTimeout?: TimeoutAction;
+  /** Default environment of every command in the sandbox. */
+  envs?: Record<string, string>;
+  /** Free-form labels, filterable in `Sandbox.list({ metadata })`. */
+  metadata?: Record<string, string>;
+  cpuCount?: number;
+  memoryMB?: number;
+  runtime?: RuntimeName;
+}
+
+/** Options of {@link Sandbox.list}. */
+export type SandboxListOpts = SandboxListFilter & ConnectionOpts;
+
+const sandboxPath = (id: string, rest = ''): string => `/sandboxes/${encodeURIComponent(id)}${rest}`;
+
+/** A handle to one sandbox. Holding it costs nothing; every method is one or a few API calls. */
+export class Sandbox {
+  /** The sandbox id (`sbx_...`). */
+  readonly sandboxId: string;
+  /** Run commands and manage processes. */
+  readonly commands: Commands;
+  /** Read and write files. */
+  readonly files: Files;
+  private readonly api: ApiClient;
+
+  private constructor(sandboxId: string, api: ApiClient) {
+    this.sandboxId = sandboxId;
+    this.api = api;
+    this.commands = new Commands(api, sandboxId);
+    this.files = new Files(api, sandboxId);
+  }
+
+  /** Create a sandbox (state `running` when this resolves). Throws `TEMPLATE_NOT_FOUND`, `SNAPSHOT_NOT_FOUND`, `VALIDATION_FAILED`, ... */
+  static async create(opts: SandboxOpts = {}): Promise<Sandbox> {
+    const { apiUrl, apiKey, requestTimeoutMs, ...rest } = opts;
+    const api = new ApiClient(resolveConnection({ apiUrl, apiKey, requestTimeoutMs }));
+    const body: CreateSandboxRequest = { ...rest };
+    if (body.template === undefined && body.snapshot === undefined) body.template = 'base';
+    const info = await api.json<SandboxInfo>('POST', '/sandboxes', { json: body });
+    return new Sandbox(info.id, api);
+  }
+
+  /**
+   * Get a handle to an existing sandbox. A paused sandbox is resumed (as E2B does); a killed one throws
+   * {@link InvalidStateError}; an unknown id throws {@link SandboxNotFoundError}.
+   */
+  static async connect(sandboxId: string, opts: ConnectionOpts = {}): Promise<Sandbox> {
+    const sbx = new Sandbox(sandboxId, new ApiClient(resolveConnection(opts)));
+    const info = await sbx.getInfo();
+    if (info.state === 'paused') await sbx.resume();
+    else if (info.state === 'killed' || info.state === 'killing') {
+      throw new InvalidStateError('INVALID_STATE', `sandbox '${sandboxId}' is ${info.state}`, { id: sandboxId, state: info.state });
+    }
+    return sbx;
+  }
+
+  /** List sandboxes page by page: `const p = Sandbox.list(); while (p.hasNext) items.push(...await p.nextItems())`, or `for await (const info of Sandbox.list())`. */
+  static list(opts: SandboxListOpts = {}): SandboxPaginator {
+    const { apiUrl, apiKey, requestTimeoutMs, ...filter } = opts;
+    return new SandboxPaginator(new ApiClient(resolveConnection({ apiUrl, apiKey, requestTimeoutMs })), filter);
+  }
+
+  /** Kill a sandbox. Resolves true when killed (or already killed), false if it does not exist. */
+  static async kill(sandboxId: string, opts: ConnectionOpts = {}): Promise<boolean> {
+    try {
+      await new ApiClient(resolveConnection(opts)).empty('DELETE', sandboxPath(sandboxId));
+      return true;
+    } catch (err) {
+      if (err instanceof SandboxNotFoundError) return false;
+      throw err;
+    }
+  }
+
+  /** A sandbox's info. Throws {@link SandboxNotFoundError}. */
+  static getInfo(sandboxId: string, opts: ConnectionOpts = {}): Promise<SandboxInfo> {
+    return new ApiClient(resolveConnection(opts)).json<SandboxInfo>('GET', sandboxPath(sandboxId));
+  }
+
+  /** Pause (checkpoint) a sandbox by id; see {@link Sandbox.prototype.pause}. */
+  static pause(sandboxId: string, opts: ConnectionOpts = {}): Promise<SandboxInfo> {
+    return new Sandbox(sandboxId, new ApiClient(resolveConnection(opts))).pause();
+  }
+
+  /** Resume a paused sandbox by id; see {@link Sandbox.prototype.resume}. */
+  static resume(sandboxId: string, opts: ConnectionOpts & { timeoutMs?: number } = {}): Promise<SandboxInfo> {
+    const { timeoutMs, ...conn } = opts;
+    return new Sandbox(sandboxId, new ApiClient(resolveConnection(conn))).resume({ timeoutMs });
+  }
+
+  /** Set a sandbox's remaining lifetime by id; see {@link Sandbox.prototype.setTimeout}. */
+  static setTimeout(sandboxId: string, timeoutMs: number, opts: ConnectionOpts = {}): Promise<SandboxInfo> {
+    return new Sandbox(sandboxId, new ApiClient(resolveConnection(opts))).setTimeout(timeoutMs);
+  }
+
+  /** Handles to existing sandboxes without any API call (e.g. ids from `Sandbox.list()`). */
+  static fromId(sandboxId: string, opts: ConnectionOpts = {}): Sandbox {
+    return new Sandbox(sandboxId, new ApiClient(resolveConnection(opts)));
+  }
+
+  /**
+   * Best-of-N: fork `source` once per strategy (one fork call), run the strategies concurrently, score
+   * each, keep the winner and kill the others. See {@link explore}.
+   */
+  static explore<T>(source: Sandbox, strategies: Strategy<T>[], opts: ExploreOpts<T>): Promise<ExploreReport<T>> {
+    return explore(source, strategies, opts);
+  }
+
+  /** This sandbox's current info. */
+  getInfo(): Promise<SandboxInfo> {
+    return this.api.json<SandboxInfo>('GET', sandboxPath(this.sandboxId));
+  }
+
+  /** True when the sandbox is `running` (false when paused, killed or gone). */
+  async isRunning(): Promise<boolean> {
+    try {
+      return (await this.getInfo()).state === 'running';
+    } catch (err) {
+      if (err instanceof SandboxNotFoundError) return false;
+      throw err;
+    }
+  }
+
+  /** Kill the sandbox (idempotent). */
+  async kill(): Promise<void> {
+    await this.api.empty('DELETE', sandboxPath(this.sandboxId));
+  }
+
+  /**
+   * Pause: checkpoint memory, processes and files, stop the lifetime clock. Open command streams end;
+   * re-attach after resume with `commands.connect(pid)`. Throws `CHECKPOINT_BLOCKED` (an
+   * {@link InvalidStateError}; the sandbox keeps running) when an outbound connection prevents it.
+   */
+  pause(): Promise<SandboxInfo> {
+    return this.api.json<SandboxInfo>('POST', sandboxPath(this.sandboxId, '/pause'));
+  }
+
+  /** Resume a paused sandbox (same id); `timeoutMs` restarts its lifetime clock. */
+  resume(opts: { timeoutMs?: number } = {}): Promise<SandboxInfo> {
+    const body = opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs };
+    return this.api.json<SandboxInfo>('POST', sandboxPath(this.sandboxId, '/resume'), { json: body });
+  }
+
+  /** Fork into `count` new sandboxes (max 64), each with this one's memory, processes and files. */
+  async fork(opts: { count?: number } = {}): Promise<Sandbox[]> {
+    const res = await this.api.json<ForkResponse>('POST', sandboxPath(this.sandboxId, '/fork'), { json: { count: opts.count ?? 1 } });
+    return res.sandboxes.map((info) => new Sandbox(info.id, this.api));
+  }
+
+  /** Take a named, persistent snapshot (outlives the sandbox; `Sandbox.create({ snapshot: name })` starts from it). */
+  snapshot(opts: { name: string }): Promise<SnapshotInfo> {
+    return this.api.json<SnapshotInfo>('POST', sandboxPath(this.sandboxId, '/snapshots'), { json: { name: opts.name } });
+  }
+
+  /** Set the remaining lifetime to `timeoutMs` from now (max 24 h). */
+  setTimeout(timeoutMs: number): Promise<SandboxInfo> {
+    return this.api.json<SandboxInfo>('POST', sandboxPath(this.sandboxId, '/timeout'), { json: { timeoutMs } });
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * In-memory state of the protocol fixture: sandboxes, their files and processes, snapshots, templates.
+ * Just enough behaviour to answer the contract's routes with plausible data; no sandbox runs.
+ */
+import { RamifyError, type CommandRequest, type CreateSandboxRequest, type FileInfo, type SandboxInfo, type SandboxState, type SnapshotInfo, type TemplateInfo } from '@ramify/contracts';
+import { FixtureProcess, builtinScript, type CommandScript } from './fixture-processes.js';
+
+/** One fixture sandbox. */
+export interface FixtureSandbox {
+  info: SandboxInfo;
+  files: Map<string, Uint8Array>;
+  dirs: Set<string>;
+  processes: Map<number, FixtureProcess>;
+  nextPid: number;
+}
+
+const now = (): string => new Date().toISOString();
+const parentOf = (p: string): string => p.replace(/\/[^/]+\/?$/, '') || '/';
+const baseName = (p: string): string => p.split('/').filter(Boolean).pop() ?? '/';
+
+export class FixtureState {
+  readonly sandboxes = new Map<string, FixtureSandbox>();
+  readonly snapshots = new Map<string, SnapshotInfo>();
+  readonly templates = new Map<string, TemplateInfo>([['base', {
+    id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h0', snapshotId: 'snap_base', parent: null, sizeBytes: 1 << 20, createdAt: now(),
+  }]]);
+  private counter = 0;
+
+  constructor(private readonly scripts: (cmd: string) => CommandScript | undefined) {}
+
+  private id(prefix: string): string {
+    this.counter += 1;
+    return `${prefix}_${String(this.counter).padStart(4, '0')}`;
+  }
+
+  get(id: string): FixtureSandbox {
+    const s = this.sandboxes.get(id);
+    if (!s) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${id}' not found`, { id });
+    return s;
+  }
+
+  /** The sandbox, required to be in one of `states`. */
+  inState(id: string, states: SandboxState[]): FixtureSandbox {
+    const s = this.get(id);
+    if (!states.includes(s.info.state)) throw new RamifyError('INVALID_STATE', `sandbox '${id}' is ${s.info.state}`);
+    return s;
+  }
+
+  create(req: CreateSandboxRequest, parent?: FixtureSandbox): FixtureSandbox {
+    const template = req.template ?? 'base';
+    if (!parent && !req.snapshot && !this.templates.has(template)) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${template}' not found`);
+    const timeoutMs = req.timeoutMs ?? parent?.info.timeoutMs ?? 300_000;
+    const info: SandboxInfo = {
+      id: this.id('sbx'), state: 'running', runtime: 'gvisor', templateId: parent?.info.templateId ?? `tpl_${template}`,
+      sourceSnapshotId: parent ? this.id('snap') : null, parentId: parent?.info.id ?? null,
+      cpuCount: req.cpuCount ?? 1, memoryMB: req.memoryMB ?? 512, metadata: { ...(parent?.info.metadata ?? {}), ...(req.metadata ?? {}) },
+      createdAt: now(), endAt: new Date(Date.now() + timeoutMs).toISOString(), timeoutMs, onTimeout: req.onTimeout ?? 'kill', error: null,
+    };
+    const sbx: FixtureSandbox = {
+      info, files: new Map(parent?.files ?? []), dirs: new Set(parent?.dirs ?? ['/', '/root', '/tmp']), processes: new Map(), nextPid: 100,
+    };
+    this.sandboxes.set(info.id, sbx);
+    return sbx;
+  }
+
+  snapshot(sbx: FixtureSandbox, name: string): SnapshotInfo {
+    const snap: SnapshotInfo = {
+      id: this.id('snap'), name, kind: 'named', runtime: 'gvisor', templateId: sbx.info.templateId, sandboxId: sbx.info.id,
+      parentSnapshotId: sbx.info.sourceSnapshotId, sizeBytes: 4096, createdAt: now(),
+    };
+    this.snapshots.set(snap.id, snap);
+    return snap;
+  }
+
+  startProcess(sbx: FixtureSandbox, request: CommandRequest): FixtureProcess {
+    if (sbx.info.state !== 'running') throw new RamifyError('INVALID_STATE', `sandbox '${sbx.info.id}' is ${sbx.info.state}`);
+    if (request.cwd && !sbx.dirs.has(request.cwd)) throw new RamifyError('CWD_NOT_FOUND', `cwd '${request.cwd}' does not exist`);
+    const proc = new FixtureProcess(sbx.nextPid++, sbx.info.id, request);
+    sbx.processes.set(proc.pid, proc);
+    proc.start(this.scripts(request.cmd) ?? builtinScript(request.cmd));
+    return proc;
+  }
+
+  process(sbx: FixtureSandbox, pid: number): FixtureProcess {
+    const p = sbx.processes.get(pid);
+    if (!p) throw new RamifyError('PROCESS_NOT_FOUND', `process ${pid} not found`);
+    return p;
+  }
+
+  stat(sbx: FixtureSandbox, path: string): FileInfo {
+    const file = sbx.files.get(path);
+    if (file) return { name: baseName(path), path, type: 'file', size: file.byteLength, mode: 0o644, mtimeMs: 0 };
+    if (sbx.dirs.has(path)) return { name: baseName(path), path, type: 'dir', size: 4096, mode: 0o755, mtimeMs: 0 };
+    throw new RamifyError('FILE_NOT_FOUND', `'${path}' not found`);
+  }
+
+  writeFile(sbx: FixtureSandbox, path: string, bytes: Uint8Array): FileInfo {
+    for (let d = parentOf(path); !sbx.dirs.has(d); d = parentOf(d)) sbx.dirs.add(d);
+    sbx.files.set(path, bytes);
+    return this.stat(sbx, path);
+  }
+
+  list(sbx: FixtureSandbox, path: string, depth: number): FileInfo[] {
+    if (this.stat(sbx, path).type !== 'dir') throw new RamifyError('NOT_A_DIRECTORY', `'${path}' is not a directory`);
+    const prefix = path.endsWith('/') ? path : `${path}/`;
+    const all = [...sbx.dirs, ...sbx.files.keys()].filter((p) => p.startsWith(prefix) && p !== path);
+    return all.filter((p) => p.slice(prefix.length).split('/').length <= depth).sort().map((p) => this.stat(sbx, p));
+  }
+
+  remove(sbx: FixtureSandbox, path: string): void {
+    this.stat(sbx, path);
+    const prefix = `${path}/`;
+    for (const p of [...sbx.files.keys()]) if (p === path || p.startsWith(prefix)) sbx.files.delete(p);
+    for (const p of [...sbx.dirs]) if (p === path || p.startsWith(prefix)) sbx.dirs.delete(p);
+  }
+
+  mkdir(sbx: FixtureSandbox, path: string): FileInfo {
+    if (sbx.files.has(path) || sbx.dirs.has(path)) throw new RamifyError('FILE_EXISTS', `'${path}' exists`);
+    for (let d = path; !sbx.dirs.has(d); d = parentOf(d)) sbx.dirs.add(d);
+    return this.stat(sbx, path);
+  }
+
+  rename(sbx: FixtureSandbox, from: string, to: string): FileInfo {
+    const file = sbx.files.get(from);
+    if (!file) throw new RamifyError('FILE_NOT_FOUND', `'${from}' not found`);
+    sbx.files.delete(from);
+    return this.writeFile(sbx, to, file);
+  }
+}

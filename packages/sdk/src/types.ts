@@ -1,0 +1,8 @@
+/**
+ * Data shapes the SDK returns. They are the API's own schemas from `@ramify/contracts` (re-exported
+ * as types), so what the SDK hands you is exactly what the daemon sent.
+ */
+export type {
+  SandboxInfo, SandboxState, SnapshotInfo, TemplateInfo, TemplateSpec, TemplateBuildEvent, FileInfo,
+  ProcessInfo, CommandResult, RuntimeName, TimeoutAction, AuditEntry, StreamOffsets, StreamControl,
+} from '@ramify/contracts';

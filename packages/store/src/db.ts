@@ -1,0 +1,57 @@
+/**
+ * Opening the SQLite database: WAL journal, foreign keys on, busy timeout, then pending migrations.
+ */
+import { chmodSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { RamifyError } from '@ramify/contracts';
+import { MIGRATIONS, type Migration } from './migrations.js';
+
+export type Db = Database.Database;
+
+/**
+ * Open (creating when absent, mode 0600) and migrate the database at `path`.
+ * @throws RamifyError `INTERNAL` when the file's schema is newer than this code knows.
+ */
+export function openDatabase(path: string, migrations: readonly Migration[] = MIGRATIONS): Db {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const db = new Database(path);
+  if (path !== ':memory:') chmodSync(path, 0o600);
+  db.pragma('journal_mode = WAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('synchronous = NORMAL');
+  migrate(db, migrations);
+  return db;
+}
+
+/** Apply every migration newer than the recorded version, each in its own transaction. */
+export function migrate(db: Db, migrations: readonly Migration[]): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
+  const current = row.v ?? 0;
+  const known = Math.max(0, ...migrations.map((m) => m.version));
+  if (current > known) {
+    throw new RamifyError('INTERNAL', `database schema version ${current} is newer than this Ramify (knows up to ${known}); upgrade Ramify`);
+  }
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+  for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (migration.version <= current) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      record.run(migration.version, migration.name, Date.now());
+    })();
+  }
+}
+
+/** Versions applied so far, ascending. */
+export function appliedMigrations(db: Db): number[] {
+  return (db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as Array<{ version: number }>).map((r) => r.version);
+}
+
+/** Map SQLite constraint violations to `CONFLICT`; rethrow anything else. */
+export function conflictOnConstraint(err: unknown, message: string): never {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT')) throw new RamifyError('CONFLICT', message);
+  throw err;
+}

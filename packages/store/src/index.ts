@@ -1,0 +1,6 @@
+/**
+ * @ramify/store: persistence for Ramify's control plane. `SqliteStore` implements core's `Store` port.
+ */
+export { SqliteStore, DEFAULT_MAX_SLOTS, type SqliteStoreOptions } from './sqlite-store.js';
+export { openDatabase, migrate, appliedMigrations, type Db } from './db.js';
+export { MIGRATIONS, type Migration } from './migrations.js';

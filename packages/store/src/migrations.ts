@@ -1,0 +1,108 @@
+/**
+ * Numbered schema migrations. Append only: a released migration is never edited; a change is a new
+ * entry with the next number. Applied in order inside one transaction each, recorded in `schema_migrations`.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial',
+    sql: `
+      CREATE TABLE sandboxes (
+        id TEXT PRIMARY KEY,
+        state TEXT NOT NULL,
+        runtime TEXT NOT NULL,
+        template_id TEXT NOT NULL,
+        source_snapshot_id TEXT,
+        parent_id TEXT,
+        cpu_count INTEGER NOT NULL,
+        memory_mb INTEGER NOT NULL,
+        metadata TEXT NOT NULL,
+        envs TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        timeout_ms INTEGER NOT NULL,
+        on_timeout TEXT NOT NULL,
+        end_at INTEGER,
+        slot INTEGER,
+        paused_snapshot_id TEXT,
+        error TEXT,
+        operation TEXT,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE INDEX sandboxes_state ON sandboxes(state, id);
+      CREATE INDEX sandboxes_end_at ON sandboxes(end_at) WHERE end_at IS NOT NULL;
+      CREATE INDEX sandboxes_parent ON sandboxes(parent_id) WHERE parent_id IS NOT NULL;
+      CREATE INDEX sandboxes_paused_snapshot ON sandboxes(paused_snapshot_id) WHERE paused_snapshot_id IS NOT NULL;
+      CREATE INDEX sandboxes_source_snapshot ON sandboxes(source_snapshot_id) WHERE source_snapshot_id IS NOT NULL;
+
+      CREATE TABLE sandbox_metadata (
+        sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (sandbox_id, key)
+      );
+      CREATE INDEX sandbox_metadata_kv ON sandbox_metadata(key, value);
+
+      CREATE TABLE snapshots (
+        id TEXT PRIMARY KEY,
+        name TEXT UNIQUE,
+        kind TEXT NOT NULL,
+        status TEXT NOT NULL,
+        runtime TEXT NOT NULL,
+        template_id TEXT NOT NULL,
+        sandbox_id TEXT,
+        parent_snapshot_id TEXT,
+        size_bytes INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        cpu_count INTEGER NOT NULL,
+        memory_mb INTEGER NOT NULL
+      );
+      CREATE INDEX snapshots_sandbox ON snapshots(sandbox_id);
+
+      CREATE TABLE templates (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        runtime TEXT NOT NULL,
+        spec_hash TEXT NOT NULL,
+        snapshot_id TEXT NOT NULL,
+        parent TEXT,
+        size_bytes INTEGER NOT NULL,
+        rootfs_dir TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        prefix TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        last_used_at INTEGER,
+        revoked_at INTEGER
+      );
+
+      CREATE TABLE audit_log (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        api_key_id TEXT,
+        method TEXT NOT NULL,
+        path TEXT NOT NULL,
+        action TEXT NOT NULL,
+        sandbox_id TEXT,
+        status INTEGER NOT NULL,
+        error_code TEXT
+      );
+      CREATE INDEX audit_log_sandbox ON audit_log(sandbox_id, id);
+
+      CREATE TABLE slots (
+        slot INTEGER PRIMARY KEY,
+        sandbox_id TEXT NOT NULL UNIQUE
+      );
+    `,
+  },
+];

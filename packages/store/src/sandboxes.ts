@@ -1,0 +1,180 @@
+/**
+ * Sandbox rows: mapping, insert, patch, filtered and paginated listing. Metadata lives both in the row
+ * (JSON, returned as is) and in `sandbox_metadata` (one row per pair, for filters).
+ */
+import { RamifyError } from '@ramify/contracts';
+import type { SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord } from '@ramify/core';
+import { conflictOnConstraint, type Db } from './db.js';
+
+interface SandboxRow {
+  id: string;
+  state: string;
+  runtime: string;
+  template_id: string;
+  source_snapshot_id: string | null;
+  parent_id: string | null;
+  cpu_count: number;
+  memory_mb: number;
+  metadata: string;
+  envs: string;
+  created_at: number;
+  timeout_ms: number;
+  on_timeout: string;
+  end_at: number | null;
+  slot: number | null;
+  paused_snapshot_id: string | null;
+  error: string | null;
+  operation: string | null;
+}
+
+const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
+  state: 'state',
+  runtime: 'runtime',
+  templateId: 'template_id',
+  sourceSnapshotId: 'source_snapshot_id',
+  parentId: 'parent_id',
+  cpuCount: 'cpu_count',
+  memoryMB: 'memory_mb',
+  metadata: 'metadata',
+  envs: 'envs',
+  createdAt: 'created_at',
+  timeoutMs: 'timeout_ms',
+  onTimeout: 'on_timeout',
+  endAt: 'end_at',
+  slot: 'slot',
+  pausedSnapshotId: 'paused_snapshot_id',
+  error: 'error',
+  operation: 'operation',
+};
+const JSON_FIELDS = new Set(['metadata', 'envs', 'operation']);
+
+function fromRow(row: SandboxRow): SandboxRecord {
+  return {
+    id: row.id,
+    state: row.state as SandboxRecord['state'],
+    runtime: row.runtime as SandboxRecord['runtime'],
+    templateId: row.template_id,
+    sourceSnapshotId: row.source_snapshot_id,
+    parentId: row.parent_id,
+    cpuCount: row.cpu_count,
+    memoryMB: row.memory_mb,
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+    envs: JSON.parse(row.envs) as Record<string, string>,
+    createdAt: row.created_at,
+    timeoutMs: row.timeout_ms,
+    onTimeout: row.on_timeout as SandboxRecord['onTimeout'],
+    endAt: row.end_at,
+    slot: row.slot,
+    pausedSnapshotId: row.paused_snapshot_id,
+    error: row.error,
+    operation: row.operation === null ? null : (JSON.parse(row.operation) as SandboxRecord['operation']),
+  };
+}
+
+function toColumnValue(field: string, value: unknown): unknown {
+  if (JSON_FIELDS.has(field)) return value === null ? null : JSON.stringify(value);
+  return value;
+}
+
+export class SandboxRows {
+  readonly #db: Db;
+  readonly #get;
+  readonly #insertMeta;
+  readonly #deleteMeta;
+
+  constructor(db: Db) {
+    this.#db = db;
+    this.#get = db.prepare('SELECT * FROM sandboxes WHERE id = ?');
+    this.#insertMeta = db.prepare('INSERT INTO sandbox_metadata (sandbox_id, key, value) VALUES (?, ?, ?)');
+    this.#deleteMeta = db.prepare('DELETE FROM sandbox_metadata WHERE sandbox_id = ?');
+  }
+
+  get(id: string): SandboxRecord | null {
+    const row = this.#get.get(id) as SandboxRow | undefined;
+    return row ? fromRow(row) : null;
+  }
+
+  insert(record: SandboxRecord): void {
+    const fields = ['id', ...Object.keys(COLUMNS)] as Array<keyof SandboxRecord>;
+    const columns = fields.map((f) => (f === 'id' ? 'id' : COLUMNS[f]));
+    const sql = `INSERT INTO sandboxes (${columns.join(', ')}, updated_at) VALUES (${columns.map(() => '?').join(', ')}, ?)`;
+    const values = fields.map((f) => toColumnValue(f, record[f]));
+    try {
+      this.#db.transaction(() => {
+        this.#db.prepare(sql).run(...values, Date.now());
+        for (const [key, value] of Object.entries(record.metadata)) this.#insertMeta.run(record.id, key, value);
+      })();
+    } catch (err) {
+      conflictOnConstraint(err, `sandbox '${record.id}' already exists`);
+    }
+  }
+
+  update(id: string, patch: SandboxPatch): SandboxRecord {
+    const fields = (Object.keys(patch) as Array<keyof SandboxPatch>).filter((f) => patch[f] !== undefined && f in COLUMNS);
+    return this.#db.transaction(() => {
+      if (fields.length > 0) {
+        const sets = fields.map((f) => `${COLUMNS[f]} = ?`).join(', ');
+        const result = this.#db
+          .prepare(`UPDATE sandboxes SET ${sets}, updated_at = ? WHERE id = ?`)
+          .run(...fields.map((f) => toColumnValue(f, patch[f])), Date.now(), id);
+        if (result.changes === 0) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${id}' not found`, { id });
+        if (patch.metadata) {
+          this.#deleteMeta.run(id);
+          for (const [key, value] of Object.entries(patch.metadata)) this.#insertMeta.run(id, key, value);
+        }
+      }
+      const updated = this.get(id);
+      if (!updated) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${id}' not found`, { id });
+      return updated;
+    })();
+  }
+
+  list(query: SandboxQuery): SandboxPage {
+    const limit = Math.min(Math.max(query.limit ?? 100, 1), 1000);
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (query.states && query.states.length > 0) {
+      where.push(`s.state IN (${query.states.map(() => '?').join(', ')})`);
+      params.push(...query.states);
+    }
+    if (query.endAtOrBefore !== undefined) {
+      where.push('s.end_at IS NOT NULL AND s.end_at <= ?');
+      params.push(query.endAtOrBefore);
+    }
+    if (query.withOperation) where.push('s.operation IS NOT NULL');
+    for (const [key, value] of Object.entries(query.metadata ?? {})) {
+      where.push('EXISTS (SELECT 1 FROM sandbox_metadata m WHERE m.sandbox_id = s.id AND m.key = ? AND m.value = ?)');
+      params.push(key, value);
+    }
+    if (query.cursor !== undefined) {
+      where.push('s.id > ?');
+      params.push(decodeCursor(query.cursor));
+    }
+    const sql = `SELECT s.* FROM sandboxes s ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY s.id LIMIT ?`;
+    const rows = this.#db.prepare(sql).all(...params, limit + 1) as SandboxRow[];
+    const page = rows.slice(0, limit).map(fromRow);
+    const last = page[page.length - 1];
+    return { sandboxes: page, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
+  }
+
+  /** Non-killed sandboxes that reference a snapshot. */
+  references(snapshotId: string): { pausedBy: string[]; sourceOf: string[] } {
+    const ids = (column: string): string[] =>
+      (this.#db.prepare(`SELECT id FROM sandboxes WHERE ${column} = ? AND state <> 'killed' ORDER BY id`).all(snapshotId) as Array<{ id: string }>).map((r) => r.id);
+    return { pausedBy: ids('paused_snapshot_id'), sourceOf: ids('source_snapshot_id') };
+  }
+}
+
+function encodeCursor(lastId: string): string {
+  return Buffer.from(JSON.stringify({ after: lastId }), 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): string {
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { after?: unknown };
+    if (typeof parsed.after === 'string') return parsed.after;
+  } catch {
+    /* fall through */
+  }
+  throw new RamifyError('VALIDATION_FAILED', 'nextToken is not a token this API issued', { field: 'nextToken' });
+}

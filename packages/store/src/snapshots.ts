@@ -1,0 +1,171 @@
+/**
+ * Snapshot and template rows.
+ */
+import { RamifyError } from '@ramify/contracts';
+import type { SnapshotRecord, TemplateRecord } from '@ramify/core';
+import { conflictOnConstraint, type Db } from './db.js';
+
+interface SnapshotRow {
+  id: string;
+  name: string | null;
+  kind: string;
+  status: string;
+  runtime: string;
+  template_id: string;
+  sandbox_id: string | null;
+  parent_snapshot_id: string | null;
+  size_bytes: number;
+  created_at: number;
+  cpu_count: number;
+  memory_mb: number;
+}
+
+const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
+  id: r.id,
+  name: r.name,
+  kind: r.kind as SnapshotRecord['kind'],
+  status: r.status as SnapshotRecord['status'],
+  runtime: r.runtime as SnapshotRecord['runtime'],
+  templateId: r.template_id,
+  sandboxId: r.sandbox_id,
+  parentSnapshotId: r.parent_snapshot_id,
+  sizeBytes: r.size_bytes,
+  createdAt: r.created_at,
+  cpuCount: r.cpu_count,
+  memoryMB: r.memory_mb,
+});
+
+export class SnapshotRows {
+  readonly #db: Db;
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  insert(s: SnapshotRecord): void {
+    try {
+      this.#db
+        .prepare(
+          `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(s.id, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB);
+    } catch (err) {
+      conflictOnConstraint(err, s.name ? `a snapshot named '${s.name}' already exists` : `snapshot '${s.id}' already exists`);
+    }
+  }
+
+  get(id: string): SnapshotRecord | null {
+    const row = this.#db.prepare('SELECT * FROM snapshots WHERE id = ?').get(id) as SnapshotRow | undefined;
+    return row ? snapshotFromRow(row) : null;
+  }
+
+  byName(name: string): SnapshotRecord | null {
+    const row = this.#db.prepare('SELECT * FROM snapshots WHERE name = ?').get(name) as SnapshotRow | undefined;
+    return row ? snapshotFromRow(row) : null;
+  }
+
+  update(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes'>>): SnapshotRecord {
+    const columns: Record<string, string> = { name: 'name', kind: 'kind', status: 'status', sizeBytes: 'size_bytes' };
+    const fields = Object.keys(patch).filter((f) => f in columns && patch[f as keyof typeof patch] !== undefined);
+    if (fields.length > 0) {
+      try {
+        const result = this.#db
+          .prepare(`UPDATE snapshots SET ${fields.map((f) => `${columns[f]} = ?`).join(', ')} WHERE id = ?`)
+          .run(...fields.map((f) => patch[f as keyof typeof patch]), id);
+        if (result.changes === 0) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${id}' not found`, { id });
+      } catch (err) {
+        conflictOnConstraint(err, `a snapshot named '${patch.name}' already exists`);
+      }
+    }
+    const updated = this.get(id);
+    if (!updated) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${id}' not found`, { id });
+    return updated;
+  }
+
+  list(filter: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] } = {}): SnapshotRecord[] {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.sandboxId !== undefined) {
+      where.push('sandbox_id = ?');
+      params.push(filter.sandboxId);
+    }
+    if (filter.kinds && filter.kinds.length > 0) {
+      where.push(`kind IN (${filter.kinds.map(() => '?').join(', ')})`);
+      params.push(...filter.kinds);
+    }
+    const sql = `SELECT * FROM snapshots ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC`;
+    return (this.#db.prepare(sql).all(...params) as SnapshotRow[]).map(snapshotFromRow);
+  }
+
+  delete(id: string): void {
+    this.#db.prepare('DELETE FROM snapshots WHERE id = ?').run(id);
+  }
+}
+
+interface TemplateRow {
+  id: string;
+  name: string;
+  runtime: string;
+  spec_hash: string;
+  snapshot_id: string;
+  parent: string | null;
+  size_bytes: number;
+  rootfs_dir: string;
+  created_at: number;
+}
+
+const templateFromRow = (r: TemplateRow): TemplateRecord => ({
+  id: r.id,
+  name: r.name,
+  runtime: r.runtime as TemplateRecord['runtime'],
+  specHash: r.spec_hash,
+  snapshotId: r.snapshot_id,
+  parent: r.parent,
+  sizeBytes: r.size_bytes,
+  rootfsDir: r.rootfs_dir,
+  createdAt: r.created_at,
+});
+
+export class TemplateRows {
+  readonly #db: Db;
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  put(t: TemplateRecord): void {
+    try {
+      this.#db
+        .prepare(
+          `INSERT INTO templates (id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT(id) DO UPDATE SET name = excluded.name, runtime = excluded.runtime, spec_hash = excluded.spec_hash, snapshot_id = excluded.snapshot_id,
+             parent = excluded.parent, size_bytes = excluded.size_bytes, rootfs_dir = excluded.rootfs_dir, created_at = excluded.created_at`,
+        )
+        .run(t.id, t.name, t.runtime, t.specHash, t.snapshotId, t.parent, t.sizeBytes, t.rootfsDir, t.createdAt);
+    } catch (err) {
+      conflictOnConstraint(err, `a template named '${t.name}' already exists`);
+    }
+  }
+
+  get(id: string): TemplateRecord | null {
+    const row = this.#db.prepare('SELECT * FROM templates WHERE id = ?').get(id) as TemplateRow | undefined;
+    return row ? templateFromRow(row) : null;
+  }
+
+  byName(name: string): TemplateRecord | null {
+    const row = this.#db.prepare('SELECT * FROM templates WHERE name = ?').get(name) as TemplateRow | undefined;
+    return row ? templateFromRow(row) : null;
+  }
+
+  list(): TemplateRecord[] {
+    return (this.#db.prepare('SELECT * FROM templates ORDER BY name').all() as TemplateRow[]).map(templateFromRow);
+  }
+
+  delete(id: string): void {
+    this.#db.prepare('DELETE FROM templates WHERE id = ?').run(id);
+  }
+
+  /** Ids of templates built on a snapshot. */
+  usingSnapshot(snapshotId: string): string[] {
+    return (this.#db.prepare('SELECT id FROM templates WHERE snapshot_id = ? ORDER BY id').all(snapshotId) as Array<{ id: string }>).map((r) => r.id);
+  }
+}

@@ -1,0 +1,218 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SandboxRecord, SnapshotRecord } from '@ramify/core';
+import { appliedMigrations, MIGRATIONS, SqliteStore } from './index.js';
+
+let dir: string;
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'ramify-store-'));
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+let seq = 0;
+function sandbox(overrides: Partial<SandboxRecord> = {}): SandboxRecord {
+  seq += 1;
+  return {
+    id: `sbx_${String(seq).padStart(26, '0')}`,
+    state: 'running',
+    runtime: 'gvisor',
+    templateId: 'tpl_1',
+    sourceSnapshotId: 'snap_tpl',
+    parentId: null,
+    cpuCount: 1,
+    memoryMB: 512,
+    metadata: {},
+    envs: { A: '1' },
+    createdAt: 1_700_000_000_000 + seq,
+    timeoutMs: 300_000,
+    onTimeout: 'pause',
+    endAt: 1_700_000_300_000,
+    slot: null,
+    pausedSnapshotId: null,
+    error: null,
+    operation: null,
+    ...overrides,
+  };
+}
+
+function snapshot(overrides: Partial<SnapshotRecord> = {}): SnapshotRecord {
+  seq += 1;
+  return {
+    id: `snap_${seq}`,
+    name: null,
+    kind: 'pause',
+    status: 'ready',
+    runtime: 'gvisor',
+    templateId: 'tpl_1',
+    sandboxId: null,
+    parentSnapshotId: null,
+    sizeBytes: 100,
+    createdAt: 1_700_000_000_000 + seq,
+    cpuCount: 1,
+    memoryMB: 512,
+    ...overrides,
+  };
+}
+
+describe('SqliteStore (real SQLite file)', () => {
+  test('persists sandboxes, operations and JSON fields across close and reopen', async () => {
+    const path = join(dir, 'reopen.db');
+    const store = new SqliteStore({ path });
+    const record = sandbox({ metadata: { team: 'a' }, operation: { kind: 'fork', snapshotId: 'snap_x', childIds: ['sbx_a', 'sbx_b'], parentWasRunning: true } });
+    await store.insertSandbox(record);
+    await store.updateSandbox(record.id, { state: 'pausing', endAt: null });
+    await store.close();
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+
+    const reopened = new SqliteStore({ path });
+    const loaded = await reopened.getSandbox(record.id);
+    assert.deepEqual(loaded, { ...record, state: 'pausing', endAt: null });
+    assert.deepEqual(appliedMigrations(reopened.db), MIGRATIONS.map((m) => m.version));
+    assert.equal(reopened.db.pragma('journal_mode', { simple: true }), 'wal');
+    assert.equal(reopened.db.pragma('foreign_keys', { simple: true }), 1);
+    await reopened.close();
+  });
+
+  test('insert of an existing id is CONFLICT; update of an unknown id is SANDBOX_NOT_FOUND', async () => {
+    const store = new SqliteStore({ path: join(dir, 'conflict.db') });
+    const record = sandbox();
+    await store.insertSandbox(record);
+    await assert.rejects(store.insertSandbox(record), { code: 'CONFLICT' });
+    await assert.rejects(store.updateSandbox('sbx_nope', { state: 'killed' }), { code: 'SANDBOX_NOT_FOUND' });
+    await store.close();
+  });
+
+  test('lists in creation order with cursor pagination, state and metadata filters', async () => {
+    const store = new SqliteStore({ path: join(dir, 'list.db') });
+    const made: SandboxRecord[] = [];
+    for (let i = 0; i < 7; i++) {
+      const r = sandbox({ state: i % 3 === 0 ? 'paused' : 'running', metadata: { team: i % 2 === 0 ? 'red' : 'blue', n: String(i) } });
+      made.push(r);
+      await store.insertSandbox(r);
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await store.listSandboxes({ limit: 3, cursor });
+      seen.push(...page.sandboxes.map((s) => s.id));
+      cursor = page.nextCursor ?? undefined;
+      pages += 1;
+    } while (cursor);
+    assert.deepEqual(seen, made.map((r) => r.id));
+    assert.equal(pages, 3);
+
+    const red = await store.listSandboxes({ metadata: { team: 'red' } });
+    assert.deepEqual(red.sandboxes.map((s) => s.metadata.n), ['0', '2', '4', '6']);
+    const redRunning = await store.listSandboxes({ metadata: { team: 'red' }, states: ['running'] });
+    assert.deepEqual(redRunning.sandboxes.map((s) => s.metadata.n), ['2', '4']);
+    const both = await store.listSandboxes({ metadata: { team: 'red', n: '4' } });
+    assert.deepEqual(both.sandboxes.map((s) => s.id), [made[4].id]);
+    assert.equal((await store.listSandboxes({ metadata: { team: 'green' } })).sandboxes.length, 0);
+    await assert.rejects(store.listSandboxes({ cursor: 'garbage!' }), { code: 'VALIDATION_FAILED' });
+    await store.close();
+  });
+
+  test('endAtOrBefore and withOperation filters', async () => {
+    const store = new SqliteStore({ path: join(dir, 'due.db') });
+    const due = sandbox({ endAt: 100 });
+    const later = sandbox({ endAt: 10_000 });
+    const noClock = sandbox({ state: 'paused', endAt: null, operation: { kind: 'kill' } });
+    for (const r of [due, later, noClock]) await store.insertSandbox(r);
+    assert.deepEqual((await store.listSandboxes({ endAtOrBefore: 500 })).sandboxes.map((s) => s.id), [due.id]);
+    assert.deepEqual((await store.listSandboxes({ withOperation: true })).sandboxes.map((s) => s.id), [noClock.id]);
+    await store.close();
+  });
+
+  test('metadata patch rewrites the filter rows', async () => {
+    const store = new SqliteStore({ path: join(dir, 'meta.db') });
+    const r = sandbox({ metadata: { k: 'old' } });
+    await store.insertSandbox(r);
+    await store.updateSandbox(r.id, { metadata: { k: 'new' } });
+    assert.equal((await store.listSandboxes({ metadata: { k: 'old' } })).sandboxes.length, 0);
+    assert.equal((await store.listSandboxes({ metadata: { k: 'new' } })).sandboxes.length, 1);
+    await store.close();
+  });
+
+  test('snapshots: unique names, updates, references by live sandboxes and templates', async () => {
+    const store = new SqliteStore({ path: join(dir, 'snap.db') });
+    const s1 = snapshot({ name: 'golden', kind: 'named' });
+    await store.insertSnapshot(s1);
+    await assert.rejects(store.insertSnapshot(snapshot({ name: 'golden' })), { code: 'CONFLICT' });
+    assert.equal((await store.findSnapshotByName('golden'))?.id, s1.id);
+    const s2 = snapshot({ status: 'pending' });
+    await store.insertSnapshot(s2);
+    await assert.rejects(store.updateSnapshot(s2.id, { name: 'golden' }), { code: 'CONFLICT' });
+    assert.equal((await store.updateSnapshot(s2.id, { status: 'ready', sizeBytes: 42 })).sizeBytes, 42);
+
+    const paused = sandbox({ state: 'paused', pausedSnapshotId: s2.id });
+    const child = sandbox({ sourceSnapshotId: s2.id });
+    const dead = sandbox({ state: 'killed', sourceSnapshotId: s2.id });
+    for (const r of [paused, child, dead]) await store.insertSandbox(r);
+    await store.putTemplate({ id: 'tpl_x', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: s1.id, parent: null, sizeBytes: 1, rootfsDir: '/r', createdAt: 1 });
+    assert.deepEqual(await store.snapshotReferences(s2.id), { pausedBy: [paused.id], sourceOf: [child.id], templates: [] });
+    assert.deepEqual(await store.snapshotReferences(s1.id), { pausedBy: [], sourceOf: [], templates: ['tpl_x'] });
+    assert.deepEqual((await store.listSnapshots({ kinds: ['named'] })).map((s) => s.id), [s1.id]);
+    await store.deleteSnapshot(s1.id);
+    assert.equal(await store.getSnapshot(s1.id), null);
+    await store.close();
+  });
+
+  test('templates: upsert by id, unique names', async () => {
+    const store = new SqliteStore({ path: join(dir, 'tpl.db') });
+    const t = { id: 'tpl_a', name: 'base', runtime: 'gvisor' as const, specHash: 'h1', snapshotId: 'snap_1', parent: null, sizeBytes: 1, rootfsDir: '/r', createdAt: 1 };
+    await store.putTemplate(t);
+    await store.putTemplate({ ...t, specHash: 'h2' });
+    assert.equal((await store.findTemplateByName('base'))?.specHash, 'h2');
+    await assert.rejects(store.putTemplate({ ...t, id: 'tpl_b' }), { code: 'CONFLICT' });
+    assert.equal((await store.listTemplates()).length, 1);
+    await store.close();
+  });
+
+  test('audit log appends with increasing ids and lists newest first, filtered by sandbox', async () => {
+    const path = join(dir, 'audit.db');
+    const store = new SqliteStore({ path });
+    const base = { at: 1, apiKeyId: 'key_1', method: 'POST', path: '/v1/sandboxes', action: 'sandbox.create', status: 201, errorCode: null };
+    const a = await store.appendAudit({ ...base, sandboxId: 'sbx_1' });
+    const b = await store.appendAudit({ ...base, sandboxId: 'sbx_2', status: 409, errorCode: 'INVALID_STATE' });
+    const c = await store.appendAudit({ ...base, sandboxId: 'sbx_1' });
+    assert.ok(a < b && b < c);
+    await store.close();
+    const reopened = new SqliteStore({ path });
+    assert.deepEqual((await reopened.listAudit({})).map((e) => e.id), [c, b, a]);
+    assert.deepEqual((await reopened.listAudit({ sandboxId: 'sbx_1' })).map((e) => e.id), [c, a]);
+    assert.deepEqual((await reopened.listAudit({ limit: 1, beforeId: c })).map((e) => e.errorCode), ['INVALID_STATE']);
+    await reopened.close();
+  });
+
+  test('api keys: lookup by hash, revocation hides a key', async () => {
+    const store = new SqliteStore({ path: join(dir, 'keys.db') });
+    await store.insertApiKey({ id: 'key_1', name: 'default', hash: 'abc', prefix: 'rmf_abcd', createdAt: 1, lastUsedAt: null, revokedAt: null });
+    assert.equal((await store.findApiKeyByHash('abc'))?.id, 'key_1');
+    await store.touchApiKey('key_1', 5);
+    assert.equal((await store.listApiKeys())[0].lastUsedAt, 5);
+    await store.revokeApiKey('key_1', 6);
+    assert.equal(await store.findApiKeyByHash('abc'), null);
+    await store.close();
+  });
+
+  test('slots: lowest free first, idempotent per sandbox, reused after release, bounded', async () => {
+    const store = new SqliteStore({ path: join(dir, 'slots.db'), maxSlots: 3 });
+    assert.equal(await store.allocateSlot('a'), 1);
+    assert.equal(await store.allocateSlot('b'), 2);
+    assert.equal(await store.allocateSlot('a'), 1);
+    assert.equal(await store.allocateSlot('c'), 3);
+    await assert.rejects(store.allocateSlot('d'), { code: 'RUNTIME_UNAVAILABLE' });
+    await store.releaseSlot('b');
+    assert.equal(await store.allocateSlot('d'), 2);
+    assert.deepEqual(await store.listSlots(), [
+      { slot: 1, sandboxId: 'a' },
+      { slot: 2, sandboxId: 'd' },
+      { slot: 3, sandboxId: 'c' },
+    ]);
+    await store.close();
+  });
+});

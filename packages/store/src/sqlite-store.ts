@@ -1,0 +1,141 @@
+/**
+ * The embedded SQLite implementation of core's {@link Store} port (better-sqlite3: WAL journal, foreign
+ * keys, numbered migrations). One daemon process owns the file. Calls are synchronous underneath (each
+ * one statement or one short transaction) and exposed as promises to match the port.
+ */
+import type {
+  ApiKeyRecord,
+  AuditQuery,
+  AuditRecord,
+  SandboxPage,
+  SandboxPatch,
+  SandboxQuery,
+  SandboxRecord,
+  SlotLease,
+  SnapshotRecord,
+  Store,
+  TemplateRecord,
+} from '@ramify/core';
+import { ApiKeyRows, AuditRows, SlotRows } from './access.js';
+import { openDatabase, type Db } from './db.js';
+import { SandboxRows } from './sandboxes.js';
+import { SnapshotRows, TemplateRows } from './snapshots.js';
+
+export interface SqliteStoreOptions {
+  /** Database file (created with its directory when absent), or `:memory:`. */
+  path: string;
+  /** Highest network slot number handed out. Default 4096. */
+  maxSlots?: number;
+}
+
+/** Default upper bound of network slots. */
+export const DEFAULT_MAX_SLOTS = 4096;
+
+export class SqliteStore implements Store {
+  readonly db: Db;
+  readonly #sandboxes: SandboxRows;
+  readonly #snapshots: SnapshotRows;
+  readonly #templates: TemplateRows;
+  readonly #keys: ApiKeyRows;
+  readonly #audit: AuditRows;
+  readonly #slots: SlotRows;
+
+  /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
+  constructor(options: SqliteStoreOptions) {
+    this.db = openDatabase(options.path);
+    this.#sandboxes = new SandboxRows(this.db);
+    this.#snapshots = new SnapshotRows(this.db);
+    this.#templates = new TemplateRows(this.db);
+    this.#keys = new ApiKeyRows(this.db);
+    this.#audit = new AuditRows(this.db);
+    this.#slots = new SlotRows(this.db, options.maxSlots ?? DEFAULT_MAX_SLOTS);
+  }
+
+  async insertSandbox(record: SandboxRecord): Promise<void> {
+    this.#sandboxes.insert(record);
+  }
+  async getSandbox(id: string): Promise<SandboxRecord | null> {
+    return this.#sandboxes.get(id);
+  }
+  async updateSandbox(id: string, patch: SandboxPatch): Promise<SandboxRecord> {
+    return this.#sandboxes.update(id, patch);
+  }
+  async listSandboxes(query: SandboxQuery): Promise<SandboxPage> {
+    return this.#sandboxes.list(query);
+  }
+
+  async insertSnapshot(record: SnapshotRecord): Promise<void> {
+    this.#snapshots.insert(record);
+  }
+  async getSnapshot(id: string): Promise<SnapshotRecord | null> {
+    return this.#snapshots.get(id);
+  }
+  async findSnapshotByName(name: string): Promise<SnapshotRecord | null> {
+    return this.#snapshots.byName(name);
+  }
+  async updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes'>>): Promise<SnapshotRecord> {
+    return this.#snapshots.update(id, patch);
+  }
+  async listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]> {
+    return this.#snapshots.list(filter);
+  }
+  async deleteSnapshot(id: string): Promise<void> {
+    this.#snapshots.delete(id);
+  }
+  async snapshotReferences(snapshotId: string): Promise<{ pausedBy: string[]; sourceOf: string[]; templates: string[] }> {
+    return { ...this.#sandboxes.references(snapshotId), templates: this.#templates.usingSnapshot(snapshotId) };
+  }
+
+  async putTemplate(record: TemplateRecord): Promise<void> {
+    this.#templates.put(record);
+  }
+  async getTemplate(id: string): Promise<TemplateRecord | null> {
+    return this.#templates.get(id);
+  }
+  async findTemplateByName(name: string): Promise<TemplateRecord | null> {
+    return this.#templates.byName(name);
+  }
+  async listTemplates(): Promise<TemplateRecord[]> {
+    return this.#templates.list();
+  }
+  async deleteTemplate(id: string): Promise<void> {
+    this.#templates.delete(id);
+  }
+
+  async insertApiKey(record: ApiKeyRecord): Promise<void> {
+    this.#keys.insert(record);
+  }
+  async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | null> {
+    return this.#keys.byHash(hash);
+  }
+  async listApiKeys(): Promise<ApiKeyRecord[]> {
+    return this.#keys.list();
+  }
+  async touchApiKey(id: string, at: number): Promise<void> {
+    this.#keys.touch(id, at);
+  }
+  async revokeApiKey(id: string, at: number): Promise<void> {
+    this.#keys.revoke(id, at);
+  }
+
+  async appendAudit(entry: Omit<AuditRecord, 'id'>): Promise<number> {
+    return this.#audit.append(entry);
+  }
+  async listAudit(query: AuditQuery): Promise<AuditRecord[]> {
+    return this.#audit.list(query);
+  }
+
+  async allocateSlot(sandboxId: string): Promise<number> {
+    return this.#slots.allocate(sandboxId);
+  }
+  async releaseSlot(sandboxId: string): Promise<void> {
+    this.#slots.release(sandboxId);
+  }
+  async listSlots(): Promise<SlotLease[]> {
+    return this.#slots.list();
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}
