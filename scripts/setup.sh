@@ -26,8 +26,10 @@ npm ci --no-audit --no-fund
 step "build"
 npm run build
 
-ln -sf "$PWD/packages/cli/dist/main.js" /usr/local/bin/ramify
-chmod +x packages/cli/dist/main.js
+if [ -f packages/cli/dist/main.js ]; then
+  chmod +x packages/cli/dist/main.js
+  ln -sf "$PWD/packages/cli/dist/main.js" /usr/local/bin/ramify
+fi
 
 [ "$mode" = "--deps" ] && exit 0
 
