@@ -56,6 +56,8 @@ export interface NetworkOptions {
 
 export interface ComposeOptions {
   dataDir: string;
+  /** Template root filesystem layers (shared, content-addressed). */
+  cacheDir: string;
   logger: Logger;
   clock?: Clock;
   overrides?: ComposeOverrides;
@@ -89,7 +91,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
     overrides.templateBuilder !== undefined
       ? (overrides.templateBuilder ?? undefined)
       : runtimes[0]
-        ? new LocalTemplateBuilder({ store, dataDir, agentBundlePath: AGENT_BUNDLE_PATH, runtime: runtimes[0], network, storage, connectAgent: connect })
+        ? new LocalTemplateBuilder({ store, dataDir: options.cacheDir, agentBundlePath: AGENT_BUNDLE_PATH, runtime: runtimes[0], network, storage, connectAgent: connect })
         : undefined;
 
   const core = createCore({ store, runtimes, network, storage, connectAgent: connect, clock, logger, templateBuilder, options: options.coreOptions });
@@ -97,6 +99,8 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
     core,
     close: async () => {
       await core.sessions.closeAll();
+      // Let background `runsc delete`s of old incarnations finish.
+      for (const runtime of runtimes) if (runtime instanceof GvisorRuntime) await runtime.settle();
       if (!overrides.store) await store.close();
     },
   };

@@ -10,11 +10,13 @@ import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
 import { compose, type ComposeOptions } from './compose.js';
-import { DEFAULT_HOST, DEFAULT_PORT, resolveDataDir } from './config.js';
+import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './config.js';
 
 export interface ServeOptions {
   /** Default: `RAMIFY_HOME`, else `/var/lib/ramify`. */
   dataDir?: string;
+  /** Template layer cache. Default: `RAMIFY_CACHE_DIR`, else `/var/cache/ramify`. */
+  cacheDir?: string;
   /** Default `127.0.0.1` (loopback only). */
   host?: string;
   /** Default 7423; 0 picks a free port (see {@link RamifyServer.url}). */
@@ -53,7 +55,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, pino.destination(2));
   const logger = adaptLogger(log);
 
-  const composition = await compose({ dataDir, logger, overrides: options.overrides, coreOptions: options.coreOptions, gvisor: options.gvisor, network: options.network, clock: options.clock });
+  const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: options.coreOptions, gvisor: options.gvisor, network: options.network, clock: options.clock });
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
   let app: FastifyInstance | undefined;

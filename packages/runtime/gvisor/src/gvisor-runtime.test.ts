@@ -33,6 +33,7 @@ before(async () => {
 after(async () => {
   if (skip) return;
   for (const id of created) await runtime.kill(id);
+  await runtime.settle();
   await net.destroyAll();
   for (const c of await readdir('/sys/fs/cgroup').catch(() => [] as string[])) await rmdir(`/sys/fs/cgroup/${c}/ramify-test`).catch(() => undefined);
   await rm(work, { recursive: true, force: true });
