@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startContractServer, type CommandScript, type ContractServer } from '../testing/contract-server.js';
-import { CommandExitError, NotFoundError, Sandbox } from '../index.js';
+import { AuthenticationError, CommandExitError, NotFoundError, Sandbox } from '../index.js';
 
 const TEXT = 'héllo wörld — 世界 🎉\n';
 const scripts: Record<string, CommandScript> = {
@@ -28,6 +28,8 @@ const scripts: Record<string, CommandScript> = {
     return 0;
   },
   'forever': async (ctx) => { ctx.stdout('tick\n'); await ctx.killed; },
+  // Emits one line per stdin chunk until stdin closes (the test drives it across a pause).
+  'lines': async (ctx) => { for await (const c of ctx.stdin) ctx.stdout(`got ${Buffer.from(c).toString('utf8')}\n`); return 0; },
   'slow-echo': async (ctx) => { for await (const c of ctx.stdin) ctx.stdout(Buffer.from(c).toString('utf8').toUpperCase()); return 0; },
 };
 
@@ -86,6 +88,20 @@ describe('protocol: commands.run (foreground, WebSocket stream)', () => {
     await assert.rejects(sbx.commands.run('echo x', { cwd: '/nowhere' }), (e: unknown) => e instanceof Error && (e as { code?: string }).code === 'CWD_NOT_FOUND');
     await assert.rejects(Sandbox.fromId('sbx_gone', { apiUrl: server.url, apiKey: server.apiKey }).commands.run('echo x'),
       (e: unknown) => e instanceof NotFoundError && e.code === 'SANDBOX_NOT_FOUND');
+    // A refused upgrade (HTTP 401 with an error body) maps like any HTTP error.
+    await assert.rejects(Sandbox.fromId(sbx.sandboxId, { apiUrl: server.url, apiKey: 'rmf_wrong' }).commands.run('echo x'),
+      (e: unknown) => e instanceof AuthenticationError && e.code === 'UNAUTHORIZED');
+  });
+
+  test('an exit frame that overtakes the started frame still gives the pid and the output', async () => {
+    const late = await startContractServer({ startedFrame: 'after-exit' });
+    try {
+      const other = await Sandbox.create({ apiUrl: late.url, apiKey: late.apiKey });
+      const r = await other.commands.run('echo quick');
+      assert.equal(r.stdout, 'quick\n');
+      assert.ok(r.pid >= 100);
+      await assert.rejects(other.commands.run('exit 4'), (e: unknown) => e instanceof CommandExitError && e.exitCode === 4 && e.result.pid >= 100);
+    } finally { await late.close(); }
   });
 
   test('a dropped stream resumes from the received byte offsets: nothing lost, nothing repeated', async () => {
@@ -137,5 +153,35 @@ describe('protocol: background handles', () => {
     assert.equal(afterDisconnect.exitCode, 0);
     assert.equal(afterDisconnect.stdout, 'hello ');
     await assert.rejects(sbx.commands.connect(424242), (e: unknown) => e instanceof NotFoundError && e.code === 'PROCESS_NOT_FOUND');
+  });
+
+  test('a pause ends the stream (close 1001); the handle waits for the resume and re-attaches from its offsets', async () => {
+    const seen: string[] = [];
+    const h = await sbx.commands.run('lines', { background: true, stdin: true, onStdout: (d) => seen.push(d) });
+    await sbx.commands.sendStdin(h.pid, 'a');
+    while (!h.stdout) await new Promise((r) => setTimeout(r, 5));
+    const attachesBefore = server.requests.filter((q) => q.ws && q.path.endsWith(`/processes/${h.pid}/stream`)).length;
+    await sbx.pause();
+    // While paused the fixture's process still buffers output (a real one would be frozen); nothing may be lost.
+    const proc = server.state.get(sbx.sandboxId).processes.get(h.pid);
+    proc?.writeStdin(new TextEncoder().encode('b'));
+    await new Promise((r) => setTimeout(r, 300));
+    await sbx.resume();
+    await sbx.commands.sendStdin(h.pid, 'c');
+    await sbx.commands.closeStdin(h.pid);
+    const r = await h.wait();
+    assert.equal(r.stdout, 'got a\ngot b\ngot c\n');
+    assert.equal(seen.join(''), r.stdout);
+    const attaches = server.requests.filter((q) => q.ws && q.path.endsWith(`/processes/${h.pid}/stream`)).slice(attachesBefore);
+    assert.ok(attaches.length >= 1);
+    assert.equal(attaches.at(-1)?.query.stdout, String(Buffer.byteLength('got a\n')));
+  });
+
+  test('a killed sandbox ends a waiting handle with the API error', async () => {
+    const other = await Sandbox.create({ apiUrl: server.url, apiKey: server.apiKey });
+    const h = await other.commands.run('forever', { background: true });
+    await other.pause();
+    await other.kill();
+    await assert.rejects(h.wait(), (e: unknown) => e instanceof Error && (e as { code?: string }).code === 'INVALID_STATE');
   });
 });

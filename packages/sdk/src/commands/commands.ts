@@ -141,9 +141,11 @@ export class Commands {
       if (end.kind === 'dropped') {
         throw new ConnectionError(`command stream closed before the command started (${end.reason}); API ${this.api.config.apiUrl}`);
       }
-      // An exit without a `started` frame: report it without a pid.
+      // The exit overtook the `started` frame: it still arrives before the server closes the socket.
+      const pid = await Promise.race([started, socket.closed.then(() => -1)]);
+      socket.close();
       sink.finish();
-      const result: CommandResult = { pid: -1, ...end.exit, stdout: sink.stdout, stderr: sink.stderr };
+      const result: CommandResult = { pid, ...end.exit, stdout: sink.stdout, stderr: sink.stderr };
       if (!isSuccess(result)) throw new CommandExitError(result);
       return result;
     }

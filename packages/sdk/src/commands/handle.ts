@@ -13,6 +13,10 @@ import { openStreamSocket, type StreamExit, type StreamSocket } from './stream-s
 export const MAX_STREAM_RECONNECTS = 6;
 const backoffMs = (attempt: number): number => Math.min(2000, 100 * 2 ** attempt);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** How often a handle checks whether its paused sandbox runs again, ms. */
+export const PAUSED_POLL_MS = 1000;
+/** Sandbox states after which a process's stream comes back (the handle waits, then re-attaches). */
+const WAIT_STATES: ReadonlySet<string> = new Set(['pausing', 'paused', 'resuming']);
 
 /** True when a result is a clean exit (code 0, no signal, no deadline). */
 export function isSuccess(result: CommandResult): boolean {
@@ -33,7 +37,9 @@ export interface CommandHandleInit {
 /**
  * A running (or finished) process in a sandbox. Returned by `commands.run(cmd, { background: true })`
  * and `commands.connect(pid)`. Output keeps flowing to the callbacks given at start until the process
- * exits or {@link disconnect} is called.
+ * exits or {@link disconnect} is called. If the WebSocket drops, the handle re-attaches from the byte
+ * offsets it has received (nothing lost or repeated); if the sandbox is paused meanwhile, the handle
+ * waits until it is resumed (its processes are checkpointed with it) and then re-attaches.
  */
 export class CommandHandle {
   /** Process id inside the sandbox. */
@@ -120,21 +126,44 @@ export class CommandHandle {
     return { pid: this.pid, exitCode: exit.exitCode, signal: exit.signal, error: exit.error, stdout: this.sink.stdout, stderr: this.sink.stderr };
   }
 
-  /** Follow the stream to the exit frame, re-attaching from the received offsets when it drops. */
+  private received(): number {
+    return this.sink.offsets.stdout + this.sink.offsets.stderr;
+  }
+
+  /**
+   * Follow the stream to the exit frame. When it drops (network, or the daemon closing it because the
+   * sandbox is being paused), re-attach from the received offsets; while the sandbox is paused, wait
+   * for it to run again.
+   */
   private async follow(): Promise<FollowOutcome> {
     for (;;) {
-      const receivedBefore = this.sink.offsets.stdout + this.sink.offsets.stderr;
+      const receivedBefore = this.received();
       const end = await this.socket.ended;
       if (end.kind === 'exit') {
         this.sink.finish();
         this.exit = end.exit;
         return end;
       }
-      if (end.kind === 'error') throw end.error;
       if (this.disconnected) return { kind: 'disconnected' };
-      // Dropped. Progress since the last (re)connect resets the count of failures in a row.
-      if (this.sink.offsets.stdout + this.sink.offsets.stderr > receivedBefore) this.failures = 0;
-      this.socket = await this.reattach(end.reason);
+      // Progress since the last (re)connect resets the count of failures in a row.
+      if (this.received() > receivedBefore) this.failures = 0;
+      if (end.kind === 'error') await this.waitWhilePaused(end.error);
+      this.socket = await this.reattach(end.kind === 'error' ? end.error.message : end.reason);
+    }
+  }
+
+  /**
+   * After a refused re-attach: wait while the sandbox is pausing, paused or resuming (polling its state)
+   * and return once it runs; rethrow `err` for anything else (killed, gone, process unknown).
+   */
+  private async waitWhilePaused(err: RamifyError): Promise<void> {
+    if (err.code !== 'INVALID_STATE' && err.code !== 'AGENT_UNREACHABLE') throw err;
+    for (;;) {
+      const state = await this.routes.sandboxState().catch(() => { throw err; });
+      if (state === 'running') return;
+      if (!WAIT_STATES.has(state)) throw err;
+      if (this.disconnected) return;
+      await sleep(PAUSED_POLL_MS);
     }
   }
 
@@ -153,9 +182,10 @@ export class CommandHandle {
           { stdout: this.sink.offsets.stdout, stderr: this.sink.offsets.stderr },
           { onData: (channel, bytes) => this.sink.push(channel, bytes) });
       } catch (err) {
-        // The API being briefly unreachable is worth retrying; an answer like PROCESS_NOT_FOUND is not.
-        const retryable = err instanceof RamifyError && (err.code === 'API_UNREACHABLE' || err.code === 'REQUEST_TIMEOUT');
-        if (!retryable) throw err;
+        // The API being briefly unreachable is worth retrying; a paused sandbox is waited for; an
+        // answer like PROCESS_NOT_FOUND ends the handle.
+        if (!(err instanceof RamifyError)) throw err;
+        if (err.code !== 'API_UNREACHABLE' && err.code !== 'REQUEST_TIMEOUT') await this.waitWhilePaused(err);
         reason = err.message;
       }
     }

@@ -40,6 +40,11 @@ export class ProcessRoutes {
     return this.api.empty('POST', this.path(pid, '/signal'), { json: { signal } });
   }
 
+  /** The sandbox's current state (e.g. to tell a paused sandbox from a dead one). */
+  async sandboxState(): Promise<string> {
+    return (await this.api.json<{ state: string }>('GET', `/sandboxes/${encodeURIComponent(this.sandboxId)}`)).state;
+  }
+
   /** Long poll until the process exits (no request deadline). */
   wait(pid: number): Promise<StreamExit> {
     return this.api.json<StreamExit>('GET', this.path(pid, '/wait'), { timeoutMs: 0 });

@@ -31,6 +31,8 @@ export interface StreamSocketEvents {
 export interface StreamSocket {
   /** Settles once: exit frame, error frame, or the socket closing. Never rejects. */
   readonly ended: Promise<StreamEnd>;
+  /** Resolves when the socket has closed. */
+  readonly closed: Promise<void>;
   /** Send a control message (e.g. `start`, `closeStdin`). */
   sendControl(message: StreamControl): void;
   /** Send stdin bytes (channel 0). */
@@ -62,8 +64,10 @@ export function openStreamSocket(api: ApiClient, path: string, query: Query | un
   let errorFrame: RamifyError | undefined;
   let started = false;
 
+  const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
   const socket: StreamSocket = {
     ended,
+    closed,
     get isOpen() { return ws.readyState === WebSocket.OPEN; },
     sendControl: (message) => ws.send(JSON.stringify(message)),
     sendStdin: (bytes) => {
@@ -78,7 +82,7 @@ export function openStreamSocket(api: ApiClient, path: string, query: Query | un
   };
 
   ws.on('message', (data: WebSocket.RawData, isBinary: boolean) => {
-    if (endSettled) return;
+    if (endSettled && isBinary) return;
     const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
     if (isBinary) {
       if (buf.length === 0) return;
@@ -92,9 +96,13 @@ export function openStreamSocket(api: ApiClient, path: string, query: Query | un
     if (msg.type === 'started') {
       started = true;
       events.onStarted?.(msg.pid);
+    } else if (endSettled) {
+      return;
     } else if (msg.type === 'exit') {
       settleEnd({ kind: 'exit', exit: { exitCode: msg.exitCode, signal: msg.signal, error: msg.error } });
-      socket.close();
+      // A very short command's exit may overtake its `started` frame; then let the server close, so
+      // `started` still arrives.
+      if (started) socket.close();
     } else if (msg.type === 'error') {
       // Before `started` an error ends the stream (the server closes 1008/1011). After it, an error
       // answers one client input and the stream goes on; it only counts if the socket then closes.

@@ -21,6 +21,11 @@ export interface ContractServerOptions {
   apiKey?: string;
   /** Custom scripts by command line; `undefined` falls back to the built-ins (`echo`, `exit N`, `cat`). */
   scripts?: (cmd: string) => CommandScript | undefined;
+  /**
+   * When the command stream sends `started`: `first` (default), or `after-exit` to reproduce a very
+   * short command whose exit frame overtakes `started` on the daemon.
+   */
+  startedFrame?: 'first' | 'after-exit';
 }
 
 /** One request the fixture saw (WebSocket upgrades included, with `ws: true`). */
@@ -74,7 +79,7 @@ function toRequest(req: IncomingMessage, url: URL, params: string[]): FixtureReq
 }
 
 /** Stream one process's output over `ws` per the contract framing. */
-function streamProcess(ws: WebSocket, proc: FixtureProcess, from: { stdout: number; stderr: number }): () => void {
+function streamProcess(ws: WebSocket, proc: FixtureProcess, from: { stdout: number; stderr: number }, afterExit?: () => void): () => void {
   const pending = new Set<Promise<void>>();
   const send = (data: Uint8Array | string): void => {
     const p = new Promise<void>((resolve) => ws.send(data, () => resolve()));
@@ -90,12 +95,14 @@ function streamProcess(ws: WebSocket, proc: FixtureProcess, from: { stdout: numb
     },
     onExit: (exit) => {
       send(JSON.stringify({ type: 'exit', ...exit } satisfies StreamControl));
+      afterExit?.();
       ws.close(1000);
     },
     drop: async () => {
       await Promise.all(pending);
       ws.terminate();
     },
+    goAway: () => { ws.close(1001, 'agent channel closed; re-attach later'); return true; },
   };
   return proc.subscribe(sub, from);
 }
@@ -147,7 +154,7 @@ export async function startContractServer(opts: ContractServerOptions = {}): Pro
     if (!cmd && !attach) return refuse(new RamifyError('BAD_REQUEST', `no stream at ${url.pathname}`));
     wss.handleUpgrade(req, socket, head, (ws) => {
       try {
-        const sbx = state.get(decodeURIComponent((cmd ?? attach)![1]));
+        const sbx = state.inState(decodeURIComponent((cmd ?? attach)![1]), ['running']);
         if (attach) {
           const proc = state.process(sbx, Number(attach[2]));
           const from = { stdout: Number(url.searchParams.get('stdout') ?? 0), stderr: Number(url.searchParams.get('stderr') ?? 0) };
@@ -163,9 +170,12 @@ export async function startContractServer(opts: ContractServerOptions = {}): Pro
           if (msg.type === 'closeStdin') proc?.closeStdin();
           if (msg.type !== 'start' || proc) return;
           try {
-            proc = state.startProcess(sbx, msg.request as CommandRequest);
-            ws.send(JSON.stringify({ type: 'started', pid: proc.pid } satisfies StreamControl));
-            ws.on('close', streamProcess(ws, proc, { stdout: 0, stderr: 0 }));
+            const p = state.startProcess(sbx, msg.request as CommandRequest);
+            proc = p;
+            const started = (): void => ws.send(JSON.stringify({ type: 'started', pid: p.pid } satisfies StreamControl));
+            const late = opts.startedFrame === 'after-exit';
+            if (!late) started();
+            ws.on('close', streamProcess(ws, p, { stdout: 0, stderr: 0 }, late ? started : undefined));
           } catch (err) { wsFail(ws, err); }
         });
       } catch (err) { wsFail(ws, err); }

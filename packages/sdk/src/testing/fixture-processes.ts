@@ -42,6 +42,8 @@ export interface ProcessSubscriber {
   onExit(exit: Required<ScriptExit>): void;
   /** Flush pending frames, then close abruptly. */
   drop(): Promise<void>;
+  /** The sandbox is pausing. A WebSocket closes with 1001 and no exit frame (as the daemon does) and returns true; an in-server waiter returns false and stays. */
+  goAway(): boolean;
 }
 
 /** One scripted process and everything it has emitted. */
@@ -99,6 +101,11 @@ export class FixtureProcess {
     this.attachWaiters = [];
     for (const w of waiters) w();
     return () => this.subscribers.delete(sub);
+  }
+
+  /** The sandbox is pausing: end every stream with 1001 (the process itself lives on). */
+  goAway(): void {
+    for (const s of [...this.subscribers]) if (s.goAway()) this.subscribers.delete(s);
   }
 
   writeStdin(bytes: Uint8Array): boolean {

@@ -50,7 +50,13 @@ export function httpRoutes(state: FixtureState): Route[] {
     }),
     route('GET', S, async (req) => ok(sbx(req).info)),
     route('DELETE', S, async (req) => { sbx(req).info.state = 'killed'; return noContent; }),
-    route('POST', `${S}/pause`, async (req) => { const s = running(req); s.info.state = 'paused'; s.info.endAt = null; return ok(s.info); }),
+    route('POST', `${S}/pause`, async (req) => {
+      const s = running(req);
+      s.info.state = 'paused';
+      s.info.endAt = null;
+      for (const p of s.processes.values()) p.goAway();
+      return ok(s.info);
+    }),
     route('POST', `${S}/resume`, async (req) => {
       const s = state.inState(req.params[0], ['paused']);
       s.info.state = 'running';
@@ -73,7 +79,7 @@ export function httpRoutes(state: FixtureState): Route[] {
       const body = await req.json<CommandRequest>();
       const proc = state.startProcess(running(req), body);
       if (body.background) return ok({ pid: proc.pid });
-      await new Promise<void>((resolve) => proc.subscribe({ onData: () => undefined, onExit: () => resolve(), drop: async () => undefined }, { stdout: 0, stderr: 0 }));
+      await new Promise<void>((resolve) => proc.subscribe({ onData: () => undefined, onExit: () => resolve(), drop: async () => undefined, goAway: () => false }, { stdout: 0, stderr: 0 }));
       const exit = proc.exit ?? { exitCode: null, signal: null, error: null };
       return ok({ pid: proc.pid, ...exit, stdout: proc.stdout.toString('utf8'), stderr: proc.stderr.toString('utf8') });
     }),
@@ -90,7 +96,7 @@ export function httpRoutes(state: FixtureState): Route[] {
     }),
     route('GET', `${S}/processes/(\\d+)/wait`, async (req) => {
       const proc = state.process(sbx(req), Number(req.params[1]));
-      await new Promise<void>((resolve) => proc.subscribe({ onData: () => undefined, onExit: () => resolve(), drop: async () => undefined }, { stdout: Infinity, stderr: Infinity }));
+      await new Promise<void>((resolve) => proc.subscribe({ onData: () => undefined, onExit: () => resolve(), drop: async () => undefined, goAway: () => false }, { stdout: Infinity, stderr: Infinity }));
       return ok(proc.exit);
     }),
     route('GET', `${S}/files`, async (req, res) => {

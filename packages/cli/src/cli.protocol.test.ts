@@ -1,0 +1,209 @@
+/**
+ * Protocol tests of the built `ramify` CLI: it runs as a child process against the in-test contract
+ * fixture (node:http + ws from `@ramify/sdk/testing`), and we check exit codes, `--json` output and
+ * error messages. Commands are fixture scripts; no daemon or runtime is involved.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startContractServer, type CommandScript, type ContractServer } from '@ramify/sdk/testing';
+
+const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
+const scripts: Record<string, CommandScript> = {
+  'sleep-forever': async (ctx) => { await ctx.killed; },
+  'die-by-signal': async () => ({ exitCode: null, signal: 'SIGKILL' }),
+  'deadline': async () => ({ exitCode: null, signal: 'SIGKILL', error: 'timeout' }),
+  'mixed': async (ctx) => { ctx.stdout('out-é'); ctx.stderr('err\n'); return 0; },
+};
+
+let server: ContractServer;
+let dir: string;
+
+interface Run { code: number | null; stdout: string; stderr: string; stdoutBytes: Buffer }
+
+/** Run the built CLI with `args`; env carries the fixture's URL and key unless overridden. */
+function ramify(args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string | Buffer } = {}): Promise<Run> {
+  const env: Record<string, string | undefined> = { ...process.env, RAMIFY_API_URL: server.url, RAMIFY_API_KEY: server.apiKey, RAMIFY_HOME: dir, ...opts.env };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => out.push(c));
+  child.stderr.on('data', (c: Buffer) => err.push(c));
+  child.stdin.end(opts.stdin ?? '');
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const stdoutBytes = Buffer.concat(out);
+      resolve({ code, stdout: stdoutBytes.toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), stdoutBytes });
+    });
+  });
+}
+
+before(async () => {
+  server = await startContractServer({ scripts: (cmd) => scripts[cmd] ?? (cmd.startsWith('argv ') ? async (ctx) => { ctx.stdout(ctx.request.cmd); return 0; } : undefined) });
+  dir = await mkdtemp(join(tmpdir(), 'ramify-cli-test-'));
+});
+after(async () => {
+  await server.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function newSandbox(): Promise<string> {
+  const r = await ramify(['sandbox', 'create']);
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout.trim();
+}
+
+describe('protocol: ramify CLI', () => {
+  test('--help lists the commands and exits 0; usage errors exit 2', async () => {
+    const help = await ramify(['--help']);
+    assert.equal(help.code, 0);
+    for (const c of ['serve', 'sandbox', 'template', 'snapshot', 'demo', '--api-url', '--api-key', '--json']) assert.ok(help.stdout.includes(c), c);
+    const sub = await ramify(['sandbox', 'files', '--help']);
+    for (const c of ['ls', 'cat', 'put', 'get', 'rm', 'mkdir', 'mv']) assert.ok(sub.stdout.includes(c), c);
+    assert.equal((await ramify(['bogus'])).code, 2);
+    const bad = await ramify(['sandbox', 'create', '--cpu', '99']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--cpu/);
+  });
+
+  test('create, list, get: human output and --json', async () => {
+    const created = await ramify(['sandbox', 'create', '--json', '-m', 'team=cli', '--timeout', '10m', '-e', 'A=1']);
+    assert.equal(created.code, 0, created.stderr);
+    const info = JSON.parse(created.stdout) as { id: string; timeoutMs: number; metadata: Record<string, string> };
+    assert.equal(info.timeoutMs, 600_000);
+    assert.deepEqual(info.metadata, { team: 'cli' });
+    const id = await newSandbox();
+    assert.match(id, /^sbx_\w+$/);
+    const list = await ramify(['--json', 'sandbox', 'list', '-m', 'team=cli']);
+    assert.deepEqual((JSON.parse(list.stdout) as { id: string }[]).map((s) => s.id), [info.id]);
+    const table = await ramify(['sandbox', 'list']);
+    assert.match(table.stdout, /^ID\s+STATE/);
+    assert.ok(table.stdout.includes(id));
+    const get = await ramify(['sandbox', 'get', id, '--json']);
+    assert.equal((JSON.parse(get.stdout) as { state: string }).state, 'running');
+  });
+
+  test('errors: code and message on stderr, exit 1; --json gives an error body', async () => {
+    const missing = await ramify(['sandbox', 'get', 'sbx_nope']);
+    assert.equal(missing.code, 1);
+    assert.equal(missing.stdout, '');
+    assert.match(missing.stderr, /^ramify: SANDBOX_NOT_FOUND: .*sbx_nope/);
+    const json = await ramify(['sandbox', 'pause', 'sbx_nope', '--json']);
+    assert.equal(json.code, 1);
+    assert.equal((JSON.parse(json.stderr) as { error: { code: string } }).error.code, 'SANDBOX_NOT_FOUND');
+    const auth = await ramify(['sandbox', 'list'], { env: { RAMIFY_API_KEY: 'rmf_wrong' } });
+    assert.equal(auth.code, 1);
+    assert.match(auth.stderr, /UNAUTHORIZED/);
+    const down = await ramify(['sandbox', 'list', '--api-url', 'http://127.0.0.1:9']);
+    assert.equal(down.code, 1);
+    assert.match(down.stderr, /API_UNREACHABLE: .*http:\/\/127\.0\.0\.1:9/);
+  });
+
+  test('the API key is read from $RAMIFY_HOME/api-key when the env has none', async () => {
+    await writeFile(join(dir, 'api-key'), `${server.apiKey}\n`);
+    try {
+      const r = await ramify(['sandbox', 'list', '--json'], { env: { RAMIFY_API_KEY: undefined } });
+      assert.equal(r.code, 0, r.stderr);
+    } finally { await rm(join(dir, 'api-key')); }
+  });
+
+  test('exec streams output and exits with the command exit code', async () => {
+    const id = await newSandbox();
+    const ok = await ramify(['sandbox', 'exec', id, '--', 'mixed']);
+    assert.equal(ok.code, 0);
+    assert.equal(ok.stdout, 'out-é');
+    assert.equal(ok.stderr, 'err\n');
+    assert.equal((await ramify(['sandbox', 'exec', id, '--', 'exit 7'])).code, 7);
+    const notFound = await ramify(['sandbox', 'exec', id, '--', 'nope']);
+    assert.equal(notFound.code, 127);
+    assert.match(notFound.stderr, /command not found/);
+    assert.equal((await ramify(['sandbox', 'exec', id, '--', 'die-by-signal'])).code, 137);
+    assert.equal((await ramify(['sandbox', 'exec', id, '--', 'deadline'])).code, 124);
+    const failed = await ramify(['sandbox', 'exec', 'sbx_nope', '--', 'echo hi']);
+    assert.equal(failed.code, 125);
+    assert.match(failed.stderr, /SANDBOX_NOT_FOUND/);
+    const quoted = await ramify(['sandbox', 'exec', id, '--', 'argv', "it's", 'a b', '-x']);
+    assert.equal(quoted.stdout, `argv 'it'\\''s' 'a b' -x`);
+    const piped = await ramify(['sandbox', 'exec', '-i', id, '--', 'cat'], { stdin: 'from host\n' });
+    assert.equal(piped.stdout, 'from host\n');
+    const passThrough = await ramify(['sandbox', 'exec', id, '--', 'argv', '--json', '--api-url', 'x']);
+    assert.equal(passThrough.stdout, 'argv --json --api-url x');
+    const json = await ramify(['sandbox', 'exec', id, '--json', '--', 'exit 3']);
+    assert.equal(json.code, 3);
+    assert.equal((JSON.parse(json.stdout) as { exitCode: number }).exitCode, 3);
+  });
+
+  test('lifecycle commands: pause, resume, fork, snapshot, timeout, kill, snapshot list/rm', async () => {
+    const id = await newSandbox();
+    assert.match((await ramify(['sandbox', 'pause', id])).stdout, /paused/);
+    assert.equal((await ramify(['sandbox', 'pause', id])).code, 1);
+    assert.match((await ramify(['sandbox', 'resume', id, '--timeout', '1h'])).stdout, /running/);
+    const forks = await ramify(['sandbox', 'fork', id, '-n', '3']);
+    assert.equal(forks.stdout.trim().split('\n').length, 3);
+    const snap = (await ramify(['sandbox', 'snapshot', id, '--name', 'cli-snap'])).stdout.trim();
+    const snaps = JSON.parse((await ramify(['snapshot', 'list', '--json'])).stdout) as { id: string; name: string }[];
+    assert.ok(snaps.some((s) => s.id === snap && s.name === 'cli-snap'));
+    assert.equal((await ramify(['snapshot', 'rm', snap])).code, 0);
+    assert.equal((await ramify(['snapshot', 'rm', snap])).code, 1);
+    const t = await ramify(['sandbox', 'timeout', id, '90s', '--json']);
+    assert.equal((JSON.parse(t.stdout) as { timeoutMs: number }).timeoutMs, 90_000);
+    assert.equal((await ramify(['sandbox', 'kill', id, ...forks.stdout.trim().split('\n')])).code, 0);
+    const killed = JSON.parse((await ramify(['sandbox', 'get', id, '--json'])).stdout) as { state: string };
+    assert.equal(killed.state, 'killed');
+  });
+
+  test('files: put/get stream binary files exactly; cat, ls, mv, mkdir, rm', async () => {
+    const id = await newSandbox();
+    const data = randomBytes(700_000);
+    await writeFile(join(dir, 'in.bin'), data);
+    const put = await ramify(['sandbox', 'files', 'put', id, join(dir, 'in.bin'), '/data/in.bin', '--json']);
+    assert.equal(put.code, 0, put.stderr);
+    assert.equal((JSON.parse(put.stdout) as { size: number }).size, data.length);
+    assert.equal((await ramify(['sandbox', 'files', 'get', id, '/data/in.bin', join(dir, 'out.bin')])).code, 0);
+    assert.ok(data.equals(await readFile(join(dir, 'out.bin'))));
+    assert.ok(data.equals((await ramify(['sandbox', 'files', 'cat', id, '/data/in.bin'])).stdoutBytes));
+    assert.equal((await ramify(['sandbox', 'files', 'put', id, '-', '/data/t.txt'], { stdin: 'typed' })).code, 0);
+    assert.equal((await ramify(['sandbox', 'files', 'mv', id, '/data/t.txt', '/data/u.txt'])).code, 0);
+    assert.equal((await ramify(['sandbox', 'files', 'mkdir', id, '/data/sub'])).code, 0);
+    const ls = JSON.parse((await ramify(['sandbox', 'files', 'ls', id, '/data', '--json'])).stdout) as { name: string }[];
+    assert.deepEqual(ls.map((e) => e.name), ['in.bin', 'sub', 'u.txt']);
+    assert.match((await ramify(['sandbox', 'files', 'ls', id, '/data'])).stdout, /^MODE\s+SIZE/);
+    assert.equal((await ramify(['sandbox', 'files', 'rm', id, '/data/u.txt'])).code, 0);
+    const gone = await ramify(['sandbox', 'files', 'cat', id, '/data/u.txt']);
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, /FILE_NOT_FOUND/);
+    const noLocal = await ramify(['sandbox', 'files', 'put', id, join(dir, 'absent'), '/x']);
+    assert.equal(noLocal.code, 1);
+    assert.match(noLocal.stderr, /ENOENT/);
+  });
+
+  test('template build: inlines source files, renders progress, --json streams NDJSON events', async () => {
+    await writeFile(join(dir, 'app.py'), 'print(1)\n');
+    await writeFile(join(dir, 'spec.yaml'), 'name: clitest\npackages: [python3]\nfiles:\n  - path: /app.py\n    source: app.py\nrun:\n  - echo hi\n');
+    const human = await ramify(['template', 'build', join(dir, 'spec.yaml')]);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stderr, /\[1\/4\] base\n\[2\/4\] packages\n\[3\/4\] file \/app.py\n\[4\/4\] echo hi\n/);
+    assert.match(human.stdout, /name:\s+clitest/);
+    const json = await ramify(['template', 'build', join(dir, 'spec.yaml'), '--json']);
+    const events = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; cached?: boolean });
+    assert.equal(events.at(-1)?.type, 'done');
+    assert.ok(events.filter((e) => e.type === 'step').every((e) => e.cached === true));
+    const list = JSON.parse((await ramify(['template', 'list', '--json'])).stdout) as { name: string }[];
+    assert.ok(list.some((t) => t.name === 'clitest'));
+    await writeFile(join(dir, 'bad.yaml'), 'name: Not Valid\n');
+    const bad = await ramify(['template', 'build', join(dir, 'bad.yaml')]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /VALIDATION_FAILED: .*name/);
+    await writeFile(join(dir, 'fail.yaml'), 'name: failing\nrun:\n  - fail here\n');
+    const failing = await ramify(['template', 'build', join(dir, 'fail.yaml'), '--json']);
+    assert.equal(failing.code, 1);
+    assert.equal((JSON.parse(failing.stderr) as { error: { code: string } }).error.code, 'VALIDATION_FAILED');
+  });
+});

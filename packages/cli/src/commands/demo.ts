@@ -1,0 +1,17 @@
+/** `ramify demo ...`: showcase scenarios. Each demo's module is imported only when it runs. */
+import type { Command } from 'commander';
+import { action, type CliEnv } from '../context.js';
+import { intIn } from '../parse.js';
+
+/** Register `demo` and its subcommands on `program`. */
+export function registerDemo(program: Command, env: CliEnv): void {
+  const demo = program.command('demo').description('showcase scenarios');
+
+  demo.command('best-of-n').description('fork one sandbox N ways, try a strategy in each, keep the best (Sandbox.explore)')
+    .option('-t, --template <name>', 'template to start from (default: base)')
+    .option('-n, --count <n>', 'number of strategies / forks (1-64)', intIn(1, 64))
+    .action(action(env, async (ctx, opts: { template?: string; count?: number }) => {
+      const { runBestOfN } = await import('../demo/best-of-n.js');
+      await runBestOfN({ connection: ctx.connection, json: ctx.json, template: opts.template, count: opts.count, print: (line) => ctx.print(line) });
+    }));
+}

@@ -1,0 +1,88 @@
+/** `ramify sandbox exec ID -- cmd args...`: run a command, stream its output, exit with its exit code. */
+import { constants } from 'node:os';
+import type { Command } from 'commander';
+import { CommandExitError, Sandbox, type CommandHandle, type CommandResult } from '@ramify/sdk';
+import { action, reportError, type CliContext, type CliEnv } from '../context.js';
+import { commandLine, keyValue, parseDuration } from '../parse.js';
+
+/** Exit code when ramify itself failed during `exec` (distinct from the command's own codes, as in `docker run`). */
+export const EXIT_EXEC_FAILURE = 125;
+/** Exit code when the command was killed at its deadline (as in coreutils `timeout`). */
+export const EXIT_EXEC_TIMEOUT = 124;
+
+/** The exit code `exec` ends with for a finished command. */
+export function exitCodeOf(result: CommandResult): number {
+  if (result.error === 'timeout') return EXIT_EXEC_TIMEOUT;
+  if (result.signal) return 128 + (constants.signals[result.signal as NodeJS.Signals] ?? 0);
+  return result.exitCode ?? EXIT_EXEC_FAILURE;
+}
+
+interface ExecOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  timeout?: number;
+  user?: string;
+  stdin?: boolean;
+}
+
+async function exec(ctx: CliContext, id: string, argv: string[], opts: ExecOptions): Promise<void> {
+  const { stdout, stderr } = ctx.env;
+  const sbx = Sandbox.fromId(id, ctx.connection);
+  const handle: CommandHandle = await sbx.commands.run(commandLine(argv), {
+    background: true,
+    cwd: opts.cwd,
+    envs: opts.env,
+    timeoutMs: opts.timeout ?? 0,
+    user: opts.user,
+    ...(opts.stdin ? { stdin: ctx.env.stdin as AsyncIterable<Uint8Array> } : {}),
+    ...(ctx.json ? {} : { onStdoutBytes: (b: Uint8Array) => { stdout.write(b); }, onStderrBytes: (b: Uint8Array) => { stderr.write(b); } }),
+  });
+  // Ctrl-C / SIGTERM: kill the remote process group once; a second Ctrl-C leaves at once.
+  let interrupted = 0;
+  const onSignal = (): void => {
+    interrupted += 1;
+    if (interrupted === 1) void handle.kill().catch(() => undefined);
+    else process.exit(130);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  let result: CommandResult;
+  try {
+    result = await handle.wait();
+  } catch (err) {
+    if (!(err instanceof CommandExitError)) throw err;
+    result = err.result;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    // The command may exit before stdin's EOF: stop reading so the CLI can end.
+    if (opts.stdin) (ctx.env.stdin as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+  }
+  if (ctx.json) ctx.output(result, () => '');
+  ctx.env.exitCode = exitCodeOf(result);
+}
+
+/** Register `exec` on the `sandbox` command. */
+export function registerExec(sandbox: Command, env: CliEnv): void {
+  sandbox.command('exec').argument('<id>', 'sandbox id').argument('<command...>', 'command to run (put it after --)')
+    .description('run a command in a sandbox, stream its output, exit with its exit code')
+    .usage('[options] <id> -- <command...>')
+    .option('--cwd <dir>', 'working directory (default /root)')
+    .option('-e, --env <KEY=VALUE>', 'environment variable (repeatable)', keyValue)
+    .option('--timeout <duration>', 'kill the command after this long, e.g. 30s, 10m (default: no deadline)', parseDuration)
+    .option('-u, --user <user>', 'run as this user')
+    .option('-i, --stdin', "forward this process's stdin to the command (until EOF)")
+    .addHelpText('after', `
+One argument after -- is run as a shell command line as-is (ramify sandbox exec ID -- 'ls | wc -l');
+several are quoted one by one (ramify sandbox exec ID -- python3 -c 'print(1)').
+Output is streamed as raw bytes. With --json nothing is streamed; the CommandResult is printed at the end.
+Exit code: the command's; 128+N when killed by signal N; ${EXIT_EXEC_TIMEOUT} at its deadline; ${EXIT_EXEC_FAILURE} when ramify itself failed.
+Ctrl-C kills the remote command; a second Ctrl-C exits at once.`)
+    .action(action(env, async (ctx, id: string, argv: string[], opts: ExecOptions) => {
+      try {
+        await exec(ctx, id, argv, opts);
+      } catch (err) {
+        ctx.env.exitCode = reportError(err, ctx.env, ctx.json, EXIT_EXEC_FAILURE);
+      }
+    }));
+}

@@ -1,0 +1,122 @@
+/** `ramify sandbox ...`: lifecycle commands. `exec` and `files` live in their own modules. */
+import { Command, Option } from 'commander';
+import { Sandbox, type SandboxInfo, type SandboxState } from '@ramify/sdk';
+import { action, type CliEnv } from '../context.js';
+import { intIn, keyValue, oneOf, parseDuration } from '../parse.js';
+import { renderFields, renderTable } from '../output/table.js';
+import { formatDuration, formatRelative } from '../output/format.js';
+import { registerExec } from './sandbox-exec.js';
+import { registerFiles } from './sandbox-files.js';
+
+const STATES: readonly SandboxState[] = ['creating', 'running', 'pausing', 'paused', 'resuming', 'killing', 'killed', 'error'];
+
+function sandboxFields(info: SandboxInfo): string {
+  const meta = Object.entries(info.metadata).map(([k, v]) => `${k}=${v}`).join(' ');
+  return renderFields([
+    ['id', info.id], ['state', info.error ? `${info.state} (${info.error})` : info.state], ['runtime', info.runtime],
+    ['template', info.templateId], ['parent', info.parentId ?? '-'], ['snapshot', info.sourceSnapshotId ?? '-'],
+    ['cpus', String(info.cpuCount)], ['memory', `${info.memoryMB} MB`], ['metadata', meta || '-'],
+    ['created', `${info.createdAt} (${formatRelative(info.createdAt)})`],
+    ['timeout', `${formatDuration(info.timeoutMs)}, then ${info.onTimeout}`], ['ends', info.endAt ? `${info.endAt} (${formatRelative(info.endAt)})` : '- (clock stopped)'],
+  ]);
+}
+
+function sandboxTable(infos: SandboxInfo[]): string {
+  if (infos.length === 0) return 'no sandboxes';
+  return renderTable(['ID', 'STATE', 'TEMPLATE', 'PARENT', 'CREATED', 'ENDS'], infos.map((i) => [
+    i.id, i.state, i.templateId, i.parentId ?? '-', formatRelative(i.createdAt), formatRelative(i.endAt),
+  ]));
+}
+
+/** Register `sandbox` and its subcommands on `program`. */
+export function registerSandbox(program: Command, env: CliEnv): void {
+  const sandbox = program.command('sandbox').alias('sbx').description('create, inspect and control sandboxes');
+
+  sandbox.command('create').description('create a sandbox and print its id (--json: its info)')
+    .option('-t, --template <name>', 'template name or id (default: base)')
+    .option('-s, --snapshot <name>', 'start from a snapshot (id or name) instead of a template')
+    .option('--timeout <duration>', 'lifetime, e.g. 300000 (ms), 30s, 10m, 2h (server default 5m)', parseDuration)
+    .addOption(new Option('--on-timeout <action>', 'what the deadline does').choices(['pause', 'kill']))
+    .option('-e, --env <KEY=VALUE>', 'environment variable for every command (repeatable)', keyValue)
+    .option('-m, --metadata <KEY=VALUE>', 'metadata label (repeatable)', keyValue)
+    .option('--cpu <count>', 'vCPUs (1-16)', intIn(1, 16))
+    .option('--memory <MB>', 'memory in MB (128-65536)', intIn(128, 65536))
+    .addOption(new Option('--runtime <name>', 'runtime').choices(['gvisor']))
+    .action(action(env, async (ctx, opts: { template?: string; snapshot?: string; timeout?: number; onTimeout?: 'pause' | 'kill';
+      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; runtime?: 'gvisor' }) => {
+      const sbx = await ctx.spin('creating sandbox', () => Sandbox.create({
+        ...ctx.connection, template: opts.template, snapshot: opts.snapshot, timeoutMs: opts.timeout, onTimeout: opts.onTimeout,
+        envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, runtime: opts.runtime,
+      }));
+      if (ctx.json) ctx.output(await sbx.getInfo(), () => '');
+      else ctx.print(sbx.sandboxId);
+    }));
+
+  sandbox.command('list').alias('ls').description('list sandboxes (default: all but killed)')
+    .option('--state <states>', `comma-separated states (${STATES.join(', ')})`)
+    .option('-m, --metadata <KEY=VALUE>', 'only sandboxes with this label (repeatable)', keyValue)
+    .option('--limit <n>', 'at most this many', intIn(1, 100_000))
+    .action(action(env, async (ctx, opts: { state?: string; metadata?: Record<string, string>; limit?: number }) => {
+      const states = opts.state?.split(',').map((s) => oneOf(STATES)(s.trim()));
+      const infos: SandboxInfo[] = [];
+      await ctx.spin('listing sandboxes', async () => {
+        const pager = Sandbox.list({ ...ctx.connection, state: states, metadata: opts.metadata, limit: opts.limit ? Math.min(opts.limit, 1000) : undefined });
+        for await (const info of pager) {
+          infos.push(info);
+          if (opts.limit !== undefined && infos.length >= opts.limit) break;
+        }
+      });
+      ctx.output(infos, () => sandboxTable(infos));
+    }));
+
+  sandbox.command('get').alias('info').argument('<id>', 'sandbox id').description("show a sandbox's info")
+    .action(action(env, async (ctx, id: string) => {
+      const info = await Sandbox.getInfo(id, ctx.connection);
+      ctx.output(info, () => sandboxFields(info));
+    }));
+
+  registerExec(sandbox, env);
+
+  sandbox.command('pause').argument('<id>', 'sandbox id').description('checkpoint memory, processes and files; stop the clock')
+    .action(action(env, async (ctx, id: string) => {
+      const info = await ctx.spin(`pausing ${id}`, () => Sandbox.pause(id, ctx.connection));
+      ctx.output(info, () => `${info.id} ${info.state}`);
+    }));
+
+  sandbox.command('resume').argument('<id>', 'sandbox id').description('restore a paused sandbox')
+    .option('--timeout <duration>', 'new lifetime from now (e.g. 10m)', parseDuration)
+    .action(action(env, async (ctx, id: string, opts: { timeout?: number }) => {
+      const info = await ctx.spin(`resuming ${id}`, () => Sandbox.resume(id, { ...ctx.connection, timeoutMs: opts.timeout }));
+      ctx.output(info, () => `${info.id} ${info.state}`);
+    }));
+
+  sandbox.command('fork').argument('<id>', 'sandbox id').description('fork into N new sandboxes (memory, processes, files); prints their ids')
+    .option('-n, --count <n>', 'how many forks (1-64)', intIn(1, 64), 1)
+    .action(action(env, async (ctx, id: string, opts: { count: number }) => {
+      const forks = await ctx.spin(`forking ${id} x${opts.count}`, () => Sandbox.fromId(id, ctx.connection).fork({ count: opts.count }));
+      if (ctx.json) ctx.output(await Promise.all(forks.map((f) => f.getInfo())), () => '');
+      else ctx.print(forks.map((f) => f.sandboxId).join('\n'));
+    }));
+
+  sandbox.command('snapshot').argument('<id>', 'sandbox id').description('take a named snapshot that outlives the sandbox; prints its id')
+    .requiredOption('--name <name>', 'snapshot name ([a-zA-Z0-9._-], up to 128)')
+    .action(action(env, async (ctx, id: string, opts: { name: string }) => {
+      const snap = await ctx.spin(`snapshotting ${id}`, () => Sandbox.fromId(id, ctx.connection).snapshot({ name: opts.name }));
+      ctx.output(snap, () => snap.id);
+    }));
+
+  sandbox.command('timeout').argument('<id>', 'sandbox id').argument('<duration>', 'new lifetime from now, e.g. 600000, 10m, 1h', parseDuration)
+    .description('set the remaining lifetime')
+    .action(action(env, async (ctx, id: string, timeoutMs: number) => {
+      const info = await Sandbox.setTimeout(id, timeoutMs, ctx.connection);
+      ctx.output(info, () => `${info.id} ends ${formatRelative(info.endAt)}`);
+    }));
+
+  sandbox.command('kill').alias('rm').argument('<ids...>', 'sandbox ids').description('kill sandboxes (idempotent on killed ones)')
+    .action(action(env, async (ctx, ids: string[]) => {
+      await ctx.spin(`killing ${ids.length} sandbox(es)`, () => Promise.all(ids.map((id) => Sandbox.fromId(id, ctx.connection).kill())));
+      ctx.output({ killed: ids }, () => ids.map((id) => `${id} killed`).join('\n'));
+    }));
+
+  registerFiles(sandbox, env);
+}

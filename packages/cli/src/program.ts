@@ -1,0 +1,36 @@
+/** The `ramify` command tree. */
+import { createRequire } from 'node:module';
+import { Command } from 'commander';
+import type { CliEnv } from './context.js';
+import { registerServe } from './commands/serve.js';
+import { registerSandbox } from './commands/sandbox.js';
+import { registerTemplate } from './commands/template.js';
+import { registerSnapshot } from './commands/snapshot.js';
+import { registerDemo } from './commands/demo.js';
+
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+
+/** Build the program. Commander's own exits are turned into thrown `CommanderError`s (see `runCli`). */
+export function createProgram(env: CliEnv): Command {
+  const program = new Command('ramify')
+    .description('Ramify: self-hosted sandboxes that pause, resume and fork')
+    .version(version, '-V, --version')
+    .option('--api-url <url>', 'API URL (env RAMIFY_API_URL, default http://127.0.0.1:7423)')
+    .option('--api-key <key>', 'API key (env RAMIFY_API_KEY, else $RAMIFY_HOME/api-key or /var/lib/ramify/api-key)')
+    .option('--json', 'machine-readable JSON on stdout; errors as {"error":{code,message}} on stderr')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => env.stdout.write(s),
+      writeErr: (s) => env.stderr.write(s),
+    })
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText('after', `
+Exit codes: 0 ok; 1 the API or a local file failed (CODE: message on stderr); 2 usage error;
+sandbox exec: the command's own exit code (see 'ramify sandbox exec --help').`);
+  registerServe(program, env);
+  registerSandbox(program, env);
+  registerTemplate(program, env);
+  registerSnapshot(program, env);
+  registerDemo(program, env);
+  return program;
+}
