@@ -8,8 +8,8 @@ export function registerDemo(program: Command, env: CliEnv): void {
   const demo = program.command('demo').description('showcase scenarios');
 
   demo.command('best-of-n').description('fork one sandbox N ways, try a strategy in each, keep the best (Sandbox.explore)')
-    .option('-t, --template <name>', 'template to start from (default: base)')
-    .option('-n, --count <n>', 'number of strategies / forks (1-64)', intIn(1, 64))
+    .option('-t, --template <name>', 'template to start from (default: python-tests, CPython with its own test suite)')
+    .option('-n, --count <n>', 'number of forks, one candidate fix each (default 3, max 4)', intIn(1, 4))
     .action(action(env, async (ctx, opts: { template?: string; count?: number }) => {
       const { runBestOfN } = await import('../demo/best-of-n.js');
       await runBestOfN({ connection: ctx.connection, json: ctx.json, template: opts.template, count: opts.count, print: (line) => ctx.print(line) });

@@ -1,4 +1,7 @@
 /** `ramify serve`: run the daemon in this process until SIGINT/SIGTERM. */
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { RamifyError } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
@@ -29,7 +32,13 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--port <port>', 'port to listen on (default 7423; 0 picks a free one)', intIn(0, 65535))
     .option('--data-dir <dir>', 'data directory (default $RAMIFY_HOME, else /var/lib/ramify)')
     .addOption(new Option('--log-level <level>', 'daemon log level (JSON log on stderr)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
-    .action(action(env, async (ctx, opts: { host?: string; port?: number; dataDir?: string; logLevel?: string }) => {
+    .option('--detach', 'run in the background (log: <data-dir>/serve.log); returns once the API answers, or at once if a daemon already answers there')
+    .action(action(env, async (ctx, opts: { host?: string; port?: number; dataDir?: string; logLevel?: string; detach?: boolean }) => {
+      if (opts.detach) {
+        const url = await serveDetached(opts);
+        ctx.note(`ramify: serving ${url} in the background`);
+        return;
+      }
       const { serve } = await loadDaemon();
       const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
@@ -44,4 +53,44 @@ export function registerServe(program: Command, env: CliEnv): void {
       });
       await server.close();
     }));
+}
+
+/**
+ * Start `ramify serve` as a detached background process with its output appended to
+ * `<data-dir>/serve.log`, and wait (up to 60 s) until `GET /v1/health` answers.
+ * @returns the API URL. @throws RamifyError RUNTIME_UNAVAILABLE with the log's tail when it does not come up.
+ */
+async function serveDetached(opts: { host?: string; port?: number; dataDir?: string; logLevel?: string }): Promise<string> {
+  const host = opts.host ?? '127.0.0.1';
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 7423}`;
+  if (await healthy(url)) return url;
+  const dataDir = opts.dataDir ?? (process.env.RAMIFY_HOME || '/var/lib/ramify');
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const logPath = join(dataDir, 'serve.log');
+  const log = openSync(logPath, 'a');
+  const args = [process.argv[1]!, 'serve'];
+  if (opts.host) args.push('--host', opts.host);
+  if (opts.port !== undefined) args.push('--port', String(opts.port));
+  if (opts.dataDir) args.push('--data-dir', opts.dataDir);
+  if (opts.logLevel) args.push('--log-level', opts.logLevel);
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log] });
+  child.unref();
+  closeSync(log);
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  for (let waited = 0; waited < 60_000 && !exited; waited += 250) {
+    if (await healthy(url)) return url;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const tail = readFileSync(logPath, 'utf8').trim().split('\n').slice(-8).join('\n');
+  throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up at ${url}; last lines of ${logPath}:\n${tail}`);
+}
+
+async function healthy(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/v1/health`, { signal: AbortSignal.timeout(1000) });
+    return res.ok;
+  } catch {
+    return false;
+  }
 }

@@ -1,5 +1,7 @@
 /** `ramify template build|list`. */
 import type { Command } from 'commander';
+import { existsSync } from 'node:fs';
+import { BASE_TEMPLATE_SPEC } from '@ramify/template-builder';
 import { buildTemplate, listTemplates, type TemplateBuildEvent, type TemplateInfo } from '@ramify/sdk';
 import { action, type CliContext, type CliEnv } from '../context.js';
 import { loadTemplateSpec } from '../template-spec.js';
@@ -60,11 +62,11 @@ function templateFields(t: TemplateInfo, elapsedMs?: number): string {
 export function registerTemplate(program: Command, env: CliEnv): void {
   const template = program.command('template').description('build and list templates');
 
-  template.command('build').argument('<spec>', 'template spec file (YAML or JSON); files[].source paths are relative to it')
+  template.command('build').argument('<spec>', "template spec file (YAML or JSON; files[].source paths are relative to it), or 'base' for the built-in base template")
     .description('build a template (cached steps are reused); --json prints the progress events as NDJSON')
     .option('-v, --verbose', 'print every build log line')
     .action(action(env, async (ctx, specPath: string, opts: { verbose?: boolean }) => {
-      const spec = await loadTemplateSpec(specPath);
+      const spec = specPath === 'base' && !existsSync(specPath) ? BASE_TEMPLATE_SPEC : await loadTemplateSpec(specPath);
       const progress = ctx.json ? undefined : new BuildProgress(ctx, opts.verbose === true);
       let elapsedMs: number | undefined;
       try {
