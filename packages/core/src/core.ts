@@ -28,6 +28,8 @@ export interface CoreOptions {
   agentConnectTimeoutMs: number;
   /** At most this many restores of one fork run at once. */
   forkConcurrency: number;
+  /** Keep the network namespaces of this many free slots prepared ahead of creates and forks (0 = off). */
+  prewarmSlots: number;
   /** Template used when a create names neither a template nor a snapshot. */
   defaultTemplate: string;
   defaultTimeoutMs: number;
@@ -44,7 +46,8 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   quietNetworkTimeoutMs: 10_000,
   quietNetworkPollMs: 250,
   agentConnectTimeoutMs: 10_000,
-  forkConcurrency: 4,
+  forkConcurrency: 8,
+  prewarmSlots: 8,
   defaultTemplate: 'base',
   defaultTimeoutMs: 300_000,
   defaultOnTimeout: 'pause',

@@ -31,6 +31,7 @@ export { forkSandbox, type ForkInput } from './lifecycle/fork.js';
 export { snapshotSandbox, type SnapshotInput } from './lifecycle/snapshot.js';
 export { setSandboxTimeout } from './lifecycle/set-timeout.js';
 export { TimeoutScheduler } from './lifecycle/timeouts.js';
+export { prewarmFreeSlots } from './lifecycle/prewarm.js';
 export { reconcile, type ReconcileReport } from './lifecycle/reconcile.js';
 export type { ReconcileOutcome } from './lifecycle/reconcile-sandbox.js';
 

@@ -5,7 +5,7 @@
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import { pino, type Logger as Pino } from 'pino';
-import { reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
+import { prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
@@ -63,6 +63,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
     const newApiKey = await ensureApiKey({ store: core.store, clock: core.clock, dataDir, print });
     if (options.reconcile !== 'skip') await reconcile(core);
+    prewarmFreeSlots(core);
     scheduler.start();
     app = await buildApp({ core, loggerInstance: log });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
@@ -93,6 +94,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
 export function adaptLogger(log: Pino): Logger {
   return {
     info: (message, fields) => log.info(fields ?? {}, message),
+    debug: (message, fields) => log.debug(fields ?? {}, message),
     warn: (message, fields) => log.warn(fields ?? {}, message),
     error: (message, fields) => log.error(fields ?? {}, message),
   };

@@ -28,6 +28,8 @@ export class NamespaceNetwork implements SandboxNetwork {
   readonly prefix: string;
   readonly layout: SlotLayout;
   private hostReady: Promise<void> | undefined;
+  /** Namespace builds in progress, by slot (prewarm and attach never build the same slot twice). */
+  private readonly building = new Map<number, Promise<void>>();
 
   constructor(options: NamespaceNetworkOptions = {}) {
     this.prefix = options.prefix ?? 'rmf';
@@ -51,7 +53,7 @@ export class NamespaceNetwork implements SandboxNetwork {
   async attach(_sandboxId: string, slot: number): Promise<NetworkAttachment> {
     await this.ensureHost();
     const n = this.names(slot);
-    const { hostAddress, slotAddress } = slotAddresses(this.layout, slot);
+    const { slotAddress } = slotAddresses(this.layout, slot);
     const attachment: NetworkAttachment = {
       slot,
       netnsName: n.sandboxNs,
@@ -59,13 +61,41 @@ export class NamespaceNetwork implements SandboxNetwork {
       guestAddress: this.layout.guestAddress,
       slotAddress,
     };
-    if (!existsSync(attachment.netnsPath) || !existsSync(`${NETNS_DIR}/${n.routerNs}`)) {
+    await this.building.get(slot)?.catch(() => undefined);
+    if (!this.exists(slot)) await this.build(slot);
+    else await this.repairGuest(slot);
+    return attachment;
+  }
+
+  private exists(slot: number): boolean {
+    const n = this.names(slot);
+    return existsSync(`${NETNS_DIR}/${n.sandboxNs}`) && existsSync(`${NETNS_DIR}/${n.routerNs}`);
+  }
+
+  /** Build `slot` from scratch (removing any half-made leftovers first), at most once at a time. */
+  private build(slot: number): Promise<void> {
+    const pending = this.building.get(slot);
+    if (pending) return pending;
+    const { hostAddress, slotAddress } = slotAddresses(this.layout, slot);
+    const job = (async () => {
+      await this.ensureHost();
       await this.detach(slot);
       await this.create(slot, hostAddress, slotAddress);
-    } else {
-      await this.repairGuest(slot);
+    })().finally(() => this.building.delete(slot));
+    this.building.set(slot, job);
+    return job;
+  }
+
+  prewarm(slots: number[]): void {
+    for (const slot of slots) {
+      if (this.building.has(slot) || this.exists(slot)) continue;
+      this.build(slot).catch(() => undefined);
     }
-    return attachment;
+  }
+
+  /** Wait for background prewarms (tests, shutdown). */
+  async settle(): Promise<void> {
+    while (this.building.size > 0) await Promise.allSettled([...this.building.values()]);
   }
 
   private async create(slot: number, hostAddress: string, slotAddress: string): Promise<void> {
@@ -169,6 +199,7 @@ export class NamespaceNetwork implements SandboxNetwork {
 
   /** Remove every namespace and the host table made with this prefix (tests, `ramify serve --reset-network`). */
   async destroyAll(): Promise<void> {
+    await this.settle();
     for (const slot of await this.listSlots()) await this.detach(slot);
     await run(['nft', 'delete', 'table', 'ip', this.prefix]);
     this.hostReady = undefined;

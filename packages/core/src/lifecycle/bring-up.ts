@@ -9,6 +9,7 @@ import { runtimeFor, type Core } from '../core.js';
 import { hostnameFor } from '../ids.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { messageOf } from './records.js';
+import { isWarmSlot, prewarmFreeSlots } from './prewarm.js';
 
 /**
  * Restore `snapshotId` into the sandbox described by `record` (which must hold a slot) and make its agent
@@ -22,15 +23,29 @@ export async function bringUp(core: Core, record: SandboxRecord, snapshotId: str
   const template = await core.store.getTemplate(record.templateId);
   if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${record.templateId}' of sandbox '${record.id}' not found`, { id: record.templateId });
   const hostname = hostnameFor(record.id);
+  // Phase durations (ms), logged at debug level: where a create/resume/fork spends its time.
+  const phases: Record<string, number> = {};
+  let mark = performance.now();
+  const phase = (name: string): void => {
+    const now = performance.now();
+    phases[name] = Math.round(now - mark);
+    mark = now;
+  };
   try {
     const network = await core.network.attach(record.id, record.slot);
+    phase('networkMs');
     const { imageDir } = await core.storage.open(snapshotId);
+    phase('openSnapshotMs');
     await runtime.restore(
       { sandboxId: record.id, rootfsDir: template.rootfsDir, resources: { cpuCount: record.cpuCount, memoryMB: record.memoryMB }, hostname, network },
       imageDir,
     );
+    phase('restoreMs');
     const session = await core.sessions.open(record.id);
+    phase('agentMs');
     await session.setIdentity({ sandboxId: record.id, hostname, envs: { ...record.envs }, clockMs: core.clock.now(), entropy: core.entropy(32) });
+    phase('identityMs');
+    core.logger.debug('sandbox up', { sandboxId: record.id, ...phases });
   } catch (err) {
     await core.sessions.drop(record.id);
     await runtime.kill(record.id).catch((killErr: unknown) => core.logger.warn('cleanup after failed restore: kill failed', { sandboxId: record.id, error: messageOf(killErr) }));
@@ -52,13 +67,16 @@ export async function releaseResources(core: Core, record: SandboxRecord): Promi
     const lease = (await core.store.listSlots()).find((l) => l.slot === slot);
     // Never detach a slot that has since been leased to another sandbox.
     if (lease === undefined || lease.sandboxId === record.id) {
-      await core.network
-        .detach(slot)
+      // A slot among the next ones to be handed out keeps its namespaces, ready for the next sandbox
+      // (attach repairs the guest address); others are torn down.
+      const keep = await isWarmSlot(core, slot, record.id);
+      await (keep ? Promise.resolve() : core.network.detach(slot))
         .then(() => core.store.releaseSlot(record.id))
         .catch((err: unknown) => failures.push(`network detach of slot ${slot}: ${messageOf(err)}`));
     }
   }
   if (failures.length > 0) core.logger.warn('releasing sandbox resources failed', { sandboxId: record.id, failures });
+  else if (record.slot !== null) prewarmFreeSlots(core);
   return failures[0] ?? null;
 }
 

@@ -59,8 +59,16 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
     throw err;
   }
 
+  const phases: Record<string, number> = {};
+  let mark = performance.now();
+  const phase = (name: string): void => {
+    const now = performance.now();
+    phases[name] = Math.round(now - mark);
+    mark = now;
+  };
   try {
     await waitForQuietNetwork(core, record.id, runtime);
+    phase('quietNetworkMs');
   } catch (err) {
     await core.store.deleteSnapshot(snapshotId);
     await transition(core, current, 'running', { operation: null });
@@ -68,12 +76,16 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
   }
 
   await core.sessions.suspend(record.id);
+  phase('closeAgentMs');
   let sizeBytes: number;
   try {
     const { imageDir } = await core.storage.prepare(snapshotId);
     await runtime.checkpoint(record.id, imageDir);
+    phase('checkpointMs');
     const manifest = await core.storage.commit({ snapshotId, runtime: record.runtime, templateId: record.templateId, parentSnapshotId: record.sourceSnapshotId });
     sizeBytes = manifest.sizeBytes;
+    phase('commitMs');
+    core.logger.debug('sandbox checkpointed', { sandboxId: record.id, snapshotId, sizeBytes, ...phases });
   } catch (err) {
     throw await rollBackFailedCheckpoint(core, current, snapshotId, err);
   }

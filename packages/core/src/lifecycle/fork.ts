@@ -37,6 +37,7 @@ export async function forkSandbox(core: Core, sandboxId: string, input: ForkInpu
   return core.locks.run(sandboxId, async () => {
     let parent = await loadSandbox(core, sandboxId);
     const childIds = Array.from({ length: input.count }, () => newSandboxId());
+    let parentRestore: Promise<SandboxRecord> | null = null;
     if (checkpointSourceFor(sandboxId, parent.state) === 'checkpoint-first') {
       const endAt = parent.endAt ?? core.clock.now() + parent.timeoutMs;
       parent = (
@@ -46,7 +47,8 @@ export async function forkSandbox(core: Core, sandboxId: string, input: ForkInpu
           afterwards: 'operation-continues',
         })
       ).record;
-      parent = await restoreParent(core, parent, endAt);
+      // The parent comes back while its children start: the restores overlap.
+      parentRestore = restoreParent(core, parent, endAt);
     } else {
       parent = await core.store.updateSandbox(sandboxId, {
         operation: { kind: 'fork', snapshotId: parent.pausedSnapshotId as string, childIds, parentWasRunning: false },
@@ -55,7 +57,9 @@ export async function forkSandbox(core: Core, sandboxId: string, input: ForkInpu
     const operation = parent.operation;
     if (operation?.kind !== 'fork') throw new RamifyError('INTERNAL', `fork of '${sandboxId}' lost its operation record`);
     try {
-      return await startChildren(core, parent, operation.snapshotId, childIds);
+      const [children] = await Promise.allSettled([startChildren(core, parent, operation.snapshotId, childIds), parentRestore]);
+      if (children.status === 'rejected') throw children.reason;
+      return children.value;
     } finally {
       await core.store.updateSandbox(sandboxId, { operation: null });
       await collectSnapshots(core, [operation.snapshotId]);

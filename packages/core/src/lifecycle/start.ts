@@ -4,6 +4,7 @@
  * identity → `running` with its timeout clock started. On failure everything it took is released and
  * the sandbox ends in `error` with the reason.
  */
+import { prewarmFreeSlots } from './prewarm.js';
 import type { Core } from '../core.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { bringUp, releaseResources } from './bring-up.js';
@@ -35,6 +36,7 @@ export async function startSandbox(core: Core, fresh: NewSandbox): Promise<Sandb
   core.events.emitState({ sandboxId: record.id, from: 'creating', to: 'creating', sandbox: record, at: record.createdAt });
   try {
     const slot = await core.store.allocateSlot(record.id);
+    prewarmFreeSlots(core);
     record = await core.store.updateSandbox(record.id, { slot });
     await bringUp(core, record, fresh.sourceSnapshotId);
   } catch (err) {

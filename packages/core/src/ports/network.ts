@@ -26,4 +26,10 @@ export interface SandboxNetwork {
   detach(slot: number): Promise<void>;
   /** Slots that have namespaces on this host (for reconcile). */
   listSlots(): Promise<number[]>;
+  /**
+   * Prepare the namespaces of `slots` in the background so that a later `attach` of one of them only
+   * checks and repairs (~5 ms instead of ~60-600 ms under load). Never rejects; a failed prewarm
+   * leaves `attach` to build the slot as usual.
+   */
+  prewarm(slots: number[]): void;
 }

@@ -127,6 +127,11 @@ export class FakeNetwork implements SandboxNetwork {
     return { slot, netnsPath: `/var/run/netns/fake-${slot}`, netnsName: `fake-${slot}`, guestAddress: '10.0.0.2', slotAddress: `10.200.0.${slot}` };
   }
 
+  readonly prewarmed: number[][] = [];
+  prewarm(slots: number[]): void {
+    this.prewarmed.push(slots);
+  }
+
   async detach(slot: number): Promise<void> {
     this.calls.push(`detach ${slot}`);
     this.attached.delete(slot);

@@ -179,6 +179,11 @@ export class GvisorRuntime implements Runtime {
     return ((JSON.parse(r.stdout || '[]') as Array<{ id: string }> | null) ?? []).map((c) => c.id);
   }
 
+  /** runsc's container id of the sandbox's current incarnation (for raw `runsc` calls in benches and debugging). */
+  async containerOf(sandboxId: string): Promise<string> {
+    return (await this.requireInstance(sandboxId)).containerId;
+  }
+
   async checkpoint(sandboxId: string, imageDir: string): Promise<{ sizeBytes: number }> {
     const inst = await this.requireInstance(sandboxId);
     await mkdir(imageDir, { recursive: true });

@@ -1,0 +1,14 @@
+/**
+ * `@ramify/conformance`: the end-to-end conformance suite every runtime must pass, run against a real
+ * Ramify daemon through the SDK and the REST API.
+ *
+ * ```ts
+ * import { registerConformanceSuite } from '@ramify/conformance';
+ * registerConformanceSuite({ runtime: 'gvisor' });   // in a *.test.ts file
+ * ```
+ */
+export { registerConformanceSuite, conformanceSkipReason, type ConformanceSuiteOpts } from './suite.js';
+export { createContext, CASE_SANDBOX_TIMEOUT_MS, type ConformanceTarget, type SuiteContext } from './context.js';
+export { DaemonHarness, CONFORMANCE_PREFIX, DEFAULT_CACHE_DIR, LIVE_STATES, type HarnessOptions, type RawCallOpts, type RawResponse } from './harness.js';
+export { listNamespaces, listSandboxNamespaces, removeHostNetwork, removeRunscContainers, hostRun, type HostCommandResult } from './host-cleanup.js';
+export type { DaemonEntryConfig, DaemonEntryReady } from './daemon-entry.js';

@@ -1,0 +1,31 @@
+/**
+ * Slot prewarming: the store hands out the lowest free slot, so the next creates and fork children will
+ * most likely get the lowest free slots now. Preparing their network namespaces in the background takes
+ * the ~60 ms (idle) to ~600 ms (eight at once on two cores) of namespace setup off the critical path.
+ */
+import type { Core } from '../core.js';
+
+/**
+ * Ask the network to prepare the `core.options.prewarmSlots` lowest free slots. Fire and forget: never
+ * rejects, and a slot allocated meanwhile simply finds its namespaces ready (or builds them itself).
+ */
+export function prewarmFreeSlots(core: Core): void {
+  if (core.options.prewarmSlots <= 0) return;
+  nextFreeSlots(core, null)
+    .then((free) => core.network.prewarm(free))
+    .catch((err: unknown) => core.logger.warn('slot prewarm failed', { error: err instanceof Error ? err.message : String(err) }));
+}
+
+/** The `prewarmSlots` lowest slots not leased (counting `releasing`'s lease as free). */
+async function nextFreeSlots(core: Core, releasing: string | null): Promise<number[]> {
+  const used = new Set((await core.store.listSlots()).filter((l) => l.sandboxId !== releasing).map((l) => l.slot));
+  const free: number[] = [];
+  for (let slot = 1; free.length < core.options.prewarmSlots; slot++) if (!used.has(slot)) free.push(slot);
+  return free;
+}
+
+/** True when `slot`, once `sandboxId` lets it go, is among the next slots to be handed out: keep its namespaces. */
+export async function isWarmSlot(core: Core, slot: number, sandboxId: string): Promise<boolean> {
+  if (core.options.prewarmSlots <= 0) return false;
+  return (await nextFreeSlots(core, sandboxId)).includes(slot);
+}
