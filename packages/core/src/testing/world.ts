@@ -57,7 +57,8 @@ export async function createTestWorld(options: Partial<CoreOptions> = {}, reuse?
   if (!reuse) await seedTemplate(store, storage, { files: { '/root/hello.txt': 'hi' }, endpoints: [], identities: [] });
   const core = createCore({
     store, runtimes: [runtime], network, storage, clock, logger: silentLogger, connectAgent: runtime.connectAgent,
-    options: { quietNetworkPollMs: 1_000, ...options },
+    // No warm slot pool by default: tests see every namespace torn down on release (see prewarm.test.ts).
+    options: { quietNetworkPollMs: 1_000, prewarmSlots: 0, ...options },
   });
   return {
     dir, core, store, runtime, network, storage, clock,

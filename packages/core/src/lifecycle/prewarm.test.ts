@@ -1,0 +1,30 @@
+/** Warm network slots (fake runtime and network; the real namespaces are covered by @ramify/network). */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTestWorld } from '../testing/world.js';
+import { createSandbox } from './create.js';
+import { killSandbox } from './kill.js';
+
+const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
+
+test('creating a sandbox prewarms the next free slots; a killed sandbox keeps its namespaces when its slot is next in line', async () => {
+  const w = await createTestWorld({ prewarmSlots: 3 });
+  const a = await createSandbox(w.core, {});
+  await settle();
+  assert.deepEqual(w.network.prewarmed.at(-1), [2, 3, 4], 'slot 1 is taken: the next three free slots are prepared');
+  const b = await createSandbox(w.core, {});
+  await killSandbox(w.core, a.id);
+  assert.ok(w.network.attached.has(a.slot as number), 'slot 1 is the next to hand out: its namespaces stay');
+  assert.ok(!w.network.calls.includes(`detach ${a.slot}`));
+  assert.deepEqual((await w.store.listSlots()).map((l) => l.sandboxId), [b.id], 'the lease itself is released');
+  await w.dispose();
+});
+
+test('with prewarmSlots 0 every released slot is torn down', async () => {
+  const w = await createTestWorld({ prewarmSlots: 0 });
+  const a = await createSandbox(w.core, {});
+  await killSandbox(w.core, a.id);
+  assert.ok(w.network.calls.includes(`detach ${a.slot}`));
+  assert.deepEqual(w.network.prewarmed, []);
+  await w.dispose();
+});
