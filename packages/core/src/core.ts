@@ -14,6 +14,7 @@ import type { SnapshotStorage } from './ports/snapshot-storage.js';
 import type { Store } from './ports/store.js';
 import type { TemplateBuilder } from './ports/template-builder.js';
 import { AgentSessions } from './lifecycle/agent-sessions.js';
+import { handleInstanceLost } from './lifecycle/instance-lost.js';
 import { SandboxEvents } from './lifecycle/events.js';
 import { KeyedLock } from './lifecycle/locks.js';
 import { agentReachable } from './lifecycle/state-machine.js';
@@ -107,6 +108,7 @@ export function createCore(deps: CoreDeps): Core {
       const record = await deps.store.getSandbox(sandboxId);
       return record !== null && agentReachable(record.state);
     },
+    onUnreachable: (sandboxId) => handleInstanceLost(core, sandboxId),
   });
   return core;
 }

@@ -60,7 +60,7 @@ async function registerTemplate(core: Core): Promise<void> {
   );
   await core.store.insertSnapshot({
     id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_e2e', sandboxId: null,
-    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, rootfsDir: rootfs as string,
   });
   await core.store.putTemplate({ id: 'tpl_e2e', name: 'base', runtime: 'gvisor', specHash: 'e2e', snapshotId, parent: null, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs as string, createdAt: Date.now() });
 }

@@ -49,6 +49,14 @@ export function appliedMigrations(db: Db): number[] {
   return (db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as Array<{ version: number }>).map((r) => r.version);
 }
 
+/**
+ * Rows that pin a root filesystem must name one (migration 2 gives pre-existing rows a default, never new ones).
+ * @throws RamifyError `INTERNAL` when `rootfsDir` is empty.
+ */
+export function requireRootfs(rootfsDir: string, what: string): void {
+  if (typeof rootfsDir !== 'string' || rootfsDir === '') throw new RamifyError('INTERNAL', `${what} has no root filesystem directory (rootfsDir)`);
+}
+
 /** Map SQLite constraint violations to `CONFLICT`; rethrow anything else. */
 export function conflictOnConstraint(err: unknown, message: string): never {
   const code = (err as { code?: unknown }).code;

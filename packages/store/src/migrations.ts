@@ -105,4 +105,22 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    // A checkpoint image is only valid on the root filesystem it was made on, and rebuilding a template
+    // points it at a new one: sandboxes and snapshots pin theirs. Existing rows get their template's
+    // current rootfs (the best available; '' when the template is gone, which restore refuses). SQLite
+    // cannot add a NOT NULL column without a default, so the default '' is barred for new rows by triggers.
+    version: 2,
+    name: 'pin-rootfs-dir',
+    sql: `
+      ALTER TABLE sandboxes ADD COLUMN rootfs_dir TEXT NOT NULL DEFAULT '';
+      ALTER TABLE snapshots ADD COLUMN rootfs_dir TEXT NOT NULL DEFAULT '';
+      UPDATE sandboxes SET rootfs_dir = COALESCE((SELECT t.rootfs_dir FROM templates t WHERE t.id = sandboxes.template_id), '');
+      UPDATE snapshots SET rootfs_dir = COALESCE((SELECT t.rootfs_dir FROM templates t WHERE t.id = snapshots.template_id), '');
+      CREATE TRIGGER sandboxes_rootfs_dir_required BEFORE INSERT ON sandboxes WHEN NEW.rootfs_dir = ''
+        BEGIN SELECT RAISE(ABORT, 'sandboxes.rootfs_dir is required'); END;
+      CREATE TRIGGER snapshots_rootfs_dir_required BEFORE INSERT ON snapshots WHEN NEW.rootfs_dir = ''
+        BEGIN SELECT RAISE(ABORT, 'snapshots.rootfs_dir is required'); END;
+    `,
+  },
 ];

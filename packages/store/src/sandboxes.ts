@@ -4,7 +4,7 @@
  */
 import { RamifyError } from '@ramify/contracts';
 import type { SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord } from '@ramify/core';
-import { conflictOnConstraint, type Db } from './db.js';
+import { conflictOnConstraint, requireRootfs, type Db } from './db.js';
 
 interface SandboxRow {
   id: string;
@@ -12,6 +12,7 @@ interface SandboxRow {
   runtime: string;
   template_id: string;
   source_snapshot_id: string | null;
+  rootfs_dir: string;
   parent_id: string | null;
   cpu_count: number;
   memory_mb: number;
@@ -32,6 +33,7 @@ const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
   runtime: 'runtime',
   templateId: 'template_id',
   sourceSnapshotId: 'source_snapshot_id',
+  rootfsDir: 'rootfs_dir',
   parentId: 'parent_id',
   cpuCount: 'cpu_count',
   memoryMB: 'memory_mb',
@@ -55,6 +57,7 @@ function fromRow(row: SandboxRow): SandboxRecord {
     runtime: row.runtime as SandboxRecord['runtime'],
     templateId: row.template_id,
     sourceSnapshotId: row.source_snapshot_id,
+    rootfsDir: row.rootfs_dir,
     parentId: row.parent_id,
     cpuCount: row.cpu_count,
     memoryMB: row.memory_mb,
@@ -94,7 +97,9 @@ export class SandboxRows {
     return row ? fromRow(row) : null;
   }
 
+  /** @throws RamifyError `CONFLICT` (id taken), `INTERNAL` (no root filesystem given). */
   insert(record: SandboxRecord): void {
+    requireRootfs(record.rootfsDir, `sandbox '${record.id}'`);
     const fields = ['id', ...Object.keys(COLUMNS)] as Array<keyof SandboxRecord>;
     const columns = fields.map((f) => (f === 'id' ? 'id' : COLUMNS[f]));
     const sql = `INSERT INTO sandboxes (${columns.join(', ')}, updated_at) VALUES (${columns.map(() => '?').join(', ')}, ?)`;

@@ -3,7 +3,7 @@
  */
 import { RamifyError } from '@ramify/contracts';
 import type { SnapshotRecord, TemplateRecord } from '@ramify/core';
-import { conflictOnConstraint, type Db } from './db.js';
+import { conflictOnConstraint, requireRootfs, type Db } from './db.js';
 
 interface SnapshotRow {
   id: string;
@@ -18,6 +18,7 @@ interface SnapshotRow {
   created_at: number;
   cpu_count: number;
   memory_mb: number;
+  rootfs_dir: string;
 }
 
 const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
@@ -33,6 +34,7 @@ const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
   createdAt: r.created_at,
   cpuCount: r.cpu_count,
   memoryMB: r.memory_mb,
+  rootfsDir: r.rootfs_dir,
 });
 
 export class SnapshotRows {
@@ -41,14 +43,16 @@ export class SnapshotRows {
     this.#db = db;
   }
 
+  /** @throws RamifyError `CONFLICT` (id or name taken), `INTERNAL` (no root filesystem given). */
   insert(s: SnapshotRecord): void {
+    requireRootfs(s.rootfsDir, `snapshot '${s.id}'`);
     try {
       this.#db
         .prepare(
-          `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, rootfs_dir)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
-        .run(s.id, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB);
+        .run(s.id, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.rootfsDir);
     } catch (err) {
       conflictOnConstraint(err, s.name ? `a snapshot named '${s.name}' already exists` : `snapshot '${s.id}' already exists`);
     }

@@ -21,6 +21,7 @@ function sandbox(overrides: Partial<SandboxRecord> = {}): SandboxRecord {
     runtime: 'gvisor',
     templateId: 'tpl_1',
     sourceSnapshotId: 'snap_tpl',
+    rootfsDir: '/layers/files-1/rootfs',
     parentId: null,
     cpuCount: 1,
     memoryMB: 512,
@@ -53,6 +54,7 @@ function snapshot(overrides: Partial<SnapshotRecord> = {}): SnapshotRecord {
     createdAt: 1_700_000_000_000 + seq,
     cpuCount: 1,
     memoryMB: 512,
+    rootfsDir: '/layers/files-1/rootfs',
     ...overrides,
   };
 }

@@ -58,6 +58,8 @@ export class LocalTemplateBuilder implements TemplateBuilder {
         createdAt: Date.parse(built.snapshot.createdAt),
         cpuCount: resources.cpuCount,
         memoryMB: resources.memoryMB,
+        // The image is only valid on the rootfs it was booted on (the files layer; its path is keyed by content).
+        rootfsDir: built.rootfsDir,
       });
     } else if (row.sizeBytes !== built.snapshot.sizeBytes || row.status !== 'ready') {
       await store.updateSnapshot(built.snapshotId, { sizeBytes: built.snapshot.sizeBytes, status: 'ready' });

@@ -12,6 +12,8 @@ export interface AgentSessionsOptions {
   connect: (sandboxId: string) => Promise<AgentSession>;
   /** Whether the sandbox is currently `running` (asked before reconnecting). */
   isRunning: (sandboxId: string) => Promise<boolean>;
+  /** Called when a lost channel of a running sandbox cannot be reopened (the instance may have died). */
+  onUnreachable?: (sandboxId: string, error: unknown) => Promise<void>;
   logger: Logger;
   /** Bound on connect + first ping, ms. */
   connectTimeoutMs: number;
@@ -169,8 +171,13 @@ export class AgentSessions {
     this.#options.logger.warn('agent channel lost; reconnecting', { sandboxId, reason });
     void (async () => {
       if (!(await this.#options.isRunning(sandboxId))) return;
-      await this.get(sandboxId);
-    })().catch((err: unknown) => this.#options.logger.warn('agent reconnect failed; will retry on next use', { sandboxId, error: String(err) }));
+      try {
+        await this.get(sandboxId);
+      } catch (err) {
+        this.#options.logger.warn('agent reconnect failed; checking the instance', { sandboxId, error: String(err) });
+        await this.#options.onUnreachable?.(sandboxId, err);
+      }
+    })().catch((err: unknown) => this.#options.logger.warn('handling a lost agent channel failed', { sandboxId, error: String(err) }));
   }
 }
 

@@ -4,6 +4,7 @@
  *   channel → give the sandbox its identity (clock, entropy, hostname, id, envs);
  * - {@link releaseResources}: close the channel, stop the runtime instance, detach the network, free the slot.
  */
+import { stat } from 'node:fs/promises';
 import { RamifyError, isRamifyError } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { hostnameFor } from '../ids.js';
@@ -13,15 +14,16 @@ import { isWarmSlot, prewarmFreeSlots } from './prewarm.js';
 
 /**
  * Restore `snapshotId` into the sandbox described by `record` (which must hold a slot) and make its agent
- * usable. On failure the half-started runtime instance is stopped (the slot and network stay; the caller
- * decides) and the error is rethrown as a RamifyError.
- * @throws RamifyError `TEMPLATE_NOT_FOUND`, `SNAPSHOT_NOT_FOUND`, `RUNTIME_ERROR`, `AGENT_UNREACHABLE`, `RUNTIME_UNAVAILABLE`.
+ * usable, on the sandbox's pinned root filesystem (`record.rootfsDir`, never the template's current one).
+ * On failure the half-started runtime instance is stopped (the slot and network stay; the caller decides)
+ * and the error is rethrown as a RamifyError.
+ * @throws RamifyError `RUNTIME_ERROR` (also when the pinned root filesystem directory is gone: nothing is
+ *   started then), `SNAPSHOT_NOT_FOUND`, `AGENT_UNREACHABLE`, `RUNTIME_UNAVAILABLE`.
  */
 export async function bringUp(core: Core, record: SandboxRecord, snapshotId: string): Promise<void> {
   if (record.slot === null) throw new RamifyError('INTERNAL', `sandbox '${record.id}' has no network slot`);
   const runtime = runtimeFor(core, record.runtime);
-  const template = await core.store.getTemplate(record.templateId);
-  if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${record.templateId}' of sandbox '${record.id}' not found`, { id: record.templateId });
+  await assertRootfsPresent(record, snapshotId);
   const hostname = hostnameFor(record.id);
   // Phase durations (ms), logged at debug level: where a create/resume/fork spends its time.
   const phases: Record<string, number> = {};
@@ -37,7 +39,7 @@ export async function bringUp(core: Core, record: SandboxRecord, snapshotId: str
     const { imageDir } = await core.storage.open(snapshotId);
     phase('openSnapshotMs');
     await runtime.restore(
-      { sandboxId: record.id, rootfsDir: template.rootfsDir, resources: { cpuCount: record.cpuCount, memoryMB: record.memoryMB }, hostname, network },
+      { sandboxId: record.id, rootfsDir: record.rootfsDir, resources: { cpuCount: record.cpuCount, memoryMB: record.memoryMB }, hostname, network },
       imageDir,
     );
     phase('restoreMs');
@@ -78,6 +80,33 @@ export async function releaseResources(core: Core, record: SandboxRecord): Promi
   if (failures.length > 0) core.logger.warn('releasing sandbox resources failed', { sandboxId: record.id, failures });
   else if (record.slot !== null) prewarmFreeSlots(core);
   return failures[0] ?? null;
+}
+
+/**
+ * The image is only valid on the root filesystem it was made on; gVisor would not notice another one
+ * (silent corruption). So a missing pinned directory is an error, never a reason to use another.
+ * @throws RamifyError `RUNTIME_ERROR` naming the directory.
+ */
+async function assertRootfsPresent(record: SandboxRecord, snapshotId: string): Promise<void> {
+  const context = `restoring sandbox '${record.id}' from snapshot '${snapshotId}' failed`;
+  if (record.rootfsDir === '') {
+    throw new RamifyError(
+      'RUNTIME_ERROR',
+      `${context}: the sandbox has no recorded root filesystem (it predates root filesystem pinning and its template was gone when the database was upgraded)`,
+      { id: record.id },
+    );
+  }
+  const isDirectory = await stat(record.rootfsDir).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+  if (!isDirectory) {
+    throw new RamifyError(
+      'RUNTIME_ERROR',
+      `${context}: its root filesystem '${record.rootfsDir}' no longer exists; the image can only be restored on the root filesystem it was made on`,
+      { id: record.id, rootfsDir: record.rootfsDir },
+    );
+  }
 }
 
 function wrap(err: unknown, context: string): RamifyError {

@@ -49,6 +49,7 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
     createdAt: core.clock.now(),
     cpuCount: record.cpuCount,
     memoryMB: record.memoryMB,
+    rootfsDir: record.rootfsDir,
   };
   await core.store.insertSnapshot(snapshot);
   let current: SandboxRecord;

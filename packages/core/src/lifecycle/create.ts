@@ -30,6 +30,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
       runtime: source.runtime,
       templateId: source.templateId,
       sourceSnapshotId: source.snapshotId,
+      rootfsDir: source.rootfsDir,
       parentId: null,
       cpuCount: request.cpuCount ?? source.cpuCount ?? core.options.defaultCpuCount,
       memoryMB: request.memoryMB ?? source.memoryMB ?? core.options.defaultMemoryMB,
@@ -45,6 +46,8 @@ interface Source {
   runtime: SandboxRecord['runtime'];
   templateId: string;
   snapshotId: string;
+  /** The root filesystem the source image was made on: the sandbox is pinned to it. */
+  rootfsDir: string;
   cpuCount?: number;
   memoryMB?: number;
 }
@@ -52,12 +55,13 @@ interface Source {
 async function fromTemplate(core: Core, nameOrId: string): Promise<Source> {
   const template: TemplateRecord | null = (await core.store.getTemplate(nameOrId)) ?? (await core.store.findTemplateByName(nameOrId));
   if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${nameOrId}' not found`, { id: nameOrId });
-  return { runtime: template.runtime, templateId: template.id, snapshotId: template.snapshotId };
+  // The template's current image and the rootfs it was made on come from the same record.
+  return { runtime: template.runtime, templateId: template.id, snapshotId: template.snapshotId, rootfsDir: template.rootfsDir };
 }
 
 async function fromSnapshot(core: Core, idOrName: string): Promise<Source> {
   const snapshot: SnapshotRecord | null = (await core.store.getSnapshot(idOrName)) ?? (await core.store.findSnapshotByName(idOrName));
   if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${idOrName}' not found`, { id: idOrName });
   if (snapshot.status !== 'ready') throw new RamifyError('CONFLICT', `snapshot '${idOrName}' is still being written; retry in a moment`, { id: snapshot.id });
-  return { runtime: snapshot.runtime, templateId: snapshot.templateId, snapshotId: snapshot.id, cpuCount: snapshot.cpuCount, memoryMB: snapshot.memoryMB };
+  return { runtime: snapshot.runtime, templateId: snapshot.templateId, snapshotId: snapshot.id, rootfsDir: snapshot.rootfsDir, cpuCount: snapshot.cpuCount, memoryMB: snapshot.memoryMB };
 }

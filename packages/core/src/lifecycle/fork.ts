@@ -85,6 +85,8 @@ async function startChildren(core: Core, parent: SandboxRecord, snapshotId: stri
         runtime: parent.runtime,
         templateId: parent.templateId,
         sourceSnapshotId: snapshotId,
+        // The fork point was made on the parent's root filesystem.
+        rootfsDir: parent.rootfsDir,
         parentId: parent.id,
         cpuCount: parent.cpuCount,
         memoryMB: parent.memoryMB,

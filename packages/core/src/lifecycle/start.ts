@@ -13,7 +13,7 @@ import { messageOf, transition } from './records.js';
 /** The part of a new sandbox's record its creator chooses; the rest is filled in here. */
 export type NewSandbox = Pick<
   SandboxRecord,
-  'id' | 'runtime' | 'templateId' | 'sourceSnapshotId' | 'parentId' | 'cpuCount' | 'memoryMB' | 'metadata' | 'envs' | 'timeoutMs' | 'onTimeout'
+  'id' | 'runtime' | 'templateId' | 'sourceSnapshotId' | 'rootfsDir' | 'parentId' | 'cpuCount' | 'memoryMB' | 'metadata' | 'envs' | 'timeoutMs' | 'onTimeout'
 > & { sourceSnapshotId: string };
 
 /**

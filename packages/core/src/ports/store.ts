@@ -28,6 +28,13 @@ export interface SandboxRecord {
   templateId: string;
   /** Snapshot the sandbox was restored from at creation (template image, fork point or named snapshot). */
   sourceSnapshotId: string | null;
+  /**
+   * Host directory of the root filesystem the sandbox runs on, pinned at creation (the template's at that
+   * time, or the source snapshot's). Every restore of this sandbox uses it, never the template's current
+   * one: an image is only valid on the exact root filesystem it was made on, and rebuilding a template
+   * points the template at a new directory.
+   */
+  rootfsDir: string;
   parentId: string | null;
   cpuCount: number;
   memoryMB: number;
@@ -49,7 +56,7 @@ export interface SandboxRecord {
 }
 
 /** Fields of a sandbox that change after creation. */
-export type SandboxPatch = Partial<Omit<SandboxRecord, 'id' | 'runtime' | 'templateId' | 'createdAt' | 'parentId'>>;
+export type SandboxPatch = Partial<Omit<SandboxRecord, 'id' | 'runtime' | 'templateId' | 'rootfsDir' | 'createdAt' | 'parentId'>>;
 
 export interface SandboxQuery {
   /** Only these states; empty/absent = every state. */
@@ -91,6 +98,11 @@ export interface SnapshotRecord {
   /** Resources of the sandbox it was taken from (defaults for sandboxes created from it). */
   cpuCount: number;
   memoryMB: number;
+  /**
+   * Host directory of the root filesystem the image was made on (its sandbox's pinned one; a template
+   * image's template rootfs). The image may only be restored on this directory.
+   */
+  rootfsDir: string;
 }
 
 export interface TemplateRecord {
@@ -104,7 +116,10 @@ export interface TemplateRecord {
   /** Parent template name, if built `from` one. */
   parent: string | null;
   sizeBytes: number;
-  /** Host directory of the template's root filesystem (read-only to sandboxes). */
+  /**
+   * Host directory of the template's current root filesystem (read-only to sandboxes). A rebuild with
+   * different content replaces it; sandboxes and snapshots keep the one they were made on (their own `rootfsDir`).
+   */
   rootfsDir: string;
   createdAt: number;
 }

@@ -5,4 +5,4 @@
  */
 export { FakeAgentSession, type FakeGuestState } from './fake-agent.js';
 export { FakeRuntime, FakeNetwork, DirSnapshotStorage, ManualClock, type FakeCheckpointBehaviour } from './fake-ports.js';
-export { createTestWorld, seedTemplate, openSqliteStore, type TestWorld } from './world.js';
+export { createTestWorld, seedTemplate, openSqliteStore, type SeedTemplateOptions, type TestWorld } from './world.js';

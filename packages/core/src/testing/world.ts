@@ -20,6 +20,8 @@ export interface TestWorld {
   network: FakeNetwork;
   storage: DirSnapshotStorage;
   clock: ManualClock;
+  /** The `base` template's root filesystem: a real (empty) directory in `dir` the fake runtime never reads. */
+  rootfsDir: string;
   /** Close sessions and the store (a daemon stop); the files stay. */
   close(): Promise<void>;
   /** Close, then delete the temp directory. */
@@ -33,17 +35,26 @@ export async function openSqliteStore(path: string): Promise<Store> {
   return new mod.SqliteStore({ path });
 }
 
-/** Write a template image into `storage` and register template `base` for it. */
-export async function seedTemplate(store: Store, storage: SnapshotStorage, guest: FakeGuestState): Promise<void> {
+export interface SeedTemplateOptions {
+  /**
+   * The template's root filesystem directory (restores check that it exists). Default: the OS temp
+   * directory, which exists; the fake runtime never reads it.
+   */
+  rootfsDir?: string;
+}
+
+/** Write a template image into `storage` and register template `base` (id `tpl_base`, image `snap_tpl`) for it. */
+export async function seedTemplate(store: Store, storage: SnapshotStorage, guest: FakeGuestState, options: SeedTemplateOptions = {}): Promise<void> {
+  const rootfsDir = options.rootfsDir ?? tmpdir();
   const { imageDir } = await storage.prepare('snap_tpl');
   await mkdir(imageDir);
   await writeFile(join(imageDir, 'guest.json'), JSON.stringify(guest));
   const manifest = await storage.commit({ snapshotId: 'snap_tpl', runtime: 'gvisor', templateId: 'tpl_base', parentSnapshotId: null });
   await store.insertSnapshot({
     id: 'snap_tpl', name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null,
-    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 1, cpuCount: 1, memoryMB: 512,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 1, cpuCount: 1, memoryMB: 512, rootfsDir,
   });
-  await store.putTemplate({ id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: 'snap_tpl', parent: null, sizeBytes: manifest.sizeBytes, rootfsDir: '/nonexistent/rootfs', createdAt: 1 });
+  await store.putTemplate({ id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: 'snap_tpl', parent: null, sizeBytes: manifest.sizeBytes, rootfsDir, createdAt: 1 });
 }
 
 /** A fresh world; `reopen` builds a second core over the same store file, storage and runtime (a daemon restart). */
@@ -54,14 +65,18 @@ export async function createTestWorld(options: Partial<CoreOptions> = {}, reuse?
   const network = reuse?.network ?? new FakeNetwork();
   const storage = reuse?.storage ?? new DirSnapshotStorage(join(dir, 'snapshots'));
   const clock = reuse?.clock ?? new ManualClock();
-  if (!reuse) await seedTemplate(store, storage, { files: { '/root/hello.txt': 'hi' }, endpoints: [], identities: [] });
+  const rootfsDir = reuse?.rootfsDir ?? join(dir, 'rootfs', 'base-1');
+  if (!reuse) {
+    await mkdir(rootfsDir, { recursive: true });
+    await seedTemplate(store, storage, { files: { '/root/hello.txt': 'hi' }, endpoints: [], identities: [] }, { rootfsDir });
+  }
   const core = createCore({
     store, runtimes: [runtime], network, storage, clock, logger: silentLogger, connectAgent: runtime.connectAgent,
     // No warm slot pool by default: tests see every namespace torn down on release (see prewarm.test.ts).
     options: { quietNetworkPollMs: 1_000, prewarmSlots: 0, ...options },
   });
   return {
-    dir, core, store, runtime, network, storage, clock,
+    dir, core, store, runtime, network, storage, clock, rootfsDir,
     close: async () => {
       await core.sessions.closeAll();
       await store.close();

@@ -1,0 +1,27 @@
+/**
+ * A running sandbox whose runtime instance stopped on its own (out of memory, crashed): when its agent
+ * channel drops and cannot be reopened, ask the runtime; if the instance is not running, release what
+ * the sandbox held and record `error` with a reason the user can read. Never silent.
+ */
+import { runtimeFor, type Core } from '../core.js';
+import { releaseResources } from './bring-up.js';
+import { transition } from './records.js';
+
+/** Check the instance of `sandboxId` and end the sandbox in `error` if it is gone. Takes the sandbox's lock. */
+export async function handleInstanceLost(core: Core, sandboxId: string): Promise<void> {
+  await core.locks.run(sandboxId, async () => {
+    const record = await core.store.getSandbox(sandboxId);
+    if (!record || record.state !== 'running') return;
+    const status = await runtimeFor(core, record.runtime)
+      .status(sandboxId)
+      .catch(() => ({ state: 'missing' as const, reason: undefined }));
+    if (status.state === 'running') return;
+    const why =
+      status.reason === 'oom'
+        ? `the sandbox ran out of memory (limit ${record.memoryMB} MB) and was stopped`
+        : `the sandbox stopped unexpectedly (${status.reason ?? 'its runtime instance is gone'})`;
+    core.logger.warn('sandbox instance lost', { sandboxId, reason: why });
+    const failure = await releaseResources(core, record);
+    await transition(core, record, 'error', { error: why, endAt: null, operation: null, slot: failure === null ? null : record.slot });
+  });
+}

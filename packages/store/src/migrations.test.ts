@@ -1,0 +1,107 @@
+/**
+ * Upgrading a real SQLite file made at an earlier schema version.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { appliedMigrations, MIGRATIONS, openDatabase, SqliteStore } from './index.js';
+
+let dir: string;
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'ramify-store-migrate-'));
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A database at schema version 1 (before rootfs pinning) holding a template, a paused sandbox and snapshots. */
+function createVersion1Database(path: string): void {
+  const db = openDatabase(path, MIGRATIONS.filter((m) => m.version <= 1));
+  assert.deepEqual(appliedMigrations(db), [1]);
+  db.prepare(
+    `INSERT INTO templates (id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at)
+     VALUES ('tpl_1', 'base', 'gvisor', 'h', 'snap_tpl', NULL, 1, '/layers/files-a/rootfs', 1)`,
+  ).run();
+  const snapshot = db.prepare(
+    `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb)
+     VALUES (?, ?, ?, 'ready', 'gvisor', ?, NULL, NULL, 1, 1, 1, 512)`,
+  );
+  snapshot.run('snap_tpl', null, 'template', 'tpl_1');
+  snapshot.run('snap_pause', null, 'pause', 'tpl_1');
+  snapshot.run('snap_orphan', 'orphan', 'named', 'tpl_gone');
+  const sandbox = db.prepare(
+    `INSERT INTO sandboxes (id, state, runtime, template_id, source_snapshot_id, parent_id, cpu_count, memory_mb, metadata, envs, created_at,
+       timeout_ms, on_timeout, end_at, slot, paused_snapshot_id, error, operation, updated_at)
+     VALUES (?, 'paused', 'gvisor', ?, 'snap_tpl', NULL, 1, 512, '{}', '{}', 1, 1000, 'pause', NULL, NULL, ?, NULL, NULL, 1)`,
+  );
+  sandbox.run('sbx_1', 'tpl_1', 'snap_pause');
+  sandbox.run('sbx_orphan', 'tpl_gone', null);
+  db.close();
+}
+
+describe('migration 2: pin-rootfs-dir (real SQLite file)', () => {
+  test('a version-1 database gains rootfs_dir on sandboxes and snapshots, backfilled from their template', async () => {
+    const path = join(dir, 'v1.db');
+    createVersion1Database(path);
+
+    const store = new SqliteStore({ path });
+    try {
+      assert.deepEqual(appliedMigrations(store.db), MIGRATIONS.map((m) => m.version));
+      assert.ok(MIGRATIONS.some((m) => m.version === 2 && m.name === 'pin-rootfs-dir'));
+      assert.equal((await store.getSandbox('sbx_1'))?.rootfsDir, '/layers/files-a/rootfs');
+      assert.equal((await store.getSnapshot('snap_pause'))?.rootfsDir, '/layers/files-a/rootfs');
+      assert.equal((await store.getSnapshot('snap_tpl'))?.rootfsDir, '/layers/files-a/rootfs');
+      // No template to take it from: empty, which restore refuses (never guessed).
+      assert.equal((await store.getSandbox('sbx_orphan'))?.rootfsDir, '');
+      assert.equal((await store.getSnapshot('snap_orphan'))?.rootfsDir, '');
+
+      // A later rebuild re-points the template; the rows keep what they were backfilled with.
+      const template = await store.getTemplate('tpl_1');
+      assert.ok(template);
+      await store.putTemplate({ ...template, rootfsDir: '/layers/files-b/rootfs' });
+      assert.equal((await store.getSandbox('sbx_1'))?.rootfsDir, '/layers/files-a/rootfs');
+
+      const columns = (table: string) =>
+        (store.db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string; notnull: number }>).find((c) => c.name === 'rootfs_dir');
+      assert.equal(columns('sandboxes')?.notnull, 1);
+      assert.equal(columns('snapshots')?.notnull, 1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('new rows must name a rootfs: the store rejects an empty one, and the database an omitted one', async () => {
+    const store = new SqliteStore({ path: join(dir, 'fresh.db') });
+    try {
+      await assert.rejects(
+        store.insertSnapshot({
+          id: 'snap_x', name: null, kind: 'pause', status: 'ready', runtime: 'gvisor', templateId: 't', sandboxId: null,
+          parentSnapshotId: null, sizeBytes: 1, createdAt: 1, cpuCount: 1, memoryMB: 1, rootfsDir: '',
+        }),
+        { code: 'INTERNAL' },
+      );
+      assert.throws(
+        () =>
+          store.db
+            .prepare(
+              `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb)
+               VALUES ('snap_y', NULL, 'pause', 'ready', 'gvisor', 't', NULL, NULL, 1, 1, 1, 1)`,
+            )
+            .run(),
+        /snapshots\.rootfs_dir is required/,
+      );
+      assert.throws(
+        () =>
+          store.db
+            .prepare(
+              `INSERT INTO sandboxes (id, state, runtime, template_id, cpu_count, memory_mb, metadata, envs, created_at, timeout_ms, on_timeout, updated_at)
+               VALUES ('sbx_y', 'running', 'gvisor', 't', 1, 1, '{}', '{}', 1, 1, 'pause', 1)`,
+            )
+            .run(),
+        /sandboxes\.rootfs_dir is required/,
+      );
+    } finally {
+      await store.close();
+    }
+  });
+});
