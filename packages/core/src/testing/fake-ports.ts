@@ -97,8 +97,20 @@ export class FakeRuntime implements Runtime {
     return session;
   };
 
+  readonly #dead = new Map<string, string>();
+
+  /** Make the instance stop on its own (e.g. `oom`): its agent channels drop, status says `stopped`. */
+  die(sandboxId: string, reason: string): void {
+    const instance = this.#instance(sandboxId);
+    this.instances.delete(sandboxId);
+    this.#dead.set(sandboxId, reason);
+    for (const session of instance.sessions) session.shutdown(`instance died: ${reason}`);
+  }
+
   async status(sandboxId: string): Promise<RuntimeInstanceStatus> {
-    return this.instances.has(sandboxId) ? { state: 'running' } : { state: 'missing' };
+    if (this.instances.has(sandboxId)) return { state: 'running' };
+    const reason = this.#dead.get(sandboxId);
+    return reason ? { state: 'stopped', reason } : { state: 'missing' };
   }
 
   async list(): Promise<string[]> {
