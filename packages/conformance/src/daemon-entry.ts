@@ -16,6 +16,8 @@ export interface DaemonEntryConfig {
   /** 0 picks a free port. */
   port: number;
   logLevel: NonNullable<ServeOptions['logLevel']>;
+  /** Network slots kept prepared for the next creates (core's `prewarmSlots`). */
+  warmSlots: number;
 }
 
 /** The single line written to stdout once the daemon listens. */
@@ -45,6 +47,7 @@ async function main(): Promise<void> {
     port: config.port,
     logLevel: config.logLevel,
     network: { prefix: config.prefix },
+    coreOptions: { prewarmSlots: config.warmSlots },
     // The first-start key line would mix with our JSON; the key is read from <dataDir>/api-key.
     print: () => undefined,
   });

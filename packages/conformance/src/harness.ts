@@ -7,7 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -22,6 +22,8 @@ import { removeHostNetwork, removeRunscContainers } from './host-cleanup.js';
 export const CONFORMANCE_PREFIX = 'rmc';
 /** Shared, content-addressed template layer cache (the base rootfs is already there on CI hosts). */
 export const DEFAULT_CACHE_DIR = '/var/cache/ramify';
+/** Warm network slots of the conformance daemon (the daemon's own default, set explicitly because the namespace checks count them). */
+export const DEFAULT_WARM_SLOTS = 8;
 /** How long a SIGTERMed daemon may take to exit before it is SIGKILLed, ms. */
 const STOP_GRACE_MS = 30_000;
 /** How long a daemon may take to listen (reconcile included), ms. */
@@ -37,6 +39,10 @@ export interface HarnessOptions {
   cacheDir?: string;
   /** Daemon log level (its log goes to `<tempDir>/daemon.log`); default `warn`. */
   logLevel?: DaemonEntryConfig['logLevel'];
+  /** Prepared network slots the daemon keeps for the next creates; default {@link DEFAULT_WARM_SLOTS}. */
+  warmSlots?: number;
+  /** Copy the daemon's log here on teardown (the temp dir is deleted); default: not kept. */
+  keepLogAt?: string;
 }
 
 /** A raw API answer: status and parsed JSON body (null when empty or not JSON). */
@@ -66,7 +72,10 @@ export class DaemonHarness {
   readonly tempDir: string;
   readonly dataDir: string;
   readonly logPath: string;
+  /** Namespaces the daemon may keep prepared beyond its live sandboxes. */
+  readonly warmSlots: number;
   private readonly cacheDir: string;
+  private readonly keepLogAt: string | undefined;
   private readonly logLevel: DaemonEntryConfig['logLevel'];
   private child: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
@@ -79,6 +88,8 @@ export class DaemonHarness {
     this.prefix = options.prefix ?? CONFORMANCE_PREFIX;
     this.cacheDir = options.cacheDir ?? DEFAULT_CACHE_DIR;
     this.logLevel = options.logLevel ?? 'warn';
+    this.warmSlots = options.warmSlots ?? DEFAULT_WARM_SLOTS;
+    this.keepLogAt = options.keepLogAt;
     this.tempDir = tempDir;
     this.dataDir = join(tempDir, 'data');
     this.logPath = join(tempDir, 'daemon.log');
@@ -118,7 +129,7 @@ export class DaemonHarness {
   /** Start the daemon on the data directory (the same port as before, after the first start). */
   async start(): Promise<void> {
     if (this.child) throw new Error('daemon already running');
-    const config: DaemonEntryConfig = { dataDir: this.dataDir, cacheDir: this.cacheDir, prefix: this.prefix, port: this.port, logLevel: this.logLevel };
+    const config: DaemonEntryConfig = { dataDir: this.dataDir, cacheDir: this.cacheDir, prefix: this.prefix, port: this.port, logLevel: this.logLevel, warmSlots: this.warmSlots };
     const entry = fileURLToPath(new URL('./daemon-entry.js', import.meta.url));
     const logFd = openSync(this.logPath, 'a');
     let child: ChildProcess;
@@ -234,6 +245,7 @@ export class DaemonHarness {
     }
     await removeRunscContainers(join(this.dataDir, 'runtime', 'gvisor', 'state'));
     await removeHostNetwork(this.prefix);
+    if (this.keepLogAt) await copyFile(this.logPath, this.keepLogAt).catch(() => undefined);
     await rm(this.tempDir, { recursive: true, force: true });
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Host-side cleanup of what a conformance daemon leaves behind: network namespaces `<prefix>-*`, host
+ * Host-side lookups and cleanup of what a conformance daemon leaves behind: network namespaces `<prefix>-*`, host
  * veths `<prefix>h*`, the nftables table `ip <prefix>`, and runsc containers under the daemon's state
  * directory. Only objects named with the suite's own prefix (or under its own temp dir) are touched.
  */
@@ -59,4 +59,16 @@ export async function removeRunscContainers(stateDir: string): Promise<void> {
   for (const id of stdout.split('\n').map((l) => l.trim()).filter(Boolean)) {
     await hostRun(['runsc', '--root', stateDir, 'delete', '-force', id]);
   }
+}
+
+/** The `<prefix>-s<slot>` namespace the sandbox's runsc process lives in (found through its bundle path). */
+export async function sandboxNamespaceOf(dataDir: string, sandboxId: string): Promise<string> {
+  const { stdout } = await hostRun(['ps', '-eo', 'pid=,args=']);
+  const bundle = `${dataDir}/runtime/gvisor/bundles/${sandboxId}`;
+  const line = stdout.split('\n').find((l) => l.includes('runsc-sandbox') && l.includes(`--bundle=${bundle}`));
+  const pid = line?.trim().split(/\s+/)[0];
+  if (!pid) throw new Error(`no runsc-sandbox process for ${sandboxId}`);
+  const ns = (await hostRun(['ip', 'netns', 'identify', pid])).stdout.trim();
+  if (!ns) throw new Error(`runsc-sandbox ${pid} of ${sandboxId} is in no named namespace`);
+  return ns;
 }

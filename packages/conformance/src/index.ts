@@ -9,6 +9,6 @@
  */
 export { registerConformanceSuite, conformanceSkipReason, type ConformanceSuiteOpts } from './suite.js';
 export { createContext, CASE_SANDBOX_TIMEOUT_MS, type ConformanceTarget, type SuiteContext } from './context.js';
-export { DaemonHarness, CONFORMANCE_PREFIX, DEFAULT_CACHE_DIR, LIVE_STATES, type HarnessOptions, type RawCallOpts, type RawResponse } from './harness.js';
-export { listNamespaces, listSandboxNamespaces, removeHostNetwork, removeRunscContainers, hostRun, type HostCommandResult } from './host-cleanup.js';
+export { DaemonHarness, CONFORMANCE_PREFIX, DEFAULT_CACHE_DIR, DEFAULT_WARM_SLOTS, LIVE_STATES, type HarnessOptions, type RawCallOpts, type RawResponse } from './harness.js';
+export { listNamespaces, listSandboxNamespaces, sandboxNamespaceOf, removeHostNetwork, removeRunscContainers, hostRun, type HostCommandResult } from './host-cleanup.js';
 export type { DaemonEntryConfig, DaemonEntryReady } from './daemon-entry.js';

@@ -1,3 +1,3 @@
 export { NamespaceNetwork, type NamespaceNetworkOptions } from './namespace-network.js';
-export { DEFAULT_LAYOUT, MAX_SLOT, slotAddresses, slotRange, type SlotLayout } from './slots.js';
+export { DEFAULT_LAYOUT, MAX_SLOT, layoutForPrefix, slotAddresses, slotRange, type SlotLayout } from './slots.js';
 export { run, runChecked, type RunResult } from './exec.js';

@@ -14,11 +14,12 @@ import { existsSync } from 'node:fs';
 import { readdir, writeFile } from 'node:fs/promises';
 import type { NetworkAttachment, SandboxNetwork } from '@ramify/core';
 import { run, runChecked } from './exec.js';
-import { DEFAULT_LAYOUT, slotAddresses, slotRange, type SlotLayout } from './slots.js';
+import { layoutForPrefix, slotAddresses, slotRange, type SlotLayout } from './slots.js';
 
 export interface NamespaceNetworkOptions {
   /** Name prefix of every namespace, interface and the host nftables table (≤ 4 chars). Default `rmf`. */
   prefix?: string;
+  /** Addresses; default {@link layoutForPrefix}(prefix): each prefix has its own slot range. */
   layout?: SlotLayout;
 }
 
@@ -34,7 +35,7 @@ export class NamespaceNetwork implements SandboxNetwork {
   constructor(options: NamespaceNetworkOptions = {}) {
     this.prefix = options.prefix ?? 'rmf';
     if (!/^[a-z]{1,4}$/.test(this.prefix)) throw new RangeError(`network prefix '${this.prefix}' must be 1-4 lowercase letters`);
-    this.layout = options.layout ?? DEFAULT_LAYOUT;
+    this.layout = options.layout ?? layoutForPrefix(this.prefix);
   }
 
   /** Names of the objects of `slot`. */

@@ -23,6 +23,18 @@ export const DEFAULT_LAYOUT: SlotLayout = {
   slotBase: '10.253.0.0',
 };
 
+/**
+ * The layout for a namespace prefix. The default prefix `rmf` uses {@link DEFAULT_LAYOUT}; any other
+ * prefix (tests, a second daemon on one host) gets its own slot range `10.<200-251>.0.0/16` derived from
+ * the prefix, so two daemons' host-side slot addresses and routes never collide.
+ */
+export function layoutForPrefix(prefix: string): SlotLayout {
+  if (prefix === 'rmf') return DEFAULT_LAYOUT;
+  let hash = 0;
+  for (const ch of prefix) hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
+  return { ...DEFAULT_LAYOUT, slotBase: `10.${200 + (hash % 52)}.0.0` };
+}
+
 /** Slots fit a /16 of /30 links: 0..16383. */
 export const MAX_SLOT = 16383;
 

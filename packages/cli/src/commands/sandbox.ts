@@ -77,14 +77,14 @@ export function registerSandbox(program: Command, env: CliEnv): void {
 
   registerExec(sandbox, env);
 
-  sandbox.command('pause').argument('<id>', 'sandbox id').description('checkpoint memory, processes and files; stop the clock')
+  sandbox.command('pause').argument('<id>', 'sandbox id').description('checkpoint memory, processes and files; the timeout stops (resume starts a fresh timeout)')
     .action(action(env, async (ctx, id: string) => {
       const info = await ctx.spin(`pausing ${id}`, () => Sandbox.pause(id, ctx.connection));
       ctx.output(info, () => `${info.id} ${info.state}`);
     }));
 
-  sandbox.command('resume').argument('<id>', 'sandbox id').description('restore a paused sandbox')
-    .option('--timeout <duration>', 'new lifetime from now (e.g. 10m)', parseDuration)
+  sandbox.command('resume').argument('<id>', 'sandbox id').description('restore a paused sandbox; its lifetime starts afresh')
+    .option('--timeout <duration>', "new lifetime from now (e.g. 10m); default: the sandbox's own timeout", parseDuration)
     .action(action(env, async (ctx, id: string, opts: { timeout?: number }) => {
       const info = await ctx.spin(`resuming ${id}`, () => Sandbox.resume(id, { ...ctx.connection, timeoutMs: opts.timeout }));
       ctx.output(info, () => `${info.id} ${info.state}`);

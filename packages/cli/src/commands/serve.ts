@@ -1,6 +1,6 @@
 /** `ramify serve`: run the daemon in this process until SIGINT/SIGTERM. */
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { RamifyError } from '@ramify/sdk';
@@ -35,8 +35,11 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--detach', 'run in the background (log: <data-dir>/serve.log); returns once the API answers, or at once if a daemon already answers there')
     .action(action(env, async (ctx, opts: { host?: string; port?: number; dataDir?: string; logLevel?: string; detach?: boolean }) => {
       if (opts.detach) {
-        const url = await serveDetached(opts);
-        ctx.note(`ramify: serving ${url} in the background`);
+        const { url, started } = await serveDetached(opts);
+        const dataDir = opts.dataDir ?? (process.env.RAMIFY_HOME || '/var/lib/ramify');
+        ctx.note(started
+          ? `ramify: serving ${url} in the background (log: ${join(dataDir, 'serve.log')}; API key file: ${join(dataDir, 'api-key')})`
+          : `ramify: a daemon already answers at ${url}; nothing started`);
         return;
       }
       const { serve } = await loadDaemon();
@@ -58,16 +61,19 @@ export function registerServe(program: Command, env: CliEnv): void {
 /**
  * Start `ramify serve` as a detached background process with its output appended to
  * `<data-dir>/serve.log`, and wait (up to 60 s) until `GET /v1/health` answers.
- * @returns the API URL. @throws RamifyError RUNTIME_UNAVAILABLE with the log's tail when it does not come up.
+ * The log is mode 0600: the first start prints the API key into it.
+ * @returns the API URL and whether a daemon was started (false: one already answered).
+ * @throws RamifyError RUNTIME_UNAVAILABLE with the log's tail when it does not come up.
  */
-async function serveDetached(opts: { host?: string; port?: number; dataDir?: string; logLevel?: string }): Promise<string> {
+async function serveDetached(opts: { host?: string; port?: number; dataDir?: string; logLevel?: string }): Promise<{ url: string; started: boolean }> {
   const host = opts.host ?? '127.0.0.1';
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 7423}`;
-  if (await healthy(url)) return url;
+  if (await healthy(url)) return { url, started: false };
   const dataDir = opts.dataDir ?? (process.env.RAMIFY_HOME || '/var/lib/ramify');
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const logPath = join(dataDir, 'serve.log');
-  const log = openSync(logPath, 'a');
+  const log = openSync(logPath, 'a', 0o600);
+  chmodSync(logPath, 0o600);
   const args = [process.argv[1]!, 'serve'];
   if (opts.host) args.push('--host', opts.host);
   if (opts.port !== undefined) args.push('--port', String(opts.port));
@@ -79,7 +85,7 @@ async function serveDetached(opts: { host?: string; port?: number; dataDir?: str
   let exited = false;
   child.once('exit', () => (exited = true));
   for (let waited = 0; waited < 60_000 && !exited; waited += 250) {
-    if (await healthy(url)) return url;
+    if (await healthy(url)) return { url, started: true };
     await new Promise((r) => setTimeout(r, 250));
   }
   const tail = readFileSync(logPath, 'utf8').trim().split('\n').slice(-8).join('\n');

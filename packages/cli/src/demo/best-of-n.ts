@@ -99,6 +99,7 @@ export async function runBestOfN(opts: BestOfNOptions): Promise<void> {
       say('');
       say(`kept ${report.winner.sandbox.sandboxId} (${report.winner.strategy}); its warm interpreter (pid ${warm.pid}) is ${warmAlive ? 'still running' : 'gone'}.`);
       say(`try: ramify sandbox exec ${report.winner.sandbox.sandboxId} -- ${TEST_COMMAND.replace(' 2>&1', '')}`);
+      say(`the winner keeps running for 15 minutes, then pauses itself; discard it with: ramify sandbox kill ${report.winner.sandbox.sandboxId}`);
       say(`total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     }
   } finally {
@@ -131,7 +132,7 @@ function renderTable(report: ExploreReport<ForkResult>, resultOf: ResultOf): str
 
 function renderTree(node: ForkTreeNode, resultOf: ResultOf, prefix = '', last = true, root = true): string[] {
   const label = node.strategy === null
-    ? `${node.sandboxId}  (source: broken textwrap, paused)`
+    ? `${node.sandboxId}  (source: broken textwrap; paused for the fork, then discarded)`
     : `${node.sandboxId}  ${node.strategy}  ${describe(resultOf(node.strategy))}  ${node.outcome === 'winner' ? 'kept' : node.outcome}`;
   const lines = [root ? label : `${prefix}${last ? '└─ ' : '├─ '}${label}`];
   node.children.forEach((child, i) => {

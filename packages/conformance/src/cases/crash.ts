@@ -9,8 +9,9 @@ import { after, describe, test } from 'node:test';
 import type { SandboxInfo } from '@ramify/contracts';
 import { Sandbox } from '@ramify/sdk';
 import type { SuiteContext } from '../context.js';
-import { listNamespaces } from '../host-cleanup.js';
+import { listNamespaces, sandboxNamespaceOf } from '../host-cleanup.js';
 import { sh, waitFor } from '../support.js';
+import { CHILDREN_RESTORING, RUNTIME_CHECKPOINT, STATE_LEFT_RUNNING, crashAt } from './crash-points.js';
 import { appenderCmd, appenderCount } from './lifecycle.js';
 
 const LOG = '/root/appender.log';
@@ -40,14 +41,9 @@ async function runningAgain(sbx: Sandbox): Promise<SandboxInfo['state']> {
   return info.state;
 }
 
-/** Poll the sandbox's state through the raw API until `accept` says so (bounded); never throws. */
-async function waitForState(ctx: SuiteContext, id: string, accept: (state: string) => boolean): Promise<string | undefined> {
-  return waitFor(async () => {
-    const res = await ctx.daemon().call('GET', `/v1/sandboxes/${id}`);
-    const state = (res.body as SandboxInfo | null)?.state;
-    return state !== undefined && accept(state) ? state : undefined;
-  }, { timeoutMs: 30_000, intervalMs: 10, what: `sandbox ${id} to leave running` }).catch(() => undefined);
-}
+/** Known bugs by crash point, see the cases. */
+const PAUSE_TODO: Record<string, string | undefined> = {};
+const FORK_TODO: Record<string, string | undefined> = {};
 
 /** Register the `crash recovery` group. */
 export function registerCrashCases(ctx: SuiteContext): void {
@@ -65,55 +61,50 @@ export function registerCrashCases(ctx: SuiteContext): void {
       await assertIntact(sbx, marker, pid);
     });
 
-    test('kill -9 in the middle of a pause: the sandbox ends up running or paused-and-resumable', async (t) => {
-      const sbx = await ctx.create();
-      const marker = { path: '/root/marker.txt', text: 'survives a crash mid-pause' };
-      await sbx.files.write(marker.path, marker.text);
-      const pid = await startAppender(sbx);
-      const pausing = sbx.pause().then((info) => info.state, (err: unknown) => `failed: ${(err as Error).message}`);
-      const seen = await waitForState(ctx, sbx.sandboxId, (s) => s !== 'running');
-      await ctx.daemon().crash();
-      t.diagnostic(`state seen before the crash: ${seen ?? 'running'}; pause call: ${await pausing}`);
-      await ctx.daemon().start();
-      t.diagnostic(`after restart: ${await runningAgain(sbx)}`);
-      await assertIntact(sbx, marker, pid);
-    });
+    // Races, not timing assertions: the daemon is killed at an observed moment of the operation, and
+    // whatever the kill hits must leave every sandbox running or paused-and-resumable.
+    for (const point of [STATE_LEFT_RUNNING, RUNTIME_CHECKPOINT]) {
+      test(`kill -9 in the middle of a pause (${point.name}): the sandbox ends up running or paused-and-resumable`, { todo: PAUSE_TODO[point.name] }, async (t) => {
+        const sbx = await ctx.create();
+        const marker = { path: '/root/marker.txt', text: 'survives a crash mid-pause' };
+        await sbx.files.write(marker.path, marker.text);
+        const pid = await startAppender(sbx);
+        const pausing = sbx.pause().then((info) => info.state, (err: unknown) => `failed: ${(err as Error).message}`);
+        t.diagnostic(await crashAt(ctx, point, sbx.sandboxId));
+        t.diagnostic(`pause call: ${await pausing}`);
+        await ctx.daemon().start();
+        t.diagnostic(`after restart: ${await runningAgain(sbx)}`);
+        await assertIntact(sbx, marker, pid);
+      });
+    }
 
-    test('kill -9 in the middle of a fork: parent and children end up running or paused, none lost', async (t) => {
-      const parent = await ctx.create();
-      const marker = { path: '/root/marker.txt', text: 'survives a crash mid-fork' };
-      await parent.files.write(marker.path, marker.text);
-      const pid = await startAppender(parent);
-      const forking = parent.fork({ count: 2 }).then((children) => `${children.length} children`, (err: unknown) => `failed: ${(err as Error).message}`);
-      const seen = await waitForState(ctx, parent.sandboxId, (s) => s !== 'running');
-      await ctx.daemon().crash();
-      t.diagnostic(`parent state seen before the crash: ${seen ?? 'running'}; fork call: ${await forking}`);
-      await ctx.daemon().start();
+    for (const point of [STATE_LEFT_RUNNING, RUNTIME_CHECKPOINT, CHILDREN_RESTORING]) {
+      test(`kill -9 in the middle of a fork (${point.name}): parent and children end up running or paused, none lost`, { todo: FORK_TODO[point.name] }, async (t) => {
+        const parent = await ctx.create();
+        const marker = { path: '/root/marker.txt', text: 'survives a crash mid-fork' };
+        await parent.files.write(marker.path, marker.text);
+        const pid = await startAppender(parent);
+        const forking = parent.fork({ count: 2 }).then((children) => `${children.length} children`, (err: unknown) => `failed: ${(err as Error).message}`);
+        t.diagnostic(await crashAt(ctx, point, parent.sandboxId));
+        t.diagnostic(`fork call: ${await forking}`);
+        await ctx.daemon().start();
 
-      const live = await ctx.daemon().liveSandboxes();
-      const bad = live.filter((s) => s.state !== 'running' && s.state !== 'paused');
-      assert.deepEqual(bad.map((s) => `${s.id}: ${s.state} ${s.error ?? ''}`), [], 'every sandbox is running or paused');
-      assert.ok(live.some((s) => s.id === parent.sandboxId), 'the parent is not lost');
-      t.diagnostic(`parent after restart: ${await runningAgain(parent)}`);
-      await assertIntact(parent, marker, pid);
-      const children = live.filter((s) => s.parentId === parent.sandboxId);
-      t.diagnostic(`children that survived: ${children.length}`);
-      for (const info of children) {
-        const child = Sandbox.fromId(info.id, ctx.conn());
-        await runningAgain(child);
-        assert.equal(await child.files.read(marker.path), marker.text);
-      }
-    });
-
-    test('no namespace outlives its sandbox after the crashes', async () => {
-      const holding = (await ctx.daemon().liveSandboxes()).filter((s) => s.state === 'running' || s.state === 'paused');
-      const names = await listNamespaces(ctx.daemon().prefix);
-      const prefix = ctx.daemon().prefix;
-      const sandboxNs = names.filter((n) => n.startsWith(`${prefix}-s`));
-      const routerNs = names.filter((n) => n.startsWith(`${prefix}-r`));
-      assert.equal(sandboxNs.length, holding.length, `sandbox namespaces ${JSON.stringify(sandboxNs)} vs ${holding.length} live sandboxes`);
-      assert.equal(routerNs.length, holding.length, `router namespaces ${JSON.stringify(routerNs)} vs ${holding.length} live sandboxes`);
-    });
+        // This case's sandboxes only (an earlier case's failure must not fail this one).
+        const live = (await ctx.daemon().liveSandboxes()).filter((s) => s.id === parent.sandboxId || s.parentId === parent.sandboxId);
+        const bad = live.filter((s) => s.state !== 'running' && s.state !== 'paused');
+        assert.deepEqual(bad.map((s) => `${s.id}: ${s.state} ${s.error ?? ''}`), [], 'every sandbox is running or paused');
+        assert.ok(live.some((s) => s.id === parent.sandboxId), 'the parent is not lost');
+        t.diagnostic(`parent after restart: ${await runningAgain(parent)}`);
+        await assertIntact(parent, marker, pid);
+        const children = live.filter((s) => s.parentId === parent.sandboxId);
+        t.diagnostic(`children that survived: ${children.length}`);
+        for (const info of children) {
+          const child = Sandbox.fromId(info.id, ctx.conn());
+          await runningAgain(child);
+          assert.equal(await child.files.read(marker.path), marker.text);
+        }
+      });
+    }
 
     test('a paused sandbox survives a restart and a crash, then resumes', async () => {
       const sbx = await ctx.create();
@@ -128,6 +119,27 @@ export function registerCrashCases(ctx: SuiteContext): void {
       assert.equal((await sbx.getInfo()).state, 'paused', 'still paused after a crash');
       assert.equal((await sbx.resume()).state, 'running');
       await assertIntact(sbx, marker, pid);
+    });
+
+    test('no namespace outlives its sandbox after the crashes', async () => {
+      const daemon = ctx.daemon();
+      const prefix = daemon.prefix;
+      // Sandboxes in `error` hold no slot (their resources are released); the cases above report them.
+      const live = (await daemon.liveSandboxes()).filter((s) => s.state === 'running' || s.state === 'paused');
+      const slotsOf = (names: string[], kind: 's' | 'r'): string[] =>
+        names.map((n) => new RegExp(`^${prefix}-${kind}(\\d+)$`).exec(n)?.[1]).filter((x): x is string => x !== undefined).sort();
+      const names = await listNamespaces(prefix);
+      assert.deepEqual(slotsOf(names, 'r'), slotsOf(names, 's'), 'sandbox and router namespaces come in pairs');
+      for (const info of live.filter((s) => s.state === 'running')) {
+        assert.ok(names.includes(await sandboxNamespaceOf(daemon.dataDir, info.id)), `the namespace of ${info.id} exists`);
+      }
+      const extra = slotsOf(names, 's').length - live.length;
+      assert.ok(extra <= daemon.warmSlots, `${extra} namespaces beyond the ${live.length} live sandboxes (at most ${daemon.warmSlots} warm slots): ${names.join(' ')}`);
+
+      await ctx.killAll();
+      assert.deepEqual(await daemon.liveSandboxes(), []);
+      const left = slotsOf(await listNamespaces(prefix), 's');
+      assert.ok(left.length <= daemon.warmSlots, `only warm slots stay once every sandbox is killed: ${left.join(' ')}`);
     });
   });
 }

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { Sandbox, SandboxNotFoundError } from '@ramify/sdk';
 import type { SuiteContext } from '../context.js';
-import { HostListener, hostAddressOfNewSlot, interfacesWithAddress, sandboxNamespaceSet } from '../tcp-probe.js';
+import { sandboxNamespaceOf } from '../host-cleanup.js';
+import { GatewayPeer, routerNamespaceOf } from '../tcp-probe.js';
 import { rejectsWithCode, sh, waitFor } from '../support.js';
 
 /** Python one-liner: connect to `host:port`, say hello, keep the connection open for an hour. */
@@ -20,43 +21,39 @@ export function registerGuardCases(ctx: SuiteContext): void {
     after(() => ctx.killAll());
 
     test('pause never kills a sandbox: an open TCP connection on its network card', async () => {
-      const prefix = ctx.daemon().prefix;
-      const before = await sandboxNamespaceSet(prefix);
       const sbx = await ctx.create();
-      const hostAddress = await hostAddressOfNewSlot(prefix, before);
-      const holders = await interfacesWithAddress(hostAddress);
-      const listener = await HostListener.open(hostAddress);
+      const gateway = /default via (\d+\.\d+\.\d+\.\d+)/.exec(await sh(sbx, 'ip -4 route show default'))?.[1];
+      assert.ok(gateway, 'the sandbox has a default gateway');
+      const sandboxNs = await sandboxNamespaceOf(ctx.daemon().dataDir, sbx.sandboxId);
+      const peer = await GatewayPeer.open(routerNamespaceOf(sandboxNs), gateway);
       try {
         await sbx.files.write('/root/before-pause.txt', 'still here');
-        const conn = await sbx.commands.run(holdConnection(hostAddress, listener.port), { background: true });
-        await listener.waitForText('hello from the sandbox', 30_000).catch((err: unknown) => {
-          throw new Error(`${(err as Error).message}; interfaces holding ${hostAddress}: ${holders.join(', ')}`);
-        });
-        assert.ok(listener.connected, 'the connection is established');
+        const conn = await sbx.commands.run(holdConnection(gateway, peer.port), { background: true });
+        await peer.waitForText('hello from the sandbox', 30_000);
+        assert.ok(peer.connected, 'the connection is established');
 
         if (ctx.target.openConnectionAtPause === 'refused') {
           const err = await rejectsWithCode(sbx.pause(), 'CHECKPOINT_BLOCKED');
-          assert.match(err.message, new RegExp(`${listener.port}`), 'the message names the open connection');
-          const info = await sbx.getInfo();
-          assert.equal(info.state, 'running', 'the sandbox keeps running');
+          assert.match(err.message, new RegExp(`${peer.port}`), 'the message names the open connection');
+          assert.equal((await sbx.getInfo()).state, 'running', 'the sandbox keeps running');
           assert.equal((await sh(sbx, 'echo usable')).trim(), 'usable');
           assert.equal(await sbx.files.read('/root/before-pause.txt'), 'still here');
           assert.equal((await sbx.commands.list()).find((p) => p.pid === conn.pid)?.running, true, 'the connection holder still runs');
-          assert.ok(listener.connected, 'the connection is still open');
+          assert.ok(peer.connected, 'the connection is still open');
         } else {
           assert.equal((await sbx.pause()).state, 'paused');
           assert.equal((await sbx.resume()).state, 'running');
           assert.equal(await sbx.files.read('/root/before-pause.txt'), 'still here');
           assert.equal((await sbx.commands.list()).find((p) => p.pid === conn.pid)?.running, true);
         }
-        // Once the connection is gone (host side closes first: no TIME_WAIT in the sandbox), pause works.
-        await listener.close();
+        // Once the connection is gone (the peer closes first: no TIME_WAIT in the sandbox), pause works.
+        await peer.close();
         await conn.kill();
         await waitFor(async () => (await sbx.pause()).state === 'paused', { timeoutMs: 60_000, intervalMs: 1_000, what: 'a pause once the connection closed' });
         assert.equal((await sbx.resume()).state, 'running');
         assert.equal(await sbx.files.read('/root/before-pause.txt'), 'still here');
       } finally {
-        await listener.close().catch(() => undefined);
+        await peer.close();
         await sbx.kill();
       }
     });
