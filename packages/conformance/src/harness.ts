@@ -4,6 +4,8 @@
  * through the API, restarts (SIGTERM) or crashes (SIGKILL) the daemon on the same data directory and
  * port, offers raw API calls for status-code checks, and cleans up everything on teardown: sandboxes,
  * the daemon, runsc containers, namespaces `<prefix>-*`, the nftables table `ip <prefix>`, the temp dir.
+ * One run per host at a time: the prefix is fixed, and a second daemon with it would take the first's
+ * namespaces for orphans.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';

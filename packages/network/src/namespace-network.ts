@@ -11,7 +11,7 @@
  * repairs it (runsc strips the guest address from eth0 when it takes the interface over).
  */
 import { existsSync } from 'node:fs';
-import { readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import type { NetworkAttachment, SandboxNetwork } from '@ramify/core';
 import { run, runChecked } from './exec.js';
 import { layoutForPrefix, slotAddresses, slotRange, type SlotLayout } from './slots.js';
@@ -24,13 +24,15 @@ export interface NamespaceNetworkOptions {
 }
 
 const NETNS_DIR = '/var/run/netns';
+/** Markers of completely built slots (tmpfs: gone after a reboot, like the namespaces). */
+const READY_DIR = '/run/ramify-net';
 
 export class NamespaceNetwork implements SandboxNetwork {
   readonly prefix: string;
   readonly layout: SlotLayout;
   private hostReady: Promise<void> | undefined;
-  /** Namespace builds in progress, by slot (prewarm and attach never build the same slot twice). */
-  private readonly building = new Map<number, Promise<void>>();
+  /** Per-slot operation queues (see {@link serial}). */
+  private readonly queues = new Map<number, Promise<unknown>>();
 
   constructor(options: NamespaceNetworkOptions = {}) {
     this.prefix = options.prefix ?? 'rmf';
@@ -62,41 +64,66 @@ export class NamespaceNetwork implements SandboxNetwork {
       guestAddress: this.layout.guestAddress,
       slotAddress,
     };
-    await this.building.get(slot)?.catch(() => undefined);
-    if (!this.exists(slot)) await this.build(slot);
-    else await this.repairGuest(slot);
+    await this.serial(slot, async () => {
+      if (!this.exists(slot)) await this.rebuild(slot);
+      else await this.repairGuest(slot);
+    });
     return attachment;
   }
 
-  private exists(slot: number): boolean {
-    const n = this.names(slot);
-    return existsSync(`${NETNS_DIR}/${n.sandboxNs}`) && existsSync(`${NETNS_DIR}/${n.routerNs}`);
+  /**
+   * Run `fn` after every earlier operation on `slot` (attach, prewarm, detach) has finished: one slot's
+   * namespaces are never built and torn down at the same time.
+   */
+  private serial<T>(slot: number, fn: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(slot) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(fn);
+    const tail = next.catch(() => undefined);
+    this.queues.set(slot, tail);
+    void tail.then(() => {
+      if (this.queues.get(slot) === tail) this.queues.delete(slot);
+    });
+    return next;
   }
 
-  /** Build `slot` from scratch (removing any half-made leftovers first), at most once at a time. */
-  private build(slot: number): Promise<void> {
-    const pending = this.building.get(slot);
-    if (pending) return pending;
+  /** Both namespaces exist and the last step of {@link create} finished (a crash mid-build leaves no marker). */
+  private exists(slot: number): boolean {
+    const n = this.names(slot);
+    return existsSync(`${NETNS_DIR}/${n.sandboxNs}`) && existsSync(`${NETNS_DIR}/${n.routerNs}`) && existsSync(this.readyMarker(slot));
+  }
+
+  private readyMarker(slot: number): string {
+    return `${READY_DIR}/${this.prefix}-${slot}.ready`;
+  }
+
+  /** Build `slot` from scratch, removing half-made leftovers first. Caller holds the slot's queue. */
+  private async rebuild(slot: number): Promise<void> {
     const { hostAddress, slotAddress } = slotAddresses(this.layout, slot);
-    const job = (async () => {
-      await this.ensureHost();
-      await this.detach(slot);
-      await this.create(slot, hostAddress, slotAddress);
-    })().finally(() => this.building.delete(slot));
-    this.building.set(slot, job);
-    return job;
+    await this.ensureHost();
+    await this.teardown(slot);
+    await this.create(slot, hostAddress, slotAddress);
+    await mkdir(READY_DIR, { recursive: true });
+    await writeFile(this.readyMarker(slot), '');
   }
 
   prewarm(slots: number[]): void {
     for (const slot of slots) {
-      if (this.building.has(slot) || this.exists(slot)) continue;
-      this.build(slot).catch(() => undefined);
+      if (this.queues.has(slot) || this.exists(slot)) continue;
+      this.serial(slot, async () => {
+        if (!this.exists(slot)) await this.rebuild(slot);
+      }).catch(() => undefined);
     }
   }
 
-  /** Wait for background prewarms (tests, shutdown). */
+  async detachIfUnused(slot: number, unused: () => Promise<boolean>): Promise<void> {
+    await this.serial(slot, async () => {
+      if (await unused()) await this.teardown(slot);
+    });
+  }
+
+  /** Wait for background prewarms and trims (tests, shutdown). */
   async settle(): Promise<void> {
-    while (this.building.size > 0) await Promise.allSettled([...this.building.values()]);
+    while (this.queues.size > 0) await Promise.allSettled([...this.queues.values()]);
   }
 
   private async create(slot: number, hostAddress: string, slotAddress: string): Promise<void> {
@@ -160,7 +187,13 @@ export class NamespaceNetwork implements SandboxNetwork {
   }
 
   async detach(slot: number): Promise<void> {
+    await this.serial(slot, () => this.teardown(slot));
+  }
+
+  /** Remove the slot's namespaces and host veth. Caller holds the slot's queue. */
+  private async teardown(slot: number): Promise<void> {
     const n = this.names(slot);
+    await rm(this.readyMarker(slot), { force: true });
     // Deleting a namespace deletes the veths inside it, and with them their host-side peers.
     await run(['ip', 'netns', 'delete', n.sandboxNs]);
     await run(['ip', 'netns', 'delete', n.routerNs]);
@@ -202,6 +235,10 @@ export class NamespaceNetwork implements SandboxNetwork {
   async destroyAll(): Promise<void> {
     await this.settle();
     for (const slot of await this.listSlots()) await this.detach(slot);
+    // Slots whose marker outlived a half-made build.
+    for (const name of await readdir(READY_DIR).catch(() => [] as string[])) {
+      if (name.startsWith(`${this.prefix}-`)) await rm(`${READY_DIR}/${name}`, { force: true });
+    }
     await run(['nft', 'delete', 'table', 'ip', this.prefix]);
     this.hostReady = undefined;
   }

@@ -112,7 +112,7 @@ test('list depth, stat, mkdir -p, rename, remove', LIMIT, async () => {
   const root = join(agent.dir, 'tree');
   const made = await client.mkdir(join(root, 'a', 'b', 'c'));
   assert.equal(made.type, 'dir');
-  assert.equal((await client.mkdir(join(root, 'a'))).type, 'dir'); // idempotent
+  await assert.rejects(client.mkdir(join(root, 'a')), { code: 'FILE_EXISTS' }); // exists already: E2B's makeDir answers false
   writeFileSync(join(root, 'a', 'f1'), 'x');
   writeFileSync(join(root, 'a', 'b', 'f2'), 'yy');
   assert.deepEqual((await client.listDir(root)).map((f) => f.path), [join(root, 'a')]);

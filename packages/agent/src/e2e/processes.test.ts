@@ -146,7 +146,7 @@ test('signals go to the process group', LIMIT, async () => {
   const killed = await client.start({ cmd: 'sleep 1000' }, k.handlers);
   await client.signal(killed.pid, 'SIGKILL');
   assert.deepEqual(await client.wait(killed.pid), { exitCode: null, signal: 'SIGKILL', error: null });
-  await assert.rejects(client.signal(killed.pid, 'SIGTERM'), { code: 'INVALID_STATE' });
+  await assert.rejects(client.signal(killed.pid, 'SIGTERM'), { code: 'PROCESS_NOT_FOUND' });
   await assert.rejects(client.wait(999_999_999), { code: 'PROCESS_NOT_FOUND' });
 });
 

@@ -93,8 +93,13 @@ export async function listDir(path: string, depth = 1): Promise<FileInfo[]> {
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-/** mkdir -p. @throws RamifyError NOT_A_DIRECTORY / FILE_EXISTS when a file is in the way. */
+/**
+ * Create a directory and its parents. @throws RamifyError FILE_EXISTS when the directory already exists
+ * (the SDK's `makeDir` answers false, as E2B's does) or a file is in the way; NOT_A_DIRECTORY.
+ */
 export async function makeDir(path: string): Promise<FileInfo> {
+  const existing = await statPath(path).catch(() => null);
+  if (existing?.type === 'dir') throw new RamifyError('FILE_EXISTS', `directory already exists: ${path}`, { path });
   try {
     await mkdir(path, { recursive: true });
   } catch (err) {

@@ -186,10 +186,11 @@ export class ManagedProcess {
 
   /**
    * Send `signal` to the process group.
-   * @throws RamifyError INVALID_STATE when the process already exited; BAD_REQUEST for an unknown signal.
+   * @throws RamifyError PROCESS_NOT_FOUND when the process already exited (nothing to signal; the SDK's
+   *   `kill` answers false, as for an unknown pid); BAD_REQUEST for an unknown signal.
    */
   signal(signal: string): void {
-    if (this.exit) throw new RamifyError('INVALID_STATE', `process ${this.pid} has already exited`);
+    if (this.exit) throw new RamifyError('PROCESS_NOT_FOUND', `process ${this.pid} is not running (it already exited)`, { pid: this.pid });
     try {
       process.kill(-this.pid, signal);
     } catch (err) {

@@ -16,9 +16,6 @@ import { rejectsWithCode, sh, sha256Chunks, sha256File, waitFor, writeRandomFile
 const MiB = 1 << 20;
 
 /** Known bug, see the case. */
-const KILL_EXITED_TODO = 'BUG (agent/SDK contract): signalling an exited process the agent still remembers answers 409 INVALID_STATE '
-  + '("process N has already exited", packages/agent/src/server/managed-process.ts), but the SDK\'s kill() only maps PROCESS_NOT_FOUND to false, so it throws';
-
 /** Register the `commands` group. */
 export function registerCommandCases(ctx: SuiteContext): void {
   describe('commands', () => {
@@ -112,8 +109,8 @@ export function registerCommandCases(ctx: SuiteContext): void {
       const tree = 'sleep 3101 & ( setsid sleep 3102 & wait ) & wait';
       const ps = async (): Promise<string> => sh(sbx, 'ps -eo pid,args');
       // Background: see the tree alive first, then the deadline fires.
-      const handle = await sbx.commands.run(tree, { background: true, timeoutMs: 10_000 });
-      await waitFor(async () => { const out = await ps(); return out.includes('sleep 3101') && out.includes('sleep 3102'); }, { timeoutMs: 8_000, what: 'both sleeps running' });
+      const handle = await sbx.commands.run(tree, { background: true, timeoutMs: 6_000 });
+      await waitFor(async () => { const out = await ps(); return out.includes('sleep 3101') && out.includes('sleep 3102'); }, { timeoutMs: 5_000, what: 'both sleeps running' });
       let caught: unknown;
       await handle.wait().catch((e: unknown) => { caught = e; });
       assert.ok(caught instanceof CommandExitError, `expected CommandExitError, got ${String(caught)}`);
@@ -152,7 +149,7 @@ export function registerCommandCases(ctx: SuiteContext): void {
       assert.equal(killed.signal, 'SIGKILL');
     });
 
-    test('killing a process that already exited resolves false', { todo: KILL_EXITED_TODO }, async () => {
+    test('killing a process that already exited resolves false', async () => {
       const done = await sbx.commands.run('true', { background: true });
       await done.wait();
       assert.equal(await sbx.commands.kill(done.pid), false, 'commands.kill of an exited process');

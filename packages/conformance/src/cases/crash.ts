@@ -44,6 +44,11 @@ async function runningAgain(sbx: Sandbox): Promise<SandboxInfo['state']> {
 /** Known bugs by crash point, see the cases. */
 const PAUSE_TODO: Record<string, string | undefined> = {};
 const FORK_TODO: Record<string, string | undefined> = {};
+/** Slot numbers of the `<prefix>-<kind><slot>` namespaces in `names`, sorted as strings. */
+function slotsOf(prefix: string, names: string[], kind: 's' | 'r'): string[] {
+  const re = new RegExp(`^${prefix}-${kind}(\\d+)$`);
+  return names.map((n) => re.exec(n)?.[1]).filter((x): x is string => x !== undefined).sort();
+}
 
 /** Register the `crash recovery` group. */
 export function registerCrashCases(ctx: SuiteContext): void {
@@ -126,20 +131,32 @@ export function registerCrashCases(ctx: SuiteContext): void {
       const prefix = daemon.prefix;
       // Sandboxes in `error` hold no slot (their resources are released); the cases above report them.
       const live = (await daemon.liveSandboxes()).filter((s) => s.state === 'running' || s.state === 'paused');
-      const slotsOf = (names: string[], kind: 's' | 'r'): string[] =>
-        names.map((n) => new RegExp(`^${prefix}-${kind}(\\d+)$`).exec(n)?.[1]).filter((x): x is string => x !== undefined).sort();
       const names = await listNamespaces(prefix);
-      assert.deepEqual(slotsOf(names, 'r'), slotsOf(names, 's'), 'sandbox and router namespaces come in pairs');
+      assert.deepEqual(slotsOf(prefix, names, 'r'), slotsOf(prefix, names, 's'), 'sandbox and router namespaces come in pairs');
       for (const info of live.filter((s) => s.state === 'running')) {
         assert.ok(names.includes(await sandboxNamespaceOf(daemon.dataDir, info.id)), `the namespace of ${info.id} exists`);
       }
-      const extra = slotsOf(names, 's').length - live.length;
+      const extra = slotsOf(prefix, names, 's').length - live.length;
       assert.ok(extra <= daemon.warmSlots, `${extra} namespaces beyond the ${live.length} live sandboxes (at most ${daemon.warmSlots} warm slots): ${names.join(' ')}`);
+    });
 
+    test('once every sandbox is killed only the warm slot pool stays', async () => {
+      const daemon = ctx.daemon();
       await ctx.killAll();
       assert.deepEqual(await daemon.liveSandboxes(), []);
-      const left = slotsOf(await listNamespaces(prefix), 's');
-      assert.ok(left.length <= daemon.warmSlots, `only warm slots stay once every sandbox is killed: ${left.join(' ')}`);
+      const left = slotsOf(daemon.prefix, await listNamespaces(daemon.prefix), 's');
+      assert.ok(left.length <= daemon.warmSlots, `${left.length} sandbox namespaces stay (slots ${left.join(' ')}), the pool is ${daemon.warmSlots}`);
+    });
+
+    test('a restart trims the namespaces to the warm slot pool', async () => {
+      const daemon = ctx.daemon();
+      await ctx.killAll();
+      await daemon.restart();
+      const settled = await waitFor(async () => {
+        const slots = slotsOf(daemon.prefix, await listNamespaces(daemon.prefix), 's');
+        return slots.length === daemon.warmSlots ? slots : undefined;
+      }, { timeoutMs: 60_000, what: `exactly ${daemon.warmSlots} warm sandbox namespaces` });
+      assert.deepEqual(settled, Array.from({ length: daemon.warmSlots }, (_, i) => String(i + 1)).sort());
     });
   });
 }

@@ -14,9 +14,6 @@ import { rejectsWithCode, sandboxSha256, sh, shellQuote, streamToFile, writeRand
 const MiB = 1 << 20;
 
 /** Known bug, see the case. */
-const MKDIR_EXISTING_TODO = 'BUG (agent/SDK contract): the SDK\'s files.makeDir() promises false for an existing directory and expects '
-  + 'FILE_EXISTS, but the agent\'s makeDir is mkdir -p (packages/agent/src/server/files.ts) and answers 200 with the directory\'s info, so it always resolves true';
-
 /** Register the `files` group. */
 export function registerFileCases(ctx: SuiteContext): void {
   describe('files', () => {
@@ -103,7 +100,7 @@ export function registerFileCases(ctx: SuiteContext): void {
       await rejectsWithCode(sbx.files.remove('/tmp/tree/a'), 'FILE_NOT_FOUND');
     });
 
-    test('makeDir of an existing directory resolves false', { todo: MKDIR_EXISTING_TODO }, async () => {
+    test('makeDir of an existing directory resolves false', async () => {
       await sbx.files.makeDir('/tmp/exists-already');
       assert.equal(await sbx.files.makeDir('/tmp/exists-already'), false);
     });

@@ -1,7 +1,8 @@
 /**
  * Conformance: what protects a sandbox. Pause never kills it (an established TCP connection on its
  * network card makes the pause fail with `CHECKPOINT_BLOCKED` on runtimes that cannot checkpoint it,
- * and the sandbox keeps running), and the lifetime deadline pauses (default) or kills it.
+ * and the sandbox keeps running), and the lifetime deadline pauses (default) or kills it. The far end
+ * of the connection listens on the sandbox's default gateway inside its router namespace (tcp-probe.ts).
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';

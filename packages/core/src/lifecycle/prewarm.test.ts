@@ -28,3 +28,13 @@ test('with prewarmSlots 0 every released slot is torn down', async () => {
   assert.deepEqual(w.network.prewarmed, []);
   await w.dispose();
 });
+
+test('the pool shrinks: idle slots outside the lowest free ones are torn down once unleased', async () => {
+  const w = await createTestWorld({ prewarmSlots: 2 });
+  const sandboxes = [];
+  for (let i = 0; i < 4; i++) sandboxes.push(await createSandbox(w.core, {}));
+  for (const s of sandboxes) await killSandbox(w.core, s.id);
+  await settle();
+  assert.deepEqual((await w.network.listSlots()).sort(), [1, 2], 'only the two-slot pool is left');
+  await w.dispose();
+});

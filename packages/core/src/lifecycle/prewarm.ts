@@ -6,13 +6,26 @@
 import type { Core } from '../core.js';
 
 /**
- * Ask the network to prepare the `core.options.prewarmSlots` lowest free slots. Fire and forget: never
- * rejects, and a slot allocated meanwhile simply finds its namespaces ready (or builds them itself).
+ * Ask the network to prepare the `core.options.prewarmSlots` lowest free slots, and to tear down idle
+ * slots outside that pool. Fire and forget: never rejects; a slot allocated meanwhile finds its
+ * namespaces ready (or builds them itself).
  */
 export function prewarmFreeSlots(core: Core): void {
   if (core.options.prewarmSlots <= 0) return;
   nextFreeSlots(core, null)
-    .then((free) => core.network.prewarm(free))
+    .then(async (free) => {
+      core.network.prewarm(free);
+      // Shrink: idle slots outside the pool (pushed out when lower slots were freed) are torn down,
+      // each only if still unleased at the moment no attach of it can run.
+      const leased = new Set((await core.store.listSlots()).map((l) => l.slot));
+      const pool = new Set(free);
+      for (const slot of await core.network.listSlots()) {
+        if (leased.has(slot) || pool.has(slot)) continue;
+        void core.network
+          .detachIfUnused(slot, async () => !(await core.store.listSlots()).some((l) => l.slot === slot))
+          .catch(() => undefined);
+      }
+    })
     .catch((err: unknown) => core.logger.warn('slot prewarm failed', { error: err instanceof Error ? err.message : String(err) }));
 }
 

@@ -6,7 +6,7 @@
  * |-----------|-------------------------------------------|-----------------------------------------------|
  * | running   | re-attach the agent                       | `error` (it stopped while we were away)       |
  * | creating  | forward: agent + identity → `running`     | back: release → `error`                       |
- * | pausing   | back: drop partial image → `running`      | image committed: forward → `paused`; else `error` |
+ * | pausing   | back: drop partial image → `running`      | image on disk (committed now if needed): forward → `paused`; else `error` |
  * | paused    | stale instance killed; stays `paused`     | stays `paused` (if its image exists, else `error`) |
  * | resuming  | forward: agent + identity → `running`     | back → `paused`                               |
  * | killing   | forward: finish the kill                  | forward: finish the kill                      |
@@ -26,6 +26,7 @@ export type ReconcileOutcome = 'reattached' | 'rolled-forward' | 'rolled-back' |
 /** Reconcile `record`; caller holds its lock. Never throws: failures become `error` states and log lines. */
 export async function reconcileSandbox(core: Core, record: SandboxRecord, runtime: Runtime | undefined): Promise<ReconcileOutcome> {
   try {
+    if (runtime && record.state !== 'paused' && record.state !== 'killed' && record.state !== 'error') await runtime.settleInterrupted(record.id);
     const up = runtime ? (await runtime.status(record.id)).state === 'running' : false;
     switch (record.state) {
       case 'running':
@@ -76,6 +77,14 @@ async function reconcilePausing(core: Core, record: SandboxRecord, up: boolean):
     await transition(core, record, 'running', { operation: null });
     await core.sessions.open(record.id).catch(() => undefined);
     return 'rolled-back';
+  }
+  if (snapshotId && !(await imageExists(core, snapshotId))) {
+    // The checkpoint finished after the daemon died (the runtime's command outlived it): the image is
+    // on disk but was never committed. The instance is gone, so the checkpoint completed: commit it now.
+    await core.storage
+      .commit({ snapshotId, runtime: record.runtime, templateId: record.templateId, parentSnapshotId: record.sourceSnapshotId })
+      .then(() => core.logger.info('reconcile: committed a checkpoint the previous daemon did not', { sandboxId: record.id, snapshotId }))
+      .catch(() => undefined);
   }
   if (snapshotId && (await imageExists(core, snapshotId))) {
     const { manifest } = await core.storage.open(snapshotId);

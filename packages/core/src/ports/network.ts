@@ -24,6 +24,11 @@ export interface SandboxNetwork {
   attach(sandboxId: string, slot: number): Promise<NetworkAttachment>;
   /** Remove everything `attach` made for `slot`; a no-op when absent. */
   detach(slot: number): Promise<void>;
+  /**
+   * Remove the slot's namespaces if `unused()` still says so, asked while no attach of that slot can run
+   * (for shrinking the warm pool without racing a create that was just handed the slot).
+   */
+  detachIfUnused(slot: number, unused: () => Promise<boolean>): Promise<void>;
   /** Slots that have namespaces on this host (for reconcile). */
   listSlots(): Promise<number[]>;
   /**

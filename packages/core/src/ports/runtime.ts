@@ -71,6 +71,13 @@ export interface Runtime {
 
   status(sandboxId: string): Promise<RuntimeInstanceStatus>;
 
+  /**
+   * After a daemon restart: wait (bounded) until runtime commands on this sandbox that a previous daemon
+   * process left running (a checkpoint or restore outlives a killed daemon) have finished, so that
+   * {@link status} and the files on disk reflect their outcome.
+   */
+  settleInterrupted(sandboxId: string): Promise<void>;
+
   /** Ids of every sandbox this runtime has state for (running or stopped), for reconcile after a restart. */
   list(): Promise<string[]>;
 }

@@ -117,6 +117,10 @@ export class FakeRuntime implements Runtime {
     return [...this.instances.keys()];
   }
 
+  async settleInterrupted(): Promise<void> {
+    // The fake runs nothing outside the test process.
+  }
+
   /** The guest state of a running fake sandbox. */
   guest(sandboxId: string): FakeGuestState {
     return this.#instance(sandboxId).guest;
@@ -142,6 +146,11 @@ export class FakeNetwork implements SandboxNetwork {
   readonly prewarmed: number[][] = [];
   prewarm(slots: number[]): void {
     this.prewarmed.push(slots);
+    for (const slot of slots) if (!this.attached.has(slot)) this.attached.set(slot, '(warm)');
+  }
+
+  async detachIfUnused(slot: number, unused: () => Promise<boolean>): Promise<void> {
+    if (await unused()) await this.detach(slot);
   }
 
   async detach(slot: number): Promise<void> {

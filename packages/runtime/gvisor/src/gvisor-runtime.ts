@@ -240,6 +240,29 @@ export class GvisorRuntime implements Runtime {
     return 'exited';
   }
 
+  /**
+   * Wait until no `runsc` command (checkpoint, restore, run, delete, ...) on one of this sandbox's
+   * incarnations is running, at most `timeoutMs` (default 60 s). Such commands outlive a killed daemon.
+   */
+  async settleInterrupted(sandboxId: string, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while ((await this.runscCommandsOn(sandboxId)) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  }
+
+  /** Count `runsc` command processes (not the sandbox's own runsc-sandbox/runsc-gofer) naming an incarnation of `sandboxId`. */
+  private async runscCommandsOn(sandboxId: string): Promise<number> {
+    const stateDir = join(this.options.workDir, 'state');
+    let count = 0;
+    for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+      if (!/^\d+$/.test(pid)) continue;
+      const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+      if (!argv[0] || !/(^|\/)runsc$/.test(argv[0])) continue;
+      if (!argv.includes(stateDir)) continue;
+      if (argv.some((a) => a.startsWith(`${sandboxId}.`))) count++;
+    }
+    return count;
+  }
+
   async list(): Promise<string[]> {
     const ids = new Set<string>();
     for (const name of await readdir(join(this.options.workDir, 'bundles')).catch(() => [] as string[])) ids.add(name);
