@@ -102,6 +102,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
       // Let background `runsc delete`s of old incarnations finish.
       for (const runtime of runtimes) if (runtime instanceof GvisorRuntime) await runtime.settle();
       if (network instanceof NamespaceNetwork) await network.settle();
+      if (storage instanceof LocalSnapshotStorage) await storage.settle();
       if (!overrides.store) await store.close();
     },
   };

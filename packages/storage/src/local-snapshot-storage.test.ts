@@ -46,22 +46,29 @@ describe('LocalSnapshotStorage', () => {
     assert.deepEqual(await readdir(join(imageDir, '..')), []);
   });
 
-  it('commit writes sizes and streamed sha256 per file; open returns the image', async () => {
+  it('commit writes sizes at once and the streamed sha256 per file in the background; open returns the image', async () => {
     const storage = new LocalSnapshotStorage({ rootDir: join(root, 'b'), hashConcurrency: 2 });
     const { imageDir, big } = await writeImage(storage, 'snap1');
-    const manifest = await storage.commit({ ...commitInput('snap1'), parentSnapshotId: 'snap0' });
-    assert.equal(manifest.formatVersion, 1);
-    assert.equal(manifest.parentSnapshotId, 'snap0');
-    assert.deepEqual(manifest.files, {
-      'checkpoint.img': { sizeBytes: big.length, sha256: sha(big) },
-      'pages/meta.json': { sizeBytes: 7, sha256: sha('{"a":1}') },
+    const committed = await storage.commit({ ...commitInput('snap1'), parentSnapshotId: 'snap0' });
+    assert.equal(committed.formatVersion, 1);
+    assert.equal(committed.parentSnapshotId, 'snap0');
+    assert.deepEqual(committed.files, {
+      'checkpoint.img': { sizeBytes: big.length, sha256: null },
+      'pages/meta.json': { sizeBytes: 7, sha256: null },
     });
-    assert.equal(manifest.sizeBytes, big.length + 7);
+    assert.equal(committed.sizeBytes, big.length + 7);
+    await storage.settle();
     const onDisk = JSON.parse(await readFile(join(imageDir, '..', 'manifest.json'), 'utf8'));
-    assert.deepEqual(onDisk, manifest);
+    assert.deepEqual(onDisk, {
+      ...committed,
+      files: {
+        'checkpoint.img': { sizeBytes: big.length, sha256: sha(big) },
+        'pages/meta.json': { sizeBytes: 7, sha256: sha('{"a":1}') },
+      },
+    });
     const opened = await storage.open('snap1', { verify: 'checksums' });
     assert.equal(opened.imageDir, imageDir);
-    assert.deepEqual(opened.manifest, manifest);
+    assert.deepEqual(opened.manifest, onDisk);
     assert.deepEqual(await storage.list(), ['snap1']);
   });
 
@@ -104,10 +111,21 @@ describe('LocalSnapshotStorage', () => {
     await assert.rejects(storage.open('s', { verify: 'sizes' }), /pages\/meta\.json: missing/);
   });
 
+  it('removing a snapshot while its hashes are computed leaves nothing behind', async () => {
+    const storage = new LocalSnapshotStorage({ rootDir: join(root, 'rm-while-hashing') });
+    const { imageDir } = await writeImage(storage, 'gone');
+    await storage.commit(commitInput('gone'));
+    await storage.remove('gone');
+    await storage.settle();
+    await assert.rejects(storage.open('gone'), assertCode('SNAPSHOT_NOT_FOUND'));
+    await assert.rejects(readFile(join(imageDir, '..', 'manifest.json')), /ENOENT/);
+  });
+
   it('rejects an unknown manifest format version with a clear error', async () => {
     const storage = new LocalSnapshotStorage({ rootDir: join(root, 'e') });
     const { imageDir } = await writeImage(storage, 'v9');
     const manifest = await storage.commit(commitInput('v9'));
+    await storage.settle();
     await writeFile(join(imageDir, '..', 'manifest.json'), JSON.stringify({ ...manifest, formatVersion: 9 }));
     await assert.rejects(storage.open('v9'), (error) => {
       assertCode('RUNTIME_ERROR')(error);

@@ -49,6 +49,10 @@ export class LocalSnapshotStorage implements SnapshotStorage {
   readonly rootDir: string;
   private readonly snapshotsDir: string;
   private readonly verifyOnOpen: SnapshotVerification;
+  /** Background hashing of committed images, by snapshot id. */
+  private readonly hashing = new Map<string, Promise<void>>();
+  /** Snapshots being removed (their background hash must not rewrite the manifest). */
+  private readonly removing = new Set<string>();
   private readonly hashConcurrency: number;
   /** Ids prepared by this instance and not yet committed or removed: never swept. */
   private readonly inFlight = new Set<string>();
@@ -92,11 +96,7 @@ export class LocalSnapshotStorage implements SnapshotStorage {
       throw new RamifyError('INVALID_STATE', `snapshot '${snapshotId}' has no image to commit (expected directory ${imageDir})`, { snapshotId });
     }
     const paths = await listImageFiles(imageDir, snapshotId);
-    const entries = await mapBounded(paths, this.hashConcurrency, async (relative) => {
-      const full = join(imageDir, relative);
-      const [info, sha256] = await Promise.all([stat(full), sha256File(full)]);
-      return [relative, { sizeBytes: info.size, sha256 }] as const;
-    });
+    const entries = await Promise.all(paths.map(async (relative) => [relative, { sizeBytes: (await stat(join(imageDir, relative))).size, sha256: null }] as const));
     const files = Object.fromEntries(entries);
     const manifest: SnapshotManifest = {
       formatVersion: SNAPSHOT_FORMAT_VERSION,
@@ -110,7 +110,32 @@ export class LocalSnapshotStorage implements SnapshotStorage {
     };
     await writeManifestAtomically(join(dir, MANIFEST_FILE), manifest);
     this.inFlight.delete(snapshotId);
+    this.hashing.set(snapshotId, this.hashInBackground(manifest));
     return manifest;
+  }
+
+  /**
+   * Fill in the sha256 of every file of a just-committed image and rewrite its manifest (atomically).
+   * Never rejects; a snapshot removed meanwhile is left alone ({@link remove} waits for this).
+   */
+  private async hashInBackground(manifest: SnapshotManifest): Promise<void> {
+    const { snapshotId } = manifest;
+    const imageDir = join(this.snapshotDir(snapshotId), 'image');
+    try {
+      const hashed = await mapBounded(Object.keys(manifest.files), this.hashConcurrency, async (relative) => [relative, await sha256File(join(imageDir, relative))] as const);
+      if (this.removing.has(snapshotId)) return;
+      const files = Object.fromEntries(hashed.map(([relative, sha256]) => [relative, { sizeBytes: manifest.files[relative]!.sizeBytes, sha256 }]));
+      await writeManifestAtomically(join(this.snapshotDir(snapshotId), MANIFEST_FILE), { ...manifest, files });
+    } catch {
+      // The image vanished or the disk failed: the manifest keeps null hashes (sizes are still checked).
+    } finally {
+      this.hashing.delete(snapshotId);
+    }
+  }
+
+  /** Wait for background hashing (tests, shutdown). */
+  async settle(): Promise<void> {
+    await Promise.all([...this.hashing.values()]);
   }
 
   /**
@@ -140,6 +165,8 @@ export class LocalSnapshotStorage implements SnapshotStorage {
   async remove(snapshotId: string): Promise<void> {
     if (!SNAPSHOT_ID.test(snapshotId)) return;
     const dir = this.snapshotDir(snapshotId);
+    this.removing.add(snapshotId);
+    await this.hashing.get(snapshotId);
     try {
       await unlink(join(dir, MANIFEST_FILE));
       await fsyncDir(dir);
@@ -148,6 +175,7 @@ export class LocalSnapshotStorage implements SnapshotStorage {
     }
     await rm(dir, { recursive: true, force: true });
     this.inFlight.delete(snapshotId);
+    this.removing.delete(snapshotId);
   }
 
   /** Ids of committed snapshots, sorted. Directories without a manifest are skipped. */
@@ -209,6 +237,7 @@ export class LocalSnapshotStorage implements SnapshotStorage {
     }
     if (verify !== 'checksums') return;
     await mapBounded(files, this.hashConcurrency, async ([relative, expected]) => {
+      if (expected.sha256 === null) return; // not hashed yet (background): sizes were checked above
       const actual = await sha256File(join(imageDir, relative));
       if (actual !== expected.sha256) throw corrupt(relative, 'checksum-mismatch', `sha256 ${actual}, manifest says ${expected.sha256}`);
     });

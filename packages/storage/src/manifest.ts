@@ -22,7 +22,7 @@ const ManifestSchema = z.strictObject({
   parentSnapshotId: z.string().nullable(),
   createdAt: z.string(),
   sizeBytes: z.number().int().nonnegative(),
-  files: z.record(z.string().min(1), z.strictObject({ sizeBytes: z.number().int().nonnegative(), sha256: z.string().regex(/^[0-9a-f]{64}$/) })),
+  files: z.record(z.string().min(1), z.strictObject({ sizeBytes: z.number().int().nonnegative(), sha256: z.string().regex(/^[0-9a-f]{64}$/).nullable() })),
 });
 
 /**

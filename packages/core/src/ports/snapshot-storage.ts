@@ -17,8 +17,12 @@ export interface SnapshotManifest {
   createdAt: string;
   /** Total bytes of the image files. */
   sizeBytes: number;
-  /** sha256 of each image file, by relative path. */
-  files: Record<string, { sizeBytes: number; sha256: string }>;
+  /**
+   * Each image file by relative path. `sha256` is null until the storage has hashed the file: commit
+   * returns once sizes are recorded and hashes in the background (a large image would otherwise add
+   * ~3 ms/MB to every pause).
+   */
+  files: Record<string, { sizeBytes: number; sha256: string | null }>;
 }
 
 export interface SnapshotStorage {
