@@ -9,6 +9,7 @@ import { RamifyError, isRamifyError } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { hostnameFor } from '../ids.js';
 import type { SandboxRecord } from '../ports/store.js';
+import { phaseTimer } from './phase-timer.js';
 import { messageOf } from './records.js';
 import { isWarmSlot, prewarmFreeSlots } from './prewarm.js';
 
@@ -25,14 +26,7 @@ export async function bringUp(core: Core, record: SandboxRecord, snapshotId: str
   const runtime = runtimeFor(core, record.runtime);
   await assertRootfsPresent(record, snapshotId);
   const hostname = hostnameFor(record.id);
-  // Phase durations (ms), logged at debug level: where a create/resume/fork spends its time.
-  const phases: Record<string, number> = {};
-  let mark = performance.now();
-  const phase = (name: string): void => {
-    const now = performance.now();
-    phases[name] = Math.round(now - mark);
-    mark = now;
-  };
+  const { mark: phase, phases } = phaseTimer();
   try {
     const network = await core.network.attach(record.id, record.slot);
     phase('networkMs');

@@ -15,6 +15,7 @@ import { runtimeFor, type Core } from '../core.js';
 import { newSnapshotId } from '../ids.js';
 import type { SandboxOperation, SandboxRecord, SnapshotRecord } from '../ports/store.js';
 import { waitForQuietNetwork } from './quiet-network.js';
+import { phaseTimer } from './phase-timer.js';
 import { messageOf, transition } from './records.js';
 
 export interface CheckpointPlan {
@@ -60,13 +61,7 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
     throw err;
   }
 
-  const phases: Record<string, number> = {};
-  let mark = performance.now();
-  const phase = (name: string): void => {
-    const now = performance.now();
-    phases[name] = Math.round(now - mark);
-    mark = now;
-  };
+  const { mark: phase, phases } = phaseTimer();
   try {
     await waitForQuietNetwork(core, record.id, runtime);
     phase('quietNetworkMs');
