@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,10 +27,10 @@ let dir: string;
 interface Run { code: number | null; stdout: string; stderr: string; stdoutBytes: Buffer }
 
 /** Run the built CLI with `args`; env carries the fixture's URL and key unless overridden. */
-function ramify(args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string | Buffer } = {}): Promise<Run> {
+function ramify(args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string | Buffer; cwd?: string } = {}): Promise<Run> {
   const env: Record<string, string | undefined> = { ...process.env, RAMIFY_API_URL: server.url, RAMIFY_API_KEY: server.apiKey, RAMIFY_HOME: dir, ...opts.env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
-  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, ...args], { env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout.on('data', (c: Buffer) => out.push(c));
@@ -181,7 +181,79 @@ describe('protocol: ramify CLI', () => {
     assert.match(gone.stderr, /FILE_NOT_FOUND/);
     const noLocal = await ramify(['sandbox', 'files', 'put', id, join(dir, 'absent'), '/x']);
     assert.equal(noLocal.code, 1);
-    assert.match(noLocal.stderr, /ENOENT/);
+    assert.equal(noLocal.stderr, `ramify: FILE_NOT_FOUND: local file ${join(dir, 'absent')} does not exist\n`);
+  });
+
+  test('files put/get behave like cp: a directory destination gets the file name; one line on success', async () => {
+    const id = await newSandbox();
+    await writeFile(join(dir, 'local.txt'), 'hello world\n');
+    const slash = await ramify(['sandbox', 'files', 'put', id, join(dir, 'local.txt'), '/root/']);
+    assert.equal(slash.code, 0, slash.stderr);
+    assert.equal(slash.stdout, 'uploaded 12 bytes to /root/local.txt\n');
+    await ramify(['sandbox', 'files', 'rm', id, '/root/local.txt']);
+    const existingDir = await ramify(['sandbox', 'files', 'put', id, join(dir, 'local.txt'), '/root']);
+    assert.equal(existingDir.stdout, 'uploaded 12 bytes to /root/local.txt\n');
+    const renamed = await ramify(['sandbox', 'files', 'put', id, join(dir, 'local.txt'), '/root/other.txt', '--json']);
+    assert.equal((JSON.parse(renamed.stdout) as { path: string }).path, '/root/other.txt');
+    assert.equal((await ramify(['sandbox', 'files', 'cat', id, '/root/local.txt'])).stdout, 'hello world\n');
+    const stdinToDir = await ramify(['sandbox', 'files', 'put', id, '-', '/root/'], { stdin: 'x' });
+    assert.equal(stdinToDir.code, 1);
+    assert.match(stdinToDir.stderr, /IS_A_DIRECTORY: \/root\/ is a directory/);
+
+    const cwd = join(dir, 'cwd');
+    await mkdir(join(cwd, 'sub'), { recursive: true });
+    const get = await ramify(['sandbox', 'files', 'get', id, '/root/other.txt'], { cwd });
+    assert.equal(get.code, 0, get.stderr);
+    assert.equal(get.stdout, 'downloaded 12 bytes to other.txt\n');
+    assert.equal(await readFile(join(cwd, 'other.txt'), 'utf8'), 'hello world\n');
+    const intoDir = await ramify(['sandbox', 'files', 'get', id, '/root/other.txt', 'sub', '--json'], { cwd });
+    assert.deepEqual(JSON.parse(intoDir.stdout), { remote: '/root/other.txt', local: join('sub', 'other.txt'), size: 12 });
+    assert.equal(await readFile(join(cwd, 'sub', 'other.txt'), 'utf8'), 'hello world\n');
+    const noDir = await ramify(['sandbox', 'files', 'get', id, '/root/other.txt', join(dir, 'nope', 'x.txt')]);
+    assert.equal(noDir.code, 1);
+    assert.match(noDir.stderr, /^ramify: FILE_NOT_FOUND: local directory .*nope does not exist/);
+    const help = await ramify(['sandbox', 'files', 'get', '--help']);
+    assert.match(help.stdout, /current\s+directory under its own name/);
+  });
+
+  test('--json: usage errors are error bodies on stderr (exit 2); without it, commander text and a hint', async () => {
+    for (const args of [['--json', 'sandbox', 'fork', 'sbx_x', '-n', '0'], ['sandbox', 'fork', 'sbx_x', '-n', '0', '--json'], ['--json', 'bogus'], ['--json', 'sandbox', 'get']]) {
+      const r = await ramify(args);
+      assert.equal(r.code, 2, args.join(' '));
+      assert.equal(r.stdout, '');
+      const body = JSON.parse(r.stderr) as { error: { code: string; message: string } };
+      assert.equal(body.error.code, 'VALIDATION_FAILED');
+      assert.ok(body.error.message.length > 0 && !body.error.message.startsWith('error:'), body.error.message);
+    }
+    const fork = JSON.parse((await ramify(['--json', 'sandbox', 'fork', 'sbx_x', '-n', '0'])).stderr) as { error: { message: string } };
+    assert.match(fork.error.message, /--count.*expected a whole number from 1 to 64/);
+    const human = await ramify(['sandbox', 'fork', 'sbx_x', '-n', '0']);
+    assert.equal(human.code, 2);
+    assert.match(human.stderr, /^error: option .*--count.*\n\(run with --help for usage\)\n$/);
+  });
+
+  test('sandbox list and get show template names (--json keeps the API ids); list --all includes killed', async () => {
+    const id = await newSandbox();
+    const table = await ramify(['sandbox', 'list']);
+    const row = table.stdout.split('\n').find((l) => l.startsWith(id)) ?? '';
+    assert.match(row, /\srunning\s+base\s/);
+    assert.ok(!table.stdout.includes('tpl_base'));
+    assert.match((await ramify(['sandbox', 'get', id])).stdout, /^template:\s+base$/m);
+    assert.equal((JSON.parse((await ramify(['sandbox', 'get', id, '--json'])).stdout) as { templateId: string }).templateId, 'tpl_base');
+    assert.ok((JSON.parse((await ramify(['sandbox', 'list', '--json'])).stdout) as { templateId: string }[]).every((s) => s.templateId.startsWith('tpl_')));
+
+    assert.equal((await ramify(['sandbox', 'kill', id])).code, 0);
+    assert.ok(!(await ramify(['sandbox', 'list'])).stdout.includes(id));
+    const all = await ramify(['sandbox', 'list', '--all']);
+    assert.match(all.stdout, new RegExp(`^${id}\\s+killed\\s`, 'm'));
+    const states = await ramify(['sandbox', 'list', '--state', 'killed', '--json']);
+    assert.deepEqual((JSON.parse(states.stdout) as { state: string }[]).map((s) => s.state).filter((s) => s !== 'killed'), []);
+    const both = await ramify(['sandbox', 'list', '--all', '--state', 'running']);
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /cannot be used with/);
+    const badState = await ramify(['sandbox', 'list', '--state', 'sleeping']);
+    assert.equal(badState.code, 2);
+    assert.match(badState.stderr, /expected one of: creating/);
   });
 
   test('template build: inlines source files, renders progress, --json streams NDJSON events', async () => {
@@ -197,6 +269,13 @@ describe('protocol: ramify CLI', () => {
     assert.ok(events.filter((e) => e.type === 'step').every((e) => e.cached === true));
     const list = JSON.parse((await ramify(['template', 'list', '--json'])).stdout) as { name: string }[];
     assert.ok(list.some((t) => t.name === 'clitest'));
+    const missing = await ramify(['template', 'build', './missing.yaml'], { cwd: dir });
+    assert.equal(missing.code, 1);
+    assert.equal(missing.stderr, 'ramify: FILE_NOT_FOUND: template spec ./missing.yaml does not exist\n');
+    await writeFile(join(dir, 'nosource.yaml'), 'name: nosource\nfiles:\n  - path: /x\n    source: gone.txt\n');
+    const noSource = await ramify(['template', 'build', join(dir, 'nosource.yaml')]);
+    assert.equal(noSource.code, 1);
+    assert.match(noSource.stderr, /^ramify: FILE_NOT_FOUND: source file gone.txt \(files\[\] of .*nosource.yaml\) does not exist\n$/);
     await writeFile(join(dir, 'bad.yaml'), 'name: Not Valid\n');
     const bad = await ramify(['template', 'build', join(dir, 'bad.yaml')]);
     assert.equal(bad.code, 1);

@@ -84,10 +84,16 @@ export function action<A extends unknown[]>(env: CliEnv, fn: (ctx: CliContext, .
   };
 }
 
-/** Report a failure on stderr (`CODE: message`, or an error body with `--json`) and return the exit code. */
+/**
+ * Report a failure on stderr (`CODE: message`, or an error body with `--json`) and return the exit code.
+ * Commander's usage errors were already printed by commander in human mode (exit 2); with `--json` they
+ * are reported here as `VALIDATION_FAILED` error bodies (commander's own output is muted, see `createProgram`).
+ */
 export function reportError(err: unknown, env: CliEnv, json: boolean, exitCode = EXIT_FAILURE): number {
   if (err instanceof CommanderError) {
-    return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help' ? 0 : EXIT_USAGE;
+    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
+    if (json) env.stderr.write(`${JSON.stringify({ error: { code: 'VALIDATION_FAILED', message: err.message.replace(/^error: /, '') } })}\n`);
+    return EXIT_USAGE;
   }
   const code = isRamifyError(err) ? err.code
     : typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : 'INTERNAL';

@@ -3,7 +3,7 @@
  * `createProgram(env)` builds the commander tree (for embedding or docs).
  */
 import { createProgram } from './program.js';
-import { reportError, type CliEnv } from './context.js';
+import { reportError, type CliEnv, type GlobalOptions } from './context.js';
 
 export { createProgram } from './program.js';
 export { CliContext, EXIT_FAILURE, EXIT_USAGE, type CliEnv, type GlobalOptions } from './context.js';
@@ -18,7 +18,7 @@ export async function runCli(argv: string[], env: Omit<CliEnv, 'exitCode'> = { s
     await program.parseAsync(argv);
     return cliEnv.exitCode;
   } catch (err) {
-    const own = argv.includes('--') ? argv.slice(0, argv.indexOf('--')) : argv;
-    return reportError(err, cliEnv, own.includes('--json'));
+    // Commander has parsed the global options before any action or usage error: `--json` after `--` is not ours.
+    return reportError(err, cliEnv, program.opts<GlobalOptions>().json === true);
   }
 }

@@ -1,7 +1,7 @@
 /** The `ramify` command tree. */
 import { createRequire } from 'node:module';
 import { Command } from 'commander';
-import type { CliEnv } from './context.js';
+import type { CliEnv, GlobalOptions } from './context.js';
 import { registerServe } from './commands/serve.js';
 import { registerSandbox } from './commands/sandbox.js';
 import { registerTemplate } from './commands/template.js';
@@ -22,8 +22,11 @@ export function createProgram(env: CliEnv): Command {
     .configureOutput({
       writeOut: (s) => env.stdout.write(s),
       writeErr: (s) => env.stderr.write(s),
+      // Usage errors: plain text plus a hint, or nothing with --json (`runCli` then prints an error body).
+      outputError: (s, write) => {
+        if (program.opts<GlobalOptions>().json !== true) write(`${s}(run with --help for usage)\n`);
+      },
     })
-    .showHelpAfterError('(run with --help for usage)')
     .addHelpText('after', `
 Exit codes: 0 ok; 1 the API or a local file failed (CODE: message on stderr); 2 usage error;
 sandbox exec: the command's own exit code (see 'ramify sandbox exec --help').`);

@@ -8,9 +8,24 @@ import { dirname, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { RamifyError, TemplateSpec } from '@ramify/contracts';
 
-/** Load `path` and inline its `source` files. Throws `VALIDATION_FAILED` (with every problem listed) or a file error. */
+/** Read a host file; a missing file or a directory becomes a `FILE_NOT_FOUND` / `IS_A_DIRECTORY` error about `subject`. */
+async function readHostFile(path: string, subject: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new RamifyError('FILE_NOT_FOUND', `${subject} does not exist`);
+    if (code === 'EISDIR') throw new RamifyError('IS_A_DIRECTORY', `${subject} is a directory`);
+    throw err;
+  }
+}
+
+/**
+ * Load `path` and inline its `source` files. Throws `VALIDATION_FAILED` (with every problem listed),
+ * `FILE_NOT_FOUND` / `IS_A_DIRECTORY` (the spec or a source file), or another file error.
+ */
 export async function loadTemplateSpec(path: string): Promise<TemplateSpec> {
-  const text = await readFile(path, 'utf8');
+  const text = (await readHostFile(path, `template spec ${path}`)).toString('utf8');
   let raw: unknown;
   try {
     raw = parse(text);
@@ -23,7 +38,7 @@ export async function loadTemplateSpec(path: string): Promise<TemplateSpec> {
     spec.files = await Promise.all(spec.files.map(async (f: unknown) => {
       if (typeof f !== 'object' || f === null || typeof (f as { source?: unknown }).source !== 'string') return f;
       const { source, ...rest } = f as { source: string };
-      const bytes = await readFile(resolve(base, source));
+      const bytes = await readHostFile(resolve(base, source), `source file ${source} (files[] of ${path})`);
       let content: string;
       try {
         content = new TextDecoder('utf-8', { fatal: true }).decode(bytes);

@@ -1,12 +1,13 @@
 /** `ramify sandbox files ...`: the sandbox filesystem; `put`/`get`/`cat` stream (nothing is buffered whole). */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { basename } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { Command } from 'commander';
-import { Sandbox, type FileInfo } from '@ramify/sdk';
+import { RamifyError } from '@ramify/contracts';
+import { isRamifyError, Sandbox, type FileInfo, type Files } from '@ramify/sdk';
 import { action, type CliContext, type CliEnv } from '../context.js';
 import { intIn } from '../parse.js';
 import { renderTable } from '../output/table.js';
@@ -31,6 +32,50 @@ function progress(ctx: CliContext, verb: string, name: string): { counter: Trans
     },
   });
   return { counter, done: () => status?.stop() };
+}
+
+/** `12 bytes`, or `700000 bytes (684 KiB)` from 1 KiB on. */
+function byteCount(bytes: number): string {
+  return bytes < 1024 ? `${bytes} bytes` : `${bytes} bytes (${formatBytes(bytes)})`;
+}
+
+/** True when `path` is a directory in the sandbox (false when it does not exist). */
+async function isRemoteDir(files: Files, path: string): Promise<boolean> {
+  try {
+    return (await files.getInfo(path)).type === 'dir';
+  } catch (err) {
+    if (isRamifyError(err) && (err.code === 'FILE_NOT_FOUND' || err.code === 'NOT_A_DIRECTORY')) return false;
+    throw err;
+  }
+}
+
+/**
+ * Where `put` writes, like `cp`: a `remote` that ends with `/` or is an existing directory gets `name`
+ * (the local file's name) appended. `name` is undefined for stdin, which then needs a file path.
+ */
+async function uploadTarget(files: Files, remote: string, name: string | undefined): Promise<string> {
+  if (!remote.endsWith('/') && !(await isRemoteDir(files, remote))) return remote;
+  if (name === undefined) throw new RamifyError('IS_A_DIRECTORY', `${remote} is a directory: give the file path to write stdin to`);
+  return `${remote.replace(/\/+$/, '')}/${name}`;
+}
+
+/** Check that `local` is a regular host file: `FILE_NOT_FOUND` if missing, `IS_A_DIRECTORY`, or `BAD_REQUEST` (other kinds). */
+async function requireLocalFile(local: string): Promise<void> {
+  const info = await stat(local).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') throw new RamifyError('FILE_NOT_FOUND', `local file ${local} does not exist`);
+    throw err;
+  });
+  if (info.isDirectory()) throw new RamifyError('IS_A_DIRECTORY', `local file ${local} is a directory`);
+  if (!info.isFile()) throw new RamifyError('BAD_REQUEST', `local file ${local} is not a regular file`);
+}
+
+/** Where `get` writes, like `cp`: `[local]` (default: the remote's name here); a directory gets the remote's name inside it. */
+async function downloadTarget(remote: string, local: string | undefined): Promise<string> {
+  const name = basename(remote);
+  if (local === undefined) return name;
+  if (local === '-') return local;
+  const dirLike = local.endsWith('/') || (await stat(local).then((s) => s.isDirectory(), () => false));
+  return dirLike ? join(local, name) : local;
 }
 
 /** Stream a sandbox file into the stream `open()` returns (opened only once the download has started). */
@@ -64,26 +109,38 @@ export function registerFiles(sandbox: Command, env: CliEnv): void {
       await download(ctx, id, path, () => ctx.env.stdout);
     }));
 
-  files.command('get').argument('<id>', 'sandbox id').argument('<remote>', 'file in the sandbox').argument('[local]', 'host file; - for stdout (default: the remote name in the current directory)')
-    .description('download a file (streamed)')
+  files.command('get').argument('<id>', 'sandbox id').argument('<remote>', 'file in the sandbox')
+    .argument('[local]', 'host file or directory; - for stdout (default: ./<remote file name>)')
+    .description('download a file (streamed); without [local] it is written to the current directory under its own name, like cp')
+    .addHelpText('after', '\nExamples:\n  ramify sandbox files get sbx_1 /root/out.txt          # writes ./out.txt\n  ramify sandbox files get sbx_1 /root/out.txt data/    # writes data/out.txt\n  ramify sandbox files get sbx_1 /root/out.txt -        # writes to stdout')
     .action(action(env, async (ctx, id: string, remote: string, local?: string) => {
-      const target = local ?? basename(remote);
+      const target = await downloadTarget(remote, local);
       if (target === '-') return download(ctx, id, remote, () => ctx.env.stdout);
-      await download(ctx, id, remote, () => createWriteStream(target));
+      try {
+        await download(ctx, id, remote, () => createWriteStream(target));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new RamifyError('FILE_NOT_FOUND', `local directory ${dirname(target)} does not exist`);
+        throw err;
+      }
       const size = (await stat(target)).size;
-      ctx.output({ remote, local: target, size }, () => '');
+      ctx.output({ remote, local: target, size }, () => `downloaded ${byteCount(size)} to ${target}`);
     }));
 
-  files.command('put').argument('<id>', 'sandbox id').argument('<local>', 'host file; - for stdin').argument('<remote>', 'destination path in the sandbox')
+  files.command('put').argument('<id>', 'sandbox id').argument('<local>', 'host file; - for stdin')
+    .argument('<remote>', 'destination path in the sandbox; a directory (existing, or ending with /) gets the local file name, like cp')
     .description('upload a file (streamed; parent directories are created)')
+    .addHelpText('after', '\nExamples:\n  ramify sandbox files put sbx_1 app.py /root/          # writes /root/app.py\n  ramify sandbox files put sbx_1 app.py /srv/main.py    # writes /srv/main.py\n  echo hi | ramify sandbox files put sbx_1 - /tmp/hi.txt')
     .action(action(env, async (ctx, id: string, local: string, remote: string) => {
-      if (local !== '-' && !(await stat(local)).isFile()) throw Object.assign(new Error(`'${local}' is not a regular file`), { code: 'BAD_REQUEST' });
-      const source = local === '-' ? ctx.env.stdin : createReadStream(local);
-      const { counter, done } = progress(ctx, 'uploading', local === '-' ? 'stdin' : local);
+      const stdin = local === '-';
+      if (!stdin) await requireLocalFile(local);
+      const files = Sandbox.fromId(id, ctx.connection).files;
+      const target = await uploadTarget(files, remote, stdin ? undefined : basename(local));
+      const source = stdin ? ctx.env.stdin : createReadStream(local);
+      const { counter, done } = progress(ctx, 'uploading', stdin ? 'stdin' : local);
       try {
         (source as Readable).on('error', (err) => counter.destroy(err));
-        const info = await Sandbox.fromId(id, ctx.connection).files.write(remote, (source as Readable).pipe(counter));
-        ctx.output(info, () => '');
+        const info = await files.write(target, (source as Readable).pipe(counter));
+        ctx.output(info, () => `uploaded ${byteCount(info.size)} to ${info.path}`);
       } finally {
         done();
       }

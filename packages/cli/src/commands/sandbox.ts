@@ -1,7 +1,7 @@
 /** `ramify sandbox ...`: lifecycle commands. `exec` and `files` live in their own modules. */
 import { Command, Option } from 'commander';
-import { Sandbox, type SandboxInfo, type SandboxState } from '@ramify/sdk';
-import { action, type CliEnv } from '../context.js';
+import { listTemplates, Sandbox, type SandboxInfo, type SandboxState } from '@ramify/sdk';
+import { action, type CliContext, type CliEnv } from '../context.js';
 import { intIn, keyValue, oneOf, parseDuration } from '../parse.js';
 import { renderFields, renderTable } from '../output/table.js';
 import { formatDuration, formatRelative } from '../output/format.js';
@@ -10,21 +10,35 @@ import { registerFiles } from './sandbox-files.js';
 
 const STATES: readonly SandboxState[] = ['creating', 'running', 'pausing', 'paused', 'resuming', 'killing', 'killed', 'error'];
 
-function sandboxFields(info: SandboxInfo): string {
+/** Template id → name. Human output only; empty when the templates cannot be listed (ids are shown then). */
+async function templateNames(ctx: CliContext): Promise<Map<string, string>> {
+  try {
+    return new Map((await listTemplates(ctx.connection)).map((t) => [t.id, t.name]));
+  } catch {
+    return new Map();
+  }
+}
+
+/** Comma-separated states (`--state running,paused`). */
+function parseStates(value: string): SandboxState[] {
+  return value.split(',').map((s) => oneOf(STATES)(s.trim()));
+}
+
+function sandboxFields(info: SandboxInfo, templates: Map<string, string>): string {
   const meta = Object.entries(info.metadata).map(([k, v]) => `${k}=${v}`).join(' ');
   return renderFields([
     ['id', info.id], ['state', info.error ? `${info.state} (${info.error})` : info.state], ['runtime', info.runtime],
-    ['template', info.templateId], ['parent', info.parentId ?? '-'], ['snapshot', info.sourceSnapshotId ?? '-'],
+    ['template', templates.get(info.templateId) ?? info.templateId], ['parent', info.parentId ?? '-'], ['snapshot', info.sourceSnapshotId ?? '-'],
     ['cpus', String(info.cpuCount)], ['memory', `${info.memoryMB} MB`], ['metadata', meta || '-'],
     ['created', `${info.createdAt} (${formatRelative(info.createdAt)})`],
     ['timeout', `${formatDuration(info.timeoutMs)}, then ${info.onTimeout}`], ['ends', info.endAt ? `${info.endAt} (${formatRelative(info.endAt)})` : '- (clock stopped)'],
   ]);
 }
 
-function sandboxTable(infos: SandboxInfo[]): string {
+function sandboxTable(infos: SandboxInfo[], templates: Map<string, string>): string {
   if (infos.length === 0) return 'no sandboxes';
   return renderTable(['ID', 'STATE', 'TEMPLATE', 'PARENT', 'CREATED', 'ENDS'], infos.map((i) => [
-    i.id, i.state, i.templateId, i.parentId ?? '-', formatRelative(i.createdAt), formatRelative(i.endAt),
+    i.id, i.state, templates.get(i.templateId) ?? i.templateId, i.parentId ?? '-', formatRelative(i.createdAt), formatRelative(i.endAt),
   ]));
 }
 
@@ -52,27 +66,31 @@ export function registerSandbox(program: Command, env: CliEnv): void {
       else ctx.print(sbx.sandboxId);
     }));
 
-  sandbox.command('list').alias('ls').description('list sandboxes (default: all but killed)')
-    .option('--state <states>', `comma-separated states (${STATES.join(', ')})`)
+  sandbox.command('list').alias('ls').description('list sandboxes (default: all but killed; --all includes killed ones)')
+    .addOption(new Option('--state <states>', `comma-separated states (${STATES.join(', ')})`).argParser(parseStates).conflicts('all'))
+    .option('-a, --all', 'every sandbox, killed ones included')
     .option('-m, --metadata <KEY=VALUE>', 'only sandboxes with this label (repeatable)', keyValue)
     .option('--limit <n>', 'at most this many', intIn(1, 100_000))
-    .action(action(env, async (ctx, opts: { state?: string; metadata?: Record<string, string>; limit?: number }) => {
-      const states = opts.state?.split(',').map((s) => oneOf(STATES)(s.trim()));
+    .action(action(env, async (ctx, opts: { state?: SandboxState[]; all?: boolean; metadata?: Record<string, string>; limit?: number }) => {
+      const states = opts.all ? [...STATES] : opts.state;
       const infos: SandboxInfo[] = [];
-      await ctx.spin('listing sandboxes', async () => {
-        const pager = Sandbox.list({ ...ctx.connection, state: states, metadata: opts.metadata, limit: opts.limit ? Math.min(opts.limit, 1000) : undefined });
-        for await (const info of pager) {
-          infos.push(info);
-          if (opts.limit !== undefined && infos.length >= opts.limit) break;
-        }
-      });
-      ctx.output(infos, () => sandboxTable(infos));
+      const [, templates] = await ctx.spin('listing sandboxes', () => Promise.all([
+        (async () => {
+          const pager = Sandbox.list({ ...ctx.connection, state: states, metadata: opts.metadata, limit: opts.limit ? Math.min(opts.limit, 1000) : undefined });
+          for await (const info of pager) {
+            infos.push(info);
+            if (opts.limit !== undefined && infos.length >= opts.limit) break;
+          }
+        })(),
+        ctx.json ? new Map<string, string>() : templateNames(ctx),
+      ]));
+      ctx.output(infos, () => sandboxTable(infos, templates));
     }));
 
   sandbox.command('get').alias('info').argument('<id>', 'sandbox id').description("show a sandbox's info")
     .action(action(env, async (ctx, id: string) => {
-      const info = await Sandbox.getInfo(id, ctx.connection);
-      ctx.output(info, () => sandboxFields(info));
+      const [info, templates] = await Promise.all([Sandbox.getInfo(id, ctx.connection), ctx.json ? new Map<string, string>() : templateNames(ctx)]);
+      ctx.output(info, () => sandboxFields(info, templates));
     }));
 
   registerExec(sandbox, env);
