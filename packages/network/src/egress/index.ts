@@ -1,0 +1,8 @@
+export { PolicyDnsResolver } from './dns-resolver.js';
+export type {
+  DnsAnswerEvent, DnsDeniedEvent, DnsDroppedAddressesEvent, DnsErrorSource, DnsPolicyVerdict, DnsResolverStats,
+  DnsSandboxPolicy, PolicyDnsResolverOptions,
+} from './dns-resolver-types.js';
+export type { DnsUpstream } from './dns-upstream.js';
+export { DEFAULT_BLOCKED_RANGES, ipv4RangeSet, type Ipv4RangeSet } from './address-ranges.js';
+export { EMPTY_ANSWER_TYPES, filterAnswer, type FilteredAnswer, type TtlRange } from './dns-filter.js';
