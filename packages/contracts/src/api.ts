@@ -36,6 +36,11 @@ export const CreateSandboxRequest = z.strictObject({
   cpuCount: z.number().int().min(1).max(16).optional(),
   memoryMB: z.number().int().min(128).max(65536).optional(),
   runtime: RuntimeName.optional(),
+  /**
+   * Egress allow rules (see {@link EgressRules}); absent or empty = open egress. Validated like
+   * `PUT /v1/sandboxes/{id}/egress`: a bad rule fails the create with 400 naming it, before anything starts.
+   */
+  egress: z.array(z.string()).optional(),
 });
 export type CreateSandboxRequest = z.infer<typeof CreateSandboxRequest>;
 
@@ -92,6 +97,60 @@ export const SnapshotInfo = z.object({
   createdAt: z.string(),
 });
 export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
+
+/** Most rules one egress policy may hold. */
+export const MAX_EGRESS_RULES = 1000;
+/** Longest egress rule, characters (before normalisation). */
+export const MAX_EGRESS_RULE_LENGTH = 300;
+
+/**
+ * An ordered list of egress allow rules, one string each: `host`, `*.host` (subdomains), `host:port`,
+ * `ip`, `ip:port`, `cidr`, `cidr:port` (IPv4 only) or `*` (everything); a port is `N` or `N-M` in 1-65535.
+ * No rules = open egress; the first rule switches the sandbox to default-deny. Rules are checked and
+ * normalised by the daemon (lowercase, no trailing dot, IDN as punycode); a bad rule is a 400
+ * `VALIDATION_FAILED` whose message and `details` (`rule`, `index`, 0-based) name it.
+ * At most {@link MAX_EGRESS_RULES} rules of {@link MAX_EGRESS_RULE_LENGTH} characters.
+ */
+export const EgressRules = z.array(z.string());
+
+/** `PUT /v1/sandboxes/{id}/egress`: replace the whole policy at once (`[]` opens egress again). */
+export const SetEgressRequest = z.strictObject({ rules: EgressRules });
+export type SetEgressRequest = z.infer<typeof SetEgressRequest>;
+
+/** `open`: no rules, everything allowed; `allowlist`: only what a rule allows. */
+export const EgressMode = z.enum(['open', 'allowlist']);
+export type EgressMode = z.infer<typeof EgressMode>;
+
+/** A sandbox's egress policy as in force. */
+export const EgressPolicyInfo = z.object({
+  /** Normalised rules, in order. */
+  rules: z.array(z.string()),
+  mode: EgressMode,
+  /** When the policy was last set (ISO time); null when it never was (open by default). */
+  updatedAt: z.string().nullable(),
+});
+export type EgressPolicyInfo = z.infer<typeof EgressPolicyInfo>;
+
+/** One verdict of the egress enforcement (a connection or a DNS name). */
+export const EgressLogEntry = z.object({
+  at: z.string(),
+  /** `tcp`, `udp`, `icmp`, or `dns` for a name the policy resolver answered or refused. */
+  protocol: z.enum(['tcp', 'udp', 'icmp', 'dns']),
+  /** Destination IPv4 address (for `dns`: the address answered, or empty when refused). */
+  destination: z.string(),
+  /** Destination port; null when the protocol has none. */
+  port: z.number().int().nullable(),
+  /** DNS name, TLS SNI or HTTP Host involved, when known. */
+  name: z.string().nullable(),
+  verdict: z.enum(['allowed', 'denied']),
+  /** The normalised rule that allowed it; null when denied (or allowed because egress is open). */
+  rule: z.string().nullable(),
+});
+export type EgressLogEntry = z.infer<typeof EgressLogEntry>;
+
+export const EgressLogQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).optional() });
+export const EgressLogResponse = z.object({ entries: z.array(EgressLogEntry) });
+export type EgressLogResponse = z.infer<typeof EgressLogResponse>;
 
 export const CommandRequest = z.strictObject({
   /** Run by `/bin/bash -c`. */

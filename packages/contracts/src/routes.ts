@@ -16,6 +16,9 @@
  * | POST | /v1/sandboxes/:id/fork | ForkRequest | 201 ForkResponse |
  * | POST | /v1/sandboxes/:id/snapshots | SnapshotRequest | 201 SnapshotInfo |
  * | POST | /v1/sandboxes/:id/timeout | SetTimeoutRequest | SandboxInfo |
+ * | GET  | /v1/sandboxes/:id/egress | | EgressPolicyInfo |
+ * | PUT  | /v1/sandboxes/:id/egress | SetEgressRequest | EgressPolicyInfo (atomic replace, live on running and paused sandboxes) |
+ * | GET  | /v1/sandboxes/:id/egress/log | EgressLogQuery (`?limit=N`) | EgressLogResponse (newest first) |
  * | POST | /v1/sandboxes/:id/commands | CommandRequest | CommandResult (foreground) or `{ pid }` (background) |
  * | GET  | /v1/sandboxes/:id/processes | | `{ processes: ProcessInfo[] }` |
  * | POST | /v1/sandboxes/:id/processes/:pid/stdin | raw bytes (application/octet-stream) | 204 |

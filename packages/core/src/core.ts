@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { RamifyError, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
 import type { ConnectAgent } from './ports/agent.js';
 import type { Clock } from './ports/clock.js';
+import type { EgressEnforcer } from './ports/egress.js';
 import type { Logger } from './ports/logger.js';
 import type { SandboxNetwork } from './ports/network.js';
 import type { Runtime } from './ports/runtime.js';
@@ -70,6 +71,8 @@ export interface CoreDeps {
   logger: Logger;
   /** Absent when no template builder is wired (`POST /v1/templates` then fails `RUNTIME_UNAVAILABLE`). */
   templateBuilder?: TemplateBuilder;
+  /** Absent when egress is not enforced on this host: policies are still validated and stored. */
+  egressEnforcer?: EgressEnforcer;
   /** Fresh entropy for identities; default `crypto.randomBytes`. */
   entropy?: (bytes: number) => Uint8Array;
   options?: Partial<CoreOptions>;

@@ -11,6 +11,7 @@ export * from './ports/clock.js';
 export * from './ports/agent.js';
 export * from './ports/logger.js';
 export * from './ports/template-builder.js';
+export * from './ports/egress.js';
 
 export * from './ids.js';
 export { createCore, runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps, type CoreOptions } from './core.js';
@@ -38,6 +39,11 @@ export type { ReconcileOutcome } from './lifecycle/reconcile-sandbox.js';
 export * from './sandbox/commands.js';
 export * from './sandbox/files.js';
 export { agentFor } from './sandbox/agent-access.js';
+
+export * from './egress/policy.js';
+export { setEgressPolicy } from './egress/set-egress.js';
+export { getEgressPolicy, toEgressPolicyInfo, type SandboxEgressPolicy } from './egress/get-egress.js';
+export { getEgressLog, type EgressLogInput } from './egress/egress-log.js';
 
 export * from './catalog/snapshots.js';
 export * from './catalog/templates.js';

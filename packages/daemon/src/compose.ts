@@ -17,6 +17,7 @@ import {
   type ConnectAgent,
   type Core,
   type CoreOptions,
+  type EgressEnforcer,
   type Logger,
   type Runtime,
   type SandboxNetwork,
@@ -38,6 +39,7 @@ export interface ComposeOverrides {
   storage?: SnapshotStorage;
   connectAgent?: ConnectAgent;
   templateBuilder?: TemplateBuilder | null;
+  egressEnforcer?: EgressEnforcer;
 }
 
 export interface GvisorOptions {
@@ -94,7 +96,11 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
         ? new LocalTemplateBuilder({ store, dataDir: options.cacheDir, agentBundlePath: AGENT_BUNDLE_PATH, runtime: runtimes[0], network, storage, connectAgent: connect })
         : undefined;
 
-  const core = createCore({ store, runtimes, network, storage, connectAgent: connect, clock, logger, templateBuilder, options: options.coreOptions });
+  // WIRING: egress enforcement (nftables sets + policy DNS resolver + SNI/Host proxy); none yet, so
+  // policies are validated and stored but not enforced.
+  const egressEnforcer = overrides.egressEnforcer ?? undefined;
+
+  const core = createCore({ store, runtimes, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, options: options.coreOptions });
   return {
     core,
     close: async () => {

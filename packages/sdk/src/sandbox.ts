@@ -2,7 +2,9 @@
  * {@link Sandbox}: the handle users hold. Control-plane calls exist both as statics taking an id
  * (`Sandbox.kill(id)`) and as methods on a handle (`sbx.kill()`), as in E2B's SDK.
  */
-import type { CreateSandboxRequest, ForkResponse, RuntimeName, SandboxInfo, SnapshotInfo, TimeoutAction } from '@ramify/contracts';
+import type {
+  CreateSandboxRequest, EgressLogEntry, EgressLogResponse, EgressPolicyInfo, ForkResponse, RuntimeName, SandboxInfo, SnapshotInfo, TimeoutAction,
+} from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
 import { Commands } from './commands/commands.js';
@@ -28,6 +30,11 @@ export interface SandboxOpts extends ConnectionOpts {
   cpuCount?: number;
   memoryMB?: number;
   runtime?: RuntimeName;
+  /**
+   * Egress allow rules (`pypi.org`, `*.example.com:443`, `10.0.0.0/8`, `*`, ...); absent = open egress.
+   * A bad rule fails the create with `VALIDATION_FAILED` naming it. See {@link Sandbox.prototype.setEgress}.
+   */
+  egress?: string[];
 }
 
 /** Options of {@link Sandbox.list}. */
@@ -171,6 +178,28 @@ export class Sandbox {
   /** Take a named, persistent snapshot (outlives the sandbox; `Sandbox.create({ snapshot: name })` starts from it). */
   snapshot(opts: { name: string }): Promise<SnapshotInfo> {
     return this.api.json<SnapshotInfo>('POST', sandboxPath(this.sandboxId, '/snapshots'), { json: { name: opts.name } });
+  }
+
+  /**
+   * Replace the sandbox's egress policy, atomically and live (running or paused; no restart). Rules, in
+   * order: `host`, `*.host` (subdomains), `host:port`, `ip`, `ip:port`, `cidr`, `cidr:port` (IPv4), `*`;
+   * a port is `N` or `N-M`. `[]` opens egress again; any rule makes everything else denied (max 1000).
+   * Resolves with the policy in force (normalised rules). Throws `VALIDATION_FAILED` naming the first bad
+   * rule (`details.rule`, `details.index`); the previous policy then stays in force.
+   */
+  setEgress(rules: string[]): Promise<EgressPolicyInfo> {
+    return this.api.json<EgressPolicyInfo>('PUT', sandboxPath(this.sandboxId, '/egress'), { json: { rules } });
+  }
+
+  /** The egress policy in force: normalised rules, `mode` (`open` or `allowlist`) and `updatedAt`. */
+  getEgress(): Promise<EgressPolicyInfo> {
+    return this.api.json<EgressPolicyInfo>('GET', sandboxPath(this.sandboxId, '/egress'));
+  }
+
+  /** Egress verdicts (allowed and denied connections, denied DNS names), newest first; `limit` 1-1000 (default 100). */
+  async getEgressLog(opts: { limit?: number } = {}): Promise<EgressLogEntry[]> {
+    const res = await this.api.json<EgressLogResponse>('GET', sandboxPath(this.sandboxId, '/egress/log'), { query: { limit: opts.limit } });
+    return res.entries;
   }
 
   /** Set the remaining lifetime to `timeoutMs` from now (max 24 h). */

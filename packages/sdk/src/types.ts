@@ -5,4 +5,5 @@
 export type {
   SandboxInfo, SandboxState, SnapshotInfo, TemplateInfo, TemplateSpec, TemplateBuildEvent, FileInfo,
   ProcessInfo, CommandResult, RuntimeName, TimeoutAction, AuditEntry, StreamOffsets, StreamControl,
+  EgressPolicyInfo, EgressMode, EgressLogEntry,
 } from '@ramify/contracts';

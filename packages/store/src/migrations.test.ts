@@ -105,3 +105,42 @@ describe('migration 2: pin-rootfs-dir (real SQLite file)', () => {
     }
   });
 });
+
+describe('migration 3: egress-policies (real SQLite file)', () => {
+  test('a version-2 database gains the egress policy table; existing sandboxes have no policy (open)', async () => {
+    const path = join(dir, 'v2.db');
+    const db = openDatabase(path, MIGRATIONS.filter((m) => m.version <= 2));
+    assert.deepEqual(appliedMigrations(db), [1, 2]);
+    db.prepare(
+      `INSERT INTO sandboxes (id, state, runtime, template_id, source_snapshot_id, parent_id, cpu_count, memory_mb, metadata, envs, created_at,
+         timeout_ms, on_timeout, end_at, slot, paused_snapshot_id, error, operation, updated_at, rootfs_dir)
+       VALUES ('sbx_old', 'paused', 'gvisor', 'tpl_1', NULL, NULL, 1, 512, '{}', '{}', 1, 1000, 'pause', NULL, 3, 'snap_p', NULL, NULL, 1, '/r')`,
+    ).run();
+    db.close();
+
+    const store = new SqliteStore({ path });
+    try {
+      assert.deepEqual(appliedMigrations(store.db), MIGRATIONS.map((m) => m.version));
+      assert.ok(MIGRATIONS.some((m) => m.version === 3 && m.name === 'egress-policies'));
+      assert.equal(await store.getEgressPolicy('sbx_old'), null);
+      assert.deepEqual(await store.putEgressPolicy('sbx_old', ['pypi.org', '10.0.0.0/8:22'], 5), { sandboxId: 'sbx_old', rules: ['pypi.org', '10.0.0.0/8:22'], updatedAt: 5 });
+      // Replacing is whole and keeps the order given.
+      await store.putEgressPolicy('sbx_old', ['b.example.com', 'a.example.com'], 6);
+      assert.deepEqual(await store.getEgressPolicy('sbx_old'), { sandboxId: 'sbx_old', rules: ['b.example.com', 'a.example.com'], updatedAt: 6 });
+      await store.putEgressPolicy('sbx_old', [], 7);
+      assert.deepEqual((await store.getEgressPolicy('sbx_old'))?.rules, []);
+      await store.deleteEgressPolicy('sbx_old');
+      assert.equal(await store.getEgressPolicy('sbx_old'), null);
+      await store.deleteEgressPolicy('sbx_old');
+
+      await assert.rejects(store.putEgressPolicy('sbx_missing', ['pypi.org'], 1), { code: 'SANDBOX_NOT_FOUND' });
+      assert.throws(() => store.db.prepare(`INSERT INTO egress_policies (sandbox_id, rules, updated_at) VALUES ('sbx_old', '{"a":1}', 1)`).run(), /CHECK constraint/);
+      // A policy goes with its sandbox.
+      await store.putEgressPolicy('sbx_old', ['pypi.org'], 8);
+      store.db.prepare(`DELETE FROM sandboxes WHERE id = 'sbx_old'`).run();
+      assert.equal(await store.getEgressPolicy('sbx_old'), null);
+    } finally {
+      await store.close();
+    }
+  });
+});

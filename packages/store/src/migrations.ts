@@ -123,4 +123,17 @@ export const MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'snapshots.rootfs_dir is required'); END;
     `,
   },
+  {
+    // Egress allowlists: one policy per sandbox, its normalised rules in order as a JSON array of strings.
+    // No row = never set (open egress). Rows go with their sandbox.
+    version: 3,
+    name: 'egress-policies',
+    sql: `
+      CREATE TABLE egress_policies (
+        sandbox_id TEXT PRIMARY KEY REFERENCES sandboxes(id) ON DELETE CASCADE,
+        rules TEXT NOT NULL CHECK (json_valid(rules) AND json_type(rules) = 'array'),
+        updated_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];

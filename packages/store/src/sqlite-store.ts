@@ -7,6 +7,7 @@ import type {
   ApiKeyRecord,
   AuditQuery,
   AuditRecord,
+  EgressPolicyRecord,
   SandboxPage,
   SandboxPatch,
   SandboxQuery,
@@ -18,6 +19,7 @@ import type {
 } from '@ramify/core';
 import { ApiKeyRows, AuditRows, SlotRows } from './access.js';
 import { openDatabase, type Db } from './db.js';
+import { EgressPolicyRows } from './egress.js';
 import { SandboxRows } from './sandboxes.js';
 import { SnapshotRows, TemplateRows } from './snapshots.js';
 
@@ -39,6 +41,7 @@ export class SqliteStore implements Store {
   readonly #keys: ApiKeyRows;
   readonly #audit: AuditRows;
   readonly #slots: SlotRows;
+  readonly #egress: EgressPolicyRows;
 
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
   constructor(options: SqliteStoreOptions) {
@@ -49,6 +52,7 @@ export class SqliteStore implements Store {
     this.#keys = new ApiKeyRows(this.db);
     this.#audit = new AuditRows(this.db);
     this.#slots = new SlotRows(this.db, options.maxSlots ?? DEFAULT_MAX_SLOTS);
+    this.#egress = new EgressPolicyRows(this.db);
   }
 
   async insertSandbox(record: SandboxRecord): Promise<void> {
@@ -133,6 +137,16 @@ export class SqliteStore implements Store {
   }
   async listSlots(): Promise<SlotLease[]> {
     return this.#slots.list();
+  }
+
+  async getEgressPolicy(sandboxId: string): Promise<EgressPolicyRecord | null> {
+    return this.#egress.get(sandboxId);
+  }
+  async putEgressPolicy(sandboxId: string, rules: readonly string[], at: number): Promise<EgressPolicyRecord> {
+    return this.#egress.put(sandboxId, rules, at);
+  }
+  async deleteEgressPolicy(sandboxId: string): Promise<void> {
+    this.#egress.delete(sandboxId);
   }
 
   async close(): Promise<void> {

@@ -7,6 +7,7 @@ import { renderFields, renderTable } from '../output/table.js';
 import { formatDuration, formatRelative } from '../output/format.js';
 import { registerExec } from './sandbox-exec.js';
 import { registerFiles } from './sandbox-files.js';
+import { collectRule, registerEgress } from './sandbox-egress.js';
 
 const STATES: readonly SandboxState[] = ['creating', 'running', 'pausing', 'paused', 'resuming', 'killing', 'killed', 'error'];
 
@@ -56,11 +57,12 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .option('--cpu <count>', 'vCPUs (1-16)', intIn(1, 16))
     .option('--memory <MB>', 'memory in MB (128-65536)', intIn(128, 65536))
     .addOption(new Option('--runtime <name>', 'runtime').choices(['gvisor']))
+    .option('--egress <RULE>', "egress allow rule (repeatable; default open egress); see 'ramify sandbox egress --help'", collectRule)
     .action(action(env, async (ctx, opts: { template?: string; snapshot?: string; timeout?: number; onTimeout?: 'pause' | 'kill';
-      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; runtime?: 'gvisor' }) => {
+      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; runtime?: 'gvisor'; egress?: string[] }) => {
       const sbx = await ctx.spin('creating sandbox', () => Sandbox.create({
         ...ctx.connection, template: opts.template, snapshot: opts.snapshot, timeoutMs: opts.timeout, onTimeout: opts.onTimeout,
-        envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, runtime: opts.runtime,
+        envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, runtime: opts.runtime, egress: opts.egress,
       }));
       if (ctx.json) ctx.output(await sbx.getInfo(), () => '');
       else ctx.print(sbx.sandboxId);
@@ -137,4 +139,5 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     }));
 
   registerFiles(sandbox, env);
+  registerEgress(sandbox, env);
 }

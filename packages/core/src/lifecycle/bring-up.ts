@@ -1,12 +1,14 @@
 /**
  * The two halves every lifecycle operation is made of:
- * - {@link bringUp}: attach the network for the sandbox's slot → restore an image → open the agent
- *   channel → give the sandbox its identity (clock, entropy, hostname, id, envs);
- * - {@link releaseResources}: close the channel, stop the runtime instance, detach the network, free the slot.
+ * - {@link bringUp}: attach the network for the sandbox's slot → enforce its egress policy → restore an
+ *   image → open the agent channel → give the sandbox its identity (clock, entropy, hostname, id, envs);
+ * - {@link releaseResources}: close the channel, stop the runtime instance, drop the slot's egress
+ *   enforcement, detach the network, free the slot.
  */
 import { stat } from 'node:fs/promises';
 import { RamifyError, isRamifyError } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
+import { releaseEgressEnforcement, enforceStoredEgressPolicy } from '../egress/enforcement.js';
 import { hostnameFor } from '../ids.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { phaseTimer } from './phase-timer.js';
@@ -30,6 +32,9 @@ export async function bringUp(core: Core, record: SandboxRecord, snapshotId: str
   try {
     const network = await core.network.attach(record.id, record.slot);
     phase('networkMs');
+    // Before anything runs in the sandbox: its first packet already meets its policy.
+    await enforceStoredEgressPolicy(core, record);
+    phase('egressMs');
     const { imageDir } = await core.storage.open(snapshotId);
     phase('openSnapshotMs');
     await runtime.restore(
@@ -50,7 +55,7 @@ export async function bringUp(core: Core, record: SandboxRecord, snapshotId: str
 }
 
 /**
- * Stop everything a sandbox holds: agent channel, runtime instance, network, slot. Each step is
+ * Stop everything a sandbox holds: agent channel, runtime instance, egress enforcement, network, slot. Each step is
  * idempotent; returns the first error's message (or null) after trying every step.
  */
 export async function releaseResources(core: Core, record: SandboxRecord): Promise<string | null> {
@@ -66,9 +71,10 @@ export async function releaseResources(core: Core, record: SandboxRecord): Promi
       // A slot among the next ones to be handed out keeps its namespaces, ready for the next sandbox
       // (attach repairs the guest address); others are torn down.
       const keep = await isWarmSlot(core, slot, record.id);
-      await (keep ? Promise.resolve() : core.network.detach(slot))
+      await releaseEgressEnforcement(core, slot)
+        .then(() => (keep ? undefined : core.network.detach(slot)))
         .then(() => core.store.releaseSlot(record.id))
-        .catch((err: unknown) => failures.push(`network detach of slot ${slot}: ${messageOf(err)}`));
+        .catch((err: unknown) => failures.push(`releasing network slot ${slot}: ${messageOf(err)}`));
     }
   }
   if (failures.length > 0) core.logger.warn('releasing sandbox resources failed', { sandboxId: record.id, failures });

@@ -4,17 +4,21 @@
  */
 import { RamifyError, type CreateSandboxRequest } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
+import { normaliseEgressRules } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
 import type { SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
 import { startSandbox } from './start.js';
 
 /**
  * Create and start a sandbox; resolves once it is `running`.
- * @throws RamifyError `VALIDATION_FAILED` (both template and snapshot, or a runtime that does not match the
- *   snapshot), `TEMPLATE_NOT_FOUND`, `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
+ * The request's `egress` rules (validated before anything else happens) are stored and enforced before
+ * the sandbox's image is restored.
+ * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named; both template and snapshot, or a runtime
+ *   that does not match the snapshot), `TEMPLATE_NOT_FOUND`, `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
  *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
  */
 export async function createSandbox(core: Core, request: CreateSandboxRequest): Promise<SandboxRecord> {
+  const egress = request.egress === undefined ? undefined : normaliseEgressRules(request.egress);
   if (request.template !== undefined && request.snapshot !== undefined) {
     throw new RamifyError('VALIDATION_FAILED', 'template and snapshot are mutually exclusive: give one', { fields: ['template', 'snapshot'] });
   }
@@ -38,6 +42,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
       envs: request.envs ?? {},
       timeoutMs: request.timeoutMs ?? core.options.defaultTimeoutMs,
       onTimeout: request.onTimeout ?? core.options.defaultOnTimeout,
+      egress,
     }),
   );
 }

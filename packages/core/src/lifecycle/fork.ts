@@ -3,7 +3,8 @@
  * and files. A running parent is checkpointed once into a `fork` snapshot (briefly `pausing → paused`)
  * and restored right away (`resuming → running`, same deadline); a paused parent's pause image is used
  * as is and the parent stays paused. Then the children are restored concurrently, each with a new id, a
- * new slot and fresh identity. All or nothing: if one child fails, the others are killed.
+ * new slot, fresh identity and its own copy of the parent's egress policy (later changes to one do not
+ * affect the other). All or nothing: if one child fails, the others are killed.
  *
  * The parent carries a `fork` operation (snapshot id and child ids) from before the runtime acts until
  * the children are up, so reconcile can finish or undo a fork cut short by a crash.
@@ -57,7 +58,8 @@ export async function forkSandbox(core: Core, sandboxId: string, input: ForkInpu
     const operation = parent.operation;
     if (operation?.kind !== 'fork') throw new RamifyError('INTERNAL', `fork of '${sandboxId}' lost its operation record`);
     try {
-      const [children] = await Promise.allSettled([startChildren(core, parent, operation.snapshotId, childIds), parentRestore]);
+      const egress = (await core.store.getEgressPolicy(sandboxId))?.rules;
+      const [children] = await Promise.allSettled([startChildren(core, parent, { snapshotId: operation.snapshotId, childIds, egress }), parentRestore]);
       if (children.status === 'rejected') throw children.reason;
       return children.value;
     } finally {
@@ -77,7 +79,16 @@ async function restoreParent(core: Core, parent: SandboxRecord, endAt: number): 
   }
 }
 
-async function startChildren(core: Core, parent: SandboxRecord, snapshotId: string, childIds: string[]): Promise<SandboxRecord[]> {
+interface ChildPlan {
+  /** The fork point. */
+  snapshotId: string;
+  childIds: string[];
+  /** The parent's egress rules at fork time (each child stores its own copy); undefined = never set. */
+  egress: readonly string[] | undefined;
+}
+
+async function startChildren(core: Core, parent: SandboxRecord, plan: ChildPlan): Promise<SandboxRecord[]> {
+  const { snapshotId, childIds, egress } = plan;
   const outcomes = await mapLimit(childIds, core.options.forkConcurrency, (id) =>
     core.locks.run(id, () =>
       startSandbox(core, {
@@ -94,6 +105,7 @@ async function startChildren(core: Core, parent: SandboxRecord, snapshotId: stri
         envs: { ...parent.envs },
         timeoutMs: parent.timeoutMs,
         onTimeout: parent.onTimeout,
+        egress,
       }),
     ),
   );

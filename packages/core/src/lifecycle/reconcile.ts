@@ -5,18 +5,21 @@
  *    parent is brought back to the state it had;
  * 2. every other live sandbox is reconciled by state (see reconcile-sandbox.ts): running ones re-attached,
  *    half-done operations rolled forward or back, paused ones left resumable;
- * 3. orphans are removed: runtime instances no live sandbox owns, network slots no live sandbox leases,
+ * 3. the egress policy of every running or paused sandbox is enforced again (a host reboot or a restart of
+ *    the enforcement loses it; re-applying is idempotent);
+ * 4. orphans are removed: runtime instances no live sandbox owns, network slots no live sandbox leases,
  *    slot leases of dead sandboxes, and `pending` snapshot rows (images never committed).
  * Snapshot directories with no row are only logged (they may belong to a template being built).
  */
 import type { Core } from '../core.js';
+import { enforceStoredEgressPolicy } from '../egress/enforcement.js';
 import type { Runtime } from '../ports/runtime.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { finishKill } from './kill.js';
 import { loadSandbox, messageOf, transition } from './records.js';
 import { reconcileSandbox, type ReconcileOutcome } from './reconcile-sandbox.js';
 import { restorePaused } from './restore-paused.js';
-import { alreadyIn, defaultListedStates, expectsRuntimeInstance, isTerminal } from './state-machine.js';
+import { alreadyIn, defaultListedStates, egressEnforced, expectsRuntimeInstance, isTerminal } from './state-machine.js';
 
 export interface ReconcileReport {
   /** Sandbox id → what was done. */
@@ -47,6 +50,7 @@ export async function reconcile(core: Core): Promise<ReconcileReport> {
       return outcome;
     });
   }
+  await reapplyEgressPolicies(core);
   await removeOrphans(core, report);
   core.logger.info('reconcile done', { ...report });
   return report;
@@ -93,6 +97,20 @@ async function finishParentOperation(core: Core, sandboxId: string): Promise<voi
     await restorePaused(core, { ...record, operation: null }, { endAt: core.clock.now() + record.timeoutMs, afterwards: 'operation-done' });
   } catch (err) {
     core.logger.warn('reconcile: restoring an interrupted fork/snapshot parent failed; it stays paused', { sandboxId, error: messageOf(err) });
+  }
+}
+
+/** Enforce the stored egress policy of every running or paused sandbox again; a failure is logged (the sandbox's next restore retries it). */
+async function reapplyEgressPolicies(core: Core): Promise<void> {
+  if (!core.egressEnforcer) return;
+  for (const stale of await liveRecords(core)) {
+    await core.locks.run(stale.id, async () => {
+      const record = await loadSandbox(core, stale.id);
+      if (!egressEnforced(record.state)) return;
+      await enforceStoredEgressPolicy(core, record).catch((err: unknown) =>
+        core.logger.error('reconcile: enforcing the egress policy failed', { sandboxId: record.id, error: messageOf(err) }),
+      );
+    });
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * Starting a new sandbox from an image, shared by create and by each child of a fork:
- * record `creating` (with a `create` operation) → lease a slot → attach network → restore → agent →
+ * record `creating` (with a `create` operation) → store its egress policy → lease a slot → attach network
+ * → enforce the egress policy → restore → agent →
  * identity → `running` with its timeout clock started. On failure everything it took is released and
  * the sandbox ends in `error` with the reason.
  */
@@ -14,7 +15,11 @@ import { messageOf, transition } from './records.js';
 export type NewSandbox = Pick<
   SandboxRecord,
   'id' | 'runtime' | 'templateId' | 'sourceSnapshotId' | 'rootfsDir' | 'parentId' | 'cpuCount' | 'memoryMB' | 'metadata' | 'envs' | 'timeoutMs' | 'onTimeout'
-> & { sourceSnapshotId: string };
+> & {
+  sourceSnapshotId: string;
+  /** Normalised egress rules to store for it (a fork child gets a copy of its parent's); absent = none set (open). */
+  egress?: readonly string[];
+};
 
 /**
  * Insert the sandbox as `creating` and bring it up from `fresh.sourceSnapshotId`. Caller holds the new id's lock.
@@ -22,8 +27,9 @@ export type NewSandbox = Pick<
  * @throws the bring-up's RamifyError (the record is then in `error`).
  */
 export async function startSandbox(core: Core, fresh: NewSandbox): Promise<SandboxRecord> {
+  const { egress, ...fields } = fresh;
   let record: SandboxRecord = {
-    ...fresh,
+    ...fields,
     state: 'creating',
     createdAt: core.clock.now(),
     endAt: null,
@@ -35,6 +41,7 @@ export async function startSandbox(core: Core, fresh: NewSandbox): Promise<Sandb
   await core.store.insertSandbox(record);
   core.events.emitState({ sandboxId: record.id, from: 'creating', to: 'creating', sandbox: record, at: record.createdAt });
   try {
+    if (egress !== undefined) await core.store.putEgressPolicy(record.id, egress, record.createdAt);
     const slot = await core.store.allocateSlot(record.id);
     prewarmFreeSlots(core);
     record = await core.store.updateSandbox(record.id, { slot });

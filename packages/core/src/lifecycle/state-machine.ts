@@ -100,6 +100,29 @@ export function assertTimeoutSettable(sandboxId: string, state: SandboxState): v
   throw new RamifyError('INVALID_STATE', `sandbox '${sandboxId}' is ${state}; its timeout cannot be changed now`, { id: sandboxId, state });
 }
 
+/** States whose slot carries the sandbox's enforced egress policy (set live; re-applied on daemon start). */
+export function egressEnforced(state: SandboxState): boolean {
+  return state === 'running' || state === 'paused';
+}
+
+/**
+ * Whether the egress policy of a sandbox in `state` may be replaced: running and paused ones, live (no restart).
+ * @throws RamifyError `SANDBOX_NOT_FOUND` when killed, `INVALID_STATE` otherwise (mid-transition, or `error`).
+ */
+export function assertEgressSettable(sandboxId: string, state: SandboxState): void {
+  if (egressEnforced(state)) return;
+  assertNotKilled(sandboxId, state);
+  throw new RamifyError('INVALID_STATE', `sandbox '${sandboxId}' is ${state}; its egress policy cannot be changed now${hintFor(state)}`, { id: sandboxId, state });
+}
+
+/**
+ * For calls about a sandbox that treat a killed one as gone (egress policy and log).
+ * @throws RamifyError `SANDBOX_NOT_FOUND` when `state` is terminal.
+ */
+export function assertNotKilled(sandboxId: string, state: SandboxState): void {
+  if (isTerminal(state)) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found (it was killed)`, { id: sandboxId });
+}
+
 /** States that `list` shows when the caller names none. */
 export function defaultListedStates(): SandboxState[] {
   return (Object.keys(TRANSITIONS) as SandboxState[]).filter((s) => !isTerminal(s));

@@ -1,6 +1,6 @@
 /**
  * The Store port: durable state of the control plane (sandboxes, snapshots, templates, API keys, the audit
- * log and network slot allocation). `@ramify/store` implements it on SQLite; a Postgres implementation
+ * log, network slot allocation and egress policies). `@ramify/store` implements it on SQLite; a Postgres implementation
  * serves several API hosts later. Every call is async (Postgres) but cheap (one indexed statement or one
  * short transaction). Times are ms since the epoch.
  *
@@ -158,6 +158,15 @@ export interface AuditQuery {
   beforeId?: number;
 }
 
+/** A sandbox's stored egress policy. */
+export interface EgressPolicyRecord {
+  sandboxId: string;
+  /** Canonical rules (see core's `egress/policy.ts`), in order; `[]` = open. */
+  rules: string[];
+  /** When it was last set, ms. */
+  updatedAt: number;
+}
+
 export interface SlotLease {
   slot: number;
   sandboxId: string;
@@ -211,6 +220,16 @@ export interface Store {
   /** Free the slot leased to `sandboxId`; no-op when it holds none. */
   releaseSlot(sandboxId: string): Promise<void>;
   listSlots(): Promise<SlotLease[]>;
+
+  /** The sandbox's egress policy, or null when none was ever set (open egress). */
+  getEgressPolicy(sandboxId: string): Promise<EgressPolicyRecord | null>;
+  /**
+   * Replace the sandbox's whole egress policy with `rules` (stored as given, in order: core normalises
+   * them first) in one write, and return it. Rejects `SANDBOX_NOT_FOUND` for an unknown sandbox.
+   */
+  putEgressPolicy(sandboxId: string, rules: readonly string[], at: number): Promise<EgressPolicyRecord>;
+  /** Forget the sandbox's egress policy (back to "never set"); no-op when absent. Used to roll back a first set. */
+  deleteEgressPolicy(sandboxId: string): Promise<void>;
 
   close(): Promise<void>;
 }

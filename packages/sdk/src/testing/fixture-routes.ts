@@ -5,7 +5,7 @@ import {
   type TemplateInfo, type TemplateSpec,
 } from '@ramify/contracts';
 import type { FixtureReply, FixtureRequest } from './contract-server.js';
-import type { FixtureState } from './fixture-state.js';
+import { checkEgress, type FixtureState } from './fixture-state.js';
 
 interface Route {
   method: string;
@@ -28,6 +28,11 @@ export function httpRoutes(state: FixtureState): Route[] {
   const route = (method: string, path: string, handler: Route['handler']): Route => ({ method, pattern: new RegExp(`^${path}$`), handler });
   const sbx = (req: FixtureRequest) => state.get(req.params[0]);
   const running = (req: FixtureRequest) => state.inState(req.params[0], ['running']);
+  const notKilled = (req: FixtureRequest) => {
+    const s = sbx(req);
+    if (s.info.state === 'killed') throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${s.info.id}' not found (it was killed)`);
+    return s;
+  };
 
   return [
     route('GET', '/v1/health', async () => ok({ ok: true, version: 'fixture', runtimes: ['gvisor'] })),
@@ -75,6 +80,17 @@ export function httpRoutes(state: FixtureState): Route[] {
       s.info.endAt = new Date(Date.now() + s.info.timeoutMs).toISOString();
       return ok(s.info);
     }),
+    route('GET', `${S}/egress`, async (req) => {
+      const { egress } = notKilled(req);
+      return ok({ rules: egress?.rules ?? [], mode: egress?.rules.length ? 'allowlist' : 'open', updatedAt: egress?.updatedAt ?? null });
+    }),
+    route('PUT', `${S}/egress`, async (req) => {
+      const s = notKilled(req);
+      const { rules } = await req.json<{ rules: string[] }>();
+      s.egress = { rules: checkEgress(rules), updatedAt: new Date().toISOString() };
+      return ok({ rules: s.egress.rules, mode: rules.length ? 'allowlist' : 'open', updatedAt: s.egress.updatedAt });
+    }),
+    route('GET', `${S}/egress/log`, async (req) => { notKilled(req); return ok({ entries: [] }); }),
     route('POST', `${S}/commands`, async (req) => {
       const body = await req.json<CommandRequest>();
       const proc = state.startProcess(running(req), body);

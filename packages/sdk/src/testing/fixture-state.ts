@@ -12,11 +12,26 @@ export interface FixtureSandbox {
   dirs: Set<string>;
   processes: Map<number, FixtureProcess>;
   nextPid: number;
+  /** Egress rules as given (the fixture does not normalise); null = never set. */
+  egress: { rules: string[]; updatedAt: string } | null;
 }
 
 const now = (): string => new Date().toISOString();
 const parentOf = (p: string): string => p.replace(/\/[^/]+\/?$/, '') || '/';
 const baseName = (p: string): string => p.split('/').filter(Boolean).pop() ?? '/';
+
+/**
+ * The fixture's stand-in for the daemon's rule check: just enough to exercise error paths. A rule with
+ * whitespace, or a wildcard over a single label (`*.com`), is refused naming it; rules are kept as given.
+ */
+export function checkEgress(rules: string[]): string[] {
+  rules.forEach((rule, index) => {
+    if (/\s/.test(rule) || rule === '' || /^\*\.[^.]+$/.test(rule)) {
+      throw new RamifyError('VALIDATION_FAILED', `egress rule ${index + 1} '${rule}': not allowed by the fixture`, { rule, index });
+    }
+  });
+  return [...rules];
+}
 
 export class FixtureState {
   readonly sandboxes = new Map<string, FixtureSandbox>();
@@ -58,6 +73,7 @@ export class FixtureState {
     };
     const sbx: FixtureSandbox = {
       info, files: new Map(parent?.files ?? []), dirs: new Set(parent?.dirs ?? ['/', '/root', '/tmp']), processes: new Map(), nextPid: 100,
+      egress: parent?.egress ? { rules: [...parent.egress.rules], updatedAt: now() } : req.egress ? { rules: checkEgress(req.egress), updatedAt: now() } : null,
     };
     this.sandboxes.set(info.id, sbx);
     return sbx;

@@ -1,0 +1,82 @@
+/**
+ * Protocol tests of `ramify sandbox egress` and `sandbox create --egress`: the built CLI runs as a child
+ * process against the in-test contract fixture (`@ramify/sdk/testing`); exit codes, output and errors.
+ * The fixture neither normalises nor enforces rules (the daemon's tests cover that).
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startContractServer, type ContractServer } from '@ramify/sdk/testing';
+
+const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
+let server: ContractServer;
+let dir: string;
+
+interface Run { code: number | null; stdout: string; stderr: string }
+
+function ramify(args: string[]): Promise<Run> {
+  const env = { ...process.env, RAMIFY_API_URL: server.url, RAMIFY_API_KEY: server.apiKey, RAMIFY_HOME: dir };
+  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+before(async () => {
+  server = await startContractServer();
+  dir = await mkdtemp(join(tmpdir(), 'ramify-cli-egress-'));
+});
+after(async () => {
+  await server.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('protocol: ramify sandbox egress', () => {
+  test('create --egress (repeatable), egress get, set, set --open, log', async () => {
+    const created = await ramify(['sandbox', 'create', '--egress', 'pypi.org', '--egress', '*.githubusercontent.com:443']);
+    assert.equal(created.code, 0, created.stderr);
+    const id = created.stdout.trim();
+
+    const got = await ramify(['--json', 'sandbox', 'egress', 'get', id]);
+    assert.equal(got.code, 0, got.stderr);
+    assert.deepEqual(JSON.parse(got.stdout).rules, ['pypi.org', '*.githubusercontent.com:443']);
+
+    const set = await ramify(['sandbox', 'egress', 'set', id, 'example.com:443', '10.0.0.0/8']);
+    assert.equal(set.code, 0, set.stderr);
+    assert.match(set.stdout, /mode:\s+allowlist \(2 rules; everything else denied\)/);
+    assert.match(set.stdout, /rules:\n {2}example\.com:443\n {2}10\.0\.0\.0\/8/);
+
+    const open = await ramify(['sandbox', 'egress', 'set', id, '--open']);
+    assert.equal(open.code, 0, open.stderr);
+    assert.match(open.stdout, /mode:\s+open/);
+
+    const log = await ramify(['sandbox', 'egress', 'log', id, '--limit', '5']);
+    assert.equal(log.code, 0, log.stderr);
+    assert.equal(log.stdout.trim(), 'no egress log entries');
+    assert.equal(server.requests.filter((r) => r.path.endsWith('/egress/log')).at(-1)?.query.limit, '5');
+  });
+
+  test('a refused rule exits 1 naming it; no rules (or rules with --open) is a usage error', async () => {
+    const id = (await ramify(['sandbox', 'create'])).stdout.trim();
+    const bad = await ramify(['sandbox', 'egress', 'set', id, 'pypi.org', '*.com']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /VALIDATION_FAILED: egress rule 2 '\*\.com'/);
+    const none = await ramify(['sandbox', 'egress', 'set', id]);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /give at least one rule, or --open/);
+    const both = await ramify(['sandbox', 'egress', 'set', id, 'pypi.org', '--open']);
+    assert.equal(both.code, 2);
+    const help = await ramify(['sandbox', 'egress', '--help']);
+    assert.equal(help.code, 0);
+    for (const word of ['set', 'get', 'log', '10.0.0.0/8']) assert.ok(help.stdout.includes(word), word);
+  });
+});

@@ -1,0 +1,65 @@
+/** `ramify sandbox egress set|get|log`: a sandbox's egress allowlist and its log. */
+import type { Command } from 'commander';
+import { Sandbox, type EgressLogEntry, type EgressPolicyInfo } from '@ramify/sdk';
+import { action, type CliEnv } from '../context.js';
+import { intIn } from '../parse.js';
+import { renderFields, renderTable } from '../output/table.js';
+import { formatRelative } from '../output/format.js';
+
+const RULE_GRAMMAR = `Rules, one argument each (quote wildcards for the shell):
+  pypi.org                  a host (any port)
+  '*.githubusercontent.com' its subdomains (not the name itself)
+  pypi.org:443              a host on a port; ports are N or N-M (1-65535)
+  192.0.2.10[:port]         an IPv4 address
+  10.0.0.0/8[:port]         an IPv4 network
+  '*'                       everything
+No rules = open egress; the first rule makes everything else denied. IPv6 is always dropped.`;
+
+/** Repeatable `--egress RULE` collected into a list. */
+export function collectRule(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+function policyText(policy: EgressPolicyInfo): string {
+  const updated = policy.updatedAt ? `${policy.updatedAt} (${formatRelative(policy.updatedAt)})` : 'never set';
+  const mode = policy.mode === 'open' ? 'open (no rules: all egress allowed)' : `allowlist (${policy.rules.length} rule${policy.rules.length === 1 ? '' : 's'}; everything else denied)`;
+  const head = renderFields([['mode', mode], ['updated', updated]]);
+  return policy.rules.length === 0 ? head : `${head}\nrules:\n${policy.rules.map((r) => `  ${r}`).join('\n')}`;
+}
+
+function logTable(entries: EgressLogEntry[]): string {
+  if (entries.length === 0) return 'no egress log entries';
+  return renderTable(['AT', 'VERDICT', 'PROTO', 'DESTINATION', 'NAME', 'RULE'], entries.map((e) => [
+    e.at, e.verdict, e.protocol, e.port === null ? e.destination : `${e.destination}:${e.port}`, e.name ?? '-', e.rule ?? '-',
+  ]));
+}
+
+/** Register `sandbox egress` and its subcommands on `sandbox`. */
+export function registerEgress(sandbox: Command, env: CliEnv): void {
+  const egress = sandbox.command('egress').description("show or replace a sandbox's egress allowlist, read its egress log")
+    .addHelpText('after', `\n${RULE_GRAMMAR}`);
+
+  const set = egress.command('set').argument('<id>', 'sandbox id').argument('[rules...]', 'allow rules (see below); together they replace the old ones')
+    .option('--open', 'remove every rule: allow all egress again')
+    .description('replace the egress allowlist, atomically and live (running or paused; no restart)')
+    .addHelpText('after', `\n${RULE_GRAMMAR}\n\nExamples:\n  ramify sandbox egress set sbx_1 pypi.org '*.githubusercontent.com:443' 10.0.0.0/8\n  ramify sandbox egress set sbx_1 --open`);
+  set.action(action(env, async (ctx, id: string, rules: string[], opts: { open?: boolean }) => {
+    if (opts.open && rules.length > 0) set.error('error: --open removes every rule: give either rules or --open', { exitCode: 2, code: 'ramify.usage' });
+    if (!opts.open && rules.length === 0) set.error('error: give at least one rule, or --open to allow all egress', { exitCode: 2, code: 'ramify.usage' });
+    const policy = await Sandbox.fromId(id, ctx.connection).setEgress(rules);
+    ctx.output(policy, () => policyText(policy));
+  }));
+
+  egress.command('get').argument('<id>', 'sandbox id').description('show the egress policy in force (normalised rules)')
+    .action(action(env, async (ctx, id: string) => {
+      const policy = await Sandbox.fromId(id, ctx.connection).getEgress();
+      ctx.output(policy, () => policyText(policy));
+    }));
+
+  egress.command('log').argument('<id>', 'sandbox id').description('show egress verdicts, newest first (allowed and denied connections, denied DNS names)')
+    .option('--limit <n>', 'at most this many entries (1-1000)', intIn(1, 1000))
+    .action(action(env, async (ctx, id: string, opts: { limit?: number }) => {
+      const entries = await Sandbox.fromId(id, ctx.connection).getEgressLog({ limit: opts.limit });
+      ctx.output(entries, () => logTable(entries));
+    }));
+}

@@ -1,0 +1,28 @@
+/**
+ * The calls core makes to the optional {@link EgressEnforcer} port. Without an enforcer (none wired yet,
+ * or a host without networking) they do nothing: policies are still validated and stored.
+ */
+import type { Core } from '../core.js';
+import type { SandboxRecord } from '../ports/store.js';
+import { parseEgressPolicy, type EgressPolicy } from './policy.js';
+
+/** Make `policy` the one in force on the sandbox's slot (no-op without an enforcer or a slot). Rejects with the enforcer's error. */
+export async function enforceEgressPolicy(core: Core, record: Pick<SandboxRecord, 'id' | 'slot'>, policy: EgressPolicy): Promise<void> {
+  if (!core.egressEnforcer || record.slot === null) return;
+  await core.egressEnforcer.apply(record.id, record.slot, policy);
+}
+
+/**
+ * Apply the sandbox's stored policy (open when none was set) to its slot; used before every restore and on
+ * daemon start. Rejects with the enforcer's error, or `VALIDATION_FAILED` if a stored rule no longer parses.
+ */
+export async function enforceStoredEgressPolicy(core: Core, record: Pick<SandboxRecord, 'id' | 'slot'>): Promise<void> {
+  if (!core.egressEnforcer || record.slot === null) return;
+  const stored = await core.store.getEgressPolicy(record.id);
+  await enforceEgressPolicy(core, record, parseEgressPolicy(stored?.rules ?? []));
+}
+
+/** Drop whatever the enforcer holds for `slot` (no-op without an enforcer). */
+export async function releaseEgressEnforcement(core: Core, slot: number): Promise<void> {
+  await core.egressEnforcer?.remove(slot);
+}

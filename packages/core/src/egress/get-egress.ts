@@ -1,0 +1,31 @@
+/**
+ * Use-case: read a sandbox's egress policy, and its mapping to the API shape.
+ */
+import type { EgressPolicyInfo } from '@ramify/contracts';
+import type { Core } from '../core.js';
+import { loadSandbox } from '../lifecycle/records.js';
+import { assertNotKilled } from '../lifecycle/state-machine.js';
+import type { EgressPolicyRecord } from '../ports/store.js';
+import { policyMode } from './policy.js';
+
+/** A sandbox's policy as in force; `updatedAt` null when none was ever set (open). */
+export type SandboxEgressPolicy = Omit<EgressPolicyRecord, 'updatedAt'> & { updatedAt: number | null };
+
+/**
+ * The policy of `sandboxId` (normalised rules, in order).
+ * @throws RamifyError `SANDBOX_NOT_FOUND` (also when killed).
+ */
+export async function getEgressPolicy(core: Core, sandboxId: string): Promise<SandboxEgressPolicy> {
+  const record = await loadSandbox(core, sandboxId);
+  assertNotKilled(sandboxId, record.state);
+  return (await core.store.getEgressPolicy(sandboxId)) ?? { sandboxId, rules: [], updatedAt: null };
+}
+
+/** The API shape of a policy. */
+export function toEgressPolicyInfo(policy: SandboxEgressPolicy): EgressPolicyInfo {
+  return {
+    rules: [...policy.rules],
+    mode: policyMode(policy),
+    updatedAt: policy.updatedAt === null ? null : new Date(policy.updatedAt).toISOString(),
+  };
+}

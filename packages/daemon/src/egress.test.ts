@@ -1,0 +1,115 @@
+/**
+ * HTTP-edge tests of the egress routes, in-process with `app.inject`, over a core wired to core's FAKE
+ * runtime and egress enforcer (validation, error mapping, audit, routing; NOT enforcement coverage).
+ */
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { httpTestBed, type HttpTestBed } from './test-support.js';
+
+let bed: HttpTestBed;
+beforeEach(async () => {
+  bed = await httpTestBed();
+});
+afterEach(async () => {
+  await bed.dispose();
+});
+
+async function create(body: Record<string, unknown> = {}): Promise<{ id: string }> {
+  const res = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: bed.auth, payload: body });
+  assert.equal(res.statusCode, 201, res.body);
+  return res.json();
+}
+const getEgress = (id: string) => bed.app.inject({ method: 'GET', url: `/v1/sandboxes/${id}/egress`, headers: bed.auth });
+const putEgress = (id: string, payload: unknown) => bed.app.inject({ method: 'PUT', url: `/v1/sandboxes/${id}/egress`, headers: bed.auth, payload: payload as object });
+
+describe('HTTP edge: egress policy routes (fake runtime)', () => {
+  test('create with egress, GET returns the normalised rules; PUT replaces them atomically', async () => {
+    const sbx = await create({ egress: ['PyPI.org.', '*.githubusercontent.com:443'] });
+    const got = await getEgress(sbx.id);
+    assert.equal(got.statusCode, 200);
+    assert.deepEqual(got.json().rules, ['pypi.org', '*.githubusercontent.com:443']);
+    assert.equal(got.json().mode, 'allowlist');
+    assert.match(got.json().updatedAt, /^\d{4}-\d\d-\d\dT/);
+
+    const put = await putEgress(sbx.id, { rules: ['Bücher.de:443', '10.0.0.0/8'] });
+    assert.equal(put.statusCode, 200, put.body);
+    assert.deepEqual(put.json().rules, ['xn--bcher-kva.de:443', '10.0.0.0/8']);
+    assert.deepEqual((await getEgress(sbx.id)).json().rules, ['xn--bcher-kva.de:443', '10.0.0.0/8']);
+    assert.deepEqual(bed.world.egress.rulesOf(sbx.id), ['xn--bcher-kva.de:443', '10.0.0.0/8']);
+
+    const open = await putEgress(sbx.id, { rules: [] });
+    assert.deepEqual({ ...(open.json() as object), updatedAt: 'x' }, { rules: [], mode: 'open', updatedAt: 'x' });
+    const fresh = await create();
+    assert.deepEqual((await getEgress(fresh.id)).json(), { rules: [], mode: 'open', updatedAt: null });
+  });
+
+  test('every bad rule is a 400 naming it, and the policy in force is unchanged', async () => {
+    const sbx = await create({ egress: ['pypi.org'] });
+    const before = (await getEgress(sbx.id)).json();
+    const cases: Array<[string[], number, RegExp]> = [
+      [['pypi.org', '*.com'], 1, /^egress rule 2 '\*\.com': a wildcard cannot cover a public suffix/],
+      [['foo.*.com'], 0, /^egress rule 1 'foo\.\*\.com': a wildcard is only allowed as the whole first label/],
+      [['example.com:0'], 0, /port 0 is outside 1-65535/],
+      [['example.com:70000'], 0, /port 70000 is outside 1-65535/],
+      [['10.0.0.0/33'], 0, /^egress rule 1 '10\.0\.0\.0\/33': prefix length/],
+      [['300.1.1.1/8'], 0, /'300\.1\.1\.1' is not a valid IPv4 address/],
+      [['2001:db8::1'], 0, /IPv6/],
+      [Array.from({ length: 10_000 }, (_, i) => `h${i}.example.com`), 1000, /^egress rule 1001 'h1000\.example\.com': too many rules \(10000\)/],
+    ];
+    for (const [rules, index, message] of cases) {
+      const res = await putEgress(sbx.id, { rules });
+      assert.equal(res.statusCode, 400, res.body);
+      const { error } = res.json();
+      assert.equal(error.code, 'VALIDATION_FAILED');
+      assert.match(error.message, message);
+      assert.equal(error.details.index, index);
+      assert.equal(error.details.rule, rules[index]);
+      assert.deepEqual((await getEgress(sbx.id)).json(), before, `unchanged after ${rules[index]}`);
+    }
+    assert.deepEqual(bed.world.egress.rulesOf(sbx.id), ['pypi.org']);
+
+    const badCreate = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: bed.auth, payload: { egress: ['ok.example.com', '*.co.uk'] } });
+    assert.equal(badCreate.statusCode, 400);
+    assert.match(badCreate.json().error.message, /^egress rule 2 '\*\.co\.uk'/);
+  });
+
+  test('the body is strict; killed and unknown sandboxes are 404; the log is an empty list for now', async () => {
+    const sbx = await create();
+    const extra = await putEgress(sbx.id, { rules: [], mode: 'open' });
+    assert.equal(extra.statusCode, 400);
+    assert.match(extra.json().error.message, /unknown field 'mode'/);
+    const notStrings = await putEgress(sbx.id, { rules: [443] });
+    assert.equal(notStrings.statusCode, 400);
+    assert.match(notStrings.json().error.message, /body\.rules\.0/);
+    const log = await bed.app.inject({ method: 'GET', url: `/v1/sandboxes/${sbx.id}/egress/log?limit=5`, headers: bed.auth });
+    assert.equal(log.statusCode, 200);
+    assert.deepEqual(log.json(), { entries: [] });
+
+    await bed.app.inject({ method: 'DELETE', url: `/v1/sandboxes/${sbx.id}`, headers: bed.auth });
+    for (const id of [sbx.id, 'sbx_missing']) {
+      assert.equal((await getEgress(id)).json().error.code, 'SANDBOX_NOT_FOUND');
+      assert.equal((await putEgress(id, { rules: ['pypi.org'] })).statusCode, 404);
+      assert.equal((await bed.app.inject({ method: 'GET', url: `/v1/sandboxes/${id}/egress/log`, headers: bed.auth })).statusCode, 404);
+    }
+  });
+
+  test('PUT is audited (reads are not) and documented in OpenAPI', async () => {
+    const sbx = await create();
+    await putEgress(sbx.id, { rules: ['pypi.org'] });
+    await putEgress(sbx.id, { rules: ['*.com'] });
+    await getEgress(sbx.id);
+    const entries = (await bed.app.inject({ method: 'GET', url: `/v1/audit?sandboxId=${sbx.id}`, headers: bed.auth })).json().entries;
+    assert.deepEqual(
+      entries.map((e: Record<string, unknown>) => [e.action, e.status, e.errorCode]),
+      [
+        ['sandbox.egress', 400, 'VALIDATION_FAILED'],
+        ['sandbox.egress', 200, null],
+        ['sandbox.create', 201, null],
+      ],
+    );
+    const doc = (await bed.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
+    assert.ok(doc.paths['/v1/sandboxes/{id}/egress'].get);
+    assert.ok(doc.paths['/v1/sandboxes/{id}/egress'].put);
+    assert.ok(doc.paths['/v1/sandboxes/{id}/egress/log'].get);
+  });
+});
