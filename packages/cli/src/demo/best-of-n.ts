@@ -26,6 +26,8 @@ export interface BestOfNOptions {
 }
 
 export const DEMO_TEMPLATE = 'python-tests';
+/** Width of the strategy column of the fork tree. */
+const STRATEGY_WIDTH = Math.max(...CANDIDATE_FIXES.map((f) => f.name.length));
 const DEFAULT_COUNT = 3;
 
 interface ForkResult extends TestCounts {
@@ -133,7 +135,7 @@ function renderTable(report: ExploreReport<ForkResult>, resultOf: ResultOf): str
 function renderTree(node: ForkTreeNode, resultOf: ResultOf, prefix = '', last = true, root = true): string[] {
   const label = node.strategy === null
     ? `${node.sandboxId}  (source: broken textwrap; paused for the fork, then discarded)`
-    : `${node.sandboxId}  ${node.strategy}  ${describe(resultOf(node.strategy))}  ${node.outcome === 'winner' ? 'kept' : node.outcome}`;
+    : `${node.sandboxId}  ${node.strategy.padEnd(STRATEGY_WIDTH)}  ${describe(resultOf(node.strategy))}  ${node.outcome === 'winner' ? 'kept' : node.outcome}`;
   const lines = [root ? label : `${prefix}${last ? '└─ ' : '├─ '}${label}`];
   node.children.forEach((child, i) => {
     lines.push(...renderTree(child, resultOf, root ? '' : `${prefix}${last ? '   ' : '│  '}`, i === node.children.length - 1, false));
