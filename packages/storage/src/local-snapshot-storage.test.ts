@@ -93,6 +93,7 @@ describe('LocalSnapshotStorage', () => {
     const storage = new LocalSnapshotStorage({ rootDir: join(root, 'd') });
     const { imageDir, big } = await writeImage(storage, 's');
     await storage.commit(commitInput('s'));
+    await storage.settle(); // the background hash of the intact image
     // Same size, different bytes: only a checksum verification notices.
     const flipped = Buffer.from(big);
     flipped[1000] ^= 0xff;
