@@ -6,3 +6,4 @@ export type {
 export type { DnsUpstream } from './dns-upstream.js';
 export { DEFAULT_BLOCKED_RANGES, ipv4RangeSet, type Ipv4RangeSet } from './address-ranges.js';
 export { EMPTY_ANSWER_TYPES, filterAnswer, type FilteredAnswer, type TtlRange } from './dns-filter.js';
+export * from './egress-proxy.js';
