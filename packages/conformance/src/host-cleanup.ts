@@ -39,7 +39,7 @@ export async function listSandboxNamespaces(prefix: string): Promise<string[]> {
   return (await listNamespaces(prefix)).filter((name) => new RegExp(`^${prefix}-s\\d+$`).test(name));
 }
 
-/** Delete every `<prefix>-*` namespace, `<prefix>h*` host veth and the `ip <prefix>` nftables table. */
+/** Delete every `<prefix>-*` namespace, `<prefix>h*` host veth and the `ip`/`inet <prefix>` nftables tables. */
 export async function removeHostNetwork(prefix: string): Promise<void> {
   for (const name of await listNamespaces(prefix)) await hostRun(['ip', 'netns', 'delete', name]);
   const links = await hostRun(['ip', '-o', 'link', 'show']);
@@ -49,7 +49,10 @@ export async function removeHostNetwork(prefix: string): Promise<void> {
     if (name) await hostRun(['ip', 'link', 'delete', name]);
   }
   const tables = await hostRun(['nft', 'list', 'tables']);
-  if (tables.stdout.split('\n').some((line) => line.trim() === `table ip ${prefix}`)) await hostRun(['nft', 'delete', 'table', 'ip', prefix]);
+  // `ip <prefix>`: the plain network table; `inet <prefix>`: the egress enforcer's (which replaces it).
+  for (const family of ['ip', 'inet']) {
+    if (tables.stdout.split('\n').some((line) => line.trim() === `table ${family} ${prefix}`)) await hostRun(['nft', 'delete', 'table', family, prefix]);
+  }
 }
 
 /** Force-delete every runsc container whose state lives under `stateDir` (a daemon's `runtime/gvisor/state`). */

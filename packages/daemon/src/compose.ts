@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { AGENT_BUNDLE_PATH, connectAgent } from '@ramify/agent';
 import {
   createCore,
+  OPEN_EGRESS_POLICY,
   systemClock,
   type Clock,
   type ConnectAgent,
@@ -25,7 +26,7 @@ import {
   type Store,
   type TemplateBuilder,
 } from '@ramify/core';
-import { MAX_SLOT, NamespaceNetwork } from '@ramify/network';
+import { DNS_SERVICE_ADDRESS, MAX_SLOT, NamespaceNetwork, layoutForPrefix, startHostEgress, type DnsUpstream, type HostEgress } from '@ramify/network';
 import { GvisorRuntime, type RunscPlatform } from '@ramify/runtime-gvisor';
 import { LocalSnapshotStorage } from '@ramify/storage';
 import { SqliteStore } from '@ramify/store';
@@ -56,6 +57,20 @@ export interface NetworkOptions {
   prefix?: string;
 }
 
+export interface EgressOptions {
+  /**
+   * `enforce` (default): the host enforces every sandbox's egress policy (nftables table + policy DNS
+   * resolver; see `@ramify/network` `startHostEgress`); start fails when `nft` is missing.
+   * `off`: policies are validated and stored but not enforced (egress open; sandboxes use the host's nameservers).
+   * Ignored (off) when `overrides.network` or `overrides.egressEnforcer` is given.
+   */
+  mode?: 'enforce' | 'off';
+  /** Resolvers the policy resolver forwards allowed names to; default the host's /etc/resolv.conf nameservers (no loopback). */
+  upstreams?: DnsUpstream[];
+  /** Host port of the policy resolver; default a free port chosen at start. */
+  resolverPort?: number;
+}
+
 export interface ComposeOptions {
   dataDir: string;
   /** Template root filesystem layers (shared, content-addressed). */
@@ -66,6 +81,7 @@ export interface ComposeOptions {
   coreOptions?: Partial<CoreOptions>;
   gvisor?: GvisorOptions;
   network?: NetworkOptions;
+  egress?: EgressOptions;
 }
 
 export interface Composition {
@@ -82,23 +98,25 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   const store = overrides.store ?? new SqliteStore({ path: join(dataDir, 'ramify.db'), maxSlots: MAX_SLOT });
   // WIRING: snapshot storage (local disk; S3 later).
   const storage = overrides.storage ?? new LocalSnapshotStorage({ rootDir: dataDir });
-  // WIRING: network (namespaces + slots + nftables).
-  const network = overrides.network ?? new NamespaceNetwork({ ...(options.network?.prefix !== undefined ? { prefix: options.network.prefix } : {}) });
+  const prefix = options.network?.prefix ?? 'rmf';
+  // WIRING: egress enforcement (one nftables table per prefix + the policy DNS resolver + the table watchdog).
+  const hostEgress = !overrides.network && !overrides.egressEnforcer && (options.egress?.mode ?? 'enforce') === 'enforce' ? await openHostEgress(prefix, logger, options.egress ?? {}) : undefined;
+  // WIRING: network (namespaces + slots; the host table is the enforcer's when egress is enforced).
+  const network = overrides.network ?? new NamespaceNetwork({ prefix, ...(hostEgress ? { hostFirewall: hostEgress.enforcer } : {}) });
   // WIRING: agent connector (host side of the agent protocol).
   const connect: ConnectAgent = overrides.connectAgent ?? ((channel) => connectAgent(channel));
   // WIRING: runtimes (gVisor today; QEMU/Firecracker register here later).
-  const runtimes = overrides.runtimes ?? (await openRuntimes(dataDir, logger, options.gvisor ?? {}));
+  const runtimes = overrides.runtimes ?? (await openRuntimes(dataDir, logger, options.gvisor ?? {}, hostEgress ? [DNS_SERVICE_ADDRESS] : null));
   // WIRING: template builder (needs a runtime to boot the template).
   const templateBuilder =
     overrides.templateBuilder !== undefined
       ? (overrides.templateBuilder ?? undefined)
       : runtimes[0]
-        ? new LocalTemplateBuilder({ store, dataDir: options.cacheDir, agentBundlePath: AGENT_BUNDLE_PATH, runtime: runtimes[0], network, storage, connectAgent: connect })
+        ? new LocalTemplateBuilder({ store, dataDir: options.cacheDir, agentBundlePath: AGENT_BUNDLE_PATH, runtime: runtimes[0], network: withOpenEgress(network, hostEgress), storage, connectAgent: connect })
         : undefined;
 
-  // WIRING: egress enforcement (nftables sets + policy DNS resolver + SNI/Host proxy); none yet, so
-  // policies are validated and stored but not enforced.
-  const egressEnforcer = overrides.egressEnforcer ?? undefined;
+  // WIRING: the enforcer core calls (apply/remove); the SNI/Host proxy is not built yet.
+  const egressEnforcer = overrides.egressEnforcer ?? hostEgress?.enforcer;
 
   const core = createCore({ store, runtimes, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, options: options.coreOptions });
   return {
@@ -110,15 +128,57 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
       if (network instanceof NamespaceNetwork) await network.settle();
       if (storage instanceof LocalSnapshotStorage) await storage.settle();
       if (!overrides.store) await store.close();
+      // The table stays: policies keep being enforced while the daemon is down.
+      await hostEgress?.close();
     },
   };
 }
 
-async function openRuntimes(dataDir: string, logger: Logger, gvisor: GvisorOptions): Promise<Runtime[]> {
+/** Start egress enforcement; rejects (daemon start fails) when nft is unavailable or the table cannot be installed. */
+async function openHostEgress(prefix: string, logger: Logger, egress: EgressOptions): Promise<HostEgress> {
+  const hostEgress = await startHostEgress({
+    prefix,
+    layout: layoutForPrefix(prefix),
+    ...(egress.upstreams ? { upstreams: egress.upstreams } : {}),
+    ...(egress.resolverPort !== undefined ? { resolverPort: egress.resolverPort } : {}),
+    onDenied: (e) => logger.debug('egress: DNS name denied', { sandboxId: e.sandboxId, name: e.name, qtype: e.qtype }),
+    onError: (err, source) => logger.warn('egress: error', { source, error: err instanceof Error ? err.message : String(err) }),
+    onReinstall: () => logger.warn('egress: the nftables table was missing; re-installed it with every policy', { prefix }),
+  }).catch((err: unknown) => {
+    throw new Error(`egress enforcement could not start (nftables is required; pass egress.mode 'off' to run without it): ${err instanceof Error ? err.message : String(err)}`);
+  });
+  logger.info('egress enforcement ready', { prefix, resolverPort: hostEgress.resolver.address.port });
+  return hostEgress;
+}
+
+/**
+ * The network the template builder uses: its build sandboxes never get a policy from core, so give their
+ * slot open egress on attach (or the enforcer drops their traffic) and release it on detach.
+ */
+function withOpenEgress(network: SandboxNetwork, hostEgress: HostEgress | undefined): SandboxNetwork {
+  if (!hostEgress) return network;
+  const enforcer = hostEgress.enforcer;
+  return {
+    attach: async (sandboxId, slot) => {
+      const attachment = await network.attach(sandboxId, slot);
+      await enforcer.apply(sandboxId, slot, OPEN_EGRESS_POLICY);
+      return attachment;
+    },
+    detach: async (slot) => {
+      await enforcer.remove(slot).catch(() => undefined);
+      await network.detach(slot);
+    },
+    detachIfUnused: (slot, unused) => network.detachIfUnused(slot, unused),
+    listSlots: () => network.listSlots(),
+    prewarm: (slots) => network.prewarm(slots),
+  };
+}
+
+async function openRuntimes(dataDir: string, logger: Logger, gvisor: GvisorOptions, nameservers: string[] | null): Promise<Runtime[]> {
   try {
     const runtime = await GvisorRuntime.open({
       workDir: join(dataDir, 'runtime', 'gvisor'),
-      resolvConfPath: await writeResolvConf(dataDir),
+      resolvConfPath: await writeResolvConf(dataDir, nameservers),
       ...(gvisor.runscPath !== undefined ? { runscPath: gvisor.runscPath } : {}),
       ...(gvisor.platform !== undefined ? { platform: gvisor.platform } : {}),
       ...(gvisor.cgroupParent !== undefined ? { cgroupParent: gvisor.cgroupParent } : {}),
@@ -132,17 +192,21 @@ async function openRuntimes(dataDir: string, logger: Logger, gvisor: GvisorOptio
 }
 
 /**
- * The resolv.conf sandboxes see (bind-mounted read-only): the host's non-loopback nameservers.
- * WIRING: replace with the policy DNS resolver's address once `@ramify/network` serves one.
+ * The resolv.conf sandboxes see (bind-mounted read-only): `nameservers` (the policy resolver's service
+ * address when egress is enforced), else the host's non-loopback nameservers.
  */
-async function writeResolvConf(dataDir: string): Promise<string> {
+async function writeResolvConf(dataDir: string, nameservers: string[] | null): Promise<string> {
+  const path = join(dataDir, 'resolv.conf');
+  await mkdir(dataDir, { recursive: true });
+  if (nameservers) {
+    await writeFile(path, `# written by ramify serve (policy resolver; port 53 is redirected on the host)\n${nameservers.map((ip) => `nameserver ${ip}`).join('\n')}\n`);
+    return path;
+  }
   const host = await readFile('/etc/resolv.conf', 'utf8').catch(() => '');
   const servers = host
     .split('\n')
     .map((line) => /^\s*nameserver\s+(\S+)/.exec(line)?.[1])
     .filter((ip): ip is string => ip !== undefined && !ip.startsWith('127.') && ip !== '::1' && !ip.includes(':'));
-  const path = join(dataDir, 'resolv.conf');
-  await mkdir(dataDir, { recursive: true });
   await writeFile(path, `# written by ramify serve\n${servers.map((ip) => `nameserver ${ip}`).join('\n')}\n`);
   return path;
 }

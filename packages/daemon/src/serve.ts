@@ -32,6 +32,8 @@ export interface ServeOptions {
   coreOptions?: ComposeOptions['coreOptions'];
   gvisor?: ComposeOptions['gvisor'];
   network?: ComposeOptions['network'];
+  /** Egress enforcement (default on; see {@link ComposeOptions.egress}). */
+  egress?: ComposeOptions['egress'];
   clock?: ComposeOptions['clock'];
 }
 
@@ -55,7 +57,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, pino.destination(2));
   const logger = adaptLogger(log);
 
-  const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: options.coreOptions, gvisor: options.gvisor, network: options.network, clock: options.clock });
+  const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: options.coreOptions, gvisor: options.gvisor, network: options.network, egress: options.egress, clock: options.clock });
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
   let app: FastifyInstance | undefined;

@@ -21,6 +21,11 @@ export interface NamespaceNetworkOptions {
   prefix?: string;
   /** Addresses; default {@link layoutForPrefix}(prefix): each prefix has its own slot range. */
   layout?: SlotLayout;
+  /**
+   * Makes the host's nftables table instead of the plain one below (open forwarding + masquerade), e.g.
+   * an `NftEgressEnforcer` for this prefix, whose table carries forwarding and masquerade too.
+   */
+  hostFirewall?: { install(): Promise<void>; uninstall(): Promise<void> };
 }
 
 const NETNS_DIR = '/var/run/netns';
@@ -30,6 +35,7 @@ const READY_DIR = '/run/ramify-net';
 export class NamespaceNetwork implements SandboxNetwork {
   readonly prefix: string;
   readonly layout: SlotLayout;
+  private readonly hostFirewall: NamespaceNetworkOptions['hostFirewall'];
   private hostReady: Promise<void> | undefined;
   /** Per-slot operation queues (see {@link serial}). */
   private readonly queues = new Map<number, Promise<unknown>>();
@@ -38,6 +44,7 @@ export class NamespaceNetwork implements SandboxNetwork {
     this.prefix = options.prefix ?? 'rmf';
     if (!/^[a-z]{1,4}$/.test(this.prefix)) throw new RangeError(`network prefix '${this.prefix}' must be 1-4 lowercase letters`);
     this.layout = options.layout ?? layoutForPrefix(this.prefix);
+    this.hostFirewall = options.hostFirewall;
   }
 
   /** Names of the objects of `slot`. */
@@ -214,6 +221,7 @@ export class NamespaceNetwork implements SandboxNetwork {
   /** Host side, once per process: IPv4 forwarding and the daemon's own nftables table (open egress). */
   ensureHost(): Promise<void> {
     this.hostReady ??= (async () => {
+      if (this.hostFirewall) return this.hostFirewall.install();
       await writeFile('/proc/sys/net/ipv4/ip_forward', '1');
       const t = this.prefix;
       const range = slotRange(this.layout);
@@ -231,7 +239,7 @@ export class NamespaceNetwork implements SandboxNetwork {
     return this.hostReady;
   }
 
-  /** Remove every namespace and the host table made with this prefix (tests, `ramify serve --reset-network`). */
+  /** Remove every namespace and the host tables (`ip` and `inet`) made with this prefix (tests, `ramify serve --reset-network`). */
   async destroyAll(): Promise<void> {
     await this.settle();
     for (const slot of await this.listSlots()) await this.detach(slot);
@@ -240,6 +248,9 @@ export class NamespaceNetwork implements SandboxNetwork {
       if (name.startsWith(`${this.prefix}-`)) await rm(`${READY_DIR}/${name}`, { force: true });
     }
     await run(['nft', 'delete', 'table', 'ip', this.prefix]);
+    // The egress enforcer's table (made by `hostFirewall`, or by an earlier daemon with enforcement).
+    if (this.hostFirewall) await this.hostFirewall.uninstall();
+    else await run(['nft', 'delete', 'table', 'inet', this.prefix]);
     this.hostReady = undefined;
   }
 }

@@ -50,3 +50,10 @@ export function slotAddresses(layout: SlotLayout, slot: number): { hostAddress: 
 
 /** CIDR covering every slot address, for host-side rules. */
 export const slotRange = (layout: SlotLayout): string => `${layout.slotBase}/16`;
+
+/**
+ * The nameserver sandboxes' resolv.conf names. Not an address of anything: outside the guest link, so the
+ * sandbox routes it via its router to the host, where every port-53 packet from a slot is redirected to
+ * the policy resolver (and any other port to it is dropped).
+ */
+export const DNS_SERVICE_ADDRESS = '10.254.0.53';

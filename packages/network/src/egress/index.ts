@@ -7,3 +7,6 @@ export type { DnsUpstream } from './dns-upstream.js';
 export { DEFAULT_BLOCKED_RANGES, ipv4RangeSet, type Ipv4RangeSet } from './address-ranges.js';
 export { EMPTY_ANSWER_TYPES, filterAnswer, type FilteredAnswer, type TtlRange } from './dns-filter.js';
 export * from './egress-proxy.js';
+export { NftEgressEnforcer, type HostFirewall, type NftEgressEnforcerOptions, type SlotPolicy } from './nft-egress-enforcer.js';
+export { startHostEgress, hostNameservers, type HostEgress, type HostEgressOptions } from './host-egress.js';
+export { ALWAYS_BLOCKED, tableScript, policyElements, type EgressTableSpec, type SetElement } from './nft-ruleset.js';

@@ -1,0 +1,111 @@
+/**
+ * Egress enforcement end to end: a REAL daemon (enforcement on, its own prefix) and real gVisor
+ * sandboxes, with the fake internet rig (its own namespace and prefix) as the only destination and the
+ * rig's scripted DNS server as the policy resolver's upstream. Nothing is sent outside the namespaces the
+ * test made. Skipped, with the reason, when not root, without runsc, or without the prepared rootfs.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Core } from '@ramify/core';
+import { FakeInternet } from '@ramify/network/testing';
+import { buildImage } from '@ramify/template-builder';
+import { serve, type RamifyServer } from './serve.js';
+
+const rootfs = process.env.RAMIFY_TEST_ROOTFS;
+const skip =
+  process.getuid?.() !== 0
+    ? 'needs root (namespaces, runsc, nftables)'
+    : spawnSync('sh', ['-c', 'command -v runsc && command -v nft']).status !== 0
+      ? 'runsc or nft is not installed'
+      : !rootfs || !existsSync(rootfs)
+        ? 'RAMIFY_TEST_ROOTFS is not set (scripts/run-tests.mjs sets it)'
+        : false;
+
+const PREFIX = 'rmfe';
+let dataDir: string;
+let rig: FakeInternet | undefined;
+let server: RamifyServer | undefined;
+let key = '';
+
+async function call(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${server?.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : null };
+}
+
+/** Run `cmd` in the sandbox; resolves with its exit code and stdout. */
+async function exec(id: string, cmd: string): Promise<{ exitCode: number; stdout: string }> {
+  const r = await call('POST', `/v1/sandboxes/${id}/commands`, { cmd });
+  assert.equal(r.status, 200, JSON.stringify(r.json));
+  return { exitCode: r.json.exitCode as number, stdout: r.json.stdout as string };
+}
+const curl = (id: string, url: string) => exec(id, `curl -s -m 3 -o /dev/null -w '%{http_code}' ${url}`);
+
+async function registerTemplate(core: Core): Promise<void> {
+  const snapshotId = 'snap_egress_base';
+  const manifest = await buildImage(
+    { rootfsDir: rootfs as string, snapshotId, templateId: 'tpl_egress', run: [], envs: {}, onPhase: () => undefined, onLine: () => undefined },
+    { runtime: core.runtimes[0], network: core.network, slots: core.store, storage: core.storage, connectAgent: core.connectAgent },
+  );
+  await core.store.insertSnapshot({
+    id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_egress', sandboxId: null,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, rootfsDir: rootfs as string,
+  });
+  await core.store.putTemplate({ id: 'tpl_egress', name: 'base', runtime: 'gvisor', specHash: 'egress', snapshotId, parent: null, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs as string, createdAt: Date.now() });
+}
+
+describe('egress enforcement through a real daemon and gVisor sandboxes', { skip, timeout: 600_000 }, () => {
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'ramify-egress-e2e-'));
+    rig = await FakeInternet.start({ prefix: 'rmej' });
+    server = await serve({
+      dataDir, port: 0, logLevel: 'warn', print: () => undefined, network: { prefix: PREFIX },
+      egress: { upstreams: [{ address: rig.dns.address }] }, coreOptions: { quietNetworkTimeoutMs: 2_000 },
+    });
+    key = server.newApiKey ?? '';
+    await registerTemplate(server.core);
+  });
+  after(async () => {
+    if (server) {
+      for (const s of (await call('GET', '/v1/sandboxes')).json?.sandboxes ?? []) await call('DELETE', `/v1/sandboxes/${s.id}`);
+      const network = server.core.network as { destroyAll?: () => Promise<void> };
+      await server.close();
+      await network.destroyAll?.();
+    }
+    await rig?.teardown();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    assert.notEqual(spawnSync('nft', ['list', 'table', 'inet', PREFIX]).status, 0, 'the egress table is gone');
+  });
+
+  test('allowlist by name: the name resolves and is reachable; other names, hard-coded addresses and metadata are not; a live update opens them', async () => {
+    const created = await call('POST', '/v1/sandboxes', { egress: ['www.example.com:80'], timeoutMs: 600_000 });
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    const id = created.json.id as string;
+    assert.deepEqual(await curl(id, 'http://www.example.com/'), { exitCode: 0, stdout: '200' });
+    assert.notEqual((await exec(id, 'getent hosts cdn.example.net')).exitCode, 0, 'a denied name does not resolve');
+    assert.notEqual((await curl(id, 'http://203.0.113.20/')).exitCode, 0, 'the hard-coded address of a denied name');
+    assert.notEqual((await curl(id, 'https://www.example.com/')).exitCode, 0, 'another port of an allowed name');
+    assert.notEqual((await curl(id, 'http://169.254.169.254/')).exitCode, 0, 'metadata');
+    await rig!.flush();
+    assert.ok(!rig!.events('dns-query').some((q) => q.name === 'cdn.example.net'), 'the denied name never left the host');
+    assert.ok(!rig!.events('http-request').some((r) => r.local === '203.0.113.20'), 'nothing reached the denied address');
+
+    const opened = await call('PUT', `/v1/sandboxes/${id}/egress`, { rules: [] });
+    assert.equal(opened.status, 200, JSON.stringify(opened.json));
+    assert.deepEqual(await curl(id, 'http://cdn.example.net/'), { exitCode: 0, stdout: '200' });
+    assert.notEqual((await curl(id, 'http://169.254.169.254/')).exitCode, 0, 'metadata stays closed in open mode');
+
+    const closed = await call('PUT', `/v1/sandboxes/${id}/egress`, { rules: ['198.51.100.7:8080'] });
+    assert.equal(closed.status, 200, JSON.stringify(closed.json));
+    assert.notEqual((await curl(id, 'http://203.0.113.20/')).exitCode, 0, 'closed again without a restart');
+  });
+});

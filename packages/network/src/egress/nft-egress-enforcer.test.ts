@@ -1,0 +1,194 @@
+import { test, before, after, beforeEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseEgressPolicy, type NetworkAttachment } from '@ramify/core';
+import { run, runChecked } from '../exec.js';
+import { NamespaceNetwork } from '../namespace-network.js';
+import { DNS_SERVICE_ADDRESS, layoutForPrefix, slotAddresses } from '../slots.js';
+import { FakeInternet } from '../testing/fake-internet.js';
+import { queryDnsFrom } from '../testing/dns-query.js';
+import { startHostEgress, type HostEgress } from './host-egress.js';
+
+// Two "sandboxes" are plain NamespaceNetwork slots (prefix `rme`) whose host table is the enforcer's;
+// the fake internet (prefix `rmei`) is the only destination. Everything is removed in `after`.
+const PREFIX = 'rme';
+const layout = layoutForPrefix(PREFIX);
+let rig: FakeInternet;
+let egress: HostEgress;
+let network: NamespaceNetwork;
+let a: NetworkAttachment;
+let b: NetworkAttachment;
+let hostServer: Server;
+let hostPort = 0;
+
+const WEB = '203.0.113.10';
+const CDN = '203.0.113.20';
+const ECHO = { address: '198.51.100.7', port: 8080 };
+
+before(async () => {
+  await new NamespaceNetwork({ prefix: PREFIX }).destroyAll();
+  rig = await FakeInternet.start({ prefix: 'rmei' });
+  egress = await startHostEgress({ prefix: PREFIX, layout, upstreams: [{ address: rig.dns.address }], watchIntervalMs: 200 });
+  network = new NamespaceNetwork({ prefix: PREFIX, hostFirewall: egress.enforcer });
+  a = await network.attach('sbx_a', 0);
+  b = await network.attach('sbx_b', 1);
+  await egress.enforcer.apply('sbx_b', 1, parseEgressPolicy([]));
+  hostServer = createServer((s) => s.end('host\n'));
+  await new Promise<void>((resolve) => hostServer.listen(0, '0.0.0.0', resolve));
+  hostPort = (hostServer.address() as { port: number }).port;
+});
+
+after(async () => {
+  hostServer?.close();
+  await egress?.close();
+  await network?.destroyAll();
+  await rig?.teardown();
+  const left = await run(['nft', 'list', 'table', 'inet', PREFIX]);
+  assert.notEqual(left.code, 0, 'the table is gone');
+});
+
+beforeEach(() => rig.clearEvents());
+
+const setPolicy = (rules: string[]) => egress.enforcer.apply('sbx_a', 0, parseEgressPolicy(rules));
+
+/** Try a TCP connection from a namespace; `connected` means the handshake finished. */
+async function tcp(netnsPath: string, address: string, port: number, localAddress?: string): Promise<'connected' | 'failed'> {
+  const script = `const s=require('net').connect({host:process.argv[1],port:+process.argv[2],${localAddress ? 'localAddress:process.argv[3],' : ''}timeout:800});
+s.on('connect',()=>{console.log('connected');s.destroy()});s.on('timeout',()=>{console.log('failed');s.destroy()});s.on('error',()=>console.log('failed'));`;
+  const r = await runChecked(['nsenter', `--net=${netnsPath}`, process.execPath, '-e', script, address, String(port), ...(localAddress ? [localAddress] : [])]);
+  return r.trim() === 'connected' ? 'connected' : 'failed';
+}
+
+const dns = (name: string, options: { server?: string; transport?: 'udp' | 'tcp' } = {}) =>
+  queryDnsFrom(a.netnsPath, [{ name }], { server: options.server ?? DNS_SERVICE_ADDRESS, transport: options.transport ?? 'udp', timeoutMs: 2000 }).then((r) => r[0]!);
+
+async function upstreamNames(): Promise<string[]> {
+  await rig.flush();
+  return rig.events('dns-query').map((q) => q.name);
+}
+
+test('open mode reaches the internet but never metadata, another slot, the host or its resolver port directly', async () => {
+  await setPolicy([]);
+  assert.equal(await tcp(a.netnsPath, WEB, 80), 'connected');
+  assert.equal(await tcp(a.netnsPath, ECHO.address, ECHO.port), 'connected');
+  assert.equal(await tcp(a.netnsPath, '169.254.169.254', 80), 'failed');
+  assert.equal(await tcp(a.netnsPath, b.slotAddress, 22), 'failed');
+  assert.equal(await tcp(a.netnsPath, slotAddresses(layout, 0).hostAddress, hostPort), 'failed');
+  assert.equal(await tcp(a.netnsPath, rig.namespace.hostAddress, hostPort), 'failed');
+  assert.equal(await tcp(a.netnsPath, '127.0.0.1', hostPort), 'failed');
+  const r = await dns('cdn.example.net');
+  assert.deepEqual([r.rcode, r.answers.map((x) => x.data)], ['NOERROR', [CDN]]);
+});
+
+test('allowlist: an allowed address and port pass; other ports and addresses are dropped', async () => {
+  await setPolicy([`${WEB}:80`]);
+  assert.equal(await tcp(a.netnsPath, WEB, 80), 'connected');
+  assert.equal(await tcp(a.netnsPath, WEB, 443), 'failed');
+  assert.equal(await tcp(a.netnsPath, CDN, 80), 'failed');
+  assert.equal(await tcp(a.netnsPath, ECHO.address, ECHO.port), 'failed');
+  // The other slot (open) is unaffected.
+  assert.equal(await tcp(b.netnsPath, CDN, 80), 'connected');
+});
+
+test('allowlist: a CIDR (nested rules merged) opens every address in it', async () => {
+  await setPolicy(['203.0.113.0/24', '203.0.113.10:443', '198.51.100.0/24:8080-8081']);
+  assert.equal(await tcp(a.netnsPath, WEB, 443), 'connected');
+  assert.equal(await tcp(a.netnsPath, CDN, 80), 'connected');
+  assert.equal(await tcp(a.netnsPath, ECHO.address, ECHO.port), 'connected');
+  assert.equal(await tcp(a.netnsPath, '198.51.100.53', 53 + 1000), 'failed');
+});
+
+test('replacing the policy cuts a long-lived connection to a destination no longer allowed', async () => {
+  await setPolicy([`${ECHO.address}:${ECHO.port}`]);
+  const script = `const s=require('net').connect(+process.argv[2],process.argv[1]);s.on('connect',()=>setInterval(()=>s.write('x'),100));
+s.on('data',(d)=>console.log('echo '+d.length));s.on('error',()=>{});setTimeout(()=>process.exit(0),6000);`;
+  const child = spawn('nsenter', [`--net=${a.netnsPath}`, process.execPath, '-e', script, ECHO.address, String(ECHO.port)], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let echoes = 0;
+  createInterface({ input: child.stdout! }).on('line', () => echoes++);
+  try {
+    while (echoes < 3) await sleep(50);
+    await setPolicy([WEB]);
+    await sleep(1000);
+    const atCut = echoes;
+    await sleep(1000);
+    assert.equal(echoes, atCut, 'no echo arrives once the rule is gone');
+  } finally {
+    child.kill('SIGKILL');
+  }
+});
+
+test('a packet from a slot veth with another source address is dropped (anti-spoofing)', async () => {
+  await setPolicy([]);
+  const router = network.names(0).routerNs;
+  const uplink = network.names(0).uplinkVeth;
+  const spoofed = slotAddresses(layout, 2).slotAddress;
+  await runChecked(['ip', '-n', router, 'addr', 'add', `${spoofed}/32`, 'dev', uplink]);
+  try {
+    assert.equal(await tcp(`/var/run/netns/${router}`, ECHO.address, ECHO.port), 'connected');
+    assert.equal(await tcp(`/var/run/netns/${router}`, ECHO.address, ECHO.port, spoofed), 'failed');
+  } finally {
+    await run(['ip', '-n', router, 'addr', 'del', `${spoofed}/32`, 'dev', uplink]);
+  }
+});
+
+test('DNS: an allowed name resolves and is then reachable; a denied name is NXDOMAIN, never asked upstream, and its address stays closed', async () => {
+  await setPolicy(['www.example.com']);
+  assert.equal(await tcp(a.netnsPath, WEB, 80), 'failed', 'closed before resolving');
+  const ok = await dns('www.example.com');
+  assert.deepEqual([ok.rcode, ok.answers.map((x) => x.data)], ['NOERROR', [WEB]]);
+  assert.equal(await tcp(a.netnsPath, WEB, 80), 'connected');
+  assert.equal(await tcp(a.netnsPath, WEB, 443), 'connected', 'a host rule without port opens every port');
+  const denied = await dns('cdn.example.net');
+  assert.equal(denied.rcode, 'NXDOMAIN');
+  assert.deepEqual(await upstreamNames(), ['www.example.com']);
+  assert.equal(await tcp(a.netnsPath, CDN, 80), 'failed', 'the hard-coded address of a denied name');
+});
+
+test('DNS: a host rule with a port opens only that port of the answered address', async () => {
+  await setPolicy(['api.example.com:443']);
+  assert.equal((await dns('api.example.com')).rcode, 'NOERROR');
+  assert.equal(await tcp(a.netnsPath, WEB, 443), 'connected');
+  assert.equal(await tcp(a.netnsPath, WEB, 80), 'failed');
+});
+
+test('DNS: queries to another resolver (UDP and TCP) are answered by ours', async () => {
+  await setPolicy(['www.example.com']);
+  for (const transport of ['udp', 'tcp'] as const) {
+    const denied = await dns('cdn.example.net', { server: rig.dns.address, transport });
+    assert.equal(denied.rcode, 'NXDOMAIN', transport);
+    const ok = await dns('www.example.com', { server: '192.0.2.1', transport });
+    assert.equal(ok.rcode, 'NOERROR', transport);
+  }
+  const asked = await upstreamNames();
+  assert.ok(!asked.includes('cdn.example.net'), 'the denied name never reached the rig');
+  // The rig only ever sees queries from the host (our resolver), never from the slot's address.
+  await rig.flush();
+  assert.ok(rig.events('dns-query').every((q) => q.remote !== a.slotAddress));
+});
+
+test('a removed policy grant stops a resolved address when the name is no longer allowed', async () => {
+  await setPolicy(['www.example.com']);
+  await dns('www.example.com');
+  assert.equal(await tcp(a.netnsPath, WEB, 80), 'connected');
+  await setPolicy(['cdn.example.net']);
+  assert.equal(await tcp(a.netnsPath, WEB, 80), 'failed');
+});
+
+test('remove() closes the slot; a re-installed table after an outside flush keeps every policy', async () => {
+  await setPolicy([`${WEB}:80`]);
+  await runChecked(['nft', 'delete', 'table', 'inet', PREFIX]);
+  assert.equal(await egress.enforcer.isInstalled(), false);
+  const deadline = Date.now() + 5000;
+  while (!(await egress.enforcer.isInstalled()) && Date.now() < deadline) await sleep(100);
+  assert.equal(await egress.enforcer.isInstalled(), true, 'the watchdog re-installed the table');
+  assert.equal(await tcp(a.netnsPath, WEB, 80), 'connected');
+  assert.equal(await tcp(a.netnsPath, WEB, 443), 'failed');
+  await egress.enforcer.remove(0);
+  assert.equal(await tcp(a.netnsPath, WEB, 80), 'failed');
+  assert.equal((await dns('www.example.com')).rcode, 'TIMEOUT', 'an unknown slot cannot even reach the resolver');
+  await egress.enforcer.reapplyAll([{ sandboxId: 'sbx_a', slot: 0, policy: parseEgressPolicy([]) }, { sandboxId: 'sbx_b', slot: 1, policy: parseEgressPolicy([]) }]);
+  assert.equal(await tcp(a.netnsPath, CDN, 80), 'connected');
+});

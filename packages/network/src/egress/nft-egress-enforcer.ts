@@ -1,0 +1,252 @@
+/**
+ * `NftEgressEnforcer`: the host side of egress enforcement (NETWORK.md). Owns the table `inet <prefix>`
+ * (see {@link tableScript}; it also carries the forward/masquerade rules `NamespaceNetwork` needs, so it
+ * is the network's {@link HostFirewall}), keeps every slot's policy and DNS grants in memory, and turns
+ * each change into ONE `nft -f -` transaction. Every nft operation runs in one queue (no interleaving).
+ *
+ * Fail-closed notes: a slot that was never `apply`d is dropped (its veth/address pair is not in `spoof`).
+ * If the table is removed from outside (`nft flush ruleset`), the slot traffic is forwarded unfiltered
+ * and unmasqueraded until {@link watch} notices (one interval, default 2 s) and re-installs the table
+ * with every policy; DNS grants are lost then (sandboxes resolve again).
+ */
+import { writeFile } from 'node:fs/promises';
+import { formatEgressRule, ruleForName, type EgressEnforcer, type EgressPolicy, type PortRange } from '@ramify/core';
+import { RamifyError } from '@ramify/contracts';
+import { run, runChecked } from '../exec.js';
+import { slotAddresses, slotRange, type SlotLayout } from '../slots.js';
+import type { DnsAnswerEvent, DnsSandboxPolicy } from './dns-resolver-types.js';
+import {
+  INSTALLED_MARKER, addElements, deleteElements, dnsElement, isOpenPolicy, policyElements, refreshElements, tableScript, type SetElement,
+} from './nft-ruleset.js';
+
+/** Installs the host's nftables table; `NamespaceNetwork` calls it instead of making its own. */
+export interface HostFirewall {
+  /** Create (or atomically re-create) the host table. */
+  install(): Promise<void>;
+  /** Delete the host table. */
+  uninstall(): Promise<void>;
+}
+
+export interface NftEgressEnforcerOptions {
+  prefix: string;
+  layout: SlotLayout;
+  /** Port the policy resolver listens on (all host addresses); port 53 from slots is redirected to it. */
+  resolverPort: number;
+  /** The address sandboxes' resolv.conf names. */
+  dnsServiceAddress: string;
+}
+
+/** A policy in force on one slot, for {@link NftEgressEnforcer.reapplyAll}. */
+export interface SlotPolicy {
+  sandboxId: string;
+  slot: number;
+  policy: EgressPolicy;
+}
+
+interface SlotState extends SlotPolicy {
+  slotAddress: string;
+  elements: SetElement[];
+  /** DNS grants by element key: the name they were granted for and the port of the rule. */
+  grants: Map<string, { element: SetElement; name: string; port: PortRange | null; expiresAt: number }>;
+}
+
+export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
+  private readonly options: NftEgressEnforcerOptions;
+  private readonly slots = new Map<number, SlotState>();
+  private readonly byAddress = new Map<string, number>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private installedOnce = false;
+
+  constructor(options: NftEgressEnforcerOptions) {
+    this.options = options;
+  }
+
+  /** Throws `RUNTIME_UNAVAILABLE` when `nft` cannot run. */
+  static async checkAvailable(): Promise<void> {
+    const r = await run(['nft', '--version']);
+    if (r.code !== 0) throw new RamifyError('RUNTIME_UNAVAILABLE', `nft is required for egress enforcement: ${r.stderr.trim()}`);
+  }
+
+  /**
+   * Install the table with every policy in memory. The first call in a process always re-creates it (a table
+   * left by an earlier daemon names an old resolver port); later calls only re-create a missing table, so the
+   * network's own `ensureHost` does not drop DNS grants.
+   */
+  install(): Promise<void> {
+    return this.serial(async () => {
+      if (this.installedOnce && (await this.isInstalled())) return;
+      await this.installNow();
+      this.installedOnce = true;
+    });
+  }
+
+  uninstall(): Promise<void> {
+    return this.serial(async () => {
+      await run(['nft', 'delete', 'table', 'inet', this.options.prefix]);
+    });
+  }
+
+  /** True when the table and its rules are in place (false after `nft flush ruleset` or a flushed chain). */
+  async isInstalled(): Promise<boolean> {
+    const r = await run(['nft', 'list', 'chain', 'inet', this.options.prefix, 'outbound']);
+    return r.code === 0 && r.stdout.includes(INSTALLED_MARKER);
+  }
+
+  /** Re-install the table when it is missing, with every policy in memory. Resolves true when it had to. */
+  ensureInstalled(): Promise<boolean> {
+    return this.serial(async () => {
+      if (await this.isInstalled()) return false;
+      await this.installNow();
+      return true;
+    });
+  }
+
+  /**
+   * Check every `intervalMs` (default 2000) that the table is installed, re-installing it if not.
+   * Returns a stop function. `onReinstall` hears about each re-install, `onError` about failures.
+   */
+  watch(options: { intervalMs?: number; onReinstall?: () => void; onError?: (err: unknown) => void } = {}): () => void {
+    let busy = false;
+    const timer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      this.ensureInstalled()
+        .then((reinstalled) => reinstalled && options.onReinstall?.())
+        .catch((err: unknown) => options.onError?.(err))
+        .finally(() => (busy = false));
+    }, options.intervalMs ?? 2000);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  /** Replace every slot's state with `entries` and re-create the table with them, in one transaction. */
+  reapplyAll(entries: readonly SlotPolicy[]): Promise<void> {
+    return this.serial(async () => {
+      const next = entries.map((e) => this.stateFor(e));
+      await this.installWith(next);
+      this.slots.clear();
+      this.byAddress.clear();
+      for (const s of next) this.remember(s);
+    });
+  }
+
+  apply(sandboxId: string, slot: number, policy: EgressPolicy): Promise<void> {
+    return this.serial(async () => {
+      const previous = this.slots.get(slot);
+      const next = this.stateFor({ sandboxId, slot, policy });
+      // Keep DNS grants the new policy still allows with the same port (no need to resolve again).
+      const dropped: SetElement[] = [];
+      if (previous) {
+        for (const [key, grant] of previous.grants) {
+          const rule = isOpenPolicy(policy) || previous.sandboxId !== sandboxId ? null : ruleForName(policy, grant.name);
+          const port = rule && 'port' in rule ? rule.port : null;
+          if (rule && samePort(port, grant.port) && grant.expiresAt > Date.now()) next.grants.set(key, grant);
+          else dropped.push(grant.element);
+        }
+      }
+      const script = [...deleteElements(this.options.prefix, [...(previous?.elements ?? []), ...dropped]), ...addElements(this.options.prefix, next.elements)];
+      await this.transaction(script);
+      if (previous) this.byAddress.delete(previous.slotAddress);
+      this.remember(next);
+    });
+  }
+
+  remove(slot: number): Promise<void> {
+    return this.serial(async () => {
+      const previous = this.slots.get(slot);
+      if (!previous) return;
+      await this.transaction(deleteElements(this.options.prefix, [...previous.elements, ...[...previous.grants.values()].map((g) => g.element)]));
+      this.slots.delete(slot);
+      this.byAddress.delete(previous.slotAddress);
+    });
+  }
+
+  /** The resolver's view of the sandbox behind `address` (a slot address); null for an unknown source. */
+  dnsPolicyFor(address: string): DnsSandboxPolicy | null {
+    const slot = this.byAddress.get(address);
+    const state = slot === undefined ? undefined : this.slots.get(slot);
+    if (!state) return null;
+    const { sandboxId, policy } = state;
+    return {
+      sandboxId,
+      allow: (name) => {
+        if (policy.rules.length === 0) return { allowed: true, rule: null };
+        const rule = ruleForName(policy, name);
+        return rule ? { allowed: true, rule: formatEgressRule(rule) } : { allowed: false, rule: null };
+      },
+    };
+  }
+
+  /**
+   * The resolver's `onAnswer`: open the answered addresses to the sandbox for the TTL (timed set elements)
+   * before the reply goes out. Throws (→ SERVFAIL) when the sandbox is gone or no longer allowed the name.
+   */
+  grant(event: DnsAnswerEvent): Promise<void> {
+    return this.serial(async () => {
+      const state = [...this.slots.values()].find((s) => s.sandboxId === event.sandboxId);
+      if (!state) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox ${event.sandboxId} has no egress state`);
+      if (isOpenPolicy(state.policy)) return;
+      const rule = ruleForName(state.policy, event.name);
+      if (!rule) throw new RamifyError('FORBIDDEN', `${event.name} is no longer allowed for ${event.sandboxId}`);
+      const port = 'port' in rule ? rule.port : null;
+      const elements = event.addresses.map((a) => dnsElement(state.slotAddress, a, port, event.ttlSeconds));
+      await this.transaction(refreshElements(this.options.prefix, elements));
+      const expiresAt = Date.now() + event.ttlSeconds * 1000;
+      for (const element of elements) state.grants.set(`${element.set} ${element.key}`, { element, name: event.name, port, expiresAt });
+      for (const [key, g] of state.grants) if (g.expiresAt < Date.now()) state.grants.delete(key);
+    });
+  }
+
+  private stateFor(entry: SlotPolicy): SlotState {
+    const { slotAddress } = slotAddresses(this.options.layout, entry.slot);
+    const veth = `${this.options.prefix}h${entry.slot}`;
+    return { ...entry, slotAddress, elements: policyElements(veth, slotAddress, entry.policy), grants: new Map() };
+  }
+
+  private remember(state: SlotState): void {
+    this.slots.set(state.slot, state);
+    this.byAddress.set(state.slotAddress, state.slot);
+  }
+
+  private installNow(): Promise<void> {
+    return this.installWith([...this.slots.values()]).then(() => {
+      for (const s of this.slots.values()) s.grants.clear();
+    });
+  }
+
+  private async installWith(states: readonly SlotState[]): Promise<void> {
+    await writeIpForward();
+    const table = tableScript({
+      prefix: this.options.prefix,
+      slotRange: slotRange(this.options.layout),
+      resolverPort: this.options.resolverPort,
+      dnsServiceAddress: this.options.dnsServiceAddress,
+    });
+    await runChecked(['nft', '-f', '-'], table + addElements(this.options.prefix, states.flatMap((s) => s.elements)).join('\n') + '\n');
+  }
+
+  /** One `nft -f -` transaction; when the table has vanished, re-install it first and retry once. */
+  private async transaction(lines: string[]): Promise<void> {
+    if (lines.length === 0) return;
+    const script = lines.join('\n') + '\n';
+    const first = await run(['nft', '-f', '-'], script);
+    if (first.code === 0) return;
+    if (await this.isInstalled()) throw new RamifyError('RUNTIME_ERROR', `nft transaction failed: ${first.stderr.trim()}`);
+    await this.installNow();
+    await runChecked(['nft', '-f', '-'], script);
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.catch(() => undefined).then(fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+}
+
+function samePort(a: PortRange | null, b: PortRange | null): boolean {
+  return a === null || b === null ? a === b : a.from === b.from && a.to === b.to;
+}
+
+async function writeIpForward(): Promise<void> {
+  await writeFile('/proc/sys/net/ipv4/ip_forward', '1');
+}

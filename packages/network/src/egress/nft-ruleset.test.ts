@@ -1,0 +1,51 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseEgressPolicy } from '@ramify/core';
+import { hostNameservers } from './host-egress.js';
+import { deleteElements, dnsElement, policyElements, tableScript } from './nft-ruleset.js';
+
+const keys = (rules: string[]) => policyElements('rmeh3', '10.9.0.14', parseEgressPolicy(rules)).map((e) => `${e.set} ${e.key}`);
+
+test('open policies (no rules, or *) put the slot in the open set', () => {
+  assert.deepEqual(keys([]), ['spoof "rmeh3" . 10.9.0.14', 'open 10.9.0.14']);
+  assert.deepEqual(keys(['example.com', '*']), ['spoof "rmeh3" . 10.9.0.14', 'open 10.9.0.14']);
+});
+
+test('address rules become set elements; covered ones are dropped; names add nothing', () => {
+  assert.deepEqual(keys(['203.0.113.10:443', '203.0.113.0/24', '198.51.100.7:8080-8090', '198.51.100.7:8081', 'example.com', '192.0.2.1']), [
+    'spoof "rmeh3" . 10.9.0.14',
+    'net 10.9.0.14 . 203.0.113.0/24',
+    'net 10.9.0.14 . 192.0.2.1',
+    'netport 10.9.0.14 . 198.51.100.7 . 8080-8090',
+  ]);
+});
+
+test('DNS elements carry the TTL as timeout; deletes tolerate missing elements', () => {
+  const e = dnsElement('10.9.0.14', '203.0.113.10', { from: 443, to: 443 }, 29.2);
+  assert.deepEqual(e, { set: 'dnsport', key: '10.9.0.14 . 203.0.113.10 . 443', timeoutSeconds: 30 });
+  assert.deepEqual(deleteElements('rme', [e]), [
+    'add element inet rme dnsport { 10.9.0.14 . 203.0.113.10 . 443 timeout 1s }',
+    'delete element inet rme dnsport { 10.9.0.14 . 203.0.113.10 . 443 }',
+  ]);
+});
+
+test('the table replaces the plain network table and redirects port 53 to the resolver', () => {
+  const text = tableScript({ prefix: 'rme', slotRange: '10.9.0.0/16', resolverPort: 5300, dnsServiceAddress: '10.254.0.53' });
+  assert.match(text, /^table ip rme \{\}\ndelete table ip rme\n/);
+  assert.match(text, /th dport 53 redirect to :5300/);
+  assert.match(text, /ip saddr 10\.9\.0\.0\/16 oifname != "rmeh\*" masquerade/);
+});
+
+test('host nameservers skip loopback stubs and IPv6', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'rme-resolv-'));
+  try {
+    const path = join(dir, 'resolv.conf');
+    await writeFile(path, 'nameserver 127.0.0.53\nnameserver 192.0.2.53\nnameserver ::1\n# nameserver 1.1.1.1\nsearch x\n');
+    assert.deepEqual(await hostNameservers(path), [{ address: '192.0.2.53' }]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

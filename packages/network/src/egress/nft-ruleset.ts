@@ -1,0 +1,179 @@
+/**
+ * The text of the host's egress table (`table inet <prefix>`) and of its set elements. Pure functions;
+ * {@link NftEgressEnforcer} sends the results to `nft -f -`.
+ *
+ * Rule count is constant; everything per sandbox lives in sets keyed by the slot address:
+ * - `spoof`   (ifname . slot address): the only source a slot's host veth may use (anti-spoofing).
+ * - `open`    (slot address): slots with open egress (no rules, or the rule `*`).
+ * - `net`     (slot . destination, intervals): address/CIDR rules without port.
+ * - `netport` (slot . destination . port, intervals): address/CIDR rules with a port range.
+ * - `dns` / `dnsport`: the same shapes with timeouts, filled by the policy DNS resolver's answers.
+ * - `blocked` (constant): destinations no policy can open (link-local/metadata, loopback, "this network",
+ *   multicast/reserved, every slot address, the DNS service address).
+ * Both directions are checked against the sets on every packet, so removing an element cuts
+ * established connections at once. IPv6 to or from slot veths is dropped. From slot veths the host
+ * itself accepts only the (redirected) resolver port and replies to connections the host opened.
+ */
+import type { EgressPolicy, PortRange } from '@ramify/core';
+
+/** Marker on the last rule of the outbound chain; its presence means the table is installed. */
+export const INSTALLED_MARKER = 'ramify-egress-v1';
+
+/** What the table needs to know about the host. */
+export interface EgressTableSpec {
+  /** Network prefix (table name, and host veths are `<prefix>h<slot>`). */
+  prefix: string;
+  /** CIDR of every slot address (masquerade source, and always blocked as a destination). */
+  slotRange: string;
+  /** Host port the resolver listens on (every interface); port-53 traffic from slots is redirected to it. */
+  resolverPort: number;
+  /** The address sandboxes' resolv.conf names (never routable: port 53 to it is redirected). */
+  dnsServiceAddress: string;
+}
+
+/** Destinations always denied, besides the slot range and the DNS service address. */
+export const ALWAYS_BLOCKED: readonly string[] = ['0.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '224.0.0.0/4', '240.0.0.0/4'];
+
+/** The whole table: replaces `ip <prefix>` (the network's plain table) and any older `inet <prefix>`, atomically. */
+export function tableScript(spec: EgressTableSpec): string {
+  const t = spec.prefix;
+  const veths = `"${t}h*"`;
+  const port = spec.resolverPort;
+  const blocked = [...ALWAYS_BLOCKED, spec.slotRange, spec.dnsServiceAddress].join(', ');
+  return [
+    `table ip ${t} {}`,
+    `delete table ip ${t}`,
+    `table inet ${t} {}`,
+    `delete table inet ${t}`,
+    `table inet ${t} {`,
+    `  set spoof { type ifname . ipv4_addr; }`,
+    `  set open { type ipv4_addr; }`,
+    `  set net { type ipv4_addr . ipv4_addr; flags interval, timeout; }`,
+    `  set netport { type ipv4_addr . ipv4_addr . inet_service; flags interval, timeout; }`,
+    `  set dns { type ipv4_addr . ipv4_addr; flags timeout; }`,
+    `  set dnsport { type ipv4_addr . ipv4_addr . inet_service; flags interval, timeout; }`,
+    `  set blocked { type ipv4_addr; flags interval; auto-merge; elements = { ${blocked} }; }`,
+    `  chain prerouting { type nat hook prerouting priority dstnat; policy accept;`,
+    `    iifname ${veths} meta l4proto { tcp, udp } th dport 53 redirect to :${port}`,
+    `  }`,
+    `  chain postrouting { type nat hook postrouting priority srcnat; policy accept;`,
+    `    ip saddr ${spec.slotRange} oifname != ${veths} masquerade`,
+    `  }`,
+    `  chain forward { type filter hook forward priority filter; policy accept;`,
+    `    meta nfproto ipv6 iifname ${veths} drop`,
+    `    meta nfproto ipv6 oifname ${veths} drop`,
+    `    iifname ${veths} jump outbound`,
+    `    oifname ${veths} jump inbound`,
+    `  }`,
+    `  chain outbound {`,
+    `    iifname . ip saddr != @spoof drop`,
+    `    ip daddr @blocked drop`,
+    `    ip saddr @open accept`,
+    `    ip saddr . ip daddr @net accept`,
+    `    ip saddr . ip daddr @dns accept`,
+    `    meta l4proto { tcp, udp } ip saddr . ip daddr . th dport @netport accept`,
+    `    meta l4proto { tcp, udp } ip saddr . ip daddr . th dport @dnsport accept`,
+    `    drop comment "${INSTALLED_MARKER}"`,
+    `  }`,
+    `  chain inbound {`,
+    `    ct direction != reply drop`,
+    `    ip saddr @blocked drop`,
+    `    ip daddr @open accept`,
+    `    ip daddr . ip saddr @net accept`,
+    `    ip daddr . ip saddr @dns accept`,
+    `    meta l4proto { tcp, udp } ip daddr . ip saddr . th sport @netport accept`,
+    `    meta l4proto { tcp, udp } ip daddr . ip saddr . th sport @dnsport accept`,
+    `    drop`,
+    `  }`,
+    `  chain input { type filter hook input priority filter; policy accept;`,
+    `    meta nfproto ipv6 iifname ${veths} drop`,
+    `    iifname ${veths} jump slot_input`,
+    `    meta l4proto { tcp, udp } th dport ${port} drop`,
+    `  }`,
+    `  chain slot_input {`,
+    `    iifname . ip saddr != @spoof drop`,
+    `    ct direction reply accept`,
+    `    ct status dnat meta l4proto { tcp, udp } th dport ${port} accept`,
+    `    drop`,
+    `  }`,
+    `}`,
+  ].join('\n') + '\n';
+}
+
+/** One set element of a slot: `set` name and key text (without timeout). */
+export interface SetElement {
+  set: 'spoof' | 'open' | 'net' | 'netport' | 'dns' | 'dnsport';
+  key: string;
+  /** Seconds; only for `dns`/`dnsport`. */
+  timeoutSeconds?: number;
+}
+
+/** `add` statements for `elements` (one per element). */
+export function addElements(prefix: string, elements: readonly SetElement[]): string[] {
+  return elements.map((e) => `add element inet ${prefix} ${e.set} { ${e.key}${e.timeoutSeconds ? ` timeout ${e.timeoutSeconds}s` : ''} }`);
+}
+
+/**
+ * Statements deleting `elements` whether or not they still exist (an expired or flushed element would make a
+ * plain `delete` fail the transaction): add (a no-op when present) then delete.
+ */
+export function deleteElements(prefix: string, elements: readonly SetElement[]): string[] {
+  return elements.flatMap((e) => [
+    `add element inet ${prefix} ${e.set} { ${e.key}${e.set === 'dns' || e.set === 'dnsport' ? ' timeout 1s' : ''} }`,
+    `delete element inet ${prefix} ${e.set} { ${e.key} }`,
+  ]);
+}
+
+/** Add-or-refresh a timed element: create if missing, delete, add with the new timeout (all in the caller's transaction). */
+export function refreshElements(prefix: string, elements: readonly SetElement[]): string[] {
+  return [...deleteElements(prefix, elements), ...addElements(prefix, elements)];
+}
+
+const portText = (port: PortRange): string => (port.from === port.to ? `${port.from}` : `${port.from}-${port.to}`);
+
+/** True for a policy that opens every destination (no rules, or `*`). */
+export function isOpenPolicy(policy: EgressPolicy): boolean {
+  return policy.rules.length === 0 || policy.rules.some((r) => r.kind === 'any');
+}
+
+/** The static elements of `policy` for the slot at `slotAddress` on host veth `veth`. */
+export function policyElements(veth: string, slotAddress: string, policy: EgressPolicy): SetElement[] {
+  const elements: SetElement[] = [{ set: 'spoof', key: `"${veth}" . ${slotAddress}` }];
+  if (isOpenPolicy(policy)) return [...elements, { set: 'open', key: slotAddress }];
+  const nets: Array<{ start: number; prefix: number; port: PortRange | null }> = [];
+  for (const rule of policy.rules) {
+    if (rule.kind === 'ip') nets.push({ start: toInt(rule.address), prefix: 32, port: rule.port });
+    if (rule.kind === 'cidr') nets.push({ start: toInt(rule.network), prefix: rule.prefix, port: rule.port });
+  }
+  // Interval sets refuse an element starting inside another: drop covered entries, bigger ones first.
+  nets.sort((a, b) => a.prefix - b.prefix || (a.port === null ? -1 : b.port === null ? 1 : a.port.from - b.port.from));
+  const kept: typeof nets = [];
+  for (const n of nets) {
+    if (kept.some((k) => covers(k, n))) continue;
+    kept.push(n);
+  }
+  for (const n of kept) {
+    const dest = n.prefix === 32 ? toIp(n.start) : `${toIp(n.start)}/${n.prefix}`;
+    elements.push(n.port === null ? { set: 'net', key: `${slotAddress} . ${dest}` } : { set: 'netport', key: `${slotAddress} . ${dest} . ${portText(n.port)}` });
+  }
+  return elements;
+}
+
+/** The timed element opening `address` (on `port`, or every port) to the slot, for `ttlSeconds`. */
+export function dnsElement(slotAddress: string, address: string, port: PortRange | null, ttlSeconds: number): SetElement {
+  const timeoutSeconds = Math.max(1, Math.ceil(ttlSeconds));
+  return port === null
+    ? { set: 'dns', key: `${slotAddress} . ${address}`, timeoutSeconds }
+    : { set: 'dnsport', key: `${slotAddress} . ${address} . ${portText(port)}`, timeoutSeconds };
+}
+
+function covers(outer: { start: number; prefix: number; port: PortRange | null }, inner: { start: number; prefix: number; port: PortRange | null }): boolean {
+  if (outer.prefix > inner.prefix) return false;
+  const mask = outer.prefix === 0 ? 0 : (0xffffffff << (32 - outer.prefix)) >>> 0;
+  if (((inner.start & mask) >>> 0) !== outer.start) return false;
+  if (outer.port === null) return true;
+  return inner.port !== null && outer.port.from <= inner.port.from && inner.port.to <= outer.port.to;
+}
+
+const toInt = (ip: string): number => ip.split('.').reduce((acc, part) => acc * 256 + Number(part), 0) >>> 0;
+const toIp = (n: number): string => [24, 16, 8, 0].map((s) => (n >>> s) & 255).join('.');
