@@ -3,6 +3,7 @@
  * veths `<prefix>h*`, the nftables table `ip <prefix>`, and runsc containers under the daemon's state
  * directory. Only objects named with the suite's own prefix (or under its own temp dir) are touched.
  */
+import { readdir, rm } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
@@ -47,6 +48,10 @@ export async function removeHostNetwork(prefix: string): Promise<void> {
   for (const line of links.stdout.split('\n')) {
     const name = veth.exec(line)?.[1];
     if (name) await hostRun(['ip', 'link', 'delete', name]);
+  }
+  // The network's "slot fully built" markers (see packages/network/src/namespace-network.ts).
+  for (const name of await readdir('/run/ramify-net').catch(() => [] as string[])) {
+    if (name.startsWith(`${prefix}-`)) await rm(`/run/ramify-net/${name}`, { force: true });
   }
   const tables = await hostRun(['nft', 'list', 'tables']);
   // `ip <prefix>`: the plain network table; `inet <prefix>`: the egress enforcer's (which replaces it).
