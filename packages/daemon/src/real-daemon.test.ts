@@ -6,26 +6,16 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StreamChannel } from '@ramify/contracts';
-import type { Core } from '@ramify/core';
-import { buildImage } from '@ramify/template-builder';
 import { WebSocket } from 'ws';
 import { serve, type RamifyServer } from './serve.js';
+import { apiCaller, realRuntimeSkip, registerRootfsTemplate } from './real-test-support.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
-const skip =
-  process.getuid?.() !== 0
-    ? 'needs root (namespaces, runsc)'
-    : spawnSync('sh', ['-c', 'command -v runsc']).status !== 0
-      ? 'runsc is not installed'
-      : !rootfs || !existsSync(rootfs)
-        ? 'RAMIFY_TEST_ROOTFS is not set (scripts/run-tests.mjs sets it)'
-        : false;
+const skip = realRuntimeSkip(rootfs, ['runsc']);
 
 const PREFIX = 'rmfd';
 let dataDir: string;
@@ -35,15 +25,7 @@ let key = '';
 const start = async (): Promise<RamifyServer> =>
   serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, network: { prefix: PREFIX }, coreOptions: { quietNetworkTimeoutMs: 2_000 } });
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${server?.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) : null };
-}
+const call = apiCaller(() => server?.url, () => key);
 const sh = async (id: string, cmd: string): Promise<string> => {
   const r = await call('POST', `/v1/sandboxes/${id}/commands`, { cmd });
   assert.equal(r.status, 200, JSON.stringify(r.json));
@@ -51,19 +33,6 @@ const sh = async (id: string, cmd: string): Promise<string> => {
   return r.json.stdout as string;
 };
 
-/** Boot the prepared rootfs, checkpoint it idle, and register it as template `base` (what the template builder does, minus mmdebstrap). */
-async function registerTemplate(core: Core): Promise<void> {
-  const snapshotId = 'snap_e2e_base';
-  const manifest = await buildImage(
-    { rootfsDir: rootfs as string, snapshotId, templateId: 'tpl_e2e', run: [], envs: {}, onPhase: () => undefined, onLine: () => undefined },
-    { runtime: core.runtimes[0], network: core.network, slots: core.store, storage: core.storage, connectAgent: core.connectAgent },
-  );
-  await core.store.insertSnapshot({
-    id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_e2e', sandboxId: null,
-    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, rootfsDir: rootfs as string,
-  });
-  await core.store.putTemplate({ id: 'tpl_e2e', name: 'base', runtime: 'gvisor', specHash: 'e2e', snapshotId, parent: null, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs as string, createdAt: Date.now() });
-}
 
 describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 600_000 }, () => {
   before(async () => {
@@ -71,7 +40,7 @@ describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 
     server = await start();
     key = server.newApiKey ?? '';
     assert.deepEqual(server.core.runtimes.map((r) => r.name), ['gvisor']);
-    await registerTemplate(server.core);
+    await registerRootfsTemplate(server.core, rootfs as string, { templateId: 'tpl_e2e', snapshotId: 'snap_e2e_base' });
   });
   after(async () => {
     if (server) {

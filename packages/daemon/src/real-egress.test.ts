@@ -7,24 +7,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Core } from '@ramify/core';
 import { FakeInternet } from '@ramify/network/testing';
-import { buildImage } from '@ramify/template-builder';
 import { serve, type RamifyServer } from './serve.js';
+import { apiCaller, realRuntimeSkip, registerRootfsTemplate } from './real-test-support.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
-const skip =
-  process.getuid?.() !== 0
-    ? 'needs root (namespaces, runsc, nftables)'
-    : spawnSync('sh', ['-c', 'command -v runsc && command -v nft']).status !== 0
-      ? 'runsc or nft is not installed'
-      : !rootfs || !existsSync(rootfs)
-        ? 'RAMIFY_TEST_ROOTFS is not set (scripts/run-tests.mjs sets it)'
-        : false;
+const skip = realRuntimeSkip(rootfs, ['runsc', 'nft']);
 
 const PREFIX = 'rmfe';
 let dataDir: string;
@@ -32,15 +23,7 @@ let rig: FakeInternet | undefined;
 let server: RamifyServer | undefined;
 let key = '';
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${server?.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) : null };
-}
+const call = apiCaller(() => server?.url, () => key);
 
 /** Run `cmd` in the sandbox; resolves with its exit code and stdout. */
 async function exec(id: string, cmd: string): Promise<{ exitCode: number; stdout: string }> {
@@ -50,18 +33,6 @@ async function exec(id: string, cmd: string): Promise<{ exitCode: number; stdout
 }
 const curl = (id: string, url: string) => exec(id, `curl -s -m 3 -o /dev/null -w '%{http_code}' ${url}`);
 
-async function registerTemplate(core: Core): Promise<void> {
-  const snapshotId = 'snap_egress_base';
-  const manifest = await buildImage(
-    { rootfsDir: rootfs as string, snapshotId, templateId: 'tpl_egress', run: [], envs: {}, onPhase: () => undefined, onLine: () => undefined },
-    { runtime: core.runtimes[0], network: core.network, slots: core.store, storage: core.storage, connectAgent: core.connectAgent },
-  );
-  await core.store.insertSnapshot({
-    id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_egress', sandboxId: null,
-    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, rootfsDir: rootfs as string,
-  });
-  await core.store.putTemplate({ id: 'tpl_egress', name: 'base', runtime: 'gvisor', specHash: 'egress', snapshotId, parent: null, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs as string, createdAt: Date.now() });
-}
 
 describe('egress enforcement through a real daemon and gVisor sandboxes', { skip, timeout: 600_000 }, () => {
   before(async () => {
@@ -72,7 +43,7 @@ describe('egress enforcement through a real daemon and gVisor sandboxes', { skip
       egress: { upstreams: [{ address: rig.dns.address }] }, coreOptions: { quietNetworkTimeoutMs: 2_000 },
     });
     key = server.newApiKey ?? '';
-    await registerTemplate(server.core);
+    await registerRootfsTemplate(server.core, rootfs as string, { templateId: 'tpl_egress', snapshotId: 'snap_egress_base' });
   });
   after(async () => {
     if (server) {

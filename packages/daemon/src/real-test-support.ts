@@ -1,0 +1,51 @@
+/**
+ * Shared by the daemon's end-to-end tests that run a REAL daemon in-process (real gVisor, namespaces,
+ * nftables): the skip reason, a raw API caller, and registering the prepared base rootfs as template
+ * `base` (what the template builder does, minus mmdebstrap). Test support only.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import type { Core } from '@ramify/core';
+import { buildImage } from '@ramify/template-builder';
+
+/** Why a real-runtime test cannot run here (`false` when it can): root, the tools, `RAMIFY_TEST_ROOTFS`. */
+export function realRuntimeSkip(rootfs: string | undefined, tools: string[] = ['runsc']): string | false {
+  if (process.getuid?.() !== 0) return 'needs root (namespaces, runsc, nftables)';
+  for (const tool of tools) if (spawnSync('sh', ['-c', 'command -v "$1"', 'sh', tool]).status !== 0) return `${tool} is not installed`;
+  if (!rootfs || !existsSync(rootfs)) return 'RAMIFY_TEST_ROOTFS is not set (scripts/run-tests.mjs sets it)';
+  return false;
+}
+
+/** A JSON response: status and parsed body (test-only: the tests read fields of any route freely). */
+export interface ApiReply {
+  status: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test support, not a public type
+  json: any;
+}
+
+/** `call(method, path, body?)` against `url()` with bearer `key()`; resolved lazily so a restarted daemon is followed. */
+export function apiCaller(url: () => string | undefined, key: () => string): (method: string, path: string, body?: unknown) => Promise<ApiReply> {
+  return async (method, path, body) => {
+    const res = await fetch(`${url()}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key()}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, json: text ? JSON.parse(text) : null };
+  };
+}
+
+/** Boot `rootfs`, checkpoint it idle, and register it as template `base` with the given ids. */
+export async function registerRootfsTemplate(core: Core, rootfs: string, ids: { templateId: string; snapshotId: string }): Promise<void> {
+  const { templateId, snapshotId } = ids;
+  const manifest = await buildImage(
+    { rootfsDir: rootfs, snapshotId, templateId, run: [], envs: {}, onPhase: () => undefined, onLine: () => undefined },
+    { runtime: core.runtimes[0]!, network: core.network, slots: core.store, storage: core.storage, connectAgent: core.connectAgent },
+  );
+  await core.store.insertSnapshot({
+    id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId, sandboxId: null,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, rootfsDir: rootfs,
+  });
+  await core.store.putTemplate({ id: templateId, name: 'base', runtime: 'gvisor', specHash: templateId, snapshotId, parent: null, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
+}
