@@ -9,6 +9,7 @@ import { run, runChecked } from '../exec.js';
 import { NamespaceNetwork } from '../namespace-network.js';
 import { DNS_SERVICE_ADDRESS, layoutForPrefix, slotAddresses } from '../slots.js';
 import { FakeInternet } from '../testing/fake-internet.js';
+import { DEFAULT_FAKE_ECHO } from '../testing/fake-internet-defaults.js';
 import { queryDnsFrom } from '../testing/dns-query.js';
 import { startHostEgress, type HostEgress } from './host-egress.js';
 
@@ -27,10 +28,12 @@ let hostPort = 0;
 const WEB = '203.0.113.10';
 const CDN = '203.0.113.20';
 const ECHO = { address: '198.51.100.7', port: 8080 };
+/** An echo server on a private address, inside the rig's own namespace. */
+const PRIVATE_ECHO = { address: '10.199.77.7', port: 8080 };
 
 before(async () => {
   await new NamespaceNetwork({ prefix: PREFIX }).destroyAll();
-  rig = await FakeInternet.start({ prefix: 'rmei' });
+  rig = await FakeInternet.start({ prefix: 'rmei', echo: [...DEFAULT_FAKE_ECHO, PRIVATE_ECHO] });
   egress = await startHostEgress({ prefix: PREFIX, layout, upstreams: [{ address: rig.dns.address }], watchIntervalMs: 200 });
   network = new NamespaceNetwork({ prefix: PREFIX, hostFirewall: egress.enforcer });
   a = await network.attach('sbx_a', 0);
@@ -75,6 +78,7 @@ test('open mode reaches the internet but never metadata, another slot, the host 
   assert.equal(await tcp(a.netnsPath, WEB, 80), 'connected');
   assert.equal(await tcp(a.netnsPath, ECHO.address, ECHO.port), 'connected');
   assert.equal(await tcp(a.netnsPath, '169.254.169.254', 80), 'failed');
+  assert.equal(await tcp(a.netnsPath, PRIVATE_ECHO.address, PRIVATE_ECHO.port), 'failed', 'a private range is closed in open mode');
   assert.equal(await tcp(a.netnsPath, b.slotAddress, 22), 'failed');
   assert.equal(await tcp(a.netnsPath, slotAddresses(layout, 0).hostAddress, hostPort), 'failed');
   assert.equal(await tcp(a.netnsPath, rig.namespace.hostAddress, hostPort), 'failed');
@@ -91,6 +95,12 @@ test('allowlist: an allowed address and port pass; other ports and addresses are
   assert.equal(await tcp(a.netnsPath, ECHO.address, ECHO.port), 'failed');
   // The other slot (open) is unaffected.
   assert.equal(await tcp(b.netnsPath, CDN, 80), 'connected');
+});
+
+test('allowlist: a rule naming a private range opens it', async () => {
+  await setPolicy(['10.199.77.0/24:8080']);
+  assert.equal(await tcp(a.netnsPath, PRIVATE_ECHO.address, PRIVATE_ECHO.port), 'connected');
+  assert.equal(await tcp(a.netnsPath, WEB, 80), 'failed');
 });
 
 test('allowlist: a CIDR (nested rules merged) opens every address in it', async () => {

@@ -10,6 +10,7 @@
  * - `dns` / `dnsport`: the same shapes with timeouts, filled by the policy DNS resolver's answers.
  * - `blocked` (constant): destinations no policy can open (link-local/metadata, loopback, "this network",
  *   multicast/reserved, every slot address, the DNS service address).
+ * - `private` (constant): private ranges, closed to open-mode slots; an address/CIDR rule can open them.
  * Both directions are checked against the sets on every packet, so removing an element cuts
  * established connections at once. IPv6 to or from slot veths is dropped. From slot veths the host
  * itself accepts only the (redirected) resolver port and replies to connections the host opened.
@@ -30,6 +31,9 @@ export interface EgressTableSpec {
   /** The address sandboxes' resolv.conf names (never routable: port 53 to it is redirected). */
   dnsServiceAddress: string;
 }
+
+/** Private ranges (RFC 1918 and carrier-grade NAT): closed in open mode, reachable only through a rule naming them. */
+export const PRIVATE_RANGES: readonly string[] = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10'];
 
 /** Destinations always denied, besides the slot range and the DNS service address. */
 export const ALWAYS_BLOCKED: readonly string[] = ['0.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '224.0.0.0/4', '240.0.0.0/4'];
@@ -53,6 +57,7 @@ export function tableScript(spec: EgressTableSpec): string {
     `  set dns { type ipv4_addr . ipv4_addr; flags timeout; }`,
     `  set dnsport { type ipv4_addr . ipv4_addr . inet_service; flags interval, timeout; }`,
     `  set blocked { type ipv4_addr; flags interval; auto-merge; elements = { ${blocked} }; }`,
+    `  set private { type ipv4_addr; flags interval; auto-merge; elements = { ${PRIVATE_RANGES.join(', ')} }; }`,
     `  chain prerouting { type nat hook prerouting priority dstnat; policy accept;`,
     `    iifname ${veths} meta l4proto { tcp, udp } th dport 53 redirect to :${port}`,
     `  }`,
@@ -68,7 +73,7 @@ export function tableScript(spec: EgressTableSpec): string {
     `  chain outbound {`,
     `    iifname . ip saddr != @spoof drop`,
     `    ip daddr @blocked drop`,
-    `    ip saddr @open accept`,
+    `    ip saddr @open ip daddr != @private accept`,
     `    ip saddr . ip daddr @net accept`,
     `    ip saddr . ip daddr @dns accept`,
     `    meta l4proto { tcp, udp } ip saddr . ip daddr . th dport @netport accept`,
@@ -78,7 +83,7 @@ export function tableScript(spec: EgressTableSpec): string {
     `  chain inbound {`,
     `    ct direction != reply drop`,
     `    ip saddr @blocked drop`,
-    `    ip daddr @open accept`,
+    `    ip daddr @open ip saddr != @private accept`,
     `    ip daddr . ip saddr @net accept`,
     `    ip daddr . ip saddr @dns accept`,
     `    meta l4proto { tcp, udp } ip daddr . ip saddr . th sport @netport accept`,
