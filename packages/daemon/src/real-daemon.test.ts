@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { StreamChannel } from '@ramify/contracts';
 import { WebSocket } from 'ws';
 import { serve, type RamifyServer } from './serve.js';
-import { apiCaller, realRuntimeSkip, registerRootfsTemplate } from './real-test-support.js';
+import { apiCaller, realRuntimeSkip, registerRootfsTemplate, stopRealDaemon } from './real-test-support.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
 const skip = realRuntimeSkip(rootfs, ['runsc']);
@@ -43,12 +43,7 @@ describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 
     await registerRootfsTemplate(server.core, rootfs as string, { templateId: 'tpl_e2e', snapshotId: 'snap_e2e_base' });
   });
   after(async () => {
-    if (server) {
-      for (const s of (await call('GET', '/v1/sandboxes')).json?.sandboxes ?? []) await call('DELETE', `/v1/sandboxes/${s.id}`);
-      const network = server.core.network as { destroyAll?: () => Promise<void> };
-      await server.close();
-      await network.destroyAll?.();
-    }
+    if (server) await stopRealDaemon(server, call);
     await rm(dataDir, { recursive: true, force: true });
   });
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeInternet } from '@ramify/network/testing';
 import { serve, type RamifyServer } from './serve.js';
-import { apiCaller, realRuntimeSkip, registerRootfsTemplate } from './real-test-support.js';
+import { apiCaller, realRuntimeSkip, registerRootfsTemplate, stopRealDaemon } from './real-test-support.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
 const skip = realRuntimeSkip(rootfs, ['runsc', 'nft']);
@@ -46,12 +46,7 @@ describe('egress enforcement through a real daemon and gVisor sandboxes', { skip
     await registerRootfsTemplate(server.core, rootfs as string, { templateId: 'tpl_egress', snapshotId: 'snap_egress_base' });
   });
   after(async () => {
-    if (server) {
-      for (const s of (await call('GET', '/v1/sandboxes')).json?.sandboxes ?? []) await call('DELETE', `/v1/sandboxes/${s.id}`);
-      const network = server.core.network as { destroyAll?: () => Promise<void> };
-      await server.close();
-      await network.destroyAll?.();
-    }
+    if (server) await stopRealDaemon(server, call);
     await rig?.teardown();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
     assert.notEqual(spawnSync('nft', ['list', 'table', 'inet', PREFIX]).status, 0, 'the egress table is gone');

@@ -49,3 +49,14 @@ export async function registerRootfsTemplate(core: Core, rootfs: string, ids: { 
   });
   await core.store.putTemplate({ id: templateId, name: 'base', runtime: 'gvisor', specHash: templateId, snapshotId, parent: null, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
 }
+
+/** Kill every sandbox of `server` through the API, close it, and remove its namespaces and host table. */
+export async function stopRealDaemon(
+  server: { close(): Promise<void>; core: { network: unknown } },
+  call: (method: string, path: string, body?: unknown) => Promise<ApiReply>,
+): Promise<void> {
+  for (const s of (await call('GET', '/v1/sandboxes')).json?.sandboxes ?? []) await call('DELETE', `/v1/sandboxes/${s.id}`);
+  const network = server.core.network as { destroyAll?: () => Promise<void> };
+  await server.close();
+  await network.destroyAll?.();
+}
