@@ -1,7 +1,7 @@
 /**
  * The core context: the ports one daemon wires (store, runtimes, network, snapshot storage, agent
  * connector, clock, logger) plus the in-process state every use-case shares (per-sandbox locks, live
- * agent sessions, lifecycle events). Use-cases are plain functions taking this context first.
+ * agent sessions, lifecycle events, the buffered egress log). Use-cases are plain functions taking this context first.
  */
 import { randomBytes } from 'node:crypto';
 import { RamifyError, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
@@ -14,6 +14,7 @@ import type { Runtime } from './ports/runtime.js';
 import type { SnapshotStorage } from './ports/snapshot-storage.js';
 import type { Store } from './ports/store.js';
 import type { TemplateBuilder } from './ports/template-builder.js';
+import { BufferedEgressLog } from './egress/buffered-egress-log.js';
 import { AgentSessions } from './lifecycle/agent-sessions.js';
 import { handleInstanceLost } from './lifecycle/instance-lost.js';
 import { SandboxEvents } from './lifecycle/events.js';
@@ -73,14 +74,22 @@ export interface CoreDeps {
   templateBuilder?: TemplateBuilder;
   /** Absent when egress is not enforced on this host: policies are still validated and stored. */
   egressEnforcer?: EgressEnforcer;
+  /**
+   * The egress log enforcement records verdicts into (it is the `EgressLogSink` to hand the
+   * enforcer). Default: a {@link BufferedEgressLog} over `store` with default tunables. The composition root
+   * creates it itself when enforcement must report before the core exists; whoever owns the core closes it
+   * (`core.egressLog.close()`) before closing the store.
+   */
+  egressLog?: BufferedEgressLog;
   /** Fresh entropy for identities; default `crypto.randomBytes`. */
   entropy?: (bytes: number) => Uint8Array;
   options?: Partial<CoreOptions>;
 }
 
 /** The context every use-case receives. */
-export interface Core extends Omit<CoreDeps, 'options' | 'entropy'> {
+export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog'> {
   options: CoreOptions;
+  egressLog: BufferedEgressLog;
   entropy: (bytes: number) => Uint8Array;
   locks: KeyedLock;
   sessions: AgentSessions;
@@ -94,6 +103,7 @@ export function createCore(deps: CoreDeps): Core {
     ...deps,
     options,
     entropy: deps.entropy ?? ((n) => new Uint8Array(randomBytes(n))),
+    egressLog: deps.egressLog ?? new BufferedEgressLog({ store: deps.store, logger: deps.logger, clock: deps.clock }),
     locks: new KeyedLock(),
     events: new SandboxEvents(),
     sessions: undefined as unknown as AgentSessions,

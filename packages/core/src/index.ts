@@ -43,7 +43,8 @@ export { agentFor } from './sandbox/agent-access.js';
 export * from './egress/policy.js';
 export { setEgressPolicy } from './egress/set-egress.js';
 export { getEgressPolicy, toEgressPolicyInfo, type SandboxEgressPolicy } from './egress/get-egress.js';
-export { getEgressLog, type EgressLogInput } from './egress/egress-log.js';
+export { getEgressLog, toEgressLogEntry, EGRESS_LOG_DEFAULT_LIMIT, EGRESS_LOG_MAX_LIMIT, type EgressLogInput } from './egress/egress-log.js';
+export { BufferedEgressLog, DEFAULT_EGRESS_LOG_BUFFER, type BufferedEgressLogOptions, type EgressLogStats } from './egress/buffered-egress-log.js';
 
 export * from './catalog/snapshots.js';
 export * from './catalog/templates.js';

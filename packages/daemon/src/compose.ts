@@ -11,6 +11,7 @@ import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AGENT_BUNDLE_PATH, connectAgent } from '@ramify/agent';
 import {
+  BufferedEgressLog,
   createCore,
   OPEN_EGRESS_POLICY,
   systemClock,
@@ -19,6 +20,7 @@ import {
   type Core,
   type CoreOptions,
   type EgressEnforcer,
+  type EgressVerdict,
   type Logger,
   type Runtime,
   type SandboxNetwork,
@@ -26,7 +28,16 @@ import {
   type Store,
   type TemplateBuilder,
 } from '@ramify/core';
-import { DNS_SERVICE_ADDRESS, MAX_SLOT, NamespaceNetwork, layoutForPrefix, startHostEgress, type DnsUpstream, type HostEgress } from '@ramify/network';
+import {
+  DNS_SERVICE_ADDRESS,
+  MAX_SLOT,
+  NamespaceNetwork,
+  layoutForPrefix,
+  startHostEgress,
+  type DnsUpstream,
+  type HostEgress,
+  type HostEgressOptions,
+} from '@ramify/network';
 import { GvisorRuntime, type RunscPlatform } from '@ramify/runtime-gvisor';
 import { LocalSnapshotStorage } from '@ramify/storage';
 import { SqliteStore } from '@ramify/store';
@@ -86,7 +97,7 @@ export interface ComposeOptions {
 
 export interface Composition {
   core: Core;
-  /** Close what compose opened (the store); sandboxes keep running. */
+  /** Close what compose opened (the egress log's buffer is written, then the store closes); sandboxes keep running. */
   close(): Promise<void>;
 }
 
@@ -99,8 +110,13 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   // WIRING: snapshot storage (local disk; S3 later).
   const storage = overrides.storage ?? new LocalSnapshotStorage({ rootDir: dataDir });
   const prefix = options.network?.prefix ?? 'rmf';
+  // WIRING: egress log (enforcement's verdicts, buffered into the store in batches; core reads it).
+  const egressLog = new BufferedEgressLog({ store, logger, clock });
   // WIRING: egress enforcement (one nftables table per prefix + the policy DNS resolver + the table watchdog).
-  const hostEgress = !overrides.network && !overrides.egressEnforcer && (options.egress?.mode ?? 'enforce') === 'enforce' ? await openHostEgress(prefix, logger, options.egress ?? {}) : undefined;
+  const hostEgress =
+    !overrides.network && !overrides.egressEnforcer && (options.egress?.mode ?? 'enforce') === 'enforce'
+      ? await openHostEgress(prefix, logger, options.egress ?? {}, egressLog)
+      : undefined;
   // WIRING: network (namespaces + slots; the host table is the enforcer's when egress is enforced).
   const network = overrides.network ?? new NamespaceNetwork({ prefix, ...(hostEgress ? { hostFirewall: hostEgress.enforcer } : {}) });
   // WIRING: agent connector (host side of the agent protocol).
@@ -118,7 +134,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   // WIRING: the enforcer core calls (apply/remove); the SNI/Host proxy is not built yet.
   const egressEnforcer = overrides.egressEnforcer ?? hostEgress?.enforcer;
 
-  const core = createCore({ store, runtimes, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, options: options.coreOptions });
+  const core = createCore({ store, runtimes, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, egressLog, options: options.coreOptions });
   return {
     core,
     close: async () => {
@@ -127,6 +143,8 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
       for (const runtime of runtimes) if (runtime instanceof GvisorRuntime) await runtime.settle();
       if (network instanceof NamespaceNetwork) await network.settle();
       if (storage instanceof LocalSnapshotStorage) await storage.settle();
+      // Write what the egress log still buffers (later verdicts are dropped) before the store goes.
+      await egressLog.close();
       if (!overrides.store) await store.close();
       // The table stays: policies keep being enforced while the daemon is down.
       await hostEgress?.close();
@@ -134,9 +152,18 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   };
 }
 
-/** Start egress enforcement; rejects (daemon start fails) when nft is unavailable or the table cannot be installed. */
-async function openHostEgress(prefix: string, logger: Logger, egress: EgressOptions): Promise<HostEgress> {
-  const hostEgress = await startHostEgress({
+/**
+ * What `startHostEgress` takes, plus the verdict callback `@ramify/network` is gaining (`onVerdict`). Built as
+ * a variable of this type so it compiles with and without that option in `HostEgressOptions`.
+ */
+type HostEgressOptionsWithVerdicts = HostEgressOptions & { onVerdict?(verdict: EgressVerdict): void };
+
+/**
+ * Start egress enforcement, reporting its verdicts to `egressLog`; rejects (daemon start fails) when nft is
+ * unavailable or the table cannot be installed.
+ */
+async function openHostEgress(prefix: string, logger: Logger, egress: EgressOptions, egressLog: BufferedEgressLog): Promise<HostEgress> {
+  const hostEgressOptions: HostEgressOptionsWithVerdicts = {
     prefix,
     layout: layoutForPrefix(prefix),
     ...(egress.upstreams ? { upstreams: egress.upstreams } : {}),
@@ -144,7 +171,9 @@ async function openHostEgress(prefix: string, logger: Logger, egress: EgressOpti
     onDenied: (e) => logger.debug('egress: DNS name denied', { sandboxId: e.sandboxId, name: e.name, qtype: e.qtype }),
     onError: (err, source) => logger.warn('egress: error', { source, error: err instanceof Error ? err.message : String(err) }),
     onReinstall: () => logger.warn('egress: the nftables table was missing; re-installed it with every policy', { prefix }),
-  }).catch((err: unknown) => {
+    onVerdict: (verdict) => egressLog.record(verdict),
+  };
+  const hostEgress = await startHostEgress(hostEgressOptions).catch((err: unknown) => {
     throw new Error(`egress enforcement could not start (nftables is required; pass egress.mode 'off' to run without it): ${err instanceof Error ? err.message : String(err)}`);
   });
   logger.info('egress enforcement ready', { prefix, resolverPort: hostEgress.resolver.address.port });

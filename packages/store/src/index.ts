@@ -3,4 +3,5 @@
  */
 export { SqliteStore, DEFAULT_MAX_SLOTS, type SqliteStoreOptions } from './sqlite-store.js';
 export { openDatabase, migrate, appliedMigrations, type Db } from './db.js';
+export { DEFAULT_EGRESS_LOG_MAX_ENTRIES } from './egress-log.js';
 export { MIGRATIONS, type Migration } from './migrations.js';

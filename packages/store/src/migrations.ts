@@ -136,4 +136,25 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    // Egress log: the verdicts host enforcement recorded per sandbox (connections and DNS names). `seq` is
+    // the append order (newest = highest); the store keeps each sandbox's newest N rows, trimming now and
+    // then. Rows go with their sandbox, and when it is killed.
+    version: 4,
+    name: 'egress-log',
+    sql: `
+      CREATE TABLE egress_log (
+        seq INTEGER PRIMARY KEY,
+        sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+        at INTEGER NOT NULL,
+        protocol TEXT NOT NULL CHECK (protocol IN ('tcp', 'udp', 'icmp', 'dns')),
+        destination TEXT NOT NULL,
+        port INTEGER,
+        name TEXT,
+        verdict TEXT NOT NULL CHECK (verdict IN ('allowed', 'denied')),
+        rule TEXT
+      );
+      CREATE INDEX egress_log_sandbox ON egress_log(sandbox_id, seq);
+    `,
+  },
 ];

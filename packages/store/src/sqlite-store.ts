@@ -7,6 +7,7 @@ import type {
   ApiKeyRecord,
   AuditQuery,
   AuditRecord,
+  EgressLogRecord,
   EgressPolicyRecord,
   SandboxPage,
   SandboxPatch,
@@ -20,6 +21,7 @@ import type {
 import { ApiKeyRows, AuditRows, SlotRows } from './access.js';
 import { openDatabase, type Db } from './db.js';
 import { EgressPolicyRows } from './egress.js';
+import { DEFAULT_EGRESS_LOG_MAX_ENTRIES, EgressLogRows } from './egress-log.js';
 import { SandboxRows } from './sandboxes.js';
 import { SnapshotRows, TemplateRows } from './snapshots.js';
 
@@ -28,6 +30,8 @@ export interface SqliteStoreOptions {
   path: string;
   /** Highest network slot number handed out. Default 4096. */
   maxSlots?: number;
+  /** Egress log entries kept per sandbox (the newest; older ones are dropped). Default 1000. */
+  egressLogMaxEntries?: number;
 }
 
 /** Default upper bound of network slots. */
@@ -42,6 +46,7 @@ export class SqliteStore implements Store {
   readonly #audit: AuditRows;
   readonly #slots: SlotRows;
   readonly #egress: EgressPolicyRows;
+  readonly #egressLog: EgressLogRows;
 
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
   constructor(options: SqliteStoreOptions) {
@@ -53,6 +58,7 @@ export class SqliteStore implements Store {
     this.#audit = new AuditRows(this.db);
     this.#slots = new SlotRows(this.db, options.maxSlots ?? DEFAULT_MAX_SLOTS);
     this.#egress = new EgressPolicyRows(this.db);
+    this.#egressLog = new EgressLogRows(this.db, options.egressLogMaxEntries ?? DEFAULT_EGRESS_LOG_MAX_ENTRIES);
   }
 
   async insertSandbox(record: SandboxRecord): Promise<void> {
@@ -62,7 +68,12 @@ export class SqliteStore implements Store {
     return this.#sandboxes.get(id);
   }
   async updateSandbox(id: string, patch: SandboxPatch): Promise<SandboxRecord> {
-    return this.#sandboxes.update(id, patch);
+    return this.db.transaction(() => {
+      const updated = this.#sandboxes.update(id, patch);
+      // A killed sandbox's log can no longer be read: it goes in the write that records the kill.
+      if (patch.state === 'killed') this.#egressLog.deleteFor(id);
+      return updated;
+    })();
   }
   async listSandboxes(query: SandboxQuery): Promise<SandboxPage> {
     return this.#sandboxes.list(query);
@@ -147,6 +158,13 @@ export class SqliteStore implements Store {
   }
   async deleteEgressPolicy(sandboxId: string): Promise<void> {
     this.#egress.delete(sandboxId);
+  }
+
+  async appendEgressLog(entries: readonly EgressLogRecord[]): Promise<number> {
+    return this.#egressLog.append(entries);
+  }
+  async listEgressLog(sandboxId: string, limit: number): Promise<EgressLogRecord[]> {
+    return this.#egressLog.list(sandboxId, limit);
   }
 
   async close(): Promise<void> {

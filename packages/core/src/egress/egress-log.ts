@@ -1,24 +1,36 @@
 /**
- * Use-case: read a sandbox's egress log (allowed and denied connections, denied DNS names), newest first.
- * The entries come from the enforcement side; until it records them the log is empty.
+ * Use-case: read a sandbox's egress log (allowed and denied connections, DNS names answered or refused),
+ * newest first. Enforcement records verdicts into `core.egressLog` (buffered); a read writes what is still
+ * buffered first, so a verdict recorded before the call is in its answer.
  */
 import type { EgressLogEntry } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled } from '../lifecycle/state-machine.js';
+import type { EgressLogRecord } from '../ports/store.js';
 
 export interface EgressLogInput {
   /** At most this many entries (1-1000); default 100. */
   limit?: number;
 }
 
+/** Default and largest page of {@link getEgressLog}. */
+export const EGRESS_LOG_DEFAULT_LIMIT = 100;
+export const EGRESS_LOG_MAX_LIMIT = 1000;
+
 /**
- * The newest entries of the egress log of `sandboxId`.
+ * The newest entries of the egress log of `sandboxId`, newest first (at most `limit`, clamped to 1-1000).
  * @throws RamifyError `SANDBOX_NOT_FOUND` (also when killed).
  */
-export async function getEgressLog(core: Core, sandboxId: string, _input: EgressLogInput = {}): Promise<EgressLogEntry[]> {
+export async function getEgressLog(core: Core, sandboxId: string, input: EgressLogInput = {}): Promise<EgressLogEntry[]> {
   const record = await loadSandbox(core, sandboxId);
   assertNotKilled(sandboxId, record.state);
-  // WIRING: read the enforcement side's verdicts here once it records them.
-  return [];
+  await core.egressLog.flush();
+  const limit = Math.min(Math.max(Math.floor(input.limit ?? EGRESS_LOG_DEFAULT_LIMIT), 1), EGRESS_LOG_MAX_LIMIT);
+  return (await core.store.listEgressLog(sandboxId, limit)).map(toEgressLogEntry);
+}
+
+/** The API shape of a stored entry (`at` as an ISO-8601 string). */
+export function toEgressLogEntry(r: EgressLogRecord): EgressLogEntry {
+  return { at: new Date(r.at).toISOString(), protocol: r.protocol, destination: r.destination, port: r.port, name: r.name, verdict: r.verdict, rule: r.rule };
 }

@@ -10,6 +10,7 @@
  * sandbox lets the slot go (kill, failed create). Calls for one slot never overlap (core holds the sandbox's
  * lock). Cost: one `nft -f -` transaction plus in-memory resolver state; milliseconds.
  */
+import type { EgressLogEntry } from '@ramify/contracts';
 import type { EgressPolicy } from '../egress/policy.js';
 
 export interface EgressEnforcer {
@@ -21,4 +22,22 @@ export interface EgressEnforcer {
   apply(sandboxId: string, slot: number, policy: EgressPolicy): Promise<void>;
   /** Forget everything `apply` set up for `slot` (the next sandbox on it starts clean). A no-op when absent. */
   remove(slot: number): Promise<void>;
+}
+
+/**
+ * One verdict host enforcement recorded for a sandbox: an allowed or denied connection (from the nftables
+ * log, the SNI/Host proxy) or a DNS name the policy resolver answered or refused. It is what
+ * `GET /v1/sandboxes/{id}/egress/log` returns, plus whose it is. `sandboxId` is the sandbox that held the
+ * slot when the packet was seen (a fork has its own slot, hence its own log).
+ */
+export interface EgressVerdict extends EgressLogEntry {
+  sandboxId: string;
+}
+
+/**
+ * Where enforcement reports {@link EgressVerdict}s. The implementation keeps a bounded log per sandbox
+ * (oldest entries dropped first) and must not throw or block the packet path: `record` is fire-and-forget.
+ */
+export interface EgressLogSink {
+  record(verdict: EgressVerdict): void;
 }

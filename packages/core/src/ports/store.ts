@@ -1,6 +1,6 @@
 /**
  * The Store port: durable state of the control plane (sandboxes, snapshots, templates, API keys, the audit
- * log, network slot allocation and egress policies). `@ramify/store` implements it on SQLite; a Postgres implementation
+ * log, network slot allocation, egress policies and egress logs). `@ramify/store` implements it on SQLite; a Postgres implementation
  * serves several API hosts later. Every call is async (Postgres) but cheap (one indexed statement or one
  * short transaction). Times are ms since the epoch.
  *
@@ -8,7 +8,7 @@
  * it in the same write that records the outcome, so after a crash `reconcile` finds every half-done
  * operation and rolls it forward or back. A write has happened when its promise resolved.
  */
-import type { RuntimeName, SandboxState, SnapshotInfo, TimeoutAction } from '@ramify/contracts';
+import type { EgressLogEntry, RuntimeName, SandboxState, SnapshotInfo, TimeoutAction } from '@ramify/contracts';
 
 /** A lifecycle operation in flight, persisted before the runtime acts. */
 export type SandboxOperation =
@@ -167,6 +167,24 @@ export interface EgressPolicyRecord {
   updatedAt: number;
 }
 
+/**
+ * One stored egress verdict (an allowed or denied connection, a DNS name answered or refused), as core's
+ * egress log sink hands it over. Field meanings as in the API's `EgressLogEntry`, but `at` in ms.
+ */
+export interface EgressLogRecord {
+  sandboxId: string;
+  /** When enforcement saw it, ms since the epoch. */
+  at: number;
+  protocol: EgressLogEntry['protocol'];
+  /** Destination IPv4 address ('' for a refused DNS name). */
+  destination: string;
+  port: number | null;
+  name: string | null;
+  verdict: EgressLogEntry['verdict'];
+  /** The normalised rule that allowed it; null when denied or open. */
+  rule: string | null;
+}
+
 export interface SlotLease {
   slot: number;
   sandboxId: string;
@@ -176,7 +194,10 @@ export interface Store {
   /** Insert a new sandbox. Rejects `CONFLICT` when the id exists. */
   insertSandbox(record: SandboxRecord): Promise<void>;
   getSandbox(id: string): Promise<SandboxRecord | null>;
-  /** Apply `patch` atomically and return the updated record. Rejects `SANDBOX_NOT_FOUND`. */
+  /**
+   * Apply `patch` atomically and return the updated record. A patch to `killed` also deletes the sandbox's
+   * egress log in the same write. Rejects `SANDBOX_NOT_FOUND`.
+   */
   updateSandbox(id: string, patch: SandboxPatch): Promise<SandboxRecord>;
   /** Sandboxes in creation order (oldest first), filtered and paginated. Rejects `VALIDATION_FAILED` for a bad cursor. */
   listSandboxes(query: SandboxQuery): Promise<SandboxPage>;
@@ -230,6 +251,19 @@ export interface Store {
   putEgressPolicy(sandboxId: string, rules: readonly string[], at: number): Promise<EgressPolicyRecord>;
   /** Forget the sandbox's egress policy (back to "never set"); no-op when absent. Used to roll back a first set. */
   deleteEgressPolicy(sandboxId: string): Promise<void>;
+
+  /**
+   * Append egress verdicts (of any sandboxes; kept in the order given) in one transaction; returns how many
+   * were stored. Entries of unknown or killed sandboxes are skipped (verdicts can trail a kill). Each
+   * sandbox keeps only its newest entries (a bound the implementation is configured with, default 1000):
+   * older ones are dropped, oldest first. Cost: one short transaction, plus now and then an indexed trim.
+   */
+  appendEgressLog(entries: readonly EgressLogRecord[]): Promise<number>;
+  /**
+   * The sandbox's newest egress log entries, newest (last appended) first: at most `limit` (1-1000, and
+   * never more than the bound). Empty for an unknown or killed sandbox.
+   */
+  listEgressLog(sandboxId: string, limit: number): Promise<EgressLogRecord[]>;
 
   close(): Promise<void>;
 }

@@ -83,10 +83,12 @@ export async function createTestWorld(options: Partial<CoreOptions> = {}, reuse?
     dir, core, store, runtime, network, storage, clock, egress, rootfsDir,
     close: async () => {
       await core.sessions.closeAll();
+      await core.egressLog.close();
       await store.close();
     },
     dispose: async () => {
       await core.sessions.closeAll();
+      await core.egressLog.close();
       await store.close();
       await rm(dir, { recursive: true, force: true });
     },
