@@ -9,7 +9,11 @@ import { z } from 'zod';
 export const SandboxState = z.enum(['creating', 'running', 'pausing', 'paused', 'resuming', 'killing', 'killed', 'error']);
 export type SandboxState = z.infer<typeof SandboxState>;
 
-export const RuntimeName = z.enum(['gvisor']);
+/**
+ * Isolation runtimes: `gvisor` (runsc: a user-space kernel per sandbox) and `microvm` (QEMU: a virtual
+ * machine with its own Debian guest kernel; KVM where it works, TCG emulation otherwise).
+ */
+export const RuntimeName = z.enum(['gvisor', 'microvm']);
 export type RuntimeName = z.infer<typeof RuntimeName>;
 
 export const TimeoutAction = z.enum(['pause', 'kill']);
@@ -212,18 +216,43 @@ export const MkdirRequest = z.strictObject({ path: z.string().min(1).max(4096) }
 export const RemoveRequest = z.strictObject({ path: z.string().min(1).max(4096) });
 export const RenameRequest = z.strictObject({ from: z.string().min(1).max(4096), to: z.string().min(1).max(4096) });
 
+/** A template's booted-and-idle image for one runtime. */
+export const TemplateImage = z.object({
+  runtime: RuntimeName,
+  /** The `template` snapshot sandboxes of this runtime are restored from. */
+  snapshotId: z.string(),
+});
+export type TemplateImage = z.infer<typeof TemplateImage>;
+
 export const TemplateInfo = z.object({
   id: z.string(),
   name: z.string(),
+  /** Runtime of the default image (the first of `images`). */
   runtime: RuntimeName,
   /** Content hash of the spec chain; equal hash = cache hit. */
   specHash: z.string(),
+  /** Snapshot id of the default image. */
   snapshotId: z.string(),
+  /** One image per runtime the template was built for (one spec, one root filesystem, an image each). */
+  images: z.array(TemplateImage),
   parent: z.string().nullable(),
   sizeBytes: z.number().int(),
   createdAt: z.string(),
 });
 export type TemplateInfo = z.infer<typeof TemplateInfo>;
+
+/**
+ * Query of `POST /v1/templates`: which runtimes to build images for, comma-separated
+ * (`gvisor,microvm`); default every runtime this daemon has.
+ */
+export const TemplateBuildQuery = z.strictObject({
+  runtime: z
+    .string()
+    .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0))
+    .pipe(z.array(RuntimeName).min(1))
+    .optional(),
+});
+export type TemplateBuildQuery = z.infer<typeof TemplateBuildQuery>;
 
 /** `ramify template build` spec (YAML or JSON file). */
 export const TemplateSpec = z.strictObject({

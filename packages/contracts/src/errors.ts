@@ -32,6 +32,8 @@ export const ERROR_CODES = {
   INTERNAL: 500,
   /** A template build step failed (mmdebstrap, a setup `run` command, the checkpoint); details name the step. */
   TEMPLATE_BUILD_FAILED: 422,
+  /** The template exists but has no image for the runtime asked for (build it with that runtime). */
+  TEMPLATE_NOT_BUILT: 409,
   // Client-side codes: raised by the SDK/CLI, never sent by the daemon (the status is nominal).
   /** The API could not be reached (connection refused, DNS, TLS, socket reset). */
   API_UNREACHABLE: 503,

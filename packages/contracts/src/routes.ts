@@ -38,7 +38,7 @@
  * | GET  | /v1/snapshots/:id | | SnapshotInfo |
  * | DELETE | /v1/snapshots/:id | | 204 (409 while a sandbox still needs it) |
  * | GET  | /v1/templates | | `{ templates: TemplateInfo[] }` |
- * | POST | /v1/templates | TemplateSpec (+ `files[].content` inlined by the client) | NDJSON stream of TemplateBuildEvent |
+ * | POST | /v1/templates?runtime=gvisor,microvm | TemplateSpec (+ `files[].content` inlined by the client); `runtime` (optional) picks the runtimes to build images for (default every runtime the daemon has) | NDJSON stream of TemplateBuildEvent |
  * | GET  | /v1/audit?limit=N&sandboxId=ID | | `{ entries: AuditEntry[] }` |
  *
  * On a WebSocket, a failure before the stream starts is a text frame `{type:'error', code, message}`

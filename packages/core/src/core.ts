@@ -65,6 +65,11 @@ export interface CoreDeps {
   store: Store;
   /** Available runtimes; the first is the default. May be empty (every create then fails `RUNTIME_UNAVAILABLE`). */
   runtimes: Runtime[];
+  /**
+   * Runtimes this host lacks, with why and what to install (e.g. `microvm`: "qemu-system-x86_64 not
+   * found; apt-get install qemu-system-x86"); `RUNTIME_UNAVAILABLE` errors quote it.
+   */
+  unavailableRuntimes?: Partial<Record<RuntimeName, string>>;
   network: SandboxNetwork;
   storage: SnapshotStorage;
   connectAgent: ConnectAgent;
@@ -130,11 +135,12 @@ export function createCore(deps: CoreDeps): Core {
  * The runtime called `name`, or the default (first) one when `name` is absent.
  * @throws RamifyError `RUNTIME_UNAVAILABLE` when it is not wired into this daemon.
  */
-export function runtimeFor(core: Pick<Core, 'runtimes'>, name?: RuntimeName): Runtime {
+export function runtimeFor(core: Pick<Core, 'runtimes' | 'unavailableRuntimes'>, name?: RuntimeName): Runtime {
   const runtime = name ? core.runtimes.find((r) => r.name === name) : core.runtimes[0];
   if (!runtime) {
     const which = name ? `runtime '${name}' is` : 'no runtime is';
-    throw new RamifyError('RUNTIME_UNAVAILABLE', `${which} available on this host`, name ? { runtime: name } : undefined);
+    const why = name ? core.unavailableRuntimes?.[name] : undefined;
+    throw new RamifyError('RUNTIME_UNAVAILABLE', `${which} not available on this host${why ? `: ${why}` : ''}`, name ? { runtime: name, ...(why ? { reason: why } : {}) } : undefined);
   }
   return runtime;
 }

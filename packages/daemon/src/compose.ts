@@ -128,7 +128,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
     overrides.templateBuilder !== undefined
       ? (overrides.templateBuilder ?? undefined)
       : runtimes[0]
-        ? new LocalTemplateBuilder({ store, dataDir: options.cacheDir, agentBundlePath: AGENT_BUNDLE_PATH, runtime: runtimes[0], network: withOpenEgress(network, hostEgress), storage, connectAgent: connect })
+        ? new LocalTemplateBuilder({ store, dataDir: options.cacheDir, agentBundlePath: AGENT_BUNDLE_PATH, runtimes, network: withOpenEgress(network, hostEgress), storage, connectAgent: connect })
         : undefined;
 
   // WIRING: the enforcer core calls (apply/remove); the SNI/Host proxy is not built yet.

@@ -2,7 +2,7 @@
  * Calls that are not about one sandbox: templates, snapshots, health, audit. Plain functions taking
  * {@link ConnectionOpts} last, like the `Sandbox` statics.
  */
-import type { AuditEntry, SnapshotInfo, TemplateBuildEvent, TemplateInfo, TemplateSpec } from '@ramify/contracts';
+import type { AuditEntry, RuntimeName, SnapshotInfo, TemplateBuildEvent, TemplateInfo, TemplateSpec } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
 import { RamifyError, errorFromCode } from './errors.js';
@@ -40,6 +40,8 @@ export interface BuildTemplateOpts extends ConnectionOpts {
   onEvent?: (event: TemplateBuildEvent) => void;
   /** Abort the request (the daemon decides whether the build continues). */
   signal?: AbortSignal;
+  /** Runtimes to build an image for; default every runtime the daemon has. */
+  runtimes?: RuntimeName[];
 }
 
 /**
@@ -48,8 +50,9 @@ export interface BuildTemplateOpts extends ConnectionOpts {
  * (e.g. `VALIDATION_FAILED`, `TEMPLATE_NOT_FOUND` for a missing parent). No request deadline applies.
  */
 export async function buildTemplate(spec: TemplateSpec, opts: BuildTemplateOpts = {}): Promise<TemplateInfo> {
-  const { onEvent, signal, ...conn } = opts;
-  const res = await client(conn).request('POST', '/templates', { json: spec, timeoutMs: 0, ...(signal ? { signal } : {}) });
+  const { onEvent, signal, runtimes, ...conn } = opts;
+  const path = runtimes && runtimes.length > 0 ? `/templates?runtime=${encodeURIComponent(runtimes.join(','))}` : '/templates';
+  const res = await client(conn).request('POST', path, { json: spec, timeoutMs: 0, ...(signal ? { signal } : {}) });
   if (!res.body) throw new RamifyError('INTERNAL', 'template build returned no progress stream');
   const decoder = new TextDecoder();
   let buffered = '';

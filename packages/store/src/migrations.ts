@@ -157,4 +157,12 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX egress_log_sandbox ON egress_log(sandbox_id, seq);
     `,
   },
+  {
+    version: 5,
+    name: 'template-images',
+    sql: `
+      ALTER TABLE templates ADD COLUMN images TEXT NOT NULL DEFAULT '[]';
+      UPDATE templates SET images = json_array(json_object('runtime', runtime, 'snapshotId', snapshot_id));
+    `,
+  },
 ];

@@ -116,6 +116,14 @@ interface TemplateRow {
   size_bytes: number;
   rootfs_dir: string;
   created_at: number;
+  /** JSON array of `{ runtime, snapshotId }` (migration 5). */
+  images: string;
+}
+
+/** A record's images, the default one (`runtime`/`snapshotId`) first and present exactly once. */
+function templateImages(t: TemplateRecord): TemplateRecord['images'] {
+  const others = t.images.filter((i) => i.runtime !== t.runtime);
+  return [{ runtime: t.runtime, snapshotId: t.snapshotId }, ...others];
 }
 
 const templateFromRow = (r: TemplateRow): TemplateRecord => ({
@@ -128,6 +136,7 @@ const templateFromRow = (r: TemplateRow): TemplateRecord => ({
   sizeBytes: r.size_bytes,
   rootfsDir: r.rootfs_dir,
   createdAt: r.created_at,
+  images: JSON.parse(r.images) as TemplateRecord['images'],
 });
 
 export class TemplateRows {
@@ -140,11 +149,11 @@ export class TemplateRows {
     try {
       this.#db
         .prepare(
-          `INSERT INTO templates (id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+          `INSERT INTO templates (id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at, images) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT(id) DO UPDATE SET name = excluded.name, runtime = excluded.runtime, spec_hash = excluded.spec_hash, snapshot_id = excluded.snapshot_id,
-             parent = excluded.parent, size_bytes = excluded.size_bytes, rootfs_dir = excluded.rootfs_dir, created_at = excluded.created_at`,
+             parent = excluded.parent, size_bytes = excluded.size_bytes, rootfs_dir = excluded.rootfs_dir, created_at = excluded.created_at, images = excluded.images`,
         )
-        .run(t.id, t.name, t.runtime, t.specHash, t.snapshotId, t.parent, t.sizeBytes, t.rootfsDir, t.createdAt);
+        .run(t.id, t.name, t.runtime, t.specHash, t.snapshotId, t.parent, t.sizeBytes, t.rootfsDir, t.createdAt, JSON.stringify(templateImages(t)));
     } catch (err) {
       conflictOnConstraint(err, `a template named '${t.name}' already exists`);
     }
@@ -168,8 +177,15 @@ export class TemplateRows {
     this.#db.prepare('DELETE FROM templates WHERE id = ?').run(id);
   }
 
-  /** Ids of templates built on a snapshot. */
+  /** Ids of templates built on a snapshot (as their default image or any runtime's image). */
   usingSnapshot(snapshotId: string): string[] {
-    return (this.#db.prepare('SELECT id FROM templates WHERE snapshot_id = ? ORDER BY id').all(snapshotId) as Array<{ id: string }>).map((r) => r.id);
+    const rows = this.#db
+      .prepare(
+        `SELECT id FROM templates WHERE snapshot_id = ?
+           OR EXISTS (SELECT 1 FROM json_each(templates.images) WHERE json_extract(json_each.value, '$.snapshotId') = ?)
+         ORDER BY id`,
+      )
+      .all(snapshotId, snapshotId) as Array<{ id: string }>;
+    return rows.map((r) => r.id);
   }
 }

@@ -1,10 +1,12 @@
 /**
  * `LocalTemplateBuilder`: core's `TemplateBuilder` port on this host. Builds with {@link buildTemplate}
- * (layer cache under `<dataDir>/templates/`) and registers the result in the Store: the image as a
- * `template` snapshot row, then the template row (same id as the previous build of that name).
+ * (layer cache under `<dataDir>/templates/`) once per runtime asked for (the root filesystem and files
+ * layers are shared; each runtime boots and checkpoints its own image) and registers the result in the
+ * Store: each image as a `template` snapshot row, then the template row (same id as the previous build of
+ * that name) listing every runtime's image made on the same root filesystem.
  */
-import type { TemplateBuildEvent, TemplateSpec } from '@ramify/contracts';
-import type { Store, TemplateBuildOptions, TemplateBuilder, TemplateRecord } from '@ramify/core';
+import { RamifyError, type TemplateBuildEvent, type TemplateSpec } from '@ramify/contracts';
+import type { Runtime, Store, TemplateBuildOptions, TemplateBuilder, TemplateRecord } from '@ramify/core';
 import { join } from 'node:path';
 import { buildTemplate, type BuiltTemplate, type TemplateBuildDeps } from './build.js';
 import { LayerCache } from './layer-cache.js';
@@ -12,8 +14,10 @@ import { LayerCache } from './layer-cache.js';
 /** The Store calls the builder makes. */
 export type TemplateStore = Pick<Store, 'findTemplateByName' | 'putTemplate' | 'getSnapshot' | 'insertSnapshot' | 'updateSnapshot' | 'allocateSlot' | 'releaseSlot'>;
 
-export interface LocalTemplateBuilderOptions extends Omit<TemplateBuildDeps, 'registry' | 'slots' | 'signal'> {
+export interface LocalTemplateBuilderOptions extends Omit<TemplateBuildDeps, 'registry' | 'slots' | 'signal' | 'runtime'> {
   store: TemplateStore;
+  /** Runtimes images can be built for; the first is the default when a build does not name any. */
+  runtimes: Runtime[];
 }
 
 export class LocalTemplateBuilder implements TemplateBuilder {
@@ -24,12 +28,24 @@ export class LocalTemplateBuilder implements TemplateBuilder {
    * `done`/`error`). Rejects like {@link buildTemplate}, plus the Store's `CONFLICT`.
    */
   async build(spec: TemplateSpec, options: TemplateBuildOptions): Promise<TemplateRecord> {
-    const { store, ...deps } = this.options;
+    const { store, runtimes: available, ...deps } = this.options;
     const onEvent = (event: TemplateBuildEvent): void => {
       if (event.type === 'step' || event.type === 'log') options.onEvent(event);
     };
-    const built = await buildTemplate(spec, { ...deps, registry: store, slots: store, signal: options.signal }, onEvent);
-    return this.register(built);
+    const runtimes = (options.runtimes ?? available.map((r) => r.name)).map((name) => {
+      const runtime = available.find((r) => r.name === name);
+      if (!runtime) throw new RamifyError('RUNTIME_UNAVAILABLE', `runtime '${name}' is not available on this host`, { runtime: name });
+      return runtime;
+    });
+    if (runtimes.length === 0) throw new RamifyError('RUNTIME_UNAVAILABLE', 'no runtime is available on this host to build templates');
+    const builds: BuiltTemplate[] = [];
+    for (const runtime of runtimes) {
+      if (runtimes.length > 1) onEvent({ type: 'log', line: `image for runtime ${runtime.name}` });
+      const built = await buildTemplate(spec, { ...deps, runtime, registry: store, slots: store, signal: options.signal }, onEvent);
+      await this.registerImage(built);
+      builds.push(built);
+    }
+    return this.registerTemplate(builds);
   }
 
   /**
@@ -40,7 +56,8 @@ export class LocalTemplateBuilder implements TemplateBuilder {
     return new LayerCache(join(this.options.dataDir, 'templates')).sweepTemporary();
   }
 
-  private async register(built: BuiltTemplate): Promise<TemplateRecord> {
+  /** Insert (or refresh) the `template` snapshot row of one runtime's image. */
+  private async registerImage(built: BuiltTemplate): Promise<void> {
     const { store } = this.options;
     const resources = this.options.resources ?? { cpuCount: 1, memoryMB: 1024 };
     const row = await store.getSnapshot(built.snapshotId);
@@ -64,17 +81,31 @@ export class LocalTemplateBuilder implements TemplateBuilder {
     } else if (row.sizeBytes !== built.snapshot.sizeBytes || row.status !== 'ready') {
       await store.updateSnapshot(built.snapshotId, { sizeBytes: built.snapshot.sizeBytes, status: 'ready' });
     }
-    const current = await store.findTemplateByName(built.name);
-    if (current && current.id === built.templateId && current.specHash === built.specHash && current.rootfsDir === built.rootfsDir) return current;
+  }
+
+  /**
+   * Write the template row: this build's images, plus images of other runtimes the row already lists
+   * that were made on the same root filesystem (a rebuild that changed the rootfs drops them).
+   */
+  private async registerTemplate(builds: BuiltTemplate[]): Promise<TemplateRecord> {
+    const { store } = this.options;
+    const first = builds[0] as BuiltTemplate;
+    const current = await store.findTemplateByName(first.name);
+    const images = builds.map((b) => ({ runtime: b.snapshot.runtime, snapshotId: b.snapshotId }));
+    const sameRootfs = current !== null && current.id === first.templateId && current.rootfsDir === first.rootfsDir;
+    if (sameRootfs && images.every((n) => current.images.some((i) => i.runtime === n.runtime && i.snapshotId === n.snapshotId))) return current;
+    const kept = sameRootfs ? current.images.filter((i) => !images.some((n) => n.runtime === i.runtime)) : [];
+    const keepDefault = current && kept.some((i) => i.runtime === current.runtime);
     const record: TemplateRecord = {
-      id: built.templateId,
-      name: built.name,
-      runtime: built.snapshot.runtime,
-      specHash: built.specHash,
-      snapshotId: built.snapshotId,
-      parent: built.parent,
-      sizeBytes: built.sizeBytes,
-      rootfsDir: built.rootfsDir,
+      id: first.templateId,
+      name: first.name,
+      runtime: keepDefault ? current.runtime : first.snapshot.runtime,
+      specHash: keepDefault ? current.specHash : first.specHash,
+      snapshotId: keepDefault ? current.snapshotId : first.snapshotId,
+      images: [...images, ...kept],
+      parent: first.parent,
+      sizeBytes: Math.max(...builds.map((b) => b.sizeBytes)),
+      rootfsDir: first.rootfsDir,
       createdAt: Date.now(),
     };
     await store.putTemplate(record);

@@ -1,6 +1,7 @@
 /** `ramify sandbox ...`: lifecycle commands. `exec` and `files` live in their own modules. */
 import { Command, Option } from 'commander';
 import { listTemplates, Sandbox, type SandboxInfo, type SandboxState } from '@ramify/sdk';
+import type { RuntimeName } from '@ramify/contracts';
 import { action, type CliContext, type CliEnv } from '../context.js';
 import { intIn, keyValue, oneOf, parseDuration } from '../parse.js';
 import { renderFields, renderTable } from '../output/table.js';
@@ -56,10 +57,10 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .option('-m, --metadata <KEY=VALUE>', 'metadata label (repeatable)', keyValue)
     .option('--cpu <count>', 'vCPUs (1-16)', intIn(1, 16))
     .option('--memory <MB>', 'memory in MB (128-65536)', intIn(128, 65536))
-    .addOption(new Option('--runtime <name>', 'runtime').choices(['gvisor']))
+    .addOption(new Option('--runtime <name>', 'runtime: gvisor (default) or microvm (a QEMU virtual machine with its own kernel)').choices(['gvisor', 'microvm']))
     .option('--egress <RULE>', "egress allow rule (repeatable; default open egress); see 'ramify sandbox egress --help'", collectRule)
     .action(action(env, async (ctx, opts: { template?: string; snapshot?: string; timeout?: number; onTimeout?: 'pause' | 'kill';
-      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; runtime?: 'gvisor'; egress?: string[] }) => {
+      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; runtime?: RuntimeName; egress?: string[] }) => {
       const sbx = await ctx.spin('creating sandbox', () => Sandbox.create({
         ...ctx.connection, template: opts.template, snapshot: opts.snapshot, timeoutMs: opts.timeout, onTimeout: opts.onTimeout,
         envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, runtime: opts.runtime, egress: opts.egress,

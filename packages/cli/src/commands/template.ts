@@ -1,5 +1,6 @@
 /** `ramify template build|list`. */
-import type { Command } from 'commander';
+import type { RuntimeName } from '@ramify/contracts';
+import { Option, type Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { BASE_TEMPLATE_SPEC } from '@ramify/template-builder';
 import { buildTemplate, listTemplates, type TemplateBuildEvent, type TemplateInfo } from '@ramify/sdk';
@@ -53,7 +54,7 @@ export class BuildProgress {
 
 function templateFields(t: TemplateInfo, elapsedMs?: number): string {
   return renderFields([
-    ['name', t.name], ['id', t.id], ['parent', t.parent ?? '-'], ['snapshot', t.snapshotId], ['size', formatBytes(t.sizeBytes)],
+    ['name', t.name], ['id', t.id], ['parent', t.parent ?? '-'], ['images', t.images.map((i) => `${i.runtime} ${i.snapshotId}`).join(', ')], ['size', formatBytes(t.sizeBytes)],
     ['spec hash', t.specHash], ['created', t.createdAt], ...(elapsedMs !== undefined ? [['build time', formatDuration(elapsedMs)] as [string, string]] : []),
   ]);
 }
@@ -65,13 +66,15 @@ export function registerTemplate(program: Command, env: CliEnv): void {
   template.command('build').argument('<spec>', "template spec file (YAML or JSON; files[].source paths are relative to it), or 'base' for the built-in base template")
     .description('build a template (cached steps are reused); --json prints the progress events as NDJSON')
     .option('-v, --verbose', 'print every build log line')
-    .action(action(env, async (ctx, specPath: string, opts: { verbose?: boolean }) => {
+    .addOption(new Option('-r, --runtime <name...>', 'runtimes to build an image for (default: every runtime the daemon has)').choices(['gvisor', 'microvm']))
+    .action(action(env, async (ctx, specPath: string, opts: { verbose?: boolean; runtime?: RuntimeName[] }) => {
       const spec = specPath === 'base' && !existsSync(specPath) ? BASE_TEMPLATE_SPEC : await loadTemplateSpec(specPath);
       const progress = ctx.json ? undefined : new BuildProgress(ctx, opts.verbose === true);
       let elapsedMs: number | undefined;
       try {
         const built = await buildTemplate(spec, {
           ...ctx.connection,
+          ...(opts.runtime ? { runtimes: opts.runtime } : {}),
           onEvent: (event) => {
             if (ctx.json) ctx.print(JSON.stringify(event));
             if (event.type === 'done') elapsedMs = event.elapsedMs;
@@ -87,7 +90,7 @@ export function registerTemplate(program: Command, env: CliEnv): void {
   template.command('list').alias('ls').description('list templates')
     .action(action(env, async (ctx) => {
       const templates = await ctx.spin('listing templates', () => listTemplates(ctx.connection));
-      ctx.output(templates, () => (templates.length === 0 ? 'no templates' : renderTable(['NAME', 'ID', 'PARENT', 'SIZE', 'CREATED'],
-        templates.map((t) => [t.name, t.id, t.parent ?? '-', formatBytes(t.sizeBytes), formatRelative(t.createdAt)]))));
+      ctx.output(templates, () => (templates.length === 0 ? 'no templates' : renderTable(['NAME', 'ID', 'RUNTIMES', 'PARENT', 'SIZE', 'CREATED'],
+        templates.map((t) => [t.name, t.id, t.images.map((i) => i.runtime).join(','), t.parent ?? '-', formatBytes(t.sizeBytes), formatRelative(t.createdAt)]))));
     }));
 }

@@ -9,6 +9,7 @@
  * 4. print a table (fork, strategy, tests passed/failed, seconds) and the fork tree.
  */
 import { RamifyError, Sandbox, explore, type ConnectionOpts, type ExploreReport, type ForkTreeNode } from '@ramify/sdk';
+import type { RuntimeName } from '@ramify/contracts';
 import { CANDIDATE_FIXES, TEST_COMMAND, breakScript, fixScript, parseUnittest, type TestCounts } from './textwrap-scenario.js';
 
 /** Options the `demo best-of-n` command passes in. */
@@ -21,6 +22,8 @@ export interface BestOfNOptions {
   template?: string;
   /** `-n, --count`: how many strategies/forks (default 3, at most the number of candidate fixes). */
   count?: number;
+  /** `--runtime`: runtime of the sandboxes (default: the daemon's default runtime). */
+  runtime?: RuntimeName;
   /** Writes human output (stdout). */
   print: (line: string) => void;
 }
@@ -53,10 +56,14 @@ export async function runBestOfN(opts: BestOfNOptions): Promise<void> {
   };
 
   say(`best-of-${count}: CPython's textwrap, broken on purpose; ${count} forks try ${count} candidate fixes against the real test suite`);
-  const source = await step(`create a sandbox from template '${template}'`, () =>
-    Sandbox.create({ ...opts.connection, template, timeoutMs: 900_000 }).catch((err: unknown) => {
+  const on = opts.runtime ? ` on ${opts.runtime}` : '';
+  const source = await step(`create a sandbox from template '${template}'${on}`, () =>
+    Sandbox.create({ ...opts.connection, template, timeoutMs: 900_000, ...(opts.runtime ? { runtime: opts.runtime } : {}) }).catch((err: unknown) => {
       if ((err as { code?: string }).code === 'TEMPLATE_NOT_FOUND') {
         throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${template}' is not built: run 'ramify template build examples/templates/python-tests.yaml' (bash scripts/setup.sh does it)`);
+      }
+      if ((err as { code?: string }).code === 'TEMPLATE_NOT_BUILT') {
+        throw new RamifyError('TEMPLATE_NOT_BUILT', `template '${template}' has no ${opts.runtime} image: run 'ramify template build examples/templates/python-tests.yaml --runtime ${opts.runtime}'`);
       }
       throw err;
     }));

@@ -1,8 +1,8 @@
 /**
  * Use-cases: list and build templates.
  */
-import { RamifyError, type TemplateBuildEvent, type TemplateSpec } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import { RamifyError, type RuntimeName, type TemplateBuildEvent, type TemplateSpec } from '@ramify/contracts';
+import { runtimeFor, type Core } from '../core.js';
 import type { TemplateRecord } from '../ports/store.js';
 
 /** Every template, by name. */
@@ -14,8 +14,9 @@ export async function listTemplates(core: Core): Promise<TemplateRecord[]> {
  * Fail fast, before any progress is streamed, when this host cannot build templates.
  * @throws RamifyError `RUNTIME_UNAVAILABLE`.
  */
-export function assertCanBuildTemplates(core: Core): void {
+export function assertCanBuildTemplates(core: Core, runtimes?: RuntimeName[]): void {
   if (!core.templateBuilder) throw new RamifyError('RUNTIME_UNAVAILABLE', 'template building is not available on this host');
+  for (const runtime of runtimes ?? []) runtimeFor(core, runtime);
 }
 
 /**
@@ -25,8 +26,8 @@ export function assertCanBuildTemplates(core: Core): void {
 export async function buildTemplate(
   core: Core,
   spec: TemplateSpec,
-  options: { onEvent: (event: TemplateBuildEvent) => void; signal?: AbortSignal },
+  options: { onEvent: (event: TemplateBuildEvent) => void; signal?: AbortSignal; runtimes?: RuntimeName[] },
 ): Promise<TemplateRecord> {
-  assertCanBuildTemplates(core);
+  assertCanBuildTemplates(core, options.runtimes);
   return (core.templateBuilder as NonNullable<Core['templateBuilder']>).build(spec, options);
 }

@@ -2,7 +2,7 @@
  * Use-case: create a sandbox from a template (its booted-and-idle image) or from a snapshot (memory,
  * processes and files). Creating is a restore, never a boot.
  */
-import { RamifyError, type CreateSandboxRequest } from '@ramify/contracts';
+import { RamifyError, type CreateSandboxRequest, type RuntimeName } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { normaliseEgressRules } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
@@ -14,7 +14,8 @@ import { startSandbox } from './start.js';
  * The request's `egress` rules (validated before anything else happens) are stored and enforced before
  * the sandbox's image is restored.
  * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named; both template and snapshot, or a runtime
- *   that does not match the snapshot), `TEMPLATE_NOT_FOUND`, `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
+ *   that does not match the snapshot), `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_BUILT` (the template has no image
+ *   for the runtime asked for), `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
  *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
  */
 export async function createSandbox(core: Core, request: CreateSandboxRequest): Promise<SandboxRecord> {
@@ -22,7 +23,10 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
   if (request.template !== undefined && request.snapshot !== undefined) {
     throw new RamifyError('VALIDATION_FAILED', 'template and snapshot are mutually exclusive: give one', { fields: ['template', 'snapshot'] });
   }
-  const source = request.snapshot !== undefined ? await fromSnapshot(core, request.snapshot) : await fromTemplate(core, request.template ?? core.options.defaultTemplate);
+  const source =
+    request.snapshot !== undefined
+      ? await fromSnapshot(core, request.snapshot)
+      : await fromTemplate(core, request.template ?? core.options.defaultTemplate, request.runtime);
   if (request.runtime !== undefined && request.runtime !== source.runtime) {
     throw new RamifyError('VALIDATION_FAILED', `runtime '${request.runtime}' does not match the image's runtime '${source.runtime}'`, { field: 'runtime' });
   }
@@ -57,11 +61,27 @@ interface Source {
   memoryMB?: number;
 }
 
-async function fromTemplate(core: Core, nameOrId: string): Promise<Source> {
+/**
+ * The template's image for `runtime`; without one, the image of this daemon's default runtime when the
+ * template has it, else the template's default image.
+ */
+async function fromTemplate(core: Core, nameOrId: string, runtime: RuntimeName | undefined): Promise<Source> {
   const template: TemplateRecord | null = (await core.store.getTemplate(nameOrId)) ?? (await core.store.findTemplateByName(nameOrId));
   if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${nameOrId}' not found`, { id: nameOrId });
-  // The template's current image and the rootfs it was made on come from the same record.
-  return { runtime: template.runtime, templateId: template.id, snapshotId: template.snapshotId, rootfsDir: template.rootfsDir };
+  const images = template.images.length > 0 ? template.images : [{ runtime: template.runtime, snapshotId: template.snapshotId }];
+  const wanted = runtime ?? core.runtimes[0]?.name;
+  const image = images.find((i) => i.runtime === wanted) ?? (runtime === undefined ? images[0] : undefined);
+  if (!image) {
+    runtimeFor(core, runtime);
+    const built = images.map((i) => i.runtime).join(', ');
+    throw new RamifyError(
+      'TEMPLATE_NOT_BUILT',
+      `template '${template.name}' has no ${runtime} image (built for: ${built}); build it with \`ramify template build ${template.name} --runtime ${runtime}\``,
+      { template: template.name, runtime, built: images.map((i) => i.runtime) },
+    );
+  }
+  // The template's images and the rootfs they were made on come from the same record.
+  return { runtime: image.runtime, templateId: template.id, snapshotId: image.snapshotId, rootfsDir: template.rootfsDir };
 }
 
 async function fromSnapshot(core: Core, idOrName: string): Promise<Source> {

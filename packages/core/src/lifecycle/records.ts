@@ -74,6 +74,7 @@ export function toTemplateInfo(record: TemplateRecord): TemplateInfo {
     runtime: record.runtime,
     specHash: record.specHash,
     snapshotId: record.snapshotId,
+    images: record.images.map((i) => ({ runtime: i.runtime, snapshotId: i.snapshotId })),
     parent: record.parent,
     sizeBytes: record.sizeBytes,
     createdAt: iso(record.createdAt),

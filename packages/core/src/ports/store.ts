@@ -109,10 +109,16 @@ export interface TemplateRecord {
   id: string;
   /** Unique. */
   name: string;
+  /** Runtime of the default image (sandboxes that do not ask for a runtime). */
   runtime: RuntimeName;
   specHash: string;
-  /** The booted-and-idle image every sandbox of the template is restored from. */
+  /** The default booted-and-idle image sandboxes of the template are restored from. */
   snapshotId: string;
+  /**
+   * One booted-and-idle image per runtime the template was built for, all made on `rootfsDir`; the
+   * default one (`runtime`/`snapshotId`) is always among them (the store puts it first).
+   */
+  images: Array<{ runtime: RuntimeName; snapshotId: string }>;
   /** Parent template name, if built `from` one. */
   parent: string | null;
   sizeBytes: number;

@@ -3,7 +3,7 @@
  * image, and registers the result as a {@link TemplateRecord} in the store. `@ramify/template-builder`
  * implements it; the daemon serves its progress as NDJSON (`POST /v1/templates`).
  */
-import type { TemplateBuildEvent, TemplateSpec } from '@ramify/contracts';
+import type { RuntimeName, TemplateBuildEvent, TemplateSpec } from '@ramify/contracts';
 import type { TemplateRecord } from './store.js';
 
 export interface TemplateBuildOptions {
@@ -11,6 +11,11 @@ export interface TemplateBuildOptions {
   onEvent: (event: TemplateBuildEvent) => void;
   /** Aborts the build (the client went away). */
   signal?: AbortSignal;
+  /**
+   * Runtimes to build an image for (one root filesystem, one image each); default every runtime the
+   * builder has. Images for other runtimes made on the same root filesystem are kept.
+   */
+  runtimes?: RuntimeName[];
 }
 
 export interface TemplateBuilder {

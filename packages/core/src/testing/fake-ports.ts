@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough, type Duplex } from 'node:stream';
-import { RamifyError, type AgentSession } from '@ramify/contracts';
+import { RamifyError, type AgentSession, type RuntimeName } from '@ramify/contracts';
 import type { Clock } from '../ports/clock.js';
 import type { NetworkAttachment, SandboxNetwork } from '../ports/network.js';
 import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec } from '../ports/runtime.js';
@@ -24,7 +24,7 @@ interface FakeInstance {
 export type FakeCheckpointBehaviour = 'ok' | 'fail-keeps-running' | 'fail-kills';
 
 export class FakeRuntime implements Runtime {
-  readonly name = 'gvisor' as const;
+  readonly name: RuntimeName;
   readonly capabilities: RuntimeCapabilities;
   readonly instances = new Map<string, FakeInstance>();
   readonly #channels = new WeakMap<Duplex, string>();
@@ -38,7 +38,9 @@ export class FakeRuntime implements Runtime {
   /** Kill endpoints-check: if true, a checkpoint with connected endpoints kills the instance (like old gVisor). */
   enforceQuietNetwork = true;
 
-  constructor(capabilities: Partial<RuntimeCapabilities> = {}) {
+  /** `name` lets a test stand one fake in for each runtime a core has (default `gvisor`). */
+  constructor(capabilities: Partial<RuntimeCapabilities> = {}, name: RuntimeName = 'gvisor') {
+    this.name = name;
     this.capabilities = { memorySnapshot: true, forkSharesMemory: false, checkpointNeedsQuietNetwork: true, ...capabilities };
   }
 

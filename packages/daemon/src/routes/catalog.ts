@@ -2,7 +2,7 @@
  * Snapshot, template and audit routes.
  */
 import { PassThrough } from 'node:stream';
-import { AuditEntry, SnapshotInfo, TemplateInfo, TemplateSpec, isRamifyError, type TemplateBuildEvent } from '@ramify/contracts';
+import { AuditEntry, SnapshotInfo, TemplateBuildQuery, TemplateInfo, TemplateSpec, isRamifyError, type TemplateBuildEvent } from '@ramify/contracts';
 import { assertCanBuildTemplates, buildTemplate, deleteSnapshot, getSnapshot, listAudit, listSnapshots, listTemplates, toSnapshotInfo, toTemplateInfo } from '@ramify/core';
 import { z } from 'zod';
 import { IdParams, route, type RouteSpec } from '../http/route.js';
@@ -29,15 +29,16 @@ export const catalogRoutes: RouteSpec[] = [
   }),
   route({
     method: 'POST', url: '/v1/templates', summary: 'Build a template; the response is an NDJSON stream of TemplateBuildEvent', action: 'template.build',
-    body: TemplateSpec, response: 'ndjson',
-    handler: async ({ core, body, request, reply }) => {
-      assertCanBuildTemplates(core);
+    body: TemplateSpec, query: TemplateBuildQuery, response: 'ndjson',
+    handler: async ({ core, body, query, request, reply }) => {
+      const runtimes = query.runtime;
+      assertCanBuildTemplates(core, runtimes);
       const out = new PassThrough();
       const abort = new AbortController();
       reply.raw.on('close', () => reply.raw.writableFinished || abort.abort());
       const send = (event: TemplateBuildEvent): boolean => out.write(`${JSON.stringify(event)}\n`);
       const started = Date.now();
-      void buildTemplate(core, body, { onEvent: send, signal: abort.signal })
+      void buildTemplate(core, body, { onEvent: send, signal: abort.signal, ...(runtimes ? { runtimes } : {}) })
         .then((template) => send({ type: 'done', template: toTemplateInfo(template), elapsedMs: Date.now() - started }))
         .catch((err: unknown) => {
           const code = isRamifyError(err) ? err.code : 'INTERNAL';

@@ -164,6 +164,7 @@ export function httpRoutes(state: FixtureState): Route[] {
       }
       const template: TemplateInfo = {
         id: `tpl_${spec.name}`, name: spec.name, runtime: 'gvisor', specHash: JSON.stringify(spec).length.toString(16), snapshotId: `snap_${spec.name}`,
+        images: [{ runtime: 'gvisor', snapshotId: `snap_${spec.name}` }],
         parent: spec.from ?? null, sizeBytes: 1 << 20, createdAt: new Date().toISOString(),
       };
       state.templates.set(spec.name, template);

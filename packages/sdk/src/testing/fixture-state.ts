@@ -37,7 +37,7 @@ export class FixtureState {
   readonly sandboxes = new Map<string, FixtureSandbox>();
   readonly snapshots = new Map<string, SnapshotInfo>();
   readonly templates = new Map<string, TemplateInfo>([['base', {
-    id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h0', snapshotId: 'snap_base', parent: null, sizeBytes: 1 << 20, createdAt: now(),
+    id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h0', snapshotId: 'snap_base', images: [{ runtime: 'gvisor', snapshotId: 'snap_base' }], parent: null, sizeBytes: 1 << 20, createdAt: now(),
   }]]);
   private counter = 0;
 
