@@ -20,7 +20,6 @@ import {
   type Core,
   type CoreOptions,
   type EgressEnforcer,
-  type EgressVerdict,
   type Logger,
   type Runtime,
   type SandboxNetwork,
@@ -153,17 +152,11 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
 }
 
 /**
- * What `startHostEgress` takes, plus the verdict callback `@ramify/network` is gaining (`onVerdict`). Built as
- * a variable of this type so it compiles with and without that option in `HostEgressOptions`.
- */
-type HostEgressOptionsWithVerdicts = HostEgressOptions & { onVerdict?(verdict: EgressVerdict): void };
-
-/**
  * Start egress enforcement, reporting its verdicts to `egressLog`; rejects (daemon start fails) when nft is
  * unavailable or the table cannot be installed.
  */
 async function openHostEgress(prefix: string, logger: Logger, egress: EgressOptions, egressLog: BufferedEgressLog): Promise<HostEgress> {
-  const hostEgressOptions: HostEgressOptionsWithVerdicts = {
+  const hostEgressOptions: HostEgressOptions = {
     prefix,
     layout: layoutForPrefix(prefix),
     ...(egress.upstreams ? { upstreams: egress.upstreams } : {}),
@@ -176,7 +169,12 @@ async function openHostEgress(prefix: string, logger: Logger, egress: EgressOpti
   const hostEgress = await startHostEgress(hostEgressOptions).catch((err: unknown) => {
     throw new Error(`egress enforcement could not start (nftables is required; pass egress.mode 'off' to run without it): ${err instanceof Error ? err.message : String(err)}`);
   });
-  logger.info('egress enforcement ready', { prefix, resolverPort: hostEgress.resolver.address.port });
+  logger.info('egress enforcement ready', {
+    prefix,
+    resolverPort: hostEgress.resolver.address.port,
+    proxyPorts: hostEgress.proxyPorts,
+    connectionLog: hostEgress.nflog ? `nftables log group ${hostEgress.nflogGroup} via ulogd` : 'off (ulogd2 missing: only DNS and proxy verdicts are logged)',
+  });
   return hostEgress;
 }
 

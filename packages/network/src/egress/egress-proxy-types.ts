@@ -81,6 +81,8 @@ export interface EgressProxyDecision {
   sandboxId: string | null;
   /** Client source address. */
   source: string;
+  /** Client source port (with `source`, ties the decision to the redirected connection). */
+  sourcePort: number;
   /** SNI or Host (normalized); null when the client named nothing usable or was cut off before. */
   name: string | null;
   /** Policy/upstream port (the listener's original port, or the one `originalDestination` gave). */

@@ -152,8 +152,9 @@ test('allowed SNI reaches the server of that name; the rig sees the SNI; the dec
   const tls = rig.events('tls');
   assert.deepEqual(tls.map((e) => [e.local, e.sni, e.outcome]), [[WWW, 'www.example.com', 'handshake']]);
   const d = await decision();
+  assert.ok(Number.isInteger(d.sourcePort) && d.sourcePort > 0);
   assert.deepEqual(d, {
-    sandboxId: 'sbx-1', source: '127.0.0.1', name: 'www.example.com', port: 443, protocol: 'tls', verdict: 'allowed', reason: 'allowed',
+    sandboxId: 'sbx-1', source: '127.0.0.1', sourcePort: d.sourcePort, name: 'www.example.com', port: 443, protocol: 'tls', verdict: 'allowed', reason: 'allowed',
     rule: 'www.example.com', destination: WWW, intended: { address: WWW, port: 443 },
   });
 });

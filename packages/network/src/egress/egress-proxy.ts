@@ -30,6 +30,7 @@ export type {
 
 /** The state of one client connection that reached the pipe stage. */
 interface Piped extends EgressProxyConnection {
+  sourcePort: number;
   client: Socket;
   upstream: Socket;
   protocol: EgressProxyListenerSpec['protocol'];
@@ -118,7 +119,7 @@ export class EgressProxy {
       this.piped.delete(conn);
       conn.client.destroy();
       conn.upstream.destroy();
-      this.report({ sandboxId: conn.sandboxId, source: conn.source, name: conn.name, port: conn.port, protocol: conn.protocol, verdict: 'denied', reason: 'revoked', rule: verdict?.rule ?? null, destination: conn.destination, intended: conn.intended });
+      this.report({ sandboxId: conn.sandboxId, source: conn.source, sourcePort: conn.sourcePort, name: conn.name, port: conn.port, protocol: conn.protocol, verdict: 'denied', reason: 'revoked', rule: verdict?.rule ?? null, destination: conn.destination, intended: conn.intended });
     }));
     return cut;
   }
@@ -137,7 +138,7 @@ export class EgressProxy {
   private accept(client: Socket, spec: EgressProxyListenerSpec): void {
     const source = client.remoteAddress ?? '';
     client.on('error', (err) => this.options.onError?.(err));
-    const base = { source, protocol: spec.protocol, port: spec.originalPort, sandboxId: null, name: null, rule: null, destination: null, intended: null };
+    const base = { source, sourcePort: client.remotePort ?? 0, protocol: spec.protocol, port: spec.originalPort, sandboxId: null, name: null, rule: null, destination: null, intended: null };
     if (this.closed || this.clients.size >= (this.options.maxConnections ?? 1024)) {
       client.destroy();
       this.report({ ...base, verdict: 'denied', reason: 'overloaded' });
@@ -153,7 +154,7 @@ export class EgressProxy {
 
   private async handle(client: Socket, spec: EgressProxyListenerSpec, source: string): Promise<void> {
     const decision: EgressProxyDecision = {
-      sandboxId: null, source, name: null, port: spec.originalPort, protocol: spec.protocol, verdict: 'denied', reason: 'error', rule: null, destination: null, intended: null,
+      sandboxId: null, source, sourcePort: client.remotePort ?? 0, name: null, port: spec.originalPort, protocol: spec.protocol, verdict: 'denied', reason: 'error', rule: null, destination: null, intended: null,
     };
     let head: Buffer = Buffer.alloc(0);
     try {

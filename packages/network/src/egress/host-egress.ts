@@ -1,82 +1,182 @@
 /**
- * `startHostEgress`: the daemon's whole egress enforcement in one object: the policy DNS resolver
- * (listening on every host address at `resolverPort`; slots reach it only through the port-53
- * redirect) wired to an {@link NftEgressEnforcer} (sandbox lookup by slot address, answers turned into
- * timed set elements before the reply), the table installed, and the watchdog running.
+ * `startHostEgress`: the daemon's whole egress enforcement in one object:
+ * - the policy DNS resolver (listening on every host address at `resolverPort`; slots reach it only
+ *   through the port-53 redirect), wired to the {@link NftEgressEnforcer} (sandbox lookup by slot address,
+ *   answers turned into timed set elements before the reply);
+ * - the SNI/Host proxy ({@link EgressProxy}, one listener per original port 80/443 on every host address;
+ *   allowlist-mode slots reach it only through the table's redirect); it resolves allowed names through the
+ *   same upstreams and is re-checked after every policy change (connections no longer allowed are cut);
+ * - the table installed (with the redirect and the NFLOG statements) and the watchdog running;
+ * - with `onVerdict`: the egress log's verdicts from the resolver, the proxy and the nftables log (read by a
+ *   `ulogd` child process; without ulogd only resolver and proxy verdicts, and a warning through `onError`).
  */
 import { readFile } from 'node:fs/promises';
+import type { EgressVerdict } from '@ramify/core';
 import { PolicyDnsResolver } from './dns-resolver.js';
 import type { DnsDeniedEvent, DnsErrorSource } from './dns-resolver-types.js';
 import type { DnsUpstream } from './dns-upstream.js';
+import { EgressProxy, type EgressProxyDecision } from './egress-proxy.js';
+import { EgressVerdicts } from './egress-verdicts.js';
+import { NflogReader } from './nflog-reader.js';
 import { NftEgressEnforcer } from './nft-egress-enforcer.js';
+import { nflogGroupFor } from './nft-ruleset.js';
+import { UpstreamNameResolver } from './upstream-name-resolver.js';
 import { DNS_SERVICE_ADDRESS, type SlotLayout } from '../slots.js';
+
+/** Where an error reported to `onError` came from. */
+export type HostEgressErrorSource = DnsErrorSource | 'watchdog' | 'proxy' | 'nflog' | 'verdict' | 'policy-change';
 
 export interface HostEgressOptions {
   /** Network prefix (same as the `NamespaceNetwork`'s). */
   prefix: string;
   layout: SlotLayout;
-  /** Resolvers allowed names are forwarded to; default {@link hostNameservers}(). */
+  /** Resolvers allowed names are forwarded to (by the DNS resolver and the proxy); default {@link hostNameservers}(). */
   upstreams?: DnsUpstream[];
   /** Resolver port on the host; default 0 (a free port, chosen at start). */
   resolverPort?: number;
+  /** Host ports of the proxy's listeners for original ports 80 (`http`) and 443 (`tls`); default 0 each (free ports). */
+  proxyPorts?: { http?: number; tls?: number };
   /** Table check interval; default 2000 ms. */
   watchIntervalMs?: number;
+  /**
+   * Every verdict for the egress log (not awaited; a throw goes to `onError` as `verdict`). When given, the
+   * nftables log is read through a `ulogd` child process (stopped by `close`).
+   */
+  onVerdict?(verdict: EgressVerdict): void;
+  /** Reading the nftables log (only with `onVerdict`). */
+  nflog?: {
+    /** NFLOG group; default {@link nflogGroupFor}(prefix). */
+    group?: number;
+    /** Directory for ulogd's config, socket and pid file; default `/run/ramify/egress-<prefix>`. */
+    runDir?: string;
+    /** The ulogd binary; default found in /usr/sbin, /usr/local/sbin, /sbin. */
+    ulogdPath?: string;
+  };
   onDenied?(event: DnsDeniedEvent): void;
-  onError?(error: unknown, source: DnsErrorSource | 'watchdog'): void;
+  /** Every decision of the SNI/Host proxy, with its reason (not awaited). */
+  onProxyDecision?(decision: EgressProxyDecision): void;
+  onError?(error: unknown, source: HostEgressErrorSource): void;
   onReinstall?(): void;
 }
 
 export interface HostEgress {
   enforcer: NftEgressEnforcer;
   resolver: PolicyDnsResolver;
+  proxy: EgressProxy;
+  /** The proxy's host ports (what the table redirects 80 and 443 to). */
+  proxyPorts: { http: number; tls: number };
+  /** The NFLOG group the table logs to. */
+  nflogGroup: number;
+  /** The ulogd reader, or null (no `onVerdict`, or ulogd missing or failing to start). */
+  nflog: NflogReader | null;
   /** What sandboxes' resolv.conf must name. */
   dnsServiceAddress: string;
-  /** Stop the watchdog and the resolver. The table stays (policies keep being enforced while the daemon is down). */
+  /**
+   * Stop the watchdog, ulogd, the proxy (its connections are cut) and the resolver. The table stays
+   * (policies keep being enforced while the daemon is down; proxied ports then go nowhere).
+   */
   close(): Promise<void>;
 }
 
+/** Socket errors of single client or upstream connections: routine, not worth a warning. */
+const ROUTINE_SOCKET_ERRORS = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ETIMEDOUT', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH']);
+
 /**
- * Start the resolver, install the table, start the watchdog. Rejects `RUNTIME_UNAVAILABLE` when nft is
- * missing, `RUNTIME_ERROR` when the table cannot be installed, or the socket error of the resolver.
+ * Start the resolver and the proxy, install the table, start the watchdog and (with `onVerdict`) ulogd.
+ * Rejects `RUNTIME_UNAVAILABLE` when nft is missing, `RUNTIME_ERROR` when the table cannot be installed, or
+ * the socket error of a listener; nothing is left running then. A missing or failing ulogd does not fail it.
  */
 export async function startHostEgress(options: HostEgressOptions): Promise<HostEgress> {
   await NftEgressEnforcer.checkAvailable();
   const upstreams = options.upstreams ?? (await defaultUpstreams());
+  const report = (source: HostEgressErrorSource) => (err: unknown): void => options.onError?.(err, source);
   let enforcer: NftEgressEnforcer | undefined;
+  const verdicts = new EgressVerdicts({
+    prefix: options.prefix,
+    slots: { slotByAddress: (a) => enforcer?.slotByAddress(a) ?? null, slotByNumber: (n) => enforcer?.slotByNumber(n) ?? null },
+    emit: (v) => options.onVerdict?.(v),
+    onError: report('verdict'),
+    intentWaitMs: 0,
+  });
+  const logging = options.onVerdict !== undefined;
   const resolver = new PolicyDnsResolver({
     listenAddress: '0.0.0.0',
     port: options.resolverPort ?? 0,
     upstreams,
     sandboxForSource: (address) => enforcer?.dnsPolicyFor(address) ?? null,
-    onAnswer: (event) => {
+    onAnswer: async (event) => {
       if (!enforcer) throw new Error('egress enforcer not ready');
-      return enforcer.grant(event);
+      await enforcer.grant(event);
+      if (logging) verdicts.dnsAnswered(event);
     },
-    ...(options.onDenied ? { onDenied: options.onDenied } : {}),
-    ...(options.onError ? { onError: options.onError } : {}),
+    onDenied: (event) => {
+      options.onDenied?.(event);
+      if (logging) verdicts.dnsDenied(event);
+    },
+    onError: (err, source) => options.onError?.(err, source),
+  });
+  const names = new UpstreamNameResolver({ upstreams });
+  const proxy = new EgressProxy({
+    policyForSource: (address) => enforcer?.proxyPolicyFor(address) ?? null,
+    resolve: (name) => names.resolve(name),
+    onDecision: (decision) => {
+      options.onProxyDecision?.(decision);
+      if (logging) verdicts.proxyDecision(decision);
+    },
+    onError: (err) => {
+      if (!ROUTINE_SOCKET_ERRORS.has((err as NodeJS.ErrnoException)?.code ?? '')) options.onError?.(err, 'proxy');
+    },
   });
   const { port } = await resolver.start();
-  try {
-    enforcer = new NftEgressEnforcer({ prefix: options.prefix, layout: options.layout, resolverPort: port, dnsServiceAddress: DNS_SERVICE_ADDRESS });
-    await enforcer.install();
-  } catch (err) {
+  let stopWatch = (): void => undefined;
+  let nflog: NflogReader | null = null;
+  const closeAll = async (): Promise<void> => {
+    stopWatch();
+    await nflog?.close();
+    await proxy.close();
     await resolver.close();
+  };
+  try {
+    const proxyPorts = {
+      http: (await proxy.listen({ address: '0.0.0.0', port: options.proxyPorts?.http ?? 0, protocol: 'http', originalPort: 80 })).port,
+      tls: (await proxy.listen({ address: '0.0.0.0', port: options.proxyPorts?.tls ?? 0, protocol: 'tls', originalPort: 443 })).port,
+    };
+    const nflogGroup = options.nflog?.group ?? nflogGroupFor(options.prefix);
+    enforcer = new NftEgressEnforcer({
+      prefix: options.prefix,
+      layout: options.layout,
+      resolverPort: port,
+      dnsServiceAddress: DNS_SERVICE_ADDRESS,
+      proxyPorts,
+      nflogGroup,
+      onChange: () => proxy.revalidate(),
+      onChangeError: report('policy-change'),
+    });
+    await enforcer.install();
+    if (logging) {
+      nflog = await NflogReader.start({
+        prefix: options.prefix,
+        group: nflogGroup,
+        runDir: options.nflog?.runDir ?? `/run/ramify/egress-${options.prefix}`,
+        ...(options.nflog?.ulogdPath ? { ulogdPath: options.nflog.ulogdPath } : {}),
+        onPacket: (packet) => verdicts.packet(packet),
+        onError: report('nflog'),
+      }).catch((err: unknown) => {
+        options.onError?.(err, 'nflog');
+        return null;
+      });
+      if (nflog) verdicts.setIntentWaitMs(500);
+    }
+    stopWatch = enforcer.watch({
+      ...(options.watchIntervalMs !== undefined ? { intervalMs: options.watchIntervalMs } : {}),
+      ...(options.onReinstall ? { onReinstall: options.onReinstall } : {}),
+      onError: report('watchdog'),
+    });
+    return { enforcer, resolver, proxy, proxyPorts, nflogGroup, nflog, dnsServiceAddress: DNS_SERVICE_ADDRESS, close: closeAll };
+  } catch (err) {
+    await closeAll();
     throw err;
   }
-  const stop = enforcer.watch({
-    ...(options.watchIntervalMs !== undefined ? { intervalMs: options.watchIntervalMs } : {}),
-    ...(options.onReinstall ? { onReinstall: options.onReinstall } : {}),
-    onError: (err) => options.onError?.(err, 'watchdog'),
-  });
-  return {
-    enforcer,
-    resolver,
-    dnsServiceAddress: DNS_SERVICE_ADDRESS,
-    close: async () => {
-      stop();
-      await resolver.close();
-    },
-  };
 }
 
 /**

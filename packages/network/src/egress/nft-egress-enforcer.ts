@@ -3,6 +3,8 @@
  * (see {@link tableScript}; it also carries the forward/masquerade rules `NamespaceNetwork` needs, so it
  * is the network's {@link HostFirewall}), keeps every slot's policy and DNS grants in memory, and turns
  * each change into ONE `nft -f -` transaction. Every nft operation runs in one queue (no interleaving).
+ * It also answers the resolver, the SNI/Host proxy and the egress log about the sandbox behind a slot
+ * address ({@link dnsPolicyFor}, {@link proxyPolicyFor}, {@link slotByAddress}).
  *
  * Fail-closed notes: a slot that was never `apply`d is dropped (its veth/address pair is not in `spoof`).
  * If the table is removed from outside (`nft flush ruleset`), the slot traffic is forwarded unfiltered
@@ -10,11 +12,13 @@
  * with every policy; DNS grants are lost then (sandboxes resolve again).
  */
 import { writeFile } from 'node:fs/promises';
-import { formatEgressRule, ruleForName, type EgressEnforcer, type EgressPolicy, type PortRange } from '@ramify/core';
+import { ruleForName, type EgressEnforcer, type EgressPolicy, type PortRange } from '@ramify/core';
 import { RamifyError } from '@ramify/contracts';
 import { run, runChecked } from '../exec.js';
 import { slotAddresses, slotRange, type SlotLayout } from '../slots.js';
 import type { DnsAnswerEvent, DnsSandboxPolicy } from './dns-resolver-types.js';
+import type { EgressProxySandbox } from './egress-proxy-types.js';
+import { dnsPolicyOf, learnAnswer, proxyPolicyOf, slotViewOf, type SlotRecord, type SlotView } from './slot-views.js';
 import {
   INSTALLED_MARKER, addElements, deleteElements, dnsElement, isOpenPolicy, policyElements, refreshElements, tableScript, type SetElement,
 } from './nft-ruleset.js';
@@ -34,6 +38,16 @@ export interface NftEgressEnforcerOptions {
   resolverPort: number;
   /** The address sandboxes' resolv.conf names. */
   dnsServiceAddress: string;
+  /** Host ports of the SNI/Host proxy; TCP 80/443 from allowlist slots is redirected to them. Absent: no proxy. */
+  proxyPorts?: { http: number; tls: number };
+  /** NFLOG group of the verdict log statements. Absent: the table logs nothing. */
+  nflogGroup?: number;
+  /**
+   * Awaited after every policy change (`apply`, `remove`, `reapplyAll`) is in the kernel, e.g. to cut proxied
+   * connections the new policy denies. A rejection is passed to `onChangeError`, the change stands.
+   */
+  onChange?(): Promise<unknown> | void;
+  onChangeError?(error: unknown): void;
 }
 
 /** A policy in force on one slot, for {@link NftEgressEnforcer.reapplyAll}. */
@@ -43,8 +57,7 @@ export interface SlotPolicy {
   policy: EgressPolicy;
 }
 
-interface SlotState extends SlotPolicy {
-  slotAddress: string;
+interface SlotState extends SlotPolicy, SlotRecord {
   elements: SetElement[];
   /** DNS grants by element key: the name they were granted for and the port of the rule. */
   grants: Map<string, { element: SetElement; name: string; port: PortRange | null; expiresAt: number }>;
@@ -127,6 +140,7 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       this.slots.clear();
       this.byAddress.clear();
       for (const s of next) this.remember(s);
+      await this.changed();
     });
   }
 
@@ -134,6 +148,7 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
     return this.serial(async () => {
       const previous = this.slots.get(slot);
       const next = this.stateFor({ sandboxId, slot, policy });
+      if (previous?.sandboxId === sandboxId) next.learned = previous.learned;
       // Keep DNS grants the new policy still allows with the same port (no need to resolve again).
       const dropped: SetElement[] = [];
       if (previous) {
@@ -148,6 +163,7 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       await this.transaction(script);
       if (previous) this.byAddress.delete(previous.slotAddress);
       this.remember(next);
+      await this.changed();
     });
   }
 
@@ -158,23 +174,32 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       await this.transaction(deleteElements(this.options.prefix, [...previous.elements, ...[...previous.grants.values()].map((g) => g.element)]));
       this.slots.delete(slot);
       this.byAddress.delete(previous.slotAddress);
+      await this.changed();
     });
   }
 
   /** The resolver's view of the sandbox behind `address` (a slot address); null for an unknown source. */
   dnsPolicyFor(address: string): DnsSandboxPolicy | null {
-    const slot = this.byAddress.get(address);
-    const state = slot === undefined ? undefined : this.slots.get(slot);
-    if (!state) return null;
-    const { sandboxId, policy } = state;
-    return {
-      sandboxId,
-      allow: (name) => {
-        if (policy.rules.length === 0) return { allowed: true, rule: null };
-        const rule = ruleForName(policy, name);
-        return rule ? { allowed: true, rule: formatEgressRule(rule) } : { allowed: false, rule: null };
-      },
-    };
+    const state = this.stateAt(address);
+    return state ? dnsPolicyOf(state) : null;
+  }
+
+  /** The SNI/Host proxy's view of the sandbox behind `address` (see {@link proxyPolicyOf}); null for an unknown source. */
+  proxyPolicyFor(address: string): EgressProxySandbox | null {
+    const state = this.stateAt(address);
+    return state ? proxyPolicyOf(state) : null;
+  }
+
+  /** The slot at `slotAddress`, or null. */
+  slotByAddress(slotAddress: string): SlotView | null {
+    const state = this.stateAt(slotAddress);
+    return state ? slotViewOf(state) : null;
+  }
+
+  /** Slot number `slot`, or null when no policy is applied to it. */
+  slotByNumber(slot: number): SlotView | null {
+    const state = this.slots.get(slot);
+    return state ? slotViewOf(state) : null;
   }
 
   /**
@@ -194,13 +219,19 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       const expiresAt = Date.now() + event.ttlSeconds * 1000;
       for (const element of elements) state.grants.set(`${element.set} ${element.key}`, { element, name: event.name, port, expiresAt });
       for (const [key, g] of state.grants) if (g.expiresAt < Date.now()) state.grants.delete(key);
+      learnAnswer(state.learned, event.name, event.addresses, expiresAt);
     });
+  }
+
+  private stateAt(slotAddress: string): SlotState | undefined {
+    const slot = this.byAddress.get(slotAddress);
+    return slot === undefined ? undefined : this.slots.get(slot);
   }
 
   private stateFor(entry: SlotPolicy): SlotState {
     const { slotAddress } = slotAddresses(this.options.layout, entry.slot);
     const veth = `${this.options.prefix}h${entry.slot}`;
-    return { ...entry, slotAddress, elements: policyElements(veth, slotAddress, entry.policy), grants: new Map() };
+    return { ...entry, slotAddress, elements: policyElements(veth, slotAddress, entry.policy), grants: new Map(), learned: new Map() };
   }
 
   private remember(state: SlotState): void {
@@ -210,7 +241,10 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
 
   private installNow(): Promise<void> {
     return this.installWith([...this.slots.values()]).then(() => {
-      for (const s of this.slots.values()) s.grants.clear();
+      for (const s of this.slots.values()) {
+        s.grants.clear();
+        s.learned.clear();
+      }
     });
   }
 
@@ -221,6 +255,8 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       slotRange: slotRange(this.options.layout),
       resolverPort: this.options.resolverPort,
       dnsServiceAddress: this.options.dnsServiceAddress,
+      ...(this.options.proxyPorts ? { proxyPorts: this.options.proxyPorts } : {}),
+      ...(this.options.nflogGroup !== undefined ? { nflogGroup: this.options.nflogGroup } : {}),
     });
     await runChecked(['nft', '-f', '-'], table + addElements(this.options.prefix, states.flatMap((s) => s.elements)).join('\n') + '\n');
   }
@@ -234,6 +270,15 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
     if (await this.isInstalled()) throw new RamifyError('RUNTIME_ERROR', `nft transaction failed: ${first.stderr.trim()}`);
     await this.installNow();
     await runChecked(['nft', '-f', '-'], script);
+  }
+
+  /** Run `onChange` (inside the queue: the next change waits for it); failures go to `onChangeError`. */
+  private async changed(): Promise<void> {
+    try {
+      await this.options.onChange?.();
+    } catch (err) {
+      this.options.onChangeError?.(err);
+    }
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseEgressPolicy } from '@ramify/core';
 import { hostNameservers } from './host-egress.js';
-import { deleteElements, dnsElement, policyElements, tableScript } from './nft-ruleset.js';
+import { deleteElements, dnsElement, nflogGroupFor, policyElements, tableScript } from './nft-ruleset.js';
 
 const keys = (rules: string[]) => policyElements('rmeh3', '10.9.0.14', parseEgressPolicy(rules)).map((e) => `${e.set} ${e.key}`);
 
@@ -37,6 +37,18 @@ test('the table replaces the plain network table and redirects port 53 to the re
   assert.match(text, /^table ip rme \{\}\ndelete table ip rme\n/);
   assert.match(text, /th dport 53 redirect to :5300/);
   assert.match(text, /ip saddr 10\.9\.0\.0\/16 oifname != "rmeh\*" masquerade/);
+});
+
+test('with a proxy and an NFLOG group: 80/443 redirected, address rules and open slots excepted, verdicts logged', () => {
+  const text = tableScript({ prefix: 'rme', slotRange: '10.9.0.0/16', resolverPort: 5300, dnsServiceAddress: '10.254.0.53', proxyPorts: { http: 5380, tls: 5443 }, nflogGroup: 40001 });
+  assert.match(text, /iifname "rmeh\*" tcp dport \{ 80, 443 \} jump proxy_redirect/);
+  assert.match(text, /ip saddr @open return\n\s+ip daddr @blocked return\n\s+iifname \. ip saddr != @spoof return\n\s+ip saddr \. ip daddr @net return\n\s+ip saddr \. ip daddr \. tcp dport @netport return/);
+  assert.match(text, /tcp dport 80 redirect to :5380\n\s+tcp dport 443 redirect to :5443/);
+  assert.match(text, /ct status dnat tcp dport \{ 5380, 5443 \} accept/);
+  assert.match(text, /ct state new update @log_a \{ iifname limit rate [^}]+\} log group 40001 prefix "rme a"\n\s+accept/);
+  assert.match(text, /log group 40001 prefix "rme d"\n\s+drop/);
+  assert.notEqual(nflogGroupFor('rxa'), nflogGroupFor('rxd'));
+  assert.ok(nflogGroupFor('rmf') >= 20000 && nflogGroupFor('rmf') < 60000);
 });
 
 test('host nameservers skip loopback stubs and IPv6', async () => {

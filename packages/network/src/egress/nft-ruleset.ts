@@ -13,12 +13,20 @@
  * - `private` (constant): private ranges, closed to open-mode slots; an address/CIDR rule can open them.
  * Both directions are checked against the sets on every packet, so removing an element cuts
  * established connections at once. IPv6 to or from slot veths is dropped. From slot veths the host
- * itself accepts only the (redirected) resolver port and replies to connections the host opened.
+ * itself accepts only the (redirected) resolver and proxy ports and replies to connections the host opened.
+ *
+ * SNI/Host proxy: TCP from an allowlist-mode slot to port 80 or 443 is redirected to the proxy's host
+ * ports, unless the destination is blocked (then dropped by the filter) or allowed by an address/CIDR
+ * rule (then filtered like any other traffic). Addresses learned from DNS are proxied on 80/443.
+ *
+ * Verdict log: with an NFLOG group, the first packet of each allowed forwarded connection (`<prefix> a`),
+ * every denied packet (`<prefix> d`) and the first packet of each proxied connection (`<prefix> p`, for
+ * the original destination) are logged, rate-limited per slot veth.
  */
 import type { EgressPolicy, PortRange } from '@ramify/core';
 
 /** Marker on the last rule of the outbound chain; its presence means the table is installed. */
-export const INSTALLED_MARKER = 'ramify-egress-v1';
+export const INSTALLED_MARKER = 'ramify-egress-v2';
 
 /** What the table needs to know about the host. */
 export interface EgressTableSpec {
@@ -30,7 +38,17 @@ export interface EgressTableSpec {
   resolverPort: number;
   /** The address sandboxes' resolv.conf names (never routable: port 53 to it is redirected). */
   dnsServiceAddress: string;
+  /**
+   * Host ports of the SNI/Host proxy (listening on every interface): TCP from allowlist-mode slots to port 80
+   * goes to `http`, to 443 to `tls`, except destinations an address/CIDR rule allows. Absent: no proxy.
+   */
+  proxyPorts?: { http: number; tls: number };
+  /** NFLOG group the verdict log statements use (see {@link nflogGroupFor}); absent: nothing is logged. */
+  nflogGroup?: number;
 }
+
+/** Prefixes of the NFLOG messages, after `<table prefix> `: allowed, denied, redirected to the proxy. */
+export const NFLOG_KINDS = { allowed: 'a', denied: 'd', proxied: 'p' } as const;
 
 /** Private ranges (RFC 1918 and carrier-grade NAT): closed in open mode, reachable only through a rule naming them. */
 export const PRIVATE_RANGES: readonly string[] = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10'];
@@ -38,12 +56,29 @@ export const PRIVATE_RANGES: readonly string[] = ['10.0.0.0/8', '172.16.0.0/12',
 /** Destinations always denied, besides the slot range and the DNS service address. */
 export const ALWAYS_BLOCKED: readonly string[] = ['0.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '224.0.0.0/4', '240.0.0.0/4'];
 
+/**
+ * The NFLOG group of a network prefix: 20000-59999, derived from the prefix, so that daemons (and test
+ * runs) with different prefixes each read their own group. The kernel lets one listener bind a group.
+ */
+export function nflogGroupFor(prefix: string): number {
+  let hash = 0;
+  for (const ch of prefix) hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
+  return 20000 + (hash % 40000);
+}
+
 /** The whole table: replaces `ip <prefix>` (the network's plain table) and any older `inet <prefix>`, atomically. */
 export function tableScript(spec: EgressTableSpec): string {
   const t = spec.prefix;
   const veths = `"${t}h*"`;
   const port = spec.resolverPort;
   const blocked = [...ALWAYS_BLOCKED, spec.slotRange, spec.dnsServiceAddress].join(', ');
+  const proxy = spec.proxyPorts;
+  const proxyPorts = proxy ? `{ ${proxy.http}, ${proxy.tls} }` : '';
+  // Logging: per slot veth rate limits (dynamic sets), first packet of a connection for allowed traffic.
+  const log = (kind: keyof typeof NFLOG_KINDS, rate: string): string =>
+    `update @log_${NFLOG_KINDS[kind]} { iifname limit rate ${rate} } log group ${spec.nflogGroup} prefix "${t} ${NFLOG_KINDS[kind]}"`;
+  const logging = spec.nflogGroup !== undefined;
+  const rateSet = (kind: string): string => `  set log_${kind} { type ifname; flags dynamic, timeout; timeout 1m; size 65536; }`;
   return [
     `table ip ${t} {}`,
     `delete table ip ${t}`,
@@ -58,9 +93,26 @@ export function tableScript(spec: EgressTableSpec): string {
     `  set dnsport { type ipv4_addr . ipv4_addr . inet_service; flags interval, timeout; }`,
     `  set blocked { type ipv4_addr; flags interval; auto-merge; elements = { ${blocked} }; }`,
     `  set private { type ipv4_addr; flags interval; auto-merge; elements = { ${PRIVATE_RANGES.join(', ')} }; }`,
+    ...(logging ? Object.values(NFLOG_KINDS).map(rateSet) : []),
     `  chain prerouting { type nat hook prerouting priority dstnat; policy accept;`,
     `    iifname ${veths} meta l4proto { tcp, udp } th dport 53 redirect to :${port}`,
+    ...(proxy ? [`    iifname ${veths} tcp dport { 80, 443 } jump proxy_redirect`] : []),
     `  }`,
+    ...(proxy
+      ? [
+        // Open slots, blocked destinations, spoofed sources and address/CIDR rules keep their path through the filter.
+        `  chain proxy_redirect {`,
+        `    ip saddr @open return`,
+        `    ip daddr @blocked return`,
+        `    iifname . ip saddr != @spoof return`,
+        `    ip saddr . ip daddr @net return`,
+        `    ip saddr . ip daddr . tcp dport @netport return`,
+        ...(logging ? [`    ${log('proxied', '50/second burst 100 packets')}`] : []),
+        `    tcp dport 80 redirect to :${proxy.http}`,
+        `    tcp dport 443 redirect to :${proxy.tls}`,
+        `  }`,
+      ]
+      : []),
     `  chain postrouting { type nat hook postrouting priority srcnat; policy accept;`,
     `    ip saddr ${spec.slotRange} oifname != ${veths} masquerade`,
     `  }`,
@@ -71,14 +123,22 @@ export function tableScript(spec: EgressTableSpec): string {
     `    oifname ${veths} jump inbound`,
     `  }`,
     `  chain outbound {`,
-    `    iifname . ip saddr != @spoof drop`,
-    `    ip daddr @blocked drop`,
-    `    ip saddr @open ip daddr != @private accept`,
-    `    ip saddr . ip daddr @net accept`,
-    `    ip saddr . ip daddr @dns accept`,
-    `    meta l4proto { tcp, udp } ip saddr . ip daddr . th dport @netport accept`,
-    `    meta l4proto { tcp, udp } ip saddr . ip daddr . th dport @dnsport accept`,
-    `    drop comment "${INSTALLED_MARKER}"`,
+    `    iifname . ip saddr != @spoof goto deny`,
+    `    ip daddr @blocked goto deny`,
+    `    ip saddr @open ip daddr != @private goto allow`,
+    `    ip saddr . ip daddr @net goto allow`,
+    `    ip saddr . ip daddr @dns goto allow`,
+    `    meta l4proto { tcp, udp } ip saddr . ip daddr . th dport @netport goto allow`,
+    `    meta l4proto { tcp, udp } ip saddr . ip daddr . th dport @dnsport goto allow`,
+    `    goto deny comment "${INSTALLED_MARKER}"`,
+    `  }`,
+    `  chain allow {`,
+    ...(logging ? [`    ct state new ${log('allowed', '50/second burst 100 packets')}`] : []),
+    `    accept`,
+    `  }`,
+    `  chain deny {`,
+    ...(logging ? [`    ${log('denied', '20/second burst 40 packets')}`] : []),
+    `    drop`,
     `  }`,
     `  chain inbound {`,
     `    ct direction != reply drop`,
@@ -94,12 +154,14 @@ export function tableScript(spec: EgressTableSpec): string {
     `    meta nfproto ipv6 iifname ${veths} drop`,
     `    iifname ${veths} jump slot_input`,
     `    meta l4proto { tcp, udp } th dport ${port} drop`,
+    ...(proxy ? [`    tcp dport ${proxyPorts} drop`] : []),
     `  }`,
     `  chain slot_input {`,
-    `    iifname . ip saddr != @spoof drop`,
+    `    iifname . ip saddr != @spoof goto deny`,
     `    ct direction reply accept`,
     `    ct status dnat meta l4proto { tcp, udp } th dport ${port} accept`,
-    `    drop`,
+    ...(proxy ? [`    ct status dnat tcp dport ${proxyPorts} accept`] : []),
+    `    goto deny`,
     `  }`,
     `}`,
   ].join('\n') + '\n';

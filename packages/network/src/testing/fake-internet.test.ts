@@ -10,12 +10,21 @@ import { FakeInternet } from './fake-internet.js';
 import { queryDnsFrom } from './dns-query.js';
 import type { VethNamespace } from './veth-namespace.js';
 
-// The rig self-test: real namespaces under the test-only prefix `rmqa`, removed in `after`.
+// The rig self-test: real namespaces under the test-only prefix `rmqa`, removed in `after`. The served
+// addresses are its own (not the defaults), so that other rigs may run at the same time; the zone is the default.
+const WWW = '203.0.113.61';
+const CDN = '203.0.113.62';
+const ECHO = '198.51.100.67';
 let rig: FakeInternet;
 let client: VethNamespace;
 
 before(async () => {
-  rig = await FakeInternet.start({ prefix: 'rmqa' });
+  rig = await FakeInternet.start({
+    prefix: 'rmqa',
+    web: [{ address: WWW, names: ['www.example.com', 'api.example.com'] }, { address: CDN, names: ['cdn.example.net'] }],
+    echo: [{ address: ECHO, port: 8080 }],
+    dns: { address: '198.51.100.63' },
+  });
   client = await rig.addClient('one');
 });
 after(() => rig?.teardown());
@@ -32,23 +41,23 @@ function get(url: string, options: { host?: string; servername?: string; ca?: st
 }
 
 test('HTTP from the host reaches the rig; the request and its Host are logged', async () => {
-  const body = await get('http://203.0.113.10/hello', { host: 'api.example.com' });
-  assert.match(body, /hello from 203\.0\.113\.10:80 host=api\.example\.com/);
+  const body = await get(`http://${WWW}/hello`, { host: 'api.example.com' });
+  assert.match(body, /hello from 203\.0\.113\.61:80 host=api\.example\.com/);
   const e = await rig.waitForEvent((x) => x.kind === 'http-request' && x.path === '/hello');
   assert.equal(e.kind, 'http-request');
   if (e.kind !== 'http-request') return;
   assert.equal(e.host, 'api.example.com');
-  assert.equal(e.local, '203.0.113.10');
+  assert.equal(e.local, WWW);
   assert.equal(e.remote, rig.namespace.hostAddress);
 });
 
 test('HTTPS: one address serves two names; SNI and Host are logged; the certificate verifies with certPem', async () => {
   for (const name of ['www.example.com', 'api.example.com']) {
-    const body = await get(`https://203.0.113.10/${name}`, { host: name, servername: name, ca: rig.certPem });
+    const body = await get(`https://${WWW}/${name}`, { host: name, servername: name, ca: rig.certPem });
     assert.match(body, new RegExp(`host=${name} sni=${name}`));
   }
   await rig.flush();
-  const tls = rig.events('tls').filter((e) => e.local === '203.0.113.10');
+  const tls = rig.events('tls').filter((e) => e.local === WWW);
   assert.deepEqual(tls.map((e) => [e.sni, e.outcome]), [['www.example.com', 'handshake'], ['api.example.com', 'handshake']]);
   const requests = rig.events('http-request').filter((e) => e.service === 'https');
   assert.deepEqual(requests.map((e) => [e.sni, e.host]), [['www.example.com', 'www.example.com'], ['api.example.com', 'api.example.com']]);
@@ -57,27 +66,27 @@ test('HTTPS: one address serves two names; SNI and Host are logged; the certific
 test('connections that never send a request are logged, with the SNI of a failed handshake', async () => {
   // Plain TCP connect and close.
   await new Promise<void>((resolve, reject) => {
-    const s = connect({ host: '203.0.113.20', port: 80 }, () => s.end());
+    const s = connect({ host: CDN, port: 80 }, () => s.end());
     s.on('close', () => resolve()).on('error', reject);
   });
-  const plain = await rig.waitForEvent((e) => e.kind === 'connection-closed' && e.local === '203.0.113.20' && e.localPort === 80);
+  const plain = await rig.waitForEvent((e) => e.kind === 'connection-closed' && e.local === CDN && e.localPort === 80);
   assert.equal(plain.kind === 'connection-closed' && plain.bytesIn, 0);
   // A TLS client that rejects the certificate (no `ca`): the handshake fails, the SNI is still known.
   await new Promise<void>((resolve) => {
-    const s = tlsConnect({ host: '203.0.113.20', port: 443, servername: 'cdn.example.net' });
+    const s = tlsConnect({ host: CDN, port: 443, servername: 'cdn.example.net' });
     s.on('error', () => resolve());
     s.on('secureConnect', () => resolve());
   });
-  const tls = await rig.waitForEvent((e) => e.kind === 'tls' && e.local === '203.0.113.20');
+  const tls = await rig.waitForEvent((e) => e.kind === 'tls' && e.local === CDN);
   assert.equal(tls.kind === 'tls' && tls.sni, 'cdn.example.net');
   assert.equal(tls.kind === 'tls' && tls.outcome, 'failed');
   await rig.flush();
-  assert.equal(rig.events('http-request').filter((e) => e.local === '203.0.113.20').length, 0);
+  assert.equal(rig.events('http-request').filter((e) => e.local === CDN).length, 0);
 });
 
 test('TCP echo on an arbitrary port, from a client namespace', async () => {
   const r = await client.exec([process.execPath, '-e',
-    `const s=require('net').connect(8080,'198.51.100.7',()=>s.end('ping'));let o='';s.on('data',d=>o+=d).on('end',()=>console.log(o))`]);
+    `const s=require('net').connect(8080,process.argv[1],()=>s.end('ping'));let o='';s.on('data',d=>o+=d).on('end',()=>console.log(o))`, ECHO]);
   assert.equal(r.stdout.trim(), 'ping');
   const e = await rig.waitForEvent((x) => x.kind === 'connection' && x.service === 'echo');
   assert.equal(e.kind === 'connection' && e.remote, client.address);

@@ -1,0 +1,67 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { formatEgressRule, parseEgressPolicy, type EgressVerdict } from '@ramify/core';
+import { EgressVerdicts } from './egress-verdicts.js';
+import { parseNflogLine, type NflogPacket } from './nflog-reader.js';
+import { matchConnection } from './policy-match.js';
+import { learnAnswer, slotViewOf, type SlotRecord } from './slot-views.js';
+
+const policy = parseEgressPolicy(['*.pkg.test:443', 'www.example.com', '198.51.100.7:8080-8081', '203.0.113.0/24', 'api.example.com:80']);
+const match = (facts: Parameters<typeof matchConnection>[1]): string | null => {
+  const m = matchConnection(policy, facts);
+  return m ? formatEgressRule(m.rule) : null;
+};
+
+test('matchConnection: first rule in order; ports are checked; address rules never match names; ICMP only port-less rules', () => {
+  assert.equal(match({ port: 443, names: ['a.b.pkg.test'] }), '*.pkg.test:443');
+  assert.equal(match({ port: 80, names: ['a.pkg.test'] }), null);
+  assert.equal(match({ port: 80, names: ['www.example.com'] }), 'www.example.com');
+  assert.equal(match({ port: 443, names: ['api.example.com'] }), null, 'the name rule is for port 80');
+  assert.equal(match({ address: '198.51.100.7', port: 8081, names: [] }), '198.51.100.7:8080-8081');
+  assert.equal(match({ address: '198.51.100.7', port: 8082, names: [] }), null);
+  assert.equal(match({ address: '203.0.113.99', port: null, names: [] }), '203.0.113.0/24');
+  assert.equal(match({ address: '198.51.100.7', port: null, names: [] }), null, 'ICMP: a port rule does not match');
+  assert.equal(match({ address: '192.0.2.1', port: 80, names: ['api.example.com'] }), 'api.example.com:80');
+  assert.equal(matchConnection(parseEgressPolicy(['x.test', '*']), { port: 1, names: [] })?.rule.kind, 'any');
+  assert.equal(matchConnection(parseEgressPolicy([]), { port: 1, names: ['x.test'] }), null);
+});
+
+test('parseNflogLine keeps only the table prefix; ports only for TCP/UDP; ICMP type and echo id', () => {
+  const base = { 'oob.prefix': 'rxz d', 'oob.in': 'rxzh3', src_ip: '10.1.0.14', dest_ip: '203.0.113.5', 'oob.time.sec': 1_700_000_000, 'oob.time.usec': 250_000 };
+  const tcp = parseNflogLine(JSON.stringify({ ...base, 'ip.protocol': 6, src_port: 40000, dest_port: 443 }), 'rxz ');
+  assert.deepEqual(tcp, {
+    kind: 'd', at: new Date(1_700_000_000_250), inInterface: 'rxzh3', protocol: 6, source: '10.1.0.14', destination: '203.0.113.5', sourcePort: 40000, destinationPort: 443, icmp: null,
+  });
+  const icmp = parseNflogLine(JSON.stringify({ ...base, 'ip.protocol': 1, 'icmp.type': 8, 'icmp.code': 0, 'icmp.echoid': 7, 'icmp.echoseq': 2 }), 'rxz ');
+  assert.deepEqual([icmp?.sourcePort, icmp?.icmp], [null, { type: 8, code: 0, id: 7, sequence: 2 }]);
+  assert.equal(parseNflogLine(JSON.stringify({ ...base, 'oob.prefix': 'other a' }), 'rxz '), null);
+  assert.equal(parseNflogLine(JSON.stringify({ 'oob.prefix': 'rxz a' }), 'rxz '), null, 'not IPv4');
+});
+
+test('EgressVerdicts: sandbox by veth (spoofed source too), rule from learned names, repeats of a denied packet once', () => {
+  const slot: SlotRecord = { sandboxId: 'sbx_1', slot: 3, slotAddress: '10.1.0.14', policy: parseEgressPolicy(['www.example.com:8443', '198.51.100.7']), learned: new Map() };
+  learnAnswer(slot.learned, 'www.example.com', ['203.0.113.5'], Date.now() + 60_000);
+  const out: EgressVerdict[] = [];
+  const verdicts = new EgressVerdicts({
+    prefix: 'rxz',
+    slots: { slotByNumber: (n) => (n === 3 ? slotViewOf(slot) : null), slotByAddress: (a) => (a === slot.slotAddress ? slotViewOf(slot) : null) },
+    emit: (v) => out.push(v),
+  });
+  const packet = (over: Partial<NflogPacket>): NflogPacket => ({
+    kind: 'a', at: new Date(0), inInterface: 'rxzh3', protocol: 6, source: '10.1.0.14', destination: '203.0.113.5', sourcePort: 40000, destinationPort: 8443, icmp: null, ...over,
+  });
+  verdicts.packet(packet({}));
+  verdicts.packet(packet({ kind: 'd', destinationPort: 22 }));
+  verdicts.packet(packet({ kind: 'd', destinationPort: 22 })); // a retransmission
+  verdicts.packet(packet({ kind: 'd', source: '10.9.9.9', destination: '198.51.100.9' })); // spoofed source, same veth
+  verdicts.packet(packet({ kind: 'a', protocol: 1, destination: '198.51.100.7', sourcePort: null, destinationPort: null, icmp: { type: 8, code: 0, id: 1, sequence: 1 } }));
+  verdicts.packet(packet({ inInterface: 'rxzh4', source: '10.1.0.99' })); // unknown slot
+  verdicts.packet(packet({ protocol: 47 })); // GRE: not logged
+  assert.deepEqual(out.map(({ at: _at, ...v }) => v), [
+    { sandboxId: 'sbx_1', protocol: 'tcp', destination: '203.0.113.5', port: 8443, name: 'www.example.com', verdict: 'allowed', rule: 'www.example.com:8443' },
+    { sandboxId: 'sbx_1', protocol: 'tcp', destination: '203.0.113.5', port: 22, name: 'www.example.com', verdict: 'denied', rule: null },
+    { sandboxId: 'sbx_1', protocol: 'tcp', destination: '198.51.100.9', port: 8443, name: null, verdict: 'denied', rule: null },
+    { sandboxId: 'sbx_1', protocol: 'icmp', destination: '198.51.100.7', port: null, name: null, verdict: 'allowed', rule: '198.51.100.7' },
+  ]);
+  assert.equal(out[0]!.at, new Date(0).toISOString());
+});
