@@ -100,7 +100,11 @@ async function finishParentOperation(core: Core, sandboxId: string): Promise<voi
   }
 }
 
-/** Enforce the stored egress policy of every running or paused sandbox again; a failure is logged (the sandbox's next restore retries it). */
+/**
+ * Enforce the stored egress policy of every running or paused sandbox again. A failure is logged and the
+ * sandbox stays cut off: the enforcer drops all traffic of a slot it holds no policy for (fail closed), and
+ * the sandbox's next restore or policy change retries.
+ */
 async function reapplyEgressPolicies(core: Core): Promise<void> {
   if (!core.egressEnforcer) return;
   for (const stale of await liveRecords(core)) {

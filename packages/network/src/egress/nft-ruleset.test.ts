@@ -23,6 +23,15 @@ test('address rules become set elements; covered ones are dropped; names add not
   ]);
 });
 
+test('partly overlapping or adjacent port ranges on one address are merged (an interval set refuses the overlap)', () => {
+  assert.deepEqual(keys(['198.51.100.7:80-90', '198.51.100.7:85-95', '198.51.100.7:96', '198.51.100.7:200', '203.0.113.0/24:50-60']), [
+    'spoof "rmeh3" . 10.9.0.14',
+    'netport 10.9.0.14 . 203.0.113.0/24 . 50-60',
+    'netport 10.9.0.14 . 198.51.100.7 . 80-96',
+    'netport 10.9.0.14 . 198.51.100.7 . 200',
+  ]);
+});
+
 test('DNS elements carry the TTL as timeout; deletes tolerate missing elements', () => {
   const e = dnsElement('10.9.0.14', '203.0.113.10', { from: 443, to: 443 }, 29.2);
   assert.deepEqual(e, { set: 'dnsport', key: '10.9.0.14 . 203.0.113.10 . 443', timeoutSeconds: 30 });

@@ -219,7 +219,7 @@ export function policyElements(veth: string, slotAddress: string, policy: Egress
     if (kept.some((k) => covers(k, n))) continue;
     kept.push(n);
   }
-  for (const n of kept) {
+  for (const n of mergePortRanges(kept)) {
     const dest = n.prefix === 32 ? toIp(n.start) : `${toIp(n.start)}/${n.prefix}`;
     elements.push(n.port === null ? { set: 'net', key: `${slotAddress} . ${dest}` } : { set: 'netport', key: `${slotAddress} . ${dest} . ${portText(n.port)}` });
   }
@@ -232,6 +232,21 @@ export function dnsElement(slotAddress: string, address: string, port: PortRange
   return port === null
     ? { set: 'dns', key: `${slotAddress} . ${address}`, timeoutSeconds }
     : { set: 'dnsport', key: `${slotAddress} . ${address} . ${portText(port)}`, timeoutSeconds };
+}
+
+/**
+ * Union the port ranges of entries with the same destination (`1.2.3.4:80-90` + `1.2.3.4:85-95` →
+ * `1.2.3.4:80-95`): an interval set refuses an element whose ranges overlap another's on the same address.
+ */
+function mergePortRanges<T extends { start: number; prefix: number; port: PortRange | null }>(entries: T[]): T[] {
+  const out: T[] = [];
+  for (const n of entries) {
+    const same = n.port === null ? undefined : out.find((o) => o.start === n.start && o.prefix === n.prefix && o.port !== null && o.port.from <= n.port!.to + 1 && n.port!.from <= o.port.to + 1);
+    if (same && same.port && n.port) same.port = { from: Math.min(same.port.from, n.port.from), to: Math.max(same.port.to, n.port.to) };
+    else out.push({ ...n, port: n.port ? { ...n.port } : null });
+  }
+  // A merge can make a range touch one met earlier: repeat until stable.
+  return out.length < entries.length ? mergePortRanges(out) : out;
 }
 
 function covers(outer: { start: number; prefix: number; port: PortRange | null }, inner: { start: number; prefix: number; port: PortRange | null }): boolean {
