@@ -1,12 +1,24 @@
 /**
  * The in-sandbox entry point (bundled to `dist/agent.mjs`):
- *   node agent.mjs serve  --socket /run/ramify/agent.sock [--ring-bytes N]
- *   node agent.mjs bridge --socket /run/ramify/agent.sock [--connect-timeout-ms N]
- * `serve` runs the agent (under tini as PID 1 in the sandbox); `bridge` splices stdio to its socket.
+ *   node agent.mjs serve  [--socket PATH] [--virtio-port DEVICE] [--virtio-poll-ms N] [--virtio-stall-ms N] [--ring-bytes N]
+ *   node agent.mjs bridge [--socket PATH] [--connect-timeout-ms N]
+ * `serve` runs the agent (under tini as PID 1 in the sandbox). It listens on the unix socket `--socket`
+ * (default /run/ramify/agent.sock) and/or serves the virtio-serial port `--virtio-port` (microVMs, e.g.
+ * /dev/virtio-ports/org.ramify.agent0): with `--virtio-port` alone there is no socket; give both to
+ * serve both over one process table. On the port every host connection opens with the hello/ack
+ * handshake (`protocol/virtio-handshake.ts`, host side `openVirtioChannel`); while no host is connected
+ * the agent looks for one every `--virtio-poll-ms` (default 50); a frame that stops arriving midway for
+ * `--virtio-stall-ms` (default 5000) is dropped. `bridge` splices stdio to the socket (the gVisor host
+ * runs it with `runsc exec`).
  */
 import { runBridge } from './server/bridge.js';
 
 export const DEFAULT_SOCKET_PATH = '/run/ramify/agent.sock';
+
+const USAGE = `usage: agent.mjs serve  [--socket PATH] [--virtio-port DEVICE] [--virtio-poll-ms N] [--virtio-stall-ms N] [--ring-bytes N]
+       agent.mjs bridge [--socket PATH] [--connect-timeout-ms N]
+serve listens on --socket (default ${DEFAULT_SOCKET_PATH}) unless only --virtio-port is given; give both to serve both.
+`;
 
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
@@ -28,21 +40,28 @@ function numberFlag(args: string[], name: string): number | undefined {
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
-  const socketPath = flag(args, '--socket') ?? DEFAULT_SOCKET_PATH;
+  const socketFlag = flag(args, '--socket');
   if (command === 'bridge') {
-    await runBridge({ socketPath, connectTimeoutMs: numberFlag(args, '--connect-timeout-ms') ?? 5000 });
+    await runBridge({ socketPath: socketFlag ?? DEFAULT_SOCKET_PATH, connectTimeoutMs: numberFlag(args, '--connect-timeout-ms') ?? 5000 });
     return;
   }
   if (command === 'serve') {
+    const virtioPath = flag(args, '--virtio-port');
+    const socketPath = socketFlag ?? (virtioPath ? undefined : DEFAULT_SOCKET_PATH);
     const { startAgentServer } = await import('./server/agent-server.js');
     process.on('uncaughtException', (err) => process.stderr.write(`ramify-agent: uncaught: ${err.stack ?? err}\n`));
     process.on('unhandledRejection', (err) => process.stderr.write(`ramify-agent: unhandled rejection: ${String(err)}\n`));
     process.on('SIGPIPE', () => undefined);
-    await startAgentServer({ socketPath, ringBytes: numberFlag(args, '--ring-bytes') });
-    process.stderr.write(`ramify-agent: listening on ${socketPath} (pid ${process.pid})\n`);
+    await startAgentServer({
+      socketPath,
+      virtioPort: virtioPath ? { path: virtioPath, pollMs: numberFlag(args, '--virtio-poll-ms'), stallMs: numberFlag(args, '--virtio-stall-ms') } : undefined,
+      ringBytes: numberFlag(args, '--ring-bytes'),
+    });
+    if (virtioPath) process.stderr.write(`ramify-agent: serving virtio port ${virtioPath} (pid ${process.pid})\n`);
+    if (socketPath) process.stderr.write(`ramify-agent: listening on ${socketPath} (pid ${process.pid})\n`);
     return;
   }
-  process.stderr.write('usage: agent.mjs serve|bridge [--socket PATH]\n');
+  process.stderr.write(USAGE);
   process.exit(2);
 }
 

@@ -1,6 +1,7 @@
 /**
  * Host side of the agent protocol: `AgentClient` implements contracts' `AgentSession` over any byte
- * `Duplex` (a `runsc exec ... bridge` process's stdio, a unix socket, a virtio-serial port). Every call
+ * `Duplex` (a `runsc exec ... bridge` process's stdio, a unix socket, or a virtio-serial port's channel
+ * from `openVirtioChannel`, which does that transport's handshake first). Every call
  * rejects with `RamifyError`: the agent's own code for its errors, `AGENT_UNREACHABLE` at once for
  * anything pending or new when the channel closes.
  */
@@ -77,6 +78,7 @@ export class AgentClient implements AgentSession {
     stream.on('close', () => this.shutdown('channel closed'));
     stream.on('error', (err: Error) => this.shutdown(`channel error: ${err.message}`));
     if (stream.destroyed) this.shutdown('channel already destroyed');
+    stream.resume(); // A stream handed over paused (openVirtioChannel) would otherwise never flow.
   }
 
   get closed(): boolean {

@@ -3,3 +3,4 @@ export * from './messages.js';
 export * from './wire-errors.js';
 export * from './credit.js';
 export * from './chunk-queue.js';
+export * from './virtio-handshake.js';

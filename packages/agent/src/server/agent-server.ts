@@ -1,59 +1,84 @@
 /**
- * The agent's server: listens on a unix socket and serves any number of successive or concurrent
- * connections over one shared process table. Connections come and go (the host drops them before every
- * checkpoint and reconnects after restore); processes outlive them.
+ * The agent's server: serves any number of successive or concurrent connections over one shared process
+ * table, on a unix socket (gVisor: the host reaches it through a `bridge` run with `runsc exec`), on a
+ * virtio-serial port (microVM: the host connects to QEMU's chardev socket; see `virtio-port.ts`), or on
+ * both at once. Connections come and go (the host drops them before every checkpoint and reconnects after
+ * restore); processes, output rings and files outlive them.
  */
 import { chmodSync, mkdirSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { AgentConnection } from './connection.js';
 import { createHandler } from './handlers.js';
 import { ProcessTable, type ProcessTableOptions, type SandboxIdentityState } from './process-table.js';
+import { serveVirtioPort, type VirtioPortOptions, type VirtioPortServer } from './virtio-port.js';
 
 export interface AgentServerOptions extends ProcessTableOptions {
   /** Unix socket path; a stale file there is replaced, parents are created. */
-  socketPath: string;
+  socketPath?: string;
+  /** A virtio-serial port to serve host connections on. At least one of `socketPath`/`virtioPort` is needed. */
+  virtioPort?: VirtioPortOptions;
   /** Where diagnostics go (default: stderr). */
   log?: (line: string) => void;
 }
 
 export interface RunningAgentServer {
-  readonly server: Server;
+  /** The socket server, when `socketPath` was given. */
+  readonly server: Server | undefined;
+  /** The virtio port server, when `virtioPort` was given. */
+  readonly virtio: VirtioPortServer | undefined;
   readonly table: ProcessTable;
   /** Stop accepting connections and drop current ones (processes are left running). */
   close(): Promise<void>;
 }
 
-/** Start listening. Resolves once the socket accepts connections. */
-export async function startAgentServer(options: AgentServerOptions): Promise<RunningAgentServer> {
-  const log = options.log ?? ((line: string) => process.stderr.write(`ramify-agent: ${line}\n`));
-  const identity: SandboxIdentityState = { envs: {} };
-  const table = new ProcessTable(identity, options);
-  const handle = createHandler(table, identity);
-  const sockets = new Set<import('node:net').Socket>();
+async function listen(socketPath: string, onConnection: (socket: Socket) => void, log: (line: string) => void): Promise<{ server: Server; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
   const server = createServer((socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
-    new AgentConnection(socket, handle, log);
+    onConnection(socket);
   });
-  mkdirSync(dirname(options.socketPath), { recursive: true });
-  rmSync(options.socketPath, { force: true });
+  mkdirSync(dirname(socketPath), { recursive: true });
+  rmSync(socketPath, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.socketPath, () => {
+    server.listen(socketPath, () => {
       server.off('error', reject);
       resolve();
     });
   });
-  chmodSync(options.socketPath, 0o600);
+  chmodSync(socketPath, 0o600);
   server.on('error', (err) => log(`server error: ${err.message}`));
   return {
     server,
-    table,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),
+  };
+}
+
+/**
+ * Start serving. Resolves once the socket (if any) accepts connections; the virtio port (if any) is
+ * served in the background, waiting for the device and for hosts as long as needed.
+ * @throws Error when neither transport is given or the socket cannot be bound.
+ */
+export async function startAgentServer(options: AgentServerOptions): Promise<RunningAgentServer> {
+  if (!options.socketPath && !options.virtioPort) throw new Error('agent server needs a socket path, a virtio port, or both');
+  const log = options.log ?? ((line: string) => process.stderr.write(`ramify-agent: ${line}\n`));
+  const identity: SandboxIdentityState = { envs: {} };
+  const table = new ProcessTable(identity, options);
+  const handle = createHandler(table, identity);
+  const socket = options.socketPath ? await listen(options.socketPath, (s) => new AgentConnection(s, handle, log), log) : undefined;
+  const virtio = options.virtioPort ? serveVirtioPort(options.virtioPort, (channel) => new AgentConnection(channel, handle, log), log) : undefined;
+  return {
+    server: socket?.server,
+    virtio,
+    table,
+    close: async () => {
+      await Promise.all([socket?.close(), virtio?.close()]);
+    },
   };
 }

@@ -1,9 +1,10 @@
 /**
- * One client connection to the agent (one bridge). Decodes frames, runs requests concurrently, pushes
- * process output to its subscriptions at the pace the socket accepts, and routes file-stream frames.
- * When the connection closes, its subscriptions and streams end; the processes keep running.
+ * One client connection to the agent (one bridge on the socket, or one host connection on the virtio
+ * port). Decodes frames, runs requests concurrently, pushes process output to its subscriptions at the
+ * pace the stream accepts, and routes file-stream frames. When the connection closes, its subscriptions
+ * and streams end; the processes keep running.
  */
-import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { encodeFrame, FrameDecoder } from '../protocol/framing.js';
 import { MAX_DATA_CHUNK_BYTES, messageTag, type AgentMessage, type RequestMessage, type StreamMessage } from '../protocol/messages.js';
 import { fromWireError, toWireError } from '../protocol/wire-errors.js';
@@ -31,7 +32,7 @@ export class AgentConnection implements FrameSink {
   private pumpScheduled = false;
   private drainWaiting = false;
 
-  constructor(private readonly socket: Socket, private readonly handle: RequestHandler, private readonly log: (line: string) => void) {
+  constructor(private readonly socket: Duplex, private readonly handle: RequestHandler, private readonly log: (line: string) => void) {
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
     socket.on('error', () => undefined);
     socket.on('end', () => socket.end());

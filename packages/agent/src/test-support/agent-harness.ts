@@ -28,6 +28,8 @@ export interface AgentFixture {
   server: ChildProcess;
   /** Environment tag every process started by this agent inherits. */
   tag: string;
+  /** What the agent server wrote to stderr so far. */
+  log(): string;
   /** Start a new bridge process and connect a client through its stdio. */
   connect(): Promise<AgentConnection>;
   /** Pids of live (non-zombie) processes carrying this fixture's tag. */
@@ -58,13 +60,17 @@ export function pidsWithTag(tag: string): number[] {
   return out;
 }
 
-/** Start an agent server (`entry serve --socket ...`) and wait until it listens. */
-export async function startAgent(options: { entry?: string; args?: string[] } = {}): Promise<AgentFixture> {
+/**
+ * Start an agent server (`entry serve --socket ... <args>`) and wait until it serves. With
+ * `withSocket: false` no `--socket` is passed (give `--virtio-port` in `args`); `connect` then fails.
+ */
+export async function startAgent(options: { entry?: string; args?: string[]; withSocket?: boolean } = {}): Promise<AgentFixture> {
   const entry = options.entry ?? COMPILED_ENTRY;
   const dir = mkdtempSync(join(tmpdir(), 'ramify-agent-test-'));
   const socketPath = join(dir, 'agent.sock');
   const tag = randomBytes(8).toString('hex');
-  const server = spawn(process.execPath, [entry, 'serve', '--socket', socketPath, ...(options.args ?? [])], {
+  const withSocket = options.withSocket ?? true;
+  const server = spawn(process.execPath, [entry, 'serve', ...(withSocket ? ['--socket', socketPath] : []), ...(options.args ?? [])], {
     stdio: ['ignore', 'inherit', 'pipe'],
     env: { ...process.env, RAMIFY_TEST_TAG: tag },
   });
@@ -76,7 +82,7 @@ export async function startAgent(options: { entry?: string; args?: string[] } = 
   const clients = new Set<AgentClient>();
   await new Promise<void>((resolve, reject) => {
     const check = setInterval(() => {
-      if (log.includes('listening on')) done(undefined);
+      if (log.includes(withSocket ? 'listening on' : 'serving virtio port')) done(undefined);
       else if (server.exitCode !== null) done(new Error(`agent server exited: ${log}`));
     }, 10);
     const done = (err: Error | undefined): void => {
@@ -91,6 +97,7 @@ export async function startAgent(options: { entry?: string; args?: string[] } = 
     socketPath,
     server,
     tag,
+    log: () => log,
     async connect() {
       const bridge = spawn(process.execPath, [entry, 'bridge', '--socket', socketPath], { stdio: ['pipe', 'pipe', 'inherit'] });
       bridges.add(bridge);

@@ -1,0 +1,148 @@
+/** The virtio link's handshake and framing, driven over a real unix socket pair. */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
+import { after, before, test } from 'node:test';
+import { encodeFrame, MAX_FRAME_BYTES } from '../protocol/framing.js';
+import { encodeMarker } from '../protocol/virtio-handshake.js';
+import { eventually } from '../test-support/agent-harness.js';
+import { HostLink } from './host-link.js';
+
+let dir: string;
+let server: Server;
+let nextLink: ((port: Socket) => void) | undefined;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'ramify-host-link-'));
+  server = createServer((port) => nextLink?.(port));
+  await new Promise<void>((resolve) => server.listen(join(dir, 'port.sock'), resolve));
+});
+
+after(async () => {
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface Pair {
+  host: Socket;
+  link: HostLink;
+  /** Each session's channel and the bytes it received. */
+  sessions: Array<{ channel: Duplex; received: Buffer[]; closed: boolean }>;
+  /** All bytes the host received so far. */
+  hostBytes: () => Buffer;
+  logs: string[];
+}
+
+async function pair(stallMs = 5000): Promise<Pair> {
+  const sessions: Pair['sessions'] = [];
+  const logs: string[] = [];
+  const linked = new Promise<HostLink>((resolve) => {
+    nextLink = (port) =>
+      resolve(
+        new HostLink(port, {
+          stallMs,
+          log: (line) => logs.push(line),
+          startSession: (channel) => {
+            const s = { channel, received: [] as Buffer[], closed: false };
+            channel.on('data', (d: Buffer) => s.received.push(d));
+            channel.on('close', () => {
+              s.closed = true;
+            });
+            sessions.push(s);
+          },
+        }),
+      );
+  });
+  const host = connect(join(dir, 'port.sock'));
+  const got: Buffer[] = [];
+  host.on('data', (d: Buffer) => got.push(d));
+  const link = await linked;
+  return { host, link, sessions, hostBytes: () => Buffer.concat(got), logs };
+}
+
+const bytesOf = (s: { received: Buffer[] }): Buffer => Buffer.concat(s.received);
+
+test('bytes before a HELLO are dropped, the ACK goes out first, frames pass whole both ways', async () => {
+  const p = await pair();
+  const n1 = randomBytes(8);
+  const frameA = encodeFrame({ t: 'req', id: 1, m: 'ping', p: { pad: randomBytes(1000) } });
+  p.host.write(Buffer.concat([randomBytes(300), encodeMarker('ack', randomBytes(8)), Buffer.from([0xff, 0xff, 0xff])]));
+  p.host.write(encodeMarker('hello', n1).subarray(0, 5));
+  p.host.write(Buffer.concat([encodeMarker('hello', n1).subarray(5), frameA.subarray(0, 2)]));
+  p.host.write(frameA.subarray(2, 700));
+  p.host.write(frameA.subarray(700));
+  await eventually(() => p.sessions.length === 1 && bytesOf(p.sessions[0]).length === frameA.length, 'frame A delivered');
+  assert.deepEqual(bytesOf(p.sessions[0]), frameA);
+  const frameB = encodeFrame({ t: 'res', id: 1, r: {} });
+  p.sessions[0].channel.write(frameB);
+  await eventually(() => p.hostBytes().length === 16 + frameB.length, 'ACK and frame B at the host');
+  assert.deepEqual(p.hostBytes(), Buffer.concat([encodeMarker('ack', n1), frameB]));
+  p.host.destroy();
+  await p.link.closed;
+  assert.equal(p.sessions[0].closed, true);
+});
+
+test('a repeated HELLO keeps the connection; a new one at a frame boundary replaces it', async () => {
+  const p = await pair();
+  const [n1, n2] = [randomBytes(8), randomBytes(8)];
+  const [a, b, c] = [1, 2, 3].map((id) => encodeFrame({ t: 'req', id, m: 'ping', p: {} }));
+  p.host.write(Buffer.concat([encodeMarker('hello', n1), encodeMarker('hello', n1), a, encodeMarker('hello', n1), b]));
+  await eventually(() => p.sessions.length === 1 && bytesOf(p.sessions[0]).length === a.length + b.length, 'a and b delivered');
+  assert.deepEqual(bytesOf(p.sessions[0]), Buffer.concat([a, b]));
+  p.host.write(Buffer.concat([encodeMarker('hello', n2), c]));
+  await eventually(() => p.sessions.length === 2 && bytesOf(p.sessions[1]).length === c.length, 'c delivered to a new session');
+  assert.equal(p.sessions[0].closed, true);
+  assert.deepEqual(bytesOf(p.sessions[1]), c);
+  assert.equal(p.link.connected, true);
+  await eventually(() => p.hostBytes().length === 32, 'two ACKs');
+  assert.deepEqual(p.hostBytes(), Buffer.concat([encodeMarker('ack', n1), encodeMarker('ack', n2)]));
+  p.host.destroy();
+  await p.link.closed;
+});
+
+test('a frame that stops arriving midway is dropped after stallMs; the next HELLO is found', async () => {
+  const p = await pair(100);
+  const header = Buffer.alloc(4);
+  header.writeUInt32BE(100_000);
+  p.host.write(Buffer.concat([encodeMarker('hello', randomBytes(8)), header, randomBytes(10)]));
+  await eventually(() => p.sessions[0]?.closed === true, 'stalled session dropped');
+  assert.equal(p.link.connected, false);
+  assert.match(p.logs.join('\n'), /stopped arriving/);
+  const frame = encodeFrame({ t: 'req', id: 9, m: 'ping', p: {} });
+  p.host.write(Buffer.concat([randomBytes(50), encodeMarker('hello', randomBytes(8)), frame]));
+  await eventually(() => p.sessions.length === 2 && bytesOf(p.sessions[1]).length === frame.length, 'fresh session');
+  assert.deepEqual(bytesOf(p.sessions[1]), frame);
+  p.host.destroy();
+  await p.link.closed;
+});
+
+test('an oversized frame length or an ACK from the host drops the connection', async () => {
+  const p = await pair();
+  const tooBig = Buffer.alloc(4);
+  tooBig.writeUInt32BE(MAX_FRAME_BYTES + 1);
+  p.host.write(Buffer.concat([encodeMarker('hello', randomBytes(8)), tooBig]));
+  await eventually(() => p.sessions[0]?.closed === true, 'dropped on an oversized length');
+  p.host.write(Buffer.concat([encodeMarker('hello', randomBytes(8)), encodeMarker('ack', randomBytes(8))]));
+  await eventually(() => p.sessions[1]?.closed === true, 'dropped on an ACK');
+  p.host.write(encodeMarker('hello', randomBytes(8)));
+  await eventually(() => p.sessions.length === 3 && p.link.connected, 'a third session');
+  p.host.end();
+  await p.link.closed;
+  assert.equal(p.sessions[2].closed, true);
+});
+
+test('a connection that gives up on its own lets the link hunt for the next HELLO', async () => {
+  const p = await pair();
+  p.host.write(encodeMarker('hello', randomBytes(8)));
+  await eventually(() => p.sessions.length === 1, 'session');
+  p.sessions[0].channel.destroy();
+  await eventually(() => !p.link.connected, 'link noticed');
+  p.host.write(Buffer.concat([Buffer.from('garbage'), encodeMarker('hello', randomBytes(8))]));
+  await eventually(() => p.sessions.length === 2, 'second session');
+  p.host.destroy();
+  await p.link.closed;
+});
