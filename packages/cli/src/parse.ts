@@ -34,6 +34,19 @@ export function oneOf<T extends string>(choices: readonly T[]): (value: string) 
   };
 }
 
+/**
+ * A comma-separated list of `choices` (`gvisor,microvm`); repeating the option adds to the list.
+ * Rejects (commander prints it) an empty list or a value outside `choices`.
+ */
+export function listOf<T extends string>(choices: readonly T[]): (value: string, previous: T[] | undefined) => T[] {
+  const one = oneOf(choices);
+  return (value, previous) => {
+    const items = value.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+    if (items.length === 0) throw new InvalidArgumentError(`expected one or more of: ${choices.join(', ')}`);
+    return [...(previous ?? []), ...items.map(one)];
+  };
+}
+
 /** Quote one argument for `/bin/bash -c` (single quotes unless it is plainly safe). */
 export function shellQuote(arg: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;

@@ -1,11 +1,12 @@
 /** `ramify template build|list`. */
 import type { RuntimeName } from '@ramify/contracts';
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { BASE_TEMPLATE_SPEC } from '@ramify/template-builder';
 import { buildTemplate, listTemplates, type TemplateBuildEvent, type TemplateInfo } from '@ramify/sdk';
 import { action, type CliContext, type CliEnv } from '../context.js';
 import { loadTemplateSpec } from '../template-spec.js';
+import { listOf } from '../parse.js';
 import { StatusLine } from '../output/spinner.js';
 import { renderFields, renderTable } from '../output/table.js';
 import { formatBytes, formatDuration, formatRelative } from '../output/format.js';
@@ -66,7 +67,7 @@ export function registerTemplate(program: Command, env: CliEnv): void {
   template.command('build').argument('<spec>', "template spec file (YAML or JSON; files[].source paths are relative to it), or 'base' for the built-in base template")
     .description('build a template (cached steps are reused); --json prints the progress events as NDJSON')
     .option('-v, --verbose', 'print every build log line')
-    .addOption(new Option('-r, --runtime <name...>', 'runtimes to build an image for (default: every runtime the daemon has)').choices(['gvisor', 'microvm']))
+    .option('-r, --runtime <names>', 'runtimes to build an image for, comma-separated: gvisor, microvm (default: every runtime the daemon has)', listOf(['gvisor', 'microvm'] as const))
     .action(action(env, async (ctx, specPath: string, opts: { verbose?: boolean; runtime?: RuntimeName[] }) => {
       const spec = specPath === 'base' && !existsSync(specPath) ? BASE_TEMPLATE_SPEC : await loadTemplateSpec(specPath);
       const progress = ctx.json ? undefined : new BuildProgress(ctx, opts.verbose === true);

@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+// bench/fork-economics: what a fork costs, per runtime, in the same run. For N = 1, 2, 4, 8 forks of the
+// same running 512 MiB sandbox (holding a 192 MiB file in /dev/shm, i.e. in its memory): the wall time
+// from the fork call to every fork answering a command, and the memory each fork adds on the host:
+// private bytes (Private_Clean + Private_Dirty) and PSS, both from /proc/<pid>/smaps_rollup of every
+// host process that belongs to the fork (QEMU for microvm; runsc sandbox, gofer and helpers for gVisor).
+// The baseline each figure is set against is the parent sandbox itself, measured the same way.
+//   node bench/fork-economics/run.mjs [--runtimes gvisor,microvm] [--template base] [--counts 1,2,4,8]
+// Needs a running `ramify serve` with the template built for each runtime
+// (`ramify template build base --runtime gvisor,microvm`) and root (to read other processes' smaps).
+import { readdir, readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { Sandbox, getHealth } from '@ramify/sdk';
+
+const { values } = parseArgs({
+  options: {
+    runtimes: { type: 'string' },
+    template: { type: 'string', default: 'base' },
+    counts: { type: 'string', default: '1,2,4,8' },
+    'fill-mb': { type: 'string', default: '192' },
+  },
+});
+const counts = values.counts.split(',').map(Number);
+const fillMB = Number(values['fill-mb']);
+const available = (await getHealth()).runtimes;
+const runtimes = values.runtimes ? values.runtimes.split(',') : available;
+const MiB = 1024 * 1024;
+
+/** Host pids whose command line names `sandboxId` (every process the runtime runs for that sandbox). */
+async function pidsOf(sandboxId) {
+  const pids = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(sandboxId)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/** Sum of `Pss` and of `Private_Clean + Private_Dirty` (bytes) over `pids`. */
+async function memoryOf(pids) {
+  let pss = 0;
+  let priv = 0;
+  for (const pid of pids) {
+    const text = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
+    const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) * 1024;
+    pss += kb('Pss');
+    priv += kb('Private_Clean') + kb('Private_Dirty');
+  }
+  return { pss, priv };
+}
+
+const mb = (bytes) => (bytes / MiB).toFixed(1);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+console.log(`bench/fork-economics: template '${values.template}', parent 512 MiB with ${fillMB} MiB in /dev/shm; runtimes ${runtimes.join(', ')} (daemon has ${available.join(', ')})`);
+console.log(['runtime', 'N', 'wall ms', 'per-fork private MiB (median)', 'per-fork PSS MiB (median)', 'private / parent', 'parent private MiB'].join('\t'));
+const summary = {};
+for (const runtime of runtimes) {
+  const parent = await Sandbox.create({ template: values.template, runtime, memoryMB: 512, timeoutMs: 1_800_000 });
+  try {
+    await parent.commands.run(`head -c ${fillMB}M /dev/urandom > /dev/shm/fill && sync`, { timeoutMs: 600_000 });
+    const parentMemory = await memoryOf(await pidsOf(parent.sandboxId));
+    for (const n of counts) {
+      const started = performance.now();
+      const forks = await parent.fork({ count: n });
+      await Promise.all(forks.map((f) => f.commands.run('true')));
+      const wallMs = performance.now() - started;
+      // Let lazily restored memory settle before reading it (gVisor restores pages in the background).
+      await new Promise((r) => setTimeout(r, 1000));
+      const perFork = await Promise.all(forks.map(async (f) => memoryOf(await pidsOf(f.sandboxId))));
+      const priv = median(perFork.map((m) => m.priv));
+      const pss = median(perFork.map((m) => m.pss));
+      summary[`${runtime} x${n}`] = { wallMs, priv, pss };
+      console.log([runtime, n, wallMs.toFixed(0), mb(priv), mb(pss), `${((priv / parentMemory.priv) * 100).toFixed(0)}%`, mb(parentMemory.priv)].join('\t'));
+      await Promise.all(forks.map((f) => f.kill()));
+    }
+  } finally {
+    await parent.kill();
+  }
+}
+const vm8 = summary['microvm x8'];
+if (vm8) console.log(`microvm: each fork adds ${mb(vm8.priv)} MiB private at N = 8 (target <= 32 MiB: ${vm8.priv <= 32 * MiB ? 'ok' : 'MISSED'})`);
+const gv8 = summary['gvisor x8'];
+if (vm8 && gv8) console.log(`at N = 8 a microvm fork adds ${(vm8.priv / gv8.priv).toFixed(2)}x the private memory of a gVisor fork; wall ${(vm8.wallMs / gv8.wallMs).toFixed(2)}x`);
