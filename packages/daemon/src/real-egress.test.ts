@@ -31,7 +31,8 @@ async function exec(id: string, cmd: string): Promise<{ exitCode: number; stdout
   assert.equal(r.status, 200, JSON.stringify(r.json));
   return { exitCode: r.json.exitCode as number, stdout: r.json.stdout as string };
 }
-const curl = (id: string, url: string) => exec(id, `curl -s -m 3 -o /dev/null -w '%{http_code}' ${url}`);
+// -f: a refusal by the host's SNI/Host proxy (HTTP 403) counts as a failure, like a dropped connection.
+const curl = (id: string, url: string) => exec(id, `curl -sf -m 3 -o /dev/null -w '%{http_code}' ${url}`);
 
 
 describe('egress enforcement through a real daemon and gVisor sandboxes', { skip, timeout: 600_000 }, () => {

@@ -55,3 +55,21 @@ test('attach repairs a guest address that was removed, detach removes everything
   const link = await run(['ip', 'link', 'show', net.names(9).hostVeth]);
   assert.notEqual(link.code, 0);
 });
+
+test('a prefix whose slot range another interface already uses is refused with the interface named', async () => {
+  const other = new NamespaceNetwork({ prefix: 'rmtc' });
+  const [base] = other.layout.slotBase.split('.0.0');
+  await run(['ip', 'link', 'add', 'rmtxa', 'type', 'veth', 'peer', 'name', 'rmtxb']);
+  try {
+    await run(['ip', 'addr', 'add', `${base}.0.9/30`, 'dev', 'rmtxa']);
+    await assert.rejects(other.attach('sbx_c', 1), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'RUNTIME_ERROR');
+      assert.match(err.message, /slot range .* of network prefix 'rmtc' is in use by rmtxa/);
+      return true;
+    });
+    assert.equal(existsSync('/var/run/netns/rmtc-s1'), false, 'nothing was built');
+  } finally {
+    await run(['ip', 'link', 'del', 'rmtxa']);
+    await other.destroyAll();
+  }
+});

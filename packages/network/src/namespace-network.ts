@@ -12,6 +12,7 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { RamifyError } from '@ramify/contracts';
 import type { NetworkAttachment, SandboxNetwork } from '@ramify/core';
 import { run, runChecked } from './exec.js';
 import { layoutForPrefix, slotAddresses, slotRange, type SlotLayout } from './slots.js';
@@ -221,6 +222,7 @@ export class NamespaceNetwork implements SandboxNetwork {
   /** Host side, once per process: IPv4 forwarding and the daemon's own nftables table (open egress). */
   ensureHost(): Promise<void> {
     this.hostReady ??= (async () => {
+      await this.assertSlotRangeFree();
       if (this.hostFirewall) return this.hostFirewall.install();
       await writeFile('/proc/sys/net/ipv4/ip_forward', '1');
       const t = this.prefix;
@@ -237,6 +239,20 @@ export class NamespaceNetwork implements SandboxNetwork {
     })();
     this.hostReady.catch(() => (this.hostReady = undefined));
     return this.hostReady;
+  }
+
+  /**
+   * Refuse to share the slot range with another prefix (two daemons whose prefixes hash to one range would
+   * put the same /30 on two host veths, and replies would go to the wrong one).
+   * @throws RamifyError `RUNTIME_ERROR` naming the interfaces that hold addresses in the range.
+   */
+  private async assertSlotRangeFree(): Promise<void> {
+    const range = slotRange(this.layout);
+    const out = await run(['ip', '-o', '-4', 'addr', 'show', 'to', range]);
+    const foreign = [...new Set(out.stdout.split('\n').map((l) => l.split(/\s+/)[1] ?? '').filter((dev) => dev !== '' && !dev.startsWith(`${this.prefix}h`)))];
+    if (foreign.length > 0) {
+      throw new RamifyError('RUNTIME_ERROR', `the slot range ${range} of network prefix '${this.prefix}' is in use by ${foreign.join(', ')} (another daemon whose prefix maps to the same range?); choose another prefix`, { range, interfaces: foreign });
+    }
   }
 
   /** Remove every namespace and the host tables (`ip` and `inet`) made with this prefix (tests, `ramify serve --reset-network`). */
