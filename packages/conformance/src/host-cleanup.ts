@@ -6,6 +6,7 @@
 import { readdir, rm } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { layoutForPrefix, removeRouteGuard, slotRange } from '@ramify/network';
 
 /** Result of one host command (never throws on a non-zero exit). */
 export interface HostCommandResult {
@@ -58,6 +59,8 @@ export async function removeHostNetwork(prefix: string): Promise<void> {
   for (const family of ['ip', 'inet']) {
     if (tables.stdout.split('\n').some((line) => line.trim() === `table ${family} ${prefix}`)) await hostRun(['nft', 'delete', 'table', family, prefix]);
   }
+  // The enforcer's fail-closed routing guard (ip rules on the prefix's slot range).
+  await removeRouteGuard(slotRange(layoutForPrefix(prefix)));
 }
 
 /** Force-delete every runsc container whose state lives under `stateDir` (a daemon's `runtime/gvisor/state`). */

@@ -3,9 +3,13 @@
  *
  *   [sandbox netns `<p>-s<slot>`]  eth0 = guest address (same in every sandbox)
  *         | veth
- *   [router netns `<p>-r<slot>`]   gateway address; SNAT guest → slot address, DNAT slot → guest
+ *   [router netns `<p>-r<slot>`]   gateway address; SNAT guest → slot address, DNAT slot → guest;
+ *         |                        drops anything from the sandbox whose source is not the guest address
  *         | veth  (`<p>h<slot>` in the host, slot /30)
  *   [host]                         one nftables table `<p>`: forward + masquerade of the slot range
+ *
+ * The router's anti-spoofing lives outside the host's nftables state (a host `nft flush ruleset` leaves it): every
+ * packet reaching the host from a slot carries its slot address, which the egress route guard relies on.
  *
  * Setup costs ~6 process spawns (~50 ms). Every call is idempotent: `attach` on an existing slot
  * repairs it (runsc strips the guest address from eth0 when it takes the interface over).
@@ -14,6 +18,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { RamifyError } from '@ramify/contracts';
 import type { NetworkAttachment, SandboxNetwork } from '@ramify/core';
+import { removeRouteGuard } from './egress/route-guard.js';
 import { run, runChecked } from './exec.js';
 import { layoutForPrefix, slotAddresses, slotRange, type SlotLayout } from './slots.js';
 
@@ -40,6 +45,8 @@ export class NamespaceNetwork implements SandboxNetwork {
   private hostReady: Promise<void> | undefined;
   /** Per-slot operation queues (see {@link serial}). */
   private readonly queues = new Map<number, Promise<unknown>>();
+  /** Slots whose router table was checked by this process (built by an older version: no anti-spoofing). */
+  private readonly routerChecked = new Set<number>();
 
   constructor(options: NamespaceNetworkOptions = {}) {
     this.prefix = options.prefix ?? 'rmf';
@@ -74,7 +81,10 @@ export class NamespaceNetwork implements SandboxNetwork {
     };
     await this.serial(slot, async () => {
       if (!this.exists(slot)) await this.rebuild(slot);
-      else await this.repairGuest(slot);
+      else {
+        await this.repairRouter(slot);
+        await this.repairGuest(slot);
+      }
     });
     return attachment;
   }
@@ -165,13 +175,36 @@ export class NamespaceNetwork implements SandboxNetwork {
       `link set ${n.uplinkVeth} up`,
       `route add default via ${hostAddress}`,
     ].join('\n') + '\n');
-    // The router's NAT: the sandbox is the guest address inside, its slot address outside.
-    await runChecked(['nsenter', `--net=${NETNS_DIR}/${n.routerNs}`, 'nft', '-f', '-'], [
+    await runChecked(['nsenter', `--net=${NETNS_DIR}/${n.routerNs}`, 'nft', '-f', '-'], this.routerTable(slot));
+    this.routerChecked.add(slot);
+  }
+
+  /**
+   * The router's table (replaces any older one): NAT (the sandbox is the guest address inside, its slot address
+   * outside) and anti-spoofing (from the sandbox only the guest address is forwarded).
+   */
+  private routerTable(slot: number): string {
+    const n = this.names(slot);
+    const L = this.layout;
+    const { slotAddress } = slotAddresses(L, slot);
+    return [
+      'table ip nat {}',
+      'delete table ip nat',
       'table ip nat {',
       `  chain post { type nat hook postrouting priority srcnat; oifname "${n.uplinkVeth}" ip saddr ${L.guestAddress} snat to ${slotAddress}; }`,
       `  chain pre { type nat hook prerouting priority dstnat; iifname "${n.uplinkVeth}" ip daddr ${slotAddress} dnat to ${L.guestAddress}; }`,
+      `  chain antispoof { type filter hook forward priority filter; iifname "${n.guestVeth}" ip saddr != ${L.guestAddress} drop; }`,
       '}',
-    ].join('\n') + '\n');
+    ].join('\n') + '\n';
+  }
+
+  /** Give a slot built by an older version the router's anti-spoofing (checked once per slot and process). */
+  private async repairRouter(slot: number): Promise<void> {
+    if (this.routerChecked.has(slot)) return;
+    const router = `--net=${NETNS_DIR}/${this.names(slot).routerNs}`;
+    const r = await run(['nsenter', router, 'nft', 'list', 'chain', 'ip', 'nat', 'antispoof']);
+    if (r.code !== 0) await runChecked(['nsenter', router, 'nft', '-f', '-'], this.routerTable(slot));
+    this.routerChecked.add(slot);
   }
 
   /** Re-add the guest address and default route if the runtime removed them (before a restore). */
@@ -201,6 +234,7 @@ export class NamespaceNetwork implements SandboxNetwork {
   /** Remove the slot's namespaces and host veth. Caller holds the slot's queue. */
   private async teardown(slot: number): Promise<void> {
     const n = this.names(slot);
+    this.routerChecked.delete(slot);
     await rm(this.readyMarker(slot), { force: true });
     // Deleting a namespace deletes the veths inside it, and with them their host-side peers.
     await run(['ip', 'netns', 'delete', n.sandboxNs]);
@@ -219,7 +253,10 @@ export class NamespaceNetwork implements SandboxNetwork {
     return [...slots].sort((a, b) => a - b);
   }
 
-  /** Host side, once per process: IPv4 forwarding and the daemon's own nftables table (open egress). */
+  /**
+   * Host side, once per process: IPv4 forwarding and the daemon's own nftables table (open egress), or the
+   * `hostFirewall`'s. Without one, an egress route guard left by an earlier enforcing daemon is removed.
+   */
   ensureHost(): Promise<void> {
     this.hostReady ??= (async () => {
       await this.assertSlotRangeFree();
@@ -227,6 +264,7 @@ export class NamespaceNetwork implements SandboxNetwork {
       await writeFile('/proc/sys/net/ipv4/ip_forward', '1');
       const t = this.prefix;
       const range = slotRange(this.layout);
+      await removeRouteGuard(range);
       // One transaction: create-if-missing, delete, define: an atomic replace of our table only.
       await runChecked(['nft', '-f', '-'], [
         `table ip ${t} {}`,
@@ -255,7 +293,10 @@ export class NamespaceNetwork implements SandboxNetwork {
     }
   }
 
-  /** Remove every namespace and the host tables (`ip` and `inet`) made with this prefix (tests, `ramify serve --reset-network`). */
+  /**
+   * Remove every namespace, the host tables (`ip` and `inet`) and the egress route guard made with this prefix
+   * (tests, `ramify serve --reset-network`).
+   */
   async destroyAll(): Promise<void> {
     await this.settle();
     for (const slot of await this.listSlots()) await this.detach(slot);
@@ -266,7 +307,10 @@ export class NamespaceNetwork implements SandboxNetwork {
     await run(['nft', 'delete', 'table', 'ip', this.prefix]);
     // The egress enforcer's table (made by `hostFirewall`, or by an earlier daemon with enforcement).
     if (this.hostFirewall) await this.hostFirewall.uninstall();
-    else await run(['nft', 'delete', 'table', 'inet', this.prefix]);
+    else {
+      await run(['nft', 'delete', 'table', 'inet', this.prefix]);
+      await removeRouteGuard(slotRange(this.layout));
+    }
     this.hostReady = undefined;
   }
 }

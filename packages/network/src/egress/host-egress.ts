@@ -6,7 +6,9 @@
  * - the SNI/Host proxy ({@link EgressProxy}, one listener per original port 80/443 on every host address;
  *   allowlist-mode slots reach it only through the table's redirect); it resolves allowed names through the
  *   same upstreams and is re-checked after every policy change (connections no longer allowed are cut);
- * - the table installed (with the redirect and the NFLOG statements) and the watchdog running;
+ * - the table installed (with the redirect and the NFLOG statements), the route guard (slot traffic the table has
+ *   not marked is refused by routing, so a flushed table fails closed even while the daemon is down) and the
+ *   watchdog running;
  * - with `onVerdict`: the egress log's verdicts from the resolver, the proxy and the nftables log (read by a
  *   `ulogd` child process; without ulogd only resolver and proxy verdicts, and a warning through `onError`).
  */
@@ -38,6 +40,8 @@ export interface HostEgressOptions {
   proxyPorts?: { http?: number; tls?: number };
   /** Table check interval; default 2000 ms. */
   watchIntervalMs?: number;
+  /** Mark bit of the route guard; default `ROUTE_GUARD_MARK` (0x20000000). */
+  guardMark?: number;
   /**
    * Every verdict for the egress log (not awaited; a throw goes to `onError` as `verdict`). When given, the
    * nftables log is read through a `ulogd` child process (stopped by `close`).
@@ -72,8 +76,9 @@ export interface HostEgress {
   /** What sandboxes' resolv.conf must name. */
   dnsServiceAddress: string;
   /**
-   * Stop the watchdog, ulogd, the proxy (its connections are cut) and the resolver. The table stays
-   * (policies keep being enforced while the daemon is down; proxied ports then go nowhere).
+   * Stop the watchdog, ulogd, the proxy (its connections are cut) and the resolver. The table and the route
+   * guard stay (policies keep being enforced while the daemon is down; proxied ports then go nowhere; if the
+   * table is flushed meanwhile, slot traffic is refused until the table is back).
    */
   close(): Promise<void>;
 }
@@ -83,7 +88,7 @@ const ROUTINE_SOCKET_ERRORS = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'E
 
 /**
  * Start the resolver and the proxy, install the table, start the watchdog and (with `onVerdict`) ulogd.
- * Rejects `RUNTIME_UNAVAILABLE` when nft is missing, `RUNTIME_ERROR` when the table cannot be installed, or
+ * Rejects `RUNTIME_UNAVAILABLE` when nft is missing, `RUNTIME_ERROR` when the table or the route guard cannot be installed, or
  * the socket error of a listener; nothing is left running then. A missing or failing ulogd does not fail it.
  */
 export async function startHostEgress(options: HostEgressOptions): Promise<HostEgress> {
@@ -149,6 +154,7 @@ export async function startHostEgress(options: HostEgressOptions): Promise<HostE
       dnsServiceAddress: DNS_SERVICE_ADDRESS,
       proxyPorts,
       nflogGroup,
+      ...(options.guardMark !== undefined ? { guardMark: options.guardMark } : {}),
       onChange: () => proxy.revalidate(),
       onChangeError: report('policy-change'),
     });

@@ -7,27 +7,30 @@
  * address ({@link dnsPolicyFor}, {@link proxyPolicyFor}, {@link slotByAddress}).
  *
  * Fail-closed notes: a slot that was never `apply`d is dropped (its veth/address pair is not in `spoof`).
- * If the table is removed from outside (`nft flush ruleset`), the slot traffic is forwarded unfiltered
- * and unmasqueraded until {@link watch} notices (one interval, default 2 s) and re-installs the table
- * with every policy; DNS grants are lost then (sandboxes resolve again).
+ * With the table it installs the route guard (`route-guard.ts`: policy-routing rules that refuse slot traffic
+ * the table has not marked), so if the table is removed from outside (`nft flush ruleset`), even while the
+ * daemon is down, nothing from a slot leaves the host until the table is back. {@link watch} notices within
+ * one interval (default 2 s) and re-installs the table with every policy; DNS grants are lost then (sandboxes
+ * resolve again). The guard stays when the daemon stops; only {@link uninstall} removes it.
  */
 import { writeFile } from 'node:fs/promises';
 import { ruleForName, type EgressEnforcer, type EgressPolicy, type PortRange } from '@ramify/core';
 import { RamifyError } from '@ramify/contracts';
 import { run, runChecked } from '../exec.js';
 import { slotAddresses, slotRange, type SlotLayout } from '../slots.js';
+import { installRouteGuard, isRouteGuardInstalled, removeRouteGuard, ROUTE_GUARD_MARK } from './route-guard.js';
 import type { DnsAnswerEvent, DnsSandboxPolicy } from './dns-resolver-types.js';
 import type { EgressProxySandbox } from './egress-proxy-types.js';
 import { dnsPolicyOf, learnAnswer, proxyPolicyOf, slotViewOf, type SlotRecord, type SlotView } from './slot-views.js';
 import {
-  INSTALLED_MARKER, addElements, deleteElements, dnsElement, isOpenPolicy, policyElements, refreshElements, tableScript, type SetElement,
+  GUARD_MARKER, INSTALLED_MARKER, addElements, deleteElements, dnsElement, isOpenPolicy, policyElements, refreshElements, tableScript, type SetElement,
 } from './nft-ruleset.js';
 
 /** Installs the host's nftables table; `NamespaceNetwork` calls it instead of making its own. */
 export interface HostFirewall {
-  /** Create (or atomically re-create) the host table. */
+  /** Create (or atomically re-create) the host table (and whatever keeps it fail-closed, e.g. the route guard). */
   install(): Promise<void>;
-  /** Delete the host table. */
+  /** Delete the host table (and the route guard). */
   uninstall(): Promise<void>;
 }
 
@@ -42,6 +45,8 @@ export interface NftEgressEnforcerOptions {
   proxyPorts?: { http: number; tls: number };
   /** NFLOG group of the verdict log statements. Absent: the table logs nothing. */
   nflogGroup?: number;
+  /** Mark bit of the route guard (a single bit); default {@link ROUTE_GUARD_MARK}. */
+  guardMark?: number;
   /**
    * Awaited after every policy change (`apply`, `remove`, `reapplyAll`) is in the kernel, e.g. to cut proxied
    * connections the new policy denies. A rejection is passed to `onChangeError`, the change stands.
@@ -81,41 +86,56 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
   }
 
   /**
-   * Install the table with every policy in memory. The first call in a process always re-creates it (a table
-   * left by an earlier daemon names an old resolver port); later calls only re-create a missing table, so the
-   * network's own `ensureHost` does not drop DNS grants.
+   * Install the table with every policy in memory, and the route guard. The first call in a process always
+   * re-creates the table (one left by an earlier daemon names an old resolver port); later calls only re-create
+   * a missing table, so the network's own `ensureHost` does not drop DNS grants. Rejects `RUNTIME_ERROR` when
+   * the table or the guard cannot be installed.
    */
   install(): Promise<void> {
     return this.serial(async () => {
-      if (this.installedOnce && (await this.isInstalled())) return;
-      await this.installNow();
+      if (this.installedOnce) await this.ensureNow();
+      else await this.installNow();
       this.installedOnce = true;
     });
   }
 
+  /** Delete the table, then the route guard (fail-closed at every step). */
   uninstall(): Promise<void> {
     return this.serial(async () => {
       await run(['nft', 'delete', 'table', 'inet', this.options.prefix]);
+      await removeRouteGuard(slotRange(this.options.layout));
     });
   }
 
   /** True when the table and its rules are in place (false after `nft flush ruleset` or a flushed chain). */
   async isInstalled(): Promise<boolean> {
-    const r = await run(['nft', 'list', 'chain', 'inet', this.options.prefix, 'outbound']);
-    return r.code === 0 && r.stdout.includes(INSTALLED_MARKER);
+    // -t: without set elements (the rules only).
+    const r = await run(['nft', '-t', 'list', 'table', 'inet', this.options.prefix]);
+    return r.code === 0 && r.stdout.includes(INSTALLED_MARKER) && r.stdout.includes(GUARD_MARKER);
   }
 
-  /** Re-install the table when it is missing, with every policy in memory. Resolves true when it had to. */
+  /** True when the route guard's rules are in place, exactly once. */
+  isGuardInstalled(): Promise<boolean> {
+    return isRouteGuardInstalled(this.guardSpec());
+  }
+
+  /** Re-install the table (with every policy in memory) or the route guard where missing. Resolves true when it had to. */
   ensureInstalled(): Promise<boolean> {
-    return this.serial(async () => {
-      if (await this.isInstalled()) return false;
+    return this.serial(() => this.ensureNow());
+  }
+
+  private async ensureNow(): Promise<boolean> {
+    if (!(await this.isInstalled())) {
       await this.installNow();
       return true;
-    });
+    }
+    if (await this.isGuardInstalled()) return false;
+    await installRouteGuard(this.guardSpec());
+    return true;
   }
 
   /**
-   * Check every `intervalMs` (default 2000) that the table is installed, re-installing it if not.
+   * Check every `intervalMs` (default 2000) that the table and the route guard are installed, re-installing them if not.
    * Returns a stop function. `onReinstall` hears about each re-install, `onError` about failures.
    */
   watch(options: { intervalMs?: number; onReinstall?: () => void; onError?: (err: unknown) => void } = {}): () => void {
@@ -257,8 +277,15 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       dnsServiceAddress: this.options.dnsServiceAddress,
       ...(this.options.proxyPorts ? { proxyPorts: this.options.proxyPorts } : {}),
       ...(this.options.nflogGroup !== undefined ? { nflogGroup: this.options.nflogGroup } : {}),
+      guardMark: this.options.guardMark ?? ROUTE_GUARD_MARK,
     });
     await runChecked(['nft', '-f', '-'], table + addElements(this.options.prefix, states.flatMap((s) => s.elements)).join('\n') + '\n');
+    // After the table (which marks slot traffic): the guard never refuses traffic the table would allow.
+    await installRouteGuard(this.guardSpec());
+  }
+
+  private guardSpec(): { slotRange: string; mark: number } {
+    return { slotRange: slotRange(this.options.layout), mark: this.options.guardMark ?? ROUTE_GUARD_MARK };
   }
 
   /** One `nft -f -` transaction; when the table has vanished, re-install it first and retry once. */

@@ -19,6 +19,10 @@
  * ports, unless the destination is blocked (then dropped by the filter) or allowed by an address/CIDR
  * rule (then filtered like any other traffic). Addresses learned from DNS are proxied on 80/443.
  *
+ * Route guard: with `guardMark`, a `guard` chain (prerouting, before the routing decision) ORs the mark into
+ * every packet from a slot veth; the policy-routing rules of `route-guard.ts` refuse unmarked slot traffic,
+ * so a missing table fails closed. The chain only marks; the filter chains decide.
+ *
  * Verdict log: with an NFLOG group, the first packet of each allowed forwarded connection (`<prefix> a`),
  * every denied packet (`<prefix> d`) and the first packet of each proxied connection (`<prefix> p`, for
  * the original destination) are logged, rate-limited per slot veth.
@@ -27,6 +31,9 @@ import type { EgressPolicy, PortRange } from '@ramify/core';
 
 /** Marker on the last rule of the outbound chain; its presence means the table is installed. */
 export const INSTALLED_MARKER = 'ramify-egress-v2';
+
+/** Marker on the guard chain's rule (a table made with `guardMark` is installed only with it). */
+export const GUARD_MARKER = 'ramify-egress-guard';
 
 /** What the table needs to know about the host. */
 export interface EgressTableSpec {
@@ -45,6 +52,11 @@ export interface EgressTableSpec {
   proxyPorts?: { http: number; tls: number };
   /** NFLOG group the verdict log statements use (see {@link nflogGroupFor}); absent: nothing is logged. */
   nflogGroup?: number;
+  /**
+   * Mark bit the `guard` chain ORs into every packet arriving on a slot veth (see `route-guard.ts`). Absent: no
+   * guard chain (then the route guard must not be installed, or it refuses all slot traffic).
+   */
+  guardMark?: number;
 }
 
 /** Prefixes of the NFLOG messages, after `<table prefix> `: allowed, denied, redirected to the proxy. */
@@ -94,6 +106,14 @@ export function tableScript(spec: EgressTableSpec): string {
     `  set blocked { type ipv4_addr; flags interval; auto-merge; elements = { ${blocked} }; }`,
     `  set private { type ipv4_addr; flags interval; auto-merge; elements = { ${PRIVATE_RANGES.join(', ')} }; }`,
     ...(logging ? Object.values(NFLOG_KINDS).map(rateSet) : []),
+    // After others' mangle/dstnat marking (which may overwrite the whole mark), still before routing.
+    ...(spec.guardMark !== undefined
+      ? [
+        `  chain guard { type filter hook prerouting priority filter + 10; policy accept;`,
+        `    iifname ${veths} meta mark set meta mark | 0x${spec.guardMark.toString(16)} comment "${GUARD_MARKER}"`,
+        `  }`,
+      ]
+      : []),
     `  chain prerouting { type nat hook prerouting priority dstnat; policy accept;`,
     `    iifname ${veths} meta l4proto { tcp, udp } th dport 53 redirect to :${port}`,
     ...(proxy ? [`    iifname ${veths} tcp dport { 80, 443 } jump proxy_redirect`] : []),
