@@ -25,7 +25,7 @@ describe('HTTP edge with the fake runtime: auth, health, OpenAPI', () => {
   test('health and the OpenAPI document need no key; everything else does', async () => {
     const health = await bed.app.inject({ method: 'GET', url: '/v1/health' });
     assert.equal(health.statusCode, 200);
-    assert.deepEqual({ ...(health.json() as object), version: 'x' }, { ok: true, version: 'x', runtimes: ['gvisor'] });
+    assert.deepEqual({ ...(health.json() as object), version: 'x' }, { ok: true, version: 'x', runtimes: ['gvisor'], runtimeInfo: { gvisor: 'gvisor' }, unavailableRuntimes: {} });
     const doc = (await bed.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
     assert.equal(doc.openapi, '3.1.0');
     for (const path of ['/v1/sandboxes', '/v1/sandboxes/{id}/fork', '/v1/sandboxes/{id}/processes/{pid}/wait', '/v1/sandboxes/{id}/files', '/v1/audit', '/v1/sandboxes/{id}/commands/stream']) {

@@ -7,7 +7,7 @@
  * them can be replaced through `overrides` (tests, other hosts). A runtime that cannot start here (no
  * `runsc`) is logged and left out: the daemon still serves, and creates fail `RUNTIME_UNAVAILABLE`.
  */
-import { readFile, writeFile, mkdir } from 'node:fs/promises';
+import type { RuntimeName } from '@ramify/contracts';
 import { join } from 'node:path';
 import { AGENT_BUNDLE_PATH, connectAgent } from '@ramify/agent';
 import {
@@ -37,7 +37,8 @@ import {
   type HostEgress,
   type HostEgressOptions,
 } from '@ramify/network';
-import { GvisorRuntime, type RunscPlatform } from '@ramify/runtime-gvisor';
+import { GvisorRuntime } from '@ramify/runtime-gvisor';
+import { openRuntimes, type GvisorOptions, type MicrovmOptions } from './runtimes.js';
 import { LocalSnapshotStorage } from '@ramify/storage';
 import { SqliteStore } from '@ramify/store';
 import { LocalTemplateBuilder } from '@ramify/template-builder';
@@ -51,15 +52,6 @@ export interface ComposeOverrides {
   connectAgent?: ConnectAgent;
   templateBuilder?: TemplateBuilder | null;
   egressEnforcer?: EgressEnforcer;
-}
-
-export interface GvisorOptions {
-  /** runsc binary; default `runsc` on PATH. */
-  runscPath?: string;
-  /** Default `ptrace` (`kvm` spins forever in nested VMs). */
-  platform?: RunscPlatform;
-  /** Parent cgroup of every sandbox; null disables limits. Default `/ramify`. */
-  cgroupParent?: string | null;
 }
 
 export interface NetworkOptions {
@@ -90,6 +82,10 @@ export interface ComposeOptions {
   overrides?: ComposeOverrides;
   coreOptions?: Partial<CoreOptions>;
   gvisor?: GvisorOptions;
+  /** QEMU microVM runtime options. */
+  microvm?: MicrovmOptions;
+  /** Runtimes to open, the first being the default; default `['gvisor', 'microvm']` (each one the host has). */
+  runtimes?: RuntimeName[];
   network?: NetworkOptions;
   egress?: EgressOptions;
 }
@@ -121,7 +117,15 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   // WIRING: agent connector (host side of the agent protocol).
   const connect: ConnectAgent = overrides.connectAgent ?? ((channel) => connectAgent(channel));
   // WIRING: runtimes (gVisor today; QEMU/Firecracker register here later).
-  const runtimes = overrides.runtimes ?? (await openRuntimes(dataDir, logger, options.gvisor ?? {}, hostEgress ? [DNS_SERVICE_ADDRESS] : null));
+  const opened = overrides.runtimes
+    ? { runtimes: overrides.runtimes, unavailable: {} }
+    : await openRuntimes({
+        dataDir, cacheDir: options.cacheDir, logger, nameservers: hostEgress ? [DNS_SERVICE_ADDRESS] : null,
+        ...(options.runtimes ? { names: options.runtimes } : {}),
+        ...(options.gvisor ? { gvisor: options.gvisor } : {}),
+        ...(options.microvm ? { microvm: options.microvm } : {}),
+      });
+  const { runtimes } = opened;
   // WIRING: template builder (needs a runtime to boot the template).
   const templateBuilder =
     overrides.templateBuilder !== undefined
@@ -133,7 +137,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   // WIRING: the enforcer core calls (apply/remove); the SNI/Host proxy is not built yet.
   const egressEnforcer = overrides.egressEnforcer ?? hostEgress?.enforcer;
 
-  const core = createCore({ store, runtimes, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, egressLog, options: options.coreOptions });
+  const core = createCore({ store, runtimes, unavailableRuntimes: opened.unavailable, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, egressLog, options: options.coreOptions });
   return {
     core,
     close: async () => {
@@ -201,39 +205,3 @@ function withOpenEgress(network: SandboxNetwork, hostEgress: HostEgress | undefi
   };
 }
 
-async function openRuntimes(dataDir: string, logger: Logger, gvisor: GvisorOptions, nameservers: string[] | null): Promise<Runtime[]> {
-  try {
-    const runtime = await GvisorRuntime.open({
-      workDir: join(dataDir, 'runtime', 'gvisor'),
-      resolvConfPath: await writeResolvConf(dataDir, nameservers),
-      ...(gvisor.runscPath !== undefined ? { runscPath: gvisor.runscPath } : {}),
-      ...(gvisor.platform !== undefined ? { platform: gvisor.platform } : {}),
-      ...(gvisor.cgroupParent !== undefined ? { cgroupParent: gvisor.cgroupParent } : {}),
-    });
-    logger.info('runtime ready', { runtime: runtime.name, version: runtime.version });
-    return [runtime];
-  } catch (err) {
-    logger.warn('gVisor runtime unavailable; sandboxes cannot be created on this host', { error: err instanceof Error ? err.message : String(err) });
-    return [];
-  }
-}
-
-/**
- * The resolv.conf sandboxes see (bind-mounted read-only): `nameservers` (the policy resolver's service
- * address when egress is enforced), else the host's non-loopback nameservers.
- */
-async function writeResolvConf(dataDir: string, nameservers: string[] | null): Promise<string> {
-  const path = join(dataDir, 'resolv.conf');
-  await mkdir(dataDir, { recursive: true });
-  if (nameservers) {
-    await writeFile(path, `# written by ramify serve (policy resolver; port 53 is redirected on the host)\n${nameservers.map((ip) => `nameserver ${ip}`).join('\n')}\n`);
-    return path;
-  }
-  const host = await readFile('/etc/resolv.conf', 'utf8').catch(() => '');
-  const servers = host
-    .split('\n')
-    .map((line) => /^\s*nameserver\s+(\S+)/.exec(line)?.[1])
-    .filter((ip): ip is string => ip !== undefined && !ip.startsWith('127.') && ip !== '::1' && !ip.includes(':'));
-  await writeFile(path, `# written by ramify serve\n${servers.map((ip) => `nameserver ${ip}`).join('\n')}\n`);
-  return path;
-}

@@ -31,6 +31,10 @@ export interface ServeOptions {
   overrides?: ComposeOptions['overrides'];
   coreOptions?: ComposeOptions['coreOptions'];
   gvisor?: ComposeOptions['gvisor'];
+  /** QEMU microVM runtime options (see {@link ComposeOptions.microvm}). */
+  microvm?: ComposeOptions['microvm'];
+  /** Runtimes to open, the first the default; default every one the host has (see {@link ComposeOptions.runtimes}). */
+  runtimes?: ComposeOptions['runtimes'];
   network?: ComposeOptions['network'];
   /** Egress enforcement (default on; see {@link ComposeOptions.egress}). */
   egress?: ComposeOptions['egress'];
@@ -45,6 +49,8 @@ export interface RamifyServer {
   core: Core;
   /** The API key made on this start (first start only), else null. */
   newApiKey: string | null;
+  /** One line per runtime: `gvisor: runsc ...`, `microvm: QEMU 7.2, TCG (why)`, or `microvm unavailable: why`. */
+  runtimeSummary: string[];
   /** Stop listening, stop the scheduler, close agent channels and the store. Sandboxes keep running. */
   close(): Promise<void>;
 }
@@ -57,7 +63,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, pino.destination(2));
   const logger = adaptLogger(log);
 
-  const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: options.coreOptions, gvisor: options.gvisor, network: options.network, egress: options.egress, clock: options.clock });
+  const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: options.coreOptions, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress, clock: options.clock });
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
   let app: FastifyInstance | undefined;
@@ -77,6 +83,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       app: listening,
       core,
       newApiKey,
+      runtimeSummary: runtimeSummary(core),
       close: async () => {
         await listening.close();
         await scheduler.stop();
@@ -90,6 +97,14 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     await composition.close();
     throw err;
   }
+}
+
+/** What {@link RamifyServer.runtimeSummary} holds. */
+export function runtimeSummary(core: Pick<Core, 'runtimes' | 'unavailableRuntimes'>): string[] {
+  return [
+    ...core.runtimes.map((r) => `${r.name}: ${r.summary ?? 'ready'}`),
+    ...Object.entries(core.unavailableRuntimes ?? {}).map(([name, why]) => `${name} unavailable: ${why}`),
+  ];
 }
 
 /** Core's Logger over pino. */

@@ -9,8 +9,11 @@ import { RamifyError, errorFromCode } from './errors.js';
 
 const client = (opts: ConnectionOpts = {}): ApiClient => new ApiClient(resolveConnection(opts));
 
-/** `GET /v1/health` (no key needed). */
-export function getHealth(opts?: ConnectionOpts): Promise<{ ok: true; version: string; runtimes: string[] }> {
+/**
+ * `GET /v1/health` (no key needed). Liveness and runtimes: `runtimes` (names, the default first), `runtimeInfo` (name → one-line summary:
+ * version, acceleration and why) and `unavailableRuntimes` (name → why, what to install).
+ */
+export function getHealth(opts?: ConnectionOpts): Promise<{ ok: true; version: string; runtimes: string[]; runtimeInfo: Record<string, string>; unavailableRuntimes: Record<string, string> }> {
   return client(opts).json('GET', '/health');
 }
 

@@ -11,11 +11,23 @@ import { RamifyError, type AgentExit, type AgentSession } from '@ramify/contract
 import type { ConnectAgent, Runtime, SandboxNetwork, SandboxResources, SnapshotManifest, SnapshotStorage } from '@ramify/core';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { AGENT_SERVE_VIRTIO_ARGV } from '@ramify/agent';
 import { AGENT_GUEST_PATH, AGENT_RUN_DIR } from './files-layer.js';
 import { LineSplitter, LineTail } from './lines.js';
 
 /** The init of a template sandbox: the agent under tini, listening on a unix socket. */
 export const TEMPLATE_INIT_ARGV: readonly string[] = ['/usr/bin/tini', '-s', '--', '/usr/bin/node', AGENT_GUEST_PATH, 'serve', '--socket', `${AGENT_RUN_DIR}/agent.sock`];
+
+/**
+ * The init of a template sandbox on a runtime whose agent channel is a virtio-serial port (QEMU): the agent
+ * under tini, serving the port (and the unix socket, for tools inside the guest).
+ */
+export const TEMPLATE_INIT_ARGV_VIRTIO: readonly string[] = ['/usr/bin/tini', '-s', '--', '/usr/bin/node', ...AGENT_SERVE_VIRTIO_ARGV.slice(1)];
+
+/** The init argv for `runtime`, by how its host reaches the agent. */
+export function templateInitArgv(runtime: Pick<Runtime, 'capabilities'>): string[] {
+  return [...(runtime.capabilities.agentChannel === 'virtio-serial' ? TEMPLATE_INIT_ARGV_VIRTIO : TEMPLATE_INIT_ARGV)];
+}
 
 /** Leases a network slot for the build sandbox (the daemon's Store implements this). */
 export interface SlotAllocator {
@@ -74,7 +86,7 @@ export async function buildImage(request: ImageBuildRequest, deps: ImageBuildDep
     booted = true;
     await deps.runtime.boot(
       { sandboxId, rootfsDir: request.rootfsDir, resources: deps.resources ?? { cpuCount: 1, memoryMB: 1024 }, hostname: 'sandbox', network },
-      [...TEMPLATE_INIT_ARGV],
+      templateInitArgv(deps.runtime),
     );
     session = await connectWithRetry(sandboxId, deps, request.signal);
     await session.setIdentity({ sandboxId, hostname: 'sandbox', envs: request.envs, clockMs: Date.now(), entropy: randomBytes(32) });

@@ -9,7 +9,7 @@ import { intIn } from '../parse.js';
 
 /** The part of `@ramify/daemon` this command uses (imported dynamically so the CLI builds without it). */
 interface DaemonModule {
-  serve(options: { host?: string; port?: number; dataDir?: string; logLevel?: string }): Promise<{ url: string; dataDir: string; close(): Promise<void> }>;
+  serve(options: { host?: string; port?: number; dataDir?: string; logLevel?: string }): Promise<{ url: string; dataDir: string; runtimeSummary: string[]; close(): Promise<void> }>;
 }
 
 async function loadDaemon(): Promise<DaemonModule> {
@@ -40,11 +40,13 @@ export function registerServe(program: Command, env: CliEnv): void {
         ctx.note(started
           ? `ramify: serving ${url} in the background (log: ${join(dataDir, 'serve.log')}; API key file: ${join(dataDir, 'api-key')})`
           : `ramify: a daemon already answers at ${url}; nothing started`);
+        for (const line of await runtimeLines(url)) ctx.note(`ramify: runtime ${line}`);
         return;
       }
       const { serve } = await loadDaemon();
       const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
+      for (const line of server.runtimeSummary) ctx.note(`ramify: runtime ${line}`);
       await new Promise<void>((resolve) => {
         const stop = (): void => {
           process.off('SIGINT', stop);
@@ -60,7 +62,7 @@ export function registerServe(program: Command, env: CliEnv): void {
 
 /**
  * Start `ramify serve` as a detached background process with its output appended to
- * `<data-dir>/serve.log`, and wait (up to 60 s) until `GET /v1/health` answers.
+ * `<data-dir>/serve.log`, and wait (up to 180 s: a first start may fetch the microVM guest kernel) until `GET /v1/health` answers.
  * The log is mode 0600: the first start prints the API key into it.
  * @returns the API URL and whether a daemon was started (false: one already answered).
  * @throws RamifyError RUNTIME_UNAVAILABLE with the log's tail when it does not come up.
@@ -84,12 +86,26 @@ async function serveDetached(opts: { host?: string; port?: number; dataDir?: str
   closeSync(log);
   let exited = false;
   child.once('exit', () => (exited = true));
-  for (let waited = 0; waited < 60_000 && !exited; waited += 250) {
+  for (let waited = 0; waited < 180_000 && !exited; waited += 250) {
     if (await healthy(url)) return { url, started: true };
     await new Promise((r) => setTimeout(r, 250));
   }
   const tail = readFileSync(logPath, 'utf8').trim().split('\n').slice(-8).join('\n');
   throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up at ${url}; last lines of ${logPath}:\n${tail}`);
+}
+
+/** The daemon's runtime summary lines, from `GET /v1/health` (empty when it cannot be read). */
+async function runtimeLines(url: string): Promise<string[]> {
+  try {
+    const res = await fetch(`${url}/v1/health`, { signal: AbortSignal.timeout(2000) });
+    const body = (await res.json()) as { runtimeInfo?: Record<string, string>; unavailableRuntimes?: Record<string, string> };
+    return [
+      ...Object.entries(body.runtimeInfo ?? {}).map(([name, info]) => `${name}: ${info}`),
+      ...Object.entries(body.unavailableRuntimes ?? {}).map(([name, why]) => `${name} unavailable: ${why}`),
+    ];
+  } catch {
+    return [];
+  }
 }
 
 async function healthy(url: string): Promise<boolean> {

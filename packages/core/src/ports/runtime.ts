@@ -20,6 +20,12 @@ export interface RuntimeCapabilities {
   forkSharesMemory: boolean;
   /** The runtime can only checkpoint when the sandbox has no connected non-loopback TCP endpoint. */
   checkpointNeedsQuietNetwork: boolean;
+  /**
+   * How the host reaches the agent, hence how the agent must be started at boot: `unix-socket` (the
+   * agent listens on a socket inside the sandbox; gVisor bridges to it) or `virtio-serial` (the agent
+   * serves a virtio-serial port whose host end is a unix socket; QEMU).
+   */
+  agentChannel: 'unix-socket' | 'virtio-serial';
 }
 
 export interface SandboxResources {
@@ -46,6 +52,11 @@ export interface RuntimeInstanceStatus {
 export interface Runtime {
   readonly name: RuntimeName;
   readonly capabilities: RuntimeCapabilities;
+  /**
+   * One line for operators: version and mode, e.g. `runsc 20221219, platform ptrace` or
+   * `QEMU 7.2.22, TCG (KVM guest did not boot: ...)`. `ramify serve` prints it; `/v1/health` returns it.
+   */
+  readonly summary?: string;
 
   /**
    * Boot a fresh sandbox from a root filesystem with `argv` as its init (the agent). Used to build

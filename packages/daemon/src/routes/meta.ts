@@ -15,8 +15,23 @@ export function metaRoutes(documented: readonly RouteSpec[]): RouteSpec[] {
   const meta: RouteSpec[] = [
     route({
       method: 'GET', url: '/v1/health', summary: 'Liveness and available runtimes', auth: false,
-      response: z.object({ ok: z.literal(true), version: z.string(), runtimes: z.array(z.string()) }),
-      handler: async ({ core }) => ({ ok: true, version: DAEMON_VERSION, runtimes: core.runtimes.map((r) => r.name) }),
+      response: z.object({
+        ok: z.literal(true),
+        version: z.string(),
+        /** Runtime names, the default first. */
+        runtimes: z.array(z.string()),
+        /** Per available runtime: its one-line summary (version, acceleration and why). */
+        runtimeInfo: z.record(z.string(), z.string()),
+        /** Runtimes this host lacks, with the reason and what to install. */
+        unavailableRuntimes: z.record(z.string(), z.string()),
+      }),
+      handler: async ({ core }) => ({
+        ok: true,
+        version: DAEMON_VERSION,
+        runtimes: core.runtimes.map((r) => r.name),
+        runtimeInfo: Object.fromEntries(core.runtimes.map((r) => [r.name, r.summary ?? r.name])),
+        unavailableRuntimes: Object.fromEntries(Object.entries(core.unavailableRuntimes ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string')),
+      }),
     }),
     route({
       method: 'GET', url: '/v1/openapi.json', summary: 'This document', auth: false,

@@ -54,9 +54,15 @@ export class GvisorRuntime implements Runtime {
   readonly capabilities: RuntimeCapabilities = {
     memorySnapshot: true,
     forkSharesMemory: false,
+    agentChannel: 'unix-socket',
     // runsc 20221219 refuses to checkpoint with a connected TCP endpoint on the NIC, killing the sandbox.
     checkpointNeedsQuietNetwork: true,
   };
+  /** Operator summary: the runsc version line. */
+  get summary(): string {
+    return this.version;
+  }
+
   private readonly instances = new Map<string, InstanceFile>();
   /** Background `runsc delete`s of old incarnations, by container id. */
   private readonly deleting = new Map<string, Promise<void>>();

@@ -35,7 +35,7 @@ export function httpRoutes(state: FixtureState): Route[] {
   };
 
   return [
-    route('GET', '/v1/health', async () => ok({ ok: true, version: 'fixture', runtimes: ['gvisor'] })),
+    route('GET', '/v1/health', async () => ok({ ok: true, version: 'fixture', runtimes: ['gvisor'], runtimeInfo: { gvisor: 'fixture' }, unavailableRuntimes: {} })),
     route('POST', '/v1/sandboxes', async (req) => {
       const body = await req.json<CreateSandboxRequest>();
       if (body.template && body.snapshot) throw new RamifyError('VALIDATION_FAILED', 'template and snapshot are mutually exclusive');

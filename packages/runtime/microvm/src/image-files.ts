@@ -1,0 +1,80 @@
+/**
+ * On-disk records of the microVM runtime.
+ *
+ * An *image* (a checkpoint) is a directory:
+ * ```
+ * ram          guest RAM, a sparse file of memoryMB MiB (forks map it copy-on-write)
+ * state        device state (QEMU migration stream with x-ignore-shared: no RAM pages), 0.1-1 MB
+ * disk.qcow2   the frozen disk; its only backing file is the template's base disk
+ * microvm.json {@link ImageManifest}, written last: an image without it is incomplete
+ * ```
+ * An *instance* (a running or stopped VM of one sandbox) is `<runDir>/<sandboxId>/` with
+ * `instance.json` ({@link InstanceRecord}), its disk overlay, sockets, console and QEMU logs.
+ */
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { RamifyError } from '@ramify/contracts';
+import type { MachineConfig } from './qemu-argv.js';
+
+export const IMAGE_FORMAT_VERSION = 1;
+export const IMAGE_FILES = { ram: 'ram', state: 'state', disk: 'disk.qcow2', manifest: 'microvm.json' } as const;
+
+export interface ImageManifest {
+  formatVersion: number;
+  machine: MachineConfig;
+  /** Absolute path of the base disk `disk.qcow2` is backed by. */
+  baseDisk: string;
+  /** Guest kernel release that was booted (informational). */
+  guestKernel: string;
+  createdAt: string;
+}
+
+/** Write `data` as JSON to `path` atomically (temp file + rename). */
+export async function writeJsonAtomically(path: string, data: unknown): Promise<void> {
+  const tmp = `${path}.tmp`;
+  await writeFile(tmp, JSON.stringify(data, null, 1));
+  await rename(tmp, path);
+}
+
+/**
+ * Read an image's manifest. Rejects `RUNTIME_ERROR` when it is missing (not a microVM image, or an
+ * incomplete one) or of another format version.
+ */
+export async function readImageManifest(imageDir: string): Promise<ImageManifest> {
+  let manifest: ImageManifest;
+  try {
+    manifest = JSON.parse(await readFile(join(imageDir, IMAGE_FILES.manifest), 'utf8')) as ImageManifest;
+  } catch {
+    throw new RamifyError('RUNTIME_ERROR', `${imageDir} is not a complete microVM image (no ${IMAGE_FILES.manifest}; was it made by another runtime?)`);
+  }
+  if (manifest.formatVersion !== IMAGE_FORMAT_VERSION) {
+    throw new RamifyError('RUNTIME_ERROR', `microVM image ${imageDir} has format ${manifest.formatVersion}; this runtime reads ${IMAGE_FORMAT_VERSION}`);
+  }
+  return manifest;
+}
+
+/** A checkpoint in progress, recorded so that a restarted daemon can finish or undo it. */
+export interface CheckpointMarker {
+  imageDir: string;
+  /** `migrating`: QEMU is writing state (undo if the daemon died); `files`: QEMU is done, only file moves remain. */
+  phase: 'migrating' | 'files';
+  /** pid of the loader QEMU that materializes a copy-on-write VM's RAM, if one runs. */
+  loaderPid?: number;
+}
+
+export interface InstanceRecord {
+  sandboxId: string;
+  pid: number;
+  netnsPath: string;
+  machine: MachineConfig;
+  /** `shared`: QEMU writes RAM to `<run>/ram`; `private`: copy-on-write mapping of `imageRam`. */
+  ram: 'shared' | 'private';
+  /** The image RAM file mapped by a restored VM. */
+  imageRam: string | null;
+  baseDisk: string;
+  /** `<run>/lower.qcow2` exists (restored VM). */
+  hasLower: boolean;
+  /** False from spawn until the boot or restore finished: a VM left unready by a dead daemon counts as stopped. */
+  ready: boolean;
+  checkpoint?: CheckpointMarker;
+}

@@ -1,0 +1,284 @@
+/**
+ * `MicrovmRuntime`: sandboxes as QEMU virtual machines with their own (Debian) guest kernel.
+ *
+ * - boot: the template's rootfs as an ext4 base disk + a qcow2 overlay, the guest kernel and initramfs
+ *   (which configures eth0 from the sandbox namespace and switch_roots into `argv`), guest RAM in a
+ *   file of the instance directory.
+ * - checkpoint: RAM file + device state + frozen disk into the image directory (see checkpoint.ts).
+ * - restore: a new QEMU mapping the image's RAM file copy-on-write (N restores = N forks sharing
+ *   memory) loads the device state and runs; its disk is a new overlay on the image's frozen disk.
+ * - the agent channel is a virtio-serial port whose host side is `<run>/<id>/agent.sock`.
+ *
+ * QEMU processes are detached and outlive the daemon; `<workDir>/run/<id>/` finds them again.
+ * Resources: `cpuCount` → `-smp`, `memoryMB` → guest RAM, both fixed at boot: a restore uses the
+ * image's machine (a migration only loads into an identical one), whatever the spec asks.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { openVirtioChannel } from '@ramify/agent';
+import { RamifyError, type RuntimeName } from '@ramify/contracts';
+import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec } from '@ramify/core';
+import { qemuVersion, type AccelerationChoice } from './acceleration.js';
+import { finishCheckpointFiles, checkpointInstance, undoCheckpoint } from './checkpoint.js';
+import { createOverlay, ensureBaseDisk, linkOrCopy } from './disks.js';
+import type { GuestKernel } from './guest-kernel.js';
+import { prepareGuestLink, readGuestAddressing, removeGuestLink } from './guest-link.js';
+import { IMAGE_FILES, readImageManifest, type InstanceRecord } from './image-files.js';
+import { composeBootInitrd } from './initramfs.js';
+import { InstanceDirs } from './instances.js';
+import { streamFileTo } from './migration-stream.js';
+import type { MachineConfig } from './qemu-argv.js';
+import { isQemuOf } from './qemu-process.js';
+import { waitForMigration } from './qmp.js';
+import { startVm, type VmEnvironment } from './vm-environment.js';
+import { run, tail } from './host-tools.js';
+
+export interface MicrovmRuntimeOptions {
+  /** Working directory: `run/` (one directory per sandbox) and `bases/` (ext4 base disks; keep them: images refer to them). */
+  workDir: string;
+  /** From {@link prepareGuestKernel}. */
+  kernel: GuestKernel;
+  /** From {@link detectAcceleration}. */
+  acceleration: AccelerationChoice;
+  /** Host file whose content becomes the guest's /etc/resolv.conf at boot. */
+  resolvConfPath: string;
+  /** Default `qemu-system-x86_64` from PATH. */
+  qemuPath?: string;
+  /** Default `qemu-img` from PATH. */
+  qemuImgPath?: string;
+  /** Size of the guest's root filesystem, MiB; default 2048 (sparse: only what is written costs disk). */
+  diskSizeMB?: number;
+  /** TCG translation cache, MiB; default 32 (cuts QEMU's own memory from ~150 to ~60 MiB per VM). */
+  tcgTbSizeMB?: number;
+  /** How long QEMU may take to answer QMP after spawn, ms; default 30000. */
+  startTimeoutMs?: number;
+  /** How long {@link MicrovmRuntime.openAgentChannel} waits for the agent's handshake, ms; default 30000. */
+  agentConnectTimeoutMs?: number;
+}
+
+export class MicrovmRuntime implements Runtime {
+  readonly name: RuntimeName = 'microvm';
+  readonly capabilities: RuntimeCapabilities = {
+    memorySnapshot: true,
+    forkSharesMemory: true,
+    agentChannel: 'virtio-serial',
+    // The checkpoint freezes the whole VM, its TCP state included: open connections do not block it.
+    checkpointNeedsQuietNetwork: false,
+  };
+  /** Operator summary: QEMU version and the accelerator with the reason it was chosen. */
+  get summary(): string {
+    return `${this.qemuVersion.replace(/^QEMU emulator version /, 'QEMU ')}, ${this.acceleration.accelerator.toUpperCase()} (${this.acceleration.reason})`;
+  }
+
+  /** Checkpoints running in this process, by sandbox id (settleInterrupted waits for them). */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+  /** Boots and restores running in this process (their VMs are not `ready` yet but are no leftovers). */
+  private readonly starting = new Set<string>();
+
+  private constructor(
+    private readonly env: VmEnvironment,
+    private readonly options: { workDir: string; resolvConfPath: string; diskSizeMB: number; agentConnectTimeoutMs: number },
+    /** The accelerator in use and why. */
+    readonly acceleration: AccelerationChoice,
+    /** `qemu-system-x86_64 --version` first line. */
+    readonly qemuVersion: string,
+  ) {}
+
+  /**
+   * Check QEMU and qemu-img, prepare the work directory. Rejects `RUNTIME_UNAVAILABLE` naming the
+   * missing apt package when QEMU or qemu-img is not installed.
+   */
+  static async open(options: MicrovmRuntimeOptions): Promise<MicrovmRuntime> {
+    const qemuPath = options.qemuPath ?? 'qemu-system-x86_64';
+    const qemuImgPath = options.qemuImgPath ?? 'qemu-img';
+    const version = await qemuVersion(qemuPath);
+    await run([qemuImgPath, '--version']);
+    for (const file of [options.kernel.kernelPath, options.kernel.initrdPath]) {
+      if (!existsSync(file)) throw new RamifyError('RUNTIME_UNAVAILABLE', `guest kernel file ${file} is missing: run prepareGuestKernel again`);
+    }
+    const dirs = new InstanceDirs(join(options.workDir, 'run'));
+    await mkdir(dirs.runRoot, { recursive: true });
+    await mkdir(join(options.workDir, 'bases'), { recursive: true });
+    const env: VmEnvironment = {
+      qemuPath,
+      qemuImgPath,
+      kernel: options.kernel,
+      dirs,
+      tcgTbSizeMB: options.tcgTbSizeMB ?? 32,
+      tscKhz: options.acceleration.tscKhz,
+      startTimeoutMs: options.startTimeoutMs ?? 30_000,
+    };
+    const settings = {
+      workDir: options.workDir,
+      resolvConfPath: options.resolvConfPath,
+      diskSizeMB: options.diskSizeMB ?? 2048,
+      agentConnectTimeoutMs: options.agentConnectTimeoutMs ?? 30_000,
+    };
+    return new MicrovmRuntime(env, settings, options.acceleration, version);
+  }
+
+  private machineFor(spec: RuntimeSandboxSpec): MachineConfig {
+    return {
+      accelerator: this.acceleration.accelerator,
+      cpuModel: this.acceleration.cpuModel,
+      cpuCount: Math.max(1, Math.floor(spec.resources.cpuCount)),
+      memoryMB: Math.max(128, Math.floor(spec.resources.memoryMB)),
+    };
+  }
+
+  private async requireInstance(id: string): Promise<InstanceRecord> {
+    const inst = await this.env.dirs.read(id);
+    if (!inst) throw new RamifyError('SANDBOX_NOT_FOUND', `the microVM runtime has no sandbox '${id}'`, { id });
+    return inst;
+  }
+
+  async boot(spec: RuntimeSandboxSpec, argv: string[]): Promise<void> {
+    this.starting.add(spec.sandboxId);
+    try {
+      await this.bootVm(spec, argv);
+    } finally {
+      this.starting.delete(spec.sandboxId);
+    }
+  }
+
+  private async bootVm(spec: RuntimeSandboxSpec, argv: string[]): Promise<void> {
+    const id = spec.sandboxId;
+    await this.env.dirs.destroy(id);
+    const base = await ensureBaseDisk(spec.rootfsDir, { basesDir: join(this.options.workDir, 'bases'), sizeMB: this.options.diskSizeMB });
+    await this.env.dirs.create(id);
+    const netnsPath = spec.network.netnsPath;
+    await prepareGuestLink(netnsPath);
+    const addressing = await readGuestAddressing(netnsPath);
+    const resolvConf = await readFile(this.options.resolvConfPath, 'utf8');
+    const initrd = this.env.dirs.file(id, 'initrd');
+    await composeBootInitrd(this.env.kernel.initrdPath, {
+      mode: 'boot',
+      hostname: spec.hostname,
+      netAddress: addressing?.addressWithPrefix ?? null,
+      netGateway: addressing?.gateway ?? null,
+      argv,
+    }, resolvConf, initrd);
+    await createOverlay(this.env.qemuImgPath, this.env.dirs.file(id, 'overlay'), { path: base.path, format: 'raw' });
+    const machine = this.machineFor(spec);
+    const record: InstanceRecord = { sandboxId: id, pid: 0, netnsPath, machine, ram: 'shared', imageRam: null, baseDisk: base.path, hasLower: false, ready: false };
+    await this.env.dirs.write(record);
+    const vm = await startVm(this.env, { sandboxId: id, machine, netnsPath, ram: 'shared', ramFile: this.env.dirs.file(id, 'ram'), initrd, start: 'fresh' });
+    vm.qmp.close();
+    await this.env.dirs.write({ ...record, pid: vm.pid, ready: true });
+  }
+
+  async restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void> {
+    this.starting.add(spec.sandboxId);
+    try {
+      await this.restoreVm(spec, imageDir);
+    } finally {
+      this.starting.delete(spec.sandboxId);
+    }
+  }
+
+  private async restoreVm(spec: RuntimeSandboxSpec, imageDir: string): Promise<void> {
+    const id = spec.sandboxId;
+    const manifest = await readImageManifest(imageDir);
+    if (manifest.machine.accelerator !== this.acceleration.accelerator) {
+      throw new RamifyError('RUNTIME_ERROR', `image ${imageDir} was made under ${manifest.machine.accelerator.toUpperCase()}; this host runs microVMs under ${this.acceleration.accelerator.toUpperCase()}`);
+    }
+    if (!existsSync(manifest.baseDisk)) {
+      throw new RamifyError('RUNTIME_ERROR', `image ${imageDir} needs the base disk ${manifest.baseDisk}, which is gone (rebuild the template)`);
+    }
+    await this.env.dirs.destroy(id);
+    await this.env.dirs.create(id);
+    const netnsPath = spec.network.netnsPath;
+    await prepareGuestLink(netnsPath);
+    const lower = this.env.dirs.file(id, 'lower');
+    await linkOrCopy(join(imageDir, IMAGE_FILES.disk), lower);
+    await createOverlay(this.env.qemuImgPath, this.env.dirs.file(id, 'overlay'), { path: lower, format: 'qcow2' });
+    const imageRam = join(imageDir, IMAGE_FILES.ram);
+    const record: InstanceRecord = { sandboxId: id, pid: 0, netnsPath, machine: manifest.machine, ram: 'private', imageRam, baseDisk: manifest.baseDisk, hasLower: true, ready: false };
+    await this.env.dirs.write(record);
+    const vm = await startVm(this.env, { sandboxId: id, machine: manifest.machine, netnsPath, ram: 'private', ramFile: imageRam, initrd: this.env.kernel.initrdPath, start: 'incoming' });
+    try {
+      await this.env.dirs.write({ ...record, pid: vm.pid });
+      await vm.qmp.execute('migrate-set-capabilities', { capabilities: [{ capability: 'x-ignore-shared', state: true }] });
+      const socket = this.env.dirs.file(id, 'migrateIn');
+      await vm.qmp.execute('migrate-incoming', { uri: `unix:${socket}` });
+      await streamFileTo(socket, join(imageDir, IMAGE_FILES.state), 10_000);
+      await waitForMigration(vm.qmp, `restoring ${imageDir}`, 120_000);
+      const status = await vm.qmp.execute<{ status: string }>('query-status');
+      if (status.status !== 'running') await vm.qmp.execute('cont');
+      await this.env.dirs.write({ ...record, pid: vm.pid, ready: true });
+    } catch (err) {
+      vm.qmp.close();
+      const log = tail(await readFile(this.env.dirs.file(id, 'qemuLog'), 'utf8').catch(() => ''), 4);
+      await this.env.dirs.destroy(id);
+      await removeGuestLink(netnsPath);
+      const message = `restore of microVM '${id}' from ${imageDir} failed: ${(err as Error).message}${log ? `\n${log}` : ''}`;
+      throw new RamifyError('RUNTIME_ERROR', message, { id });
+    }
+    vm.qmp.close();
+  }
+
+  async checkpoint(sandboxId: string, imageDir: string): Promise<{ sizeBytes: number }> {
+    const inst = await this.requireInstance(sandboxId);
+    const job = checkpointInstance(this.env, inst, imageDir);
+    this.inFlight.set(sandboxId, job);
+    try {
+      return { sizeBytes: await job };
+    } finally {
+      this.inFlight.delete(sandboxId);
+    }
+  }
+
+  async kill(sandboxId: string): Promise<void> {
+    const inst = await this.env.dirs.read(sandboxId);
+    await this.env.dirs.destroy(sandboxId);
+    if (inst) await removeGuestLink(inst.netnsPath);
+  }
+
+  /**
+   * Connect to the agent's virtio-serial port through QEMU's socket and run the agent's hello/ack
+   * handshake (`openVirtioChannel` of @ramify/agent), within `agentConnectTimeoutMs`. QEMU serves one
+   * host at a time: close the previous channel first. Rejects `AGENT_UNREACHABLE`.
+   */
+  async openAgentChannel(sandboxId: string): Promise<Duplex> {
+    await this.requireInstance(sandboxId);
+    return openVirtioChannel(this.env.dirs.file(sandboxId, 'agent'), { timeoutMs: this.options.agentConnectTimeoutMs });
+  }
+
+  async status(sandboxId: string): Promise<RuntimeInstanceStatus> {
+    const inst = await this.env.dirs.read(sandboxId);
+    if (!inst) return { state: 'missing' };
+    const alive = inst.pid > 0 && (await isQemuOf(inst.pid, this.env.dirs.dir(sandboxId) + '/'));
+    if (alive && (inst.ready || this.starting.has(sandboxId))) return { state: 'running' };
+    if (alive) return { state: 'stopped', reason: 'its boot or restore was interrupted' };
+    return { state: 'stopped', reason: await this.stopReason(sandboxId) };
+  }
+
+  /** `kernel panic` when the console shows one, else `exited`. */
+  private async stopReason(sandboxId: string): Promise<string> {
+    const consoleText = await readFile(this.env.dirs.file(sandboxId, 'console'), 'utf8').catch(() => '');
+    return /Kernel panic/.test(consoleText.slice(-20_000)) ? 'kernel panic' : 'exited';
+  }
+
+  /**
+   * Wait for this process's checkpoint of the sandbox, then settle one the previous daemon left: a
+   * checkpoint QEMU had not finished is undone (the VM runs again if it still exists, the partial image
+   * is deleted); one whose QEMU part was done has its file moves finished, so the image is complete.
+   */
+  async settleInterrupted(sandboxId: string, timeoutMs = 60_000): Promise<void> {
+    const job = this.inFlight.get(sandboxId);
+    if (job) await Promise.race([job.catch(() => undefined), sleep(timeoutMs)]);
+    const inst = await this.env.dirs.read(sandboxId);
+    if (!inst?.checkpoint || this.inFlight.has(sandboxId)) return;
+    if (inst.checkpoint.phase === 'files') {
+      await this.env.dirs.killProcesses(sandboxId);
+      await finishCheckpointFiles(this.env, inst);
+    } else await undoCheckpoint(this.env, inst);
+  }
+
+  async list(): Promise<string[]> {
+    return this.env.dirs.ids();
+  }
+}
