@@ -27,6 +27,9 @@ npm ci --no-audit --no-fund
 step "build"
 npm run build
 
+step "prepare the microVM runtime (Debian guest kernel, KVM or TCG)"
+node scripts/prepare-microvm.mjs
+
 if [ -f packages/cli/dist/main.js ]; then
   chmod +x packages/cli/dist/main.js
   ln -sf "$PWD/packages/cli/dist/main.js" /usr/local/bin/ramify
@@ -36,6 +39,6 @@ fi
 
 step "start ramify serve (log: ${RAMIFY_HOME:-/var/lib/ramify}/serve.log)"
 ramify serve --detach
-step "build templates (first time ~2 min: Debian packages are fetched once, then cached)"
+step "build templates for gVisor and the microVM runtime (first time ~3 min: Debian packages are fetched once, then cached)"
 ramify template build base
 ramify template build examples/templates/python-tests.yaml

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { RuntimeName } from '@ramify/contracts';
 import type { Logger, Runtime } from '@ramify/core';
 import { GvisorRuntime, type RunscPlatform } from '@ramify/runtime-gvisor';
-import { MicrovmRuntime, detectAcceleration, prepareGuestKernel } from '@ramify/runtime-microvm';
+import { MicrovmRuntime, detectAcceleration, prepareGuestKernel, qemuVersion } from '@ramify/runtime-microvm';
 
 export interface GvisorOptions {
   /** runsc binary; default `runsc` on PATH. */
@@ -86,6 +86,7 @@ async function openMicrovm(options: RuntimeOptions, resolvConfPath: string): Pro
   const microvm = options.microvm ?? {};
   const qemuPath = microvm.qemuPath ?? 'qemu-system-x86_64';
   const cacheDir = join(options.cacheDir, 'microvm');
+  await qemuVersion(qemuPath); // before anything is fetched: rejects naming the apt package when QEMU is missing
   const kernel = await prepareGuestKernel({ cacheDir, onLine: (line) => options.logger.info('microvm: guest kernel', { line }) });
   const acceleration = await detectAcceleration({ kernel, cacheDir, qemuPath, ...(microvm.forceTcg ? { forceTcg: true } : {}) });
   const runtime = await MicrovmRuntime.open({
