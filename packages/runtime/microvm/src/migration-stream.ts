@@ -46,22 +46,30 @@ export async function sinkToFile(socketPath: string, filePath: string): Promise<
   };
 }
 
+/** Errors that only say QEMU closed its end while bytes were still going out. */
+const PEER_CLOSED = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'EPIPE', 'ECONNRESET']);
+
 /**
  * Stream `filePath` into the unix socket QEMU listens on after `migrate-incoming unix:<socketPath>`,
- * retrying the connection for up to `timeoutMs`. Resolves once every byte was handed to the socket.
+ * retrying the connection for up to `timeoutMs`. Resolves once every byte was handed to the socket, or
+ * once QEMU closed its end (it stops reading at the stream's end marker, possibly before our last write
+ * completes, and also when the load fails): the caller learns which from QMP (`waitForMigration`).
  */
 export async function streamFileTo(socketPath: string, filePath: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    let connected = false;
     try {
       const socket = await new Promise<ReturnType<typeof connect>>((resolve, reject) => {
         const s = connect(socketPath);
         s.once('connect', () => resolve(s));
         s.once('error', reject);
       });
+      connected = true;
       await pipeline(createReadStream(filePath), socket);
       return;
     } catch (err) {
+      if (connected && PEER_CLOSED.has((err as NodeJS.ErrnoException).code ?? '')) return;
       const code = (err as NodeJS.ErrnoException).code;
       if ((code !== 'ENOENT' && code !== 'ECONNREFUSED') || Date.now() > deadline) {
         throw new RamifyError('RUNTIME_ERROR', `streaming ${filePath} to QEMU failed: ${(err as Error).message}`);
