@@ -103,6 +103,7 @@ async function build(spec: TemplateSpec, deps: TemplateBuildDeps, onEvent: (even
     agentBundleSha256: await agentBundleSha256(deps.agentBundlePath),
     statxSourceSha256: await statxFixSourceSha256(),
     runtime: deps.runtime.name,
+    ...(deps.runtime.imageFormat ? { imageFormat: deps.runtime.imageFormat } : {}),
   });
   const templateId = existing?.id ?? newTemplateId();
   const snapshotId = `snap_tpl_${keys.image.slice(0, 26)}`;

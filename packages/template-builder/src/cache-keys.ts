@@ -29,6 +29,8 @@ export interface LayerKeyInputs {
   /** sha256 (hex) of the statx shim's C source. */
   statxSourceSha256: string;
   runtime: RuntimeName;
+  /** The runtime's image format (`Runtime.imageFormat`): a new format invalidates cached images. */
+  imageFormat?: string;
 }
 
 /** sha256 hex keys of the three layers. */
@@ -63,6 +65,7 @@ export function computeLayerKeys(template: ResolvedTemplate, inputs: LayerKeyInp
     files,
     name: template.name,
     runtime: inputs.runtime,
+    ...(inputs.imageFormat ? { imageFormat: inputs.imageFormat } : {}),
     run: template.run,
     envs: Object.entries(template.envs).sort(([a], [b]) => (a < b ? -1 : 1)),
   });

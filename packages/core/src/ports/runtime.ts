@@ -57,6 +57,11 @@ export interface Runtime {
    * `QEMU 7.2.22, TCG (KVM guest did not boot: ...)`. `ramify serve` prints it; `/v1/health` returns it.
    */
   readonly summary?: string;
+  /**
+   * Version of the runtime's image layout, when it has one (e.g. `microvm-2`). Template images are cached
+   * by it: a runtime whose format changed gets its images rebuilt instead of failing to restore old ones.
+   */
+  readonly imageFormat?: string;
 
   /**
    * Boot a fresh sandbox from a root filesystem with `argv` as its init (the agent). Used to build

@@ -20,6 +20,7 @@ import { freezeDisk, moveFile } from './disks.js';
 import { removeGuestLink } from './guest-link.js';
 import { IMAGE_FILES, IMAGE_FORMAT_VERSION, writeJsonAtomically, type ImageManifest, type InstanceRecord } from './image-files.js';
 import { sinkToFile } from './migration-stream.js';
+import { digZeroPages } from './sparse-ram.js';
 import { isQemuOf, killPid, waitGone } from './qemu-process.js';
 import { QmpClient, waitForMigration } from './qmp.js';
 import { startLoader, type VmEnvironment } from './vm-environment.js';
@@ -93,13 +94,17 @@ async function quit(qmp: QmpClient, pid: number): Promise<void> {
 }
 
 /**
- * The file half of a checkpoint, after QEMU wrote the state and quit: move the RAM file (booted VM),
- * freeze the disk, write the manifest last, delete the instance. Safe to repeat after an interruption.
+ * The file half of a checkpoint, after QEMU wrote the state and quit: move the RAM file (booted VM)
+ * and turn its all-zero pages into holes, freeze the disk, write the manifest last, delete the
+ * instance. Safe to repeat after an interruption.
  */
 export async function finishCheckpointFiles(env: VmEnvironment, inst: InstanceRecord): Promise<void> {
   const imageDir = inst.checkpoint!.imageDir;
   const ram = env.dirs.file(inst.sandboxId, 'ram');
   if (inst.ram === 'shared' && existsSync(ram)) await moveFile(ram, join(imageDir, IMAGE_FILES.ram));
+  // A booted guest leaves zero-filled pages behind, many of them in the balloon (the guest gave them
+  // up): holes read the same and cost no disk. (A loader-made RAM file never gets zero pages written.)
+  if (inst.ram === 'shared' && existsSync(join(imageDir, IMAGE_FILES.ram))) await digZeroPages(env.perlPath, join(imageDir, IMAGE_FILES.ram));
   const overlay = env.dirs.file(inst.sandboxId, 'overlay');
   if (existsSync(overlay)) {
     await freezeDisk(env.qemuImgPath, { overlay, lower: inst.hasLower ? env.dirs.file(inst.sandboxId, 'lower') : null }, join(imageDir, IMAGE_FILES.disk));

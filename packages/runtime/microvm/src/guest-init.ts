@@ -2,8 +2,10 @@
  * What the guest runs before the sandbox's own init: the initramfs's `/init` (busybox sh) and the
  * per-boot configuration it reads from `/ramify/boot.conf`.
  *
- * `/init` loads the virtio and ext4 modules listed in `/ramify/modules`, names the virtio-serial
- * ports under `/dev/virtio-ports/` (udev's job on a full system), then either prints the probe marker
+ * `/init` loads the virtio and ext4 modules listed in `/ramify/modules`, waits (bounded) until the
+ * balloon has brought the guest's memory down to the sandbox's limit when boot.conf names one (the
+ * guest is still nearly empty then, so the pages it gives up were never written), names the
+ * virtio-serial ports under `/dev/virtio-ports/` (udev's job on a full system), then either prints the probe marker
  * and powers off (acceleration probe) or mounts the ext4 root from `/dev/vda`, configures `eth0`
  * (address and gateway of the sandbox namespace), sets the hostname, writes `/etc/resolv.conf`, moves
  * `/proc`, `/sys`, `/dev` into the new root and `switch_root`s into the sandbox's init argv.
@@ -33,6 +35,14 @@ while read -r mod; do
   [ -n "$mod" ] && { insmod "/lib/modules/$mod" 2>/dev/null || say "insmod $mod failed"; }
 done < /ramify/modules
 if [ "$RAMIFY_MODE" = probe ]; then echo "${PROBE_MARKER}"; poweroff -f; fi
+memtotal() { while read -r k v _; do [ "$k" = MemTotal: ] && { echo "$v"; return; }; done < /proc/meminfo; }
+if [ -n "$RAMIFY_MEM_LIMIT_KB" ]; then
+  # Builtins only and a slow poll: every process started here would dirty fresh pages the balloon then skips.
+  i=0
+  while [ "$(memtotal)" -gt "$RAMIFY_MEM_LIMIT_KB" ]; do
+    i=$((i + 1)); [ $i -gt 600 ] && { say "the balloon did not reach the memory limit"; break; }; sleep 0.2
+  done
+fi
 i=0
 while [ ! -b /dev/vda ] || ! ls /sys/class/virtio-ports/ 2>/dev/null | grep -q vport; do
   i=$((i + 1)); [ $i -gt 500 ] && fail "no root disk or agent port appeared"; sleep 0.02
@@ -77,6 +87,8 @@ export interface GuestBootConfig {
   netGateway: string | null;
   /** The sandbox's init, run as PID 1 of the new root. */
   argv: readonly string[];
+  /** The sandbox's memory limit when below the VM's RAM size: `/init` waits until the balloon got there. */
+  memoryLimitMB?: number | null;
 }
 
 /** Quote `value` for a POSIX shell (single quotes). Rejects NUL bytes, which no argv can carry. */
@@ -92,6 +104,7 @@ export function bootConfText(config: GuestBootConfig): string {
     `RAMIFY_HOSTNAME=${shellQuote(config.hostname)}`,
     `RAMIFY_NET_ADDR=${shellQuote(config.netAddress ?? '')}`,
     `RAMIFY_NET_GW=${shellQuote(config.netGateway ?? '')}`,
+    `RAMIFY_MEM_LIMIT_KB=${shellQuote(config.memoryLimitMB ? String(Math.floor(config.memoryLimitMB) * 1024) : '')}`,
     `set -- ${config.argv.map(shellQuote).join(' ')}`,
     '',
   ].join('\n');

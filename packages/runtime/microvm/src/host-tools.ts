@@ -67,6 +67,7 @@ const PACKAGE_OF: Record<string, string> = {
   tc: 'iproute2',
   ip: 'iproute2',
   nsenter: 'util-linux',
+  perl: 'perl-base',
   cp: 'coreutils',
 };
 

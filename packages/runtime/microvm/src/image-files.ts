@@ -3,7 +3,7 @@
  *
  * An *image* (a checkpoint) is a directory:
  * ```
- * ram          guest RAM, a sparse file of memoryMB MiB (forks map it copy-on-write)
+ * ram          guest RAM, a sparse file of the machine's memoryMB MiB (forks map it copy-on-write)
  * state        device state (QEMU migration stream with x-ignore-shared: no RAM pages), 0.1-1 MB
  * disk.qcow2   the frozen disk; its only backing file is the template's base disk
  * microvm.json {@link ImageManifest}, written last: an image without it is incomplete
@@ -14,9 +14,11 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RamifyError } from '@ramify/contracts';
+import type { SandboxResources } from '@ramify/core';
 import type { MachineConfig } from './qemu-argv.js';
 
-export const IMAGE_FORMAT_VERSION = 1;
+/** 2: every VM has a virtio balloon (an image of format 1 does not load into today's device set). */
+export const IMAGE_FORMAT_VERSION = 2;
 export const IMAGE_FILES = { ram: 'ram', state: 'state', disk: 'disk.qcow2', manifest: 'microvm.json' } as const;
 
 export interface ImageManifest {
@@ -48,7 +50,7 @@ export async function readImageManifest(imageDir: string): Promise<ImageManifest
     throw new RamifyError('RUNTIME_ERROR', `${imageDir} is not a complete microVM image (no ${IMAGE_FILES.manifest}; was it made by another runtime?)`);
   }
   if (manifest.formatVersion !== IMAGE_FORMAT_VERSION) {
-    throw new RamifyError('RUNTIME_ERROR', `microVM image ${imageDir} has format ${manifest.formatVersion}; this runtime reads ${IMAGE_FORMAT_VERSION}`);
+    throw new RamifyError('RUNTIME_ERROR', `microVM image ${imageDir} has format ${manifest.formatVersion}; this runtime reads ${IMAGE_FORMAT_VERSION} (rebuild the template, or take the snapshot again, with this version)`);
   }
   return manifest;
 }
@@ -66,7 +68,10 @@ export interface InstanceRecord {
   sandboxId: string;
   pid: number;
   netnsPath: string;
+  /** The VM's machine (the image's, for a restored VM). */
   machine: MachineConfig;
+  /** The sandbox's own limits within `machine` (balloon target, CPU quota); absent in records of older versions. */
+  limits?: SandboxResources;
   /** `shared`: QEMU writes RAM to `<run>/ram`; `private`: copy-on-write mapping of `imageRam`. */
   ram: 'shared' | 'private';
   /** The image RAM file mapped by a restored VM. */

@@ -14,9 +14,12 @@ import { RamifyError } from '@ramify/contracts';
 import { INIT_SCRIPT, bootConfText, type GuestBootConfig } from './guest-init.js';
 import { runChecked } from './host-tools.js';
 
-/** Modules loaded at boot (their dependencies are added in front automatically). */
+/**
+ * Modules loaded at boot (their dependencies are added in front automatically). `virtio_balloon` lets
+ * the host set each sandbox's memory limit below the image's RAM size (see memory-limit.ts).
+ */
 export const GUEST_MODULES: readonly string[] = [
-  'virtio_pci', 'virtio_blk', 'virtio_net', 'virtio_console', 'virtio_rng', 'crc32c_generic', 'ext4',
+  'virtio_pci', 'virtio_blk', 'virtio_net', 'virtio_console', 'virtio_rng', 'virtio_balloon', 'crc32c_generic', 'ext4',
 ];
 
 const normal = (name: string): string => name.replaceAll('-', '_');

@@ -41,7 +41,7 @@ before(async () => {
   await writeFile(join(work, 'resolv.conf'), 'nameserver 10.254.0.53\n');
   kernel = await prepareGuestKernel({ cacheDir });
   const acceleration = await detectAcceleration({ kernel, cacheDir: null, forceTcg: true });
-  runtime = await MicrovmRuntime.open({ workDir: join(work, 'vm'), kernel, acceleration, resolvConfPath: join(work, 'resolv.conf'), diskSizeMB: 1024 });
+  runtime = await MicrovmRuntime.open({ workDir: join(work, 'vm'), kernel, acceleration, resolvConfPath: join(work, 'resolv.conf'), diskSizeMB: 1024, imageMemoryMB: 1024 });
 });
 after(async () => {
   if (skip) return;

@@ -10,8 +10,14 @@
  * - the agent channel is a virtio-serial port whose host side is `<run>/<id>/agent.sock`.
  *
  * QEMU processes are detached and outlive the daemon; `<workDir>/run/<id>/` finds them again.
- * Resources: `cpuCount` → `-smp`, `memoryMB` → guest RAM, both fixed at boot: a restore uses the
- * image's machine (a migration only loads into an identical one), whatever the spec asks.
+ *
+ * Resources. A VM's machine (vCPUs, RAM size) is fixed when its template is booted — a restore must
+ * use the image's machine — so templates boot with at least `imageCpuCount` vCPUs and `imageMemoryMB`
+ * of (sparse) RAM, and every boot and restore applies the sandbox's own limits:
+ * - `memoryMB`: a virtio balloon holds the RAM above it (memory-limit.ts); more than the image's RAM
+ *   size is refused (`VALIDATION_FAILED`);
+ * - `cpuCount`: a CFS quota of `cpuCount` cores on the QEMU process, in the cgroup `/ramify/<id>`
+ *   like gVisor sandboxes (cpu-quota.ts); the guest sees the image's vCPUs.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
@@ -20,19 +26,21 @@ import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openVirtioChannel } from '@ramify/agent';
 import { RamifyError, type RuntimeName } from '@ramify/contracts';
-import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec } from '@ramify/core';
+import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, SandboxResources } from '@ramify/core';
 import { qemuVersion, type AccelerationChoice } from './acceleration.js';
 import { finishCheckpointFiles, checkpointInstance, undoCheckpoint } from './checkpoint.js';
+import { CpuQuotas, detectCgroupLayout } from './cpu-quota.js';
 import { createOverlay, ensureBaseDisk, linkOrCopy } from './disks.js';
 import type { GuestKernel } from './guest-kernel.js';
 import { prepareGuestLink, readGuestAddressing, removeGuestLink } from './guest-link.js';
-import { IMAGE_FILES, readImageManifest, type InstanceRecord } from './image-files.js';
+import { IMAGE_FILES, IMAGE_FORMAT_VERSION, readImageManifest, type InstanceRecord } from './image-files.js';
 import { composeBootInitrd } from './initramfs.js';
 import { InstanceDirs } from './instances.js';
+import { checkMemoryLimit, setMemoryLimit, waitForMemoryLimit } from './memory-limit.js';
 import { streamFileTo } from './migration-stream.js';
 import type { MachineConfig } from './qemu-argv.js';
 import { isQemuOf } from './qemu-process.js';
-import { waitForMigration } from './qmp.js';
+import { waitForMigration, type QmpClient } from './qmp.js';
 import { startVm, type VmEnvironment } from './vm-environment.js';
 import { run, tail } from './host-tools.js';
 
@@ -57,10 +65,25 @@ export interface MicrovmRuntimeOptions {
   startTimeoutMs?: number;
   /** How long {@link MicrovmRuntime.openAgentChannel} waits for the agent's handshake, ms; default 30000. */
   agentConnectTimeoutMs?: number;
+  /**
+   * RAM size templates are booted with when they ask for less, MiB; default 1024 (the template
+   * builder's default). It is the most memory a sandbox restored from the image can have (`memoryMB`
+   * above it is refused). Untouched RAM costs no disk and restores as fast, but checkpointing a
+   * restored VM (pause, snapshot, fork of a running sandbox) reads all of it: ~3.5 s per GiB here.
+   */
+  imageMemoryMB?: number;
+  /** vCPUs templates are booted with when they ask for fewer; default 2. A sandbox's `cpuCount` is a quota over them. */
+  imageCpuCount?: number;
+  /** Parent cgroup of every sandbox's CPU quota; null disables quotas. Default `/ramify` (as gVisor). */
+  cgroupParent?: string | null;
+  /** Default `perl` from PATH (Debian's Essential perl-base); installs the discard guard of restored VMs. */
+  perlPath?: string;
 }
 
 export class MicrovmRuntime implements Runtime {
   readonly name: RuntimeName = 'microvm';
+  /** Template images are cached per image format (see `IMAGE_FORMAT_VERSION`). */
+  readonly imageFormat = `microvm-${IMAGE_FORMAT_VERSION}`;
   readonly capabilities: RuntimeCapabilities = {
     memorySnapshot: true,
     forkSharesMemory: true,
@@ -80,7 +103,9 @@ export class MicrovmRuntime implements Runtime {
 
   private constructor(
     private readonly env: VmEnvironment,
-    private readonly options: { workDir: string; resolvConfPath: string; diskSizeMB: number; agentConnectTimeoutMs: number },
+    private readonly options: { workDir: string; resolvConfPath: string; diskSizeMB: number; agentConnectTimeoutMs: number; imageMemoryMB: number; imageCpuCount: number },
+    /** The CPU quota cgroups of the sandboxes. */
+    readonly cpuQuotas: CpuQuotas,
     /** The accelerator in use and why. */
     readonly acceleration: AccelerationChoice,
     /** `qemu-system-x86_64 --version` first line. */
@@ -96,6 +121,9 @@ export class MicrovmRuntime implements Runtime {
     const qemuImgPath = options.qemuImgPath ?? 'qemu-img';
     const version = await qemuVersion(qemuPath);
     await run([qemuImgPath, '--version']);
+    const perlPath = options.perlPath ?? 'perl';
+    const perl = await run([perlPath, '-e', 'exit 0']).catch(() => null);
+    if (perl?.code !== 0) throw new RamifyError('RUNTIME_UNAVAILABLE', `cannot run ${perlPath}, which guards restored microVMs' RAM images (install it with: apt-get install -y perl-base)`);
     for (const file of [options.kernel.kernelPath, options.kernel.initrdPath]) {
       if (!existsSync(file)) throw new RamifyError('RUNTIME_UNAVAILABLE', `guest kernel file ${file} is missing: run prepareGuestKernel again`);
     }
@@ -110,23 +138,40 @@ export class MicrovmRuntime implements Runtime {
       tcgTbSizeMB: options.tcgTbSizeMB ?? 32,
       tscKhz: options.acceleration.tscKhz,
       startTimeoutMs: options.startTimeoutMs ?? 30_000,
+      perlPath,
     };
     const settings = {
       workDir: options.workDir,
       resolvConfPath: options.resolvConfPath,
       diskSizeMB: options.diskSizeMB ?? 2048,
       agentConnectTimeoutMs: options.agentConnectTimeoutMs ?? 30_000,
+      imageMemoryMB: Math.floor(options.imageMemoryMB ?? 1024),
+      imageCpuCount: Math.max(1, Math.floor(options.imageCpuCount ?? 2)),
     };
-    return new MicrovmRuntime(env, settings, options.acceleration, version);
+    const cpuQuotas = new CpuQuotas(options.cgroupParent === undefined ? '/ramify' : options.cgroupParent, detectCgroupLayout());
+    return new MicrovmRuntime(env, settings, cpuQuotas, options.acceleration, version);
   }
 
+  /** The machine a boot uses: the spec's resources, raised to the image minimums (see the module comment). */
   private machineFor(spec: RuntimeSandboxSpec): MachineConfig {
     return {
       accelerator: this.acceleration.accelerator,
       cpuModel: this.acceleration.cpuModel,
-      cpuCount: Math.max(1, Math.floor(spec.resources.cpuCount)),
-      memoryMB: Math.max(128, Math.floor(spec.resources.memoryMB)),
+      cpuCount: Math.max(this.options.imageCpuCount, Math.floor(spec.resources.cpuCount)),
+      memoryMB: Math.max(this.options.imageMemoryMB, Math.floor(spec.resources.memoryMB)),
     };
+  }
+
+  /** Kill the instance's QEMU processes, delete its directory and its CPU quota cgroup. */
+  private async destroyInstance(sandboxId: string): Promise<void> {
+    await this.env.dirs.destroy(sandboxId);
+    await this.cpuQuotas.remove(sandboxId);
+  }
+
+  /** Put a started VM under the sandbox's limits: the balloon target and the CPU quota. */
+  private async applyLimits(sandboxId: string, qmp: QmpClient, pid: number, resources: SandboxResources): Promise<void> {
+    await setMemoryLimit(qmp, resources.memoryMB);
+    await this.cpuQuotas.apply(sandboxId, pid, resources.cpuCount);
   }
 
   private async requireInstance(id: string): Promise<InstanceRecord> {
@@ -146,7 +191,10 @@ export class MicrovmRuntime implements Runtime {
 
   private async bootVm(spec: RuntimeSandboxSpec, argv: string[]): Promise<void> {
     const id = spec.sandboxId;
-    await this.env.dirs.destroy(id);
+    const machine = this.machineFor(spec);
+    const limits: SandboxResources = { cpuCount: spec.resources.cpuCount, memoryMB: spec.resources.memoryMB };
+    checkMemoryLimit(limits.memoryMB, machine, `sandbox '${id}'`);
+    await this.destroyInstance(id);
     const base = await ensureBaseDisk(spec.rootfsDir, { basesDir: join(this.options.workDir, 'bases'), sizeMB: this.options.diskSizeMB });
     await this.env.dirs.create(id);
     const netnsPath = spec.network.netnsPath;
@@ -160,12 +208,23 @@ export class MicrovmRuntime implements Runtime {
       netAddress: addressing?.addressWithPrefix ?? null,
       netGateway: addressing?.gateway ?? null,
       argv,
+      memoryLimitMB: limits.memoryMB < machine.memoryMB ? limits.memoryMB : null,
     }, resolvConf, initrd);
     await createOverlay(this.env.qemuImgPath, this.env.dirs.file(id, 'overlay'), { path: base.path, format: 'raw' });
-    const machine = this.machineFor(spec);
-    const record: InstanceRecord = { sandboxId: id, pid: 0, netnsPath, machine, ram: 'shared', imageRam: null, baseDisk: base.path, hasLower: false, ready: false };
+    const record: InstanceRecord = { sandboxId: id, pid: 0, netnsPath, machine, limits, ram: 'shared', imageRam: null, baseDisk: base.path, hasLower: false, ready: false };
     await this.env.dirs.write(record);
-    const vm = await startVm(this.env, { sandboxId: id, machine, netnsPath, ram: 'shared', ramFile: this.env.dirs.file(id, 'ram'), initrd, start: 'fresh' });
+    const vm = await startVm(this.env, { sandboxId: id, machine, netnsPath, ram: 'shared', ramFile: this.env.dirs.file(id, 'ram'), initrd, start: 'fresh-paused' });
+    try {
+      // Set before the guest runs: its balloon driver inflates as soon as the initramfs loads it and
+      // /init waits for that (quietly), so the pages given up are still untouched holes of the RAM file.
+      await this.applyLimits(id, vm.qmp, vm.pid, limits);
+      await vm.qmp.execute('cont');
+    } catch (err) {
+      vm.qmp.close();
+      await this.destroyInstance(id);
+      await removeGuestLink(netnsPath);
+      throw err;
+    }
     vm.qmp.close();
     await this.env.dirs.write({ ...record, pid: vm.pid, ready: true });
   }
@@ -188,7 +247,9 @@ export class MicrovmRuntime implements Runtime {
     if (!existsSync(manifest.baseDisk)) {
       throw new RamifyError('RUNTIME_ERROR', `image ${imageDir} needs the base disk ${manifest.baseDisk}, which is gone (rebuild the template)`);
     }
-    await this.env.dirs.destroy(id);
+    const limits: SandboxResources = { cpuCount: spec.resources.cpuCount, memoryMB: spec.resources.memoryMB };
+    checkMemoryLimit(limits.memoryMB, manifest.machine, `image ${imageDir}`);
+    await this.destroyInstance(id);
     await this.env.dirs.create(id);
     const netnsPath = spec.network.netnsPath;
     await prepareGuestLink(netnsPath);
@@ -196,11 +257,12 @@ export class MicrovmRuntime implements Runtime {
     await linkOrCopy(join(imageDir, IMAGE_FILES.disk), lower);
     await createOverlay(this.env.qemuImgPath, this.env.dirs.file(id, 'overlay'), { path: lower, format: 'qcow2' });
     const imageRam = join(imageDir, IMAGE_FILES.ram);
-    const record: InstanceRecord = { sandboxId: id, pid: 0, netnsPath, machine: manifest.machine, ram: 'private', imageRam, baseDisk: manifest.baseDisk, hasLower: true, ready: false };
+    const record: InstanceRecord = { sandboxId: id, pid: 0, netnsPath, machine: manifest.machine, limits, ram: 'private', imageRam, baseDisk: manifest.baseDisk, hasLower: true, ready: false };
     await this.env.dirs.write(record);
     const vm = await startVm(this.env, { sandboxId: id, machine: manifest.machine, netnsPath, ram: 'private', ramFile: imageRam, initrd: this.env.kernel.initrdPath, start: 'incoming' });
     try {
       await this.env.dirs.write({ ...record, pid: vm.pid });
+      await this.cpuQuotas.apply(id, vm.pid, limits.cpuCount);
       await vm.qmp.execute('migrate-set-capabilities', { capabilities: [{ capability: 'x-ignore-shared', state: true }] });
       const socket = this.env.dirs.file(id, 'migrateIn');
       await vm.qmp.execute('migrate-incoming', { uri: `unix:${socket}` });
@@ -208,11 +270,15 @@ export class MicrovmRuntime implements Runtime {
       await waitForMigration(vm.qmp, `restoring ${imageDir}`, 120_000);
       const status = await vm.qmp.execute<{ status: string }>('query-status');
       if (status.status !== 'running') await vm.qmp.execute('cont');
+      // The balloon level is part of the loaded state: set this sandbox's own limit, and when that
+      // means taking memory away, give the guest a moment to let go of it before the sandbox is used.
+      await setMemoryLimit(vm.qmp, limits.memoryMB);
+      if (limits.memoryMB < manifest.machine.memoryMB) await waitForMemoryLimit(vm.qmp, limits.memoryMB, { stallMs: 3000, timeoutMs: 60_000 });
       await this.env.dirs.write({ ...record, pid: vm.pid, ready: true });
     } catch (err) {
       vm.qmp.close();
       const log = tail(await readFile(this.env.dirs.file(id, 'qemuLog'), 'utf8').catch(() => ''), 4);
-      await this.env.dirs.destroy(id);
+      await this.destroyInstance(id);
       await removeGuestLink(netnsPath);
       const message = `restore of microVM '${id}' from ${imageDir} failed: ${(err as Error).message}${log ? `\n${log}` : ''}`;
       throw new RamifyError('RUNTIME_ERROR', message, { id });
@@ -225,7 +291,9 @@ export class MicrovmRuntime implements Runtime {
     const job = checkpointInstance(this.env, inst, imageDir);
     this.inFlight.set(sandboxId, job);
     try {
-      return { sizeBytes: await job };
+      const sizeBytes = await job;
+      await this.cpuQuotas.remove(sandboxId);
+      return { sizeBytes };
     } finally {
       this.inFlight.delete(sandboxId);
     }
@@ -233,7 +301,7 @@ export class MicrovmRuntime implements Runtime {
 
   async kill(sandboxId: string): Promise<void> {
     const inst = await this.env.dirs.read(sandboxId);
-    await this.env.dirs.destroy(sandboxId);
+    await this.destroyInstance(sandboxId);
     if (inst) await removeGuestLink(inst.netnsPath);
   }
 
@@ -275,6 +343,7 @@ export class MicrovmRuntime implements Runtime {
     if (inst.checkpoint.phase === 'files') {
       await this.env.dirs.killProcesses(sandboxId);
       await finishCheckpointFiles(this.env, inst);
+      await this.cpuQuotas.remove(sandboxId);
     } else await undoCheckpoint(this.env, inst);
   }
 

@@ -76,3 +76,15 @@ test('detectAcceleration decides, says why, and caches the verdict', { timeout: 
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('every VM has a balloon that cannot deflate on OOM or report free pages; a paused fresh boot is not incoming', () => {
+  const args = qemuArgs(launch({ start: 'fresh-paused' }));
+  const balloon = devices(args).find((d) => d.startsWith('virtio-balloon-pci'));
+  assert.ok(balloon, 'a balloon device');
+  assert.match(balloon, /deflate-on-oom=off/);
+  assert.match(balloon, /free-page-reporting=off/);
+  assert.ok(args.includes('-S') && !args.includes('-incoming'));
+  const conf = bootConfText({ mode: 'boot', hostname: 'h', netAddress: null, netGateway: null, argv: ['/init'], memoryLimitMB: 512 });
+  const r = spawnSync('sh', ['-c', `${conf}\nprintf '%s' "$RAMIFY_MEM_LIMIT_KB"`], { encoding: 'utf8' });
+  assert.equal(r.stdout, String(512 * 1024));
+});

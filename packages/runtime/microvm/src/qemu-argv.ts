@@ -6,6 +6,7 @@
  * - q35, guest RAM as `memory-backend-file` (`mem0`) so a checkpoint need not copy RAM,
  * - virtio-blk (qcow2 overlay), virtio-net (tap in the sandbox's namespace), virtio-serial with the
  *   agent's port on a host unix socket, virtio-rng, vmgenid (fresh guest RNG seed after every restore),
+ *   virtio-balloon (the sandbox's memory limit),
  * - serial console appended to a file, QMP on a unix socket, no graphics, no default devices.
  */
 import { AGENT_PORT_NAME } from './guest-init.js';
@@ -49,8 +50,11 @@ export interface QemuLaunch {
   tap: string | null;
   /** Kernel command line (only read on a fresh boot). */
   append: string;
-  /** `fresh`: boot; `incoming`: wait for `migrate-incoming` and run afterwards; `incoming-paused`: stay paused. */
-  start: 'fresh' | 'incoming' | 'incoming-paused';
+  /**
+   * `fresh`: boot; `fresh-paused`: boot once told `cont`; `incoming`: wait for `migrate-incoming` and
+   * run afterwards; `incoming-paused`: stay paused.
+   */
+  start: 'fresh' | 'fresh-paused' | 'incoming' | 'incoming-paused';
   /** TCG translation cache in MiB (QEMU's default is much larger). */
   tcgTbSizeMB: number;
   name: string;
@@ -83,11 +87,14 @@ export function qemuArgs(launch: QemuLaunch): string[] {
     '-chardev', p.agentSocket ? `socket,id=agent0,path=${esc(p.agentSocket)},server=on,wait=off` : 'null,id=agent0',
     '-device', `virtserialport,bus=vser0.0,chardev=agent0,name=${AGENT_PORT_NAME},id=vport0`,
     '-device', 'virtio-rng-pci,id=vrng0',
+    // The sandbox's memory limit (memory-limit.ts). No deflate-on-oom (the guest must not take memory
+    // back under pressure) and no free-page reporting/hinting (guest-driven discards of other pages).
+    '-device', 'virtio-balloon-pci,id=vballoon0,deflate-on-oom=off,free-page-reporting=off,free-page-hint=off',
     '-device', 'vmgenid,guid=auto,id=vmgenid0',
     '-qmp', `unix:${esc(p.qmpSocket)},server=on,wait=off`,
   ];
-  if (launch.start !== 'fresh') args.push('-incoming', 'defer');
-  if (launch.start === 'incoming-paused') args.push('-S');
+  if (launch.start === 'incoming' || launch.start === 'incoming-paused') args.push('-incoming', 'defer');
+  if (launch.start === 'incoming-paused' || launch.start === 'fresh-paused') args.push('-S');
   return args;
 }
 
@@ -97,9 +104,14 @@ export interface KernelArgsInput {
   tscKhz: number | null;
 }
 
-/** The guest kernel command line (see RUNTIME-QEMU.md for the TCG timer flags). */
+/**
+ * The guest kernel command line (see RUNTIME-QEMU.md for the TCG timer flags). `init_on_alloc=0`:
+ * Debian's default zeroes every page the kernel hands out, the balloon's included (slow under TCG, and
+ * it dirties pages only to give them back); `swiotlb=noforce`: virtio needs no bounce buffers (64 MiB
+ * saved once RAM reaches above 4 GiB).
+ */
 export function kernelArgs(input: KernelArgsInput): string {
-  const args = ['console=ttyS0', 'rdinit=/init', 'panic=-1', 'quiet', 'loglevel=3', 'ipv6.disable=1', 'cryptomgr.notests', 'random.trust_cpu=on', '8250.nr_uarts=1', 'i8042.noaux', 'i8042.nomux', 'i8042.nopnp'];
+  const args = ['console=ttyS0', 'rdinit=/init', 'panic=-1', 'quiet', 'loglevel=3', 'ipv6.disable=1', 'cryptomgr.notests', 'init_on_alloc=0', 'swiotlb=noforce', 'random.trust_cpu=on', '8250.nr_uarts=1', 'i8042.noaux', 'i8042.nomux', 'i8042.nopnp'];
   if (input.accelerator === 'tcg') {
     // TCG does not speculate, so guest-side speculation mitigations only cost time.
     args.push('mitigations=off', 'tsc=reliable', 'no_timer_check');

@@ -23,6 +23,8 @@ export interface QemuSpawn {
   qmpSocket: string;
   /** How long QEMU may take to answer QMP. */
   readyTimeoutMs: number;
+  /** Launcher argv put in front of everything (it must exec the rest in place), e.g. {@link discardGuardArgv}. */
+  launcher?: readonly string[];
 }
 
 export interface StartedQemu {
@@ -36,7 +38,8 @@ export interface StartedQemu {
  * answer in time (the process is killed then).
  */
 export async function startQemu(spec: QemuSpawn): Promise<StartedQemu> {
-  const argv = spec.netnsPath ? ['nsenter', `--net=${spec.netnsPath}`, '--', spec.qemuPath, ...spec.args] : [spec.qemuPath, ...spec.args];
+  const qemu = spec.netnsPath ? ['nsenter', `--net=${spec.netnsPath}`, '--', spec.qemuPath, ...spec.args] : [spec.qemuPath, ...spec.args];
+  const argv = [...(spec.launcher ?? []), ...qemu];
   const log = await open(spec.logFile, 'a');
   let exited: string | null = null;
   let pid: number;

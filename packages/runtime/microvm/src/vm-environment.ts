@@ -2,6 +2,7 @@
  * What every VM operation needs (binaries, kernel, instance directories, limits), and the two QEMU
  * launches built from it: the sandbox's VM and the loader that materializes a checkpoint.
  */
+import { discardGuardArgv } from './discard-guard.js';
 import type { GuestKernel } from './guest-kernel.js';
 import { GUEST_TAP, LOADER_TAP } from './guest-link.js';
 import type { InstanceDirs } from './instances.js';
@@ -19,6 +20,8 @@ export interface VmEnvironment {
   tscKhz: number | null;
   /** How long QEMU may take to answer QMP after it was spawned. */
   startTimeoutMs: number;
+  /** Perl, which installs the discard guard of restored VMs (discard-guard.ts). */
+  perlPath: string;
 }
 
 export interface VmStart {
@@ -30,10 +33,13 @@ export interface VmStart {
   ramFile: string;
   /** The initrd to pass (a per-boot one for a fresh boot; the base one for a restore). */
   initrd: string;
-  start: 'fresh' | 'incoming';
+  start: 'fresh-paused' | 'incoming';
 }
 
-/** Start the sandbox's VM (in its network namespace, on its tap). */
+/**
+ * Start the sandbox's VM (in its network namespace, on its tap). A VM mapping an image's RAM
+ * copy-on-write runs under the discard guard, so its balloon never punches holes into the image.
+ */
 export function startVm(env: VmEnvironment, vm: VmStart): Promise<StartedQemu> {
   const file = (name: Parameters<InstanceDirs['file']>[1]): string => env.dirs.file(vm.sandboxId, name);
   const args = qemuArgs({
@@ -54,7 +60,15 @@ export function startVm(env: VmEnvironment, vm: VmStart): Promise<StartedQemu> {
       initrd: vm.initrd,
     },
   });
-  return startQemu({ qemuPath: env.qemuPath, args, netnsPath: vm.netnsPath, logFile: file('qemuLog'), qmpSocket: file('qmp'), readyTimeoutMs: env.startTimeoutMs });
+  return startQemu({
+    qemuPath: env.qemuPath,
+    args,
+    netnsPath: vm.netnsPath,
+    logFile: file('qemuLog'),
+    qmpSocket: file('qmp'),
+    readyTimeoutMs: env.startTimeoutMs,
+    ...(vm.ram === 'private' ? { launcher: discardGuardArgv(env.perlPath) } : {}),
+  });
 }
 
 /**
