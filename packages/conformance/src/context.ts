@@ -18,6 +18,33 @@ export interface ConformanceTarget {
    * succeeds and the connection survives resume). Default `refused`.
    */
   openConnectionAtPause?: 'refused' | 'kept';
+  /**
+   * What the sandbox's kernel must report, beyond "not the host's kernel" (checked for every runtime):
+   * `uname -r` matching `release` and `/proc/version` matching `procVersion`. Default null (only the
+   * host check).
+   */
+  guestKernel?: { release: RegExp; procVersion: RegExp } | null;
+  /**
+   * When the cases marked *extended* run: `every-run` (default) or `full-run`, only when
+   * `RAMIFY_TEST_FULL=1` (`npm run test:full`); on other runs they are skipped with that reason. Every
+   * area keeps at least one case that runs on every run.
+   */
+  extendedCases?: 'every-run' | 'full-run';
+  /**
+   * Known bugs of the runtime, by case title: the case still runs but is reported `todo` with this text
+   * (name the file and the symptom), so it does not fail the run until the bug is fixed. Only cases
+   * that take their options from {@link SuiteContext.caseOptions} honour it. Default none.
+   */
+  knownBugs?: Readonly<Record<string, string>>;
+}
+
+/** Environment variable that makes a run a full one (`npm run test:full` sets it). */
+export const FULL_RUN_ENV = 'RAMIFY_TEST_FULL';
+
+/** True when this process runs the full suite (`RAMIFY_TEST_FULL=1`). */
+export function isFullRun(): boolean {
+  const value = process.env[FULL_RUN_ENV];
+  return value !== undefined && value !== '' && value !== '0';
 }
 
 /** Lifetime of sandboxes the cases create (long enough that no deadline interferes), ms. */
@@ -26,6 +53,12 @@ export const CASE_SANDBOX_TIMEOUT_MS = 30 * 60_000;
 /** Shared state of one suite run. */
 export interface SuiteContext {
   readonly target: Required<ConformanceTarget>;
+  /**
+   * node:test options of the case `title`: `{ skip: reason }` when it is `extended` and this run leaves
+   * extended cases out (target `extendedCases: 'full-run'`, not a full run); `{ todo: bug }` when the
+   * target lists a known bug for it; else `{}`.
+   */
+  caseOptions(title: string, opts?: { extended?: boolean }): { skip?: string; todo?: string };
   /** The daemon; throws before the suite's `before` hook ran. */
   daemon(): DaemonHarness;
   /** SDK connection options of the daemon. */
@@ -37,14 +70,21 @@ export interface SuiteContext {
 }
 
 /** Build the context over a daemon that is set later (by the suite's `before`). */
-export function createContext(target: ConformanceTarget, getDaemon: () => DaemonHarness | undefined): SuiteContext {
+export function createContext(target: ConformanceTarget, getDaemon: () => DaemonHarness | undefined, run: { full: boolean } = { full: isFullRun() }): SuiteContext {
   const daemon = (): DaemonHarness => {
     const d = getDaemon();
     if (!d) throw new Error('the conformance daemon is not running (its setup failed)');
     return d;
   };
   return {
-    target: { openConnectionAtPause: 'refused', ...target },
+    target: { openConnectionAtPause: 'refused', guestKernel: null, extendedCases: 'every-run', knownBugs: {}, ...target },
+    caseOptions: (title, opts = {}) => {
+      if (opts.extended && target.extendedCases === 'full-run' && !run.full) {
+        return { skip: `extended ${target.runtime} case: runs with ${FULL_RUN_ENV}=1 (npm run test:full); every CI run keeps a representative subset` };
+      }
+      const bug = target.knownBugs?.[title];
+      return bug ? { todo: `known ${target.runtime} bug: ${bug}` } : {};
+    },
     daemon,
     conn: () => daemon().conn,
     create: (opts = {}) => Sandbox.create({ runtime: target.runtime, timeoutMs: CASE_SANDBOX_TIMEOUT_MS, ...opts, ...daemon().conn }),

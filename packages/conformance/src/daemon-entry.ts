@@ -5,6 +5,7 @@
  *
  * Usage: `node daemon-entry.js '<DaemonEntryConfig as JSON>'`. The daemon's JSON log goes to stderr.
  */
+import type { RuntimeName } from '@ramify/contracts';
 import { serve, type RamifyServer, type ServeOptions } from '@ramify/daemon';
 
 /** What the harness passes as argv[2] (JSON). */
@@ -18,6 +19,8 @@ export interface DaemonEntryConfig {
   logLevel: NonNullable<ServeOptions['logLevel']>;
   /** Network slots kept prepared for the next creates (core's `prewarmSlots`). */
   warmSlots: number;
+  /** Runtimes the daemon opens, the first its default (only what the suite needs: no time spent on others' images). */
+  runtimes: RuntimeName[];
 }
 
 /** The single line written to stdout once the daemon listens. */
@@ -47,6 +50,7 @@ async function main(): Promise<void> {
     port: config.port,
     logLevel: config.logLevel,
     network: { prefix: config.prefix },
+    runtimes: config.runtimes,
     coreOptions: { prewarmSlots: config.warmSlots },
     // The first-start key line would mix with our JSON; the key is read from <dataDir>/api-key.
     print: () => undefined,

@@ -3,12 +3,13 @@
  * on a fresh temp data directory, with the suite's own network prefix. It builds the `base` template
  * through the API, restarts (SIGTERM) or crashes (SIGKILL) the daemon on the same data directory and
  * port, offers raw API calls for status-code checks, and cleans up everything on teardown: sandboxes,
- * the daemon, runsc containers, namespaces `<prefix>-*`, the nftables table `ip <prefix>`, the temp dir.
- * One run per host at a time: the prefix is fixed, and a second daemon with it would take the first's
- * namespaces for orphans.
+ * the daemon, runsc containers, QEMU processes, namespaces `<prefix>-*`, the nftables table
+ * `ip <prefix>`, the temp dir. The daemon opens only the runtimes the run needs (default: the target).
+ * One run per prefix at a time: a second daemon with the same prefix would take the first's namespaces
+ * for orphans (the gVisor run uses `rmc`, the microVM run `rmv`, so those two can coexist).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, copyFileSync, openSync, rmSync } from 'node:fs';
 import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,9 +20,12 @@ import { buildTemplate, type ConnectionOpts } from '@ramify/sdk';
 import { BASE_TEMPLATE_SPEC } from '@ramify/template-builder';
 import type { DaemonEntryConfig, DaemonEntryReady } from './daemon-entry.js';
 import { removeHostNetwork, removeRunscContainers } from './host-cleanup.js';
+import { killPidsSync, qemuProcessesNaming, removeQemuProcesses } from './qemu-processes.js';
 
 /** Network prefix of every conformance daemon (namespaces `rmc-*`, nftables table `ip rmc`). */
 export const CONFORMANCE_PREFIX = 'rmc';
+/** Network prefix of the microVM conformance run (`rmv-*`, its own slot /16): it can run beside an `rmc` one. */
+export const MICROVM_PREFIX = 'rmv';
 /** Shared, content-addressed template layer cache (the base rootfs is already there on CI hosts). */
 export const DEFAULT_CACHE_DIR = '/var/cache/ramify';
 /** Warm network slots of the conformance daemon (the daemon's own default, set explicitly because the namespace checks count them). */
@@ -33,8 +37,10 @@ const START_TIMEOUT_MS = 120_000;
 
 /** Options of {@link DaemonHarness.open}. */
 export interface HarnessOptions {
-  /** Runtime the suite targets (sent with every create). */
+  /** Runtime the suite targets (sent with every create; the base template is built for it only). */
   runtime: RuntimeName;
+  /** Runtimes the daemon opens; default only `runtime` (so a gVisor run never prepares microVM images). */
+  runtimes?: RuntimeName[];
   /** Default {@link CONFORMANCE_PREFIX}. */
   prefix?: string;
   /** Default {@link DEFAULT_CACHE_DIR}. */
@@ -70,6 +76,8 @@ export const LIVE_STATES = ['creating', 'running', 'pausing', 'paused', 'resumin
 /** A real daemon for the conformance suite. Create with {@link DaemonHarness.open}. */
 export class DaemonHarness {
   readonly runtime: RuntimeName;
+  /** Runtimes the daemon opens (the target first). */
+  readonly runtimes: RuntimeName[];
   readonly prefix: string;
   readonly tempDir: string;
   readonly dataDir: string;
@@ -84,9 +92,11 @@ export class DaemonHarness {
   private port = 0;
   private currentUrl = '';
   private key = '';
+  private disarmExitCleanup: () => void = () => undefined;
 
   private constructor(options: HarnessOptions, tempDir: string) {
     this.runtime = options.runtime;
+    this.runtimes = options.runtimes ?? [options.runtime];
     this.prefix = options.prefix ?? CONFORMANCE_PREFIX;
     this.cacheDir = options.cacheDir ?? DEFAULT_CACHE_DIR;
     this.logLevel = options.logLevel ?? 'warn';
@@ -98,14 +108,58 @@ export class DaemonHarness {
   }
 
   /**
-   * Remove leftovers of an earlier aborted run with the same prefix, make a temp dir, start the daemon.
-   * Rejects (with the daemon's log tail) when it does not come up.
+   * Remove leftovers of an earlier aborted run with the same prefix (QEMU processes in its namespaces
+   * included), make a temp dir, start the daemon. Until {@link teardown}, an exit of this process or a
+   * SIGINT/SIGTERM kills the daemon and the QEMU processes of its data dir (they are detached and would
+   * outlive the run). Rejects (with the daemon's log tail) when it does not come up.
    */
   static async open(options: HarnessOptions): Promise<DaemonHarness> {
     const harness = new DaemonHarness(options, await mkdtemp(join(tmpdir(), 'ramify-conformance-')));
+    await removeQemuProcesses({ prefix: harness.prefix });
     await removeHostNetwork(harness.prefix);
-    await harness.start();
+    harness.armExitCleanup();
+    try {
+      await harness.start();
+    } catch (err) {
+      await harness.teardown();
+      throw err;
+    }
     return harness;
+  }
+
+  /** Runtimes the daemon reports unavailable, with the reason (`GET /v1/health`). */
+  async unavailableRuntimes(): Promise<Partial<Record<RuntimeName, string>>> {
+    const res = await this.call('GET', '/v1/health', { auth: 'none' });
+    if (res.status !== 200) throw new Error(`GET /v1/health: HTTP ${res.status} ${res.text}`);
+    return (res.body as { unavailableRuntimes?: Partial<Record<RuntimeName, string>> }).unavailableRuntimes ?? {};
+  }
+
+  /**
+   * If this process exits or is interrupted before {@link teardown}: kill the daemon and the QEMU
+   * processes of the data dir, and delete the temp dir (namespaces are left to the next run's `open`).
+   */
+  private armExitCleanup(): void {
+    const killNow = (): void => {
+      this.child?.kill('SIGKILL');
+      killPidsSync(qemuProcessesNaming(`${this.dataDir}/`).map((p) => p.pid));
+      // microVM RAM images are GiBs: do not leave the temp dir behind (its log first, if asked for).
+      if (this.keepLogAt) {
+        try { copyFileSync(this.logPath, this.keepLogAt); } catch { /* no log yet */ }
+      }
+      rmSync(this.tempDir, { recursive: true, force: true });
+    };
+    const onSignal = (signal: NodeJS.Signals): void => {
+      killNow();
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    };
+    process.on('exit', killNow);
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    this.disarmExitCleanup = () => {
+      process.off('exit', killNow);
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    };
   }
 
   /** Base URL of the running daemon (`http://127.0.0.1:PORT`); the port stays the same across restarts. */
@@ -131,7 +185,7 @@ export class DaemonHarness {
   /** Start the daemon on the data directory (the same port as before, after the first start). */
   async start(): Promise<void> {
     if (this.child) throw new Error('daemon already running');
-    const config: DaemonEntryConfig = { dataDir: this.dataDir, cacheDir: this.cacheDir, prefix: this.prefix, port: this.port, logLevel: this.logLevel, warmSlots: this.warmSlots };
+    const config: DaemonEntryConfig = { dataDir: this.dataDir, cacheDir: this.cacheDir, prefix: this.prefix, port: this.port, logLevel: this.logLevel, warmSlots: this.warmSlots, runtimes: this.runtimes };
     const entry = fileURLToPath(new URL('./daemon-entry.js', import.meta.url));
     const logFd = openSync(this.logPath, 'a');
     let child: ChildProcess;
@@ -188,9 +242,9 @@ export class DaemonHarness {
     await this.start();
   }
 
-  /** Build the `base` template through `POST /v1/templates` (NDJSON progress; resolves on `done`). */
+  /** Build the `base` template through `POST /v1/templates`, for the target runtime only (NDJSON progress; resolves on `done`). */
   buildBaseTemplate(): Promise<TemplateInfo> {
-    return buildTemplate(BASE_TEMPLATE_SPEC, this.conn);
+    return buildTemplate(BASE_TEMPLATE_SPEC, { ...this.conn, runtimes: [this.runtime] });
   }
 
   /** A raw API call (`path` starts with `/v1`), for status codes and error bodies. */
@@ -233,8 +287,9 @@ export class DaemonHarness {
   }
 
   /**
-   * Kill every sandbox through the API, stop the daemon, force-delete leftover runsc containers, remove
-   * the prefix's namespaces, veths and nftables table, and delete the temp dir. Never throws.
+   * Kill every sandbox through the API, stop the daemon, force-delete leftover runsc containers, kill
+   * leftover QEMU processes of the data dir, remove the prefix's namespaces, veths, nftables table and
+   * ip rules, and delete the temp dir. Never throws.
    */
   async teardown(): Promise<void> {
     if (this.child) {
@@ -246,7 +301,9 @@ export class DaemonHarness {
       await this.stop();
     }
     await removeRunscContainers(join(this.dataDir, 'runtime', 'gvisor', 'state'));
+    await removeQemuProcesses({ dataDir: this.dataDir, prefix: this.prefix });
     await removeHostNetwork(this.prefix);
+    this.disarmExitCleanup();
     if (this.keepLogAt) await copyFile(this.logPath, this.keepLogAt).catch(() => undefined);
     await rm(this.tempDir, { recursive: true, force: true });
   }

@@ -1,12 +1,14 @@
 /**
  * Host-side lookups and cleanup of what a conformance daemon leaves behind: network namespaces `<prefix>-*`, host
  * veths `<prefix>h*`, the nftables table `ip <prefix>`, and runsc containers under the daemon's state
- * directory. Only objects named with the suite's own prefix (or under its own temp dir) are touched.
+ * directory (QEMU processes: qemu-processes.ts). Only objects named with the suite's own prefix (or under its own temp dir) are touched.
  */
 import { readdir, rm } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import type { RuntimeName } from '@ramify/contracts';
 import { layoutForPrefix, removeRouteGuard, slotRange } from '@ramify/network';
+import { sandboxQemuProcess, waitPidsGone } from './qemu-processes.js';
 
 /** Result of one host command (never throws on a non-zero exit). */
 export interface HostCommandResult {
@@ -41,7 +43,10 @@ export async function listSandboxNamespaces(prefix: string): Promise<string[]> {
   return (await listNamespaces(prefix)).filter((name) => new RegExp(`^${prefix}-s\\d+$`).test(name));
 }
 
-/** Delete every `<prefix>-*` namespace, `<prefix>h*` host veth and the `ip`/`inet <prefix>` nftables tables. */
+/**
+ * Delete every `<prefix>-*` namespace, `<prefix>h*` host veth, the `ip`/`inet <prefix>` nftables tables,
+ * the egress guard's ip rules and a leftover egress `ulogd` of the prefix.
+ */
 export async function removeHostNetwork(prefix: string): Promise<void> {
   for (const name of await listNamespaces(prefix)) await hostRun(['ip', 'netns', 'delete', name]);
   const links = await hostRun(['ip', '-o', 'link', 'show']);
@@ -61,6 +66,30 @@ export async function removeHostNetwork(prefix: string): Promise<void> {
   }
   // The enforcer's fail-closed routing guard (ip rules on the prefix's slot range).
   await removeRouteGuard(slotRange(layoutForPrefix(prefix)));
+  await removeEgressLogger(prefix);
+}
+
+/**
+ * Stop a `ulogd` the egress enforcer of a `<prefix>` daemon left running (the daemon was SIGKILLed; its
+ * config is `/run/ramify/egress-<prefix>/ulogd.conf`): it holds the prefix's NFLOG group, and a daemon
+ * whose own ulogd cannot bind it logs no connections.
+ */
+export async function removeEgressLogger(prefix: string): Promise<void> {
+  const config = `/run/ramify/egress-${prefix}/ulogd.conf`;
+  const { stdout } = await hostRun(['ps', '-eo', 'pid=,args=']);
+  const pids = stdout
+    .split('\n')
+    .map((line) => /^\s*(\d+)\s+(.*)$/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null && /(^|\/)ulogd\s/.test(m[2] ?? '') && (m[2] ?? '').includes(config))
+    .map((m) => Number(m[1]));
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+  await waitPidsGone(pids, 5_000);
 }
 
 /** Force-delete every runsc container whose state lives under `stateDir` (a daemon's `runtime/gvisor/state`). */
@@ -72,14 +101,24 @@ export async function removeRunscContainers(stateDir: string): Promise<void> {
   }
 }
 
-/** The `<prefix>-s<slot>` namespace the sandbox's runsc process lives in (found through its bundle path). */
-export async function sandboxNamespaceOf(dataDir: string, sandboxId: string): Promise<string> {
-  const { stdout } = await hostRun(['ps', '-eo', 'pid=,args=']);
-  const bundle = `${dataDir}/runtime/gvisor/bundles/${sandboxId}`;
-  const line = stdout.split('\n').find((l) => l.includes('runsc-sandbox') && l.includes(`--bundle=${bundle}`));
-  const pid = line?.trim().split(/\s+/)[0];
-  if (!pid) throw new Error(`no runsc-sandbox process for ${sandboxId}`);
+/**
+ * The `<prefix>-s<slot>` namespace a sandbox lives in, found through its runtime's host process: the
+ * `runsc-sandbox` process of its bundle (gVisor) or its VM's QEMU process (microVM). Rejects when no
+ * such process runs or it is in no named namespace.
+ */
+export async function sandboxNamespaceOf(dataDir: string, sandboxId: string, runtime: RuntimeName = 'gvisor'): Promise<string> {
+  let pid: string | undefined;
+  if (runtime === 'microvm') {
+    pid = sandboxQemuProcess(dataDir, sandboxId)?.pid.toString();
+    if (!pid) throw new Error(`no QEMU process for ${sandboxId}`);
+  } else {
+    const { stdout } = await hostRun(['ps', '-eo', 'pid=,args=']);
+    const bundle = `${dataDir}/runtime/gvisor/bundles/${sandboxId}`;
+    const line = stdout.split('\n').find((l) => l.includes('runsc-sandbox') && l.includes(`--bundle=${bundle}`));
+    pid = line?.trim().split(/\s+/)[0];
+    if (!pid) throw new Error(`no runsc-sandbox process for ${sandboxId}`);
+  }
   const ns = (await hostRun(['ip', 'netns', 'identify', pid])).stdout.trim();
-  if (!ns) throw new Error(`runsc-sandbox ${pid} of ${sandboxId} is in no named namespace`);
+  if (!ns) throw new Error(`the ${runtime} process ${pid} of ${sandboxId} is in no named namespace`);
   return ns;
 }

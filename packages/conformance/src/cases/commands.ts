@@ -25,7 +25,8 @@ export function registerCommandCases(ctx: SuiteContext): void {
     });
     after(() => ctx.killAll());
 
-    test('30 MB of stdout arrive byte-exact through a streaming run', async () => {
+    const thirtyMb = '30 MB of stdout arrive byte-exact through a streaming run';
+    test(thirtyMb, ctx.caseOptions(thirtyMb, { extended: true }), async () => {
       const size = 30_000_000;
       const local = join(ctx.daemon().tempDir, 'stdout-source.bin');
       await writeRandomFile(local, 32 * MiB);

@@ -7,6 +7,7 @@
 import type { SandboxInfo } from '@ramify/contracts';
 import type { SuiteContext } from '../context.js';
 import { hostRun } from '../host-cleanup.js';
+import { microvmInstanceIds, readMicrovmInstance } from '../qemu-processes.js';
 import { waitFor } from '../support.js';
 
 /** A moment inside an operation on `sandboxId`. */
@@ -33,16 +34,34 @@ async function runscProcesses(ctx: SuiteContext, verb: string): Promise<string[]
   return stdout.split('\n').filter((args) => /(^|\/)runsc\s/.test(args) && args.includes(stateDir) && args.includes(` ${verb} `));
 }
 
-/** The runtime's checkpoint of the sandbox is running (gVisor: a `runsc checkpoint` process). */
+/**
+ * The runtime's checkpoint of the sandbox is running. gVisor: a `runsc checkpoint` process; microVM:
+ * the instance carries the runtime's checkpoint marker (QEMU is saving state or a loader is copying RAM).
+ */
 export const RUNTIME_CHECKPOINT: CrashPoint = {
   name: 'runtime checkpoint in flight',
-  reached: async (ctx, sandboxId) => (await runscProcesses(ctx, 'checkpoint')).some((args) => args.includes(sandboxId)),
+  reached: async (ctx, sandboxId) => {
+    if (ctx.target.runtime === 'microvm') return (await readMicrovmInstance(ctx.daemon().dataDir, sandboxId))?.checkpoint !== undefined;
+    return (await runscProcesses(ctx, 'checkpoint')).some((args) => args.includes(sandboxId));
+  },
 };
 
-/** A fork's children are being restored (gVisor: a `runsc restore` of a sandbox other than the parent). */
+/**
+ * A fork's children are being restored. gVisor: a `runsc restore` of a sandbox other than the parent;
+ * microVM: an instance other than the parent's that is not ready yet (its QEMU is loading the image).
+ */
 export const CHILDREN_RESTORING: CrashPoint = {
   name: 'children restoring',
-  reached: async (ctx, parentId) => (await runscProcesses(ctx, 'restore')).some((args) => !args.includes(parentId)),
+  reached: async (ctx, parentId) => {
+    if (ctx.target.runtime === 'microvm') {
+      const dataDir = ctx.daemon().dataDir;
+      for (const id of microvmInstanceIds(dataDir).filter((i) => i !== parentId)) {
+        if ((await readMicrovmInstance(dataDir, id))?.ready === false) return true;
+      }
+      return false;
+    }
+    return (await runscProcesses(ctx, 'restore')).some((args) => !args.includes(parentId));
+  },
 };
 
 /**

@@ -33,7 +33,8 @@ export function registerFileCases(ctx: SuiteContext): void {
       assert.equal((await sh(sbx, 'stat -c %s /tmp/empty')).trim(), '0');
     });
 
-    test('a 200 MB file round-trips exactly, streamed from and to disk', async () => {
+    const big = 'a 200 MB file round-trips exactly, streamed from and to disk';
+    test(big, ctx.caseOptions(big, { extended: true }), async () => {
       const size = 200 * MiB;
       const dir = ctx.daemon().tempDir;
       const upload = join(dir, 'upload-200m.bin');

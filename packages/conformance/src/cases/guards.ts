@@ -25,7 +25,7 @@ export function registerGuardCases(ctx: SuiteContext): void {
       const sbx = await ctx.create();
       const gateway = /default via (\d+\.\d+\.\d+\.\d+)/.exec(await sh(sbx, 'ip -4 route show default'))?.[1];
       assert.ok(gateway, 'the sandbox has a default gateway');
-      const sandboxNs = await sandboxNamespaceOf(ctx.daemon().dataDir, sbx.sandboxId);
+      const sandboxNs = await sandboxNamespaceOf(ctx.daemon().dataDir, sbx.sandboxId, ctx.target.runtime);
       const peer = await GatewayPeer.open(routerNamespaceOf(sandboxNs), gateway);
       try {
         await sbx.files.write('/root/before-pause.txt', 'still here');
@@ -59,7 +59,8 @@ export function registerGuardCases(ctx: SuiteContext): void {
       }
     });
 
-    test('the lifetime deadline pauses by default (resumable with its files) and kills with onTimeout: kill', async () => {
+    const deadline = 'the lifetime deadline pauses by default (resumable with its files) and kills with onTimeout: kill';
+    test(deadline, ctx.caseOptions(deadline, { extended: true }), async () => {
       const [pausing, killing] = await Promise.all([ctx.create({ timeoutMs: 3_000 }), ctx.create({ timeoutMs: 3_000, onTimeout: 'kill' })]);
       assert.equal((await pausing.getInfo()).onTimeout, 'pause');
       await pausing.files.write('/root/kept.txt', 'kept across the deadline').catch((err: unknown) => {

@@ -21,6 +21,17 @@ export async function appenderCount(sbx: Sandbox, path: string): Promise<number>
   return whole.length;
 }
 
+/** Title of the ten-cycles case (microvm.test.ts lists a known bug under it). */
+export const TEN_CYCLES = 'ten pause/resume cycles in a row lose nothing';
+
+/**
+ * Resume `sbx` when an earlier case that failed midway left it paused, so the next case tests its own
+ * subject instead of failing on INVALID_STATE (the earlier failure is reported by that case).
+ */
+async function runningForThisCase(sbx: Sandbox): Promise<void> {
+  if ((await sbx.getInfo()).state === 'paused') await sbx.resume();
+}
+
 const PAGE = 'served from before the pause\n';
 const curlPage = (sbx: Sandbox): Promise<string> => sh(sbx, 'curl -sf http://127.0.0.1:8000/index.html');
 
@@ -55,7 +66,7 @@ export function registerLifecycleCases(ctx: SuiteContext): void {
       assert.match(listed.cmd, /http\.server/);
     });
 
-    test('ten pause/resume cycles in a row lose nothing', async () => {
+    test(TEN_CYCLES, ctx.caseOptions(TEN_CYCLES, { extended: true }), async () => {
       const appender = await main.commands.run(appenderCmd('/root/appender.log'), { background: true });
       await appender.disconnect();
       let lastCount = 0;
@@ -76,6 +87,7 @@ export function registerLifecycleCases(ctx: SuiteContext): void {
     });
 
     test('forks are independent, read fresh entropy and see the current wall clock', async () => {
+      await runningForThisCase(main);
       await main.files.write('/root/shared.txt', 'from the parent');
       await main.pause();
       // Let the snapshot's clock fall behind the host's, so a fork that kept it would be caught.
