@@ -38,6 +38,12 @@ fi
 [ "$mode" = "--deps" ] && exit 0
 
 step "start ramify serve (log: ${RAMIFY_HOME:-/var/lib/ramify}/serve.log)"
+# A daemon from an earlier setup (maybe another clone) is stopped first, so the daemon matches this build;
+# sandboxes keep running and the new daemon re-attaches them.
+if pkill -f '(bin/ramify|cli/dist/main\.js) serve'; then
+  echo "stopped the running ramify serve (an earlier build); starting this one"
+  for _ in $(seq 1 40); do pgrep -f '(bin/ramify|cli/dist/main\.js) serve' >/dev/null || break; sleep 0.25; done
+fi
 ramify serve --detach
 step "build templates for gVisor and the microVM runtime (first time ~3 min: Debian packages are fetched once, then cached)"
 ramify template build base

@@ -63,7 +63,7 @@ export async function runBestOfN(opts: BestOfNOptions): Promise<void> {
         throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${template}' is not built: run 'ramify template build examples/templates/python-tests.yaml' (bash scripts/setup.sh does it)`);
       }
       if ((err as { code?: string }).code === 'TEMPLATE_NOT_BUILT') {
-        throw new RamifyError('TEMPLATE_NOT_BUILT', `template '${template}' has no ${opts.runtime} image: run 'ramify template build examples/templates/python-tests.yaml --runtime ${opts.runtime}'`);
+        throw new RamifyError('TEMPLATE_NOT_BUILT', `template '${template}' has no ${opts.runtime} image: run 'ramify template build examples/templates/python-tests.yaml --runtime ${opts.runtime}' (base first if it lacks one too: 'ramify template build base --runtime ${opts.runtime}')`);
       }
       throw err;
     }));

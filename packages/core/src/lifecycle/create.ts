@@ -76,7 +76,8 @@ async function fromTemplate(core: Core, nameOrId: string, runtime: RuntimeName |
     const built = images.map((i) => i.runtime).join(', ');
     throw new RamifyError(
       'TEMPLATE_NOT_BUILT',
-      `template '${template.name}' has no ${runtime} image (built for: ${built}); build it with \`ramify template build ${template.name} --runtime ${runtime}\``,
+      `template '${template.name}' has no ${runtime} image (built for: ${built}); build it again with \`ramify template build <its spec file> --runtime ${runtime}\`` +
+        (template.name === 'base' ? ` (for the built-in base: \`ramify template build base --runtime ${runtime}\`)` : ''),
       { template: template.name, runtime, built: images.map((i) => i.runtime) },
     );
   }

@@ -31,7 +31,7 @@ describe('runtime choice on create', () => {
     w.core.runtimes.push(new FakeRuntime({}, 'microvm'));
     await assert.rejects(createSandbox(w.core, { runtime: 'microvm' }), (err: Error & { code?: string }) => {
       assert.equal(err.code, 'TEMPLATE_NOT_BUILT');
-      assert.match(err.message, /template 'base' has no microvm image \(built for: gvisor\).*ramify template build base --runtime microvm/);
+      assert.match(err.message, /template 'base' has no microvm image \(built for: gvisor\).*ramify template build <its spec file> --runtime microvm.*ramify template build base --runtime microvm/);
       return true;
     });
   });
