@@ -23,7 +23,7 @@ let server: RamifyServer | undefined;
 let key = '';
 
 const start = async (): Promise<RamifyServer> =>
-  serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, network: { prefix: PREFIX }, coreOptions: { quietNetworkTimeoutMs: 2_000 } });
+  serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX }, coreOptions: { quietNetworkTimeoutMs: 2_000 } });
 
 const call = apiCaller(() => server?.url, () => key);
 const sh = async (id: string, cmd: string): Promise<string> => {

@@ -12,7 +12,7 @@ import { apiCaller, registerRootfsTemplate, stopRealDaemon } from './real-test-s
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as ChildDaemonSpec;
 const server = await serve({
-  dataDir: spec.dataDir, port: 0, logLevel: 'warn', print: () => undefined, network: { prefix: spec.prefix },
+  dataDir: spec.dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: spec.prefix },
   egress: { upstreams: [{ address: spec.upstream }] }, coreOptions: { quietNetworkTimeoutMs: 2_000 },
 });
 const key = server.newApiKey;

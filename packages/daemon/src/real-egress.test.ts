@@ -40,7 +40,7 @@ describe('egress enforcement through a real daemon and gVisor sandboxes', { skip
     dataDir = await mkdtemp(join(tmpdir(), 'ramify-egress-e2e-'));
     rig = await FakeInternet.start({ prefix: 'rmej' });
     server = await serve({
-      dataDir, port: 0, logLevel: 'warn', print: () => undefined, network: { prefix: PREFIX },
+      dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX },
       egress: { upstreams: [{ address: rig.dns.address }] }, coreOptions: { quietNetworkTimeoutMs: 2_000 },
     });
     key = server.newApiKey ?? '';
