@@ -9,7 +9,7 @@
  * for orphans (the gVisor run uses `rmc`, the microVM run `rmv`, so those two can coexist).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, copyFileSync, openSync, rmSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +20,8 @@ import { buildTemplate, type ConnectionOpts } from '@ramify/sdk';
 import { BASE_TEMPLATE_SPEC } from '@ramify/template-builder';
 import type { DaemonEntryConfig, DaemonEntryReady } from './daemon-entry.js';
 import { removeHostNetwork, removeRunscContainers } from './host-cleanup.js';
-import { killPidsSync, qemuProcessesNaming, removeQemuProcesses } from './qemu-processes.js';
+import { armInterruptCleanup } from './interrupt-cleanup.js';
+import { removeQemuProcesses } from './qemu-processes.js';
 
 /** Network prefix of every conformance daemon (namespaces `rmc-*`, nftables table `ip rmc`). */
 export const CONFORMANCE_PREFIX = 'rmc';
@@ -110,14 +111,21 @@ export class DaemonHarness {
   /**
    * Remove leftovers of an earlier aborted run with the same prefix (QEMU processes in its namespaces
    * included), make a temp dir, start the daemon. Until {@link teardown}, an exit of this process or a
-   * SIGINT/SIGTERM kills the daemon and the QEMU processes of its data dir (they are detached and would
-   * outlive the run). Rejects (with the daemon's log tail) when it does not come up.
+   * SIGINT/SIGTERM kills the daemon and the QEMU processes of its data dir (see interrupt-cleanup.ts).
+   * Rejects (with the daemon's log tail) when it does not come up.
    */
   static async open(options: HarnessOptions): Promise<DaemonHarness> {
     const harness = new DaemonHarness(options, await mkdtemp(join(tmpdir(), 'ramify-conformance-')));
     await removeQemuProcesses({ prefix: harness.prefix });
     await removeHostNetwork(harness.prefix);
-    harness.armExitCleanup();
+    harness.disarmExitCleanup = armInterruptCleanup({
+      killDaemon: () => harness.child?.kill('SIGKILL'),
+      dataDir: harness.dataDir,
+      tempDir: harness.tempDir,
+      logPath: harness.logPath,
+      keepLogAt: harness.keepLogAt,
+      prefix: harness.prefix,
+    });
     try {
       await harness.start();
     } catch (err) {
@@ -132,34 +140,6 @@ export class DaemonHarness {
     const res = await this.call('GET', '/v1/health', { auth: 'none' });
     if (res.status !== 200) throw new Error(`GET /v1/health: HTTP ${res.status} ${res.text}`);
     return (res.body as { unavailableRuntimes?: Partial<Record<RuntimeName, string>> }).unavailableRuntimes ?? {};
-  }
-
-  /**
-   * If this process exits or is interrupted before {@link teardown}: kill the daemon and the QEMU
-   * processes of the data dir, and delete the temp dir (namespaces are left to the next run's `open`).
-   */
-  private armExitCleanup(): void {
-    const killNow = (): void => {
-      this.child?.kill('SIGKILL');
-      killPidsSync(qemuProcessesNaming(`${this.dataDir}/`).map((p) => p.pid));
-      // microVM RAM images are GiBs: do not leave the temp dir behind (its log first, if asked for).
-      if (this.keepLogAt) {
-        try { copyFileSync(this.logPath, this.keepLogAt); } catch { /* no log yet */ }
-      }
-      rmSync(this.tempDir, { recursive: true, force: true });
-    };
-    const onSignal = (signal: NodeJS.Signals): void => {
-      killNow();
-      process.exit(signal === 'SIGINT' ? 130 : 143);
-    };
-    process.on('exit', killNow);
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-    this.disarmExitCleanup = () => {
-      process.off('exit', killNow);
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    };
   }
 
   /** Base URL of the running daemon (`http://127.0.0.1:PORT`); the port stays the same across restarts. */
