@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { EgressLogEntry } from '@ramify/contracts';
-import { httpTestBed, type HttpTestBed } from './test-support.js';
+import { createViaApi, httpTestBed, type HttpTestBed } from './test-support.js';
 
 let bed: HttpTestBed;
 beforeEach(async () => {
@@ -16,11 +16,7 @@ afterEach(async () => {
   await bed.dispose();
 });
 
-async function create(body: Record<string, unknown> = {}): Promise<{ id: string }> {
-  const res = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: bed.auth, payload: body });
-  assert.equal(res.statusCode, 201, res.body);
-  return res.json();
-}
+const create = (body: Record<string, unknown> = {}) => createViaApi(bed, body);
 const getLog = (id: string, query = '') => bed.app.inject({ method: 'GET', url: `/v1/sandboxes/${id}/egress/log${query}`, headers: bed.auth });
 
 /** Entry `i`: a denied TCP connection to 192.0.2.1, port 1000+i. */

@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { httpTestBed, type HttpTestBed } from './test-support.js';
+import { createViaApi, httpTestBed, type HttpTestBed } from './test-support.js';
 
 let bed: HttpTestBed;
 beforeEach(async () => {
@@ -14,11 +14,7 @@ afterEach(async () => {
   await bed.dispose();
 });
 
-async function create(body: Record<string, unknown> = {}): Promise<{ id: string }> {
-  const res = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: bed.auth, payload: body });
-  assert.equal(res.statusCode, 201, res.body);
-  return res.json();
-}
+const create = (body: Record<string, unknown> = {}) => createViaApi(bed, body);
 const getEgress = (id: string) => bed.app.inject({ method: 'GET', url: `/v1/sandboxes/${id}/egress`, headers: bed.auth });
 const putEgress = (id: string, payload: unknown) => bed.app.inject({ method: 'PUT', url: `/v1/sandboxes/${id}/egress`, headers: bed.auth, payload: payload as object });
 

@@ -38,3 +38,10 @@ export async function httpTestBed(wrapStore?: (store: Store) => Store): Promise<
     },
   };
 }
+
+/** `POST /v1/sandboxes` with `body` on `bed`; asserts 201 and resolves with the created sandbox's id. */
+export async function createViaApi(bed: HttpTestBed, body: Record<string, unknown> = {}): Promise<{ id: string }> {
+  const res = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: bed.auth, payload: body });
+  if (res.statusCode !== 201) throw new Error(`create: expected 201, got ${res.statusCode}: ${res.body}`);
+  return res.json();
+}
