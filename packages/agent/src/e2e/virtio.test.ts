@@ -130,8 +130,12 @@ test('virtio: the guest never sees the host leave (a restore into a new QEMU) an
     // Host 1 dies halfway through sending a frame: a header announcing 100000 bytes, then only 10.
     const half = Buffer.alloc(14);
     half.writeUInt32BE(100_000, 0);
-    await new Promise<void>((resolve) => channel1.write(half, () => resolve()));
-    channel1.destroy();
+    // End (FIN) rather than destroy: a reset while the port still writes output to host 1 could make the
+    // port drop the half frame unread, and then there would be nothing stuck to test.
+    await new Promise<void>((resolve) => {
+      channel1.once('close', () => resolve());
+      channel1.end(half);
+    });
 
     const host2 = await connectVirtioAgent(port.hostSocketPath, { timeoutMs: 60_000, firstRetryMs: 300, retryMs: 1500 });
     assert.equal(port.hostConnections, 2);
