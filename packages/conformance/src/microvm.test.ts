@@ -9,7 +9,6 @@
  * area (see the package README).
  * Run: `npx tsc -b packages/conformance && node --test packages/conformance/dist/microvm.test.js`.
  */
-import { TEN_CYCLES } from './cases/lifecycle.js';
 import { MICROVM_PREFIX } from './harness.js';
 import { logOptionsFromEnv } from './run-options.js';
 import { registerConformanceSuite } from './suite.js';
@@ -23,14 +22,6 @@ registerConformanceSuite(
     // "Linux version 6.1.0-56-amd64 (debian-kernel@lists.debian.org) ... Debian 6.1.x ..." in /proc/version.
     guestKernel: { release: /^\d+\.\d+\.\d+-\d+-amd64$/, procVersion: /^Linux version \S+-amd64 \(debian-kernel@lists\.debian\.org\).*Debian/ },
     extendedCases: 'full-run',
-    knownBugs: {
-      // Remove once fixed (see the conformance report): fails on most runs under load.
-      [TEN_CYCLES]:
-        'a resume under load fails AGENT_UNREACHABLE ("agent did not answer within 10000 ms"): the guest processes the ' +
-        'stale host-disconnect of the pre-checkpoint agent channel after the new host\'s HELLO, so the agent ' +
-        '(packages/agent/src/server/virtio-port.ts) ends the fresh session on that EOF and closes the port, discarding the ' +
-        'ping (guest debugfs: bytes_discarded 25 = one ping frame, host_connected 1); the host never re-sends HELLO',
-    },
   },
   { harness: { prefix: MICROVM_PREFIX, runtimes: ['microvm'], ...logOptionsFromEnv() } },
 );

@@ -26,6 +26,11 @@ export interface VirtioChannelOptions {
    * after its bytes stop coming for that long, and swallows any HELLO sent before.
    */
   retryMs?: number;
+  /**
+   * A socket already connected to the port's socket (e.g. one the runtime held across a restore so the
+   * guest never saw the host leave): the first handshake runs on it; it is owned (destroyed on failure).
+   */
+  connected?: Socket;
 }
 
 type Outcome = 'acknowledged' | 'closed' | 'timeout';
@@ -74,6 +79,7 @@ function handshake(socket: Socket, deadline: number, options: VirtioChannelOptio
     }
     socket.on('data', onData);
     socket.on('close', onClose);
+    socket.resume(); // A socket handed in paused (`connected`) would not flow for a data listener alone.
     send();
   });
 }
@@ -90,10 +96,12 @@ export async function openVirtioChannel(socketPath: string, options: VirtioChann
   const timeoutMs = options.timeoutMs ?? 30_000;
   const deadline = Date.now() + timeoutMs;
   let why = 'no answer';
+  let held = options.connected;
   while (Date.now() < deadline) {
     let socket: Socket;
     try {
-      socket = await connectOnce(socketPath);
+      socket = held && !held.destroyed ? held : await connectOnce(socketPath);
+      held = undefined;
     } catch (err) {
       why = `connect: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
       await sleep(50);

@@ -11,7 +11,8 @@
  * be cancelled. Instead the fd is opened O_NONBLOCK and handed to the same libuv pipe handle Node uses
  * for stdio pipes (`uv_pipe_open` accepts any pollable fd; the virtio_console driver implements poll):
  * reads and writes happen when epoll says so, a short write is continued by libuv, EOF (the host went
- * away) ends the stream, and destroying the stream closes the fd and drops unsent bytes.
+ * away, or seemed to: see {@link continueCharDeviceStream}) ends the stream, and destroying the stream
+ * closes the fd and drops unsent bytes.
  * The handle comes from `process.binding('pipe_wrap')`: deprecated (DEP0111, documentation-only in Node
  * 18-22) but on Node's allow-list of bindings, and exactly what Node builds for a piped stdin.
  */
@@ -46,5 +47,28 @@ export function openCharDeviceStream(fd: number): Socket {
   const handle = new Pipe(constants.SOCKET);
   const rc = handle.open(fd);
   if (rc < 0) throw new Error(`cannot poll fd ${fd}: ${getSystemErrorName(rc)}`);
+  return new Socket({ handle, readable: true, writable: true, allowHalfOpen: true } as ConstructorParameters<typeof Socket>[0]);
+}
+
+/**
+ * A fresh stream on the fd of `ended`, a stream from {@link openCharDeviceStream} that read EOF (`end`)
+ * but still owns its fd (it was opened `allowHalfOpen` and not destroyed): reading starts again on the
+ * same libuv handle, which stopped polling at EOF but kept the fd. Used when a virtio port's EOF was
+ * not the end: the guest kernel handles "host left"/"host came" control events out of order with the
+ * data queue, so after a restore the agent can read a stale "host left" after the new host's first
+ * bytes; closing the fd then would discard the bytes that follow (the kernel drops a port's unread
+ * input on close). `ended` gives up the fd (it can no longer close it) and loses its listeners.
+ * @throws Error when `ended` was destroyed or still has writes pending (wait for `writableLength` 0).
+ */
+export function continueCharDeviceStream(ended: Socket): Socket {
+  const internals = ended as unknown as { _handle: PipeHandle | null };
+  const handle = internals._handle;
+  if (!handle || ended.destroyed) throw new Error('the stream was destroyed: its fd is closed');
+  if (ended.writableLength > 0) throw new Error(`the stream still has ${ended.writableLength} bytes of writes pending`);
+  ended.removeAllListeners();
+  internals._handle = null;
+  // libuv stopped reading at EOF, but Node's flag on the handle still says it reads: the new stream
+  // would not start reading.
+  (handle as PipeHandle & { reading?: boolean }).reading = false;
   return new Socket({ handle, readable: true, writable: true, allowHalfOpen: true } as ConstructorParameters<typeof Socket>[0]);
 }

@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import { encodeFrame, MAX_FRAME_BYTES } from '../protocol/framing.js';
 import { encodeMarker } from '../protocol/virtio-handshake.js';
 import { eventually } from '../test-support/agent-harness.js';
-import { HostLink } from './host-link.js';
+import { HostLink, type HostLinkOptions } from './host-link.js';
 
 let dir: string;
 let server: Server;
@@ -37,7 +37,7 @@ interface Pair {
   logs: string[];
 }
 
-async function pair(stallMs = 5000): Promise<Pair> {
+async function pair(stallMs = 5000, onPortEnd?: HostLinkOptions['onPortEnd']): Promise<Pair> {
   const sessions: Pair['sessions'] = [];
   const logs: string[] = [];
   const linked = new Promise<HostLink>((resolve) => {
@@ -45,6 +45,7 @@ async function pair(stallMs = 5000): Promise<Pair> {
       resolve(
         new HostLink(port, {
           stallMs,
+          onPortEnd,
           log: (line) => logs.push(line),
           startSession: (channel) => {
             const s = { channel, received: [] as Buffer[], closed: false };
@@ -145,4 +146,48 @@ test('a connection that gives up on its own lets the link hunt for the next HELL
   await eventually(() => p.sessions.length === 2, 'second session');
   p.host.destroy();
   await p.link.closed;
+});
+
+test('an EOF the port goes on from keeps the session: frames on the continued port reach it, its writes leave there', async () => {
+  const n1 = randomBytes(8);
+  const [a, b] = [1, 2].map((id) => encodeFrame({ t: 'req', id, m: 'ping', p: {} }));
+  const path = join(dir, 'port.sock');
+  let second: Socket | undefined;
+  const secondGot: Buffer[] = [];
+  // The "continued port" is a second connection; its first 3 bytes count as already read (`initial`).
+  const p = await pair(5000, async () => {
+    if (second) return undefined; // The second EOF is the end.
+    return new Promise((resolve) => {
+      nextLink = (port) => resolve({ port, initial: b.subarray(0, 3) });
+      second = connect(path);
+      second.on('data', (d: Buffer) => secondGot.push(d));
+    });
+  });
+  p.host.write(Buffer.concat([encodeMarker('hello', n1), a]));
+  await eventually(() => p.sessions.length === 1 && bytesOf(p.sessions[0]).length === a.length, 'a delivered');
+  p.host.end();
+  await eventually(() => second?.readyState === 'open', 'the port went on');
+  second?.write(b.subarray(3));
+  await eventually(() => bytesOf(p.sessions[0]).length === a.length + b.length, 'b delivered to the same session');
+  assert.deepEqual(bytesOf(p.sessions[0]), Buffer.concat([a, b]));
+  assert.equal(p.sessions.length, 1);
+  assert.equal(p.sessions[0].closed, false);
+  const reply = encodeFrame({ t: 'res', id: 2, r: {} });
+  p.sessions[0].channel.write(reply);
+  await eventually(() => Buffer.concat(secondGot).equals(reply), 'the reply leaves on the continued port');
+  assert.equal(p.link.connected, true);
+  assert.ok(!p.logs.some((line) => /host connection ended/.test(line)), p.logs.join('\n'));
+  second?.destroy();
+  await p.link.closed;
+  await eventually(() => p.sessions[0].closed, 'the session closed');
+});
+
+test('an EOF the port does not go on from ends the link', async () => {
+  const p = await pair(5000, async () => undefined);
+  p.host.write(encodeMarker('hello', randomBytes(8)));
+  await eventually(() => p.sessions.length === 1, 'session');
+  p.host.end();
+  await p.link.closed;
+  await eventually(() => p.sessions[0].closed, 'the session closed');
+  assert.ok(p.logs.some((line) => /host connection ended: the host disconnected/.test(line)), p.logs.join('\n'));
 });

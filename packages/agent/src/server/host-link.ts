@@ -12,6 +12,8 @@
  *    frames it had not yet handed over are dropped, and what it had handed over goes out before the next
  *    ACK, where the host discards it (it skips everything before the ACK carrying its own nonce).
  * The link ends when the port ends (EOF: the host disconnected) or closes; the caller reopens the port.
+ * An EOF can be stale (see `continueCharDeviceStream`): `onPortEnd` may then hand back a stream that
+ * goes on reading the same port, and the current session carries on as if nothing happened.
  */
 import { performance } from 'node:perf_hooks';
 import { Duplex } from 'node:stream';
@@ -26,12 +28,24 @@ const SESSION_WRITE_BUFFER_BYTES = 1024 * 1024;
 
 const HEADER_BYTES = 4;
 
+/** The stream that goes on reading a port after an EOF, and bytes already read from it. */
+export interface ContinuedPort {
+  port: Duplex;
+  initial?: Buffer;
+}
+
 export interface HostLinkOptions {
   /** Receives each host connection's byte stream (once its HELLO arrived; the ACK is already queued). */
   startSession: (channel: Duplex) => void;
   /** Drop a frame that stopped arriving midway for this long (ms); default {@link DEFAULT_FRAME_STALL_MS}. */
   stallMs?: number;
   log: (line: string) => void;
+  /**
+   * Called when the port reads EOF. Resolve with a stream that goes on reading the same port (and any
+   * bytes already read from it) when the host is still, or again, there; resolve undefined when it is
+   * gone, which ends the link as without this hook.
+   */
+  onPortEnd?: (port: Duplex) => Promise<ContinuedPort | undefined>;
 }
 
 interface Session {
@@ -40,13 +54,14 @@ interface Session {
 }
 
 /** A per-connection stream: reads are pushed by the link, each write goes to the port as one write. */
-function sessionChannel(port: Duplex): Duplex {
+function sessionChannel(currentPort: () => Duplex): Duplex {
   return new Duplex({
     writableHighWaterMark: SESSION_WRITE_BUFFER_BYTES,
     read() {
       // Data is pushed by the link as it arrives.
     },
     write(chunk: Buffer, _encoding, callback) {
+      const port = currentPort();
       if (port.destroyed) callback(new Error('port closed'));
       else port.write(chunk, (err) => callback(err ?? undefined));
     },
@@ -71,18 +86,63 @@ export class HostLink {
   private lastInboundAt = 0;
   private stallTimer: NodeJS.Timeout | undefined;
   private ended = false;
+  private port: Duplex;
+  /** Waiting for `onPortEnd` after an EOF. */
+  private continuing = false;
+  private detachPort: () => void = () => undefined;
 
   /** Take over `port` (its data events are consumed here). `initial`: bytes already read from it. */
-  constructor(private readonly port: Duplex, private readonly options: HostLinkOptions, initial?: Buffer) {
+  constructor(port: Duplex, private readonly options: HostLinkOptions, initial?: Buffer) {
     this.stallMs = options.stallMs ?? DEFAULT_FRAME_STALL_MS;
     this.closed = new Promise((resolve) => {
       this.markClosed = resolve;
     });
+    this.port = port;
+    this.attach(port, initial);
+  }
+
+  /** Consume `port` from now on; `initial`: bytes already read from it. */
+  private attach(port: Duplex, initial?: Buffer): void {
     if (initial?.byteLength) this.receive(initial);
-    port.on('data', (chunk: Buffer) => this.receive(chunk));
-    port.on('end', () => this.shutdown('the host disconnected'));
-    port.on('error', (err: Error) => this.shutdown(`port error: ${err.message}`));
-    port.on('close', () => this.shutdown('the port closed'));
+    const current = (): boolean => port === this.port && !this.continuing;
+    const onData = (chunk: Buffer): void => this.receive(chunk);
+    const onEnd = (): void => this.portEnded(port);
+    const onError = (err: Error): void => {
+      if (current()) this.shutdown(`port error: ${err.message}`);
+    };
+    const onClose = (): void => {
+      if (current()) this.shutdown('the port closed');
+    };
+    port.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+    this.detachPort = () => {
+      port.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      port.on('error', () => undefined);
+    };
+  }
+
+  /** EOF on `port`: ask `onPortEnd` whether the port goes on; otherwise the host is gone. */
+  private portEnded(port: Duplex): void {
+    if (this.ended || port !== this.port || this.continuing) return;
+    const onPortEnd = this.options.onPortEnd;
+    if (!onPortEnd) return this.shutdown('the host disconnected');
+    this.continuing = true;
+    onPortEnd(port).then(
+      (next) => {
+        this.continuing = false;
+        if (!next) return this.shutdown('the host disconnected');
+        if (this.ended) {
+          next.port.destroy();
+          return;
+        }
+        this.detachPort();
+        this.port = next.port;
+        this.attach(next.port, next.initial);
+      },
+      (err: Error) => {
+        this.continuing = false;
+        this.shutdown(`the port ended and could not go on: ${err.message}`);
+      },
+    );
   }
 
   /** Whether a host connection is being served now. */
@@ -159,7 +219,7 @@ export class HostLink {
     this.options.log(this.session ? 'virtio: a new host connection replaces the current one' : 'virtio: host connected');
     this.endSession();
     this.port.write(encodeMarker('ack', nonce));
-    const channel = sessionChannel(this.port);
+    const channel = sessionChannel(() => this.port);
     const session: Session = { nonce, channel };
     this.session = session;
     channel.on('error', () => undefined);

@@ -12,20 +12,31 @@
  *
  * The loop: open (retrying ENOENT/EBUSY/ENXIO: the port may appear late or a previous agent may still
  * hold it) -> poll until a host is there -> stream the fd on the event loop (`char-device-stream.ts`)
- * under a `HostLink` (handshake, one fresh protocol connection per host connection) -> on EOF close the
- * fd, which drops the old connection's unread input and unsent output, and start over. Processes, output
+ * under a `HostLink` (handshake, one fresh protocol connection per host connection) -> on EOF, look at
+ * the port for `eofGraceMs`: when a host is there again (the EOF was stale: the guest kernel applies
+ * "host left"/"host came" out of order with the data, so after a restore the agent can read the old
+ * host's leaving after the new host's HELLO), go on reading the same fd with the same session;
+ * otherwise close the fd, which drops the old connection's unread input and unsent output, and start
+ * over. Never close the fd while a host is connected: the kernel discards a port's unread input on close. Processes, output
  * rings and files live in the process table and outlive all of this, as with socket reconnects.
  * When the path is `/dev/virtio-ports/NAME` and no udev made that link, the port is found by its name in
  * `/sys/class/virtio-ports/<vportXpY>/name`.
  */
 import { closeSync, constants, existsSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
-import { openCharDeviceStream } from './char-device-stream.js';
-import { HostLink } from './host-link.js';
+import { continueCharDeviceStream, openCharDeviceStream } from './char-device-stream.js';
+import { HostLink, type ContinuedPort } from './host-link.js';
 
 /** How often to look for a host (or for the device) while there is none, by default (ms). */
 export const DEFAULT_VIRTIO_POLL_MS = 50;
+/** How long after an EOF a host may show up again on the same fd before the fd is closed, by default (ms). */
+export const DEFAULT_VIRTIO_EOF_GRACE_MS = 1000;
+/** How long to wait for writes queued before an EOF to leave before going on with the same fd (ms). */
+const DRAIN_BEFORE_CONTINUE_MS = 5000;
+const CONTINUE_PROBE_MS = 10;
 
 const PROBE_BYTES = 64 * 1024;
 let probeBuffer: Buffer | undefined;
@@ -37,6 +48,8 @@ export interface VirtioPortOptions {
   pollMs?: number;
   /** See `HostLinkOptions.stallMs`. */
   stallMs?: number;
+  /** After an EOF, how long a host may take to be there again before the fd is closed (ms); default {@link DEFAULT_VIRTIO_EOF_GRACE_MS}. */
+  eofGraceMs?: number;
 }
 
 export interface VirtioPortServer {
@@ -141,6 +154,28 @@ export function serveVirtioPort(options: VirtioPortOptions, startSession: (chann
     return undefined;
   }
 
+  /**
+   * After an EOF on `fd`: a stream going on with it when a host is there within `eofGraceMs` (and the
+   * writes queued before the EOF have left), else undefined (the link ends and the fd is closed).
+   */
+  async function continueAfterEof(fd: number, ended: Socket): Promise<ContinuedPort | undefined> {
+    const deadline = performance.now() + (options.eofGraceMs ?? DEFAULT_VIRTIO_EOF_GRACE_MS);
+    for (;;) {
+      if (stopped) return undefined;
+      const probe = probeHost(fd);
+      if (probe.host === 'error') return undefined;
+      if (probe.host === 'present') {
+        const drainDeadline = performance.now() + DRAIN_BEFORE_CONTINUE_MS;
+        while (ended.writableLength > 0 && !ended.destroyed && performance.now() < drainDeadline) await sleep(CONTINUE_PROBE_MS);
+        if (ended.writableLength > 0 || ended.destroyed || stopped) return undefined;
+        log('virtio: the port read EOF but a host is connected: going on with the same connection');
+        return { port: continueCharDeviceStream(ended), initial: probe.initial };
+      }
+      if (performance.now() >= deadline) return undefined;
+      await sleep(CONTINUE_PROBE_MS);
+    }
+  }
+
   /** One open-serve-close round. */
   async function serveOnce(): Promise<void> {
     const opened = await openWithHost();
@@ -148,7 +183,7 @@ export function serveVirtioPort(options: VirtioPortOptions, startSession: (chann
       if (!stopped) await pause();
       return;
     }
-    let port: Duplex;
+    let port: Socket;
     try {
       port = openCharDeviceStream(opened.fd);
     } catch (err) {
@@ -157,7 +192,8 @@ export function serveVirtioPort(options: VirtioPortOptions, startSession: (chann
       await pause();
       return;
     }
-    link = new HostLink(port, { startSession, stallMs: options.stallMs, log }, opened.initial);
+    const fd = opened.fd;
+    link = new HostLink(port, { startSession, stallMs: options.stallMs, log, onPortEnd: () => continueAfterEof(fd, port) }, opened.initial);
     await link.closed;
     link = undefined;
   }

@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openVirtioChannel } from '@ramify/agent';
+import { HeldAgentSockets } from './held-agent-sockets.js';
 import { RamifyError, type RuntimeName } from '@ramify/contracts';
 import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, SandboxResources } from '@ramify/core';
 import { qemuVersion, type AccelerationChoice } from './acceleration.js';
@@ -100,6 +101,8 @@ export class MicrovmRuntime implements Runtime {
   private readonly inFlight = new Map<string, Promise<unknown>>();
   /** Boots and restores running in this process (their VMs are not `ready` yet but are no leftovers). */
   private readonly starting = new Set<string>();
+  /** Agent connections made before a restore's state loads (see held-agent-sockets.ts). */
+  private readonly heldAgentSockets = new HeldAgentSockets();
 
   private constructor(
     private readonly env: VmEnvironment,
@@ -164,6 +167,7 @@ export class MicrovmRuntime implements Runtime {
 
   /** Kill the instance's QEMU processes, delete its directory and its CPU quota cgroup. */
   private async destroyInstance(sandboxId: string): Promise<void> {
+    this.heldAgentSockets.release(sandboxId);
     await this.env.dirs.destroy(sandboxId);
     await this.cpuQuotas.remove(sandboxId);
   }
@@ -263,6 +267,7 @@ export class MicrovmRuntime implements Runtime {
     try {
       await this.env.dirs.write({ ...record, pid: vm.pid });
       await this.cpuQuotas.apply(id, vm.pid, limits.cpuCount);
+      await this.heldAgentSockets.hold(id, this.env.dirs.file(id, 'agent'));
       await vm.qmp.execute('migrate-set-capabilities', { capabilities: [{ capability: 'x-ignore-shared', state: true }] });
       const socket = this.env.dirs.file(id, 'migrateIn');
       await vm.qmp.execute('migrate-incoming', { uri: `unix:${socket}` });
@@ -292,6 +297,7 @@ export class MicrovmRuntime implements Runtime {
     this.inFlight.set(sandboxId, job);
     try {
       const sizeBytes = await job;
+      this.heldAgentSockets.release(sandboxId);
       await this.cpuQuotas.remove(sandboxId);
       return { sizeBytes };
     } finally {
@@ -312,7 +318,8 @@ export class MicrovmRuntime implements Runtime {
    */
   async openAgentChannel(sandboxId: string): Promise<Duplex> {
     await this.requireInstance(sandboxId);
-    return openVirtioChannel(this.env.dirs.file(sandboxId, 'agent'), { timeoutMs: this.options.agentConnectTimeoutMs });
+    const connected = this.heldAgentSockets.take(sandboxId);
+    return openVirtioChannel(this.env.dirs.file(sandboxId, 'agent'), { timeoutMs: this.options.agentConnectTimeoutMs, connected });
   }
 
   async status(sandboxId: string): Promise<RuntimeInstanceStatus> {
