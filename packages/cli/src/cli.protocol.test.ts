@@ -236,7 +236,7 @@ describe('protocol: ramify CLI', () => {
     const id = await newSandbox();
     const table = await ramify(['sandbox', 'list']);
     const row = table.stdout.split('\n').find((l) => l.startsWith(id)) ?? '';
-    assert.match(row, /\srunning\s+base\s/);
+    assert.match(row, /\srunning\s+gvisor\s+base\s/);
     assert.ok(!table.stdout.includes('tpl_base'));
     assert.match((await ramify(['sandbox', 'get', id])).stdout, /^template:\s+base$/m);
     assert.equal((JSON.parse((await ramify(['sandbox', 'get', id, '--json'])).stdout) as { templateId: string }).templateId, 'tpl_base');

@@ -39,8 +39,8 @@ function sandboxFields(info: SandboxInfo, templates: Map<string, string>): strin
 
 function sandboxTable(infos: SandboxInfo[], templates: Map<string, string>): string {
   if (infos.length === 0) return 'no sandboxes';
-  return renderTable(['ID', 'STATE', 'TEMPLATE', 'PARENT', 'CREATED', 'ENDS'], infos.map((i) => [
-    i.id, i.state, templates.get(i.templateId) ?? i.templateId, i.parentId ?? '-', formatRelative(i.createdAt), formatRelative(i.endAt),
+  return renderTable(['ID', 'STATE', 'RUNTIME', 'TEMPLATE', 'PARENT', 'CREATED', 'ENDS'], infos.map((i) => [
+    i.id, i.state, i.runtime, templates.get(i.templateId) ?? i.templateId, i.parentId ?? '-', formatRelative(i.createdAt), formatRelative(i.endAt),
   ]));
 }
 
