@@ -30,6 +30,8 @@ export interface MicrovmOptions {
   forceTcg?: boolean;
   /** Root disk size of a guest, MiB; default the runtime's (2048, sparse). */
   diskSizeMB?: number;
+  /** RAM template images are booted with, MiB: the most `memoryMB` a microVM sandbox can have; default the runtime's (1024). */
+  imageMemoryMB?: number;
 }
 
 export interface RuntimeOptions {
@@ -96,6 +98,7 @@ async function openMicrovm(options: RuntimeOptions, resolvConfPath: string): Pro
     resolvConfPath,
     qemuPath,
     ...(microvm.diskSizeMB !== undefined ? { diskSizeMB: microvm.diskSizeMB } : {}),
+    ...(microvm.imageMemoryMB !== undefined ? { imageMemoryMB: microvm.imageMemoryMB } : {}),
   });
   options.logger.info('runtime ready', {
     runtime: runtime.name,

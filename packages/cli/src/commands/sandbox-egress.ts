@@ -24,9 +24,9 @@ function policyText(policy: EgressPolicyInfo): string {
   const updated = policy.updatedAt ? `${policy.updatedAt} (${formatRelative(policy.updatedAt)})` : 'never set';
   const closed = 'metadata/link-local, the host and other sandboxes stay closed';
   const mode = policy.mode === 'open'
-    ? `open (no rules: all egress allowed; ${closed}, and private ranges)`
+    ? `open (no rules: all egress allowed; ${closed}, as do private ranges)`
     : policy.rules.includes('*')
-      ? `open ('*': all egress allowed; ${closed}; private ranges only where a rule names them)`
+      ? `open ('*': all egress allowed; ${closed}, as do private ranges unless a rule names them)`
       : `allowlist (${policy.rules.length} rule${policy.rules.length === 1 ? '' : 's'}; everything else denied)`;
   const head = renderFields([['mode', mode], ['updated', updated]]);
   return policy.rules.length === 0 ? head : `${head}\nrules:\n${policy.rules.map((r) => `  ${r}`).join('\n')}`;

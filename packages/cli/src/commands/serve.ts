@@ -9,7 +9,7 @@ import { intIn } from '../parse.js';
 
 /** The part of `@ramify/daemon` this command uses (imported dynamically so the CLI builds without it). */
 interface DaemonModule {
-  serve(options: { host?: string; port?: number; dataDir?: string; logLevel?: string }): Promise<{ url: string; dataDir: string; runtimeSummary: string[]; close(): Promise<void> }>;
+  serve(options: { host?: string; port?: number; dataDir?: string; logLevel?: string; microvm?: { imageMemoryMB?: number } }): Promise<{ url: string; dataDir: string; runtimeSummary: string[]; close(): Promise<void> }>;
 }
 
 async function loadDaemon(): Promise<DaemonModule> {
@@ -25,6 +25,15 @@ async function loadDaemon(): Promise<DaemonModule> {
   }
 }
 
+/** The flags of `ramify serve` (also passed on to a detached daemon). */
+interface ServeFlags {
+  host?: string;
+  port?: number;
+  dataDir?: string;
+  logLevel?: string;
+  microvmMemory?: number;
+}
+
 /** Register `serve` on `program`. */
 export function registerServe(program: Command, env: CliEnv): void {
   program.command('serve').description('run the Ramify daemon (API, runtimes, networking) until interrupted')
@@ -33,7 +42,8 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--data-dir <dir>', 'data directory (default $RAMIFY_HOME, else /var/lib/ramify)')
     .addOption(new Option('--log-level <level>', 'daemon log level (JSON log on stderr)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .option('--detach', 'run in the background (log: <data-dir>/serve.log); returns once the API answers, or at once if a daemon already answers there')
-    .action(action(env, async (ctx, opts: { host?: string; port?: number; dataDir?: string; logLevel?: string; detach?: boolean }) => {
+    .option('--microvm-memory <MB>', 'RAM microVM template images are booted with (default 1024): the most memoryMB a microVM sandbox can have; rebuild templates after changing it', intIn(128, 65536))
+    .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
       if (opts.detach) {
         const { url, started } = await serveDetached(opts);
         const dataDir = opts.dataDir ?? (process.env.RAMIFY_HOME || '/var/lib/ramify');
@@ -44,7 +54,8 @@ export function registerServe(program: Command, env: CliEnv): void {
         return;
       }
       const { serve } = await loadDaemon();
-      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel });
+      const microvm = opts.microvmMemory !== undefined ? { imageMemoryMB: opts.microvmMemory } : undefined;
+      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, microvm });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
       for (const line of server.runtimeSummary) ctx.note(`ramify: runtime ${line}`);
       await new Promise<void>((resolve) => {
@@ -67,7 +78,7 @@ export function registerServe(program: Command, env: CliEnv): void {
  * @returns the API URL and whether a daemon was started (false: one already answered).
  * @throws RamifyError RUNTIME_UNAVAILABLE with the log's tail when it does not come up.
  */
-async function serveDetached(opts: { host?: string; port?: number; dataDir?: string; logLevel?: string }): Promise<{ url: string; started: boolean }> {
+async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: boolean }> {
   const host = opts.host ?? '127.0.0.1';
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 7423}`;
   if (await healthy(url)) return { url, started: false };
@@ -81,6 +92,7 @@ async function serveDetached(opts: { host?: string; port?: number; dataDir?: str
   if (opts.port !== undefined) args.push('--port', String(opts.port));
   if (opts.dataDir) args.push('--data-dir', opts.dataDir);
   if (opts.logLevel) args.push('--log-level', opts.logLevel);
+  if (opts.microvmMemory !== undefined) args.push('--microvm-memory', String(opts.microvmMemory));
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log] });
   child.unref();
   closeSync(log);

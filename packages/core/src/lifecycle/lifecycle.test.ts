@@ -77,6 +77,20 @@ describe('create (fake runtime)', () => {
     assert.deepEqual(await w.store.listSlots(), []);
     assert.equal(w.network.attached.size, 0);
   });
+
+  test('a restore refused as bad input (VALIDATION_FAILED) leaves no sandbox behind: killed, reason kept', async () => {
+    w.runtime.refuseAllRestores = true;
+    try {
+      await assert.rejects(createSandbox(w.core, { memoryMB: 4096 }), { code: 'VALIDATION_FAILED' });
+    } finally {
+      w.runtime.refuseAllRestores = false;
+    }
+    assert.equal((await listSandboxes(w.core, { states: ['error', 'creating', 'running'] })).sandboxes.length, 0);
+    const [refused] = (await listSandboxes(w.core, { states: ['killed'] })).sandboxes;
+    assert.match(refused?.error ?? '', /create refused: .*fake: memoryMB 4096 is more than the image allows/);
+    assert.deepEqual(await w.store.listSlots(), []);
+    assert.equal(w.network.attached.size, 0);
+  });
 });
 
 describe('pause and resume (fake runtime)', () => {

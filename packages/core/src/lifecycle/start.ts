@@ -3,12 +3,15 @@
  * record `creating` (with a `create` operation) → store its egress policy → lease a slot → attach network
  * → enforce the egress policy → restore → agent →
  * identity → `running` with its timeout clock started. On failure everything it took is released and
- * the sandbox ends in `error` with the reason.
+ * the sandbox ends in `error` with the reason; when the runtime refused the request as bad input
+ * (`VALIDATION_FAILED`) it ends `killed` instead, so a rejected create leaves nothing to clean up.
  */
+import { isRamifyError } from '@ramify/contracts';
 import { prewarmFreeSlots } from './prewarm.js';
 import type { Core } from '../core.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { bringUp, releaseResources } from './bring-up.js';
+import { finishKill } from './kill.js';
 import { messageOf, transition } from './records.js';
 
 /** The part of a new sandbox's record its creator chooses; the rest is filled in here. */
@@ -47,6 +50,13 @@ export async function startSandbox(core: Core, fresh: NewSandbox): Promise<Sandb
     record = await core.store.updateSandbox(record.id, { slot });
     await bringUp(core, record, fresh.sourceSnapshotId);
   } catch (err) {
+    if (isRamifyError(err) && err.code === 'VALIDATION_FAILED') {
+      // The runtime refused the request as bad input (e.g. more memory than the image was booted with):
+      // nothing ran, so no sandbox is left behind (it ends `killed`, the reason kept in its record).
+      const killing = await transition(core, record, 'killing', { operation: { kind: 'kill' }, error: `create refused: ${messageOf(err)}` });
+      await finishKill(core, killing); // Ends `error` only if releasing what it took failed.
+      throw err;
+    }
     const releaseFailure = await releaseResources(core, record);
     await transition(core, record, 'error', {
       operation: null,

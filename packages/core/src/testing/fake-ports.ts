@@ -35,6 +35,8 @@ export class FakeRuntime implements Runtime {
   failRestoreOf = new Set<string>();
   /** When set, every restore fails. */
   failAllRestores = false;
+  /** When set, every restore refuses its spec as bad input (VALIDATION_FAILED, as a too-large memoryMB). */
+  refuseAllRestores = false;
   /** Kill endpoints-check: if true, a checkpoint with connected endpoints kills the instance (like old gVisor). */
   enforceQuietNetwork = true;
 
@@ -51,6 +53,7 @@ export class FakeRuntime implements Runtime {
 
   async restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void> {
     this.calls.push(`restore ${spec.sandboxId}`);
+    if (this.refuseAllRestores) throw new RamifyError('VALIDATION_FAILED', `fake: memoryMB ${spec.resources.memoryMB} is more than the image allows`, { field: 'memoryMB' });
     if (this.failAllRestores || this.failRestoreOf.delete(spec.sandboxId)) throw new Error(`fake restore of ${spec.sandboxId} failed`);
     if (this.instances.has(spec.sandboxId)) throw new Error(`fake: ${spec.sandboxId} already exists`);
     const guest = JSON.parse(await readFile(join(imageDir, 'guest.json'), 'utf8')) as FakeGuestState;

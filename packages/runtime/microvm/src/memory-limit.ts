@@ -36,8 +36,8 @@ export function checkMemoryLimit(memoryMB: number, machine: MachineConfig, sourc
     throw new RamifyError(
       'VALIDATION_FAILED',
       `memoryMB ${memoryMB} is more than the ${machine.memoryMB} MiB of RAM the microVM ${source} was booted with, which is ` +
-        `the most a sandbox restored from it can have; for more, raise the microVM runtime's imageMemoryMB (or the ` +
-        `template builder's memoryMB; templates boot with the larger of the two) and rebuild the template`,
+        `the most a sandbox restored from it can have; for more, start the daemon with \`ramify serve --microvm-memory <MB>\` ` +
+        `and build the template again (\`ramify template build <spec> --runtime microvm\`)`,
       { memoryMB, maxMemoryMB: machine.memoryMB },
     );
   }

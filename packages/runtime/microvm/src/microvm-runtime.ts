@@ -45,6 +45,9 @@ import { waitForMigration, type QmpClient } from './qmp.js';
 import { startVm, type VmEnvironment } from './vm-environment.js';
 import { run, tail } from './host-tools.js';
 
+/** RAM (MiB) template images are booted with unless `imageMemoryMB` says otherwise. */
+export const DEFAULT_IMAGE_MEMORY_MB = 1024;
+
 export interface MicrovmRuntimeOptions {
   /** Working directory: `run/` (one directory per sandbox) and `bases/` (ext4 base disks; keep them: images refer to them). */
   workDir: string;
@@ -67,7 +70,7 @@ export interface MicrovmRuntimeOptions {
   /** How long {@link MicrovmRuntime.openAgentChannel} waits for the agent's handshake, ms; default 30000. */
   agentConnectTimeoutMs?: number;
   /**
-   * RAM size templates are booted with when they ask for less, MiB; default 1024 (the template
+   * RAM size templates are booted with when they ask for less, MiB; default {@link DEFAULT_IMAGE_MEMORY_MB} (the template
    * builder's default). It is the most memory a sandbox restored from the image can have (`memoryMB`
    * above it is refused). Untouched RAM costs no disk and restores as fast, but checkpointing a
    * restored VM (pause, snapshot, fork of a running sandbox) reads all of it: ~3.5 s per GiB here.
@@ -83,8 +86,14 @@ export interface MicrovmRuntimeOptions {
 
 export class MicrovmRuntime implements Runtime {
   readonly name: RuntimeName = 'microvm';
-  /** Template images are cached per image format (see `IMAGE_FORMAT_VERSION`). */
-  readonly imageFormat = `microvm-${IMAGE_FORMAT_VERSION}`;
+  /**
+   * Template images are cached per image format (see `IMAGE_FORMAT_VERSION`) and, when it is not the
+   * default, per `imageMemoryMB` (an image's RAM size is fixed when it is made).
+   */
+  get imageFormat(): string {
+    const memory = this.options.imageMemoryMB === DEFAULT_IMAGE_MEMORY_MB ? '' : `-ram${this.options.imageMemoryMB}`;
+    return `microvm-${IMAGE_FORMAT_VERSION}${memory}`;
+  }
   readonly capabilities: RuntimeCapabilities = {
     memorySnapshot: true,
     forkSharesMemory: true,
@@ -148,7 +157,7 @@ export class MicrovmRuntime implements Runtime {
       resolvConfPath: options.resolvConfPath,
       diskSizeMB: options.diskSizeMB ?? 2048,
       agentConnectTimeoutMs: options.agentConnectTimeoutMs ?? 30_000,
-      imageMemoryMB: Math.floor(options.imageMemoryMB ?? 1024),
+      imageMemoryMB: Math.floor(options.imageMemoryMB ?? DEFAULT_IMAGE_MEMORY_MB),
       imageCpuCount: Math.max(1, Math.floor(options.imageCpuCount ?? 2)),
     };
     const cpuQuotas = new CpuQuotas(options.cgroupParent === undefined ? '/ramify' : options.cgroupParent, detectCgroupLayout());

@@ -176,7 +176,7 @@ test('memoryMB and cpuCount per sandbox: balloon in the guest, CPU quota on QEMU
   await t.test('more memory than the image has is refused clearly, leaving nothing behind', async () => {
     await assert.rejects(runtime.restore(await spec('rvr-huge', 5, IMAGE_MB * 2), image), (e: Error & { code?: string }) => {
       assert.equal(e.code, 'VALIDATION_FAILED');
-      assert.match(e.message, new RegExp(`${IMAGE_MB} MiB of RAM.*the most a sandbox restored from it can have.*imageMemoryMB.*rebuild the template`));
+      assert.match(e.message, new RegExp(`${IMAGE_MB} MiB of RAM.*the most a sandbox restored from it can have.*--microvm-memory.*build the template again`));
       return true;
     });
     assert.equal((await runtime.status('rvr-huge')).state, 'missing');
