@@ -40,8 +40,10 @@ export class LocalTemplateBuilder implements TemplateBuilder {
     if (runtimes.length === 0) throw new RamifyError('RUNTIME_UNAVAILABLE', 'no runtime is available on this host to build templates');
     const builds: BuiltTemplate[] = [];
     for (const runtime of runtimes) {
-      if (runtimes.length > 1) onEvent({ type: 'log', line: `image for runtime ${runtime.name}` });
-      const built = await buildTemplate(spec, { ...deps, runtime, registry: store, slots: store, signal: options.signal }, onEvent);
+      // With several runtimes each one's steps are named after it ("microvm: boot"), so progress reads unambiguously.
+      const onRuntimeEvent: typeof onEvent =
+        runtimes.length > 1 ? (event) => onEvent(event.type === 'step' ? { ...event, step: `${runtime.name}: ${event.step}` } : event) : onEvent;
+      const built = await buildTemplate(spec, { ...deps, runtime, registry: store, slots: store, signal: options.signal }, onRuntimeEvent);
       await this.registerImage(built);
       builds.push(built);
     }
