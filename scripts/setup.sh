@@ -13,7 +13,7 @@ if [ "$(id -u)" != 0 ]; then echo "setup: run as root (gVisor, namespaces and nf
 
 need=()
 for pkg in runsc mmdebstrap nftables iproute2 util-linux gcc libc6-dev ca-certificates \
-           ulogd2 ulogd2-json qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs; do
+           ulogd2 ulogd2-json qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs procps python3; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

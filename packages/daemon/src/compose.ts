@@ -5,7 +5,8 @@
  *
  * WIRING POINTS (search for "WIRING:"): each real implementation is created in one place below; any of
  * them can be replaced through `overrides` (tests, other hosts). A runtime that cannot start here (no
- * `runsc`) is logged and left out: the daemon still serves, and creates fail `RUNTIME_UNAVAILABLE`.
+ * `runsc`, no QEMU) is logged and left out: the daemon still serves, and creates for it fail
+ * `RUNTIME_UNAVAILABLE`.
  */
 import type { RuntimeName } from '@ramify/contracts';
 import { join } from 'node:path';
@@ -116,7 +117,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   const network = overrides.network ?? new NamespaceNetwork({ prefix, ...(hostEgress ? { hostFirewall: hostEgress.enforcer } : {}) });
   // WIRING: agent connector (host side of the agent protocol).
   const connect: ConnectAgent = overrides.connectAgent ?? ((channel) => connectAgent(channel));
-  // WIRING: runtimes (gVisor today; QEMU/Firecracker register here later).
+  // WIRING: runtimes (gVisor and the QEMU microVM; a new runtime is opened in runtimes.ts).
   const opened = overrides.runtimes
     ? { runtimes: overrides.runtimes, unavailable: {} }
     : await openRuntimes({

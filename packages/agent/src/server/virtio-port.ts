@@ -13,7 +13,7 @@
  * The loop: open (retrying ENOENT/EBUSY/ENXIO: the port may appear late or a previous agent may still
  * hold it) -> poll until a host is there -> stream the fd on the event loop (`char-device-stream.ts`)
  * under a `HostLink` (handshake, one fresh protocol connection per host connection) -> on EOF, look at
- * the port for `eofGraceMs`: when a host is there again (the EOF was stale: the guest kernel applies
+ * the port for a second: when a host is there again (the EOF was stale: the guest kernel applies
  * "host left"/"host came" out of order with the data, so after a restore the agent can read the old
  * host's leaving after the new host's HELLO), go on reading the same fd with the same session;
  * otherwise close the fd, which drops the old connection's unread input and unsent output, and start
@@ -32,8 +32,8 @@ import { HostLink, type ContinuedPort } from './host-link.js';
 
 /** How often to look for a host (or for the device) while there is none, by default (ms). */
 export const DEFAULT_VIRTIO_POLL_MS = 50;
-/** How long after an EOF a host may show up again on the same fd before the fd is closed, by default (ms). */
-export const DEFAULT_VIRTIO_EOF_GRACE_MS = 1000;
+/** How long after an EOF a host may show up again on the same fd before the fd is closed (ms). */
+const EOF_GRACE_MS = 1000;
 /** How long to wait for writes queued before an EOF to leave before going on with the same fd (ms). */
 const DRAIN_BEFORE_CONTINUE_MS = 5000;
 const CONTINUE_PROBE_MS = 10;
@@ -48,8 +48,6 @@ export interface VirtioPortOptions {
   pollMs?: number;
   /** See `HostLinkOptions.stallMs`. */
   stallMs?: number;
-  /** After an EOF, how long a host may take to be there again before the fd is closed (ms); default {@link DEFAULT_VIRTIO_EOF_GRACE_MS}. */
-  eofGraceMs?: number;
 }
 
 export interface VirtioPortServer {
@@ -155,11 +153,11 @@ export function serveVirtioPort(options: VirtioPortOptions, startSession: (chann
   }
 
   /**
-   * After an EOF on `fd`: a stream going on with it when a host is there within `eofGraceMs` (and the
+   * After an EOF on `fd`: a stream going on with it when a host is there within {@link EOF_GRACE_MS} (and the
    * writes queued before the EOF have left), else undefined (the link ends and the fd is closed).
    */
   async function continueAfterEof(fd: number, ended: Socket): Promise<ContinuedPort | undefined> {
-    const deadline = performance.now() + (options.eofGraceMs ?? DEFAULT_VIRTIO_EOF_GRACE_MS);
+    const deadline = performance.now() + EOF_GRACE_MS;
     for (;;) {
       if (stopped) return undefined;
       const probe = probeHost(fd);

@@ -61,7 +61,7 @@ export function registerEgress(sandbox: Command, env: CliEnv): void {
       ctx.output(policy, () => policyText(policy));
     }));
 
-  egress.command('log').argument('<id>', 'sandbox id').description('show egress verdicts, newest first (allowed and denied connections, denied DNS names)')
+  egress.command('log').argument('<id>', 'sandbox id').description('show egress verdicts, newest first (allowed and denied connections, DNS names answered or refused)')
     .option('--limit <n>', 'at most this many entries (1-1000)', intIn(1, 1000))
     .action(action(env, async (ctx, id: string, opts: { limit?: number }) => {
       const entries = await Sandbox.fromId(id, ctx.connection).getEgressLog({ limit: opts.limit });

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Option, type Command } from 'commander';
-import { RamifyError } from '@ramify/sdk';
+import { getHealth, RamifyError } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
 import { intIn } from '../parse.js';
 
@@ -31,6 +31,7 @@ interface ServeFlags {
   port?: number;
   dataDir?: string;
   logLevel?: string;
+  /** `--microvm-memory`: RAM (MiB) microVM template images are booted with. */
   microvmMemory?: number;
 }
 
@@ -109,11 +110,10 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
 /** The daemon's runtime summary lines, from `GET /v1/health` (empty when it cannot be read). */
 async function runtimeLines(url: string): Promise<string[]> {
   try {
-    const res = await fetch(`${url}/v1/health`, { signal: AbortSignal.timeout(2000) });
-    const body = (await res.json()) as { runtimeInfo?: Record<string, string>; unavailableRuntimes?: Record<string, string> };
+    const health = await getHealth({ apiUrl: url, requestTimeoutMs: 2000 });
     return [
-      ...Object.entries(body.runtimeInfo ?? {}).map(([name, info]) => `${name}: ${info}`),
-      ...Object.entries(body.unavailableRuntimes ?? {}).map(([name, why]) => `${name} unavailable: ${why}`),
+      ...Object.entries(health.runtimeInfo).map(([name, info]) => `${name}: ${info}`),
+      ...Object.entries(health.unavailableRuntimes).map(([name, why]) => `${name} unavailable: ${why}`),
     ];
   } catch {
     return [];

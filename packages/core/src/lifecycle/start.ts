@@ -27,7 +27,8 @@ export type NewSandbox = Pick<
 /**
  * Insert the sandbox as `creating` and bring it up from `fresh.sourceSnapshotId`. Caller holds the new id's lock.
  * @returns the record, now `running`.
- * @throws the bring-up's RamifyError (the record is then in `error`).
+ * @throws the bring-up's RamifyError: the record is then in `error`, or `killed` when it was
+ *   `VALIDATION_FAILED` (bad input refused by a step; `error` with "kill failed" if releasing failed).
  */
 export async function startSandbox(core: Core, fresh: NewSandbox): Promise<SandboxRecord> {
   const { egress, ...fields } = fresh;

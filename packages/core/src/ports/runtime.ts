@@ -53,7 +53,7 @@ export interface Runtime {
   readonly name: RuntimeName;
   readonly capabilities: RuntimeCapabilities;
   /**
-   * One line for operators: version and mode, e.g. `runsc 20221219, platform ptrace` or
+   * One line for operators: version and mode, e.g. `runsc version 0.0~20221219.0` or
    * `QEMU 7.2.22, TCG (KVM guest did not boot: ...)`. `ramify serve` prints it; `/v1/health` returns it.
    */
   readonly summary?: string;

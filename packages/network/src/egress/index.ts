@@ -15,7 +15,4 @@ export type { SlotView } from './slot-views.js';
 export { UpstreamNameResolver, type UpstreamNameResolverOptions } from './upstream-name-resolver.js';
 export { NflogReader, parseNflogLine, type NflogPacket, type NflogReaderOptions } from './nflog-reader.js';
 export { EgressVerdicts, type EgressVerdictsOptions, type SlotLookup } from './egress-verdicts.js';
-export {
-  ROUTE_GUARD_MARK, ROUTE_GUARD_PREFERENCES, installRouteGuard, isRouteGuardInstalled, listRouteGuard, removeRouteGuard, routeGuardRuleArgs,
-  type IpRuleJson, type RouteGuardSpec,
-} from './route-guard.js';
+export { ROUTE_GUARD_MARK, removeRouteGuard } from './route-guard.js';

@@ -58,7 +58,7 @@ export class GvisorRuntime implements Runtime {
     // runsc 20221219 refuses to checkpoint with a connected TCP endpoint on the NIC, killing the sandbox.
     checkpointNeedsQuietNetwork: true,
   };
-  /** Operator summary: the runsc version line. */
+  /** Operator summary: the runsc version line (e.g. `runsc version 0.0~20221219.0`). */
   get summary(): string {
     return this.version;
   }

@@ -48,7 +48,7 @@ export function run(argv: readonly string[], options: RunOptions = {}): Promise<
 export async function runChecked(argv: readonly string[], options: RunOptions = {}): Promise<string> {
   const r = await run(argv, options);
   if (r.code !== 0) {
-    const out = (r.stderr.trim() || r.stdout.trim()).split('\n').slice(-8).join('\n');
+    const out = tail(r.stderr.trim() || r.stdout);
     throw new RamifyError('RUNTIME_ERROR', `${argv.slice(0, 3).join(' ')} failed (exit ${r.code}): ${out}`, { argv: argv.slice(0, 6) });
   }
   return r.stdout;

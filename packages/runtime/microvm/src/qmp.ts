@@ -1,17 +1,11 @@
 /**
  * A minimal QMP (QEMU Machine Protocol) client over a unix socket: JSON objects, one per line. The
  * server greets, the client negotiates with `qmp_capabilities`, then each `execute` carries an `id`
- * matched to its `return`/`error`; asynchronous `event`s are kept for {@link QmpClient.events}.
+ * matched to its `return`/`error`; asynchronous `event`s are ignored (progress is polled with `query-*`).
  * (npm has no maintained QMP client; `qemu-qmp` is a single untyped 0.x release.)
  */
 import { connect, type Socket } from 'node:net';
 import { RamifyError } from '@ramify/contracts';
-
-/** One QMP event, e.g. `{ event: 'MIGRATION', data: { status: 'completed' } }`. */
-export interface QmpEvent {
-  event: string;
-  data?: Record<string, unknown>;
-}
 
 interface Pending {
   command: string;
@@ -25,8 +19,6 @@ export class QmpClient {
   private readonly pending = new Map<string, Pending>();
   private greeted: (() => void) | undefined;
   private closedWith: Error | null = null;
-  /** Events received so far (oldest first). */
-  readonly events: QmpEvent[] = [];
 
   private constructor(private readonly socket: Socket, private readonly path: string) {
     socket.setEncoding('utf8');
@@ -91,10 +83,7 @@ export class QmpClient {
       this.greeted = undefined;
       return;
     }
-    if (typeof msg.event === 'string') {
-      this.events.push({ event: msg.event, data: msg.data as Record<string, unknown> | undefined });
-      return;
-    }
+    if (typeof msg.event === 'string') return; // Asynchronous events: nothing here waits for them.
     const id = String(msg.id);
     const p = this.pending.get(id);
     if (!p) return;
@@ -112,18 +101,6 @@ export class QmpClient {
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { command, resolve: resolve as (v: unknown) => void, reject });
       this.socket.write(JSON.stringify(args ? { execute: command, arguments: args, id } : { execute: command, id }) + '\n');
-    });
-  }
-
-  /** Resolves when QEMU closed the connection (e.g. after `quit`), at most `timeoutMs`. */
-  waitClosed(timeoutMs: number): Promise<boolean> {
-    if (this.socket.destroyed || this.closedWith) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
-      this.socket.once('close', () => {
-        clearTimeout(timer);
-        resolve(true);
-      });
     });
   }
 
