@@ -27,7 +27,10 @@ export interface CoreOptions {
   quietNetworkTimeoutMs: number;
   /** Interval between endpoint polls while waiting, ms. */
   quietNetworkPollMs: number;
-  /** Bound on opening an agent channel plus its first ping, ms. */
+  /**
+   * Bound on opening an agent channel plus its first ping, reconnects included, ms. Default 20000: a
+   * restored microVM under TCG answers in ~0.2-1 s; the rest is room for a loaded host and reconnects.
+   */
   agentConnectTimeoutMs: number;
   /** At most this many restores of one fork run at once. */
   forkConcurrency: number;
@@ -48,7 +51,7 @@ export interface CoreOptions {
 export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   quietNetworkTimeoutMs: 10_000,
   quietNetworkPollMs: 250,
-  agentConnectTimeoutMs: 10_000,
+  agentConnectTimeoutMs: 20_000,
   forkConcurrency: 8,
   prewarmSlots: 8,
   defaultTemplate: 'base',
@@ -116,11 +119,11 @@ export function createCore(deps: CoreDeps): Core {
   core.sessions = new AgentSessions({
     logger: deps.logger,
     connectTimeoutMs: options.agentConnectTimeoutMs,
-    connect: async (sandboxId) => {
+    connect: async (sandboxId, opts) => {
       const record = await deps.store.getSandbox(sandboxId);
       if (!record) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
       const channel = await runtimeFor(core, record.runtime).openAgentChannel(sandboxId);
-      return deps.connectAgent(channel);
+      return deps.connectAgent(channel, opts);
     },
     isRunning: async (sandboxId) => {
       const record = await deps.store.getSandbox(sandboxId);

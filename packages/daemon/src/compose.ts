@@ -116,7 +116,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   // WIRING: network (namespaces + slots; the host table is the enforcer's when egress is enforced).
   const network = overrides.network ?? new NamespaceNetwork({ prefix, ...(hostEgress ? { hostFirewall: hostEgress.enforcer } : {}) });
   // WIRING: agent connector (host side of the agent protocol).
-  const connect: ConnectAgent = overrides.connectAgent ?? ((channel) => connectAgent(channel));
+  const connect: ConnectAgent = overrides.connectAgent ?? ((channel, opts) => connectAgent(channel, { pingTimeoutMs: opts?.pingTimeoutMs }));
   // WIRING: runtimes (gVisor and the QEMU microVM; a new runtime is opened in runtimes.ts).
   const opened = overrides.runtimes
     ? { runtimes: overrides.runtimes, unavailable: {} }

@@ -85,6 +85,25 @@ test('a HELLO the agent never saw is repeated until one is answered', async () =
   }
 });
 
+test('a connection whose HELLOs get no ACK is given up after reconnectAfterMs; the next connection is answered', async () => {
+  let connections = 0;
+  const agent = await scriptedAgent(
+    'reconnect.sock',
+    () => connections++,
+    // Like a guest that never heard "host came": it cannot answer on the first connection.
+    (socket, nonce) => {
+      if (connections >= 2) socket.write(encodeMarker('ack', nonce));
+    },
+  );
+  try {
+    const channel = await openVirtioChannel(agent.path, { timeoutMs: 30_000, firstRetryMs: 20, retryMs: 20, reconnectAfterMs: 200 });
+    assert.equal(connections, 2);
+    channel.destroy();
+  } finally {
+    agent.server.close();
+  }
+});
+
 test('no answer, or no socket at all, gives AGENT_UNREACHABLE after the timeout', async () => {
   const silent = await scriptedAgent('silent.sock', () => undefined, () => undefined);
   try {

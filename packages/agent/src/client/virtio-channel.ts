@@ -27,6 +27,14 @@ export interface VirtioChannelOptions {
    */
   retryMs?: number;
   /**
+   * Give up on a connection that got no ACK this long after its first HELLO and connect again (ms);
+   * default 7000 (after the HELLO at 1 s, before the one at 7 s). Reconnecting makes QEMU tell the
+   * guest "host left", then "host came": a guest that missed a "host came" (restored while its events
+   * were in flight) takes its port for unconnected and cannot write the ACK until it hears one.
+   * Like `retryMs`, keep it above the agent's stall bound.
+   */
+  reconnectAfterMs?: number;
+  /**
    * A socket already connected to the port's socket (e.g. one the runtime held across a restore so the
    * guest never saw the host leave): the first handshake runs on it; it is owned (destroyed on failure).
    */
@@ -48,7 +56,10 @@ function connectOnce(path: string): Promise<Socket> {
   });
 }
 
-/** Send HELLOs until the matching ACK arrives; leave the bytes after it unread on the (paused) socket. */
+/**
+ * Send HELLOs until the matching ACK arrives (leave the bytes after it unread on the paused socket), the
+ * socket closes, or `reconnectAfterMs` / the deadline passes (`timeout`: the caller connects again).
+ */
 function handshake(socket: Socket, deadline: number, options: VirtioChannelOptions): Promise<Outcome> {
   return new Promise((resolve) => {
     const nonce = randomBytes(NONCE_BYTES);
@@ -61,7 +72,8 @@ function handshake(socket: Socket, deadline: number, options: VirtioChannelOptio
       send();
       retry = setTimeout(again, options.retryMs ?? 6000);
     }, options.firstRetryMs ?? 1000);
-    const giveUp = setTimeout(() => finish('timeout'), Math.max(0, deadline - Date.now()));
+    const attemptDeadline = Math.min(deadline, Date.now() + (options.reconnectAfterMs ?? 7000));
+    const giveUp = setTimeout(() => finish('timeout'), Math.max(0, attemptDeadline - Date.now()));
     const onData = (chunk: Buffer): void => {
       const found = scanner.push(chunk); // Everything before our ACK is an earlier connection's: dropped.
       if (!found) return;
@@ -87,9 +99,10 @@ function handshake(socket: Socket, deadline: number, options: VirtioChannelOptio
 /**
  * Connect to the agent's virtio-serial port through QEMU's chardev socket at `socketPath` and complete
  * the handshake. Retries while the socket is missing or refused (QEMU starting) or QEMU drops the
- * connection. Resolves with the connected socket, paused (explicitly: a `data` listener alone does not
- * start it, call `resume()`; `connectAgent` does) and positioned at the agent's first frame. A no-op
- * `error` listener stays attached (errors also end in `close`).
+ * connection, and connects again when a connection got no ACK within `reconnectAfterMs`. Resolves
+ * with the connected socket, paused (explicitly: a `data` listener alone does not start it, call
+ * `resume()`; `connectAgent` does) and positioned at the agent's first frame. A no-op `error` listener
+ * stays attached (errors also end in `close`).
  * @throws RamifyError AGENT_UNREACHABLE when no ACK came within `timeoutMs`.
  */
 export async function openVirtioChannel(socketPath: string, options: VirtioChannelOptions = {}): Promise<Socket> {

@@ -137,7 +137,8 @@ test('virtio: the guest never sees the host leave (a restore into a new QEMU) an
       channel1.end(half);
     });
 
-    const host2 = await connectVirtioAgent(port.hostSocketPath, { timeoutMs: 60_000, firstRetryMs: 300, retryMs: 1500 });
+    // No reconnect: the guest must never see a host leave here.
+    const host2 = await connectVirtioAgent(port.hostSocketPath, { timeoutMs: 60_000, firstRetryMs: 300, retryMs: 1500, reconnectAfterMs: 60_000 });
     assert.equal(port.hostConnections, 2);
     const procs = await host2.listProcesses();
     assert.equal(procs.find((p) => p.pid === pid)?.running, true);

@@ -37,6 +37,8 @@ const EOF_GRACE_MS = 1000;
 /** How long to wait for writes queued before an EOF to leave before going on with the same fd (ms). */
 const DRAIN_BEFORE_CONTINUE_MS = 5000;
 const CONTINUE_PROBE_MS = 10;
+/** A gap this long between two EOF probes means the guest did not get to run meanwhile (ms): the grace starts over. */
+const FROZEN_GAP_MS = 250;
 
 const PROBE_BYTES = 64 * 1024;
 let probeBuffer: Buffer | undefined;
@@ -153,13 +155,21 @@ export function serveVirtioPort(options: VirtioPortOptions, startSession: (chann
   }
 
   /**
-   * After an EOF on `fd`: a stream going on with it when a host is there within {@link EOF_GRACE_MS} (and the
-   * writes queued before the EOF have left), else undefined (the link ends and the fd is closed).
+   * After an EOF on `fd`: a stream going on with it when a host is there within {@link EOF_GRACE_MS} of
+   * running time (and the writes queued before the EOF have left), else undefined (the link ends and the
+   * fd is closed). Time the guest was starved of CPU does not count.
    */
   async function continueAfterEof(fd: number, ended: Socket): Promise<ContinuedPort | undefined> {
-    const deadline = performance.now() + EOF_GRACE_MS;
+    let deadline = performance.now() + EOF_GRACE_MS;
+    let lastProbeAt = performance.now();
     for (;;) {
       if (stopped) return undefined;
+      const now = performance.now();
+      // A long gap between two 10 ms probes: the guest's clock ran while it did not get to run (a loaded
+      // host starving the VM's vCPUs). The kernel's "host came" event waits for the same CPUs: the
+      // grace starts over.
+      if (now - lastProbeAt > FROZEN_GAP_MS) deadline = now + EOF_GRACE_MS;
+      lastProbeAt = now;
       const probe = probeHost(fd);
       if (probe.host === 'error') return undefined;
       if (probe.host === 'present') {

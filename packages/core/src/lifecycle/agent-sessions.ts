@@ -5,18 +5,44 @@
  * at once in the background, and again lazily on the next call).
  */
 import { RamifyError, type AgentSession } from '@ramify/contracts';
+import type { ConnectAgentOpts } from '../ports/agent.js';
 import type { Logger } from '../ports/logger.js';
 
 export interface AgentSessionsOptions {
-  /** Open a channel to the sandbox's agent and wrap it in a session (no handshake timeout needed here). */
-  connect: (sandboxId: string) => Promise<AgentSession>;
+  /**
+   * Open a channel to the sandbox's agent and wrap it in a session; reject `AGENT_UNREACHABLE` when the
+   * agent does not answer its first ping within `opts.pingTimeoutMs` (the overall bound is kept here).
+   */
+  connect: (sandboxId: string, opts: ConnectAgentOpts) => Promise<AgentSession>;
   /** Whether the sandbox is currently `running` (asked before reconnecting). */
   isRunning: (sandboxId: string) => Promise<boolean>;
   /** Called when a lost channel of a running sandbox cannot be reopened (the instance may have died). */
   onUnreachable?: (sandboxId: string, error: unknown) => Promise<void>;
   logger: Logger;
-  /** Bound on connect + first ping, ms. */
+  /**
+   * Bound on connect + first ping, ms. Within it, a channel whose first ping gets no answer is closed
+   * and opened again (first ping bound `firstPingTimeoutMs`, doubling per attempt).
+   */
   connectTimeoutMs: number;
+  /** The first attempt's bound on the first ping, ms; default {@link FIRST_PING_TIMEOUT_MS}. */
+  firstPingTimeoutMs?: number;
+}
+
+/** The first attempt's bound on the agent's first ping, ms; each reconnect doubles it (up to 16x). */
+export const FIRST_PING_TIMEOUT_MS = 3000;
+/** Pause between a failed attempt and the reconnect, ms. */
+const RECONNECT_PAUSE_MS = 100;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `promise`, or the error `onTimeout` makes once `ms` passed. */
+async function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(onTimeout()), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export class AgentSessions {
@@ -126,33 +152,48 @@ export class AgentSessions {
   }
 
   async #open(sandboxId: string): Promise<AgentSession> {
-    const { connect, connectTimeoutMs } = this.#options;
-    let session: AgentSession | undefined;
+    const { connectTimeoutMs } = this.#options;
+    let gaveUp = false;
+    let lastError: unknown;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new RamifyError('AGENT_UNREACHABLE', `agent of sandbox '${sandboxId}' did not answer within ${connectTimeoutMs} ms`, { id: sandboxId })),
-        connectTimeoutMs,
-      );
+      timer = setTimeout(() => {
+        gaveUp = true;
+        const why = lastError === undefined ? '' : ` (last attempt: ${lastError instanceof Error ? lastError.message : String(lastError)})`;
+        reject(new RamifyError('AGENT_UNREACHABLE', `agent of sandbox '${sandboxId}' did not answer within ${connectTimeoutMs} ms${why}`, { id: sandboxId }));
+      }, connectTimeoutMs);
     });
-    const connecting = connect(sandboxId);
+    const attempts = (async (): Promise<AgentSession> => {
+      for (let attempt = 0; !gaveUp; attempt++) {
+        const pingTimeoutMs = (this.#options.firstPingTimeoutMs ?? FIRST_PING_TIMEOUT_MS) * 2 ** Math.min(attempt, 4);
+        let session: AgentSession | undefined;
+        try {
+          session = await this.#options.connect(sandboxId, { pingTimeoutMs });
+          await withTimeout(session.ping(), pingTimeoutMs, () => new RamifyError('AGENT_UNREACHABLE', `agent did not answer a ping within ${pingTimeoutMs} ms`));
+          return session; // When the overall bound passed meanwhile, the caller closes it.
+        } catch (err) {
+          if (session) await session.close().catch(() => undefined);
+          if (gaveUp || !(err instanceof RamifyError && err.code === 'AGENT_UNREACHABLE')) throw err;
+          // A channel that opened but whose first ping got no answer: reconnect. (A restored microVM's
+          // guest can lose the first request when it sees the previous host leave late.)
+          lastError = err;
+          this.#options.logger.info('agent did not answer; reconnecting', { sandboxId, attempt: attempt + 1, error: err.message });
+          await sleep(RECONNECT_PAUSE_MS);
+        }
+      }
+      throw lastError;
+    })();
+    let session: AgentSession;
     try {
-      await Promise.race([
-        (async () => {
-          session = await connecting;
-          await session.ping();
-        })(),
-        timeout,
-      ]);
+      session = await Promise.race([attempts, timeout]);
     } catch (err) {
-      if (session) await session.close().catch(() => undefined);
-      // Timed out while still connecting: close the session if it shows up later.
-      else void connecting.then((late) => late.close()).catch(() => undefined);
+      // Timed out while an attempt was still connecting: close the session if it shows up later.
+      if (gaveUp) void attempts.then((late) => late.close()).catch(() => undefined);
       throw asAgentUnreachable(sandboxId, err);
     } finally {
       clearTimeout(timer);
     }
-    const opened = session as AgentSession;
+    const opened = session;
     if (this.#suspended.has(sandboxId)) {
       // A checkpoint or kill started while we were connecting: do not hand out a channel it must not see.
       this.#closedByUs.add(opened);

@@ -1,0 +1,94 @@
+/**
+ * AgentSessions.open: the bound on connect + first ping, and the reconnect when an opened channel's
+ * first ping gets no answer (a restored microVM's guest can lose it). Sessions here are minimal
+ * stand-ins: only ping/close/onClose are used by the registry while opening.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { RamifyError, type AgentSession } from '@ramify/contracts';
+import { silentLogger } from '../ports/logger.js';
+import { AgentSessions } from './agent-sessions.js';
+
+/** A session whose ping answers (`'answers'`), never answers (`'silent'`). */
+function stubSession(ping: 'answers' | 'silent'): { session: AgentSession; closedCount: () => number } {
+  let closes = 0;
+  let closed = false;
+  const listeners: ((reason: string) => void)[] = [];
+  const session = {
+    ping: () => (ping === 'answers' ? Promise.resolve() : new Promise<void>(() => undefined)),
+    close: async () => {
+      closes++;
+      if (!closed) {
+        closed = true;
+        for (const l of listeners) l('closed');
+      }
+    },
+    onClose: (l: (reason: string) => void) => listeners.push(l),
+    get closed() {
+      return closed;
+    },
+  };
+  return { session: session as unknown as AgentSession, closedCount: () => closes };
+}
+
+function registry(connect: (id: string, opts: { pingTimeoutMs?: number }) => Promise<AgentSession>, connectTimeoutMs = 2000): AgentSessions {
+  return new AgentSessions({ connect, isRunning: async () => true, logger: silentLogger, connectTimeoutMs, firstPingTimeoutMs: 50 });
+}
+
+describe('AgentSessions.open', () => {
+  test('a channel whose first ping gets no answer is closed and opened again, with a doubled ping bound', async () => {
+    const silent = stubSession('silent');
+    const answering = stubSession('answers');
+    const bounds: (number | undefined)[] = [];
+    const sessions = registry(async (_id, opts) => {
+      bounds.push(opts.pingTimeoutMs);
+      return bounds.length === 1 ? silent.session : answering.session;
+    });
+    const opened = await sessions.open('sbx_a');
+    assert.equal(opened, answering.session);
+    assert.deepEqual(bounds, [50, 100]);
+    assert.equal(silent.closedCount(), 1, 'the silent channel was closed before the reconnect');
+    assert.equal(sessions.peek('sbx_a'), answering.session);
+  });
+
+  test('a connect that rejects AGENT_UNREACHABLE (its own ping timed out) is retried too', async () => {
+    const answering = stubSession('answers');
+    let calls = 0;
+    const sessions = registry(async () => {
+      calls++;
+      if (calls === 1) throw new RamifyError('AGENT_UNREACHABLE', 'agent did not answer a ping within 50 ms');
+      return answering.session;
+    });
+    assert.equal(await sessions.open('sbx_b'), answering.session);
+    assert.equal(calls, 2);
+  });
+
+  test('nothing answering ends in AGENT_UNREACHABLE naming the bound and the last attempt', async () => {
+    const stubs: ReturnType<typeof stubSession>[] = [];
+    const sessions = registry(async () => {
+      const s = stubSession('silent');
+      stubs.push(s);
+      return s.session;
+    }, 400);
+    await assert.rejects(sessions.open('sbx_c'), (err: unknown) => {
+      assert.ok(err instanceof RamifyError);
+      assert.equal(err.code, 'AGENT_UNREACHABLE');
+      assert.match(err.message, /did not answer within 400 ms \(last attempt: agent did not answer a ping within \d+ ms\)/);
+      return true;
+    });
+    assert.ok(stubs.length >= 2, `reconnected (${stubs.length} attempts)`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.ok(stubs.every((s) => s.closedCount() >= 1), 'every attempt, the one in flight at the deadline too, is closed');
+    assert.equal(sessions.peek('sbx_c'), undefined);
+  });
+
+  test('other errors are not retried', async () => {
+    let calls = 0;
+    const sessions = registry(async (id) => {
+      calls++;
+      throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${id}' not found`);
+    });
+    await assert.rejects(sessions.open('sbx_d'), (err: unknown) => err instanceof RamifyError && err.code === 'AGENT_UNREACHABLE' && /not found/.test(err.message));
+    assert.equal(calls, 1);
+  });
+});
