@@ -22,8 +22,16 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
 fi
 
-step "npm ci"
-npm ci --no-audit --no-fund
+# npm ci only when the lockfile or Node changed since the last install (it takes ~1 min and rebuilds
+# native modules); the stamp is written after a successful install.
+stamp="$(sha256sum package-lock.json | cut -d' ' -f1) $(node --version)"
+if [ -d node_modules ] && [ "$(cat node_modules/.ramify-install-stamp 2>/dev/null)" = "$stamp" ]; then
+  step "npm packages: up to date with package-lock.json (skipping npm ci)"
+else
+  step "npm ci"
+  npm ci --no-audit --no-fund
+  echo "$stamp" > node_modules/.ramify-install-stamp
+fi
 step "build"
 npm run build
 

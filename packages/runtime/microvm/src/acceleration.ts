@@ -6,11 +6,12 @@
  */
 import { spawn } from 'node:child_process';
 import { constants, existsSync } from 'node:fs';
-import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { release } from 'node:os';
 import { join } from 'node:path';
 import type { GuestKernel } from './guest-kernel.js';
 import { PROBE_MARKER } from './guest-init.js';
+import { writeJsonAtomically } from './image-files.js';
 import { run } from './host-tools.js';
 import { composeBootInitrd } from './initramfs.js';
 import { kernelArgs, type Accelerator } from './qemu-argv.js';
@@ -67,8 +68,8 @@ export async function detectAcceleration(options: DetectAccelerationOptions): Pr
   const key = `${release()}|${version}|${options.kernel.version}`;
   const cacheFile = options.cacheDir ? join(options.cacheDir, 'acceleration.json') : null;
   if (cacheFile && existsSync(cacheFile)) {
-    const cached = JSON.parse(await readFile(cacheFile, 'utf8').catch(() => '{}')) as { key?: string; choice?: AccelerationChoice };
-    if (cached.key === key && cached.choice) return { ...cached.choice, tscKhz, reason: `${cached.choice.reason} (cached)` };
+    const cached = readCachedChoice(await readFile(cacheFile, 'utf8').catch(() => ''));
+    if (cached?.key === key && cached.choice) return { ...cached.choice, tscKhz, reason: `${cached.choice.reason} (cached)` };
   }
   const deadlineMs = options.deadlineMs ?? 20_000;
   const probe = await probeKvm(qemuPath, options.kernel, deadlineMs);
@@ -77,7 +78,8 @@ export async function detectAcceleration(options: DetectAccelerationOptions): Pr
     : tcg(`KVM test guest ${probe.why}: using TCG (software emulation, slow)`);
   if (cacheFile) {
     await mkdir(options.cacheDir!, { recursive: true });
-    await writeFile(cacheFile, JSON.stringify({ key, choice }, null, 1));
+    // Written whole then renamed: a crash mid-write must not leave a cache that breaks the next start.
+    await writeJsonAtomically(cacheFile, { key, choice });
   }
   return choice;
 }
@@ -116,5 +118,14 @@ async function probeKvm(qemuPath: string, kernel: GuestKernel, deadlineMs: numbe
     });
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The cached verdict, or undefined when the file is not valid JSON (truncated): probe again. */
+function readCachedChoice(text: string): { key?: string; choice?: AccelerationChoice } | undefined {
+  try {
+    return JSON.parse(text) as { key?: string; choice?: AccelerationChoice };
+  } catch {
+    return undefined;
   }
 }

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { detectAcceleration } from './acceleration.js';
@@ -59,7 +59,7 @@ test('the guest argv survives shell quoting', () => {
   assert.throws(() => shellQuote('a\0b'), RangeError);
 });
 
-test('detectAcceleration decides, says why, and caches the verdict', { timeout: 120_000 }, async (t) => {
+test('detectAcceleration decides, says why, and caches the verdict; a truncated cache is probed again', { timeout: 120_000 }, async (t) => {
   const cacheDir = join(process.env.RAMIFY_CACHE_DIR ?? '/var/cache/ramify', 'microvm');
   if (spawnSync('qemu-system-x86_64', ['--version']).error) return t.skip('qemu-system-x86 is not installed');
   const kernel = await prepareGuestKernel({ cacheDir });
@@ -72,6 +72,11 @@ test('detectAcceleration decides, says why, and caches the verdict', { timeout: 
     const second = await detectAcceleration({ kernel, cacheDir: dir });
     assert.equal(second.accelerator, first.accelerator);
     if (first.reason.startsWith('KVM test guest')) assert.match(second.reason, /\(cached\)$/);
+    // A cache cut short (a crash while writing it) is probed again, never a failed start.
+    await writeFile(join(dir, 'acceleration.json'), '{"key": "x", "cho');
+    const third = await detectAcceleration({ kernel, cacheDir: dir, deadlineMs: 20_000 });
+    assert.equal(third.accelerator, first.accelerator);
+    assert.doesNotMatch(third.reason, /\(cached\)$/);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
