@@ -25,6 +25,11 @@ export interface ConformanceTarget {
    */
   guestKernel?: { release: RegExp; procVersion: RegExp } | null;
   /**
+   * The sandbox's own root disk (`diskSizeMB`): its default size in MiB, or null when the runtime has
+   * none and refuses `diskSizeMB` (gVisor). Default null.
+   */
+  rootDisk?: { defaultSizeMB: number } | null;
+  /**
    * When the cases marked *extended* run: `every-run` (default) or `full-run`, only when
    * `RAMIFY_TEST_FULL=1` (`npm run test:full`); on other runs they are skipped with that reason. Every
    * area keeps at least one case that runs on every run.
@@ -77,7 +82,7 @@ export function createContext(target: ConformanceTarget, getDaemon: () => Daemon
     return d;
   };
   return {
-    target: { openConnectionAtPause: 'refused', guestKernel: null, extendedCases: 'every-run', knownBugs: {}, ...target },
+    target: { openConnectionAtPause: 'refused', guestKernel: null, rootDisk: null, extendedCases: 'every-run', knownBugs: {}, ...target },
     caseOptions: (title, opts = {}) => {
       if (opts.extended && target.extendedCases === 'full-run' && !run.full) {
         return { skip: `extended ${target.runtime} case: runs with ${FULL_RUN_ENV}=1 (npm run test:full); every CI run keeps a representative subset` };

@@ -21,6 +21,8 @@ registerConformanceSuite(
     // Debian's generic kernel (linux-image-<abi>-amd64), booted by the runtime: "6.1.0-56-amd64", and
     // "Linux version 6.1.0-56-amd64 (debian-kernel@lists.debian.org) ... Debian 6.1.x ..." in /proc/version.
     guestKernel: { release: /^\d+\.\d+\.\d+-\d+-amd64$/, procVersion: /^Linux version \S+-amd64 \(debian-kernel@lists\.debian\.org\).*Debian/ },
+    // The daemon's default `diskSizeMB` for microVM template images.
+    rootDisk: { defaultSizeMB: 2048 },
     extendedCases: 'full-run',
   },
   { harness: { prefix: MICROVM_PREFIX, runtimes: ['microvm'], ...logOptionsFromEnv() } },

@@ -51,6 +51,12 @@ export interface AgentIdentity {
   clockMs: number;
   /** Fresh host entropy mixed into the guest's pool (32+ bytes). */
   entropy: Uint8Array;
+  /**
+   * Size of the root disk the runtime gave the sandbox, bytes (microVMs: it may have grown it beyond its
+   * image's). The agent waits until the kernel sees it and grows the root filesystem to fill it;
+   * absent for runtimes without a disk of their own.
+   */
+  rootDiskBytes?: number;
 }
 
 /** Connected TCP endpoints on a non-loopback address (each one blocks a gVisor checkpoint). */

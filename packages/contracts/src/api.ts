@@ -39,6 +39,12 @@ export const CreateSandboxRequest = z.strictObject({
   metadata: StringMap.optional(),
   cpuCount: z.number().int().min(1).max(16).optional(),
   memoryMB: z.number().int().min(128).max(65536).optional(),
+  /**
+   * Root disk size, MiB (microVM sandboxes only): at least the image's disk (template images: the
+   * daemon's, 2048 by default; a snapshot's: its sandbox's), at most the runtime's limit (microVM:
+   * 262144). Default: the image's.
+   */
+  diskSizeMB: z.number().int().positive().max(1_048_576).optional(),
   runtime: RuntimeName.optional(),
   /**
    * Egress allow rules (see {@link EgressRules}); absent or empty = open egress. Validated like
@@ -59,6 +65,8 @@ export const SandboxInfo = z.object({
   parentId: z.string().nullable(),
   cpuCount: z.number().int(),
   memoryMB: z.number().int(),
+  /** Root disk size, MiB; null when the runtime has no disk of its own (gVisor: file changes count against memory). */
+  diskSizeMB: z.number().int().nullable(),
   metadata: StringMap,
   createdAt: z.string(),
   /** When the timeout action fires (ISO time); null while paused (the clock stops). */

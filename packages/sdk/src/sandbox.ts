@@ -29,6 +29,11 @@ export interface SandboxOpts extends ConnectionOpts {
   metadata?: Record<string, string>;
   cpuCount?: number;
   memoryMB?: number;
+  /**
+   * Root disk size, MiB; microVM sandboxes only (a gVisor sandbox keeps file changes in its memory:
+   * `VALIDATION_FAILED`). At least the image's disk (2048 for templates by default), which is the default.
+   */
+  diskSizeMB?: number;
   runtime?: RuntimeName;
   /**
    * Egress allow rules (`pypi.org`, `*.example.com:443`, `10.0.0.0/8`, `*`, ...); absent = open egress.

@@ -76,7 +76,7 @@ describe('migration 2: pin-rootfs-dir (real SQLite file)', () => {
       await assert.rejects(
         store.insertSnapshot({
           id: 'snap_x', name: null, kind: 'pause', status: 'ready', runtime: 'gvisor', templateId: 't', sandboxId: null,
-          parentSnapshotId: null, sizeBytes: 1, createdAt: 1, cpuCount: 1, memoryMB: 1, rootfsDir: '',
+          parentSnapshotId: null, sizeBytes: 1, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: '',
         }),
         { code: 'INTERNAL' },
       );
@@ -139,6 +139,25 @@ describe('migration 3: egress-policies (real SQLite file)', () => {
       await store.putEgressPolicy('sbx_old', ['pypi.org'], 8);
       store.db.prepare(`DELETE FROM sandboxes WHERE id = 'sbx_old'`).run();
       assert.equal(await store.getEgressPolicy('sbx_old'), null);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('migration 6: disk-size (real SQLite file)', () => {
+  test('existing sandboxes and snapshots have no recorded disk size (null); new rows keep theirs; sizes must be positive', async () => {
+    const path = join(dir, 'v1-disk.db');
+    createVersion1Database(path);
+    const store = new SqliteStore({ path });
+    try {
+      assert.ok(MIGRATIONS.some((m) => m.version === 6 && m.name === 'disk-size'));
+      assert.equal((await store.getSandbox('sbx_1'))?.diskSizeMB, null);
+      assert.equal((await store.getSnapshot('snap_pause'))?.diskSizeMB, null);
+      await store.updateSandbox('sbx_1', { diskSizeMB: 3072 });
+      assert.equal((await store.getSandbox('sbx_1'))?.diskSizeMB, 3072);
+      assert.throws(() => store.db.prepare(`UPDATE sandboxes SET disk_size_mb = 0 WHERE id = 'sbx_1'`).run(), /CHECK constraint/);
+      assert.throws(() => store.db.prepare(`UPDATE snapshots SET disk_size_mb = -1 WHERE id = 'snap_pause'`).run(), /CHECK constraint/);
     } finally {
       await store.close();
     }

@@ -165,4 +165,14 @@ export const MIGRATIONS: readonly Migration[] = [
       UPDATE templates SET images = json_array(json_object('runtime', runtime, 'snapshotId', snapshot_id));
     `,
   },
+  {
+    version: 6,
+    name: 'disk-size',
+    // Root disk size (MiB) of microVM sandboxes and their snapshots. NULL: no disk of its own (gVisor),
+    // or a sandbox made before sizes were recorded (its disk is whatever its image had).
+    sql: `
+      ALTER TABLE sandboxes ADD COLUMN disk_size_mb INTEGER CHECK (disk_size_mb IS NULL OR disk_size_mb > 0);
+      ALTER TABLE snapshots ADD COLUMN disk_size_mb INTEGER CHECK (disk_size_mb IS NULL OR disk_size_mb > 0);
+    `,
+  },
 ];

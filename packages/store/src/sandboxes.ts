@@ -16,6 +16,7 @@ interface SandboxRow {
   parent_id: string | null;
   cpu_count: number;
   memory_mb: number;
+  disk_size_mb: number | null;
   metadata: string;
   envs: string;
   created_at: number;
@@ -37,6 +38,7 @@ const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
   parentId: 'parent_id',
   cpuCount: 'cpu_count',
   memoryMB: 'memory_mb',
+  diskSizeMB: 'disk_size_mb',
   metadata: 'metadata',
   envs: 'envs',
   createdAt: 'created_at',
@@ -61,6 +63,7 @@ function fromRow(row: SandboxRow): SandboxRecord {
     parentId: row.parent_id,
     cpuCount: row.cpu_count,
     memoryMB: row.memory_mb,
+    diskSizeMB: row.disk_size_mb,
     metadata: JSON.parse(row.metadata) as Record<string, string>,
     envs: JSON.parse(row.envs) as Record<string, string>,
     createdAt: row.created_at,

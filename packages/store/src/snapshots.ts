@@ -18,6 +18,7 @@ interface SnapshotRow {
   created_at: number;
   cpu_count: number;
   memory_mb: number;
+  disk_size_mb: number | null;
   rootfs_dir: string;
 }
 
@@ -34,6 +35,7 @@ const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
   createdAt: r.created_at,
   cpuCount: r.cpu_count,
   memoryMB: r.memory_mb,
+  diskSizeMB: r.disk_size_mb,
   rootfsDir: r.rootfs_dir,
 });
 
@@ -49,10 +51,10 @@ export class SnapshotRows {
     try {
       this.#db
         .prepare(
-          `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, rootfs_dir)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, disk_size_mb, rootfs_dir)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
-        .run(s.id, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.rootfsDir);
+        .run(s.id, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.diskSizeMB, s.rootfsDir);
     } catch (err) {
       conflictOnConstraint(err, s.name ? `a snapshot named '${s.name}' already exists` : `snapshot '${s.id}' already exists`);
     }

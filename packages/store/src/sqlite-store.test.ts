@@ -25,6 +25,7 @@ function sandbox(overrides: Partial<SandboxRecord> = {}): SandboxRecord {
     parentId: null,
     cpuCount: 1,
     memoryMB: 512,
+    diskSizeMB: null,
     metadata: {},
     envs: { A: '1' },
     createdAt: 1_700_000_000_000 + seq,
@@ -54,6 +55,7 @@ function snapshot(overrides: Partial<SnapshotRecord> = {}): SnapshotRecord {
     createdAt: 1_700_000_000_000 + seq,
     cpuCount: 1,
     memoryMB: 512,
+    diskSizeMB: null,
     rootfsDir: '/layers/files-1/rootfs',
     ...overrides,
   };

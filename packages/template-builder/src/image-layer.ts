@@ -85,7 +85,7 @@ export async function buildImage(request: ImageBuildRequest, deps: ImageBuildDep
     request.onLine(`booting build sandbox ${sandboxId} (slot ${slot})`);
     booted = true;
     await deps.runtime.boot(
-      { sandboxId, rootfsDir: request.rootfsDir, resources: deps.resources ?? { cpuCount: 1, memoryMB: 1024 }, hostname: 'sandbox', network },
+      { sandboxId, rootfsDir: request.rootfsDir, resources: deps.resources ?? { cpuCount: 1, memoryMB: 1024, diskSizeMB: null }, hostname: 'sandbox', network },
       templateInitArgv(deps.runtime),
     );
     session = await connectWithRetry(sandboxId, deps, request.signal);

@@ -61,7 +61,7 @@ export class LocalTemplateBuilder implements TemplateBuilder {
   /** Insert (or refresh) the `template` snapshot row of one runtime's image. */
   private async registerImage(built: BuiltTemplate): Promise<void> {
     const { store } = this.options;
-    const resources = this.options.resources ?? { cpuCount: 1, memoryMB: 1024 };
+    const resources = this.options.resources ?? { cpuCount: 1, memoryMB: 1024, diskSizeMB: null };
     const row = await store.getSnapshot(built.snapshotId);
     if (!row) {
       await store.insertSnapshot({
@@ -77,6 +77,8 @@ export class LocalTemplateBuilder implements TemplateBuilder {
         createdAt: Date.parse(built.snapshot.createdAt),
         cpuCount: resources.cpuCount,
         memoryMB: resources.memoryMB,
+        // Booted on the runtime's default disk: sandboxes from it get the runtime's default size.
+        diskSizeMB: null,
         // The image is only valid on the rootfs it was booted on (the files layer; its path is keyed by content).
         rootfsDir: built.rootfsDir,
       });

@@ -11,6 +11,7 @@ import { dirname } from 'node:path';
 import { AgentConnection } from './connection.js';
 import { createHandler } from './handlers.js';
 import { ProcessTable, type ProcessTableOptions, type SandboxIdentityState } from './process-table.js';
+import { readRootDisk } from './root-disk.js';
 import { serveVirtioPort, type VirtioPortOptions, type VirtioPortServer } from './virtio-port.js';
 
 export interface AgentServerOptions extends ProcessTableOptions {
@@ -68,7 +69,8 @@ async function listen(socketPath: string, onConnection: (socket: Socket) => void
 export async function startAgentServer(options: AgentServerOptions): Promise<RunningAgentServer> {
   if (!options.socketPath && !options.virtioPort) throw new Error('agent server needs a socket path, a virtio port, or both');
   const log = options.log ?? ((line: string) => process.stderr.write(`ramify-agent: ${line}\n`));
-  const identity: SandboxIdentityState = { envs: {} };
+  // At a microVM's boot the root filesystem fills its disk: remember that size (see root-disk.ts).
+  const identity: SandboxIdentityState = { envs: {}, rootFilesystemBytes: readRootDisk()?.sizeBytes };
   const table = new ProcessTable(identity, options);
   const handle = createHandler(table, identity);
   const socket = options.socketPath ? await listen(options.socketPath, (s) => new AgentConnection(s, handle, log), log) : undefined;

@@ -1,8 +1,9 @@
 /**
  * `setIdentity`: what the agent does after every boot and restore so that forks differ — hostname,
  * fresh entropy in the kernel pool, the wall clock (only when off by more than a second), and the
- * sandbox's default environment and id. Failures of the system calls are reported, never thrown: a
- * sandbox without CAP_SYS_TIME still works.
+ * sandbox's default environment and id. Failures of these system calls are reported, never thrown: a
+ * sandbox without CAP_SYS_TIME still works. Last, when the runtime grew the root disk, the root
+ * filesystem is grown to fill it (`root-disk.ts`); that failing rejects.
  */
 import { execFile } from 'node:child_process';
 import { open } from 'node:fs/promises';
@@ -10,6 +11,7 @@ import { hostname as currentHostname } from 'node:os';
 import { RamifyError, type AgentIdentity } from '@ramify/contracts';
 import type { IdentityReport } from '../protocol/messages.js';
 import type { SandboxIdentityState } from './process-table.js';
+import { growRootFilesystem, readRootDisk } from './root-disk.js';
 
 /** The clock is corrected only when it is off by more than this many ms. */
 export const CLOCK_TOLERANCE_MS = 1000;
@@ -79,6 +81,11 @@ export async function applyIdentity(identity: AgentIdentity, state: SandboxIdent
         report.clock.error = (err as Error).message; // EPERM in most sandboxes: ignored.
       }
     }
+  }
+
+  if (typeof identity.rootDiskBytes === 'number' && Number.isFinite(identity.rootDiskBytes)) {
+    // Unlike the rest, a failure here fails the call: the sandbox would not have the disk it asked for.
+    state.rootFilesystemBytes = await growRootFilesystem(identity.rootDiskBytes, state.rootFilesystemBytes, readRootDisk());
   }
   return report;
 }

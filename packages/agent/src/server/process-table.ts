@@ -29,6 +29,8 @@ const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 export interface SandboxIdentityState {
   sandboxId?: string;
   envs: Record<string, string>;
+  /** Bytes the root filesystem fills, when `/` is a block device (see `root-disk.ts`). */
+  rootFilesystemBytes?: number;
 }
 
 export class ProcessTable {

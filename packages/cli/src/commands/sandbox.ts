@@ -31,7 +31,8 @@ function sandboxFields(info: SandboxInfo, templates: Map<string, string>): strin
   return renderFields([
     ['id', info.id], ['state', info.error ? `${info.state} (${info.error})` : info.state], ['runtime', info.runtime],
     ['template', templates.get(info.templateId) ?? info.templateId], ['parent', info.parentId ?? '-'], ['snapshot', info.sourceSnapshotId ?? '-'],
-    ['cpus', String(info.cpuCount)], ['memory', `${info.memoryMB} MB`], ['metadata', meta || '-'],
+    ['cpus', String(info.cpuCount)], ['memory', `${info.memoryMB} MB`], ['disk', info.diskSizeMB === null ? '- (file changes count against memory)' : `${info.diskSizeMB} MB`],
+    ['metadata', meta || '-'],
     ['created', `${info.createdAt} (${formatRelative(info.createdAt)})`],
     ['timeout', `${formatDuration(info.timeoutMs)}, then ${info.onTimeout}`], ['ends', info.endAt ? `${info.endAt} (${formatRelative(info.endAt)})` : '- (clock stopped)'],
   ]);
@@ -57,13 +58,14 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .option('-m, --metadata <KEY=VALUE>', 'metadata label (repeatable)', keyValue)
     .option('--cpu <count>', 'vCPUs (1-16)', intIn(1, 16))
     .option('--memory <MB>', 'memory in MB (128-65536)', intIn(128, 65536))
+    .option('--disk <MB>', 'root disk size in MB (microvm only; at least the image\'s, 2048 for templates)', intIn(1, 1_048_576))
     .addOption(new Option('--runtime <name>', 'runtime: gvisor (default) or microvm (a QEMU virtual machine with its own kernel)').choices(['gvisor', 'microvm']))
     .option('--egress <RULE>', "egress allow rule (repeatable; default open egress); see 'ramify sandbox egress --help'", collectRule)
     .action(action(env, async (ctx, opts: { template?: string; snapshot?: string; timeout?: number; onTimeout?: 'pause' | 'kill';
-      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; runtime?: RuntimeName; egress?: string[] }) => {
+      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; disk?: number; runtime?: RuntimeName; egress?: string[] }) => {
       const sbx = await ctx.spin('creating sandbox', () => Sandbox.create({
         ...ctx.connection, template: opts.template, snapshot: opts.snapshot, timeoutMs: opts.timeout, onTimeout: opts.onTimeout,
-        envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, runtime: opts.runtime, egress: opts.egress,
+        envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, diskSizeMB: opts.disk, runtime: opts.runtime, egress: opts.egress,
       }));
       if (ctx.json) ctx.output(await sbx.getInfo(), () => '');
       else ctx.print(sbx.sandboxId);

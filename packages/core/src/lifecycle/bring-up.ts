@@ -6,7 +6,7 @@
  *   enforcement, detach the network, free the slot.
  */
 import { stat } from 'node:fs/promises';
-import { RamifyError, isRamifyError } from '@ramify/contracts';
+import { RamifyError, isRamifyError, type AgentIdentity } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { releaseEgressEnforcement, enforceStoredEgressPolicy } from '../egress/enforcement.js';
 import { hostnameFor } from '../ids.js';
@@ -38,13 +38,13 @@ export async function bringUp(core: Core, record: SandboxRecord, snapshotId: str
     const { imageDir } = await core.storage.open(snapshotId);
     phase('openSnapshotMs');
     await runtime.restore(
-      { sandboxId: record.id, rootfsDir: record.rootfsDir, resources: { cpuCount: record.cpuCount, memoryMB: record.memoryMB }, hostname, network },
+      { sandboxId: record.id, rootfsDir: record.rootfsDir, resources: { cpuCount: record.cpuCount, memoryMB: record.memoryMB, diskSizeMB: record.diskSizeMB }, hostname, network },
       imageDir,
     );
     phase('restoreMs');
     const session = await core.sessions.open(record.id);
     phase('agentMs');
-    await session.setIdentity({ sandboxId: record.id, hostname, envs: { ...record.envs }, clockMs: core.clock.now(), entropy: core.entropy(32) });
+    await session.setIdentity(identityFor(core, record));
     phase('identityMs');
     core.logger.debug('sandbox up', { sandboxId: record.id, ...phases });
   } catch (err) {
@@ -53,6 +53,18 @@ export async function bringUp(core: Core, record: SandboxRecord, snapshotId: str
     throw wrap(err, `restoring sandbox '${record.id}' from snapshot '${snapshotId}' failed`);
   }
 }
+
+/**
+ * What the agent is told after every restore: the sandbox's id, hostname and envs, the host clock, fresh
+ * entropy, and the size of its root disk when it has one (the agent grows the filesystem to fill it).
+ */
+export function identityFor(core: Core, record: SandboxRecord): AgentIdentity {
+  const identity: AgentIdentity = { sandboxId: record.id, hostname: hostnameFor(record.id), envs: { ...record.envs }, clockMs: core.clock.now(), entropy: core.entropy(32) };
+  if (record.diskSizeMB !== null) identity.rootDiskBytes = record.diskSizeMB * MIB;
+  return identity;
+}
+
+const MIB = 1024 * 1024;
 
 /**
  * Stop everything a sandbox holds: agent channel, runtime instance, egress enforcement, network, slot. Each step is

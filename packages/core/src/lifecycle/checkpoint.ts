@@ -50,6 +50,7 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
     createdAt: core.clock.now(),
     cpuCount: record.cpuCount,
     memoryMB: record.memoryMB,
+    diskSizeMB: record.diskSizeMB,
     rootfsDir: record.rootfsDir,
   };
   await core.store.insertSnapshot(snapshot);

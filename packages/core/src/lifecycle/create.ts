@@ -6,6 +6,7 @@ import { RamifyError, type CreateSandboxRequest, type RuntimeName } from '@ramif
 import { runtimeFor, type Core } from '../core.js';
 import { normaliseEgressRules } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
+import type { RuntimeCapabilities } from '../ports/runtime.js';
 import type { SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
 import { startSandbox } from './start.js';
 
@@ -13,8 +14,8 @@ import { startSandbox } from './start.js';
  * Create and start a sandbox; resolves once it is `running`.
  * The request's `egress` rules (validated before anything else happens) are stored and enforced before
  * the sandbox's image is restored.
- * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named; both template and snapshot, or a runtime
- *   that does not match the snapshot), `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_BUILT` (the template has no image
+ * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named; both template and snapshot; a runtime
+ *   that does not match the snapshot; a `diskSizeMB` the runtime cannot give), `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_BUILT` (the template has no image
  *   for the runtime asked for), `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
  *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
  */
@@ -30,7 +31,8 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
   if (request.runtime !== undefined && request.runtime !== source.runtime) {
     throw new RamifyError('VALIDATION_FAILED', `runtime '${request.runtime}' does not match the image's runtime '${source.runtime}'`, { field: 'runtime' });
   }
-  runtimeFor(core, source.runtime);
+  const runtime = runtimeFor(core, source.runtime);
+  const diskSizeMB = resolveDiskSize(runtime.name, runtime.capabilities.rootDisk, request.diskSizeMB, source.diskSizeMB);
   const id = newSandboxId();
   return core.locks.run(id, () =>
     startSandbox(core, {
@@ -42,6 +44,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
       parentId: null,
       cpuCount: request.cpuCount ?? source.cpuCount ?? core.options.defaultCpuCount,
       memoryMB: request.memoryMB ?? source.memoryMB ?? core.options.defaultMemoryMB,
+      diskSizeMB,
       metadata: request.metadata ?? {},
       envs: request.envs ?? {},
       timeoutMs: request.timeoutMs ?? core.options.defaultTimeoutMs,
@@ -59,6 +62,34 @@ interface Source {
   rootfsDir: string;
   cpuCount?: number;
   memoryMB?: number;
+  /** The source image's disk size, MiB (null or absent: the runtime's default). */
+  diskSizeMB?: number | null;
+}
+
+/**
+ * The root disk size of a new sandbox, MiB: the one asked for, else the source image's, else the
+ * runtime's default; null for a runtime without a disk of its own.
+ * @throws RamifyError VALIDATION_FAILED (field `diskSizeMB`) when the runtime has no disk of its own, or
+ *   the size is below the image's disk (disks grow, never shrink) or above the runtime's most.
+ */
+function resolveDiskSize(runtime: RuntimeName, rootDisk: RuntimeCapabilities['rootDisk'], asked: number | undefined, image: number | null | undefined): number | null {
+  if (!rootDisk) {
+    if (asked === undefined) return null;
+    throw new RamifyError(
+      'VALIDATION_FAILED',
+      `diskSizeMB: the ${runtime} runtime has no disk of its own (file changes live in the sandbox's memory, within memoryMB); use runtime 'microvm' for a sized disk`,
+      { field: 'diskSizeMB', runtime },
+    );
+  }
+  const least = image ?? rootDisk.defaultSizeMB;
+  const size = asked ?? least;
+  if (size < least) {
+    throw new RamifyError('VALIDATION_FAILED', `diskSizeMB ${size} is below the image's disk of ${least} MiB: a disk can grow, not shrink`, { field: 'diskSizeMB', leastMB: least });
+  }
+  if (size > rootDisk.maxSizeMB) {
+    throw new RamifyError('VALIDATION_FAILED', `diskSizeMB ${size} is above the ${runtime} runtime's most, ${rootDisk.maxSizeMB} MiB`, { field: 'diskSizeMB', mostMB: rootDisk.maxSizeMB });
+  }
+  return size;
 }
 
 /**
@@ -89,5 +120,5 @@ async function fromSnapshot(core: Core, idOrName: string): Promise<Source> {
   const snapshot: SnapshotRecord | null = (await core.store.getSnapshot(idOrName)) ?? (await core.store.findSnapshotByName(idOrName));
   if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${idOrName}' not found`, { id: idOrName });
   if (snapshot.status !== 'ready') throw new RamifyError('CONFLICT', `snapshot '${idOrName}' is still being written; retry in a moment`, { id: snapshot.id });
-  return { runtime: snapshot.runtime, templateId: snapshot.templateId, snapshotId: snapshot.id, rootfsDir: snapshot.rootfsDir, cpuCount: snapshot.cpuCount, memoryMB: snapshot.memoryMB };
+  return { runtime: snapshot.runtime, templateId: snapshot.templateId, snapshotId: snapshot.id, rootfsDir: snapshot.rootfsDir, cpuCount: snapshot.cpuCount, memoryMB: snapshot.memoryMB, diskSizeMB: snapshot.diskSizeMB };
 }

@@ -101,6 +101,7 @@ async function startChildren(core: Core, parent: SandboxRecord, plan: ChildPlan)
         parentId: parent.id,
         cpuCount: parent.cpuCount,
         memoryMB: parent.memoryMB,
+        diskSizeMB: parent.diskSizeMB,
         metadata: { ...parent.metadata },
         envs: { ...parent.envs },
         timeoutMs: parent.timeoutMs,

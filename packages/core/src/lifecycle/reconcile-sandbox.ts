@@ -12,10 +12,9 @@
  * | killing   | forward: finish the kill                  | forward: finish the kill                      |
  */
 import type { Core } from '../core.js';
-import { hostnameFor } from '../ids.js';
 import type { Runtime } from '../ports/runtime.js';
 import type { SandboxRecord } from '../ports/store.js';
-import { releaseResources } from './bring-up.js';
+import { identityFor, releaseResources } from './bring-up.js';
 import { finishKill } from './kill.js';
 import { messageOf, transition } from './records.js';
 import { collectSnapshots } from './snapshot-gc.js';
@@ -101,8 +100,7 @@ async function reconcilePausing(core: Core, record: SandboxRecord, up: boolean):
 async function reidentify(core: Core, record: SandboxRecord): Promise<boolean> {
   try {
     const session = await core.sessions.open(record.id);
-    const hostname = hostnameFor(record.id);
-    await session.setIdentity({ sandboxId: record.id, hostname, envs: { ...record.envs }, clockMs: core.clock.now(), entropy: core.entropy(32) });
+    await session.setIdentity(identityFor(core, record));
     return true;
   } catch (err) {
     core.logger.warn('reconcile: agent did not answer', { sandboxId: record.id, error: messageOf(err) });

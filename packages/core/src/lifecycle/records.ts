@@ -42,6 +42,7 @@ export function toSandboxInfo(record: SandboxRecord): SandboxInfo {
     parentId: record.parentId,
     cpuCount: record.cpuCount,
     memoryMB: record.memoryMB,
+    diskSizeMB: record.diskSizeMB,
     metadata: record.metadata,
     createdAt: iso(record.createdAt),
     endAt: record.endAt === null ? null : iso(record.endAt),

@@ -26,11 +26,22 @@ export interface RuntimeCapabilities {
    * serves a virtio-serial port whose host end is a unix socket; QEMU).
    */
   agentChannel: 'unix-socket' | 'virtio-serial';
+  /**
+   * The sandbox's own root disk, when the runtime gives it one: the size template images are made with
+   * (the default and least size, MiB) and the most a sandbox may ask for (MiB). A disk grows at a
+   * restore, never shrinks. null: no disk of its own (gVisor keeps file changes in the sandbox's memory).
+   */
+  rootDisk: { defaultSizeMB: number; maxSizeMB: number } | null;
 }
 
 export interface SandboxResources {
   cpuCount: number;
   memoryMB: number;
+  /**
+   * Root disk size, MiB, when the runtime has {@link RuntimeCapabilities.rootDisk}: the restored disk is
+   * grown to it (refused `VALIDATION_FAILED` below the image's); null for runtimes without one.
+   */
+  diskSizeMB: number | null;
 }
 
 /** What a runtime needs to bring up one sandbox. */

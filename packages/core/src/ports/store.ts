@@ -38,6 +38,8 @@ export interface SandboxRecord {
   parentId: string | null;
   cpuCount: number;
   memoryMB: number;
+  /** Root disk size, MiB, for runtimes with a disk of their own (microVM); null otherwise (gVisor). */
+  diskSizeMB: number | null;
   metadata: Record<string, string>;
   envs: Record<string, string>;
   createdAt: number;
@@ -98,6 +100,8 @@ export interface SnapshotRecord {
   /** Resources of the sandbox it was taken from (defaults for sandboxes created from it). */
   cpuCount: number;
   memoryMB: number;
+  /** Its sandbox's root disk size, MiB (the least a sandbox created from it has); null without one. */
+  diskSizeMB: number | null;
   /**
    * Host directory of the root filesystem the image was made on (its sandbox's pinned one; a template
    * image's template rootfs). The image may only be restored on this directory.

@@ -41,7 +41,7 @@ after(async () => {
 
 async function spec(id: string, slot: number): Promise<RuntimeSandboxSpec> {
   created.push(id);
-  return { sandboxId: id, rootfsDir: rootfs!, hostname: id, resources: { cpuCount: 1, memoryMB: 512 }, network: await net.attach(id, slot) };
+  return { sandboxId: id, rootfsDir: rootfs!, hostname: id, resources: { cpuCount: 1, memoryMB: 512, diskSizeMB: null }, network: await net.attach(id, slot) };
 }
 
 function ask(ch: Duplex, line: string): Promise<string> {

@@ -57,6 +57,8 @@ export class GvisorRuntime implements Runtime {
     agentChannel: 'unix-socket',
     // runsc 20221219 refuses to checkpoint with a connected TCP endpoint on the NIC, killing the sandbox.
     checkpointNeedsQuietNetwork: true,
+    // File changes live in the sandbox's memory overlay, within its memory limit.
+    rootDisk: null,
   };
   /** Operator summary: the runsc version line (e.g. `runsc version 0.0~20221219.0`). */
   get summary(): string {

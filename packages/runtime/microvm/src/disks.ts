@@ -8,6 +8,11 @@
  *
  * A checkpoint freezes the VM's disk into one qcow2 whose only backing file is the base, so an image
  * never depends on another image (pause images are deleted independently of each other).
+ *
+ * Disk size per sandbox: the base is made at the daemon's `diskSizeMB`; a restore asked for more grows
+ * the running VM's overlay with QMP `block_resize` (the guest kernel hears a virtio config change; the
+ * agent then grows the ext4 online). A checkpoint's `qemu-img commit` grows the frozen disk with it, so
+ * the image keeps the size. Disks grow, never shrink.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -79,6 +84,41 @@ async function buildBase(base: BaseDisk, key: string): Promise<BaseDisk> {
 export async function createOverlay(qemuImg: string, overlay: string, backing: { path: string; format: 'raw' | 'qcow2' }): Promise<void> {
   if (!existsSync(backing.path)) throw new RamifyError('RUNTIME_ERROR', `disk ${backing.path} is missing`);
   await runChecked([qemuImg, 'create', '-q', '-f', 'qcow2', '-F', backing.format, '-b', backing.path, overlay]);
+}
+
+/** QEMU's device id of the root disk's drive (`-drive id=disk0`), the name `block_resize` takes. */
+export const ROOT_DRIVE_ID = 'disk0';
+
+const MiB = 1024 * 1024;
+
+/** Most a sandbox's root disk may grow to, MiB (sparse: only what the guest writes costs host disk). */
+export const MAX_DISK_SIZE_MB = 262_144;
+
+/**
+ * The virtual size of a disk image, bytes (`qemu-img info`).
+ * @throws RamifyError RUNTIME_ERROR when qemu-img cannot read it.
+ */
+export async function diskVirtualSizeBytes(qemuImg: string, path: string): Promise<number> {
+  const out = await runChecked([qemuImg, 'info', '--output=json', '-U', path]);
+  const size = (JSON.parse(out) as { 'virtual-size'?: unknown })['virtual-size'];
+  if (typeof size !== 'number') throw new RamifyError('RUNTIME_ERROR', `qemu-img info ${path} gave no virtual size`);
+  return size;
+}
+
+/**
+ * Check a sandbox's disk size against its image's disk: below it is refused (a disk cannot shrink).
+ * @returns the size in bytes to grow to, or null when the image's disk already has it.
+ * @throws RamifyError VALIDATION_FAILED below the image's size or above {@link MAX_DISK_SIZE_MB}.
+ */
+export function diskGrowth(diskSizeMB: number, imageDiskBytes: number, source: string): number | null {
+  const wanted = diskSizeMB * MiB;
+  if (wanted < imageDiskBytes) {
+    throw new RamifyError('VALIDATION_FAILED', `diskSizeMB ${diskSizeMB} is below the ${imageDiskBytes / MiB} MiB disk of the microVM ${source}: a disk can grow, not shrink`, { field: 'diskSizeMB' });
+  }
+  if (diskSizeMB > MAX_DISK_SIZE_MB) {
+    throw new RamifyError('VALIDATION_FAILED', `diskSizeMB ${diskSizeMB} is above the microVM most, ${MAX_DISK_SIZE_MB} MiB`, { field: 'diskSizeMB' });
+  }
+  return wanted > imageDiskBytes ? wanted : null;
 }
 
 /** Hard-link `from` to `to`, or copy when they are on different filesystems. */

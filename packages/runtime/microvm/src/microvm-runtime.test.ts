@@ -53,7 +53,7 @@ after(async () => {
 
 async function spec(id: string, slot: number): Promise<RuntimeSandboxSpec> {
   created.add(id);
-  return { sandboxId: id, rootfsDir: rootfs!, hostname: id, resources: { cpuCount: 1, memoryMB: 384 }, network: await net.attach(id, slot) };
+  return { sandboxId: id, rootfsDir: rootfs!, hostname: id, resources: { cpuCount: 1, memoryMB: 384, diskSizeMB: null }, network: await net.attach(id, slot) };
 }
 
 /** A line client on a sandbox's agent channel. */

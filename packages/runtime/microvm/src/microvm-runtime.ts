@@ -17,7 +17,9 @@
  * - `memoryMB`: a virtio balloon holds the RAM above it (memory-limit.ts); more than the image's RAM
  *   size is refused (`VALIDATION_FAILED`);
  * - `cpuCount`: a CFS quota of `cpuCount` cores on the QEMU process, in the cgroup `/ramify/<id>`
- *   like gVisor sandboxes (cpu-quota.ts); the guest sees the image's vCPUs.
+ *   like gVisor sandboxes (cpu-quota.ts); the guest sees the image's vCPUs;
+ * - `diskSizeMB`: the restored disk grows to it (disks.ts); below the image's disk is refused
+ *   (`VALIDATION_FAILED`).
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
@@ -31,7 +33,7 @@ import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandbo
 import { qemuVersion, type AccelerationChoice } from './acceleration.js';
 import { finishCheckpointFiles, checkpointInstance, undoCheckpoint } from './checkpoint.js';
 import { CpuQuotas, detectCgroupLayout } from './cpu-quota.js';
-import { createOverlay, ensureBaseDisk, linkOrCopy } from './disks.js';
+import { createOverlay, diskGrowth, diskVirtualSizeBytes, ensureBaseDisk, linkOrCopy, MAX_DISK_SIZE_MB, ROOT_DRIVE_ID } from './disks.js';
 import type { GuestKernel } from './guest-kernel.js';
 import { prepareGuestLink, readGuestAddressing, removeGuestLink } from './guest-link.js';
 import { IMAGE_FILES, IMAGE_FORMAT_VERSION, readImageManifest, type InstanceRecord } from './image-files.js';
@@ -94,13 +96,16 @@ export class MicrovmRuntime implements Runtime {
     const memory = this.options.imageMemoryMB === DEFAULT_IMAGE_MEMORY_MB ? '' : `-ram${this.options.imageMemoryMB}`;
     return `microvm-${IMAGE_FORMAT_VERSION}${memory}`;
   }
-  readonly capabilities: RuntimeCapabilities = {
-    memorySnapshot: true,
-    forkSharesMemory: true,
-    agentChannel: 'virtio-serial',
-    // The checkpoint freezes the whole VM, its TCP state included: open connections do not block it.
-    checkpointNeedsQuietNetwork: false,
-  };
+  get capabilities(): RuntimeCapabilities {
+    return {
+      memorySnapshot: true,
+      forkSharesMemory: true,
+      agentChannel: 'virtio-serial',
+      // The checkpoint freezes the whole VM, its TCP state included: open connections do not block it.
+      checkpointNeedsQuietNetwork: false,
+      rootDisk: { defaultSizeMB: this.options.diskSizeMB, maxSizeMB: MAX_DISK_SIZE_MB },
+    };
+  }
   /** Operator summary: QEMU version and the accelerator with the reason it was chosen. */
   get summary(): string {
     return `${this.qemuVersion.replace(/^QEMU emulator version /, 'QEMU ')}, ${this.acceleration.accelerator.toUpperCase()} (${this.acceleration.reason})`;
@@ -205,7 +210,7 @@ export class MicrovmRuntime implements Runtime {
   private async bootVm(spec: RuntimeSandboxSpec, argv: string[]): Promise<void> {
     const id = spec.sandboxId;
     const machine = this.machineFor(spec);
-    const limits: SandboxResources = { cpuCount: spec.resources.cpuCount, memoryMB: spec.resources.memoryMB };
+    const limits: SandboxResources = { cpuCount: spec.resources.cpuCount, memoryMB: spec.resources.memoryMB, diskSizeMB: spec.resources.diskSizeMB };
     checkMemoryLimit(limits.memoryMB, machine, `sandbox '${id}'`);
     await this.destroyInstance(id);
     const base = await ensureBaseDisk(spec.rootfsDir, { basesDir: join(this.options.workDir, 'bases'), sizeMB: this.options.diskSizeMB });
@@ -260,14 +265,16 @@ export class MicrovmRuntime implements Runtime {
     if (!existsSync(manifest.baseDisk)) {
       throw new RamifyError('RUNTIME_ERROR', `image ${imageDir} needs the base disk ${manifest.baseDisk}, which is gone (rebuild the template)`);
     }
-    const limits: SandboxResources = { cpuCount: spec.resources.cpuCount, memoryMB: spec.resources.memoryMB };
+    const limits: SandboxResources = { cpuCount: spec.resources.cpuCount, memoryMB: spec.resources.memoryMB, diskSizeMB: spec.resources.diskSizeMB };
     checkMemoryLimit(limits.memoryMB, manifest.machine, `image ${imageDir}`);
+    const imageDisk = join(imageDir, IMAGE_FILES.disk);
+    const growDiskTo = spec.resources.diskSizeMB === null ? null : diskGrowth(spec.resources.diskSizeMB, await diskVirtualSizeBytes(this.env.qemuImgPath, imageDisk), `image ${imageDir}`);
     await this.destroyInstance(id);
     await this.env.dirs.create(id);
     const netnsPath = spec.network.netnsPath;
     await prepareGuestLink(netnsPath);
     const lower = this.env.dirs.file(id, 'lower');
-    await linkOrCopy(join(imageDir, IMAGE_FILES.disk), lower);
+    await linkOrCopy(imageDisk, lower);
     await createOverlay(this.env.qemuImgPath, this.env.dirs.file(id, 'overlay'), { path: lower, format: 'qcow2' });
     const imageRam = join(imageDir, IMAGE_FILES.ram);
     const record: InstanceRecord = { sandboxId: id, pid: 0, netnsPath, machine: manifest.machine, limits, ram: 'private', imageRam, baseDisk: manifest.baseDisk, hasLower: true, ready: false };
@@ -284,6 +291,8 @@ export class MicrovmRuntime implements Runtime {
       await waitForMigration(vm.qmp, `restoring ${imageDir}`, 120_000);
       const status = await vm.qmp.execute<{ status: string }>('query-status');
       if (status.status !== 'running') await vm.qmp.execute('cont');
+      // The guest hears the new size as a config change; the agent grows the filesystem (setIdentity).
+      if (growDiskTo !== null) await vm.qmp.execute('block_resize', { device: ROOT_DRIVE_ID, size: growDiskTo });
       // The balloon level is part of the loaded state: set this sandbox's own limit, and when that
       // means taking memory away, give the guest a moment to let go of it before the sandbox is used.
       await setMemoryLimit(vm.qmp, limits.memoryMB);

@@ -9,6 +9,7 @@
  *   virtio-balloon (the sandbox's memory limit),
  * - serial console appended to a file, QMP on a unix socket, no graphics, no default devices.
  */
+import { ROOT_DRIVE_ID } from './disks.js';
 import { AGENT_PORT_NAME } from './guest-init.js';
 
 /** Which accelerator runs the guest. */
@@ -79,8 +80,8 @@ export function qemuArgs(launch: QemuLaunch): string[] {
     '-kernel', p.kernel, '-initrd', p.initrd, '-append', launch.append,
     '-chardev', `file,id=con0,path=${esc(p.consoleLog)},append=on`,
     '-serial', 'chardev:con0',
-    '-drive', `if=none,id=disk0,file=${esc(p.disk)},format=qcow2,discard=unmap`,
-    '-device', 'virtio-blk-pci,drive=disk0,id=vblk0',
+    '-drive', `if=none,id=${ROOT_DRIVE_ID},file=${esc(p.disk)},format=qcow2,discard=unmap`,
+    '-device', `virtio-blk-pci,drive=${ROOT_DRIVE_ID},id=vblk0`,
     ...(launch.tap ? ['-netdev', `tap,id=net0,ifname=${launch.tap},script=no,downscript=no,vhost=off`] : []),
     '-device', `virtio-net-pci,${launch.tap ? 'netdev=net0,' : ''}mac=${GUEST_MAC},romfile=,id=vnet0`,
     '-device', 'virtio-serial-pci,id=vser0',

@@ -52,7 +52,7 @@ after(async () => {
 
 async function spec(id: string, slot: number, memoryMB: number, cpuCount = 1): Promise<RuntimeSandboxSpec> {
   created.add(id);
-  return { sandboxId: id, rootfsDir: rootfs!, hostname: id, resources: { cpuCount, memoryMB }, network: await net.attach(id, slot) };
+  return { sandboxId: id, rootfsDir: rootfs!, hostname: id, resources: { cpuCount, memoryMB, diskSizeMB: null }, network: await net.attach(id, slot) };
 }
 
 const sessions = new Map<string, AgentSession>();

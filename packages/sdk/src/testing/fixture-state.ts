@@ -68,7 +68,7 @@ export class FixtureState {
     const info: SandboxInfo = {
       id: this.id('sbx'), state: 'running', runtime: 'gvisor', templateId: parent?.info.templateId ?? `tpl_${template}`,
       sourceSnapshotId: parent ? this.id('snap') : null, parentId: parent?.info.id ?? null,
-      cpuCount: req.cpuCount ?? 1, memoryMB: req.memoryMB ?? 512, metadata: { ...(parent?.info.metadata ?? {}), ...(req.metadata ?? {}) },
+      cpuCount: req.cpuCount ?? 1, memoryMB: req.memoryMB ?? 512, diskSizeMB: req.diskSizeMB ?? null, metadata: { ...(parent?.info.metadata ?? {}), ...(req.metadata ?? {}) },
       createdAt: now(), endAt: new Date(Date.now() + timeoutMs).toISOString(), timeoutMs, onTimeout: req.onTimeout ?? 'kill', error: null,
     };
     const sbx: FixtureSandbox = {
