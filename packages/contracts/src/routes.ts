@@ -39,6 +39,7 @@
  * | DELETE | /v1/snapshots/:id | | 204 (409 while a sandbox still needs it) |
  * | GET  | /v1/templates | | `{ templates: TemplateInfo[] }` |
  * | POST | /v1/templates?runtime=gvisor,microvm | TemplateSpec (+ `files[].content` inlined by the client); `runtime` (optional) picks the runtimes to build images for (default every runtime the daemon has) | NDJSON stream of TemplateBuildEvent |
+ * | DELETE | /v1/templates/:id | (id or name) | 204 (409 while a live sandbox or another template needs it) |
  * | GET  | /v1/audit?limit=N&sandboxId=ID | | `{ entries: AuditEntry[] }` |
  *
  * On a WebSocket, a failure before the stream starts is a text frame `{type:'error', code, message}`

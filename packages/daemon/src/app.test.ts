@@ -131,6 +131,15 @@ describe('HTTP edge with the fake runtime: lifecycle routes and audit', () => {
     assert.equal(gone.json().error.code, 'SANDBOX_NOT_FOUND');
     const del = await bed.app.inject({ method: 'DELETE', url: `/v1/snapshots/${snap.json().id}`, headers: bed.auth });
     assert.equal(del.statusCode, 204);
+    // A sandbox running from the template's image: the template's delete is refused until it is killed.
+    const other = await create();
+    const busy = await bed.app.inject({ method: 'DELETE', url: '/v1/templates/base', headers: bed.auth });
+    assert.equal(busy.statusCode, 409);
+    assert.equal(busy.json().error.code, 'CONFLICT');
+    await bed.app.inject({ method: 'DELETE', url: `/v1/sandboxes/${other.id}`, headers: bed.auth });
+    assert.equal((await bed.app.inject({ method: 'DELETE', url: '/v1/templates/base', headers: bed.auth })).statusCode, 204);
+    assert.deepEqual((await bed.app.inject({ method: 'GET', url: '/v1/templates', headers: bed.auth })).json().templates, []);
+    assert.equal((await bed.app.inject({ method: 'DELETE', url: '/v1/templates/base', headers: bed.auth })).json().error.code, 'TEMPLATE_NOT_FOUND');
   });
 
   test('every mutating call is audited with who, what, status and error code; reads are not', async () => {

@@ -37,6 +37,14 @@ export async function listTemplates(opts?: ConnectionOpts): Promise<TemplateInfo
   return (await client(opts).json<{ templates: TemplateInfo[] }>('GET', '/templates')).templates;
 }
 
+/**
+ * Delete a template (id or name) and its images. Throws `TEMPLATE_NOT_FOUND`, or `CONFLICT` naming the
+ * running or paused sandboxes made from it (or templates built from it) that still need it.
+ */
+export function deleteTemplate(nameOrId: string, opts?: ConnectionOpts): Promise<void> {
+  return client(opts).empty('DELETE', `/templates/${encodeURIComponent(nameOrId)}`);
+}
+
 /** Options of {@link buildTemplate}. */
 export interface BuildTemplateOpts extends ConnectionOpts {
   /** Every progress event, in order (`step`, `log`, then `done` or `error`). */

@@ -21,7 +21,7 @@ export {
   type ForkTreeNode, type ForkOutcome,
 } from './explore.js';
 export {
-  getHealth, listSnapshots, getSnapshot, deleteSnapshot, listTemplates, buildTemplate, listAudit, type BuildTemplateOpts,
+  getHealth, listSnapshots, getSnapshot, deleteSnapshot, listTemplates, buildTemplate, deleteTemplate, listAudit, type BuildTemplateOpts,
 } from './admin.js';
 export {
   resolveConnection, DEFAULT_REQUEST_TIMEOUT_MS, SYSTEM_API_KEY_FILE,

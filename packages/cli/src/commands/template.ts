@@ -3,7 +3,7 @@ import type { RuntimeName } from '@ramify/contracts';
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { BASE_TEMPLATE_SPEC } from '@ramify/template-builder';
-import { buildTemplate, listTemplates, type TemplateBuildEvent, type TemplateInfo } from '@ramify/sdk';
+import { buildTemplate, deleteTemplate, listTemplates, type TemplateBuildEvent, type TemplateInfo } from '@ramify/sdk';
 import { action, type CliContext, type CliEnv } from '../context.js';
 import { loadTemplateSpec } from '../template-spec.js';
 import { listOf } from '../parse.js';
@@ -62,7 +62,7 @@ function templateFields(t: TemplateInfo, elapsedMs?: number): string {
 
 /** Register `template` and its subcommands on `program`. */
 export function registerTemplate(program: Command, env: CliEnv): void {
-  const template = program.command('template').description('build and list templates');
+  const template = program.command('template').description('build, list and delete templates');
 
   template.command('build').argument('<spec>', "template spec file (YAML or JSON; files[].source paths are relative to it), or 'base' for the built-in base template")
     .description('build a template (cached steps are reused); --json prints the progress events as NDJSON')
@@ -86,6 +86,12 @@ export function registerTemplate(program: Command, env: CliEnv): void {
       } finally {
         progress?.stop();
       }
+    }));
+
+  template.command('delete').alias('rm').argument('<name>', 'template name or id').description('delete a template and its images (refused while a running or paused sandbox was made from it)')
+    .action(action(env, async (ctx, name: string) => {
+      await ctx.spin(`deleting template ${name}`, () => deleteTemplate(name, ctx.connection));
+      ctx.output({ deleted: name }, () => `${name} deleted`);
     }));
 
   template.command('list').alias('ls').description('list templates')

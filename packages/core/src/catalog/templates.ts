@@ -31,3 +31,35 @@ export async function buildTemplate(
   assertCanBuildTemplates(core, options.runtimes);
   return (core.templateBuilder as NonNullable<Core['templateBuilder']>).build(spec, options);
 }
+
+/**
+ * Delete a template (by id or name) and its booted-and-idle images, files and rows. Sandboxes and
+ * snapshots made from it are independent of it afterwards only when none is alive: the delete is refused
+ * while a running or paused sandbox was created from one of its images, or another template names it as
+ * its parent (rebuilding that one needs it). The template's root filesystem stays in the build cache
+ * (shared, keyed by content; named snapshots and sandboxes pin it). The row goes first: an interrupted
+ * delete leaves unreferenced image files, never a template whose images are gone.
+ * @throws RamifyError `TEMPLATE_NOT_FOUND`; `CONFLICT` naming what still needs it.
+ */
+export async function deleteTemplate(core: Core, nameOrId: string): Promise<void> {
+  const template = (await core.store.getTemplate(nameOrId)) ?? (await core.store.findTemplateByName(nameOrId));
+  if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${nameOrId}' not found`, { id: nameOrId });
+  const imageIds = [...new Set([template.snapshotId, ...template.images.map((i) => i.snapshotId)])];
+  const blockers: string[] = [];
+  for (const other of await core.store.listTemplates()) {
+    if (other.id !== template.id && other.parent === template.name) blockers.push(`template ${other.name} (built from it)`);
+  }
+  for (const id of imageIds) {
+    const refs = await core.store.snapshotReferences(id);
+    blockers.push(...[...refs.sourceOf, ...refs.pausedBy].map((sandboxId) => `sandbox ${sandboxId}`));
+  }
+  if (blockers.length > 0) {
+    const needed = [...new Set(blockers)];
+    throw new RamifyError('CONFLICT', `template '${template.name}' is still needed by ${needed.join(', ')}; kill or delete those first`, { id: template.id, neededBy: needed });
+  }
+  await core.store.deleteTemplate(template.id);
+  for (const id of imageIds) {
+    await core.storage.remove(id);
+    await core.store.deleteSnapshot(id);
+  }
+}

@@ -3,7 +3,7 @@
  */
 import { PassThrough } from 'node:stream';
 import { AuditEntry, SnapshotInfo, TemplateBuildQuery, TemplateInfo, TemplateSpec, isRamifyError, type TemplateBuildEvent } from '@ramify/contracts';
-import { assertCanBuildTemplates, buildTemplate, deleteSnapshot, getSnapshot, listAudit, listSnapshots, listTemplates, toSnapshotInfo, toTemplateInfo } from '@ramify/core';
+import { assertCanBuildTemplates, buildTemplate, deleteSnapshot, deleteTemplate, getSnapshot, listAudit, listSnapshots, listTemplates, toSnapshotInfo, toTemplateInfo } from '@ramify/core';
 import { z } from 'zod';
 import { IdParams, route, type RouteSpec } from '../http/route.js';
 
@@ -49,6 +49,11 @@ export const catalogRoutes: RouteSpec[] = [
         .finally(() => out.end());
       return reply.type('application/x-ndjson').send(out);
     },
+  }),
+  route({
+    method: 'DELETE', url: '/v1/templates/:id', summary: 'Delete a template and its images (409 while a live sandbox or another template needs it)', action: 'template.delete',
+    params: IdParams, status: 204,
+    handler: async ({ core, params }) => deleteTemplate(core, params.id),
   }),
   route({
     method: 'GET', url: '/v1/audit', summary: 'Audit log, newest first', query: AuditQuery, response: z.object({ entries: z.array(AuditEntry) }),
