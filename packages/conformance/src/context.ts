@@ -30,6 +30,11 @@ export interface ConformanceTarget {
    */
   rootDisk?: { defaultSizeMB: number } | null;
   /**
+   * Forking a running sandbox leaves the parent `running` in place (the runtime checkpoints it without
+   * stopping it for good; the microVM) rather than checkpointing and restoring it (gVisor). Default false.
+   */
+  forkKeepsParentRunning?: boolean;
+  /**
    * When the cases marked *extended* run: `every-run` (default) or `full-run`, only when
    * `RAMIFY_TEST_FULL=1` (`npm run test:full`); on other runs they are skipped with that reason. Every
    * area keeps at least one case that runs on every run.
@@ -82,7 +87,7 @@ export function createContext(target: ConformanceTarget, getDaemon: () => Daemon
     return d;
   };
   return {
-    target: { openConnectionAtPause: 'refused', guestKernel: null, rootDisk: null, extendedCases: 'every-run', knownBugs: {}, ...target },
+    target: { openConnectionAtPause: 'refused', guestKernel: null, rootDisk: null, forkKeepsParentRunning: false, extendedCases: 'every-run', knownBugs: {}, ...target },
     caseOptions: (title, opts = {}) => {
       if (opts.extended && target.extendedCases === 'full-run' && !run.full) {
         return { skip: `extended ${target.runtime} case: runs with ${FULL_RUN_ENV}=1 (npm run test:full); every CI run keeps a representative subset` };

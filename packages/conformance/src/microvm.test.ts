@@ -23,6 +23,8 @@ registerConformanceSuite(
     guestKernel: { release: /^\d+\.\d+\.\d+-\d+-amd64$/, procVersion: /^Linux version \S+-amd64 \(debian-kernel@lists\.debian\.org\).*Debian/ },
     // The daemon's default `diskSizeMB` for microVM template images.
     rootDisk: { defaultSizeMB: 2048 },
+    // Forks of a running sandbox take the fork point in place (checkpointKeepRunning).
+    forkKeepsParentRunning: true,
     extendedCases: 'full-run',
   },
   { harness: { prefix: MICROVM_PREFIX, runtimes: ['microvm'], ...logOptionsFromEnv() } },

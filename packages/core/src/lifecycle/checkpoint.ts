@@ -37,23 +37,7 @@ export interface CheckpointPlan {
 export async function checkpointRunning(core: Core, record: SandboxRecord, plan: CheckpointPlan): Promise<{ record: SandboxRecord; snapshot: SnapshotRecord }> {
   const runtime = runtimeFor(core, record.runtime);
   const snapshotId = newSnapshotId();
-  const snapshot: SnapshotRecord = {
-    id: snapshotId,
-    name: plan.name ?? null,
-    kind: plan.kind,
-    status: 'pending',
-    runtime: record.runtime,
-    templateId: record.templateId,
-    sandboxId: record.id,
-    parentSnapshotId: record.sourceSnapshotId,
-    sizeBytes: 0,
-    createdAt: core.clock.now(),
-    cpuCount: record.cpuCount,
-    memoryMB: record.memoryMB,
-    diskSizeMB: record.diskSizeMB,
-    rootfsDir: record.rootfsDir,
-  };
-  await core.store.insertSnapshot(snapshot);
+  await core.store.insertSnapshot(pendingSnapshot(core, record, snapshotId, plan));
   let current: SandboxRecord;
   try {
     current = await transition(core, record, 'pausing', { operation: plan.operation(snapshotId) });
@@ -96,21 +80,89 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
   return { record: paused, snapshot: ready };
 }
 
-/** After a failed runtime checkpoint: back to running when the instance survived, else `error`. Returns the error to throw. */
+/**
+ * A fork point of a running sandbox on a runtime that checkpoints in place (`Runtime.checkpointKeepRunning`):
+ * snapshot row `pending` → the operation on the record, which stays `running` (deadline untouched) →
+ * quiet-network check → close the agent channel → runtime fork point → commit the image → snapshot
+ * `ready` → reopen the agent channel. Caller holds the sandbox's lock.
+ * @returns the record (running, carrying the operation) and the ready snapshot.
+ * @throws RamifyError `CHECKPOINT_BLOCKED`, `AGENT_UNREACHABLE`, `RUNTIME_ERROR` (the sandbox keeps running,
+ *   or is `error` when the runtime lost it), `INTERNAL` when the runtime has no fork point.
+ */
+export async function forkPointRunning(core: Core, record: SandboxRecord, plan: Pick<CheckpointPlan, 'operation'>): Promise<{ record: SandboxRecord; snapshot: SnapshotRecord }> {
+  const runtime = runtimeFor(core, record.runtime);
+  if (!runtime.checkpointKeepRunning) throw new RamifyError('INTERNAL', `the ${runtime.name} runtime cannot checkpoint a sandbox in place`);
+  const snapshotId = newSnapshotId();
+  await core.store.insertSnapshot(pendingSnapshot(core, record, snapshotId, { kind: 'fork' }));
+  let current: SandboxRecord;
+  try {
+    current = await core.store.updateSandbox(record.id, { operation: plan.operation(snapshotId) });
+    await waitForQuietNetwork(core, record.id, runtime);
+  } catch (err) {
+    await core.store.deleteSnapshot(snapshotId);
+    await core.store.updateSandbox(record.id, { operation: null });
+    throw err;
+  }
+  const { mark: phase, phases } = phaseTimer();
+  await core.sessions.suspend(record.id);
+  let sizeBytes: number;
+  try {
+    const { imageDir } = await core.storage.prepare(snapshotId);
+    await runtime.checkpointKeepRunning(record.id, imageDir);
+    phase('forkPointMs');
+    sizeBytes = (await core.storage.commit({ snapshotId, runtime: record.runtime, templateId: record.templateId, parentSnapshotId: record.sourceSnapshotId })).sizeBytes;
+    phase('commitMs');
+  } catch (err) {
+    throw await rollBackFailedCheckpoint(core, current, snapshotId, err);
+  }
+  await core.sessions.open(record.id).catch((err: unknown) => core.logger.warn('reopening agent after a fork point', { sandboxId: record.id, error: messageOf(err) }));
+  phase('reopenAgentMs');
+  core.logger.debug('fork point taken; the sandbox kept running', { sandboxId: record.id, snapshotId, sizeBytes, ...phases });
+  const ready = await core.store.updateSnapshot(snapshotId, { status: 'ready', sizeBytes });
+  return { record: current, snapshot: ready };
+}
+
+/** The `pending` row of a snapshot about to be taken of `record`. */
+function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, plan: Pick<CheckpointPlan, 'kind' | 'name'>): SnapshotRecord {
+  return {
+    id: snapshotId,
+    name: plan.name ?? null,
+    kind: plan.kind,
+    status: 'pending',
+    runtime: record.runtime,
+    templateId: record.templateId,
+    sandboxId: record.id,
+    parentSnapshotId: record.sourceSnapshotId,
+    sizeBytes: 0,
+    createdAt: core.clock.now(),
+    cpuCount: record.cpuCount,
+    memoryMB: record.memoryMB,
+    diskSizeMB: record.diskSizeMB,
+    rootfsDir: record.rootfsDir,
+  };
+}
+
+/**
+ * After a failed runtime checkpoint or fork point: the sandbox goes (back) to running when its instance
+ * survived (a checkpoint's record is `pausing`; a fork point's stayed `running`), else `error`. Returns
+ * the error to throw.
+ */
 async function rollBackFailedCheckpoint(core: Core, record: SandboxRecord, snapshotId: string, err: unknown): Promise<RamifyError> {
+  const what = record.state === 'running' ? 'fork point' : 'checkpoint';
   const reason = messageOf(err);
-  core.logger.error('checkpoint failed', { sandboxId: record.id, snapshotId, error: reason });
+  core.logger.error(`${what} failed`, { sandboxId: record.id, snapshotId, error: reason });
   await core.storage.remove(snapshotId).catch(() => undefined);
   await core.store.deleteSnapshot(snapshotId);
   const status = await runtimeFor(core, record.runtime)
     .status(record.id)
     .catch(() => ({ state: 'missing' as const, reason: undefined }));
   if (status.state === 'running') {
-    const running = await transition(core, record, 'running', { operation: null });
-    await core.sessions.open(running.id).catch((openErr: unknown) => core.logger.warn('reopening agent after failed checkpoint', { sandboxId: record.id, error: messageOf(openErr) }));
-    return isRamifyError(err) ? err : new RamifyError('RUNTIME_ERROR', `checkpoint of sandbox '${record.id}' failed (it keeps running): ${reason}`, { id: record.id });
+    if (record.state === 'running') await core.store.updateSandbox(record.id, { operation: null });
+    else await transition(core, record, 'running', { operation: null });
+    await core.sessions.open(record.id).catch((openErr: unknown) => core.logger.warn(`reopening agent after a failed ${what}`, { sandboxId: record.id, error: messageOf(openErr) }));
+    return isRamifyError(err) ? err : new RamifyError('RUNTIME_ERROR', `${what} of sandbox '${record.id}' failed (it keeps running): ${reason}`, { id: record.id });
   }
-  const why = `checkpoint failed and the runtime stopped the sandbox${status.reason ? ` (${status.reason})` : ''}: ${reason}`;
+  const why = `${what} failed and the runtime stopped the sandbox${status.reason ? ` (${status.reason})` : ''}: ${reason}`;
   await transition(core, record, 'error', { operation: null, endAt: null, error: why });
   return new RamifyError('RUNTIME_ERROR', `sandbox '${record.id}': ${why}`, { id: record.id });
 }

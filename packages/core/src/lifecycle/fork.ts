@@ -1,8 +1,10 @@
 /**
  * Use-case: fork a running or paused sandbox into `count` new sandboxes that carry its memory, processes
  * and files. A running parent is checkpointed once into a `fork` snapshot (briefly `pausing → paused`)
- * and restored right away (`resuming → running`, same deadline); a paused parent's pause image is used
- * as is and the parent stays paused. Then the children are restored concurrently, each with a new id, a
+ * and restored right away (`resuming → running`, same deadline), unless its runtime takes the fork point
+ * in place (`Runtime.checkpointKeepRunning`, the microVM): then the parent stays `running` in the same
+ * instance, stopped only while its state is copied. A paused parent's pause image is used as is and the
+ * parent stays paused. Then the children are restored concurrently, each with a new id, a
  * new slot, fresh identity and its own copy of the parent's egress policy (later changes to one do not
  * affect the other). All or nothing: if one child fails, the others are killed.
  *
@@ -10,10 +12,10 @@
  * the children are up, so reconcile can finish or undo a fork cut short by a crash.
  */
 import { MAX_FORK_COUNT, RamifyError } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import { runtimeFor, type Core } from '../core.js';
 import { newSandboxId } from '../ids.js';
 import type { SandboxRecord } from '../ports/store.js';
-import { checkpointRunning } from './checkpoint.js';
+import { checkpointRunning, forkPointRunning } from './checkpoint.js';
 import { finishKill } from './kill.js';
 import { loadSandbox, messageOf, transition } from './records.js';
 import { restorePaused } from './restore-paused.js';
@@ -39,7 +41,11 @@ export async function forkSandbox(core: Core, sandboxId: string, input: ForkInpu
     let parent = await loadSandbox(core, sandboxId);
     const childIds = Array.from({ length: input.count }, () => newSandboxId());
     let parentRestore: Promise<SandboxRecord> | null = null;
-    if (checkpointSourceFor(sandboxId, parent.state) === 'checkpoint-first') {
+    const keepsRunning = runtimeFor(core, parent.runtime).checkpointKeepRunning !== undefined;
+    if (checkpointSourceFor(sandboxId, parent.state) === 'checkpoint-first' && keepsRunning) {
+      // The runtime takes the fork point in place: the parent never stops being `running`.
+      parent = (await forkPointRunning(core, parent, { operation: (snapshotId) => ({ kind: 'fork', snapshotId, childIds, parentWasRunning: true }) })).record;
+    } else if (checkpointSourceFor(sandboxId, parent.state) === 'checkpoint-first') {
       const endAt = parent.endAt ?? core.clock.now() + parent.timeoutMs;
       parent = (
         await checkpointRunning(core, parent, {

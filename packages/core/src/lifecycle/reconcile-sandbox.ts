@@ -31,7 +31,11 @@ export async function reconcileSandbox(core: Core, record: SandboxRecord, runtim
       case 'running':
         if (!up) return lost(core, record, 'the sandbox stopped while the daemon was down');
         await core.sessions.open(record.id).catch((err: unknown) => core.logger.warn('reconcile: agent not reachable yet', { sandboxId: record.id, error: messageOf(err) }));
-        if (record.operation) await core.store.updateSandbox(record.id, { operation: null });
+        if (record.operation) {
+          // A fork point taken in place (the parent never stopped): its children were undone; drop the image.
+          await core.store.updateSandbox(record.id, { operation: null });
+          if (record.operation.kind === 'fork') await collectSnapshots(core, [record.operation.snapshotId]);
+        }
         return 'reattached';
       case 'creating':
         if (up && (await reidentify(core, record))) {

@@ -90,6 +90,16 @@ export interface Runtime {
    */
   checkpoint(sandboxId: string, imageDir: string): Promise<{ sizeBytes: number }>;
 
+  /**
+   * Optional: checkpoint the sandbox into `imageDir` like {@link checkpoint}, but leave it running in
+   * place (a fork point: the sandbox is stopped only while its state is copied; its processes, network
+   * connections and runtime instance carry on). The caller closes the agent channels first and opens
+   * one again afterwards. When it fails, the sandbox is still running (else the error says it is gone).
+   * Runtimes without it fork a running sandbox by checkpointing and restoring it.
+   * @returns the image size in bytes.
+   */
+  checkpointKeepRunning?(sandboxId: string, imageDir: string): Promise<{ sizeBytes: number }>;
+
   /** Stop and delete the sandbox; a no-op when it does not exist. */
   kill(sandboxId: string): Promise<void>;
 

@@ -138,6 +138,27 @@ export class FakeRuntime implements Runtime {
   }
 }
 
+/** A fake runtime that takes fork points in place (`checkpointKeepRunning`), as the microVM runtime does. */
+export class FakeKeepRunningRuntime extends FakeRuntime {
+  /** When set, the next fork point fails with the instance still running. */
+  failNextForkPoint = false;
+
+  async checkpointKeepRunning(sandboxId: string, imageDir: string): Promise<{ sizeBytes: number }> {
+    this.calls.push(`checkpointKeepRunning ${sandboxId}`);
+    const instance = this.instances.get(sandboxId);
+    if (!instance) throw new RamifyError('RUNTIME_ERROR', `fake: no instance ${sandboxId}`);
+    if (instance.sessions.some((s) => !s.closed)) throw new Error('fake: fork point with an open agent channel');
+    if (this.failNextForkPoint) {
+      this.failNextForkPoint = false;
+      throw new Error('fake: fork point failed');
+    }
+    await mkdir(imageDir, { recursive: false });
+    const body = JSON.stringify(instance.guest);
+    await writeFile(join(imageDir, 'guest.json'), body);
+    return { sizeBytes: Buffer.byteLength(body) };
+  }
+}
+
 export class FakeNetwork implements SandboxNetwork {
   readonly attached = new Map<number, string>();
   readonly calls: string[] = [];

@@ -137,9 +137,14 @@ export async function moveFile(from: string, to: string): Promise<void> {
     await rename(from, to);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
-    await runChecked(['cp', '--sparse=always', from, to]);
+    await copySparse(from, to);
     await rm(from, { force: true });
   }
+}
+
+/** Copy `from` to `to` keeping holes (`cp --sparse=always`). Rejects `RUNTIME_ERROR` when cp fails. */
+export async function copySparse(from: string, to: string): Promise<void> {
+  await runChecked(['cp', '--sparse=always', from, to]);
 }
 
 /**

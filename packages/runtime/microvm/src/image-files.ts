@@ -62,6 +62,8 @@ export interface CheckpointMarker {
   phase: 'migrating' | 'files';
   /** pid of the loader QEMU that materializes a copy-on-write VM's RAM, if one runs. */
   loaderPid?: number;
+  /** A fork point (`checkpointKeepRunning`): the VM goes on running; its disk is frozen from a copy. */
+  keepRunning?: boolean;
 }
 
 export interface InstanceRecord {

@@ -17,6 +17,8 @@ export const RUN_FILES = {
   ram: 'ram',
   overlay: 'overlay.qcow2',
   lower: 'lower.qcow2',
+  /** A fork point's copy of the overlay, taken while the VM was stopped. */
+  forkOverlay: 'fork-overlay.qcow2',
   initrd: 'initrd.img',
   console: 'console.log',
   qemuLog: 'qemu.log',

@@ -2,7 +2,7 @@
  * The microVM runtime on its own, against real QEMU (TCG here), a real guest kernel and real network
  * namespaces (prefix `rvm`): kernel preparation, boot, the agent port, the guest's own kernel and
  * network, checkpoint, restore, three forks of one image, a checkpoint of a fork (RAM materialized),
- * settling a checkpoint a dead daemon left half done, kill. A line server stands in for the agent.
+ * settling a checkpoint a dead daemon left half done, a fork point that keeps the VM running, kill. A line server stands in for the agent.
  * Needs `RAMIFY_TEST_ROOTFS` (scripts/run-tests.mjs sets it) and qemu-system-x86, qemu-utils,
  * busybox-static, cpio, e2fsprogs.
  */
@@ -193,6 +193,36 @@ test('settleInterrupted undoes a checkpoint a dead daemon left half done', { ski
   const ch = await channel(id);
   assert.equal(await ch.ask('get'), '3', 'the VM runs on from where it was stopped');
   ch.close();
+});
+
+test('a fork point keeps the VM running in the same QEMU process; the image restores at the point', { skip, timeout: 300_000 }, async () => {
+  const id = 'rvm-f3';
+  const pidOf = async (sandboxId: string): Promise<number> => (JSON.parse(await readFile(join(work, 'vm/run', sandboxId, 'instance.json'), 'utf8')) as { pid: number }).pid;
+  const pid = await pidOf(id);
+  let ch = await channel(id);
+  const before = Number(await ch.ask('get'));
+  assert.equal(await ch.ask('touch /root/before-point'), 'ok');
+  ch.close();
+  const image = join(work, 'fork-point');
+  const { sizeBytes } = await runtime.checkpointKeepRunning(id, image);
+  assert.ok(sizeBytes > 0);
+  assert.deepEqual((await readdir(image)).sort(), Object.values(IMAGE_FILES).sort());
+  assert.equal((await runtime.status(id)).state, 'running');
+  assert.equal(await pidOf(id), pid, 'the same QEMU process goes on');
+  ch = await channel(id);
+  assert.equal(Number(await ch.ask('get')), before + 1, 'the VM goes on with its memory');
+  assert.equal(await ch.ask('touch /root/after-point'), 'ok');
+
+  await runtime.restore(await spec('rvm-h1', 10), image);
+  const child = await channel('rvm-h1');
+  assert.equal(Number(await child.ask('get')), before + 1, 'the child starts from the fork point');
+  assert.equal(await child.ask('read /root/before-point'), 'x');
+  assert.equal(await child.ask('read /root/after-point'), 'none', 'what the VM wrote after the point is not in the image');
+  assert.equal(await child.ask('touch /root/child-only'), 'ok');
+  assert.equal(await ch.ask('read /root/child-only'), 'none');
+  child.close();
+  ch.close();
+  await runtime.kill('rvm-h1');
 });
 
 test('the real agent over virtio-serial: command, checkpoint, two restores with their own entropy', { skip, timeout: 300_000 }, async (t) => {

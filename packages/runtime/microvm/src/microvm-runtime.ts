@@ -31,7 +31,7 @@ import { HeldAgentSockets } from './held-agent-sockets.js';
 import { RamifyError, type RuntimeName } from '@ramify/contracts';
 import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, SandboxResources } from '@ramify/core';
 import { qemuVersion, type AccelerationChoice } from './acceleration.js';
-import { finishCheckpointFiles, checkpointInstance, undoCheckpoint } from './checkpoint.js';
+import { finishCheckpointFiles, finishInterruptedForkPoint, checkpointInstance, forkPointInstance, undoCheckpoint } from './checkpoint.js';
 import { CpuQuotas, detectCgroupLayout } from './cpu-quota.js';
 import { createOverlay, diskGrowth, diskVirtualSizeBytes, ensureBaseDisk, linkOrCopy, MAX_DISK_SIZE_MB, ROOT_DRIVE_ID } from './disks.js';
 import type { GuestKernel } from './guest-kernel.js';
@@ -323,6 +323,22 @@ export class MicrovmRuntime implements Runtime {
     }
   }
 
+  /**
+   * A fork point: the image of the running VM, which goes on running in the same QEMU process (stopped
+   * only while its RAM is copied, see checkpoint.ts). The agent channel must be closed first, as for
+   * {@link checkpoint}; open it again afterwards.
+   */
+  async checkpointKeepRunning(sandboxId: string, imageDir: string): Promise<{ sizeBytes: number }> {
+    const inst = await this.requireInstance(sandboxId);
+    const job = forkPointInstance(this.env, inst, imageDir);
+    this.inFlight.set(sandboxId, job);
+    try {
+      return { sizeBytes: await job };
+    } finally {
+      this.inFlight.delete(sandboxId);
+    }
+  }
+
   async kill(sandboxId: string): Promise<void> {
     const inst = await this.env.dirs.read(sandboxId);
     await this.destroyInstance(sandboxId);
@@ -358,14 +374,16 @@ export class MicrovmRuntime implements Runtime {
   /**
    * Wait for this process's checkpoint of the sandbox, then settle one the previous daemon left: a
    * checkpoint QEMU had not finished is undone (the VM runs again if it still exists, the partial image
-   * is deleted); one whose QEMU part was done has its file moves finished, so the image is complete.
+   * is deleted); one whose QEMU part was done has its file moves finished, so the image is complete
+   * (a fork point's VM is continued first).
    */
   async settleInterrupted(sandboxId: string, timeoutMs = 60_000): Promise<void> {
     const job = this.inFlight.get(sandboxId);
     if (job) await Promise.race([job.catch(() => undefined), sleep(timeoutMs)]);
     const inst = await this.env.dirs.read(sandboxId);
     if (!inst?.checkpoint || this.inFlight.has(sandboxId)) return;
-    if (inst.checkpoint.phase === 'files') {
+    if (inst.checkpoint.phase === 'files' && inst.checkpoint.keepRunning) await finishInterruptedForkPoint(this.env, inst);
+    else if (inst.checkpoint.phase === 'files') {
       await this.env.dirs.killProcesses(sandboxId);
       await finishCheckpointFiles(this.env, inst);
       await this.cpuQuotas.remove(sandboxId);
