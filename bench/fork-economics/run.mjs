@@ -106,5 +106,8 @@ if (vm8) {
   console.log(`microvm: each fork adds ${mb(vm8.priv)} MiB private at N = 8 (target <= 32 MiB: ${vm8.priv <= 32 * MiB ? 'ok' : 'MISSED'}), ` +
     `of which ${mb(vm8.guest)} MiB guest memory (copy-on-write) and ${mb(vm8.priv - vm8.guest)} MiB QEMU's own (under TCG mostly its translated-code cache)`);
 }
-const gv8 = summary['gvisor x8'];
-if (vm8 && gv8) console.log(`at N = 8 a microvm fork adds ${(vm8.priv / gv8.priv).toFixed(2)}x the private memory of a gVisor fork; wall ${(vm8.wallMs / gv8.wallMs).toFixed(2)}x`);
+for (const n of counts) {
+  const vm = summary[`microvm x${n}`];
+  const gv = summary[`gvisor x${n}`];
+  if (vm && gv) console.log(`N = ${n}: a microvm fork adds ${(vm.priv / gv.priv).toFixed(2)}x the private memory of a gVisor fork; wall until all answer ${(vm.wallMs / gv.wallMs).toFixed(2)}x`);
+}

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { ListSandboxesResponse, RuntimeName, SandboxInfo, TemplateInfo } from '@ramify/contracts';
+import { resolveCacheDir } from '@ramify/daemon';
 import { buildTemplate, type ConnectionOpts } from '@ramify/sdk';
 import { BASE_TEMPLATE_SPEC } from '@ramify/template-builder';
 import type { DaemonEntryConfig, DaemonEntryReady } from './daemon-entry.js';
@@ -27,8 +28,6 @@ import { removeQemuProcesses } from './qemu-processes.js';
 export const CONFORMANCE_PREFIX = 'rmc';
 /** Network prefix of the microVM conformance run (`rmv-*`, its own slot /16): it can run beside an `rmc` one. */
 export const MICROVM_PREFIX = 'rmv';
-/** Shared, content-addressed template layer cache (the base rootfs is already there on CI hosts). */
-export const DEFAULT_CACHE_DIR = '/var/cache/ramify';
 /** Warm network slots of the conformance daemon (the daemon's own default, set explicitly because the namespace checks count them). */
 export const DEFAULT_WARM_SLOTS = 8;
 /** How long a SIGTERMed daemon may take to exit before it is SIGKILLed, ms. */
@@ -44,7 +43,7 @@ export interface HarnessOptions {
   runtimes?: RuntimeName[];
   /** Default {@link CONFORMANCE_PREFIX}. */
   prefix?: string;
-  /** Default {@link DEFAULT_CACHE_DIR}. */
+  /** Default: `RAMIFY_CACHE_DIR`, else the daemon's default `/var/cache/ramify` (`resolveCacheDir`), as `ramify serve`. */
   cacheDir?: string;
   /** Daemon log level (its log goes to `<tempDir>/daemon.log`); default `warn`. */
   logLevel?: DaemonEntryConfig['logLevel'];
@@ -99,7 +98,7 @@ export class DaemonHarness {
     this.runtime = options.runtime;
     this.runtimes = options.runtimes ?? [options.runtime];
     this.prefix = options.prefix ?? CONFORMANCE_PREFIX;
-    this.cacheDir = options.cacheDir ?? DEFAULT_CACHE_DIR;
+    this.cacheDir = resolveCacheDir(options.cacheDir);
     this.logLevel = options.logLevel ?? 'warn';
     this.warmSlots = options.warmSlots ?? DEFAULT_WARM_SLOTS;
     this.keepLogAt = options.keepLogAt;

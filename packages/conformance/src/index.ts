@@ -9,7 +9,7 @@
  */
 export { registerConformanceSuite, conformanceSkipReason, type ConformanceSuiteOpts } from './suite.js';
 export { createContext, isFullRun, FULL_RUN_ENV, CASE_SANDBOX_TIMEOUT_MS, type ConformanceTarget, type SuiteContext } from './context.js';
-export { DaemonHarness, CONFORMANCE_PREFIX, MICROVM_PREFIX, DEFAULT_CACHE_DIR, DEFAULT_WARM_SLOTS, LIVE_STATES, type HarnessOptions, type RawCallOpts, type RawResponse } from './harness.js';
+export { DaemonHarness, CONFORMANCE_PREFIX, MICROVM_PREFIX, DEFAULT_WARM_SLOTS, LIVE_STATES, type HarnessOptions, type RawCallOpts, type RawResponse } from './harness.js';
 export { listNamespaces, listSandboxNamespaces, sandboxNamespaceOf, removeHostNetwork, removeEgressLogger, removeRunscContainers, hostRun, type HostCommandResult } from './host-cleanup.js';
 export { listQemuProcesses, qemuProcessesNaming, qemuProcessesInNamespaces, removeQemuProcesses, sandboxQemuProcess, namespaceOfPid, type QemuProcess } from './qemu-processes.js';
 export { logOptionsFromEnv } from './run-options.js';
