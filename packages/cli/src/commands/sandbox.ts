@@ -58,7 +58,7 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .option('-m, --metadata <KEY=VALUE>', 'metadata label (repeatable)', keyValue)
     .option('--cpu <count>', 'vCPUs (1-16)', intIn(1, 16))
     .option('--memory <MB>', 'memory in MB (128-65536)', intIn(128, 65536))
-    .option('--disk <MB>', 'root disk size in MB (microvm only; at least the image\'s, 2048 for templates)', intIn(1, 1_048_576))
+    .option('--disk <MB>', 'root disk size in MB (microvm only): at least the image\'s (2048 for templates, more for a grown snapshot), at most 262144', intIn(1, 262_144))
     .addOption(new Option('--runtime <name>', 'runtime: gvisor (default) or microvm (a QEMU virtual machine with its own kernel)').choices(['gvisor', 'microvm']))
     .option('--egress <RULE>', "egress allow rule (repeatable; default open egress); see 'ramify sandbox egress --help'", collectRule)
     .action(action(env, async (ctx, opts: { template?: string; snapshot?: string; timeout?: number; onTimeout?: 'pause' | 'kill';

@@ -1,5 +1,6 @@
 /**
- * Use-case tests (FAKE runtime and agent; real SQLite store and snapshot storage) of deleting a template:
+ * Use-case tests (FAKE runtime and agent; real SQLite store and snapshot storage) of collecting template
+ * images a rebuild replaced, and of deleting a template:
  * refused while a live sandbox made from it or a template built from it needs it; then the row, the
  * image rows and the image files are gone; named snapshots taken from its sandboxes still work.
  */
@@ -12,6 +13,7 @@ import { createSandbox } from '../lifecycle/create.js';
 import { killSandbox } from '../lifecycle/kill.js';
 import { pauseSandbox } from '../lifecycle/pause.js';
 import { snapshotSandbox } from '../lifecycle/snapshot.js';
+import { reconcile } from '../lifecycle/reconcile.js';
 import { deleteTemplate } from './templates.js';
 
 let w: TestWorld;
@@ -30,6 +32,29 @@ function conflictNaming(...needed: RegExp[]): (err: unknown) => boolean {
     return true;
   };
 }
+
+describe('template images a rebuild replaced', () => {
+  test('are kept while a sandbox made from them lives, collected at its kill; unreferenced ones go at reconcile', async () => {
+    const template = await w.store.findTemplateByName('base');
+    assert.ok(template);
+    const old = template.snapshotId;
+    const sbx = await createSandbox(w.core, {});
+    // A rebuild: the template now lists a new image (the old row stays until nothing needs it).
+    const fresh = { ...(await w.store.getSnapshot(old))!, id: 'snap_tpl_new' };
+    await w.store.insertSnapshot(fresh);
+    await w.store.putTemplate({ ...template, snapshotId: fresh.id, images: [{ runtime: template.runtime, snapshotId: fresh.id }] });
+    await reconcile(w.core);
+    assert.ok(await w.store.getSnapshot(old), 'a live sandbox was made from it: kept');
+    await killSandbox(w.core, sbx.id);
+    assert.equal(await w.store.getSnapshot(old), null, 'collected with the last sandbox made from it');
+
+    const orphan = { ...fresh, id: 'snap_tpl_orphan' };
+    await w.store.insertSnapshot(orphan);
+    await reconcile(w.core);
+    assert.equal(await w.store.getSnapshot(orphan.id), null, 'no template lists it, nothing made from it: swept at start-up');
+    assert.ok(await w.store.getSnapshot(fresh.id), 'the listed image stays');
+  });
+});
 
 describe('deleteTemplate', () => {
   test('refused while a running or paused sandbox was made from it; once they are killed, row, images and files go', async () => {

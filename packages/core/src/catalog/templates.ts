@@ -3,6 +3,7 @@
  */
 import { RamifyError, type RuntimeName, type TemplateBuildEvent, type TemplateSpec } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
+import { collectSnapshots } from '../lifecycle/snapshot-gc.js';
 import type { TemplateRecord } from '../ports/store.js';
 
 /** Every template, by name. */
@@ -20,7 +21,8 @@ export function assertCanBuildTemplates(core: Core, runtimes?: RuntimeName[]): v
 }
 
 /**
- * Build (or reuse) a template, reporting progress to `onEvent`.
+ * Build (or reuse) a template, reporting progress to `onEvent`. Images of the previous build that the
+ * new one replaced are deleted once no live sandbox was made from them.
  * @throws RamifyError `RUNTIME_UNAVAILABLE` when no builder is wired, and the builder's errors.
  */
 export async function buildTemplate(
@@ -29,7 +31,12 @@ export async function buildTemplate(
   options: { onEvent: (event: TemplateBuildEvent) => void; signal?: AbortSignal; runtimes?: RuntimeName[] },
 ): Promise<TemplateRecord> {
   assertCanBuildTemplates(core, options.runtimes);
-  return (core.templateBuilder as NonNullable<Core['templateBuilder']>).build(spec, options);
+  const before = await core.store.findTemplateByName(spec.name);
+  const built = await (core.templateBuilder as NonNullable<Core['templateBuilder']>).build(spec, options);
+  // Images the rebuild replaced go once no live sandbox was made from them.
+  const kept = new Set(built.images.map((i) => i.snapshotId));
+  await collectSnapshots(core, (before?.images ?? []).map((i) => i.snapshotId).filter((id) => !kept.has(id)));
+  return built;
 }
 
 /**
@@ -55,7 +62,7 @@ export async function deleteTemplate(core: Core, nameOrId: string): Promise<void
   }
   if (blockers.length > 0) {
     const needed = [...new Set(blockers)];
-    throw new RamifyError('CONFLICT', `template '${template.name}' is still needed by ${needed.join(', ')}; kill or delete those first`, { id: template.id, neededBy: needed });
+    throw new RamifyError('CONFLICT', `template '${template.name}' is still needed by ${needed.join(', ')}; kill those sandboxes and delete those templates first`, { id: template.id, neededBy: needed });
   }
   await core.store.deleteTemplate(template.id);
   for (const id of imageIds) {

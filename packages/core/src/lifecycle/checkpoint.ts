@@ -14,6 +14,7 @@ import { RamifyError, isRamifyError } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { newSnapshotId } from '../ids.js';
 import type { SandboxOperation, SandboxRecord, SnapshotRecord } from '../ports/store.js';
+import { identityFor } from './bring-up.js';
 import { waitForQuietNetwork } from './quiet-network.js';
 import { phaseTimer } from './phase-timer.js';
 import { messageOf, transition } from './records.js';
@@ -84,7 +85,8 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
  * A fork point of a running sandbox on a runtime that checkpoints in place (`Runtime.checkpointKeepRunning`):
  * snapshot row `pending` → the operation on the record, which stays `running` (deadline untouched) →
  * quiet-network check → close the agent channel → runtime fork point → commit the image → snapshot
- * `ready` → reopen the agent channel. Caller holds the sandbox's lock.
+ * `ready` → reopen the agent channel and set the identity again (the guest clock stood still while the
+ * VM was stopped). Caller holds the sandbox's lock.
  * @returns the record (running, carrying the operation) and the ready snapshot.
  * @throws RamifyError `CHECKPOINT_BLOCKED`, `AGENT_UNREACHABLE`, `RUNTIME_ERROR` (the sandbox keeps running,
  *   or is `error` when the runtime lost it), `INTERNAL` when the runtime has no fork point.
@@ -115,7 +117,11 @@ export async function forkPointRunning(core: Core, record: SandboxRecord, plan: 
   } catch (err) {
     throw await rollBackFailedCheckpoint(core, current, snapshotId, err);
   }
-  await core.sessions.open(record.id).catch((err: unknown) => core.logger.warn('reopening agent after a fork point', { sandboxId: record.id, error: messageOf(err) }));
+  // The guest's clock stood still while the VM was stopped: set it again (with the rest of its identity).
+  await core.sessions
+    .open(record.id)
+    .then((session) => session.setIdentity(identityFor(core, current)))
+    .catch((err: unknown) => core.logger.warn('reopening agent after a fork point', { sandboxId: record.id, error: messageOf(err) }));
   phase('reopenAgentMs');
   core.logger.debug('fork point taken; the sandbox kept running', { sandboxId: record.id, snapshotId, sizeBytes, ...phases });
   const ready = await core.store.updateSnapshot(snapshotId, { status: 'ready', sizeBytes });

@@ -15,7 +15,7 @@ import { startSandbox } from './start.js';
  * The request's `egress` rules (validated before anything else happens) are stored and enforced before
  * the sandbox's image is restored.
  * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named; both template and snapshot; a runtime
- *   that does not match the snapshot; a `diskSizeMB` the runtime cannot give), `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_BUILT` (the template has no image
+ *   that does not match the snapshot; a `diskSizeMB` or `memoryMB` the runtime or its image cannot give), `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_BUILT` (the template has no image
  *   for the runtime asked for), `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
  *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
  */
@@ -33,6 +33,9 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
   }
   const runtime = runtimeFor(core, source.runtime);
   const diskSizeMB = resolveDiskSize(runtime.name, runtime.capabilities.rootDisk, request.diskSizeMB, source.diskSizeMB);
+  const cpuCount = request.cpuCount ?? source.cpuCount ?? core.options.defaultCpuCount;
+  const memoryMB = request.memoryMB ?? source.memoryMB ?? core.options.defaultMemoryMB;
+  if (runtime.checkResources) await runtime.checkResources({ cpuCount, memoryMB, diskSizeMB }, (await core.storage.open(source.snapshotId)).imageDir);
   const id = newSandboxId();
   return core.locks.run(id, () =>
     startSandbox(core, {
@@ -42,8 +45,8 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
       sourceSnapshotId: source.snapshotId,
       rootfsDir: source.rootfsDir,
       parentId: null,
-      cpuCount: request.cpuCount ?? source.cpuCount ?? core.options.defaultCpuCount,
-      memoryMB: request.memoryMB ?? source.memoryMB ?? core.options.defaultMemoryMB,
+      cpuCount,
+      memoryMB,
       diskSizeMB,
       metadata: request.metadata ?? {},
       envs: request.envs ?? {},

@@ -56,6 +56,13 @@ describe('disk size per sandbox', () => {
     assert.equal((await w.store.listSandboxes({})).sandboxes.length, before, 'refused creates store nothing');
   });
 
+  test('a runtime that refuses the resources for the image refuses the create before anything is stored', async () => {
+    w.runtime.refuseResources = 'memoryMB 4096 is more than the 1024 MiB of RAM the image was booted with';
+    await assert.rejects(createSandbox(w.core, { memoryMB: 4096 }), (err: unknown) => err instanceof RamifyError && err.code === 'VALIDATION_FAILED' && /1024 MiB/.test(err.message));
+    assert.deepEqual((await w.store.listSandboxes({ states: ['killed', 'error', 'running', 'creating'] })).sandboxes, []);
+    assert.deepEqual(w.runtime.calls, [], 'no restore was tried');
+  });
+
   test('forks and named snapshots keep the size; a sandbox from the snapshot may grow it, never shrink it', async () => {
     w.runtime.capabilities.rootDisk = { defaultSizeMB: 2048, maxSizeMB: 8192 };
     const parent = await createSandbox(w.core, { diskSizeMB: 3072 });

@@ -140,7 +140,7 @@ describe('named snapshots (fake runtime)', () => {
     await assert.rejects(deleteSnapshot(w.core, snap.id), { code: 'CONFLICT' });
     await resumeSandbox(w.core, sbx.id);
     assert.ok(await w.store.getSnapshot(snap.id), 'a named snapshot is never collected');
-    await deleteSnapshot(w.core, snap.id);
+    await deleteSnapshot(w.core, 'frozen'); // by name, as create accepts it
     await assert.rejects(getSnapshot(w.core, snap.id), { code: 'SNAPSHOT_NOT_FOUND' });
     await assert.rejects(deleteSnapshot(w.core, 'template-image-is-needed'), { code: 'SNAPSHOT_NOT_FOUND' });
     await assert.rejects(deleteSnapshot(w.core, 'snap_tpl'), { code: 'CONFLICT' });

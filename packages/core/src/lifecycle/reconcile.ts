@@ -19,6 +19,7 @@ import { finishKill } from './kill.js';
 import { loadSandbox, messageOf, transition } from './records.js';
 import { reconcileSandbox, type ReconcileOutcome } from './reconcile-sandbox.js';
 import { restorePaused } from './restore-paused.js';
+import { collectSnapshots } from './snapshot-gc.js';
 import { alreadyIn, defaultListedStates, egressEnforced, expectsRuntimeInstance, isTerminal } from './state-machine.js';
 
 export interface ReconcileReport {
@@ -143,6 +144,9 @@ async function removeOrphans(core: Core, report: ReconcileReport): Promise<void>
       (err: unknown) => core.logger.warn('reconcile: detaching an orphan slot failed', { slot, error: messageOf(err) }),
     );
   }
+  // Template images no template lists any more (replaced by rebuilds) and no live sandbox was made from.
+  const templateImages = (await core.store.listSnapshots()).filter((s) => s.kind === 'template').map((s) => s.id);
+  await collectSnapshots(core, templateImages);
   const rows = new Set((await core.store.listSnapshots()).map((s) => s.id));
   for (const snapshot of await core.store.listSnapshots()) {
     if (snapshot.status !== 'pending') continue;

@@ -1,19 +1,21 @@
 /**
  * Snapshot garbage collection: `pause` and `fork` images exist for their sandboxes, so once no live
  * sandbox needs one (as its paused image or as the source it was created from) it is deleted, files and
- * row. `named` and `template` snapshots are only deleted on request ({@link deleteSnapshot}).
+ * row. A `template` image goes the same way once no template lists it any more (a rebuild replaced it,
+ * or the template was deleted) and no live sandbox was made from it. `named` snapshots are only deleted
+ * on request ({@link deleteSnapshot}).
  */
 import { RamifyError } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { messageOf } from './records.js';
 
-/** Delete those of `snapshotIds` that are automatic (`pause`, `fork`) and unreferenced. Never throws. */
+/** Delete those of `snapshotIds` that are not `named` and that nothing references. Never throws. */
 export async function collectSnapshots(core: Core, snapshotIds: Array<string | null>): Promise<void> {
   for (const id of new Set(snapshotIds)) {
     if (id === null) continue;
     try {
       const snapshot = await core.store.getSnapshot(id);
-      if (!snapshot || (snapshot.kind !== 'pause' && snapshot.kind !== 'fork')) continue;
+      if (!snapshot || snapshot.kind === 'named' || snapshot.status !== 'ready') continue;
       const refs = await core.store.snapshotReferences(id);
       if (refs.pausedBy.length + refs.sourceOf.length + refs.templates.length > 0) continue;
       await core.storage.remove(id);
@@ -25,12 +27,13 @@ export async function collectSnapshots(core: Core, snapshotIds: Array<string | n
 }
 
 /**
- * Delete a snapshot on request.
+ * Delete a snapshot (by id or name) on request.
  * @throws RamifyError `SNAPSHOT_NOT_FOUND`; `CONFLICT` while a paused sandbox resumes from it or a template is built on it.
  */
-export async function deleteSnapshot(core: Core, snapshotId: string): Promise<void> {
-  const snapshot = await core.store.getSnapshot(snapshotId);
-  if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${snapshotId}' not found`, { id: snapshotId });
+export async function deleteSnapshot(core: Core, idOrName: string): Promise<void> {
+  const snapshot = (await core.store.getSnapshot(idOrName)) ?? (await core.store.findSnapshotByName(idOrName));
+  if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${idOrName}' not found`, { id: idOrName });
+  const snapshotId = snapshot.id;
   const refs = await core.store.snapshotReferences(snapshotId);
   const blockers = [...refs.pausedBy.map((id) => `paused sandbox ${id}`), ...refs.templates.map((id) => `template ${id}`)];
   if (blockers.length > 0) {

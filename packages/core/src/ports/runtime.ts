@@ -80,6 +80,13 @@ export interface Runtime {
    */
   boot(spec: RuntimeSandboxSpec, argv: string[]): Promise<void>;
 
+  /**
+   * Optional: reject `VALIDATION_FAILED` (naming the field) when a sandbox restored from `imageDir` cannot
+   * have `resources` (e.g. more memory than a microVM image's RAM, or a disk below its image's). Create
+   * calls it before anything is stored, so a refused create leaves nothing behind.
+   */
+  checkResources?(resources: SandboxResources, imageDir: string): Promise<void>;
+
   /** Start a sandbox by restoring `imageDir`. Rejects `RUNTIME_ERROR` with the runtime's message. */
   restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void>;
 

@@ -51,6 +51,13 @@ export class FakeRuntime implements Runtime {
     this.instances.set(spec.sandboxId, { guest: { files: {}, endpoints: [], identities: [] }, spec, sessions: [] });
   }
 
+  /** When set, `checkResources` refuses with this message (VALIDATION_FAILED), as a microVM refuses memory above its image's RAM. */
+  refuseResources: string | null = null;
+
+  async checkResources(): Promise<void> {
+    if (this.refuseResources) throw new RamifyError('VALIDATION_FAILED', this.refuseResources, { field: 'memoryMB' });
+  }
+
   async restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void> {
     this.calls.push(`restore ${spec.sandboxId}`);
     if (this.refuseAllRestores) throw new RamifyError('VALIDATION_FAILED', `fake: memoryMB ${spec.resources.memoryMB} is more than the image allows`, { field: 'memoryMB' });
