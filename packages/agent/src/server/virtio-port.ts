@@ -201,7 +201,9 @@ export function serveVirtioPort(options: VirtioPortOptions, startSession: (chann
       return;
     }
     const fd = opened.fd;
-    link = new HostLink(port, { startSession, stallMs: options.stallMs, log, onPortEnd: () => continueAfterEof(fd, port) }, opened.initial);
+    // `ended` is the link's current port: the first one, or one continued after an earlier stale EOF (every
+    // port of this fd is a Socket from char-device-stream.ts).
+    link = new HostLink(port, { startSession, stallMs: options.stallMs, log, onPortEnd: (ended) => continueAfterEof(fd, ended as Socket) }, opened.initial);
     await link.closed;
     link = undefined;
   }
