@@ -16,7 +16,7 @@ export function registerSnapshot(program: Command, env: CliEnv): void {
         snaps.map((s) => [s.id, s.name ?? '-', s.kind, s.sandboxId ?? '-', s.parentSnapshotId ?? '-', formatBytes(s.sizeBytes), formatRelative(s.createdAt)]))));
     }));
 
-  snapshot.command('rm').argument('<ids...>', 'snapshot ids').description('delete snapshots (refused while a sandbox still needs one)')
+  snapshot.command('rm').argument('<ids...>', 'snapshot ids or names').description('delete snapshots (refused while a sandbox still needs one)')
     .action(action(env, async (ctx, ids: string[]) => {
       for (const id of ids) await deleteSnapshot(id, ctx.connection);
       ctx.output({ deleted: ids }, () => ids.map((id) => `${id} deleted`).join('\n'));

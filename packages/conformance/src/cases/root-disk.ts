@@ -24,8 +24,7 @@ function assertFills(sizeMB: number, diskMB: number, what: string): void {
 }
 
 async function sandboxIds(ctx: SuiteContext): Promise<string[]> {
-  const res = await ctx.daemon().call('GET', '/v1/sandboxes?state=creating,running,paused,error');
-  return ((res.body as { sandboxes: { id: string }[] }).sandboxes ?? []).map((s) => s.id).sort();
+  return (await ctx.daemon().liveSandboxes()).map((s) => s.id).sort();
 }
 
 /** Register the `root disk` group. */

@@ -65,8 +65,6 @@ export async function deleteTemplate(core: Core, nameOrId: string): Promise<void
     throw new RamifyError('CONFLICT', `template '${template.name}' is still needed by ${needed.join(', ')}; kill those sandboxes and delete those templates first`, { id: template.id, neededBy: needed });
   }
   await core.store.deleteTemplate(template.id);
-  for (const id of imageIds) {
-    await core.storage.remove(id);
-    await core.store.deleteSnapshot(id);
-  }
+  // Nothing lists or uses them now: collected like images a rebuild replaced.
+  await collectSnapshots(core, imageIds);
 }

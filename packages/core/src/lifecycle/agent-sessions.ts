@@ -4,6 +4,7 @@
  * it. When a channel drops on its own while the sandbox is still running, the registry reconnects (once
  * at once in the background, and again lazily on the next call).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { RamifyError, type AgentSession } from '@ramify/contracts';
 import type { ConnectAgentOpts } from '../ports/agent.js';
 import type { Logger } from '../ports/logger.js';
@@ -33,7 +34,6 @@ export const FIRST_PING_TIMEOUT_MS = 3000;
 /** Pause between a failed attempt and the reconnect, ms. */
 const RECONNECT_PAUSE_MS = 100;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `promise`, or the error `onTimeout` makes once `ms` passed. */
 async function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {

@@ -82,7 +82,7 @@ export interface Runtime {
 
   /**
    * Optional: reject `VALIDATION_FAILED` (naming the field) when a sandbox restored from `imageDir` cannot
-   * have `resources` (e.g. more memory than a microVM image's RAM, or a disk below its image's). Create
+   * have `resources` (e.g. more memory than a microVM image's RAM). Create
    * calls it before anything is stored, so a refused create leaves nothing behind.
    */
   checkResources?(resources: SandboxResources, imageDir: string): Promise<void>;

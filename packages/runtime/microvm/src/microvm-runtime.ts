@@ -247,11 +247,12 @@ export class MicrovmRuntime implements Runtime {
     await this.env.dirs.write({ ...record, pid: vm.pid, ready: true });
   }
 
-  /** Before a create: the image's RAM bounds `memoryMB`, its disk is the least `diskSizeMB`. Rejects `VALIDATION_FAILED`. */
+  /**
+   * Before a create: the image's RAM bounds `memoryMB`. Rejects `VALIDATION_FAILED`. (The disk size is
+   * checked by core against the image's recorded size, and again by the restore against the disk itself.)
+   */
   async checkResources(resources: SandboxResources, imageDir: string): Promise<void> {
-    const manifest = await readImageManifest(imageDir);
-    checkMemoryLimit(resources.memoryMB, manifest.machine, 'image of this template or snapshot');
-    if (resources.diskSizeMB !== null) diskGrowth(resources.diskSizeMB, await diskVirtualSizeBytes(this.env.qemuImgPath, join(imageDir, IMAGE_FILES.disk)), 'image of this template or snapshot');
+    checkMemoryLimit(resources.memoryMB, (await readImageManifest(imageDir)).machine, 'image of this template or snapshot');
   }
 
   async restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void> {
