@@ -182,6 +182,36 @@ test('an EOF the port goes on from keeps the session: frames on the continued po
   await eventually(() => p.sessions[0].closed, 'the session closed');
 });
 
+test('a second EOF hands onPortEnd the continued port, not the first one (whose fd was given up)', async () => {
+  const path = join(dir, 'port.sock');
+  const ended: Duplex[] = [];
+  const continued: Socket[] = [];
+  const hosts: Socket[] = [];
+  const p = await pair(5000, async (port) => {
+    ended.push(port);
+    if (continued.length === 2) return undefined; // The third EOF is the end.
+    return new Promise((resolve) => {
+      nextLink = (next) => {
+        continued.push(next);
+        resolve({ port: next });
+      };
+      hosts.push(connect(path));
+    });
+  });
+  p.host.write(encodeMarker('hello', randomBytes(8)));
+  await eventually(() => p.sessions.length === 1, 'session');
+  p.host.end();
+  await eventually(() => continued.length === 1, 'the port went on once');
+  hosts[0].end();
+  await eventually(() => continued.length === 2, 'the port went on twice');
+  hosts[1].end();
+  await p.link.closed;
+  assert.equal(ended.length, 3);
+  assert.equal(ended[1], continued[0], 'the second EOF is reported on the first continued port');
+  assert.equal(ended[2], continued[1], 'the third EOF is reported on the second continued port');
+  assert.equal(p.sessions.length, 1, 'one session across both stale EOFs');
+});
+
 test('an EOF the port does not go on from ends the link', async () => {
   const p = await pair(5000, async () => undefined);
   p.host.write(encodeMarker('hello', randomBytes(8)));

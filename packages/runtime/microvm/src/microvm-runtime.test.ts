@@ -250,13 +250,11 @@ test('the real agent over virtio-serial: command, checkpoint, two restores with 
   const [a, b] = [await run('rvm-agent-1', cmd), await run('rvm-agent-2', cmd)];
   assert.equal(a.split('\n')[0], 'kept');
   assert.notEqual(a, b, 'the two restores draw different random bytes');
-  // After a restore the agent goes on past the stale EOF of the image's host; every later host leaving
-  // must find the continued port again (not the first one, whose fd it gave up).
+  // After a restore the agent may read a stale EOF of the image's host and go on past it (whether it does
+  // depends on timing; host-link.test.ts checks deterministically that a later EOF is read from the
+  // continued port). Either way a later host is served and the port never fails to go on.
   assert.equal(await run('rvm-agent-1', 'echo again'), 'again');
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  const agentLog = await consoleOf('rvm-agent-1');
-  assert.match(agentLog, /going on with the same connection/);
-  assert.doesNotMatch(agentLog, /could not go on/);
+  assert.doesNotMatch(await consoleOf('rvm-agent-1'), /could not go on/);
 });
 
 test('restore rejects a directory that is not a microVM image', { skip }, async () => {
