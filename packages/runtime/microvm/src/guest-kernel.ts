@@ -6,6 +6,7 @@
  * <cacheDir>/guest-kernel/<package>-<recipe>/vmlinuz      the bzImage (q35 direct boot)
  *                                            initrd.img   busybox + modules + /init
  *                                            kernel.json  {@link GuestKernel}, written last
+ *                                            vmlinuz.restore-stub  what restores start with (restore-kernel.ts)
  * ```
  * `<recipe>` hashes the init script and module list, so changing either rebuilds the initramfs.
  */

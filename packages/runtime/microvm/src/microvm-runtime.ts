@@ -44,6 +44,7 @@ import { streamFileTo } from './migration-stream.js';
 import type { MachineConfig } from './qemu-argv.js';
 import { isQemuOf } from './qemu-process.js';
 import { waitForMigration, type QmpClient } from './qmp.js';
+import { restoreKernelStub } from './restore-kernel.js';
 import { startVm, type VmEnvironment } from './vm-environment.js';
 import { run, tail } from './host-tools.js';
 
@@ -151,6 +152,7 @@ export class MicrovmRuntime implements Runtime {
       qemuPath,
       qemuImgPath,
       kernel: options.kernel,
+      restoreKernelPath: await restoreKernelStub(options.kernel.kernelPath),
       dirs,
       tcgTbSizeMB: options.tcgTbSizeMB ?? 32,
       tscKhz: options.acceleration.tscKhz,

@@ -13,6 +13,8 @@ export interface VmEnvironment {
   qemuPath: string;
   qemuImgPath: string;
   kernel: GuestKernel;
+  /** `-kernel` of every QEMU that does not boot (restores, loaders): see restore-kernel.ts. */
+  restoreKernelPath: string;
   dirs: InstanceDirs;
   /** TCG translation cache, MiB. */
   tcgTbSizeMB: number;
@@ -56,7 +58,7 @@ export function startVm(env: VmEnvironment, vm: VmStart): Promise<StartedQemu> {
       consoleLog: file('console'),
       qmpSocket: file('qmp'),
       agentSocket: file('agent'),
-      kernel: env.kernel.kernelPath,
+      kernel: vm.start === 'incoming' ? env.restoreKernelPath : env.kernel.kernelPath,
       initrd: vm.initrd,
     },
   });
@@ -93,7 +95,7 @@ export function startLoader(env: VmEnvironment, vm: { sandboxId: string; machine
       consoleLog: file('loaderConsole'),
       qmpSocket: file('loaderQmp'),
       agentSocket: null,
-      kernel: env.kernel.kernelPath,
+      kernel: env.restoreKernelPath,
       initrd: env.kernel.initrdPath,
     },
   });
