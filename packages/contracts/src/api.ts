@@ -35,6 +35,10 @@ export const CreateSandboxRequest = z.strictObject({
   /** Lifetime from now; at the deadline `onTimeout` happens. Default 300000 (5 min). */
   timeoutMs: z.number().int().positive().max(MAX_SANDBOX_TIMEOUT_MS).optional(),
   onTimeout: TimeoutAction.optional(),
+  /**
+   * The sandbox's default environment, merged over its template's `envs` (per key, these win); kept
+   * across pause/resume and copied to forks. From a snapshot: merged over the envs of the snapshot's template.
+   */
   envs: EnvMap.optional(),
   metadata: StringMap.optional(),
   cpuCount: z.number().int().min(1).max(16).optional(),
@@ -244,6 +248,11 @@ export const TemplateInfo = z.object({
   /** One image per runtime the template was built for (one spec, one root filesystem, an image each). */
   images: z.array(TemplateImage),
   parent: z.string().nullable(),
+  /**
+   * Default environment of every sandbox made from the template: the spec's `envs` merged over its
+   * parent's. A create request's `envs` override it per key.
+   */
+  envs: EnvMap,
   sizeBytes: z.number().int(),
   createdAt: z.string(),
 });
@@ -283,6 +292,10 @@ export const TemplateSpec = z.strictObject({
   })).optional(),
   /** Shell commands run inside a sandbox of the template, in order, after files are placed. */
   run: z.array(z.string()).optional(),
+  /**
+   * Environment variables (merged over the parent's): set for `run` at build time and the default
+   * environment of every sandbox made from the template (a create request's `envs` override it per key).
+   */
   envs: EnvMap.optional(),
 });
 export type TemplateSpec = z.infer<typeof TemplateSpec>;

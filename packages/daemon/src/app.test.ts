@@ -165,3 +165,15 @@ describe('HTTP edge with the fake runtime: lifecycle routes and audit', () => {
     assert.match(mine[0].at, /^\d{4}-\d\d-\d\dT/);
   });
 });
+
+describe('HTTP edge with the fake runtime: template envs', () => {
+  test('GET /v1/templates shows a template envs; a sandbox created from it gets them, the request envs winning per key', async () => {
+    const base = await bed.world.store.findTemplateByName('base');
+    assert.ok(base);
+    await bed.world.store.putTemplate({ ...base, envs: { DATA_DIR: '/srv/data', MODE: 'tpl' } });
+    const listed = (await bed.app.inject({ method: 'GET', url: '/v1/templates', headers: bed.auth })).json().templates;
+    assert.deepEqual(listed.map((t: { name: string; envs: unknown }) => [t.name, t.envs]), [['base', { DATA_DIR: '/srv/data', MODE: 'tpl' }]]);
+    const sbx = await create({ template: 'base', envs: { MODE: 'mine' } });
+    assert.deepEqual(bed.world.runtime.guest(sbx.id).identities.at(-1)?.envs, { DATA_DIR: '/srv/data', MODE: 'mine' });
+  });
+});

@@ -47,7 +47,7 @@ export async function registerRootfsTemplate(core: Core, rootfs: string, ids: { 
     id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId, sandboxId: null,
     parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir: rootfs,
   });
-  await core.store.putTemplate({ id: templateId, name: 'base', runtime: 'gvisor', specHash: templateId, snapshotId, images: [{ runtime: 'gvisor', snapshotId }], parent: null, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
+  await core.store.putTemplate({ id: templateId, name: 'base', runtime: 'gvisor', specHash: templateId, snapshotId, images: [{ runtime: 'gvisor', snapshotId }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
 }
 
 /** Kill every sandbox of `server` through the API, close it, and remove its namespaces and host table. */

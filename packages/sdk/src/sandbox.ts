@@ -23,7 +23,10 @@ export interface SandboxOpts extends ConnectionOpts {
   timeoutMs?: number;
   /** What the deadline does: `pause` or `kill` (server default). */
   onTimeout?: TimeoutAction;
-  /** Default environment of every command in the sandbox. */
+  /**
+   * Default environment of every command in the sandbox, placed over the template's `envs` (the same
+   * name: this value wins). From a snapshot: over the envs of the snapshot's template.
+   */
   envs?: Record<string, string>;
   /** Free-form labels, filterable in `Sandbox.list({ metadata })`. */
   metadata?: Record<string, string>;

@@ -163,3 +163,34 @@ describe('migration 6: disk-size (real SQLite file)', () => {
     }
   });
 });
+
+describe('migration 7: template-envs (real SQLite file)', () => {
+  test('templates built before it read envs {}; new rows keep theirs; the column holds only a JSON object', async () => {
+    const path = join(dir, 'v6.db');
+    const db = openDatabase(path, MIGRATIONS.filter((m) => m.version <= 6));
+    assert.deepEqual(appliedMigrations(db), [1, 2, 3, 4, 5, 6]);
+    assert.equal((db.prepare('PRAGMA table_info(templates)').all() as Array<{ name: string }>).some((c) => c.name === 'envs'), false);
+    db.prepare(
+      `INSERT INTO templates (id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at, images)
+       VALUES ('tpl_old', 'old', 'gvisor', 'h', 'snap_old', NULL, 1, '/r', 1, '[{"runtime":"gvisor","snapshotId":"snap_old"}]')`,
+    ).run();
+    db.close();
+
+    const store = new SqliteStore({ path });
+    try {
+      assert.deepEqual(appliedMigrations(store.db), MIGRATIONS.map((m) => m.version));
+      assert.ok(MIGRATIONS.some((m) => m.version === 7 && m.name === 'template-envs'));
+      const old = await store.getTemplate('tpl_old');
+      assert.deepEqual(old?.envs, {});
+      assert.deepEqual((await store.listTemplates()).map((t) => t.envs), [{}]);
+      assert.ok(old);
+      // A rebuild records the envs.
+      await store.putTemplate({ ...old, envs: { DATA_DIR: '/srv/data' } });
+      assert.deepEqual((await store.findTemplateByName('old'))?.envs, { DATA_DIR: '/srv/data' });
+      assert.throws(() => store.db.prepare(`UPDATE templates SET envs = '["a"]' WHERE id = 'tpl_old'`).run(), /CHECK constraint/);
+      assert.throws(() => store.db.prepare(`UPDATE templates SET envs = 'nope' WHERE id = 'tpl_old'`).run(), /CHECK constraint|malformed JSON/);
+    } finally {
+      await store.close();
+    }
+  });
+});

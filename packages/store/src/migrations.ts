@@ -175,4 +175,13 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE snapshots ADD COLUMN disk_size_mb INTEGER CHECK (disk_size_mb IS NULL OR disk_size_mb > 0);
     `,
   },
+  {
+    version: 7,
+    name: 'template-envs',
+    // A template's default environment for its sandboxes (its spec's envs merged over its parent's), a JSON
+    // object of strings. Templates built before it was recorded have none ('{}') until they are rebuilt.
+    sql: `
+      ALTER TABLE templates ADD COLUMN envs TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(envs) AND json_type(envs) = 'object');
+    `,
+  },
 ];

@@ -120,6 +120,8 @@ interface TemplateRow {
   created_at: number;
   /** JSON array of `{ runtime, snapshotId }` (migration 5). */
   images: string;
+  /** JSON object of environment variables (migration 7; `{}` for templates built before it). */
+  envs: string;
 }
 
 /** A record's images, the default one (`runtime`/`snapshotId`) first and present exactly once. */
@@ -139,6 +141,7 @@ const templateFromRow = (r: TemplateRow): TemplateRecord => ({
   rootfsDir: r.rootfs_dir,
   createdAt: r.created_at,
   images: JSON.parse(r.images) as TemplateRecord['images'],
+  envs: JSON.parse(r.envs) as TemplateRecord['envs'],
 });
 
 export class TemplateRows {
@@ -151,11 +154,12 @@ export class TemplateRows {
     try {
       this.#db
         .prepare(
-          `INSERT INTO templates (id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at, images) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          `INSERT INTO templates (id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at, images, envs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT(id) DO UPDATE SET name = excluded.name, runtime = excluded.runtime, spec_hash = excluded.spec_hash, snapshot_id = excluded.snapshot_id,
-             parent = excluded.parent, size_bytes = excluded.size_bytes, rootfs_dir = excluded.rootfs_dir, created_at = excluded.created_at, images = excluded.images`,
+             parent = excluded.parent, size_bytes = excluded.size_bytes, rootfs_dir = excluded.rootfs_dir, created_at = excluded.created_at, images = excluded.images,
+             envs = excluded.envs`,
         )
-        .run(t.id, t.name, t.runtime, t.specHash, t.snapshotId, t.parent, t.sizeBytes, t.rootfsDir, t.createdAt, JSON.stringify(templateImages(t)));
+        .run(t.id, t.name, t.runtime, t.specHash, t.snapshotId, t.parent, t.sizeBytes, t.rootfsDir, t.createdAt, JSON.stringify(templateImages(t)), JSON.stringify(t.envs));
     } catch (err) {
       conflictOnConstraint(err, `a template named '${t.name}' already exists`);
     }

@@ -156,7 +156,7 @@ describe('SqliteStore (real SQLite file)', () => {
     const child = sandbox({ sourceSnapshotId: s2.id });
     const dead = sandbox({ state: 'killed', sourceSnapshotId: s2.id });
     for (const r of [paused, child, dead]) await store.insertSandbox(r);
-    await store.putTemplate({ id: 'tpl_x', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: s1.id, images: [], parent: null, sizeBytes: 1, rootfsDir: '/r', createdAt: 1 });
+    await store.putTemplate({ id: 'tpl_x', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: s1.id, images: [], parent: null, envs: {}, sizeBytes: 1, rootfsDir: '/r', createdAt: 1 });
     assert.deepEqual(await store.snapshotReferences(s2.id), { pausedBy: [paused.id], sourceOf: [child.id], templates: [] });
     assert.deepEqual(await store.snapshotReferences(s1.id), { pausedBy: [], sourceOf: [], templates: ['tpl_x'] });
     assert.deepEqual((await store.listSnapshots({ kinds: ['named'] })).map((s) => s.id), [s1.id]);
@@ -167,7 +167,7 @@ describe('SqliteStore (real SQLite file)', () => {
 
   test('templates: upsert by id, unique names', async () => {
     const store = new SqliteStore({ path: join(dir, 'tpl.db') });
-    const t = { id: 'tpl_a', name: 'base', runtime: 'gvisor' as const, specHash: 'h1', snapshotId: 'snap_1', images: [], parent: null, sizeBytes: 1, rootfsDir: '/r', createdAt: 1 };
+    const t = { id: 'tpl_a', name: 'base', runtime: 'gvisor' as const, specHash: 'h1', snapshotId: 'snap_1', images: [], parent: null, envs: {}, sizeBytes: 1, rootfsDir: '/r', createdAt: 1 };
     await store.putTemplate(t);
     await store.putTemplate({ ...t, specHash: 'h2' });
     assert.equal((await store.findTemplateByName('base'))?.specHash, 'h2');
@@ -177,6 +177,11 @@ describe('SqliteStore (real SQLite file)', () => {
     await store.putTemplate({ ...t, images: [{ runtime: 'microvm', snapshotId: 'snap_vm' }] });
     assert.deepEqual((await store.getTemplate('tpl_a'))?.images, [{ runtime: 'gvisor', snapshotId: 'snap_1' }, { runtime: 'microvm', snapshotId: 'snap_vm' }]);
     assert.deepEqual((await store.snapshotReferences('snap_vm')).templates, ['tpl_a']);
+    // Envs round-trip and are replaced whole by an upsert.
+    await store.putTemplate({ ...t, envs: { DATA_DIR: '/srv/data', EMPTY: '' } });
+    assert.deepEqual((await store.getTemplate('tpl_a'))?.envs, { DATA_DIR: '/srv/data', EMPTY: '' });
+    await store.putTemplate({ ...t, envs: { B: '2' } });
+    assert.deepEqual((await store.findTemplateByName('base'))?.envs, { B: '2' });
     await store.close();
   });
 

@@ -3,7 +3,8 @@
  * (layer cache under `<dataDir>/templates/`) once per runtime asked for (the root filesystem and files
  * layers are shared; each runtime boots and checkpoints its own image) and registers the result in the
  * Store: each image as a `template` snapshot row, then the template row (same id as the previous build of
- * that name) listing every runtime's image made on the same root filesystem.
+ * that name) listing every runtime's image made on the same root filesystem, and the flattened `envs`
+ * (the parent's overridden by the spec's) that every sandbox of the template starts with.
  */
 import { RamifyError, type TemplateBuildEvent, type TemplateSpec } from '@ramify/contracts';
 import type { Runtime, Store, TemplateBuildOptions, TemplateBuilder, TemplateRecord } from '@ramify/core';
@@ -97,7 +98,9 @@ export class LocalTemplateBuilder implements TemplateBuilder {
     const current = await store.findTemplateByName(first.name);
     const images = builds.map((b) => ({ runtime: b.snapshot.runtime, snapshotId: b.snapshotId }));
     const sameRootfs = current !== null && current.id === first.templateId && current.rootfsDir === first.rootfsDir;
-    if (sameRootfs && images.every((n) => current.images.some((i) => i.runtime === n.runtime && i.snapshotId === n.snapshotId))) return current;
+    const sameImages = sameRootfs && images.every((n) => current.images.some((i) => i.runtime === n.runtime && i.snapshotId === n.snapshotId));
+    // A row written before envs were recorded (migration 7: `{}`) is refreshed by a rebuild even when every image was reused.
+    if (sameImages && sameEnvs(current.envs, first.envs)) return current;
     const kept = sameRootfs ? current.images.filter((i) => !images.some((n) => n.runtime === i.runtime)) : [];
     const keepDefault = current && kept.some((i) => i.runtime === current.runtime);
     const record: TemplateRecord = {
@@ -108,6 +111,8 @@ export class LocalTemplateBuilder implements TemplateBuilder {
       snapshotId: keepDefault ? current.snapshotId : first.snapshotId,
       images: [...images, ...kept],
       parent: first.parent,
+      // The flattened envs (parent's, overridden by the spec's): every sandbox of the template starts with them.
+      envs: { ...first.envs },
       sizeBytes: Math.max(...builds.map((b) => b.sizeBytes)),
       rootfsDir: first.rootfsDir,
       createdAt: Date.now(),
@@ -115,4 +120,10 @@ export class LocalTemplateBuilder implements TemplateBuilder {
     await store.putTemplate(record);
     return record;
   }
+}
+
+/** Whether two environments hold the same names with the same values (order aside). */
+function sameEnvs(a: Record<string, string>, b: Record<string, string>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
 }

@@ -109,6 +109,7 @@ async function startChildren(core: Core, parent: SandboxRecord, plan: ChildPlan)
         memoryMB: parent.memoryMB,
         diskSizeMB: parent.diskSizeMB,
         metadata: { ...parent.metadata },
+        // The parent's environment as fixed at its create (its template's envs and its request's): not looked up again.
         envs: { ...parent.envs },
         timeoutMs: parent.timeoutMs,
         onTimeout: parent.onTimeout,

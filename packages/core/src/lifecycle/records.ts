@@ -77,6 +77,7 @@ export function toTemplateInfo(record: TemplateRecord): TemplateInfo {
     snapshotId: record.snapshotId,
     images: record.images.map((i) => ({ runtime: i.runtime, snapshotId: i.snapshotId })),
     parent: record.parent,
+    envs: { ...record.envs },
     sizeBytes: record.sizeBytes,
     createdAt: iso(record.createdAt),
   };

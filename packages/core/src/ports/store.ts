@@ -41,6 +41,10 @@ export interface SandboxRecord {
   /** Root disk size, MiB, for runtimes with a disk of their own (microVM); null otherwise (gVisor). */
   diskSizeMB: number | null;
   metadata: Record<string, string>;
+  /**
+   * Default environment of the sandbox's commands, set in the guest at every start, resume and fork:
+   * fixed at create (the template's `envs`, overridden per key by the create request's), copied to forks.
+   */
   envs: Record<string, string>;
   createdAt: number;
   /** Lifetime granted at create/resume/setTimeout. */
@@ -125,6 +129,11 @@ export interface TemplateRecord {
   images: Array<{ runtime: RuntimeName; snapshotId: string }>;
   /** Parent template name, if built `from` one. */
   parent: string | null;
+  /**
+   * Default environment of the template's sandboxes: its spec's `envs` merged over its parent's (the
+   * child's win). A sandbox's own envs are these overridden by its create request's (computed once at create).
+   */
+  envs: Record<string, string>;
   sizeBytes: number;
   /**
    * Host directory of the template's current root filesystem (read-only to sandboxes). A rebuild with

@@ -57,7 +57,7 @@ export async function seedTemplate(store: Store, storage: SnapshotStorage, guest
     id: 'snap_tpl', name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null,
     parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 1, cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir,
   });
-  await store.putTemplate({ id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: 'snap_tpl', images: [{ runtime: 'gvisor', snapshotId: 'snap_tpl' }], parent: null, sizeBytes: manifest.sizeBytes, rootfsDir, createdAt: 1 });
+  await store.putTemplate({ id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: 'snap_tpl', images: [{ runtime: 'gvisor', snapshotId: 'snap_tpl' }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir, createdAt: 1 });
 }
 
 /** A fresh world; `reopen` builds a second core over the same store file, storage and runtime (a daemon restart). */

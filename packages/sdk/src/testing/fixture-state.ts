@@ -37,7 +37,7 @@ export class FixtureState {
   readonly sandboxes = new Map<string, FixtureSandbox>();
   readonly snapshots = new Map<string, SnapshotInfo>();
   readonly templates = new Map<string, TemplateInfo>([['base', {
-    id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h0', snapshotId: 'snap_base', images: [{ runtime: 'gvisor', snapshotId: 'snap_base' }], parent: null, sizeBytes: 1 << 20, createdAt: now(),
+    id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h0', snapshotId: 'snap_base', images: [{ runtime: 'gvisor', snapshotId: 'snap_base' }], parent: null, envs: {}, sizeBytes: 1 << 20, createdAt: now(),
   }]]);
   private counter = 0;
 
@@ -64,10 +64,11 @@ export class FixtureState {
   create(req: CreateSandboxRequest, parent?: FixtureSandbox): FixtureSandbox {
     const template = req.template ?? 'base';
     if (!parent && !req.snapshot && !this.templates.has(template)) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${template}' not found`);
+    const source = req.snapshot === undefined || parent ? undefined : this.findSnapshot(req.snapshot);
     const timeoutMs = req.timeoutMs ?? parent?.info.timeoutMs ?? 300_000;
     const info: SandboxInfo = {
       id: this.id('sbx'), state: 'running', runtime: 'gvisor', templateId: parent?.info.templateId ?? `tpl_${template}`,
-      sourceSnapshotId: parent ? this.id('snap') : null, parentId: parent?.info.id ?? null,
+      sourceSnapshotId: parent ? this.id('snap') : source?.id ?? null, parentId: parent?.info.id ?? null,
       cpuCount: req.cpuCount ?? 1, memoryMB: req.memoryMB ?? 512, diskSizeMB: req.diskSizeMB ?? null, metadata: { ...(parent?.info.metadata ?? {}), ...(req.metadata ?? {}) },
       createdAt: now(), endAt: new Date(Date.now() + timeoutMs).toISOString(), timeoutMs, onTimeout: req.onTimeout ?? 'kill', error: null,
     };
@@ -77,6 +78,13 @@ export class FixtureState {
     };
     this.sandboxes.set(info.id, sbx);
     return sbx;
+  }
+
+  /** A snapshot by id or name (as the daemon resolves `snapshot` in a create request). */
+  findSnapshot(idOrName: string): SnapshotInfo {
+    const snap = this.snapshots.get(idOrName) ?? [...this.snapshots.values()].find((s) => s.name === idOrName);
+    if (!snap) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${idOrName}' not found`, { id: idOrName });
+    return snap;
   }
 
   snapshot(sbx: FixtureSandbox, name: string): SnapshotInfo {
