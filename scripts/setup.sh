@@ -36,7 +36,9 @@ step "build"
 npm run build
 
 step "prepare the microVM runtime (Debian guest kernel, KVM or TCG)"
-node scripts/prepare-microvm.mjs
+# Without --deps, `ramify serve --detach` below prints the accelerator and its reason (e.g. QEMU's
+# message when the KVM test guest failed): say it once, there.
+if [ "$mode" = "--deps" ]; then node scripts/prepare-microvm.mjs; else node scripts/prepare-microvm.mjs --brief; fi
 
 if [ -f packages/cli/dist/main.js ]; then
   chmod +x packages/cli/dist/main.js

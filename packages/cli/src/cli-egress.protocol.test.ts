@@ -3,42 +3,12 @@
  * process against the in-test contract fixture (`@ramify/sdk/testing`); exit codes, output and errors.
  * The fixture neither normalises nor enforces rules (the daemon's tests cover that).
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startContractServer, type ContractServer } from '@ramify/sdk/testing';
+import { useCliFixture } from './test-support/cli-fixture.js';
 
-const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
-let server: ContractServer;
-let dir: string;
-
-interface Run { code: number | null; stdout: string; stderr: string }
-
-function ramify(args: string[]): Promise<Run> {
-  const env = { ...process.env, RAMIFY_API_URL: server.url, RAMIFY_API_KEY: server.apiKey, RAMIFY_HOME: dir };
-  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-before(async () => {
-  server = await startContractServer();
-  dir = await mkdtemp(join(tmpdir(), 'ramify-cli-egress-'));
-});
-after(async () => {
-  await server.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const cli = useCliFixture('egress');
+const ramify = cli.ramify;
 
 describe('protocol: ramify sandbox egress', () => {
   test('create --egress (repeatable), egress get, set, set --open, log', async () => {
@@ -62,7 +32,7 @@ describe('protocol: ramify sandbox egress', () => {
     const log = await ramify(['sandbox', 'egress', 'log', id, '--limit', '5']);
     assert.equal(log.code, 0, log.stderr);
     assert.equal(log.stdout.trim(), 'no egress log entries');
-    assert.equal(server.requests.filter((r) => r.path.endsWith('/egress/log')).at(-1)?.query.limit, '5');
+    assert.equal(cli.server.requests.filter((r) => r.path.endsWith('/egress/log')).at(-1)?.query.limit, '5');
   });
 
   test('a refused rule exits 1 naming it; no rules (or rules with --open) is a usage error', async () => {

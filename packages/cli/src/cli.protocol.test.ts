@@ -3,17 +3,14 @@
  * fixture (node:http + ws from `@ramify/sdk/testing`), and we check exit codes, `--json` output and
  * error messages. Commands are fixture scripts; no daemon or runtime is involved.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startContractServer, type CommandScript, type ContractServer } from '@ramify/sdk/testing';
+import type { CommandScript } from '@ramify/sdk/testing';
+import { useCliFixture } from './test-support/cli-fixture.js';
 
-const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 const scripts: Record<string, CommandScript> = {
   'sleep-forever': async (ctx) => { await ctx.killed; },
   'die-by-signal': async () => ({ exitCode: null, signal: 'SIGKILL' }),
@@ -21,44 +18,10 @@ const scripts: Record<string, CommandScript> = {
   'mixed': async (ctx) => { ctx.stdout('out-é'); ctx.stderr('err\n'); return 0; },
 };
 
-let server: ContractServer;
-let dir: string;
+const cli = useCliFixture('test', { scripts: (cmd) => scripts[cmd] ?? (cmd.startsWith('argv ') ? async (ctx) => { ctx.stdout(ctx.request.cmd); return 0; } : undefined) });
+const ramify = cli.ramify;
 
-interface Run { code: number | null; stdout: string; stderr: string; stdoutBytes: Buffer }
-
-/** Run the built CLI with `args`; env carries the fixture's URL and key unless overridden. */
-function ramify(args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string | Buffer; cwd?: string } = {}): Promise<Run> {
-  const env: Record<string, string | undefined> = { ...process.env, RAMIFY_API_URL: server.url, RAMIFY_API_KEY: server.apiKey, RAMIFY_HOME: dir, ...opts.env };
-  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
-  const child = spawn(process.execPath, [MAIN, ...args], { env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout.on('data', (c: Buffer) => out.push(c));
-  child.stderr.on('data', (c: Buffer) => err.push(c));
-  child.stdin.end(opts.stdin ?? '');
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const stdoutBytes = Buffer.concat(out);
-      resolve({ code, stdout: stdoutBytes.toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), stdoutBytes });
-    });
-  });
-}
-
-before(async () => {
-  server = await startContractServer({ scripts: (cmd) => scripts[cmd] ?? (cmd.startsWith('argv ') ? async (ctx) => { ctx.stdout(ctx.request.cmd); return 0; } : undefined) });
-  dir = await mkdtemp(join(tmpdir(), 'ramify-cli-test-'));
-});
-after(async () => {
-  await server.close();
-  await rm(dir, { recursive: true, force: true });
-});
-
-async function newSandbox(): Promise<string> {
-  const r = await ramify(['sandbox', 'create']);
-  assert.equal(r.code, 0, r.stderr);
-  return r.stdout.trim();
-}
+const newSandbox = cli.newSandbox;
 
 describe('protocol: ramify CLI', () => {
   test('--help lists the commands and exits 0; usage errors exit 2', async () => {
@@ -107,11 +70,11 @@ describe('protocol: ramify CLI', () => {
   });
 
   test('the API key is read from $RAMIFY_HOME/api-key when the env has none', async () => {
-    await writeFile(join(dir, 'api-key'), `${server.apiKey}\n`);
+    await writeFile(join(cli.dir, 'api-key'), `${cli.server.apiKey}\n`);
     try {
       const r = await ramify(['sandbox', 'list', '--json'], { env: { RAMIFY_API_KEY: undefined } });
       assert.equal(r.code, 0, r.stderr);
-    } finally { await rm(join(dir, 'api-key')); }
+    } finally { await rm(join(cli.dir, 'api-key')); }
   });
 
   test('exec streams output and exits with the command exit code', async () => {
@@ -162,12 +125,12 @@ describe('protocol: ramify CLI', () => {
   test('files: put/get stream binary files exactly; cat, ls, mv, mkdir, rm', async () => {
     const id = await newSandbox();
     const data = randomBytes(700_000);
-    await writeFile(join(dir, 'in.bin'), data);
-    const put = await ramify(['sandbox', 'files', 'put', id, join(dir, 'in.bin'), '/data/in.bin', '--json']);
+    await writeFile(join(cli.dir, 'in.bin'), data);
+    const put = await ramify(['sandbox', 'files', 'put', id, join(cli.dir, 'in.bin'), '/data/in.bin', '--json']);
     assert.equal(put.code, 0, put.stderr);
     assert.equal((JSON.parse(put.stdout) as { size: number }).size, data.length);
-    assert.equal((await ramify(['sandbox', 'files', 'get', id, '/data/in.bin', join(dir, 'out.bin')])).code, 0);
-    assert.ok(data.equals(await readFile(join(dir, 'out.bin'))));
+    assert.equal((await ramify(['sandbox', 'files', 'get', id, '/data/in.bin', join(cli.dir, 'out.bin')])).code, 0);
+    assert.ok(data.equals(await readFile(join(cli.dir, 'out.bin'))));
     assert.ok(data.equals((await ramify(['sandbox', 'files', 'cat', id, '/data/in.bin'])).stdoutBytes));
     assert.equal((await ramify(['sandbox', 'files', 'put', id, '-', '/data/t.txt'], { stdin: 'typed' })).code, 0);
     assert.equal((await ramify(['sandbox', 'files', 'mv', id, '/data/t.txt', '/data/u.txt'])).code, 0);
@@ -179,28 +142,28 @@ describe('protocol: ramify CLI', () => {
     const gone = await ramify(['sandbox', 'files', 'cat', id, '/data/u.txt']);
     assert.equal(gone.code, 1);
     assert.match(gone.stderr, /FILE_NOT_FOUND/);
-    const noLocal = await ramify(['sandbox', 'files', 'put', id, join(dir, 'absent'), '/x']);
+    const noLocal = await ramify(['sandbox', 'files', 'put', id, join(cli.dir, 'absent'), '/x']);
     assert.equal(noLocal.code, 1);
-    assert.equal(noLocal.stderr, `ramify: FILE_NOT_FOUND: local file ${join(dir, 'absent')} does not exist\n`);
+    assert.equal(noLocal.stderr, `ramify: FILE_NOT_FOUND: local file ${join(cli.dir, 'absent')} does not exist\n`);
   });
 
   test('files put/get behave like cp: a directory destination gets the file name; one line on success', async () => {
     const id = await newSandbox();
-    await writeFile(join(dir, 'local.txt'), 'hello world\n');
-    const slash = await ramify(['sandbox', 'files', 'put', id, join(dir, 'local.txt'), '/root/']);
+    await writeFile(join(cli.dir, 'local.txt'), 'hello world\n');
+    const slash = await ramify(['sandbox', 'files', 'put', id, join(cli.dir, 'local.txt'), '/root/']);
     assert.equal(slash.code, 0, slash.stderr);
     assert.equal(slash.stdout, 'uploaded 12 bytes to /root/local.txt\n');
     await ramify(['sandbox', 'files', 'rm', id, '/root/local.txt']);
-    const existingDir = await ramify(['sandbox', 'files', 'put', id, join(dir, 'local.txt'), '/root']);
+    const existingDir = await ramify(['sandbox', 'files', 'put', id, join(cli.dir, 'local.txt'), '/root']);
     assert.equal(existingDir.stdout, 'uploaded 12 bytes to /root/local.txt\n');
-    const renamed = await ramify(['sandbox', 'files', 'put', id, join(dir, 'local.txt'), '/root/other.txt', '--json']);
+    const renamed = await ramify(['sandbox', 'files', 'put', id, join(cli.dir, 'local.txt'), '/root/other.txt', '--json']);
     assert.equal((JSON.parse(renamed.stdout) as { path: string }).path, '/root/other.txt');
     assert.equal((await ramify(['sandbox', 'files', 'cat', id, '/root/local.txt'])).stdout, 'hello world\n');
     const stdinToDir = await ramify(['sandbox', 'files', 'put', id, '-', '/root/'], { stdin: 'x' });
     assert.equal(stdinToDir.code, 1);
     assert.match(stdinToDir.stderr, /IS_A_DIRECTORY: \/root\/ is a directory/);
 
-    const cwd = join(dir, 'cwd');
+    const cwd = join(cli.dir, 'cwd');
     await mkdir(join(cwd, 'sub'), { recursive: true });
     const get = await ramify(['sandbox', 'files', 'get', id, '/root/other.txt'], { cwd });
     assert.equal(get.code, 0, get.stderr);
@@ -209,7 +172,7 @@ describe('protocol: ramify CLI', () => {
     const intoDir = await ramify(['sandbox', 'files', 'get', id, '/root/other.txt', 'sub', '--json'], { cwd });
     assert.deepEqual(JSON.parse(intoDir.stdout), { remote: '/root/other.txt', local: join('sub', 'other.txt'), size: 12 });
     assert.equal(await readFile(join(cwd, 'sub', 'other.txt'), 'utf8'), 'hello world\n');
-    const noDir = await ramify(['sandbox', 'files', 'get', id, '/root/other.txt', join(dir, 'nope', 'x.txt')]);
+    const noDir = await ramify(['sandbox', 'files', 'get', id, '/root/other.txt', join(cli.dir, 'nope', 'x.txt')]);
     assert.equal(noDir.code, 1);
     assert.match(noDir.stderr, /^ramify: FILE_NOT_FOUND: local directory .*nope does not exist/);
     const help = await ramify(['sandbox', 'files', 'get', '--help']);
@@ -257,31 +220,31 @@ describe('protocol: ramify CLI', () => {
   });
 
   test('template build: inlines source files, renders progress, --json streams NDJSON events', async () => {
-    await writeFile(join(dir, 'app.py'), 'print(1)\n');
-    await writeFile(join(dir, 'spec.yaml'), 'name: clitest\npackages: [python3]\nfiles:\n  - path: /app.py\n    source: app.py\nrun:\n  - echo hi\n');
-    const human = await ramify(['template', 'build', join(dir, 'spec.yaml')]);
+    await writeFile(join(cli.dir, 'app.py'), 'print(1)\n');
+    await writeFile(join(cli.dir, 'spec.yaml'), 'name: clitest\npackages: [python3]\nfiles:\n  - path: /app.py\n    source: app.py\nrun:\n  - echo hi\n');
+    const human = await ramify(['template', 'build', join(cli.dir, 'spec.yaml')]);
     assert.equal(human.code, 0, human.stderr);
     assert.match(human.stderr, /\[1\/4\] base\n\[2\/4\] packages\n\[3\/4\] file \/app.py\n\[4\/4\] echo hi\n/);
     assert.match(human.stdout, /name:\s+clitest/);
-    const json = await ramify(['template', 'build', join(dir, 'spec.yaml'), '--json']);
+    const json = await ramify(['template', 'build', join(cli.dir, 'spec.yaml'), '--json']);
     const events = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; cached?: boolean });
     assert.equal(events.at(-1)?.type, 'done');
     assert.ok(events.filter((e) => e.type === 'step').every((e) => e.cached === true));
     const list = JSON.parse((await ramify(['template', 'list', '--json'])).stdout) as { name: string }[];
     assert.ok(list.some((t) => t.name === 'clitest'));
-    const missing = await ramify(['template', 'build', './missing.yaml'], { cwd: dir });
+    const missing = await ramify(['template', 'build', './missing.yaml'], { cwd: cli.dir });
     assert.equal(missing.code, 1);
     assert.equal(missing.stderr, 'ramify: FILE_NOT_FOUND: template spec ./missing.yaml does not exist\n');
-    await writeFile(join(dir, 'nosource.yaml'), 'name: nosource\nfiles:\n  - path: /x\n    source: gone.txt\n');
-    const noSource = await ramify(['template', 'build', join(dir, 'nosource.yaml')]);
+    await writeFile(join(cli.dir, 'nosource.yaml'), 'name: nosource\nfiles:\n  - path: /x\n    source: gone.txt\n');
+    const noSource = await ramify(['template', 'build', join(cli.dir, 'nosource.yaml')]);
     assert.equal(noSource.code, 1);
     assert.match(noSource.stderr, /^ramify: FILE_NOT_FOUND: source file gone.txt \(files\[\] of .*nosource.yaml\) does not exist\n$/);
-    await writeFile(join(dir, 'bad.yaml'), 'name: Not Valid\n');
-    const bad = await ramify(['template', 'build', join(dir, 'bad.yaml')]);
+    await writeFile(join(cli.dir, 'bad.yaml'), 'name: Not Valid\n');
+    const bad = await ramify(['template', 'build', join(cli.dir, 'bad.yaml')]);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /VALIDATION_FAILED: .*name/);
-    await writeFile(join(dir, 'fail.yaml'), 'name: failing\nrun:\n  - fail here\n');
-    const failing = await ramify(['template', 'build', join(dir, 'fail.yaml'), '--json']);
+    await writeFile(join(cli.dir, 'fail.yaml'), 'name: failing\nrun:\n  - fail here\n');
+    const failing = await ramify(['template', 'build', join(cli.dir, 'fail.yaml'), '--json']);
     assert.equal(failing.code, 1);
     assert.equal((JSON.parse(failing.stderr) as { error: { code: string } }).error.code, 'VALIDATION_FAILED');
   });

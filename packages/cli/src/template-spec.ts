@@ -1,12 +1,17 @@
 /**
- * Read a template spec file (YAML or JSON) and make it sendable: every `files[].source` (a host path
- * relative to the spec file) is read and inlined as `content`, then the spec is validated against the
- * contract's schema so mistakes are reported before anything is uploaded.
+ * Read a template spec file (YAML or JSON) and make it sendable. Parsing and validation are the
+ * template builder's own (`parseSpecText`, `validateTemplateSpec`), so the CLI reads a spec exactly as
+ * the daemon checks it: `mode: 0755` is octal, every problem names the file and the field. Then every
+ * `files[].source` (a host path relative to the spec file) is read and inlined as `content`: UTF-8 text
+ * as is, anything else base64 with `encoding: base64`; a file without `mode` takes the source's
+ * permission bits. The reference of the format is docs/template-spec.md.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { parse } from 'yaml';
-import { RamifyError, TemplateSpec } from '@ramify/contracts';
+import { MAX_JSON_BODY_BYTES, RamifyError, type TemplateSpec } from '@ramify/contracts';
+import { parseSpecText, validateTemplateSpec } from '@ramify/template-builder';
+
+type SpecFile = NonNullable<TemplateSpec['files']>[number];
 
 /** Read a host file; a missing file or a directory becomes a `FILE_NOT_FOUND` / `IS_A_DIRECTORY` error about `subject`. */
 async function readHostFile(path: string, subject: string): Promise<Buffer> {
@@ -20,38 +25,39 @@ async function readHostFile(path: string, subject: string): Promise<Buffer> {
   }
 }
 
+function decodeUtf8(bytes: Buffer): string | null {
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+async function inlineSource(file: SpecFile, baseDir: string, specPath: string): Promise<SpecFile> {
+  if (file.source === undefined) return file;
+  const hostPath = resolve(baseDir, file.source);
+  const bytes = await readHostFile(hostPath, `source file ${file.source} (files[] of ${specPath})`);
+  const { source: _source, ...rest } = file;
+  const mode = file.mode ?? ((await stat(hostPath)).mode & 0o7777);
+  const text = decodeUtf8(bytes);
+  return { ...rest, mode, ...(text === null ? { content: bytes.toString('base64'), encoding: 'base64' as const } : { content: text }) };
+}
+
 /**
- * Load `path` and inline its `source` files. Throws `VALIDATION_FAILED` (with every problem listed),
- * `FILE_NOT_FOUND` / `IS_A_DIRECTORY` (the spec or a source file), or another file error.
+ * Load `path` and inline its `source` files. Throws `VALIDATION_FAILED` (syntax or schema, every
+ * problem listed), `FILE_NOT_FOUND` / `IS_A_DIRECTORY` (the spec or a source file),
+ * `PAYLOAD_TOO_LARGE` (the spec with its files inlined is over the API's request limit), or another
+ * file error.
  */
 export async function loadTemplateSpec(path: string): Promise<TemplateSpec> {
   const text = (await readHostFile(path, `template spec ${path}`)).toString('utf8');
-  let raw: unknown;
-  try {
-    raw = parse(text);
-  } catch (err) {
-    throw new RamifyError('VALIDATION_FAILED', `${path}: not valid YAML/JSON: ${err instanceof Error ? err.message : String(err)}`);
+  const spec = validateTemplateSpec(parseSpecText(text, path), path);
+  if (!spec.files) return spec;
+  const baseDir = dirname(resolve(path));
+  const inlined: TemplateSpec = { ...spec, files: await Promise.all(spec.files.map((f) => inlineSource(f, baseDir, path))) };
+  const size = Buffer.byteLength(JSON.stringify(inlined));
+  if (size > MAX_JSON_BODY_BYTES) {
+    throw new RamifyError('PAYLOAD_TOO_LARGE', `template spec ${path} with its files inlined is ${size} bytes; the API takes at most ${MAX_JSON_BODY_BYTES} bytes per request (fetch large files in a run step instead)`);
   }
-  const base = dirname(resolve(path));
-  const spec = (typeof raw === 'object' && raw !== null ? raw : {}) as { files?: unknown };
-  if (Array.isArray(spec.files)) {
-    spec.files = await Promise.all(spec.files.map(async (f: unknown) => {
-      if (typeof f !== 'object' || f === null || typeof (f as { source?: unknown }).source !== 'string') return f;
-      const { source, ...rest } = f as { source: string };
-      const bytes = await readHostFile(resolve(base, source), `source file ${source} (files[] of ${path})`);
-      let content: string;
-      try {
-        content = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-      } catch {
-        throw new RamifyError('VALIDATION_FAILED', `${source}: only UTF-8 text files can be inlined into a template spec`);
-      }
-      return { ...rest, content };
-    }));
-  }
-  const parsed = TemplateSpec.safeParse(spec);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(spec)'}: ${i.message}`).join('; ');
-    throw new RamifyError('VALIDATION_FAILED', `${path}: ${problems}`);
-  }
-  return parsed.data;
+  return inlined;
 }

@@ -1,7 +1,7 @@
 /** `ramify sandbox exec ID -- cmd args...`: run a command, stream its output, exit with its exit code. */
 import { constants } from 'node:os';
-import type { Command } from 'commander';
-import { CommandExitError, Sandbox, type CommandHandle, type CommandResult } from '@ramify/sdk';
+import { Option, type Command } from 'commander';
+import { CommandExitError, Sandbox, type CommandHandle, type CommandResult, type OutputCallbacks } from '@ramify/sdk';
 import { action, reportError, type CliContext, type CliEnv } from '../context.js';
 import { commandLine, keyValue, parseDuration } from '../parse.js';
 
@@ -23,25 +23,31 @@ interface ExecOptions {
   timeout?: number;
   user?: string;
   stdin?: boolean;
+  background?: boolean;
 }
 
-async function exec(ctx: CliContext, id: string, argv: string[], opts: ExecOptions): Promise<void> {
-  const { stdout, stderr } = ctx.env;
-  const sbx = Sandbox.fromId(id, ctx.connection);
-  const handle: CommandHandle = await sbx.commands.run(commandLine(argv), {
-    background: true,
-    cwd: opts.cwd,
-    envs: opts.env,
-    timeoutMs: opts.timeout ?? 0,
-    user: opts.user,
-    ...(opts.stdin ? { stdin: ctx.env.stdin as AsyncIterable<Uint8Array> } : {}),
-    ...(ctx.json ? {} : { onStdoutBytes: (b: Uint8Array) => { stdout.write(b); }, onStderrBytes: (b: Uint8Array) => { stderr.write(b); } }),
-  });
-  // Ctrl-C / SIGTERM: kill the remote process group once; a second Ctrl-C leaves at once.
+/** What `exec --background --json` prints: the started process. */
+export interface BackgroundStart {
+  sandboxId: string;
+  pid: number;
+  cmd: string;
+}
+
+/** What Ctrl-C / SIGTERM does while the CLI follows a process. */
+export type InterruptAction = 'kill-remote' | 'detach';
+
+/**
+ * Follow `handle` to its exit: its output was already routed to the terminal by the caller's callbacks.
+ * Ctrl-C / SIGTERM: `kill-remote` kills the remote process group once (a second Ctrl-C leaves at once);
+ * `detach` leaves at once and the process keeps running. Sets the exit code from the result
+ * ({@link exitCodeOf}) and, with `--json`, prints the {@link CommandResult}.
+ * Throws the API's error when the process cannot be followed.
+ */
+export async function followToExit(ctx: CliContext, handle: CommandHandle, onInterrupt: InterruptAction): Promise<void> {
   let interrupted = 0;
   const onSignal = (): void => {
     interrupted += 1;
-    if (interrupted === 1) void handle.kill().catch(() => undefined);
+    if (onInterrupt === 'kill-remote' && interrupted === 1) void handle.kill().catch(() => undefined);
     else process.exit(130);
   };
   process.on('SIGINT', onSignal);
@@ -55,11 +61,41 @@ async function exec(ctx: CliContext, id: string, argv: string[], opts: ExecOptio
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    // The command may exit before stdin's EOF: stop reading so the CLI can end.
-    if (opts.stdin) (ctx.env.stdin as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
   }
   if (ctx.json) ctx.output(result, () => '');
   ctx.env.exitCode = exitCodeOf(result);
+}
+
+/** Output callbacks that copy a process's bytes to this process's stdout/stderr (none with `--json`). */
+export function passThrough(ctx: CliContext): OutputCallbacks {
+  const { stdout, stderr } = ctx.env;
+  return ctx.json ? {} : { onStdoutBytes: (b: Uint8Array) => { stdout.write(b); }, onStderrBytes: (b: Uint8Array) => { stderr.write(b); } };
+}
+
+async function exec(ctx: CliContext, id: string, argv: string[], opts: ExecOptions): Promise<void> {
+  const sbx = Sandbox.fromId(id, ctx.connection);
+  const cmd = commandLine(argv);
+  const common = { cwd: opts.cwd, envs: opts.env, timeoutMs: opts.timeout ?? 0, user: opts.user };
+  if (opts.background) {
+    // Started detached; the handle's output stream is not needed: the process keeps running on its own.
+    const handle = await sbx.commands.run(cmd, { ...common, background: true });
+    await handle.disconnect();
+    const started: BackgroundStart = { sandboxId: id, pid: handle.pid, cmd };
+    ctx.output(started, () => String(handle.pid));
+    return;
+  }
+  const handle: CommandHandle = await sbx.commands.run(cmd, {
+    ...common,
+    background: true,
+    ...(opts.stdin ? { stdin: ctx.env.stdin as AsyncIterable<Uint8Array> } : {}),
+    ...passThrough(ctx),
+  });
+  try {
+    await followToExit(ctx, handle, 'kill-remote');
+  } finally {
+    // The command may exit before stdin's EOF: stop reading so the CLI can end.
+    if (opts.stdin) (ctx.env.stdin as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+  }
 }
 
 /** Register `exec` on the `sandbox` command. */
@@ -71,13 +107,16 @@ export function registerExec(sandbox: Command, env: CliEnv): void {
     .option('-e, --env <KEY=VALUE>', 'environment variable (repeatable)', keyValue)
     .option('--timeout <duration>', 'kill the command after this long, e.g. 30s, 10m (default: no deadline)', parseDuration)
     .option('-u, --user <user>', 'run as this user')
-    .option('-i, --stdin', "forward this process's stdin to the command (until EOF)")
+    .addOption(new Option('-i, --stdin', "forward this process's stdin to the command (until EOF)").conflicts('background'))
+    .option('-b, --background', 'start the command and return at once, printing its pid (--json: {sandboxId, pid, cmd}); it keeps running')
     .addHelpText('after', `
 One argument after -- is run as a shell command line as-is (ramify sandbox exec ID -- 'ls | wc -l');
 several are quoted one by one (ramify sandbox exec ID -- python3 -c 'print(1)').
 Output is streamed as raw bytes. With --json nothing is streamed; the CommandResult is printed at the end.
 Exit code: the command's; 128+N when killed by signal N; ${EXIT_EXEC_TIMEOUT} at its deadline; ${EXIT_EXEC_FAILURE} when ramify itself failed.
-Ctrl-C kills the remote command; a second Ctrl-C exits at once.`)
+Ctrl-C kills the remote command; a second Ctrl-C exits at once.
+With --background (no deadline unless --timeout): list it with 'ramify sandbox ps ID', follow its output
+(replayed from the start) with 'ramify sandbox attach ID PID', stop it with 'ramify sandbox kill-process ID PID'.`)
     .action(action(env, async (ctx, id: string, argv: string[], opts: ExecOptions) => {
       try {
         await exec(ctx, id, argv, opts);

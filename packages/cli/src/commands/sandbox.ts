@@ -7,8 +7,13 @@ import { intIn, keyValue, oneOf, parseDuration } from '../parse.js';
 import { renderFields, renderTable } from '../output/table.js';
 import { formatDuration, formatRelative } from '../output/format.js';
 import { registerExec } from './sandbox-exec.js';
+import { registerProcesses } from './sandbox-processes.js';
 import { registerFiles } from './sandbox-files.js';
 import { collectRule, registerEgress } from './sandbox-egress.js';
+
+/** Default and largest `list --limit` (the API's page size default and maximum). */
+const DEFAULT_LIST_LIMIT = 100;
+const MAX_LIST_LIMIT = 1000;
 
 const STATES: readonly SandboxState[] = ['creating', 'running', 'pausing', 'paused', 'resuming', 'killing', 'killed', 'error'];
 
@@ -54,7 +59,7 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .option('-s, --snapshot <name>', 'start from a snapshot (id or name) instead of a template')
     .option('--timeout <duration>', 'lifetime, e.g. 300000 (ms), 30s, 10m, 2h (server default 5m)', parseDuration)
     .addOption(new Option('--on-timeout <action>', 'what the deadline does').choices(['pause', 'kill']))
-    .option('-e, --env <KEY=VALUE>', 'environment variable for every command (repeatable)', keyValue)
+    .option('-e, --env <KEY=VALUE>', "environment variable for every command, over the template's envs (repeatable)", keyValue)
     .option('-m, --metadata <KEY=VALUE>', 'metadata label (repeatable)', keyValue)
     .option('--cpu <count>', 'vCPUs (1-16)', intIn(1, 16))
     .option('--memory <MB>', 'memory in MB (128-65536)', intIn(128, 65536))
@@ -71,25 +76,26 @@ export function registerSandbox(program: Command, env: CliEnv): void {
       else ctx.print(sbx.sandboxId);
     }));
 
-  sandbox.command('list').alias('ls').description('list sandboxes (default: all but killed; --all includes killed ones)')
+  sandbox.command('list').alias('ls').description('list sandboxes, oldest first (default: all but killed, at most 100)')
     .addOption(new Option('--state <states>', `comma-separated states (${STATES.join(', ')})`).argParser(parseStates).conflicts('all'))
-    .option('-a, --all', 'every sandbox, killed ones included')
+    .option('-a, --all', 'every state, killed sandboxes included')
     .option('-m, --metadata <KEY=VALUE>', 'only sandboxes with this label (repeatable)', keyValue)
-    .option('--limit <n>', 'at most this many', intIn(1, 100_000))
-    .action(action(env, async (ctx, opts: { state?: SandboxState[]; all?: boolean; metadata?: Record<string, string>; limit?: number }) => {
+    .option('--limit <n>', `at most this many, 1-${MAX_LIST_LIMIT}`, intIn(1, MAX_LIST_LIMIT), DEFAULT_LIST_LIMIT)
+    .option('--next-token <token>', 'continue after the previous page (the token the previous list printed)')
+    .addHelpText('after', `
+One request, one page of at most --limit sandboxes. When more match, a note on stderr gives the
+--next-token for the next page (human output only; --json prints the page as a JSON array).`)
+    .action(action(env, async (ctx, opts: { state?: SandboxState[]; all?: boolean; metadata?: Record<string, string>; limit: number; nextToken?: string }) => {
       const states = opts.all ? [...STATES] : opts.state;
-      const infos: SandboxInfo[] = [];
-      const [, templates] = await ctx.spin('listing sandboxes', () => Promise.all([
-        (async () => {
-          const pager = Sandbox.list({ ...ctx.connection, state: states, metadata: opts.metadata, limit: opts.limit ? Math.min(opts.limit, 1000) : undefined });
-          for await (const info of pager) {
-            infos.push(info);
-            if (opts.limit !== undefined && infos.length >= opts.limit) break;
-          }
-        })(),
+      const pager = Sandbox.list({ ...ctx.connection, state: states, metadata: opts.metadata, limit: opts.limit, nextToken: opts.nextToken });
+      const [infos, templates] = await ctx.spin('listing sandboxes', () => Promise.all([
+        pager.nextItems(),
         ctx.json ? new Map<string, string>() : templateNames(ctx),
       ]));
       ctx.output(infos, () => sandboxTable(infos, templates));
+      if (!ctx.json && pager.nextToken) {
+        ctx.note(`more sandboxes match: next page with --next-token ${pager.nextToken} (same filters), or narrow with --state/--metadata`);
+      }
     }));
 
   sandbox.command('get').alias('info').argument('<id>', 'sandbox id').description("show a sandbox's info")
@@ -99,6 +105,7 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     }));
 
   registerExec(sandbox, env);
+  registerProcesses(sandbox, env);
 
   sandbox.command('pause').argument('<id>', 'sandbox id').description('checkpoint memory, processes and files; the timeout stops (resume starts a fresh timeout)')
     .action(action(env, async (ctx, id: string) => {

@@ -1,19 +1,38 @@
 /** `ramify snapshot list|rm`. */
 import type { Command } from 'commander';
-import { deleteSnapshot, listSnapshots } from '@ramify/sdk';
+import { deleteSnapshot, listSnapshots, type SnapshotInfo } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
 import { renderTable } from '../output/table.js';
 import { formatBytes, formatRelative } from '../output/format.js';
+
+/**
+ * The PARENT cell of each snapshot: its parent's id, marked `(deleted)` when the parent is not among
+ * `snaps` (the API lists every snapshot, so a parent missing from the list no longer exists).
+ */
+export function parentCells(snaps: readonly SnapshotInfo[]): string[] {
+  const ids = new Set(snaps.map((s) => s.id));
+  return snaps.map((s) => (s.parentSnapshotId === null ? '-' : ids.has(s.parentSnapshotId) ? s.parentSnapshotId : `${s.parentSnapshotId} (deleted)`));
+}
+
+function snapshotTable(snaps: SnapshotInfo[]): string {
+  if (snaps.length === 0) return 'no snapshots';
+  const parents = parentCells(snaps);
+  return renderTable(['ID', 'NAME', 'KIND', 'SANDBOX', 'PARENT', 'SIZE', 'CREATED'],
+    snaps.map((s, i) => [s.id, s.name ?? '-', s.kind, s.sandboxId ?? '-', parents[i], formatBytes(s.sizeBytes), formatRelative(s.createdAt)]));
+}
 
 /** Register `snapshot` and its subcommands on `program`. */
 export function registerSnapshot(program: Command, env: CliEnv): void {
   const snapshot = program.command('snapshot').description('list and delete snapshots');
 
   snapshot.command('list').alias('ls').description('list snapshots (template images, pause and fork points, named snapshots)')
+    .addHelpText('after', `
+PARENT is the snapshot the snapshot's sandbox was started or forked from; '(deleted)' after it: that
+snapshot has since been deleted (every snapshot is a whole image: the ones made from it do not need it).
+--json keeps the plain parentSnapshotId.`)
     .action(action(env, async (ctx) => {
       const snaps = await ctx.spin('listing snapshots', () => listSnapshots(ctx.connection));
-      ctx.output(snaps, () => (snaps.length === 0 ? 'no snapshots' : renderTable(['ID', 'NAME', 'KIND', 'SANDBOX', 'PARENT', 'SIZE', 'CREATED'],
-        snaps.map((s) => [s.id, s.name ?? '-', s.kind, s.sandboxId ?? '-', s.parentSnapshotId ?? '-', formatBytes(s.sizeBytes), formatRelative(s.createdAt)]))));
+      ctx.output(snaps, () => snapshotTable(snaps));
     }));
 
   snapshot.command('rm').argument('<ids...>', 'snapshot ids or names').description('delete snapshots (refused while a sandbox still needs one)')

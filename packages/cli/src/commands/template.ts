@@ -56,6 +56,7 @@ export class BuildProgress {
 function templateFields(t: TemplateInfo, elapsedMs?: number): string {
   return renderFields([
     ['name', t.name], ['id', t.id], ['parent', t.parent ?? '-'], ['images', t.images.map((i) => `${i.runtime} ${i.snapshotId}`).join(', ')], ['size', formatBytes(t.sizeBytes)],
+    ['envs', Object.keys(t.envs).length === 0 ? '-' : Object.entries(t.envs).map(([k, v]) => `${k}=${v}`).join(' ')],
     ['spec hash', t.specHash], ['created', t.createdAt], ...(elapsedMs !== undefined ? [['build time', formatDuration(elapsedMs)] as [string, string]] : []),
   ]);
 }
@@ -66,6 +67,9 @@ export function registerTemplate(program: Command, env: CliEnv): void {
 
   template.command('build').argument('<spec>', "template spec file (YAML or JSON; files[].source paths are relative to it), or 'base' for the built-in base template")
     .description('build a template (cached steps are reused); --json prints the progress events as NDJSON')
+    .addHelpText('after', `
+The spec format (name, from, packages, files, run, envs) is described in docs/template-spec.md of the
+Ramify repository; an example is examples/templates/python-tests.yaml.`)
     .option('-v, --verbose', 'print every build log line')
     .option('-r, --runtime <names>', 'runtimes to build an image for, comma-separated: gvisor, microvm (default: every runtime the daemon has)', listOf(['gvisor', 'microvm'] as const))
     .action(action(env, async (ctx, specPath: string, opts: { verbose?: boolean; runtime?: RuntimeName[] }) => {

@@ -112,8 +112,8 @@ async function probeKvm(qemuPath: string, kernel: GuestKernel, deadlineMs: numbe
       child.stdout!.on('data', onData);
       child.stderr!.on('data', onData);
       child.on('error', (e) => finish(false, `could not start: ${e.message}`));
-      child.on('exit', (code) => {
-        if (!output.includes(PROBE_MARKER)) finish(false, `exited (code ${code}) before booting: ${output.trim().split('\n').slice(-2).join(' ')}`);
+      child.on('exit', (code, signal) => {
+        if (!output.includes(PROBE_MARKER)) finish(false, `${signal ? `was killed by ${signal}` : `exited with code ${code}`} before booting: ${output.trim().split('\n').slice(-2).join(' ')}`);
       });
     });
   } finally {

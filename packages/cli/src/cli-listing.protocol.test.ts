@@ -1,0 +1,72 @@
+/**
+ * Protocol tests of how `ramify sandbox list` pages (one bounded request, `--limit`, `--next-token`) and
+ * of `ramify snapshot list`'s PARENT column: the built CLI runs as a child process against the in-test
+ * contract fixture (`@ramify/sdk/testing`).
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Sandbox } from '@ramify/sdk';
+import { useCliFixture } from './test-support/cli-fixture.js';
+
+const cli = useCliFixture('listing');
+const ramify = cli.ramify;
+
+/** Create `n` sandboxes labelled `group=<group>` straight through the SDK; their ids, oldest first. */
+async function createMany(n: number, group: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i += 1) ids.push((await Sandbox.create({ apiUrl: cli.server.url, apiKey: cli.server.apiKey, metadata: { group } })).sandboxId);
+  return ids;
+}
+
+/** Sandbox ids in the rows of a `sandbox list` table. */
+const rowIds = (table: string): string[] => table.split('\n').slice(1).filter(Boolean).map((l) => l.split(/\s+/)[0]);
+const TOKEN = /--next-token (\S+)/;
+
+describe('protocol: ramify sandbox list paging, snapshot list parents', () => {
+  test('sandbox list shows at most 100 by default and says how to see the rest', async () => {
+    const ids = await createMany(101, 'many');
+    const r = await ramify(['sandbox', 'list', '-m', 'group=many']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(rowIds(r.stdout), ids.slice(0, 100));
+    assert.match(r.stderr, /more sandboxes match: next page with --next-token \S+/);
+    const json = await ramify(['sandbox', 'list', '-m', 'group=many', '--json']);
+    assert.equal((JSON.parse(json.stdout) as unknown[]).length, 100);
+    assert.equal(json.stderr, '');
+    const all = await ramify(['sandbox', 'list', '-m', 'group=many', '--limit', '1000']);
+    assert.deepEqual(rowIds(all.stdout), ids);
+    assert.equal(all.stderr, '');
+  });
+
+  test('--limit pages with --next-token; --limit is 1-1000', async () => {
+    const ids = await createMany(5, 'paged');
+    const first = await ramify(['sandbox', 'list', '-m', 'group=paged', '--limit', '2']);
+    assert.deepEqual(rowIds(first.stdout), ids.slice(0, 2));
+    const token1 = TOKEN.exec(first.stderr)?.[1] ?? '';
+    const second = await ramify(['sandbox', 'list', '-m', 'group=paged', '--limit', '2', '--next-token', token1]);
+    assert.deepEqual(rowIds(second.stdout), ids.slice(2, 4));
+    const token2 = TOKEN.exec(second.stderr)?.[1] ?? '';
+    const last = await ramify(['sandbox', 'list', '-m', 'group=paged', '--limit', '2', '--next-token', token2]);
+    assert.deepEqual(rowIds(last.stdout), ids.slice(4));
+    assert.equal(last.stderr, '');
+    for (const bad of ['0', '1001']) {
+      const r = await ramify(['sandbox', 'list', '--limit', bad]);
+      assert.equal(r.code, 2, bad);
+      assert.match(r.stderr, /expected a whole number from 1 to 1000/);
+    }
+    assert.match((await ramify(['sandbox', 'list', '--help'])).stdout, /--next-token/);
+  });
+
+  test('snapshot list marks a parent that was deleted; --json keeps the plain id', async () => {
+    const source = (await ramify(['sandbox', 'create'])).stdout.trim();
+    const parent = (await ramify(['sandbox', 'snapshot', source, '--name', 'parent-snap'])).stdout.trim();
+    const child = (await ramify(['sandbox', 'create', '--snapshot', 'parent-snap'])).stdout.trim();
+    const snap = (await ramify(['sandbox', 'snapshot', child, '--name', 'child-snap'])).stdout.trim();
+    const row = (out: string): string => out.split('\n').find((l) => l.startsWith(snap)) ?? '';
+    assert.match(row((await ramify(['snapshot', 'list'])).stdout), new RegExp(`\\s${parent}\\s+4\\.0 KiB`));
+    assert.equal((await ramify(['snapshot', 'rm', parent])).code, 0);
+    const after = await ramify(['snapshot', 'list']);
+    assert.match(row(after.stdout), new RegExp(`\\s${parent} \\(deleted\\)\\s+4\\.0 KiB`));
+    const json = JSON.parse((await ramify(['snapshot', 'list', '--json'])).stdout) as { id: string; parentSnapshotId: string | null }[];
+    assert.equal(json.find((s) => s.id === snap)?.parentSnapshotId, parent);
+  });
+});
