@@ -54,20 +54,25 @@ export interface OpenedRuntimes {
   unavailable: Partial<Record<RuntimeName, string>>;
 }
 
-/** Open every runtime in `options.names`; never rejects (a runtime that fails to open is reported as unavailable). */
+/**
+ * Open every runtime in `options.names`, all at once (each one's start-up checks run in parallel); never
+ * rejects (a runtime that fails to open is reported as unavailable).
+ */
 export async function openRuntimes(options: RuntimeOptions): Promise<OpenedRuntimes> {
   const names = options.names ?? ['gvisor', 'microvm'];
   const resolvConfPath = await writeResolvConf(options.dataDir, options.nameservers);
+  const results = await Promise.allSettled(names.map((name) => (name === 'gvisor' ? openGvisor(options, resolvConfPath) : openMicrovm(options, resolvConfPath))));
   const opened: OpenedRuntimes = { runtimes: [], unavailable: {} };
-  for (const name of names) {
-    try {
-      opened.runtimes.push(name === 'gvisor' ? await openGvisor(options, resolvConfPath) : await openMicrovm(options, resolvConfPath));
-    } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
-      opened.unavailable[name] = reason;
-      options.logger.warn('runtime unavailable', { runtime: name, reason });
+  results.forEach((result, i) => {
+    const name = names[i]!;
+    if (result.status === 'fulfilled') {
+      opened.runtimes.push(result.value);
+      return;
     }
-  }
+    const reason = result.reason instanceof Error ? result.reason.message : String(result.reason);
+    opened.unavailable[name] = reason;
+    options.logger.warn('runtime unavailable', { runtime: name, reason });
+  });
   return opened;
 }
 
