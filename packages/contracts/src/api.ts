@@ -37,7 +37,9 @@ export const CreateSandboxRequest = z.strictObject({
   onTimeout: TimeoutAction.optional(),
   /**
    * The sandbox's default environment, merged over its template's `envs` (per key, these win); kept
-   * across pause/resume and copied to forks. From a snapshot: merged over the envs of the snapshot's template.
+   * across pause/resume and copied to forks. From a snapshot: merged over the envs the snapshot's sandbox
+   * had when it was taken (recorded with the snapshot, never shown by the API); for a snapshot that has
+   * none recorded (a template image, or taken before schema migration 8), over its template's current envs.
    */
   envs: EnvMap.optional(),
   metadata: StringMap.optional(),

@@ -25,7 +25,8 @@ export interface SandboxOpts extends ConnectionOpts {
   onTimeout?: TimeoutAction;
   /**
    * Default environment of every command in the sandbox, placed over the template's `envs` (the same
-   * name: this value wins). From a snapshot: over the envs of the snapshot's template.
+   * name: this value wins). From a snapshot: over the envs its sandbox had when it was taken (for a
+   * snapshot taken before they were recorded, over its template's).
    */
   envs?: Record<string, string>;
   /** Free-form labels, filterable in `Sandbox.list({ metadata })`. */

@@ -76,7 +76,7 @@ describe('migration 2: pin-rootfs-dir (real SQLite file)', () => {
       await assert.rejects(
         store.insertSnapshot({
           id: 'snap_x', name: null, kind: 'pause', status: 'ready', runtime: 'gvisor', templateId: 't', sandboxId: null,
-          parentSnapshotId: null, sizeBytes: 1, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: '',
+          parentSnapshotId: null, sizeBytes: 1, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: '', envs: null,
         }),
         { code: 'INTERNAL' },
       );
@@ -189,6 +189,45 @@ describe('migration 7: template-envs (real SQLite file)', () => {
       assert.deepEqual((await store.findTemplateByName('old'))?.envs, { DATA_DIR: '/srv/data' });
       assert.throws(() => store.db.prepare(`UPDATE templates SET envs = '["a"]' WHERE id = 'tpl_old'`).run(), /CHECK constraint/);
       assert.throws(() => store.db.prepare(`UPDATE templates SET envs = 'nope' WHERE id = 'tpl_old'`).run(), /CHECK constraint|malformed JSON/);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('migration 8: snapshot-envs (real SQLite file)', () => {
+  test('snapshots taken before it read envs null; new rows keep theirs or null; the column holds only a JSON object or NULL', async () => {
+    const path = join(dir, 'v7.db');
+    const db = openDatabase(path, MIGRATIONS.filter((m) => m.version <= 7));
+    assert.deepEqual(appliedMigrations(db), [1, 2, 3, 4, 5, 6, 7]);
+    assert.equal((db.prepare('PRAGMA table_info(snapshots)').all() as Array<{ name: string }>).some((c) => c.name === 'envs'), false);
+    db.prepare(
+      `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, rootfs_dir)
+       VALUES ('snap_old', 'golden', 'named', 'ready', 'gvisor', 'tpl_1', 'sbx_1', NULL, 1, 1, 1, 512, '/r')`,
+    ).run();
+    db.close();
+
+    const store = new SqliteStore({ path });
+    try {
+      assert.deepEqual(appliedMigrations(store.db), MIGRATIONS.map((m) => m.version));
+      assert.ok(MIGRATIONS.some((m) => m.version === 8 && m.name === 'snapshot-envs'));
+      const old = await store.getSnapshot('snap_old');
+      assert.ok(old);
+      assert.equal(old.envs, null);
+      assert.equal((await store.findSnapshotByName('golden'))?.envs, null);
+      assert.deepEqual((await store.listSnapshots()).map((s) => s.envs), [null]);
+
+      // New rows: recorded envs round-trip; null stays null.
+      await store.insertSnapshot({ ...old, id: 'snap_new', name: null, kind: 'pause', envs: { TOKEN: 's3cret', EMPTY: '' } });
+      assert.deepEqual((await store.getSnapshot('snap_new'))?.envs, { TOKEN: 's3cret', EMPTY: '' });
+      await store.insertSnapshot({ ...old, id: 'snap_tpl', name: null, kind: 'template', sandboxId: null, envs: null });
+      assert.equal((await store.getSnapshot('snap_tpl'))?.envs, null);
+      // An old row can be given envs later (a pause image named after the upgrade); other updates leave them alone.
+      assert.deepEqual((await store.updateSnapshot('snap_old', { envs: { A: '1' } })).envs, { A: '1' });
+      assert.deepEqual((await store.updateSnapshot('snap_old', { sizeBytes: 7 })).envs, { A: '1' });
+
+      assert.throws(() => store.db.prepare(`UPDATE snapshots SET envs = '["a"]' WHERE id = 'snap_old'`).run(), /CHECK constraint/);
+      assert.throws(() => store.db.prepare(`UPDATE snapshots SET envs = 'nope' WHERE id = 'snap_old'`).run(), /CHECK constraint|malformed JSON/);
     } finally {
       await store.close();
     }

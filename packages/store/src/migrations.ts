@@ -184,4 +184,14 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE templates ADD COLUMN envs TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(envs) AND json_type(envs) = 'object');
     `,
   },
+  {
+    version: 8,
+    name: 'snapshot-envs',
+    // The envs of a snapshot's sandbox when it was taken (a JSON object of strings): a sandbox created from
+    // the snapshot starts with them. NULL: a template image (its template's envs apply) or a snapshot taken
+    // before they were recorded (unknown: its template's envs apply, as before).
+    sql: `
+      ALTER TABLE snapshots ADD COLUMN envs TEXT CHECK (envs IS NULL OR (json_valid(envs) AND json_type(envs) = 'object'));
+    `,
+  },
 ];

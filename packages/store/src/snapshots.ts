@@ -20,6 +20,8 @@ interface SnapshotRow {
   memory_mb: number;
   disk_size_mb: number | null;
   rootfs_dir: string;
+  /** JSON object of its sandbox's environment variables; NULL for template images and rows before migration 8. */
+  envs: string | null;
 }
 
 const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
@@ -37,7 +39,11 @@ const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
   memoryMB: r.memory_mb,
   diskSizeMB: r.disk_size_mb,
   rootfsDir: r.rootfs_dir,
+  envs: r.envs === null ? null : (JSON.parse(r.envs) as Record<string, string>),
 });
+
+/** A record's envs as stored: a JSON object, or NULL when unknown. */
+const envsColumn = (envs: SnapshotRecord['envs']): string | null => (envs === null ? null : JSON.stringify(envs));
 
 export class SnapshotRows {
   readonly #db: Db;
@@ -51,10 +57,13 @@ export class SnapshotRows {
     try {
       this.#db
         .prepare(
-          `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, disk_size_mb, rootfs_dir)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, disk_size_mb, rootfs_dir, envs)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
-        .run(s.id, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.diskSizeMB, s.rootfsDir);
+        .run(
+          s.id, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.diskSizeMB, s.rootfsDir,
+          envsColumn(s.envs),
+        );
     } catch (err) {
       conflictOnConstraint(err, s.name ? `a snapshot named '${s.name}' already exists` : `snapshot '${s.id}' already exists`);
     }
@@ -70,14 +79,15 @@ export class SnapshotRows {
     return row ? snapshotFromRow(row) : null;
   }
 
-  update(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes'>>): SnapshotRecord {
-    const columns: Record<string, string> = { name: 'name', kind: 'kind', status: 'status', sizeBytes: 'size_bytes' };
+  update(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs'>>): SnapshotRecord {
+    const columns: Record<string, string> = { name: 'name', kind: 'kind', status: 'status', sizeBytes: 'size_bytes', envs: 'envs' };
     const fields = Object.keys(patch).filter((f) => f in columns && patch[f as keyof typeof patch] !== undefined);
+    const value = (f: string): unknown => (f === 'envs' ? envsColumn(patch.envs ?? null) : patch[f as keyof typeof patch]);
     if (fields.length > 0) {
       try {
         const result = this.#db
           .prepare(`UPDATE snapshots SET ${fields.map((f) => `${columns[f]} = ?`).join(', ')} WHERE id = ?`)
-          .run(...fields.map((f) => patch[f as keyof typeof patch]), id);
+          .run(...fields.map(value), id);
         if (result.changes === 0) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${id}' not found`, { id });
       } catch (err) {
         conflictOnConstraint(err, `a snapshot named '${patch.name}' already exists`);

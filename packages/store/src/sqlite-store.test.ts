@@ -57,6 +57,7 @@ function snapshot(overrides: Partial<SnapshotRecord> = {}): SnapshotRecord {
     memoryMB: 512,
     diskSizeMB: null,
     rootfsDir: '/layers/files-1/rootfs',
+    envs: null,
     ...overrides,
   };
 }
@@ -151,6 +152,14 @@ describe('SqliteStore (real SQLite file)', () => {
     await store.insertSnapshot(s2);
     await assert.rejects(store.updateSnapshot(s2.id, { name: 'golden' }), { code: 'CONFLICT' });
     assert.equal((await store.updateSnapshot(s2.id, { status: 'ready', sizeBytes: 42 })).sizeBytes, 42);
+    // Envs: null (unknown) by default here; recorded ones round-trip, and an update replaces them whole.
+    assert.equal((await store.getSnapshot(s1.id))?.envs, null);
+    assert.deepEqual((await store.updateSnapshot(s2.id, { envs: { DATA_DIR: '/srv/data', EMPTY: '' } })).envs, { DATA_DIR: '/srv/data', EMPTY: '' });
+    assert.deepEqual((await store.updateSnapshot(s2.id, { envs: { B: '2' } })).envs, { B: '2' });
+    const s3 = snapshot({ envs: { X: 'y' } });
+    await store.insertSnapshot(s3);
+    assert.deepEqual((await store.getSnapshot(s3.id))?.envs, { X: 'y' });
+    await store.deleteSnapshot(s3.id);
 
     const paused = sandbox({ state: 'paused', pausedSnapshotId: s2.id });
     const child = sandbox({ sourceSnapshotId: s2.id });

@@ -82,6 +82,8 @@ export class LocalTemplateBuilder implements TemplateBuilder {
         diskSizeMB: null,
         // The image is only valid on the rootfs it was booted on (the files layer; its path is keyed by content).
         rootfsDir: built.rootfsDir,
+        // Sandboxes from a template image get their template's envs (looked up at create), not a copy.
+        envs: null,
       });
     } else if (row.sizeBytes !== built.snapshot.sizeBytes || row.status !== 'ready') {
       await store.updateSnapshot(built.snapshotId, { sizeBytes: built.snapshot.sizeBytes, status: 'ready' });

@@ -128,7 +128,7 @@ export async function forkPointRunning(core: Core, record: SandboxRecord, plan: 
   return { record: current, snapshot: ready };
 }
 
-/** The `pending` row of a snapshot about to be taken of `record`. */
+/** The `pending` row of a snapshot about to be taken of `record` (with a copy of its envs: the image's environment). */
 function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, plan: Pick<CheckpointPlan, 'kind' | 'name'>): SnapshotRecord {
   return {
     id: snapshotId,
@@ -145,6 +145,7 @@ function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, 
     memoryMB: record.memoryMB,
     diskSizeMB: record.diskSizeMB,
     rootfsDir: record.rootfsDir,
+    envs: { ...record.envs },
   };
 }
 

@@ -13,8 +13,9 @@ import { startSandbox } from './start.js';
 /**
  * Create and start a sandbox; resolves once it is `running`.
  * Its environment is fixed here and stored as its `envs` (every start, resume and fork applies them):
- * the template's `envs` (from a snapshot: the envs of the snapshot's template, none if it was deleted),
- * overridden per key by the request's `envs`.
+ * the template's `envs` (from a snapshot: the envs its sandbox had when it was taken; for a snapshot that
+ * did not record them, a template image or one taken before schema migration 8, the envs of its template,
+ * none if that was deleted), overridden per key by the request's `envs`.
  * The request's `egress` rules (validated before anything else happens) are stored and enforced before
  * the sandbox's image is restored.
  * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named; both template and snapshot; a runtime
@@ -52,7 +53,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
       memoryMB,
       diskSizeMB,
       metadata: request.metadata ?? {},
-      envs: sandboxEnvs(source.templateEnvs, request.envs),
+      envs: sandboxEnvs(source.baseEnvs, request.envs),
       timeoutMs: request.timeoutMs ?? core.options.defaultTimeoutMs,
       onTimeout: request.onTimeout ?? core.options.defaultOnTimeout,
       egress,
@@ -66,8 +67,11 @@ interface Source {
   snapshotId: string;
   /** The root filesystem the source image was made on: the sandbox is pinned to it. */
   rootfsDir: string;
-  /** Default environment of the source's template (`{}` when it is gone). */
-  templateEnvs: Record<string, string>;
+  /**
+   * The environment the source gives before the request's: the template's `envs`; a snapshot's recorded
+   * envs, or its template's when it has none recorded (`{}` when the template is gone).
+   */
+  baseEnvs: Record<string, string>;
   cpuCount?: number;
   memoryMB?: number;
   /** The source image's disk size, MiB (null or absent: the runtime's default). */
@@ -121,20 +125,19 @@ async function fromTemplate(core: Core, nameOrId: string, runtime: RuntimeName |
     );
   }
   // The template's images and the rootfs they were made on come from the same record.
-  return { runtime: image.runtime, templateId: template.id, snapshotId: image.snapshotId, rootfsDir: template.rootfsDir, templateEnvs: template.envs };
+  return { runtime: image.runtime, templateId: template.id, snapshotId: image.snapshotId, rootfsDir: template.rootfsDir, baseEnvs: template.envs };
 }
 
 async function fromSnapshot(core: Core, idOrName: string): Promise<Source> {
   const snapshot: SnapshotRecord | null = (await core.store.getSnapshot(idOrName)) ?? (await core.store.findSnapshotByName(idOrName));
   if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${idOrName}' not found`, { id: idOrName });
   if (snapshot.status !== 'ready') throw new RamifyError('CONFLICT', `snapshot '${idOrName}' is still being written; retry in a moment`, { id: snapshot.id });
-  const template = await core.store.getTemplate(snapshot.templateId);
   return {
     runtime: snapshot.runtime,
     templateId: snapshot.templateId,
     snapshotId: snapshot.id,
     rootfsDir: snapshot.rootfsDir,
-    templateEnvs: template?.envs ?? {},
+    baseEnvs: snapshot.envs ?? (await core.store.getTemplate(snapshot.templateId))?.envs ?? {},
     cpuCount: snapshot.cpuCount,
     memoryMB: snapshot.memoryMB,
     diskSizeMB: snapshot.diskSizeMB,
@@ -142,9 +145,9 @@ async function fromSnapshot(core: Core, idOrName: string): Promise<Source> {
 }
 
 /**
- * A new sandbox's environment: the template's `envs` with the create request's placed over them (the
- * same name: the request's value wins). Neither input is modified.
+ * A new sandbox's environment: its source's envs (the template's, or the snapshot's) with the create
+ * request's placed over them (the same name: the request's value wins). Neither input is modified.
  */
-function sandboxEnvs(templateEnvs: Record<string, string>, requestEnvs: Record<string, string> | undefined): Record<string, string> {
-  return { ...templateEnvs, ...(requestEnvs ?? {}) };
+function sandboxEnvs(baseEnvs: Record<string, string>, requestEnvs: Record<string, string> | undefined): Record<string, string> {
+  return { ...baseEnvs, ...(requestEnvs ?? {}) };
 }

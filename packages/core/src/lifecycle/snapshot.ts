@@ -5,7 +5,7 @@
  */
 import { RamifyError } from '@ramify/contracts';
 import type { Core } from '../core.js';
-import type { SnapshotRecord } from '../ports/store.js';
+import type { SandboxRecord, SnapshotRecord } from '../ports/store.js';
 import { checkpointRunning } from './checkpoint.js';
 import { loadSandbox, messageOf } from './records.js';
 import { restorePaused } from './restore-paused.js';
@@ -27,7 +27,7 @@ export async function snapshotSandbox(core: Core, sandboxId: string, input: Snap
     if (await core.store.findSnapshotByName(input.name)) {
       throw new RamifyError('CONFLICT', `a snapshot named '${input.name}' already exists`, { name: input.name });
     }
-    if (checkpointSourceFor(sandboxId, record.state) === 'pause-image') return nameThePauseImage(core, record.id, record.pausedSnapshotId, input.name);
+    if (checkpointSourceFor(sandboxId, record.state) === 'pause-image') return nameThePauseImage(core, record, input.name);
 
     const endAt = record.endAt ?? core.clock.now() + record.timeoutMs;
     const { record: paused, snapshot } = await checkpointRunning(core, record, {
@@ -46,8 +46,13 @@ export async function snapshotSandbox(core: Core, sandboxId: string, input: Snap
   });
 }
 
-async function nameThePauseImage(core: Core, sandboxId: string, pausedSnapshotId: string | null, name: string): Promise<SnapshotRecord> {
-  const image = pausedSnapshotId === null ? null : await core.store.getSnapshot(pausedSnapshotId);
+/**
+ * The paused sandbox's pause image becomes the named snapshot. An image taken before snapshots recorded
+ * envs gets the sandbox's (fixed at its create, so the same as when the image was taken).
+ */
+async function nameThePauseImage(core: Core, record: SandboxRecord, name: string): Promise<SnapshotRecord> {
+  const sandboxId = record.id;
+  const image = record.pausedSnapshotId === null ? null : await core.store.getSnapshot(record.pausedSnapshotId);
   if (!image) throw new RamifyError('INTERNAL', `paused sandbox '${sandboxId}' has no pause image`, { id: sandboxId });
   if (image.kind === 'named' || image.kind === 'template') {
     throw new RamifyError('CONFLICT', `sandbox '${sandboxId}' is paused on snapshot '${image.name ?? image.id}'; resume it to take another snapshot`, {
@@ -55,5 +60,5 @@ async function nameThePauseImage(core: Core, sandboxId: string, pausedSnapshotId
       snapshotId: image.id,
     });
   }
-  return core.store.updateSnapshot(image.id, { kind: 'named', name });
+  return core.store.updateSnapshot(image.id, { kind: 'named', name, ...(image.envs === null ? { envs: { ...record.envs } } : {}) });
 }

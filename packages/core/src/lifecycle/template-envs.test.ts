@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTestWorld, type TestWorld } from '../testing/world.js';
+import { createTestWorld, lastGuestEnvs, setTemplateEnvs, type TestWorld } from '../testing/world.js';
 import { listTemplates } from '../catalog/templates.js';
 import { createSandbox } from './create.js';
 import { forkSandbox } from './fork.js';
@@ -13,7 +13,6 @@ import { getSandbox } from './get.js';
 import { pauseSandbox } from './pause.js';
 import { toTemplateInfo } from './records.js';
 import { resumeSandbox } from './resume.js';
-import { snapshotSandbox } from './snapshot.js';
 
 let w: TestWorld;
 beforeEach(async () => {
@@ -23,89 +22,62 @@ afterEach(async () => {
   await w.dispose();
 });
 
-/** Give the seeded `base` template these envs (what a build of a spec with `envs` records). */
-async function setTemplateEnvs(envs: Record<string, string>): Promise<void> {
-  const base = await w.store.findTemplateByName('base');
-  assert.ok(base);
-  await w.store.putTemplate({ ...base, envs });
-}
-
-/** The envs the guest was last told (setIdentity). */
-function guestEnvs(sandboxId: string): Record<string, string> | undefined {
-  return w.runtime.guest(sandboxId).identities.at(-1)?.envs;
-}
 
 describe('template envs (fake runtime)', () => {
   test('template only: the sandbox starts with the template envs, stored as its own', async () => {
-    await setTemplateEnvs({ DATA_DIR: '/srv/data', MODE: 'tpl' });
+    await setTemplateEnvs(w, { DATA_DIR: '/srv/data', MODE: 'tpl' });
     const sbx = await createSandbox(w.core, { template: 'base' });
     assert.deepEqual(sbx.envs, { DATA_DIR: '/srv/data', MODE: 'tpl' });
     assert.deepEqual((await getSandbox(w.core, sbx.id)).envs, { DATA_DIR: '/srv/data', MODE: 'tpl' });
-    assert.deepEqual(guestEnvs(sbx.id), { DATA_DIR: '/srv/data', MODE: 'tpl' });
+    assert.deepEqual(lastGuestEnvs(w, sbx.id), { DATA_DIR: '/srv/data', MODE: 'tpl' });
   });
 
   test('create only: a template without envs gives the request envs alone', async () => {
     const sbx = await createSandbox(w.core, { envs: { FOO: 'bar' } });
     assert.deepEqual(sbx.envs, { FOO: 'bar' });
-    assert.deepEqual(guestEnvs(sbx.id), { FOO: 'bar' });
+    assert.deepEqual(lastGuestEnvs(w, sbx.id), { FOO: 'bar' });
     const none = await createSandbox(w.core, {});
     assert.deepEqual(none.envs, {});
-    assert.deepEqual(guestEnvs(none.id), {});
+    assert.deepEqual(lastGuestEnvs(w, none.id), {});
   });
 
   test('override: the request wins per key, other template keys stay', async () => {
-    await setTemplateEnvs({ DATA_DIR: '/srv/data', MODE: 'tpl' });
+    await setTemplateEnvs(w, { DATA_DIR: '/srv/data', MODE: 'tpl' });
     const sbx = await createSandbox(w.core, { envs: { MODE: 'mine', EXTRA: '1', DATA_DIR: '' } });
     assert.deepEqual(sbx.envs, { DATA_DIR: '', MODE: 'mine', EXTRA: '1' });
-    assert.deepEqual(guestEnvs(sbx.id), { DATA_DIR: '', MODE: 'mine', EXTRA: '1' });
+    assert.deepEqual(lastGuestEnvs(w, sbx.id), { DATA_DIR: '', MODE: 'mine', EXTRA: '1' });
     // The template record is not modified by the merge.
     assert.deepEqual((await w.store.findTemplateByName('base'))?.envs, { DATA_DIR: '/srv/data', MODE: 'tpl' });
   });
 
   test('fixed at create: a later change of the template does not reach the sandbox on resume', async () => {
-    await setTemplateEnvs({ V: '1' });
+    await setTemplateEnvs(w, { V: '1' });
     const sbx = await createSandbox(w.core, {});
     await pauseSandbox(w.core, sbx.id);
-    await setTemplateEnvs({ V: '2' });
+    await setTemplateEnvs(w, { V: '2' });
     await resumeSandbox(w.core, sbx.id);
-    assert.deepEqual(guestEnvs(sbx.id), { V: '1' });
+    assert.deepEqual(lastGuestEnvs(w, sbx.id), { V: '1' });
     // A new sandbox gets the new ones.
     assert.deepEqual((await createSandbox(w.core, {})).envs, { V: '2' });
   });
 
   test('fork inherits the parent envs (template + request), not the template current ones', async () => {
-    await setTemplateEnvs({ DATA_DIR: '/srv/data', MODE: 'tpl' });
+    await setTemplateEnvs(w, { DATA_DIR: '/srv/data', MODE: 'tpl' });
     const parent = await createSandbox(w.core, { envs: { MODE: 'parent' } });
-    await setTemplateEnvs({ DATA_DIR: '/elsewhere' });
+    await setTemplateEnvs(w, { DATA_DIR: '/elsewhere' });
     const children = await forkSandbox(w.core, parent.id, { count: 2 });
     for (const child of children) {
       assert.deepEqual(child.envs, { DATA_DIR: '/srv/data', MODE: 'parent' });
-      assert.deepEqual(guestEnvs(child.id), { DATA_DIR: '/srv/data', MODE: 'parent' });
+      assert.deepEqual(lastGuestEnvs(w, child.id), { DATA_DIR: '/srv/data', MODE: 'parent' });
     }
     // The parent, restored after the fork point, keeps its own.
-    assert.deepEqual(guestEnvs(parent.id), { DATA_DIR: '/srv/data', MODE: 'parent' });
+    assert.deepEqual(lastGuestEnvs(w, parent.id), { DATA_DIR: '/srv/data', MODE: 'parent' });
   });
 
-  test('from a snapshot: the snapshot template envs, overridden by the request', async () => {
-    await setTemplateEnvs({ DATA_DIR: '/srv/data', MODE: 'tpl' });
-    const source = await createSandbox(w.core, {});
-    await snapshotSandbox(w.core, source.id, { name: 'golden' });
-    const sbx = await createSandbox(w.core, { snapshot: 'golden', envs: { MODE: 'mine' } });
-    assert.deepEqual(sbx.envs, { DATA_DIR: '/srv/data', MODE: 'mine' });
-    assert.deepEqual(guestEnvs(sbx.id), { DATA_DIR: '/srv/data', MODE: 'mine' });
-  });
-
-  test('from a snapshot whose template is gone: the request envs alone', async () => {
-    await setTemplateEnvs({ DATA_DIR: '/srv/data' });
-    const source = await createSandbox(w.core, {});
-    const snap = await snapshotSandbox(w.core, source.id, { name: 'orphan' });
-    await w.store.deleteTemplate(snap.templateId);
-    const sbx = await createSandbox(w.core, { snapshot: 'orphan', envs: { A: '1' } });
-    assert.deepEqual(sbx.envs, { A: '1' });
-  });
+  // Creating from a snapshot (its sandbox's envs, recorded with it): snapshot-envs.test.ts.
 
   test('listed templates show their envs (API shape), a copy of the record', async () => {
-    await setTemplateEnvs({ DATA_DIR: '/srv/data' });
+    await setTemplateEnvs(w, { DATA_DIR: '/srv/data' });
     const [record] = await listTemplates(w.core);
     const info = toTemplateInfo(record);
     info.envs.X = 'y';

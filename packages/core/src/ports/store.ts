@@ -43,7 +43,8 @@ export interface SandboxRecord {
   metadata: Record<string, string>;
   /**
    * Default environment of the sandbox's commands, set in the guest at every start, resume and fork:
-   * fixed at create (the template's `envs`, overridden per key by the create request's), copied to forks.
+   * fixed at create (the template's `envs`, or from a snapshot the envs recorded with it, overridden per
+   * key by the create request's), copied to forks and recorded with every snapshot taken of it.
    */
   envs: Record<string, string>;
   createdAt: number;
@@ -106,6 +107,13 @@ export interface SnapshotRecord {
   memoryMB: number;
   /** Its sandbox's root disk size, MiB (the least a sandbox created from it has); null without one. */
   diskSizeMB: number | null;
+  /**
+   * Its sandbox's `envs` when it was taken (pause images, fork points, named snapshots): a sandbox created
+   * from it starts with these, the create request's over them. Null for template images (their template's
+   * envs apply) and for rows written before they were recorded (unknown: the template's envs apply).
+   * Kept out of the API (`SnapshotInfo`): they may hold secrets.
+   */
+  envs: Record<string, string> | null;
   /**
    * Host directory of the root filesystem the image was made on (its sandbox's pinned one; a template
    * image's template rootfs). The image may only be restored on this directory.
@@ -226,7 +234,7 @@ export interface Store {
   getSnapshot(id: string): Promise<SnapshotRecord | null>;
   findSnapshotByName(name: string): Promise<SnapshotRecord | null>;
   /** Rejects `SNAPSHOT_NOT_FOUND`, or `CONFLICT` when a new name is taken. */
-  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes'>>): Promise<SnapshotRecord>;
+  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs'>>): Promise<SnapshotRecord>;
   /** Newest first. */
   listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]>;
   /** No-op when absent. */

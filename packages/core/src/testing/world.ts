@@ -55,7 +55,7 @@ export async function seedTemplate(store: Store, storage: SnapshotStorage, guest
   const manifest = await storage.commit({ snapshotId: 'snap_tpl', runtime: 'gvisor', templateId: 'tpl_base', parentSnapshotId: null });
   await store.insertSnapshot({
     id: 'snap_tpl', name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null,
-    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 1, cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 1, cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir, envs: null,
   });
   await store.putTemplate({ id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: 'snap_tpl', images: [{ runtime: 'gvisor', snapshotId: 'snap_tpl' }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir, createdAt: 1 });
 }
@@ -93,4 +93,16 @@ export async function createTestWorld(options: Partial<CoreOptions> = {}, reuse?
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Give the world's template `name` (default the seeded `base`) these envs (what a build of a spec with `envs` records). */
+export async function setTemplateEnvs(w: TestWorld, envs: Record<string, string>, name = 'base'): Promise<void> {
+  const template = await w.store.findTemplateByName(name);
+  if (!template) throw new Error(`no template ${name} in the test world`);
+  await w.store.putTemplate({ ...template, envs });
+}
+
+/** The envs the fake guest of `sandboxId` was last told (its last setIdentity), if any. */
+export function lastGuestEnvs(w: TestWorld, sandboxId: string): Record<string, string> | undefined {
+  return w.runtime.guest(sandboxId).identities.at(-1)?.envs;
 }
