@@ -200,3 +200,21 @@ test('listProcesses reports the processes the agent started', LIMIT, async () =>
   assert.ok(list.length >= 10);
   assert.ok(list.every((p) => typeof p.startedAt === 'string' && typeof p.cmd === 'string'));
 });
+
+// Last: it makes the agent forget the exited processes of the tests above.
+test('a new sandbox id forgets exited processes (a template build\'s, a parent\'s); running ones stay', LIMIT, async () => {
+  const identity = (sandboxId: string) => ({ sandboxId, hostname: hostname(), envs: {}, clockMs: Date.now(), entropy: randomBytes(32) });
+  await client.applyIdentity(identity('sbx_forget1'));
+  const done = collector();
+  const { pid: exitedPid } = await client.start({ cmd: 'echo setup-step' }, done.handlers);
+  await done.exited;
+  const { pid: runningPid } = await client.start({ cmd: 'sleep 60' }, {});
+  const pids = async (): Promise<number[]> => (await client.listProcesses()).map((p) => p.pid);
+  await client.applyIdentity(identity('sbx_forget1'));
+  assert.ok((await pids()).includes(exitedPid), 'the same sandbox (resume) keeps its history');
+  await client.applyIdentity(identity('sbx_forget2'));
+  const after = await pids();
+  assert.ok(!after.includes(exitedPid), 'another sandbox does not list the exited process');
+  assert.ok(after.includes(runningPid), 'a running process stays listed');
+  await client.signal(runningPid, 'SIGKILL');
+});

@@ -29,7 +29,13 @@ function offsets(v: unknown): StreamOffsets {
 export function createHandler(table: ProcessTable, identity: SandboxIdentityState) {
   const methods: Record<MethodName, (p: Params, conn: AgentConnection) => Promise<unknown>> = {
     ping: async () => ({ protocol: PROTOCOL_VERSION, node: process.version, agentPid: process.pid }),
-    setIdentity: (p) => applyIdentity(p as unknown as AgentIdentity, identity),
+    setIdentity: async (p) => {
+      const previous = identity.sandboxId;
+      const report = await applyIdentity(p as unknown as AgentIdentity, identity);
+      // Another sandbox now (an image restored into a new one): its process list starts from what runs.
+      if (previous !== undefined && identity.sandboxId !== previous) table.forgetExited();
+      return report;
+    },
     start: async (p, conn) => {
       const sub = int(p, 'sub');
       const proc = await table.start(p as unknown as AgentStartOptions);

@@ -95,6 +95,15 @@ export class ProcessTable {
     return proc;
   }
 
+  /**
+   * Forget every exited process (running ones stay). For when the agent starts serving another sandbox:
+   * a restore of an image into a new sandbox (a template's image, a fork, a snapshot) lists what runs and
+   * what ran in that sandbox, not the setup commands of a template build or a parent's history.
+   */
+  forgetExited(): void {
+    this.exited = [];
+  }
+
   /** Running processes, then remembered exited ones (newest last). */
   list(): ProcessInfo[] {
     return [...this.running.values(), ...this.exited].map((p) => p.info());
