@@ -8,16 +8,26 @@ const envOf = (env: Record<string, string>, files: Record<string, string> = {}):
 
 test('resolveConnection: defaults to loopback:7423 and no key', () => {
   const c = resolveConnection({}, envOf({}));
-  assert.deepEqual(c, { apiUrl: 'http://127.0.0.1:7423', apiKey: undefined, requestTimeoutMs: 60_000 });
+  assert.deepEqual({ ...c }, { apiUrl: 'http://127.0.0.1:7423', requestTimeoutMs: 60_000, hasApiKey: false });
+  assert.equal(c.revealApiKey(), undefined);
 });
 
 test('resolveConnection: explicit options beat env, env beats key files', () => {
   const files = { '/h/api-key': 'rmf_home\n', '/var/lib/ramify/api-key': 'rmf_system' };
   const env = { RAMIFY_API_URL: 'http://env:1/', RAMIFY_API_KEY: 'rmf_env', RAMIFY_HOME: '/h' };
-  assert.equal(resolveConnection({ apiKey: 'rmf_opt', apiUrl: 'http://x:2' }, envOf(env, files)).apiKey, 'rmf_opt');
-  assert.equal(resolveConnection({}, envOf(env, files)).apiKey, 'rmf_env');
+  assert.equal(resolveConnection({ apiKey: 'rmf_opt', apiUrl: 'http://x:2' }, envOf(env, files)).revealApiKey(), 'rmf_opt');
+  assert.equal(resolveConnection({}, envOf(env, files)).revealApiKey(), 'rmf_env');
   assert.equal(resolveConnection({}, envOf(env, files)).apiUrl, 'http://env:1');
-  assert.equal(resolveConnection({}, envOf({ RAMIFY_HOME: '/h' }, files)).apiKey, 'rmf_home');
-  assert.equal(resolveConnection({}, envOf({}, files)).apiKey, 'rmf_system');
-  assert.equal(resolveConnection({}, envOf({ RAMIFY_HOME: '/nope' }, { '/var/lib/ramify/api-key': ' rmf_s ' })).apiKey, 'rmf_s');
+  assert.equal(resolveConnection({}, envOf({ RAMIFY_HOME: '/h' }, files)).revealApiKey(), 'rmf_home');
+  assert.equal(resolveConnection({}, envOf({}, files)).revealApiKey(), 'rmf_system');
+  assert.equal(resolveConnection({}, envOf({ RAMIFY_HOME: '/nope' }, { '/var/lib/ramify/api-key': ' rmf_s ' })).revealApiKey(), 'rmf_s');
+});
+
+test('ConnectionConfig: the key is reachable only through revealApiKey()', () => {
+  const c = resolveConnection({ apiKey: 'rmf_hidden' }, envOf({}));
+  assert.equal(c.hasApiKey, true);
+  assert.equal(c.revealApiKey(), 'rmf_hidden');
+  assert.deepEqual(Object.keys(c).sort(), ['apiUrl', 'hasApiKey', 'requestTimeoutMs']);
+  assert.ok(!JSON.stringify(c).includes('rmf_hidden'));
+  assert.equal(resolveConnection({ apiKey: '' }, envOf({})).hasApiKey, false);
 });

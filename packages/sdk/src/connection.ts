@@ -19,12 +19,43 @@ export interface ConnectionOpts {
   requestTimeoutMs?: number;
 }
 
-/** Fully resolved {@link ConnectionOpts}. */
-export interface ConnectionConfig {
+/** The plain values a {@link ConnectionConfig} is built from. */
+export interface ConnectionSettings {
   /** Without a trailing slash. */
   apiUrl: string;
   apiKey: string | undefined;
   requestTimeoutMs: number;
+}
+
+/**
+ * Fully resolved {@link ConnectionOpts}, held by every SDK handle. The API key lives in a private
+ * field and is read only through {@link revealApiKey}: `console.log`, `util.inspect` (even with
+ * `showHidden`/`getters`), `JSON.stringify`, `Object.keys` and spread never contain it, so logging a
+ * `Sandbox`, a `CommandHandle`, a paginator or a report cannot leak it.
+ */
+export class ConnectionConfig {
+  /** API base URL, without a trailing slash. */
+  readonly apiUrl: string;
+  /** Per-request deadline for control-plane calls, ms; 0 = none. */
+  readonly requestTimeoutMs: number;
+  /** True when a key is configured (safe to log; the key itself is not a property). */
+  readonly hasApiKey: boolean;
+  readonly #apiKey: string | undefined;
+
+  constructor(settings: ConnectionSettings) {
+    this.apiUrl = settings.apiUrl;
+    this.requestTimeoutMs = settings.requestTimeoutMs;
+    this.hasApiKey = settings.apiKey !== undefined && settings.apiKey !== '';
+    this.#apiKey = settings.apiKey;
+  }
+
+  /**
+   * The bearer key (`rmf_...`), or undefined when none is configured. A method, not a property or
+   * getter, so that no inspection or serialisation of an SDK object ever evaluates it.
+   */
+  revealApiKey(): string | undefined {
+    return this.#apiKey;
+  }
 }
 
 /** Default control-plane request deadline, ms. */
@@ -56,13 +87,13 @@ function keyFromFiles(environment: ConnectionEnvironment): string | undefined {
   return undefined;
 }
 
-/** Resolve connection options (explicit > env > key file > defaults). Never throws. */
+/** Resolve connection options (explicit > env > key file > defaults) into a {@link ConnectionConfig}. Never throws. */
 export function resolveConnection(opts: ConnectionOpts = {}, environment: ConnectionEnvironment = realEnvironment()): ConnectionConfig {
   const rawUrl = opts.apiUrl ?? environment.env.RAMIFY_API_URL ?? `http://127.0.0.1:${DEFAULT_API_PORT}`;
   const apiKey = opts.apiKey ?? (environment.env.RAMIFY_API_KEY || undefined) ?? keyFromFiles(environment);
-  return {
+  return new ConnectionConfig({
     apiUrl: rawUrl.replace(/\/+$/, ''),
     apiKey,
     requestTimeoutMs: opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
-  };
+  });
 }

@@ -15,13 +15,22 @@ export interface Strategy<T> {
 
 /** Options of {@link explore}. */
 export interface ExploreOpts<T> {
-  /** Score a finished strategy (higher wins; equal scores: the faster run wins, then the earlier strategy). A throw or NaN counts as a failure. */
+  /**
+   * Score a finished strategy (higher wins; equal scores: the faster run wins, then the earlier strategy).
+   * A throw, `NaN` or a value that is not a number (e.g. a boolean) makes the strategy failed.
+   */
   score: (result: T, sbx: Sandbox) => number | Promise<number>;
   /** Which forks stay alive afterwards: the `winner` (default), `all`, or `none`. The source is never touched. */
   keep?: 'winner' | 'all' | 'none';
 }
 
-/** What happened to a fork. */
+/**
+ * What happened to a fork afterwards, not whether its strategy succeeded (that is
+ * {@link ExploreEntry.error}). `winner`: the winning strategy's fork, left running (`keep` `winner` or
+ * `all`). `kept`: any other fork with `keep: 'all'`, failed ones included, left running. `killed`:
+ * every other fork, i.e. each loser or failed strategy with `keep: 'winner'`, and every fork (the
+ * winner's too) with `keep: 'none'`. There is no separate "failed" outcome.
+ */
 export type ForkOutcome = 'winner' | 'kept' | 'killed';
 
 /** A failure, as recorded in a report. */
@@ -35,14 +44,18 @@ export interface ExploreFailure {
 export interface ExploreEntry {
   name: string;
   sandboxId: string;
-  /** The score; `-Infinity` when the strategy or its scoring failed. */
+  /** The score; `-Infinity` when the strategy failed (see `error`). */
   score: number;
   /** Time `run` took, ms (scoring not included). */
   durationMs: number;
-  /** Set when `run` or `score` threw (or the score was NaN). */
+  /**
+   * Set when the strategy failed: `run` threw, `score` threw, or the score was `NaN` or not a number.
+   * A failed entry has `score: -Infinity` and never wins; its `outcome` is its fork's fate as for
+   * any other loser (`killed`, or `kept` with `keep: 'all'`).
+   */
   error?: ExploreFailure;
   outcome: ForkOutcome;
-  /** Set when killing this fork failed (it may still be running). */
+  /** Set when killing this fork failed (`outcome` is still `killed`; the fork may still be running). */
   killError?: ExploreFailure;
 }
 
@@ -72,7 +85,7 @@ export interface ExploreReport<T> {
   forkTree: ForkTreeNode;
 }
 
-/** Every strategy failed (`EXPLORE_FAILED`); `entries` says how. Forks were handled per `keep`. */
+/** Every strategy failed (`EXPLORE_FAILED`); `entries` says how. Every fork was killed (`outcome` `killed`), or kept with `keep: 'all'`. */
 export class ExploreFailedError extends RamifyError {
   readonly entries: ExploreEntry[];
   constructor(entries: ExploreEntry[]) {
@@ -123,7 +136,10 @@ export function pickWinner(entries: readonly Pick<ExploreEntry, 'score' | 'durat
 /**
  * Fork `source` once per strategy (a single `fork({ count })` call), run all strategies concurrently,
  * score each, keep the winner (per `opts.keep`) and kill the other forks. A strategy that throws, or
- * whose score throws, scores -Infinity and is recorded with its error. Throws
+ * whose score throws or is not a number, is failed: its entry gets `error` (`code` when it was a
+ * `RamifyError`, e.g. `COMMAND_EXIT`) and `score: -Infinity`, it cannot win, and its fork is handled
+ * like any loser's (`outcome` `killed`, or `kept` with `keep: 'all'`; see {@link ForkOutcome}). A
+ * failed kill is recorded in the entry's `killError`, not thrown. Throws
  * {@link ExploreFailedError} when every strategy failed, `BAD_REQUEST` for 0 or more than 64
  * strategies, and the API's error when the fork fails.
  */

@@ -25,7 +25,7 @@ export interface ApiRequestOptions {
 /** `fetch`'s init plus the streaming-upload flag Node's fetch requires for stream bodies. */
 type StreamingRequestInit = RequestInit & { duplex?: 'half' };
 
-/** Thin client over `/v1`. One per connection; holds no other state. */
+/** Thin client over `/v1`. One per connection; holds no other state (the key stays inside {@link ConnectionConfig}). */
 export class ApiClient {
   constructor(readonly config: ConnectionConfig) {}
 
@@ -43,7 +43,8 @@ export class ApiClient {
 
   /** Headers every request carries (the bearer key when one is configured). */
   authHeaders(): Record<string, string> {
-    return this.config.apiKey ? { authorization: `Bearer ${this.config.apiKey}` } : {};
+    const key = this.config.revealApiKey();
+    return key ? { authorization: `Bearer ${key}` } : {};
   }
 
   /**
@@ -107,7 +108,7 @@ export class ApiClient {
 
   /** Add "no key configured" to authentication errors when that is the likely cause. */
   withAuthHint(err: RamifyError): RamifyError {
-    if (err instanceof AuthenticationError && !this.config.apiKey) {
+    if (err instanceof AuthenticationError && !this.config.hasApiKey) {
       return new AuthenticationError(err.code as 'UNAUTHORIZED' | 'FORBIDDEN',
         `${err.message} (no API key configured: set RAMIFY_API_KEY, pass apiKey, or make /var/lib/ramify/api-key readable)`, err.details);
     }

@@ -24,8 +24,8 @@ export {
   getHealth, listSnapshots, getSnapshot, deleteSnapshot, listTemplates, buildTemplate, deleteTemplate, listAudit, type BuildTemplateOpts,
 } from './admin.js';
 export {
-  resolveConnection, DEFAULT_REQUEST_TIMEOUT_MS, SYSTEM_API_KEY_FILE,
-  type ConnectionOpts, type ConnectionConfig, type ConnectionEnvironment,
+  resolveConnection, ConnectionConfig, DEFAULT_REQUEST_TIMEOUT_MS, SYSTEM_API_KEY_FILE,
+  type ConnectionOpts, type ConnectionSettings, type ConnectionEnvironment,
 } from './connection.js';
 export {
   RamifyError, isRamifyError, NotFoundError, SandboxNotFoundError, AuthenticationError, InvalidStateError, TimeoutError,
