@@ -238,7 +238,7 @@ describe('protocol: ramify CLI', () => {
     await writeFile(join(cli.dir, 'nosource.yaml'), 'name: nosource\nfiles:\n  - path: /x\n    source: gone.txt\n');
     const noSource = await ramify(['template', 'build', join(cli.dir, 'nosource.yaml')]);
     assert.equal(noSource.code, 1);
-    assert.match(noSource.stderr, /^ramify: FILE_NOT_FOUND: source file gone.txt \(files\[\] of .*nosource.yaml\) does not exist\n$/);
+    assert.match(noSource.stderr, /^ramify: FILE_NOT_FOUND: .*nosource\.yaml: files\[0\]\.source: gone\.txt \(.*gone\.txt\) does not exist\n$/);
     await writeFile(join(cli.dir, 'bad.yaml'), 'name: Not Valid\n');
     const bad = await ramify(['template', 'build', join(cli.dir, 'bad.yaml')]);
     assert.equal(bad.code, 1);

@@ -1,6 +1,6 @@
 /**
  * Unit tests of the CLI's template spec loader with real files in a temp dir: it reads a spec as the
- * template builder validates it (octal `mode`, every field checked) and inlines `source` files.
+ * template builder validates it (octal `mode`, every problem listed at once) and inlines `source` files.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,7 +26,7 @@ async function spec(name: string, text: string): Promise<string> {
 }
 
 describe('unit: loadTemplateSpec', () => {
-  test('mode: 0755 in YAML is octal; 0o755 and decimal 493 mean the same', async () => {
+  test('mode: 0755 in YAML is octal; 0o755 and decimal 493 mean the same; 0999 is refused', async () => {
     const loaded = await loadTemplateSpec(await spec('modes.yaml', [
       'name: modes',
       'files:',
@@ -35,6 +35,10 @@ describe('unit: loadTemplateSpec', () => {
       '  - { path: /c, content: c, mode: 493 }',
     ].join('\n')));
     assert.deepEqual(loaded.files?.map((f) => f.mode), [0o755, 0o755, 0o755]);
+    await assert.rejects(loadTemplateSpec(await spec('0999.yaml', 'name: m\nfiles:\n  - { path: /a, content: a }\n  - { path: /b, content: b }\n  - { path: /c, content: c, mode: 0999 }\n')), {
+      code: 'VALIDATION_FAILED',
+      message: `${join(dir, '0999.yaml')}: files[2].mode: 0999 is not an octal mode (a leading 0 means octal: digits 0-7 only)`,
+    });
   });
 
   test('source files: text inlined as is, binary as base64; mode from the host file unless given', async () => {
@@ -57,7 +61,7 @@ describe('unit: loadTemplateSpec', () => {
     ]);
   });
 
-  test('JSON specs; the builder\'s checks apply (both content and source, a path twice, mode out of range)', async () => {
+  test('JSON specs; the builder\'s checks apply (both content and source, a missing source, a path twice, mode out of range: all in one error)', async () => {
     const json = await loadTemplateSpec(await spec('t.json', JSON.stringify({ name: 'json-spec', packages: ['jq'], envs: { A: '1' } })));
     assert.deepEqual(json, { name: 'json-spec', packages: ['jq'], envs: { A: '1' } });
     const bad = spec('bad.yaml', [
@@ -69,9 +73,32 @@ describe('unit: loadTemplateSpec', () => {
     ].join('\n'));
     await assert.rejects(loadTemplateSpec(await bad), (err: Error & { code?: string }) => {
       assert.equal(err.code, 'VALIDATION_FAILED');
-      assert.match(err.message, /bad\.yaml: files\[0\]: give exactly one of "content" or "source"; files\[1\]\.mode: .*; files\[2\]\.path: \/b is already placed by files\[1\]/);
+      assert.match(err.message, /bad\.yaml: files\[0\]: give exactly one of "content" or "source"; files\[0\]\.source: a\.txt \(.*\) does not exist; files\[1\]\.mode: .*; files\[2\]\.path: \/b is already placed by files\[1\]/);
       return true;
     });
+  });
+
+  test('one run lists every problem, a missing source by its index; only missing sources: FILE_NOT_FOUND', async () => {
+    const path = await spec('bad6.yaml', [
+      'name: Bad Name',
+      'packages: [jq, "NOT OK"]',
+      'envs: { BAD-NAME: v }',
+      'files:',
+      '  - { path: /etc/../motd, content: x }',
+      '  - { path: /m, content: m, mode: 0999 }',
+      '  - { path: /missing, source: missing.sh }',
+    ].join('\n'));
+    await assert.rejects(loadTemplateSpec(path), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'VALIDATION_FAILED');
+      assert.match(err.message, /bad6\.yaml: name: .*; packages\[1\]: .*; files\[0\]\.path: must be a normalized .*; files\[1\]\.mode: 0999 is not an octal mode .*; files\[2\]\.source: missing\.sh \(.*\) does not exist; envs\.BAD-NAME: /);
+      return true;
+    });
+    const onlySource = await spec('only-source.yaml', 'name: fine\nfiles:\n  - { path: /a, content: a }\n  - { path: /b, source: missing.sh }\n');
+    await assert.rejects(loadTemplateSpec(onlySource), {
+      code: 'FILE_NOT_FOUND',
+      message: `${onlySource}: files[1].source: missing.sh (${join(dir, 'missing.sh')}) does not exist`,
+    });
+    await assert.rejects(loadTemplateSpec(join(dir, 'absent.yaml')), { code: 'FILE_NOT_FOUND', message: `template spec ${join(dir, 'absent.yaml')} does not exist` });
   });
 
   test('a spec over the API request limit once inlined is refused before sending', async () => {

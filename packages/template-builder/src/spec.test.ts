@@ -41,6 +41,24 @@ describe('template spec validation', () => {
     assert.throws(() => validateTemplateSpec({ name: 'x', envs: { 'BAD-NAME': 'v' } }, 'req'), validationError(/envs/));
   });
 
+  it('runs the extra checks even when the schema fails, so one error lists both', () => {
+    assert.throws(
+      () => validateTemplateSpec({ name: 'Bad', from: 'Bad', files: [{ path: '/a/./b', content: 'x', mode: -1 }, { path: 'rel', source: 's', content: 'c' }] }, 'r.json'),
+      (error: unknown) => {
+        assert.ok(isRamifyError(error), String(error));
+        assert.deepEqual(error.details?.issues, [
+          { field: 'name', message: 'template names are 1-64 of [a-z0-9._-]' },
+          { field: 'from', message: 'a template cannot be built from itself' },
+          { field: 'files[0].mode', message: 'must be a permission mode between 0 and 0o7777, not -1' },
+          { field: 'files[0].path', message: 'must be a normalized absolute file path without "." or ".." parts: /a/./b' },
+          { field: 'files[1]', message: 'give exactly one of "content" or "source"' },
+          { field: 'files[1].path', message: 'must be an absolute path (starting with "/"): rel' },
+        ]);
+        return true;
+      },
+    );
+  });
+
   it('checks what the schema cannot: one of content/source, modes, duplicate and unnormalized paths, self parent', () => {
     assert.throws(() => validateTemplateSpec({ name: 'x', files: [{ path: '/a' }] }, 's.json'), validationError(/files\[0\]: give exactly one of "content" or "source"/));
     assert.throws(() => validateTemplateSpec({ name: 'x', files: [{ path: '/a', content: 'x', source: 'b' }] }, 's.json'), validationError(/files\[0\]: give exactly one/));
@@ -107,10 +125,77 @@ describe('loadTemplateSpecFile', () => {
     await assert.rejects(loadTemplateSpecFile(dupYaml), validationError(/dup\.yaml: \(syntax\)/));
   });
 
-  it('names the field of a missing source and a missing spec file', async () => {
+  it('a missing source is FILE_NOT_FOUND naming each index when nothing else is wrong; a directory source, IS_A_DIRECTORY; a missing spec file', async () => {
+    await writeFile(join(dir, 'there.txt'), 'x');
     const specPath = join(dir, 'missing-source.yaml');
-    await writeFile(specPath, 'name: x\nfiles:\n  - { path: /a, source: nope.txt }\n');
-    await assert.rejects(loadTemplateSpecFile(specPath), validationError(/missing-source\.yaml: files\[0\]\.source: cannot use .*nope\.txt/));
-    await assert.rejects(loadTemplateSpecFile(join(dir, 'absent.yaml')), validationError(/absent\.yaml: cannot read/));
+    await writeFile(specPath, 'name: x\nfiles:\n  - { path: /a, source: nope.txt }\n  - { path: /b, source: there.txt }\n  - { path: /c, source: gone/also.txt }\n');
+    await assert.rejects(loadTemplateSpecFile(specPath), (error: unknown) => {
+      assert.ok(isRamifyError(error), String(error));
+      assert.equal(error.code, 'FILE_NOT_FOUND');
+      const nope = join(dir, 'nope.txt');
+      const also = join(dir, 'gone/also.txt');
+      assert.equal(error.message, `${specPath}: files[0].source: nope.txt (${nope}) does not exist; files[2].source: gone/also.txt (${also}) does not exist`);
+      return true;
+    });
+    const dirSource = join(dir, 'dir-source.yaml');
+    await writeFile(dirSource, `name: x\nfiles:\n  - { path: /a, source: ${dir} }\n`);
+    await assert.rejects(loadTemplateSpecFile(dirSource), { code: 'IS_A_DIRECTORY', message: `${dirSource}: files[0].source: ${dir} is a directory` });
+    const absent = join(dir, 'absent.yaml');
+    await assert.rejects(loadTemplateSpecFile(absent), { code: 'FILE_NOT_FOUND', message: `template spec ${absent} does not exist` });
+    await assert.rejects(loadTemplateSpecFile(dir), { code: 'IS_A_DIRECTORY' });
+  });
+
+  it('lists every problem at once, in spec order: schema, extra checks, octal mode and source files together', async () => {
+    const specPath = join(dir, 'bad6.yaml');
+    await writeFile(join(dir, 'ok.sh'), '#!/bin/sh\n');
+    await writeFile(
+      specPath,
+      [
+        'name: Bad Name',
+        'packages: [jq, "NOT OK"]',
+        'envs: { BAD-NAME: v }',
+        'files:',
+        '  - { path: /a/../b, content: x }',
+        '  - { path: /ok, source: ok.sh }',
+        '  - { path: /m, content: m, mode: 0999 }',
+        '  - { path: /missing, source: missing.sh }',
+        '  - { path: /t, contnet: typo }',
+        '',
+      ].join('\n'),
+    );
+    await assert.rejects(loadTemplateSpecFile(specPath), (error: unknown) => {
+      assert.ok(isRamifyError(error), String(error));
+      assert.equal(error.code, 'VALIDATION_FAILED', 'a missing source among other problems: one VALIDATION_FAILED');
+      const fields = (error.details?.issues as { field: string }[]).map((issue) => issue.field);
+      assert.deepEqual(fields, ['name', 'packages[1]', 'files[0].path', 'files[2].mode', 'files[3].source', 'files[4]', 'files[4]', 'envs.BAD-NAME']);
+      assert.match(error.message, /files\[0\]\.path: must be a normalized/);
+      assert.match(error.message, /files\[2\]\.mode: 0999 is not an octal mode/);
+      assert.match(error.message, /files\[3\]\.source: missing\.sh \(.*\/missing\.sh\) does not exist/);
+      assert.match(error.message, /files\[4\]: Unrecognized key: "contnet"/);
+      assert.match(error.message, /files\[4\]: give exactly one of "content" or "source"/);
+      return true;
+    });
+  });
+
+  it('reads a files[].mode with a leading zero as octal and refuses one whose digits are not all octal', async () => {
+    const load = async (mode: string): Promise<number | undefined> => {
+      const specPath = join(dir, 'mode.yaml');
+      await writeFile(specPath, `name: m\nfiles:\n  - { path: /a, content: a }\n  - { path: /b, content: b, mode: ${mode} }\n`);
+      return (await loadTemplateSpecFile(specPath)).files?.[1]?.mode;
+    };
+    assert.equal(await load('0755'), 0o755);
+    assert.equal(await load('+0755'), 0o755);
+    assert.equal(await load('"0640"'), 0o640);
+    assert.equal(await load('0o4755'), 0o4755);
+    assert.equal(await load('07777'), 0o7777);
+    assert.equal(await load('0'), 0);
+    assert.equal(await load('420'), 0o644, 'a decimal without a leading zero stays decimal');
+    for (const bad of ['0999', '0758', '08', '"0999"']) {
+      await assert.rejects(load(bad), validationError(new RegExp(`files\\[1\\]\\.mode: ${bad.replaceAll('"', '')} is not an octal mode`)), bad);
+    }
+    await assert.rejects(load('010000'), validationError(/files\[1\]\.mode: must be a permission mode between 0 and 0o7777, not 4096 \(0o10000\)/));
+    await assert.rejects(load('-0755'), validationError(/files\[1\]\.mode: must be a permission mode between 0 and 0o7777, not -493/));
+    await assert.rejects(load('0o17777'), validationError(/files\[1\]\.mode: must be a permission mode/));
+    await assert.rejects(load('8191'), validationError(/files\[1\]\.mode: must be a permission mode/));
   });
 });

@@ -63,7 +63,10 @@ describe('deleteTemplate', () => {
     const imageDir = (await w.storage.open(template.snapshotId)).imageDir;
     const running = await createSandbox(w.core, {});
     const paused = await pauseSandbox(w.core, (await createSandbox(w.core, {})).id);
-    await assert.rejects(deleteTemplate(w.core, 'base'), conflictNaming(new RegExp(`sandbox ${running.id}`), new RegExp(`sandbox ${paused.id}`)));
+    await assert.rejects(
+      deleteTemplate(w.core, 'base'),
+      conflictNaming(new RegExp(`sandbox ${running.id}`), new RegExp(`sandbox ${paused.id}`), /; kill those sandboxes first$/),
+    );
     assert.ok(await w.store.findTemplateByName('base'), 'a refused delete changes nothing');
 
     await killSandbox(w.core, running.id);
@@ -76,11 +79,16 @@ describe('deleteTemplate', () => {
     await assert.rejects(createSandbox(w.core, {}), (err: unknown) => err instanceof RamifyError && err.code === 'TEMPLATE_NOT_FOUND');
   });
 
-  test('refused while another template is built from it', async () => {
+  test('refused while another template is built from it; the message asks only for what applies', async () => {
     const base = await w.store.findTemplateByName('base');
     assert.ok(base);
     await w.store.putTemplate({ ...base, id: 'tpl_child', name: 'child', parent: 'base' });
-    await assert.rejects(deleteTemplate(w.core, 'base'), conflictNaming(/template child \(built from it\)/));
+    await assert.rejects(deleteTemplate(w.core, 'base'), conflictNaming(/needed by template child \(built from it\); delete that template first$/));
+    const sbx = await createSandbox(w.core, {});
+    await assert.rejects(
+      deleteTemplate(w.core, 'base'),
+      conflictNaming(new RegExp(`needed by template child \\(built from it\\), sandbox ${sbx.id}; kill that sandbox and delete that template first$`)),
+    );
   });
 
   test('a named snapshot outlives its template: sandboxes are still created from it', async () => {

@@ -52,19 +52,28 @@ export async function deleteTemplate(core: Core, nameOrId: string): Promise<void
   const template = (await core.store.getTemplate(nameOrId)) ?? (await core.store.findTemplateByName(nameOrId));
   if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${nameOrId}' not found`, { id: nameOrId });
   const imageIds = [...new Set([template.snapshotId, ...template.images.map((i) => i.snapshotId)])];
-  const blockers: string[] = [];
+  const children: string[] = [];
   for (const other of await core.store.listTemplates()) {
-    if (other.id !== template.id && other.parent === template.name) blockers.push(`template ${other.name} (built from it)`);
+    if (other.id !== template.id && other.parent === template.name) children.push(`template ${other.name} (built from it)`);
   }
+  const sandboxes = new Set<string>();
   for (const id of imageIds) {
     const refs = await core.store.snapshotReferences(id);
-    blockers.push(...[...refs.sourceOf, ...refs.pausedBy].map((sandboxId) => `sandbox ${sandboxId}`));
+    for (const sandboxId of [...refs.sourceOf, ...refs.pausedBy]) sandboxes.add(`sandbox ${sandboxId}`);
   }
-  if (blockers.length > 0) {
-    const needed = [...new Set(blockers)];
-    throw new RamifyError('CONFLICT', `template '${template.name}' is still needed by ${needed.join(', ')}; kill those sandboxes and delete those templates first`, { id: template.id, neededBy: needed });
+  const needed = [...children, ...sandboxes];
+  if (needed.length > 0) {
+    throw new RamifyError('CONFLICT', `template '${template.name}' is still needed by ${needed.join(', ')}; ${whatToDoFirst(sandboxes.size, children.length)}`, { id: template.id, neededBy: needed });
   }
   await core.store.deleteTemplate(template.id);
   // Nothing lists or uses them now: collected like images a rebuild replaced.
   await collectSnapshots(core, imageIds);
+}
+
+/** `kill that sandbox first`, `delete those templates first`, or both: only what applies. */
+function whatToDoFirst(sandboxCount: number, templateCount: number): string {
+  const steps: string[] = [];
+  if (sandboxCount > 0) steps.push(`kill ${sandboxCount === 1 ? 'that sandbox' : 'those sandboxes'}`);
+  if (templateCount > 0) steps.push(`delete ${templateCount === 1 ? 'that template' : 'those templates'}`);
+  return `${steps.join(' and ')} first`;
 }
