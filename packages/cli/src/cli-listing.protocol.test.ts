@@ -1,11 +1,12 @@
 /**
- * Protocol tests of how `ramify sandbox list` pages (one bounded request, `--limit`, `--next-token`) and
- * of `ramify snapshot list`'s PARENT column: the built CLI runs as a child process against the in-test
+ * Protocol tests of how `ramify sandbox list` pages (one bounded request, `--limit`, `--next-token`), of
+ * the TEMPLATE of a sandbox whose template was deleted, of `ramify snapshot list`'s PARENT column and of
+ * the snapshot and template help texts: the built CLI runs as a child process against the in-test
  * contract fixture (`@ramify/sdk/testing`).
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Sandbox } from '@ramify/sdk';
+import { buildTemplate, Sandbox } from '@ramify/sdk';
 import { useCliFixture } from './test-support/cli-fixture.js';
 
 const cli = useCliFixture('listing');
@@ -22,7 +23,7 @@ async function createMany(n: number, group: string): Promise<string[]> {
 const rowIds = (table: string): string[] => table.split('\n').slice(1).filter(Boolean).map((l) => l.split(/\s+/)[0]);
 const TOKEN = /--next-token (\S+)/;
 
-describe('protocol: ramify sandbox list paging, snapshot list parents', () => {
+describe('protocol: ramify sandbox list paging and templates, snapshot list parents, help texts', () => {
   test('sandbox list shows at most 100 by default and says how to see the rest', async () => {
     const ids = await createMany(101, 'many');
     const r = await ramify(['sandbox', 'list', '-m', 'group=many']);
@@ -30,8 +31,13 @@ describe('protocol: ramify sandbox list paging, snapshot list parents', () => {
     assert.deepEqual(rowIds(r.stdout), ids.slice(0, 100));
     assert.match(r.stderr, /more sandboxes match: next page with --next-token \S+/);
     const json = await ramify(['sandbox', 'list', '-m', 'group=many', '--json']);
+    assert.equal(json.code, 0, json.stderr);
     assert.equal((JSON.parse(json.stdout) as unknown[]).length, 100);
-    assert.equal(json.stderr, '');
+    const jsonToken = TOKEN.exec(json.stderr)?.[1];
+    assert.ok(jsonToken, `--json names the next page's token on stderr: ${json.stderr}`);
+    const rest = await ramify(['sandbox', 'list', '-m', 'group=many', '--json', '--next-token', jsonToken]);
+    assert.deepEqual((JSON.parse(rest.stdout) as { id: string }[]).map((i) => i.id), ids.slice(100));
+    assert.equal(rest.stderr, '');
     const all = await ramify(['sandbox', 'list', '-m', 'group=many', '--limit', '1000']);
     assert.deepEqual(rowIds(all.stdout), ids);
     assert.equal(all.stderr, '');
@@ -68,5 +74,34 @@ describe('protocol: ramify sandbox list paging, snapshot list parents', () => {
     assert.match(row(after.stdout), new RegExp(`\\s${parent} \\(deleted\\)\\s+4\\.0 KiB`));
     const json = JSON.parse((await ramify(['snapshot', 'list', '--json'])).stdout) as { id: string; parentSnapshotId: string | null }[];
     assert.equal(json.find((s) => s.id === snap)?.parentSnapshotId, parent);
+  });
+
+  test('sandbox list and get mark a template that was deleted; --json keeps the plain templateId', async () => {
+    const conn = { apiUrl: cli.server.url, apiKey: cli.server.apiKey };
+    const doomed = await buildTemplate({ name: 'doomed' }, conn);
+    const id = (await Sandbox.create({ ...conn, template: 'doomed', metadata: { group: 'orphans' } })).sandboxId;
+    const kept = (await Sandbox.create({ ...conn, metadata: { group: 'orphans' } })).sandboxId;
+    // The fixture has no template delete route: drop the template as the daemon's delete would.
+    cli.server.state.templates.delete('doomed');
+    const table = await ramify(['sandbox', 'list', '-m', 'group=orphans']);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, new RegExp(`^${id}\\s+running\\s+gvisor\\s+${doomed.id} \\(deleted\\)\\s`, 'm'));
+    assert.match(table.stdout, new RegExp(`^${kept}\\s+running\\s+gvisor\\s+base\\s`, 'm'));
+    assert.match((await ramify(['sandbox', 'get', id])).stdout, new RegExp(`^template:\\s+${doomed.id} \\(deleted\\)$`, 'm'));
+    const json = JSON.parse((await ramify(['sandbox', 'get', id, '--json'])).stdout) as { templateId: string };
+    assert.equal(json.templateId, doomed.id);
+  });
+
+  test('help: snapshot --name is marked required, snapshot rm takes names, template list explains SIZE', async () => {
+    const snap = await ramify(['sandbox', 'snapshot', '--help']);
+    assert.match(snap.stdout, /^Usage: ramify sandbox snapshot --name <name> /m);
+    assert.match(snap.stdout, /--name <name>\s+snapshot name \(required\)/);
+    const missing = await ramify(['sandbox', 'snapshot', 'sbx_x']);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /required option '--name <name>' not specified/);
+    const rm = await ramify(['snapshot', 'rm', '--help']);
+    assert.match(rm.stdout, /<snapshots\.\.\.>/);
+    assert.match(rm.stdout, /by id or name/);
+    assert.match((await ramify(['template', 'list', '--help'])).stdout, /SIZE \(sizeBytes\) is the template's root filesystem plus its largest runtime image/);
   });
 });

@@ -58,6 +58,32 @@ describe('protocol: ramify sandbox exec --background, ps, attach, kill-process',
     assert.equal((await ramify(['sandbox', 'kill-process', id, 'abc'])).code, 2);
   });
 
+  test('kill-process on a process that already exited says how it ended and exits 0; unknown pids still fail', async () => {
+    const id = await newSandbox();
+    const exited = (await ramify(['sandbox', 'exec', '-b', id, '--', 'two-lines'])).stdout.trim();
+    assert.equal((await ramify(['sandbox', 'attach', id, exited])).code, 3);
+    const again = await ramify(['sandbox', 'kill-process', id, exited]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(again.stdout, `${exited} had already exited (exit code 3)\n`);
+    assert.equal(again.stderr, '');
+
+    const killed = (await ramify(['sandbox', 'exec', '-b', id, '--', 'serve-forever'])).stdout.trim();
+    assert.equal((await ramify(['sandbox', 'kill-process', id, killed])).code, 0);
+    const running = (await ramify(['sandbox', 'exec', '-b', id, '--', 'serve-forever'])).stdout.trim();
+    const json = await ramify(['sandbox', 'kill-process', id, running, killed, exited, '--json']);
+    assert.equal(json.code, 0, json.stderr);
+    const body = JSON.parse(json.stdout) as { sandboxId: string; killed: number[]; alreadyExited: { pid: number; exitCode: number | null; signal: string | null }[] };
+    assert.equal(body.sandboxId, id);
+    assert.deepEqual(body.killed, [Number(running)]);
+    assert.deepEqual(body.alreadyExited.map((p) => [p.pid, p.exitCode, p.signal]), [[Number(killed), null, 'SIGKILL'], [Number(exited), 3, null]]);
+    assert.match((await ramify(['sandbox', 'kill-process', id, killed])).stdout, new RegExp(`^${killed} had already exited \\(killed by SIGKILL\\)$`, 'm'));
+
+    const mixed = await ramify(['sandbox', 'kill-process', id, exited, '999999']);
+    assert.equal(mixed.code, 1);
+    assert.match(mixed.stderr, new RegExp(`^ramify: PROCESS_NOT_FOUND: no process 999999 in sandbox ${id} \\(${exited} had already exited\\)$`, 'm'));
+    assert.match((await ramify(['sandbox', 'kill-process', '--help'])).stdout, /already exited is left alone, exit code 0/);
+  });
+
   test('attach replays the output from the start, follows to the exit and exits with its code', async () => {
     const id = await newSandbox();
     const pid = (await ramify(['sandbox', 'exec', '-b', id, '--', 'two-lines'])).stdout.trim();

@@ -3,7 +3,7 @@
  * `exec --background`): list them, follow one's output, kill them.
  */
 import type { Command } from 'commander';
-import { RamifyError, Sandbox, type ProcessInfo } from '@ramify/sdk';
+import { RamifyError, Sandbox, type Commands, type ProcessInfo } from '@ramify/sdk';
 import { action, reportError, type CliEnv } from '../context.js';
 import { intIn } from '../parse.js';
 import { renderTable } from '../output/table.js';
@@ -16,6 +16,11 @@ const parsePid = intIn(1, 2 ** 31 - 1);
 function statusOf(p: ProcessInfo): string {
   if (p.running) return 'running';
   return p.signal ? `killed (${p.signal})` : `exited ${p.exitCode ?? '?'}`;
+}
+
+/** How an exited process ended: `exit code 3`, `killed by SIGKILL`. */
+function exitOf(p: ProcessInfo): string {
+  return p.signal ? `killed by ${p.signal}` : `exit code ${p.exitCode ?? '?'}`;
 }
 
 function processTable(procs: ProcessInfo[]): string {
@@ -50,14 +55,55 @@ printed once the process exited. Exit codes as for 'ramify sandbox exec'.`)
 
   sandbox.command('kill-process').argument('<id>', 'sandbox id').argument('<pids...>', 'process ids', (v: string, prev: number[] = []) => [...prev, parsePid(v)])
     .description("SIGKILL processes (their whole process groups) in a sandbox; the sandbox keeps running")
+    .addHelpText('after', `
+Prints '<pid> killed' per process. A process that had already exited is left alone, exit code 0
+(nothing to do, as 'ramify sandbox kill' on a killed sandbox): '<pid> had already exited (exit code 3)'
+or '(killed by SIGKILL)'. A pid the sandbox does not know (see 'ramify sandbox ps ID') is
+PROCESS_NOT_FOUND, exit code 1, once the other pids were handled.
+--json: {"sandboxId", "killed": [pid, ...], "alreadyExited": [process info as in 'ps --json', ...]}.`)
     .action(action(env, async (ctx, id: string, pids: number[]) => {
-      const commands = Sandbox.fromId(id, ctx.connection).commands;
-      const killed: number[] = [];
-      const missing: number[] = [];
-      for (const pid of pids) (await commands.kill(pid) ? killed : missing).push(pid);
-      if (missing.length > 0) {
-        throw new RamifyError('PROCESS_NOT_FOUND', `no process ${missing.join(', ')} in sandbox ${id}${killed.length ? ` (killed ${killed.join(', ')})` : ''}`);
+      const outcome = await killProcesses(Sandbox.fromId(id, ctx.connection).commands, pids);
+      const handled = [...outcome.killed.map((pid) => `${pid} killed`), ...outcome.alreadyExited.map((p) => `${p.pid} had already exited`)];
+      if (outcome.missing.length > 0) {
+        throw new RamifyError('PROCESS_NOT_FOUND', `no process ${outcome.missing.join(', ')} in sandbox ${id}${handled.length ? ` (${handled.join('; ')})` : ''}`);
       }
-      ctx.output({ sandboxId: id, killed }, () => killed.map((pid) => `${pid} killed`).join('\n'));
+      ctx.output({ sandboxId: id, killed: outcome.killed, alreadyExited: outcome.alreadyExited }, () => [
+        ...outcome.killed.map((pid) => `${pid} killed`),
+        ...outcome.alreadyExited.map((p) => `${p.pid} had already exited (${exitOf(p)})`),
+      ].join('\n'));
     }));
+}
+
+/** What {@link killProcesses} did with each pid. */
+interface KillOutcome {
+  killed: number[];
+  /** Processes that had exited before the kill (nothing to do), with their exit status. */
+  alreadyExited: ProcessInfo[];
+  /** Pids the sandbox does not know (never started, or forgotten). */
+  missing: number[];
+}
+
+/**
+ * SIGKILL each of `pids`, telling an exited process from an unknown pid. The daemon answers
+ * PROCESS_NOT_FOUND (`kill` resolves false) for both, so the process list is read first (exited ones are
+ * not signalled) and again after a refused kill (the process may have exited in between).
+ */
+async function killProcesses(commands: Commands, pids: number[]): Promise<KillOutcome> {
+  const outcome: KillOutcome = { killed: [], alreadyExited: [], missing: [] };
+  const exitedIn = (procs: ProcessInfo[], pid: number): ProcessInfo | undefined => procs.find((p) => p.pid === pid && !p.running);
+  const before = await commands.list();
+  const refused: number[] = [];
+  for (const pid of pids) {
+    const exited = exitedIn(before, pid);
+    if (exited) outcome.alreadyExited.push(exited);
+    else if (await commands.kill(pid)) outcome.killed.push(pid);
+    else refused.push(pid);
+  }
+  const after = refused.length > 0 ? await commands.list() : [];
+  for (const pid of refused) {
+    const exited = exitedIn(after, pid);
+    if (exited) outcome.alreadyExited.push(exited);
+    else outcome.missing.push(pid);
+  }
+  return outcome;
 }

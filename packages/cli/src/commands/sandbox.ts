@@ -17,25 +17,36 @@ const MAX_LIST_LIMIT = 1000;
 
 const STATES: readonly SandboxState[] = ['creating', 'running', 'pausing', 'paused', 'resuming', 'killing', 'killed', 'error'];
 
-/** Template id → name. Human output only; empty when the templates cannot be listed (ids are shown then). */
-async function templateNames(ctx: CliContext): Promise<Map<string, string>> {
+/** How human output names a sandbox's template, from its id. */
+type TemplateLabel = (templateId: string) => string;
+
+/**
+ * Template id → label for human output: the template's name; `tpl_… (deleted)` when the template is no
+ * longer listed (it was deleted after the sandbox was made); the bare id when the templates cannot be listed.
+ */
+async function templateLabels(ctx: CliContext): Promise<TemplateLabel> {
+  let names: Map<string, string>;
   try {
-    return new Map((await listTemplates(ctx.connection)).map((t) => [t.id, t.name]));
+    names = new Map((await listTemplates(ctx.connection)).map((t) => [t.id, t.name]));
   } catch {
-    return new Map();
+    return (id) => id;
   }
+  return (id) => names.get(id) ?? `${id} (deleted)`;
 }
+
+/** `--json` needs no labels: it prints the plain `templateId`. */
+const plainIds: TemplateLabel = (id) => id;
 
 /** Comma-separated states (`--state running,paused`). */
 function parseStates(value: string): SandboxState[] {
   return value.split(',').map((s) => oneOf(STATES)(s.trim()));
 }
 
-function sandboxFields(info: SandboxInfo, templates: Map<string, string>): string {
+function sandboxFields(info: SandboxInfo, template: TemplateLabel): string {
   const meta = Object.entries(info.metadata).map(([k, v]) => `${k}=${v}`).join(' ');
   return renderFields([
     ['id', info.id], ['state', info.error ? `${info.state} (${info.error})` : info.state], ['runtime', info.runtime],
-    ['template', templates.get(info.templateId) ?? info.templateId], ['parent', info.parentId ?? '-'], ['snapshot', info.sourceSnapshotId ?? '-'],
+    ['template', template(info.templateId)], ['parent', info.parentId ?? '-'], ['snapshot', info.sourceSnapshotId ?? '-'],
     ['cpus', String(info.cpuCount)], ['memory', `${info.memoryMB} MB`], ['disk', info.diskSizeMB === null ? '- (file changes count against memory)' : `${info.diskSizeMB} MB`],
     ['metadata', meta || '-'],
     ['created', `${info.createdAt} (${formatRelative(info.createdAt)})`],
@@ -43,10 +54,10 @@ function sandboxFields(info: SandboxInfo, templates: Map<string, string>): strin
   ]);
 }
 
-function sandboxTable(infos: SandboxInfo[], templates: Map<string, string>): string {
+function sandboxTable(infos: SandboxInfo[], template: TemplateLabel): string {
   if (infos.length === 0) return 'no sandboxes';
   return renderTable(['ID', 'STATE', 'RUNTIME', 'TEMPLATE', 'PARENT', 'CREATED', 'ENDS'], infos.map((i) => [
-    i.id, i.state, i.runtime, templates.get(i.templateId) ?? i.templateId, i.parentId ?? '-', formatRelative(i.createdAt), formatRelative(i.endAt),
+    i.id, i.state, i.runtime, template(i.templateId), i.parentId ?? '-', formatRelative(i.createdAt), formatRelative(i.endAt),
   ]));
 }
 
@@ -84,24 +95,26 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .option('--next-token <token>', 'continue after the previous page (the token the previous list printed)')
     .addHelpText('after', `
 One request, one page of at most --limit sandboxes. When more match, a note on stderr gives the
---next-token for the next page (human output only; --json prints the page as a JSON array).`)
+--next-token for the next page, with --json too (stdout stays the page as a JSON array):
+  ramify sandbox list --json 2>&1 >/dev/null | grep -o -- '--next-token [^ ]*'
+TEMPLATE is the template's name; 'tpl_... (deleted)': that template has since been deleted.`)
     .action(action(env, async (ctx, opts: { state?: SandboxState[]; all?: boolean; metadata?: Record<string, string>; limit: number; nextToken?: string }) => {
       const states = opts.all ? [...STATES] : opts.state;
       const pager = Sandbox.list({ ...ctx.connection, state: states, metadata: opts.metadata, limit: opts.limit, nextToken: opts.nextToken });
-      const [infos, templates] = await ctx.spin('listing sandboxes', () => Promise.all([
+      const [infos, template] = await ctx.spin('listing sandboxes', () => Promise.all([
         pager.nextItems(),
-        ctx.json ? new Map<string, string>() : templateNames(ctx),
+        ctx.json ? plainIds : templateLabels(ctx),
       ]));
-      ctx.output(infos, () => sandboxTable(infos, templates));
-      if (!ctx.json && pager.nextToken) {
+      ctx.output(infos, () => sandboxTable(infos, template));
+      if (pager.nextToken) {
         ctx.note(`more sandboxes match: next page with --next-token ${pager.nextToken} (same filters), or narrow with --state/--metadata`);
       }
     }));
 
   sandbox.command('get').alias('info').argument('<id>', 'sandbox id').description("show a sandbox's info")
     .action(action(env, async (ctx, id: string) => {
-      const [info, templates] = await Promise.all([Sandbox.getInfo(id, ctx.connection), ctx.json ? new Map<string, string>() : templateNames(ctx)]);
-      ctx.output(info, () => sandboxFields(info, templates));
+      const [info, template] = await Promise.all([Sandbox.getInfo(id, ctx.connection), ctx.json ? plainIds : templateLabels(ctx)]);
+      ctx.output(info, () => sandboxFields(info, template));
     }));
 
   registerExec(sandbox, env);
@@ -128,8 +141,9 @@ One request, one page of at most --limit sandboxes. When more match, a note on s
       else ctx.print(forks.map((f) => f.sandboxId).join('\n'));
     }));
 
-  sandbox.command('snapshot').argument('<id>', 'sandbox id').description('take a named snapshot that outlives the sandbox; prints its id')
-    .requiredOption('--name <name>', 'snapshot name ([a-zA-Z0-9._-], up to 128)')
+  sandbox.command('snapshot').argument('<id>', 'sandbox id').usage('--name <name> [options] <id>')
+    .description('take a named snapshot that outlives the sandbox; prints its id')
+    .requiredOption('--name <name>', 'snapshot name (required): 1-128 of [a-zA-Z0-9._-] starting with a letter or digit, unique among snapshots')
     .action(action(env, async (ctx, id: string, opts: { name: string }) => {
       const snap = await ctx.spin(`snapshotting ${id}`, () => Sandbox.fromId(id, ctx.connection).snapshot({ name: opts.name }));
       ctx.output(snap, () => snap.id);

@@ -35,9 +35,17 @@ snapshot has since been deleted (every snapshot is a whole image: the ones made 
       ctx.output(snaps, () => snapshotTable(snaps));
     }));
 
-  snapshot.command('rm').argument('<ids...>', 'snapshot ids or names').description('delete snapshots (refused while a sandbox still needs one)')
-    .action(action(env, async (ctx, ids: string[]) => {
-      for (const id of ids) await deleteSnapshot(id, ctx.connection);
-      ctx.output({ deleted: ids }, () => ids.map((id) => `${id} deleted`).join('\n'));
+  snapshot.command('rm').alias('delete').argument('<snapshots...>', "snapshot ids (snap_...) or names (as given to 'ramify sandbox snapshot --name')")
+    .description("delete snapshots by id or name, in order (refused while a paused sandbox resumes from one, or for a template's image)")
+    .addHelpText('after', `
+Sandboxes started or forked from a snapshot do not need it (every snapshot is a whole image); a
+template's images go with 'ramify template delete'. Stops at the first snapshot that cannot be deleted:
+the ones before it are deleted (printed as deleted; --json prints {"deleted": [...]} only when all were).`)
+    .action(action(env, async (ctx, refs: string[]) => {
+      for (const ref of refs) {
+        await deleteSnapshot(ref, ctx.connection);
+        if (!ctx.json) ctx.print(`${ref} deleted`);
+      }
+      if (ctx.json) ctx.output({ deleted: refs }, () => '');
     }));
 }

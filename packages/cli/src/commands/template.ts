@@ -99,6 +99,12 @@ Ramify repository; an example is examples/templates/python-tests.yaml.`)
     }));
 
   template.command('list').alias('ls').description('list templates')
+    .addHelpText('after', `
+SIZE (sizeBytes) is the template's root filesystem plus its largest runtime image, counted in
+apparent file sizes: the whole filesystem (for a template built 'from' another too, not only what it
+adds), plus the booted-and-idle checkpoint: a few MiB for gvisor, the VM's whole RAM file for microvm
+(1 GiB by default, mostly holes on disk). So a template with a microvm image lists about 1 GiB more
+than one without, and SIZE is not the disk space the template takes.`)
     .action(action(env, async (ctx) => {
       const templates = await ctx.spin('listing templates', () => listTemplates(ctx.connection));
       ctx.output(templates, () => (templates.length === 0 ? 'no templates' : renderTable(['NAME', 'ID', 'RUNTIMES', 'PARENT', 'SIZE', 'CREATED'],
