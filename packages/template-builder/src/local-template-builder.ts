@@ -115,7 +115,8 @@ export class LocalTemplateBuilder implements TemplateBuilder {
       parent: first.parent,
       // The flattened envs (parent's, overridden by the spec's): every sandbox of the template starts with them.
       envs: { ...first.envs },
-      sizeBytes: Math.max(...builds.map((b) => b.sizeBytes)),
+      // Images kept from an earlier build on the same rootfs count too (their size is in the current row's).
+      sizeBytes: Math.max(...builds.map((b) => b.sizeBytes), kept.length > 0 && current ? current.sizeBytes : 0),
       rootfsDir: first.rootfsDir,
       createdAt: Date.now(),
     };
