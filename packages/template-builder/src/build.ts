@@ -19,7 +19,7 @@ import { buildImage, type ImageBuildDeps } from './image-layer.js';
 import { LayerCache, type Layer } from './layer-cache.js';
 import { resolveTemplate, type ResolvedTemplate } from './resolve.js';
 import { debootstrap, hostDebianArch } from './rootfs-layer.js';
-import { assertSpecInlined, validateTemplateSpec } from './spec.js';
+import { validateTemplateSpec } from './spec.js';
 import { statxFixSourceSha256 } from './statx-fix.js';
 
 /**
@@ -88,8 +88,8 @@ export async function buildTemplate(spec: TemplateSpec, deps: TemplateBuildDeps,
 
 async function build(spec: TemplateSpec, deps: TemplateBuildDeps, onEvent: (event: TemplateBuildEvent) => void): Promise<BuiltTemplate> {
   const startedAt = Date.now();
-  const valid = validateTemplateSpec(spec, `template '${String(spec.name)}'`);
-  assertSpecInlined(valid, `template '${valid.name}'`);
+  // Over the API the daemon cannot read the client's disk: a `source` left in is reported with every other problem.
+  const valid = validateTemplateSpec(spec, `template '${String(spec.name)}'`, { requireInline: true });
   const cache = new LayerCache(join(deps.dataDir, 'templates'));
   const existing = await deps.registry.findTemplateByName(valid.name);
   const resolved = await resolveTemplate(valid, async (name) => {

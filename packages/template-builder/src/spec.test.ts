@@ -72,6 +72,14 @@ describe('template spec validation', () => {
     assert.throws(() => validateTemplateSpec({ name: 'x', files: [{ path: '/a', source: 'f', encoding: 'base64' }] }, 's.json'), validationError(/files\[0\]\.encoding/));
   });
 
+  it('requireInline reports a remaining source together with every other problem (the API path)', () => {
+    assert.throws(
+      () => validateTemplateSpec({ name: 'Bad Name', packages: ['NOT OK'], files: [{ path: '/a', source: 'f' }] }, 'request body', { requireInline: true }),
+      validationError(/name: template names are/, /packages\[0\]/, /files\[0\]\.source: must be inlined/),
+    );
+    assert.doesNotThrow(() => validateTemplateSpec({ name: 'ok', files: [{ path: '/a', source: 'f' }] }, 'my.yaml'));
+  });
+
   it('assertSpecInlined rejects a remaining source', () => {
     assert.throws(() => assertSpecInlined({ name: 'x', files: [{ path: '/a', source: 'f' }] }, 'request body'), validationError(/request body: files\[0\]\.source: must be inlined/));
   });

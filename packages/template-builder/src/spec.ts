@@ -33,21 +33,32 @@ interface SpecIssue {
  * not the template itself. These run even when the schema fails, so one error lists every problem.
  * Rejects `VALIDATION_FAILED` (`details.issues`: `{ field, message }[]`, in spec order).
  */
-export function validateTemplateSpec(value: unknown, origin: string): TemplateSpec {
+export function validateTemplateSpec(value: unknown, origin: string, options: { requireInline?: boolean } = {}): TemplateSpec {
   const { spec, issues } = inspectSpec(value);
-  if (!spec || issues.length > 0) throw specError(origin, issues);
+  const all = options.requireInline ? [...issues, ...sourceIssues(value)] : issues;
+  if (!spec || all.length > 0) throw specError(origin, all);
   return spec;
 }
 
 /**
  * Reject a spec that still has a `files[].source` (a spec that came over the API must carry its
  * files inline: the daemon cannot read the client's disk). Rejects `VALIDATION_FAILED`.
+ * `validateTemplateSpec(value, origin, { requireInline: true })` reports these with every other problem.
  */
 export function assertSpecInlined(spec: TemplateSpec, origin: string): void {
-  const issues = (spec.files ?? []).flatMap((file, index) =>
-    file.source === undefined ? [] : [{ field: `files[${index}].source`, message: 'must be inlined as "content" before the build (the spec loader does this)' }],
-  );
+  const issues = sourceIssues(spec);
   if (issues.length > 0) throw specError(origin, issues);
+}
+
+/** One issue per `files[].source` still in `value` (a parsed spec, valid or not). */
+function sourceIssues(value: unknown): SpecIssue[] {
+  const files = typeof value === 'object' && value !== null ? (value as { files?: unknown }).files : undefined;
+  if (!Array.isArray(files)) return [];
+  return files.flatMap((file: unknown, index) =>
+    typeof file === 'object' && file !== null && (file as { source?: unknown }).source !== undefined
+      ? [{ field: `files[${index}].source`, message: 'must be inlined as "content" before the build (the spec loader does this)' }]
+      : [],
+  );
 }
 
 /**
