@@ -50,6 +50,8 @@ describe('protocol: Sandbox.explore', () => {
     }
     assert.equal(report.forkTree.sandboxId, source.sandboxId);
     assert.equal(report.forkTree.children.length, 4);
+    assert.deepEqual(report.forkTree.children.map((c) => c.error), [null, null, 'no luck', null], 'the tree marks the failed strategy');
+    assert.equal(report.forkTree.error, null);
     assert.equal(await source.isRunning(), true);
   });
 

@@ -75,6 +75,8 @@ export interface ForkTreeNode {
   strategy: string | null;
   score: number | null;
   outcome: ForkOutcome | 'source';
+  /** Why the strategy failed (its entry's `error.message`); `null` when it scored, and for the source. */
+  error: string | null;
   children: ForkTreeNode[];
 }
 
@@ -171,8 +173,8 @@ export async function explore<T>(source: Sandbox, strategies: Strategy<T>[], opt
     winner: { sandbox: w.sandbox, strategy: w.entry.name, score: w.entry.score, result: w.result as T, durationMs: w.entry.durationMs },
     entries,
     forkTree: {
-      sandboxId: source.sandboxId, strategy: null, score: null, outcome: 'source',
-      children: entries.map((e) => ({ sandboxId: e.sandboxId, strategy: e.name, score: e.score, outcome: e.outcome, children: [] })),
+      sandboxId: source.sandboxId, strategy: null, score: null, outcome: 'source', error: null,
+      children: entries.map((e) => ({ sandboxId: e.sandboxId, strategy: e.name, score: e.score, outcome: e.outcome, error: e.error?.message ?? null, children: [] })),
     },
   };
 }

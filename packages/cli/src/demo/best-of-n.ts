@@ -142,7 +142,7 @@ function renderTable(report: ExploreReport<ForkResult>, resultOf: ResultOf): str
 function renderTree(node: ForkTreeNode, resultOf: ResultOf, prefix = '', last = true, root = true): string[] {
   const label = node.strategy === null
     ? `${node.sandboxId}  (source: broken textwrap; paused for the fork, then discarded)`
-    : `${node.sandboxId}  ${node.strategy.padEnd(STRATEGY_WIDTH)}  ${describe(resultOf(node.strategy))}  ${node.outcome === 'winner' ? 'kept' : node.outcome}`;
+    : `${node.sandboxId}  ${node.strategy.padEnd(STRATEGY_WIDTH)}  ${node.error === null ? describe(resultOf(node.strategy)) : `failed: ${node.error}`}  ${node.outcome === 'winner' ? 'kept' : node.outcome}`;
   const lines = [root ? label : `${prefix}${last ? '└─ ' : '├─ '}${label}`];
   node.children.forEach((child, i) => {
     lines.push(...renderTree(child, resultOf, root ? '' : `${prefix}${last ? '   ' : '│  '}`, i === node.children.length - 1, false));
