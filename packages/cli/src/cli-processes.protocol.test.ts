@@ -10,6 +10,14 @@ import { useCliFixture } from './test-support/cli-fixture.js';
 
 const scripts: Record<string, CommandScript> = {
   'serve-forever': async (ctx) => { ctx.stdout('listening\n'); await ctx.killed; },
+  'ticker': async (ctx) => {
+    let killed = false;
+    void ctx.killed.then(() => (killed = true));
+    while (!killed) {
+      ctx.stdout('tick\n');
+      await ctx.sleep(10);
+    }
+  },
   'two-lines': async (ctx) => { ctx.stdout('line 1\n'); await ctx.sleep(20); ctx.stderr('warn\n'); ctx.stdout('line 2\n'); return 3; },
 };
 
@@ -80,7 +88,12 @@ describe('protocol: ramify sandbox exec --background, ps, attach, kill-process',
 
     const mixed = await ramify(['sandbox', 'kill-process', id, exited, '999999']);
     assert.equal(mixed.code, 1);
-    assert.match(mixed.stderr, new RegExp(`^ramify: PROCESS_NOT_FOUND: no process 999999 in sandbox ${id} \\(${exited} had already exited\\)$`, 'm'));
+    assert.equal(mixed.stdout, `${exited} had already exited (exit code 3)\n`, 'what was done is printed before the error');
+    assert.match(mixed.stderr, new RegExp(`^ramify: PROCESS_NOT_FOUND: no process 999999 in sandbox ${id}$`, 'm'));
+    const mixedJson = await ramify(['--json', 'sandbox', 'kill-process', id, exited, '999999']);
+    assert.equal(mixedJson.code, 1);
+    assert.equal(mixedJson.stdout, '');
+    assert.match(mixedJson.stderr, new RegExp(`no process 999999 in sandbox ${id} \\(${exited} had already exited \\(exit code 3\\)\\)`));
     assert.match((await ramify(['sandbox', 'kill-process', '--help'])).stdout, /already exited is left alone, exit code 0/);
   });
 
@@ -104,5 +117,24 @@ describe('protocol: ramify sandbox exec --background, ps, attach, kill-process',
     assert.match(help.stdout, /--background/);
     assert.match(help.stdout, /ramify sandbox ps ID/);
     assert.match(help.stdout, /ramify sandbox kill-process ID PID/);
+  });
+  test('exec | head: when the reader goes away the remote command is killed and ramify exits 141 quietly', async () => {
+    const id = await newSandbox();
+    const r = await ramify(['sandbox', 'exec', id, '--', 'ticker'], { closeStdoutOnData: true });
+    assert.equal(r.code, 141, r.stderr);
+    assert.doesNotMatch(r.stderr, /EPIPE|Error/);
+    const ps = JSON.parse((await ramify(['sandbox', 'ps', id, '--json'])).stdout) as { cmd: string; running: boolean }[];
+    assert.deepEqual(ps.filter((p) => p.cmd === 'ticker').map((p) => p.running), [false], 'the remote command no longer runs');
+  });
+
+  test('attach | head: ramify detaches and exits 141; the process keeps running', async () => {
+    const id = await newSandbox();
+    const pid = Number((await ramify(['sandbox', 'exec', '--background', id, '--', 'ticker'])).stdout.trim());
+    const r = await ramify(['sandbox', 'attach', id, String(pid)], { closeStdoutOnData: true });
+    assert.equal(r.code, 141, r.stderr);
+    assert.doesNotMatch(r.stderr, /EPIPE|Error/);
+    const ps = JSON.parse((await ramify(['sandbox', 'ps', id, '--json'])).stdout) as { pid: number; running: boolean }[];
+    assert.equal(ps.find((p) => p.pid === pid)?.running, true);
+    assert.equal((await ramify(['sandbox', 'kill-process', id, String(pid)])).code, 0);
   });
 });

@@ -70,6 +70,10 @@ export class RamifyError extends Error {
   toBody(): ErrorBody {
     return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
   }
+  /** What `JSON.stringify` writes (a JSON log line): name, code, message and details (an Error's message is not enumerable). */
+  toJSON(): { name: string; code: ErrorCode; message: string; details?: Record<string, unknown> } {
+    return { name: this.name, code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) };
+  }
 }
 
 /** HTTP status for a code; unknown codes map to 500. */

@@ -9,6 +9,8 @@ import { commandLine, keyValue, parseDuration } from '../parse.js';
 export const EXIT_EXEC_FAILURE = 125;
 /** Exit code when the command was killed at its deadline (as in coreutils `timeout`). */
 export const EXIT_EXEC_TIMEOUT = 124;
+/** Exit code when whatever read ramify's output went away (`| head`): 128 + SIGPIPE, as a shell reports it. */
+export const EXIT_BROKEN_PIPE = 128 + constants.signals.SIGPIPE;
 
 /** The exit code `exec` ends with for a finished command. */
 export function exitCodeOf(result: CommandResult): number {
@@ -33,17 +35,52 @@ export interface BackgroundStart {
   cmd: string;
 }
 
-/** What Ctrl-C / SIGTERM does while the CLI follows a process. */
+/** What Ctrl-C / SIGTERM (or the reader of the output going away) does while the CLI follows a process. */
 export type InterruptAction = 'kill-remote' | 'detach';
 
 /**
- * Follow `handle` to its exit: its output was already routed to the terminal by the caller's callbacks.
+ * Where a followed process's output goes: `callbacks` copy its bytes to this process's stdout/stderr (none
+ * with `--json`); `broken` resolves when a write fails because the reader went away (EPIPE: `| head`).
+ */
+export interface OutputPassThrough {
+  callbacks: OutputCallbacks;
+  broken: Promise<void>;
+}
+
+/** See {@link OutputPassThrough}. */
+export function passThrough(ctx: CliContext): OutputPassThrough {
+  if (ctx.json) return { callbacks: {}, broken: new Promise<void>(() => undefined) };
+  let gone = false;
+  let onBroken: () => void = () => undefined;
+  const broken = new Promise<void>((resolve) => (onBroken = resolve));
+  const sink = (stream: NodeJS.WritableStream): ((b: Uint8Array) => void) => {
+    // A write error (EPIPE and the like) arrives as an 'error' event or a throw: the output has nowhere to go.
+    stream.on('error', () => {
+      gone = true;
+      onBroken();
+    });
+    return (b) => {
+      if (gone) return;
+      try {
+        stream.write(b);
+      } catch {
+        gone = true;
+        onBroken();
+      }
+    };
+  };
+  return { callbacks: { onStdoutBytes: sink(ctx.env.stdout), onStderrBytes: sink(ctx.env.stderr) }, broken };
+}
+
+/**
+ * Follow `handle` to its exit: its output was already routed to the terminal by `output`'s callbacks.
  * Ctrl-C / SIGTERM: `kill-remote` kills the remote process group once (a second Ctrl-C leaves at once);
- * `detach` leaves at once and the process keeps running. Sets the exit code from the result
- * ({@link exitCodeOf}) and, with `--json`, prints the {@link CommandResult}.
+ * `detach` leaves at once and the process keeps running. When the output's reader goes away (`| head`),
+ * the same action runs without asking and the exit code is {@link EXIT_BROKEN_PIPE}. Otherwise sets the
+ * exit code from the result ({@link exitCodeOf}) and, with `--json`, prints the {@link CommandResult}.
  * Throws the API's error when the process cannot be followed.
  */
-export async function followToExit(ctx: CliContext, handle: CommandHandle, onInterrupt: InterruptAction): Promise<void> {
+export async function followToExit(ctx: CliContext, handle: CommandHandle, onInterrupt: InterruptAction, output: OutputPassThrough): Promise<void> {
   let interrupted = 0;
   const onSignal = (): void => {
     interrupted += 1;
@@ -52,24 +89,34 @@ export async function followToExit(ctx: CliContext, handle: CommandHandle, onInt
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  let result: CommandResult;
+  const finished = handle.wait().catch((err: unknown) => {
+    if (err instanceof CommandExitError) return err.result;
+    throw err;
+  });
+  let outcome: CommandResult | 'broken-pipe';
   try {
-    result = await handle.wait();
-  } catch (err) {
-    if (!(err instanceof CommandExitError)) throw err;
-    result = err.result;
+    outcome = await Promise.race([finished, output.broken.then(() => 'broken-pipe' as const)]);
+    if (outcome === 'broken-pipe') {
+      if (onInterrupt === 'kill-remote') {
+        await handle.kill().catch(() => undefined);
+        await finished.catch(() => undefined);
+      } else {
+        // As Ctrl-C's detach: leave at once (after disconnecting, the handle's wait() would long-poll
+        // for an exit that may never come).
+        await handle.disconnect().catch(() => undefined);
+        process.exit(EXIT_BROKEN_PIPE);
+      }
+    }
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
-  if (ctx.json) ctx.output(result, () => '');
-  ctx.env.exitCode = exitCodeOf(result);
-}
-
-/** Output callbacks that copy a process's bytes to this process's stdout/stderr (none with `--json`). */
-export function passThrough(ctx: CliContext): OutputCallbacks {
-  const { stdout, stderr } = ctx.env;
-  return ctx.json ? {} : { onStdoutBytes: (b: Uint8Array) => { stdout.write(b); }, onStderrBytes: (b: Uint8Array) => { stderr.write(b); } };
+  if (outcome === 'broken-pipe') {
+    ctx.env.exitCode = EXIT_BROKEN_PIPE;
+    return;
+  }
+  if (ctx.json) ctx.output(outcome, () => '');
+  ctx.env.exitCode = exitCodeOf(outcome);
 }
 
 async function exec(ctx: CliContext, id: string, argv: string[], opts: ExecOptions): Promise<void> {
@@ -84,14 +131,15 @@ async function exec(ctx: CliContext, id: string, argv: string[], opts: ExecOptio
     ctx.output(started, () => String(handle.pid));
     return;
   }
+  const output = passThrough(ctx);
   const handle: CommandHandle = await sbx.commands.run(cmd, {
     ...common,
     background: true,
     ...(opts.stdin ? { stdin: ctx.env.stdin as AsyncIterable<Uint8Array> } : {}),
-    ...passThrough(ctx),
+    ...output.callbacks,
   });
   try {
-    await followToExit(ctx, handle, 'kill-remote');
+    await followToExit(ctx, handle, 'kill-remote', output);
   } finally {
     // The command may exit before stdin's EOF: stop reading so the CLI can end.
     if (opts.stdin) (ctx.env.stdin as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();

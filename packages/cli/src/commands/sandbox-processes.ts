@@ -46,8 +46,9 @@ Ctrl-C detaches (the process keeps running). With --json nothing is streamed; th
 printed once the process exited. Exit codes as for 'ramify sandbox exec'.`)
     .action(action(env, async (ctx, id: string, pid: number) => {
       try {
-        const handle = await Sandbox.fromId(id, ctx.connection).commands.connect(pid, passThrough(ctx));
-        await followToExit(ctx, handle, 'detach');
+        const output = passThrough(ctx);
+        const handle = await Sandbox.fromId(id, ctx.connection).commands.connect(pid, output.callbacks);
+        await followToExit(ctx, handle, 'detach', output);
       } catch (err) {
         ctx.env.exitCode = reportError(err, ctx.env, ctx.json, EXIT_EXEC_FAILURE);
       }
@@ -59,18 +60,18 @@ printed once the process exited. Exit codes as for 'ramify sandbox exec'.`)
 Prints '<pid> killed' per process. A process that had already exited is left alone, exit code 0
 (nothing to do, as 'ramify sandbox kill' on a killed sandbox): '<pid> had already exited (exit code 3)'
 or '(killed by SIGKILL)'. A pid the sandbox does not know (see 'ramify sandbox ps ID') is
-PROCESS_NOT_FOUND, exit code 1, once the other pids were handled.
+PROCESS_NOT_FOUND, exit code 1, once the other pids were handled (printed first; with --json the error says it).
 --json: {"sandboxId", "killed": [pid, ...], "alreadyExited": [process info as in 'ps --json', ...]}.`)
     .action(action(env, async (ctx, id: string, pids: number[]) => {
       const outcome = await killProcesses(Sandbox.fromId(id, ctx.connection).commands, pids);
-      const handled = [...outcome.killed.map((pid) => `${pid} killed`), ...outcome.alreadyExited.map((p) => `${p.pid} had already exited`)];
+      const lines = [...outcome.killed.map((pid) => `${pid} killed`), ...outcome.alreadyExited.map((p) => `${p.pid} had already exited (${exitOf(p)})`)];
       if (outcome.missing.length > 0) {
-        throw new RamifyError('PROCESS_NOT_FOUND', `no process ${outcome.missing.join(', ')} in sandbox ${id}${handled.length ? ` (${handled.join('; ')})` : ''}`);
+        // Human output says what was done before the error; --json keeps stdout empty, the error says it.
+        if (!ctx.json && lines.length > 0) ctx.print(lines.join('\n'));
+        const done = ctx.json && lines.length > 0 ? ` (${lines.join('; ')})` : '';
+        throw new RamifyError('PROCESS_NOT_FOUND', `no process ${outcome.missing.join(', ')} in sandbox ${id}${done}`);
       }
-      ctx.output({ sandboxId: id, killed: outcome.killed, alreadyExited: outcome.alreadyExited }, () => [
-        ...outcome.killed.map((pid) => `${pid} killed`),
-        ...outcome.alreadyExited.map((p) => `${p.pid} had already exited (${exitOf(p)})`),
-      ].join('\n'));
+      ctx.output({ sandboxId: id, killed: outcome.killed, alreadyExited: outcome.alreadyExited }, () => lines.join('\n'));
     }));
 }
 

@@ -26,6 +26,8 @@ export interface CliRunOptions {
   /** Written to the CLI's stdin, which is then closed (default: closed at once). */
   stdin?: string | Buffer;
   cwd?: string;
+  /** Close the read end of the CLI's stdout once its first bytes arrived, as `ramify ... | head -1` does. */
+  closeStdoutOnData?: boolean;
 }
 
 export interface CliFixture {
@@ -72,7 +74,10 @@ export function useCliFixture(name: string, options: ContractServerOptions = {})
       const child = spawn(process.execPath, [MAIN, ...args], { env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
       const out: Buffer[] = [];
       const err: Buffer[] = [];
-      child.stdout.on('data', (c: Buffer) => out.push(c));
+      child.stdout.on('data', (c: Buffer) => {
+        out.push(c);
+        if (opts.closeStdoutOnData) child.stdout.destroy();
+      });
       child.stderr.on('data', (c: Buffer) => err.push(c));
       child.stdin.on('error', () => undefined); // the CLI may exit before reading its stdin
       child.stdin.end(opts.stdin ?? '');
