@@ -279,7 +279,7 @@ export const TemplateSpec = z.strictObject({
   /** Parent template name; omit for a root built from Debian bookworm. */
   from: z.string().optional(),
   /** Extra Debian packages. */
-  packages: z.array(z.string().regex(/^[a-z0-9][a-z0-9+.-]*$/)).max(500).optional(),
+  packages: z.array(z.string().regex(/^[a-z0-9][a-z0-9+.-]*$/, 'Debian package names are [a-z0-9][a-z0-9+.-]*')).max(500).optional(),
   /**
    * Files to place: `{ path, content }` (text) or `{ path, source }` (host file, relative to the spec;
    * the spec loader inlines it as `content`, base64 with `encoding: 'base64'` when it is not UTF-8 text).

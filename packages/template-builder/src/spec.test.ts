@@ -38,7 +38,8 @@ describe('template spec validation', () => {
       () => validateTemplateSpec({ name: 'Bad Name', packages: ['ok', 'NOT OK'], extra: 1, files: [{ path: 'relative', content: '' }] }, 'my.yaml'),
       validationError(/^my\.yaml: /, /name: template names are/, /packages\[1\]/, /files\[0\]\.path/, /Unrecognized key.*extra/),
     );
-    assert.throws(() => validateTemplateSpec({ name: 'x', envs: { 'BAD-NAME': 'v' } }, 'req'), validationError(/envs/));
+    assert.throws(() => validateTemplateSpec({ name: 'x', envs: { 'BAD-NAME': 'v' } }, 'req'), validationError(/envs\.BAD-NAME: environment variable names are \[A-Za-z_\]/));
+    assert.throws(() => validateTemplateSpec({ name: 'x', packages: ['jq', 'Bad_Pkg'] }, 'req'), validationError(/packages\[1\]: Debian package names are .* \(got "Bad_Pkg"\)/));
   });
 
   it('runs the extra checks even when the schema fails, so one error lists both', () => {
@@ -47,7 +48,7 @@ describe('template spec validation', () => {
       (error: unknown) => {
         assert.ok(isRamifyError(error), String(error));
         assert.deepEqual(error.details?.issues, [
-          { field: 'name', message: 'template names are 1-64 of [a-z0-9._-]' },
+          { field: 'name', message: 'template names are 1-64 of [a-z0-9._-] (got "Bad")' },
           { field: 'from', message: 'a template cannot be built from itself' },
           { field: 'files[0].mode', message: 'must be a permission mode between 0 and 0o7777, not -1' },
           { field: 'files[0].path', message: 'must be a normalized absolute file path without "." or ".." parts: /a/./b' },

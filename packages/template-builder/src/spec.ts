@@ -35,7 +35,7 @@ interface SpecIssue {
  */
 export function validateTemplateSpec(value: unknown, origin: string, options: { requireInline?: boolean } = {}): TemplateSpec {
   const { spec, issues } = inspectSpec(value);
-  const all = options.requireInline ? [...issues, ...sourceIssues(value)] : issues;
+  const all = options.requireInline ? sortIssues([...issues, ...sourceIssues(value)]) : issues;
   if (!spec || all.length > 0) throw specError(origin, all);
   return spec;
 }
@@ -129,7 +129,7 @@ function inspectSpec(value: unknown): { spec: TemplateSpec | undefined; issues: 
   const parsed = TemplateSpec.safeParse(value);
   const extra = extraIssues(value);
   const ownFields = new Set(extra.map((issue) => issue.field).filter((field) => /\.(path|mode)$/.test(field)));
-  const schema = parsed.success ? [] : parsed.error.issues.map(zodIssue).filter((issue) => !ownFields.has(issue.field));
+  const schema = parsed.success ? [] : parsed.error.issues.map((issue) => zodIssue(issue, value)).filter((issue) => !ownFields.has(issue.field));
   return { spec: parsed.success ? parsed.data : undefined, issues: sortIssues([...schema, ...extra]) };
 }
 
@@ -255,9 +255,19 @@ function sortIssues(issues: SpecIssue[]): SpecIssue[] {
   });
 }
 
-function zodIssue(issue: z.core.$ZodIssue): SpecIssue {
+/**
+ * A schema issue as a spec problem. A bad record key (an env name) carries the key rule's own message
+ * (zod reports only "Invalid key in record"); a string that fails a pattern names the value it got.
+ */
+function zodIssue(issue: z.core.$ZodIssue, root: unknown): SpecIssue {
   const field = issue.path.reduce<string>((out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${String(part)}` : String(part)), '');
-  return { field: field || '(top level)', message: issue.message };
+  let message = issue.message;
+  if (issue.code === 'invalid_key') message = issue.issues[0]?.message ?? message;
+  if (issue.code === 'invalid_format') {
+    const got = issue.path.reduce<unknown>((node, part) => (typeof node === 'object' && node !== null ? (node as Record<PropertyKey, unknown>)[part] : undefined), root);
+    if (typeof got === 'string') message = `${message} (got ${JSON.stringify(got)})`;
+  }
+  return { field: field || '(top level)', message };
 }
 
 /** One error for all issues: their common code when they share one that is not VALIDATION_FAILED, else VALIDATION_FAILED. */
