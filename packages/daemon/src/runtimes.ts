@@ -93,15 +93,17 @@ async function openMicrovm(options: RuntimeOptions, resolvConfPath: string): Pro
   const microvm = options.microvm ?? {};
   const qemuPath = microvm.qemuPath ?? 'qemu-system-x86_64';
   const cacheDir = join(options.cacheDir, 'microvm');
-  await qemuVersion(qemuPath); // before anything is fetched: rejects naming the apt package when QEMU is missing
+  // Read once, before anything is fetched: rejects naming the apt package when QEMU is missing.
+  const version = await qemuVersion(qemuPath);
   const kernel = await prepareGuestKernel({ cacheDir, onLine: (line) => options.logger.info('microvm: guest kernel', { line }) });
-  const acceleration = await detectAcceleration({ kernel, cacheDir, qemuPath, ...(microvm.forceTcg ? { forceTcg: true } : {}) });
+  const acceleration = await detectAcceleration({ kernel, cacheDir, qemuPath, qemuVersion: version, ...(microvm.forceTcg ? { forceTcg: true } : {}) });
   const runtime = await MicrovmRuntime.open({
     workDir: join(options.dataDir, 'runtime', 'microvm'),
     kernel,
     acceleration,
     resolvConfPath,
     qemuPath,
+    qemuVersion: version,
     ...(microvm.diskSizeMB !== undefined ? { diskSizeMB: microvm.diskSizeMB } : {}),
     ...(microvm.imageMemoryMB !== undefined ? { imageMemoryMB: microvm.imageMemoryMB } : {}),
   });

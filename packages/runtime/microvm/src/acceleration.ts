@@ -31,6 +31,8 @@ export interface DetectAccelerationOptions {
   /** Where the verdict is cached (`acceleration.json`); null = always probe. */
   cacheDir: string | null;
   qemuPath?: string;
+  /** QEMU's version line when the caller already read it ({@link qemuVersion}); default: read it here. */
+  qemuVersion?: string;
   /** How long the KVM test guest may take to print its marker; default 20000. */
   deadlineMs?: number;
   /** Skip the probe and use TCG (e.g. a configured `accelerator: tcg`). */
@@ -60,7 +62,7 @@ export async function detectAcceleration(options: DetectAccelerationOptions): Pr
   const qemuPath = options.qemuPath ?? 'qemu-system-x86_64';
   const tscKhz = await hostTscKhz();
   const tcg = (reason: string): AccelerationChoice => ({ accelerator: 'tcg', cpuModel: TCG_CPU, tscKhz, reason });
-  const version = await qemuVersion(qemuPath);
+  const version = options.qemuVersion ?? (await qemuVersion(qemuPath));
   if (options.forceTcg) return tcg('TCG chosen by configuration');
   const kvmUsable = await access('/dev/kvm', constants.R_OK | constants.W_OK).then(() => true, () => false);
   if (!kvmUsable) return tcg('/dev/kvm is missing or not accessible: using TCG (software emulation, slow)');

@@ -62,6 +62,8 @@ export interface MicrovmRuntimeOptions {
   resolvConfPath: string;
   /** Default `qemu-system-x86_64` from PATH. */
   qemuPath?: string;
+  /** QEMU's version line when the caller already read it (`qemuVersion`); default: read it here. */
+  qemuVersion?: string;
   /** Default `qemu-img` from PATH. */
   qemuImgPath?: string;
   /** Size of the guest's root filesystem, MiB; default 2048 (sparse: only what is written costs disk). */
@@ -137,7 +139,7 @@ export class MicrovmRuntime implements Runtime {
   static async open(options: MicrovmRuntimeOptions): Promise<MicrovmRuntime> {
     const qemuPath = options.qemuPath ?? 'qemu-system-x86_64';
     const qemuImgPath = options.qemuImgPath ?? 'qemu-img';
-    const version = await qemuVersion(qemuPath);
+    const version = options.qemuVersion ?? (await qemuVersion(qemuPath));
     await run([qemuImgPath, '--version']);
     const perlPath = options.perlPath ?? 'perl';
     const perl = await run([perlPath, '-e', 'exit 0']).catch(() => null);
