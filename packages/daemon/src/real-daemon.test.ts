@@ -32,6 +32,12 @@ const sh = async (id: string, cmd: string): Promise<string> => {
   assert.equal(r.json.exitCode, 0, r.json.stderr);
   return r.json.stdout as string;
 };
+/** Polls `check` every 100 ms until it holds; fails with `what` after `limitMs` (generous: CI machines are slow). */
+const until = async (check: () => Promise<boolean>, what: string, limitMs = 30_000): Promise<void> => {
+  for (const deadline = Date.now() + limitMs; !(await check()); await new Promise((resolve) => setTimeout(resolve, 100))) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
+  }
+};
 
 
 describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 600_000 }, () => {
@@ -54,7 +60,9 @@ describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 
     assert.equal((await sh(id, 'hostname')).trim(), id.toLowerCase().replace('_', '-'));
     await sh(id, 'echo kept > /root/note.txt');
     await call('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done', background: true });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    const counterNow = async (): Promise<number> => Number((await sh(id, 'cat /tmp/counter 2>/dev/null || echo 0')).trim());
+    let before = 0;
+    await until(async () => (before = await counterNow()) >= 3, 'the counter process has counted to 3');
 
     const paused = await call('POST', `/v1/sandboxes/${id}/pause`);
     assert.equal(paused.status, 200, JSON.stringify(paused.json));
@@ -65,7 +73,8 @@ describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 
     assert.ok(frozen >= 2, 'template and pause images on disk');
     assert.equal((await call('POST', `/v1/sandboxes/${id}/resume`)).json.state, 'running');
     const [counter, note] = (await sh(id, 'cat /tmp/counter; cat /root/note.txt')).trim().split('\n');
-    assert.ok(Number(counter) >= 3, `the counter process kept its memory (${counter})`);
+    assert.ok(Number(counter) >= before, `the counter process kept its memory (${counter} after resume, ${before} before the pause)`);
+    await until(async () => (await counterNow()) > Number(counter), 'the resumed counter process counts on');
     assert.equal(note, 'kept');
 
     const fork = await call('POST', `/v1/sandboxes/${id}/fork`, { count: 2 });
@@ -107,9 +116,9 @@ describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 
   test('open TCP connections refuse the pause (409 CHECKPOINT_BLOCKED) and the sandbox keeps running; a restart re-attaches it', async () => {
     const { json } = await call('POST', '/v1/sandboxes', {});
     const id = json.id as string;
-    const node = "const n=require('net');n.createServer(()=>{}).listen(9000,'0.0.0.0',()=>n.connect(9000,'10.254.0.2'))";
+    const node = "const n=require('net');n.createServer(()=>{}).listen(9000,'0.0.0.0',()=>n.connect(9000,'10.254.0.2',()=>require('fs').writeFileSync('/tmp/connected','')))";
     await call('POST', `/v1/sandboxes/${id}/commands`, { cmd: `node -e "${node}"`, background: true });
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await until(async () => (await sh(id, 'test -e /tmp/connected && echo yes || echo no')).trim() === 'yes', 'the TCP connection is open');
     const blocked = await call('POST', `/v1/sandboxes/${id}/pause`);
     assert.equal(blocked.status, 409);
     assert.equal(blocked.json.error.code, 'CHECKPOINT_BLOCKED');

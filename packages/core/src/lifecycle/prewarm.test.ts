@@ -5,12 +5,15 @@ import { createTestWorld } from '../testing/world.js';
 import { createSandbox } from './create.js';
 import { killSandbox } from './kill.js';
 
-const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
+/** Prewarming runs in the background: poll until `check` holds (10 s at most), so a slow machine cannot fail the test. */
+async function eventually(check: () => boolean | Promise<boolean>): Promise<void> {
+  for (const deadline = Date.now() + 10_000; !(await check()) && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+}
 
 test('creating a sandbox prewarms the next free slots; a killed sandbox keeps its namespaces when its slot is next in line', async () => {
   const w = await createTestWorld({ prewarmSlots: 3 });
   const a = await createSandbox(w.core, {});
-  await settle();
+  await eventually(() => w.network.prewarmed.length > 0);
   assert.deepEqual(w.network.prewarmed.at(-1), [2, 3, 4], 'slot 1 is taken: the next three free slots are prepared');
   const b = await createSandbox(w.core, {});
   await killSandbox(w.core, a.id);
@@ -34,7 +37,7 @@ test('the pool shrinks: idle slots outside the lowest free ones are torn down on
   const sandboxes = [];
   for (let i = 0; i < 4; i++) sandboxes.push(await createSandbox(w.core, {}));
   for (const s of sandboxes) await killSandbox(w.core, s.id);
-  await settle();
+  await eventually(async () => (await w.network.listSlots()).length <= 2);
   assert.deepEqual((await w.network.listSlots()).sort(), [1, 2], 'only the two-slot pool is left');
   await w.dispose();
 });
