@@ -163,6 +163,8 @@ test('boot, own kernel and network, checkpoint, restore into three forks, checkp
   assert.equal(await g1.ask('get'), '4', 'memory of the fork carried over');
   assert.equal(await g1.ask('read /root/only-f1'), 'x', 'files of the fork carried over');
   g1.close();
+  // Idle TCG guests cost CPU (about a quarter of a core each): keep only the VMs later tests use.
+  await runtime.kill('rvm-g1');
 
   await runtime.kill('rvm-f2');
   assert.equal((await runtime.status('rvm-f2')).state, 'missing');
@@ -223,13 +225,18 @@ test('a fork point keeps the VM running in the same QEMU process; the image rest
   child.close();
   ch.close();
   await runtime.kill('rvm-h1');
+  await runtime.kill(id);
 });
 
 test('the real agent over virtio-serial: command, checkpoint, two restores with their own entropy', { skip, timeout: 300_000 }, async (t) => {
   const bundle = await readFile(join(rootfs!, 'opt/ramify/agent.mjs'), 'utf8').catch(() => '');
   if (!bundle.includes('--virtio-port')) return t.skip('the agent bundle in RAMIFY_TEST_ROOTFS has no virtio transport');
   const run = async (id: string, cmd: string): Promise<string> => {
-    const session = await connectAgent(await runtime.openAgentChannel(id));
+    const channel = await runtime.openAgentChannel(id).catch(async (err: Error) => {
+      // Say what the guest printed: a boot that never reached the agent shows why on its console.
+      throw new Error(`${err.message}\n--- console of ${id} (last 4000 characters) ---\n${(await consoleOf(id)).slice(-4000)}`, { cause: err });
+    });
+    const session = await connectAgent(channel);
     try {
       let out = '';
       const { pid } = await session.start({ cmd }, { onStdout: (d) => (out += Buffer.from(d).toString('utf8')) });

@@ -51,6 +51,14 @@ import { run, tail } from './host-tools.js';
 /** RAM (MiB) template images are booted with unless `imageMemoryMB` says otherwise. */
 export const DEFAULT_IMAGE_MEMORY_MB = 1024;
 
+/**
+ * How long the first agent connection after a boot may take, ms, by accelerator. Under TCG the guest
+ * kernel and the node agent boot in ~10 s on an idle 2-core host, but past 30 s when other TCG guests
+ * share the CPU (an idle TCG guest costs a quarter of a core; both seen in microvm-runtime.test with
+ * `ps`). KVM boots in about a second.
+ */
+export const DEFAULT_BOOT_AGENT_TIMEOUT_MS: Readonly<Record<AccelerationChoice['accelerator'], number>> = { kvm: 30_000, tcg: 120_000 };
+
 export interface MicrovmRuntimeOptions {
   /** Working directory: `run/` (one directory per sandbox) and `bases/` (ext4 base disks; keep them: images refer to them). */
   workDir: string;
@@ -74,6 +82,12 @@ export interface MicrovmRuntimeOptions {
   startTimeoutMs?: number;
   /** How long {@link MicrovmRuntime.openAgentChannel} waits for the agent's handshake, ms; default 30000. */
   agentConnectTimeoutMs?: number;
+  /**
+   * How long the first {@link MicrovmRuntime.openAgentChannel} after a {@link MicrovmRuntime.boot} waits, ms:
+   * the guest kernel and the agent start from nothing. Default {@link DEFAULT_BOOT_AGENT_TIMEOUT_MS}, by
+   * accelerator.
+   */
+  bootAgentTimeoutMs?: number;
   /**
    * RAM size templates are booted with when they ask for less, MiB; default {@link DEFAULT_IMAGE_MEMORY_MB} (the template
    * builder's default). It is the most memory a sandbox restored from the image can have (`memoryMB`
@@ -118,12 +132,14 @@ export class MicrovmRuntime implements Runtime {
   private readonly inFlight = new Map<string, Promise<unknown>>();
   /** Boots and restores running in this process (their VMs are not `ready` yet but are no leftovers). */
   private readonly starting = new Set<string>();
+  /** Sandboxes booted by this process whose agent has not answered yet (they get `bootAgentTimeoutMs`). */
+  private readonly bootedWithoutAgent = new Set<string>();
   /** Agent connections made before a restore's state loads (see held-agent-sockets.ts). */
   private readonly heldAgentSockets = new HeldAgentSockets();
 
   private constructor(
     private readonly env: VmEnvironment,
-    private readonly options: { workDir: string; resolvConfPath: string; diskSizeMB: number; agentConnectTimeoutMs: number; imageMemoryMB: number; imageCpuCount: number },
+    private readonly options: { workDir: string; resolvConfPath: string; diskSizeMB: number; agentConnectTimeoutMs: number; bootAgentTimeoutMs: number; imageMemoryMB: number; imageCpuCount: number },
     /** The CPU quota cgroups of the sandboxes. */
     readonly cpuQuotas: CpuQuotas,
     /** The accelerator in use and why. */
@@ -166,6 +182,7 @@ export class MicrovmRuntime implements Runtime {
       resolvConfPath: options.resolvConfPath,
       diskSizeMB: options.diskSizeMB ?? 2048,
       agentConnectTimeoutMs: options.agentConnectTimeoutMs ?? 30_000,
+      bootAgentTimeoutMs: options.bootAgentTimeoutMs ?? DEFAULT_BOOT_AGENT_TIMEOUT_MS[options.acceleration.accelerator],
       imageMemoryMB: Math.floor(options.imageMemoryMB ?? DEFAULT_IMAGE_MEMORY_MB),
       imageCpuCount: Math.max(1, Math.floor(options.imageCpuCount ?? 2)),
     };
@@ -186,6 +203,7 @@ export class MicrovmRuntime implements Runtime {
   /** Kill the instance's QEMU processes, delete its directory and its CPU quota cgroup. */
   private async destroyInstance(sandboxId: string): Promise<void> {
     this.heldAgentSockets.release(sandboxId);
+    this.bootedWithoutAgent.delete(sandboxId);
     await this.env.dirs.destroy(sandboxId);
     await this.cpuQuotas.remove(sandboxId);
   }
@@ -206,6 +224,7 @@ export class MicrovmRuntime implements Runtime {
     this.starting.add(spec.sandboxId);
     try {
       await this.bootVm(spec, argv);
+      this.bootedWithoutAgent.add(spec.sandboxId);
     } finally {
       this.starting.delete(spec.sandboxId);
     }
@@ -359,13 +378,18 @@ export class MicrovmRuntime implements Runtime {
 
   /**
    * Connect to the agent's virtio-serial port through QEMU's socket and run the agent's hello/ack
-   * handshake (`openVirtioChannel` of @ramify/agent), within `agentConnectTimeoutMs`. QEMU serves one
-   * host at a time: close the previous channel first. Rejects `AGENT_UNREACHABLE`.
+   * handshake (`openVirtioChannel` of @ramify/agent), within `agentConnectTimeoutMs` (`bootAgentTimeoutMs`
+   * until the agent of a freshly booted VM has answered once). QEMU serves one host at a time: close the
+   * previous channel first. Rejects `AGENT_UNREACHABLE`.
    */
   async openAgentChannel(sandboxId: string): Promise<Duplex> {
     await this.requireInstance(sandboxId);
     const connected = this.heldAgentSockets.take(sandboxId);
-    return openVirtioChannel(this.env.dirs.file(sandboxId, 'agent'), { timeoutMs: this.options.agentConnectTimeoutMs, connected });
+    const booting = this.bootedWithoutAgent.has(sandboxId);
+    const timeoutMs = booting ? this.options.bootAgentTimeoutMs : this.options.agentConnectTimeoutMs;
+    const channel = await openVirtioChannel(this.env.dirs.file(sandboxId, 'agent'), { timeoutMs, connected });
+    this.bootedWithoutAgent.delete(sandboxId);
+    return channel;
   }
 
   async status(sandboxId: string): Promise<RuntimeInstanceStatus> {
