@@ -7,7 +7,6 @@
  * takes the source's permission bits. The reference of the format is docs/template-spec.md.
  */
 import { MAX_JSON_BODY_BYTES, RamifyError, type TemplateSpec } from '@ramify/contracts';
-import { loadTemplateSpecFile } from '@ramify/template-builder';
 
 /**
  * Load `path` and inline its `source` files. Throws `FILE_NOT_FOUND` / `IS_A_DIRECTORY` (the spec
@@ -17,6 +16,8 @@ import { loadTemplateSpecFile } from '@ramify/template-builder';
  * with its files inlined is over the API's request limit).
  */
 export async function loadTemplateSpec(path: string): Promise<TemplateSpec> {
+  // Loaded on use: the YAML parser is not needed by the other commands (CLI start-up).
+  const { loadTemplateSpecFile } = await import('@ramify/template-builder/spec');
   const inlined = await loadTemplateSpecFile(path);
   const size = Buffer.byteLength(JSON.stringify(inlined));
   if (size > MAX_JSON_BODY_BYTES) {

@@ -2,7 +2,6 @@
 import type { RuntimeName } from '@ramify/contracts';
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
-import { BASE_TEMPLATE_SPEC } from '@ramify/template-builder';
 import { buildTemplate, deleteTemplate, listTemplates, type TemplateBuildEvent, type TemplateInfo } from '@ramify/sdk';
 import { action, type CliContext, type CliEnv } from '../context.js';
 import { loadTemplateSpec } from '../template-spec.js';
@@ -73,7 +72,7 @@ Ramify repository; an example is examples/templates/python-tests.yaml.`)
     .option('-v, --verbose', 'print every build log line')
     .option('-r, --runtime <names>', 'runtimes to build an image for, comma-separated: gvisor, microvm (default: every runtime the daemon has)', listOf(['gvisor', 'microvm'] as const))
     .action(action(env, async (ctx, specPath: string, opts: { verbose?: boolean; runtime?: RuntimeName[] }) => {
-      const spec = specPath === 'base' && !existsSync(specPath) ? BASE_TEMPLATE_SPEC : await loadTemplateSpec(specPath);
+      const spec = specPath === 'base' && !existsSync(specPath) ? (await import('@ramify/template-builder/spec')).BASE_TEMPLATE_SPEC : await loadTemplateSpec(specPath);
       const progress = ctx.json ? undefined : new BuildProgress(ctx, opts.verbose === true);
       let elapsedMs: number | undefined;
       try {
