@@ -62,18 +62,21 @@ describe('protocol: ramify sandbox list paging and templates, snapshot list pare
     assert.match((await ramify(['sandbox', 'list', '--help'])).stdout, /--next-token/);
   });
 
-  test('snapshot list marks a parent that was deleted; --json keeps the plain id', async () => {
+  test('snapshot list names the template and marks a parent that was deleted; --json keeps the plain ids', async () => {
     const source = (await ramify(['sandbox', 'create'])).stdout.trim();
     const parent = (await ramify(['sandbox', 'snapshot', source, '--name', 'parent-snap'])).stdout.trim();
     const child = (await ramify(['sandbox', 'create', '--snapshot', 'parent-snap'])).stdout.trim();
     const snap = (await ramify(['sandbox', 'snapshot', child, '--name', 'child-snap'])).stdout.trim();
     const row = (out: string): string => out.split('\n').find((l) => l.startsWith(snap)) ?? '';
-    assert.match(row((await ramify(['snapshot', 'list'])).stdout), new RegExp(`\\s${parent}\\s+4\\.0 KiB`));
+    const listed = (await ramify(['snapshot', 'list'])).stdout;
+    assert.match(listed.split('\n')[0] ?? '', /^ID\s+NAME\s+KIND\s+TEMPLATE\s+SANDBOX\s+PARENT\s+SIZE\s+CREATED$/);
+    assert.match(row(listed), new RegExp(`^${snap}\\s+child-snap\\s+named\\s+base\\s+${child}\\s+${parent}\\s+4\\.0 KiB`), 'TEMPLATE is the template\'s name');
     assert.equal((await ramify(['snapshot', 'rm', parent])).code, 0);
     const after = await ramify(['snapshot', 'list']);
     assert.match(row(after.stdout), new RegExp(`\\s${parent} \\(deleted\\)\\s+4\\.0 KiB`));
-    const json = JSON.parse((await ramify(['snapshot', 'list', '--json'])).stdout) as { id: string; parentSnapshotId: string | null }[];
+    const json = JSON.parse((await ramify(['snapshot', 'list', '--json'])).stdout) as { id: string; parentSnapshotId: string | null; templateId: string }[];
     assert.equal(json.find((s) => s.id === snap)?.parentSnapshotId, parent);
+    assert.equal(json.find((s) => s.id === snap)?.templateId, 'tpl_base');
   });
 
   test('sandbox list and get mark a template that was deleted; --json keeps the plain templateId', async () => {

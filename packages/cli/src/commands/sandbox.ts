@@ -1,11 +1,12 @@
 /** `ramify sandbox ...`: lifecycle commands. `exec` and `files` live in their own modules. */
 import { Command, Option } from 'commander';
-import { listTemplates, Sandbox, type SandboxInfo, type SandboxState } from '@ramify/sdk';
+import { Sandbox, type SandboxInfo, type SandboxState } from '@ramify/sdk';
 import type { RuntimeName } from '@ramify/contracts';
 import { action, type CliContext, type CliEnv } from '../context.js';
 import { intIn, keyValue, oneOf, parseDuration } from '../parse.js';
 import { renderFields, renderTable } from '../output/table.js';
 import { formatDuration, formatRelative } from '../output/format.js';
+import { plainIds, templateLabels, type TemplateLabel } from '../output/template-labels.js';
 import { registerExec } from './sandbox-exec.js';
 import { registerProcesses } from './sandbox-processes.js';
 import { registerFiles } from './sandbox-files.js';
@@ -17,25 +18,6 @@ const MAX_LIST_LIMIT = 1000;
 
 const STATES: readonly SandboxState[] = ['creating', 'running', 'pausing', 'paused', 'resuming', 'killing', 'killed', 'error'];
 
-/** How human output names a sandbox's template, from its id. */
-type TemplateLabel = (templateId: string) => string;
-
-/**
- * Template id → label for human output: the template's name; `tpl_… (deleted)` when the template is no
- * longer listed (it was deleted after the sandbox was made); the bare id when the templates cannot be listed.
- */
-async function templateLabels(ctx: CliContext): Promise<TemplateLabel> {
-  let names: Map<string, string>;
-  try {
-    names = new Map((await listTemplates(ctx.connection)).map((t) => [t.id, t.name]));
-  } catch {
-    return (id) => id;
-  }
-  return (id) => names.get(id) ?? `${id} (deleted)`;
-}
-
-/** `--json` needs no labels: it prints the plain `templateId`. */
-const plainIds: TemplateLabel = (id) => id;
 
 /** Comma-separated states (`--state running,paused`). */
 function parseStates(value: string): SandboxState[] {

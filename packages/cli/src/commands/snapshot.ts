@@ -4,6 +4,7 @@ import { deleteSnapshot, listSnapshots, type SnapshotInfo } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
 import { renderTable } from '../output/table.js';
 import { formatBytes, formatRelative } from '../output/format.js';
+import { plainIds, templateLabels, type TemplateLabel } from '../output/template-labels.js';
 
 /**
  * The PARENT cell of each snapshot: its parent's id, marked `(deleted)` when the parent is not among
@@ -14,11 +15,11 @@ export function parentCells(snaps: readonly SnapshotInfo[]): string[] {
   return snaps.map((s) => (s.parentSnapshotId === null ? '-' : ids.has(s.parentSnapshotId) ? s.parentSnapshotId : `${s.parentSnapshotId} (deleted)`));
 }
 
-function snapshotTable(snaps: SnapshotInfo[]): string {
+function snapshotTable(snaps: SnapshotInfo[], template: TemplateLabel): string {
   if (snaps.length === 0) return 'no snapshots';
   const parents = parentCells(snaps);
-  return renderTable(['ID', 'NAME', 'KIND', 'SANDBOX', 'PARENT', 'SIZE', 'CREATED'],
-    snaps.map((s, i) => [s.id, s.name ?? '-', s.kind, s.sandboxId ?? '-', parents[i], formatBytes(s.sizeBytes), formatRelative(s.createdAt)]));
+  return renderTable(['ID', 'NAME', 'KIND', 'TEMPLATE', 'SANDBOX', 'PARENT', 'SIZE', 'CREATED'],
+    snaps.map((s, i) => [s.id, s.name ?? '-', s.kind, template(s.templateId), s.sandboxId ?? '-', parents[i], formatBytes(s.sizeBytes), formatRelative(s.createdAt)]));
 }
 
 /** Register `snapshot` and its subcommands on `program`. */
@@ -27,12 +28,17 @@ export function registerSnapshot(program: Command, env: CliEnv): void {
 
   snapshot.command('list').alias('ls').description('list snapshots (template images, pause and fork points, named snapshots)')
     .addHelpText('after', `
+TEMPLATE is the name of the template the snapshot descends from (for KIND template: whose image it is);
+'tpl_... (deleted)': that template has since been deleted.
 PARENT is the snapshot the snapshot's sandbox was started or forked from; '(deleted)' after it: that
 snapshot has since been deleted (every snapshot is a whole image: the ones made from it do not need it).
---json keeps the plain parentSnapshotId.`)
+--json keeps the plain templateId and parentSnapshotId.`)
     .action(action(env, async (ctx) => {
-      const snaps = await ctx.spin('listing snapshots', () => listSnapshots(ctx.connection));
-      ctx.output(snaps, () => snapshotTable(snaps));
+      const [snaps, template] = await ctx.spin('listing snapshots', () => Promise.all([
+        listSnapshots(ctx.connection),
+        ctx.json ? plainIds : templateLabels(ctx),
+      ]));
+      ctx.output(snaps, () => snapshotTable(snaps, template));
     }));
 
   snapshot.command('rm').alias('delete').argument('<snapshots...>', "snapshot ids (snap_...) or names (as given to 'ramify sandbox snapshot --name')")
