@@ -163,7 +163,7 @@ test('boot, own kernel and network, checkpoint, restore into three forks, checkp
   assert.equal(await g1.ask('get'), '4', 'memory of the fork carried over');
   assert.equal(await g1.ask('read /root/only-f1'), 'x', 'files of the fork carried over');
   g1.close();
-  // Idle TCG guests cost CPU (about a quarter of a core each): keep only the VMs later tests use.
+  // The next tests boot a VM under TCG: leave it the CPU, keep only the VMs later tests use.
   await runtime.kill('rvm-g1');
 
   await runtime.kill('rvm-f2');

@@ -53,9 +53,10 @@ export const DEFAULT_IMAGE_MEMORY_MB = 1024;
 
 /**
  * How long the first agent connection after a boot may take, ms, by accelerator. Under TCG the guest
- * kernel and the node agent boot in ~10 s on an idle 2-core host, but past 30 s when other TCG guests
- * share the CPU (an idle TCG guest costs a quarter of a core; both seen in microvm-runtime.test with
- * `ps`). KVM boots in about a second.
+ * kernel and the node agent boot in ~10 s on an idle 2-core host, but took past 30 s in
+ * microvm-runtime.test under a CPU hog with two TCG guests of earlier tests running beside it (ps
+ * showed each at ~25% of a core since its restore; a settled idle sandbox VM costs ~1.5% of a core,
+ * read from /proc/PID/stat over 30 s). KVM boots in about a second.
  */
 export const DEFAULT_BOOT_AGENT_TIMEOUT_MS: Readonly<Record<AccelerationChoice['accelerator'], number>> = { kvm: 30_000, tcg: 120_000 };
 
