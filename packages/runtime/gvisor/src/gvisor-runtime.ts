@@ -196,7 +196,7 @@ export class GvisorRuntime implements Runtime {
     const inst = await this.requireInstance(sandboxId);
     await mkdir(imageDir, { recursive: true });
     const r = await this.runsc.inNetns(inst.netnsPath, ['checkpoint', '-image-path', imageDir, inst.containerId]);
-    if (r.code !== 0) throw new RamifyError('RUNTIME_ERROR', `runsc checkpoint failed: ${firstLine(r.stderr || r.stdout)}`);
+    if (r.code !== 0) throw new RamifyError('RUNTIME_ERROR', `runsc checkpoint failed: ${checkpointFailure(r.stderr || r.stdout)}`);
     // The checkpointed container is stopped; deleting it takes ~1.5 s, so it happens in the background.
     this.deleteLater(inst.containerId);
     let sizeBytes = 0;
@@ -276,6 +276,17 @@ export class GvisorRuntime implements Runtime {
     for (const name of await readdir(join(this.options.workDir, 'bundles')).catch(() => [] as string[])) ids.add(name);
     return [...ids].sort();
   }
+}
+
+/**
+ * The reason of a failed `runsc checkpoint`: for an open TCP connection (which this runsc cannot save;
+ * its output is a Go panic with a struct dump of the endpoint), the connection's addresses; else the
+ * first line that says what failed.
+ */
+export function checkpointFailure(text: string): string {
+  const open = /endpoint cannot be saved in connected state: local (\S+?), remote (\S+?):?\s*$/m.exec(text);
+  if (open) return `a TCP connection was open (local ${open[1]}, remote ${open[2]}; gVisor cannot checkpoint an open non-loopback connection, one in TIME_WAIT included)`;
+  return firstLine(text);
 }
 
 const firstLine = (text: string): string => {
