@@ -65,6 +65,17 @@ export interface NetworkEndpointReport {
   endpoints: string[];
 }
 
+/** What {@link AgentSession.quiesceNetwork} found. */
+export interface QuiesceReport {
+  /**
+   * True: no endpoint was connected, and every process but the agent is now stopped (SIGSTOP) so that
+   * none can open one before the checkpoint; they continue at the agent's next host connection.
+   */
+  frozen: boolean;
+  /** The endpoints connected (empty when `frozen`), as in {@link NetworkEndpointReport}. */
+  endpoints: string[];
+}
+
 /**
  * One connection to one sandbox's agent. Methods reject with `RamifyError` (`PROCESS_NOT_FOUND`,
  * `FILE_NOT_FOUND`, `CWD_NOT_FOUND`, `AGENT_UNREACHABLE` when the channel closed, ...).
@@ -102,6 +113,13 @@ export interface AgentSession {
 
   /** Connected non-loopback TCP endpoints, read from /proc/net/tcp{,6} inside the sandbox. */
   networkEndpoints(): Promise<NetworkEndpointReport>;
+  /**
+   * Ready a checkpoint that a connected endpoint would break (gVisor): when none is connected, stop
+   * every process but the agent and check again, so that none can connect before the checkpoint. The
+   * processes continue at the agent's next host connection (after the restore, or after a checkpoint
+   * that failed), or after two minutes. Agents older than this method reject `BAD_REQUEST`.
+   */
+  quiesceNetwork(): Promise<QuiesceReport>;
 
   /** Close the channel (before a checkpoint). Subscriptions end without `onExit`. */
   close(): Promise<void>;

@@ -97,6 +97,25 @@ describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 
     for (const s of [...fork.json.sandboxes, clone.json]) assert.equal((await call('DELETE', `/v1/sandboxes/${s.id}`)).status, 204);
   });
 
+  test('pausing while a loop keeps opening connections never loses the sandbox: it pauses or is refused, and the loop runs on', async () => {
+    // Only a denied destination (a documentation address; the policy drops it on the host): nothing leaves.
+    const { json } = await call('POST', '/v1/sandboxes', { egress: ['allowed.test'], timeoutMs: 600_000 });
+    const id = json.id as string;
+    await call('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'while true; do curl -s -m 1 -o /dev/null http://203.0.113.9:8080/; echo x >> /tmp/tries; done', background: true });
+    const tries = async (): Promise<number> => Number((await sh(id, 'wc -l < /tmp/tries 2>/dev/null || echo 0')).trim());
+    await until(async () => (await tries()) >= 1, 'the loop has tried once');
+    for (let i = 0; i < 4; i++) {
+      const paused = await call('POST', `/v1/sandboxes/${id}/pause`);
+      if (paused.status === 200) assert.equal((await call('POST', `/v1/sandboxes/${id}/resume`)).json.state, 'running');
+      else assert.equal(paused.json.error?.code, 'CHECKPOINT_BLOCKED', JSON.stringify(paused.json));
+      assert.equal((await call('GET', `/v1/sandboxes/${id}`)).json.state, 'running');
+    }
+    const before = await tries();
+    await until(async () => (await tries()) > before, 'the loop goes on (its processes were continued)');
+    assert.equal((await sh(id, "ps -eo stat,args | grep -c '^T' || true")).trim(), '0', 'no process is left stopped');
+    assert.equal((await call('DELETE', `/v1/sandboxes/${id}`)).status, 204);
+  });
+
   test('a WebSocket command stream against the real agent', async () => {
     const { json } = await call('POST', '/v1/sandboxes', {});
     const ws = new WebSocket(`${server?.url.replace('http', 'ws')}/v1/sandboxes/${json.id}/commands/stream`, { headers: { authorization: `Bearer ${key}` } });

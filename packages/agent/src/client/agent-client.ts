@@ -15,6 +15,7 @@ import {
   type AgentStartOptions,
   type FileInfo,
   type NetworkEndpointReport,
+  type QuiesceReport,
   type ProcessInfo,
   type StreamOffsets,
 } from '@ramify/contracts';
@@ -191,6 +192,10 @@ export class AgentClient implements AgentSession {
 
   networkEndpoints(): Promise<NetworkEndpointReport> {
     return this.call('networkEndpoints', {});
+  }
+
+  quiesceNetwork(): Promise<QuiesceReport> {
+    return this.call('quiesceNetwork', {});
   }
 
   /**

@@ -8,7 +8,7 @@
  *   by file transfers. The receiver grants `credit` in bytes; the sender never has more than the granted
  *   bytes in flight, so neither side buffers a whole file.
  */
-import type { AgentExit, AgentIdentity, AgentStartOptions, FileInfo, NetworkEndpointReport, ProcessInfo, StreamOffsets } from '@ramify/contracts';
+import type { AgentExit, AgentIdentity, AgentStartOptions, FileInfo, NetworkEndpointReport, ProcessInfo, QuiesceReport, StreamOffsets } from '@ramify/contracts';
 
 /** Protocol version announced by `ping`; bumped on incompatible changes. */
 export const PROTOCOL_VERSION = 1;
@@ -64,6 +64,7 @@ export interface AgentMethods {
   remove: { params: { path: string }; result: Record<string, never> };
   rename: { params: { from: string; to: string }; result: FileInfo };
   networkEndpoints: { params: Record<string, never>; result: NetworkEndpointReport };
+  quiesceNetwork: { params: Record<string, never>; result: QuiesceReport };
 }
 
 export type MethodName = keyof AgentMethods;

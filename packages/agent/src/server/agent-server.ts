@@ -8,9 +8,11 @@
 import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
+import type { Duplex } from 'node:stream';
 import { AgentConnection } from './connection.js';
 import { createHandler } from './handlers.js';
 import { ProcessTable, type ProcessTableOptions, type SandboxIdentityState } from './process-table.js';
+import { ProcessFreezer } from './quiesce.js';
 import { readRootDisk } from './root-disk.js';
 import { serveVirtioPort, type VirtioPortOptions, type VirtioPortServer } from './virtio-port.js';
 
@@ -72,9 +74,17 @@ export async function startAgentServer(options: AgentServerOptions): Promise<Run
   // At a microVM's boot the root filesystem fills its disk: remember that size (see root-disk.ts).
   const identity: SandboxIdentityState = { envs: {}, rootFilesystemBytes: readRootDisk()?.sizeBytes };
   const table = new ProcessTable(identity, options);
-  const handle = createHandler(table, identity);
-  const socket = options.socketPath ? await listen(options.socketPath, (s) => new AgentConnection(s, handle, log), log) : undefined;
-  const virtio = options.virtioPort ? serveVirtioPort(options.virtioPort, (channel) => new AgentConnection(channel, handle, log), log) : undefined;
+  // The host's bridge (`socat ... UNIX-CONNECT:<socketPath>`) must keep running while the rest is frozen.
+  const freezer = new ProcessFreezer({ spareCommandLinesWith: options.socketPath ? [options.socketPath] : [] });
+  const handle = createHandler(table, identity, freezer);
+  // A new host connection means a checkpoint is over (restored, or failed): what was frozen for it goes on.
+  const connect = (channel: Duplex): AgentConnection => {
+    const thawed = freezer.thaw();
+    if (thawed > 0) log(`continued ${thawed} processes stopped for a checkpoint`);
+    return new AgentConnection(channel, handle, log);
+  };
+  const socket = options.socketPath ? await listen(options.socketPath, connect, log) : undefined;
+  const virtio = options.virtioPort ? serveVirtioPort(options.virtioPort, connect, log) : undefined;
   return {
     server: socket?.server,
     virtio,

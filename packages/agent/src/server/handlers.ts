@@ -10,6 +10,7 @@ import { listDir, makeDir, removePath, renamePath, resolvePath, statPath } from 
 import { applyIdentity } from './identity.js';
 import { networkEndpoints } from './net-endpoints.js';
 import type { ProcessTable, SandboxIdentityState } from './process-table.js';
+import { quiesceNetwork, type ProcessFreezer } from './quiesce.js';
 
 type Params = Record<string, unknown>;
 
@@ -25,8 +26,8 @@ function offsets(v: unknown): StreamOffsets {
   return { stdout: clean(o.stdout), stderr: clean(o.stderr) };
 }
 
-/** Build the request handler over one process table and identity state (shared by all connections). */
-export function createHandler(table: ProcessTable, identity: SandboxIdentityState) {
+/** Build the request handler over one process table, identity state and freezer (shared by all connections). */
+export function createHandler(table: ProcessTable, identity: SandboxIdentityState, freezer: ProcessFreezer) {
   const methods: Record<MethodName, (p: Params, conn: AgentConnection) => Promise<unknown>> = {
     ping: async () => ({ protocol: PROTOCOL_VERSION, node: process.version, agentPid: process.pid }),
     setIdentity: async (p) => {
@@ -81,6 +82,7 @@ export function createHandler(table: ProcessTable, identity: SandboxIdentityStat
     },
     rename: (p) => renamePath(resolvePath(p.from), resolvePath(p.to)),
     networkEndpoints: () => networkEndpoints(),
+    quiesceNetwork: () => quiesceNetwork(freezer),
   };
 
   return async (method: string, params: unknown, conn: AgentConnection): Promise<unknown> => {

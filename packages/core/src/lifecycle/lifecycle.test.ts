@@ -4,6 +4,7 @@
  */
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { RamifyError } from '@ramify/contracts';
 import { createTestWorld, type TestWorld } from '../testing/world.js';
 import { createSandbox } from './create.js';
 import { getSandbox } from './get.js';
@@ -158,6 +159,16 @@ describe('pause and resume (fake runtime)', () => {
       guest.endpoints.length = 0;
       await sleep(ms);
     };
+    assert.equal((await pauseSandbox(w.core, sbx.id)).state, 'paused');
+  });
+
+  test('an agent from before quiesceNetwork (an older image) is asked for its endpoints instead', async () => {
+    const sbx = await createSandbox(w.core, {});
+    const guest = w.runtime.guest(sbx.id);
+    guest.withoutQuiesce = true;
+    guest.endpoints.push('10.0.0.2:1 -> 1.1.1.1:443 ESTABLISHED');
+    await assert.rejects(pauseSandbox(w.core, sbx.id), (err: unknown) => err instanceof RamifyError && err.code === 'CHECKPOINT_BLOCKED' && /1\.1\.1\.1:443/.test(err.message));
+    guest.endpoints.length = 0;
     assert.equal((await pauseSandbox(w.core, sbx.id)).state, 'paused');
   });
 

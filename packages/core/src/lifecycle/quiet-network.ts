@@ -1,16 +1,19 @@
 /**
  * The quiet-network rule: a runtime with `checkpointNeedsQuietNetwork` kills the sandbox when asked to
  * checkpoint while a non-loopback TCP endpoint is connected (gVisor, see RUNTIME-GVISOR.md). So before
- * every checkpoint core asks the agent for such endpoints and waits, within a bound, for them to drain;
- * if they do not, the checkpoint is refused and the sandbox keeps running. Pause never kills a sandbox.
+ * every checkpoint core asks the agent to quiesce: once no such endpoint is connected, the agent stops
+ * every other process (so none can connect between this check and the checkpoint) and checks again.
+ * Core polls, within a bound, until that succeeds; if it does not, the checkpoint is refused and the
+ * sandbox keeps running. Pause never kills a sandbox. The stopped processes continue at the agent's next
+ * host connection: after the restore, or after a checkpoint that failed.
  */
-import { RamifyError } from '@ramify/contracts';
+import { isRamifyError, RamifyError, type AgentSession } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import type { Runtime } from '../ports/runtime.js';
 
 /**
- * Resolve once the sandbox has no connected non-loopback TCP endpoint (at once when the runtime does not
- * need a quiet network).
+ * Resolve once the sandbox has no connected non-loopback TCP endpoint and its processes are stopped
+ * for the checkpoint (at once when the runtime does not need a quiet network).
  * @throws RamifyError `CHECKPOINT_BLOCKED` (409) listing the endpoints still connected after
  *   `core.options.quietNetworkTimeoutMs`; `AGENT_UNREACHABLE` when the agent cannot be asked.
  */
@@ -20,8 +23,8 @@ export async function waitForQuietNetwork(core: Pick<Core, 'sessions' | 'clock' 
   const deadline = core.clock.now() + quietNetworkTimeoutMs;
   for (;;) {
     const session = await core.sessions.get(sandboxId);
-    const { endpoints } = await session.networkEndpoints();
-    if (endpoints.length === 0) return;
+    const { frozen, endpoints } = await quiesce(session);
+    if (frozen) return;
     if (core.clock.now() >= deadline) {
       throw new RamifyError(
         'CHECKPOINT_BLOCKED',
@@ -30,5 +33,19 @@ export async function waitForQuietNetwork(core: Pick<Core, 'sessions' | 'clock' 
       );
     }
     await core.clock.sleep(Math.min(quietNetworkPollMs, Math.max(0, deadline - core.clock.now())));
+  }
+}
+
+/**
+ * The agent's quiesce; an agent from before it (in an image made earlier) only reports the endpoints,
+ * so an empty report counts as quiet there, as it did when that image was made.
+ */
+async function quiesce(session: AgentSession): Promise<{ frozen: boolean; endpoints: string[] }> {
+  try {
+    return await session.quiesceNetwork();
+  } catch (err) {
+    if (!(isRamifyError(err) && err.code === 'BAD_REQUEST' && /unknown agent method/.test(err.message))) throw err;
+    const { endpoints } = await session.networkEndpoints();
+    return { frozen: endpoints.length === 0, endpoints };
   }
 }

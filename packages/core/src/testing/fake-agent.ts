@@ -14,6 +14,8 @@ export interface FakeGuestState {
   endpoints: string[];
   /** Identities applied, oldest first. */
   identities: Array<Omit<AgentIdentity, 'entropy'> & { entropyHex: string }>;
+  /** Set: the agent predates `quiesceNetwork` and rejects it as an unknown method (an older image's agent). */
+  withoutQuiesce?: boolean;
 }
 
 interface FakeProcess {
@@ -205,6 +207,13 @@ export class FakeAgentSession implements AgentSession {
   async networkEndpoints(): Promise<{ endpoints: string[] }> {
     this.#check();
     return { endpoints: [...this.guest.endpoints] };
+  }
+
+  /** Quiet when the guest reports no endpoint (the fake has no processes to stop). */
+  async quiesceNetwork(): Promise<{ frozen: boolean; endpoints: string[] }> {
+    this.#check();
+    if (this.guest.withoutQuiesce) throw new RamifyError('BAD_REQUEST', "unknown agent method 'quiesceNetwork'");
+    return { frozen: this.guest.endpoints.length === 0, endpoints: [...this.guest.endpoints] };
   }
 
   async close(): Promise<void> {

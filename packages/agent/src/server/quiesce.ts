@@ -1,0 +1,169 @@
+/**
+ * Readying a gVisor checkpoint. This runsc kills a sandbox whose checkpoint meets a connected
+ * non-loopback TCP endpoint (SYN_SENT and TIME_WAIT too; RUNTIME-GVISOR.md). Checking /proc/net/tcp is
+ * not enough: a process can open a connection between the check and the checkpoint (a retry loop of
+ * `curl` does, every time). So the check stops every process but the agent and the host's bridge
+ * (SIGSTOP) once the network is quiet, then checks again: a stopped process cannot connect, and what
+ * the second check sees is what the checkpoint meets. Stopped processes continue (SIGCONT) at the
+ * agent's next host connection (the host reconnects after the restore, or after a checkpoint that
+ * failed), or after {@link THAW_AFTER_MS} if no host comes. Processes something else had stopped stay
+ * stopped.
+ */
+import { readFileSync } from 'node:fs';
+import { RamifyError, type QuiesceReport } from '@ramify/contracts';
+import { listProcStats, type ProcStat } from './proc-tree.js';
+import { networkEndpoints } from './net-endpoints.js';
+
+/** A freeze no host connection ended is undone after this long, ms (the checkpoint would have happened by then). */
+export const THAW_AFTER_MS = 120_000;
+
+/** How often the freeze lists /proc again for processes forked meanwhile, at most. */
+const FREEZE_ROUNDS = 8;
+
+export interface FreezerOptions {
+  /** The agent's pid (default `process.pid`): never stopped, nor are its ancestors. */
+  selfPid?: number;
+  /** A process whose command line contains one of these is never stopped (the host's bridge to the agent socket). */
+  spareCommandLinesWith?: string[];
+  /** Default /proc. */
+  procDir?: string;
+}
+
+/**
+ * Stops and continues the sandbox's processes for a checkpoint. Only the processes it stopped are
+ * continued.
+ */
+export class ProcessFreezer {
+  readonly #selfPid: number;
+  readonly #spare: string[];
+  readonly #procDir: string;
+  readonly #stopped = new Set<number>();
+  #thawTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: FreezerOptions = {}) {
+    this.#selfPid = options.selfPid ?? process.pid;
+    this.#spare = (options.spareCommandLinesWith ?? []).filter((s) => s.length > 0);
+    this.#procDir = options.procDir ?? '/proc';
+  }
+
+  /** Pids this freezer stopped and has not continued yet. */
+  get stopped(): readonly number[] {
+    return [...this.#stopped];
+  }
+
+  /**
+   * SIGSTOP every running process but the agent, its ancestors and the spared ones, parents first;
+   * repeats until a round finds nothing new (a process forked meanwhile). Arms the
+   * {@link THAW_AFTER_MS} safety thaw.
+   * @returns how many processes are stopped.
+   * @throws RamifyError `BAD_REQUEST` when the agent is not the sandbox's init or its child (not in a sandbox).
+   */
+  freeze(): number {
+    this.#requireSandboxInit();
+    for (let round = 0; round < FREEZE_ROUNDS; round++) {
+      const stats = listProcStats(this.#procDir);
+      const spared = this.#sparedPids(stats);
+      let stoppedNow = 0;
+      // Parents before their children: a stopped shell cannot see its job stop (and take the terminal back).
+      for (const s of byDepth(stats)) {
+        if (spared.has(s.pid) || this.#stopped.has(s.pid) || s.state === 'Z' || s.state === 'X' || s.state === 'T' || s.state === 't') continue;
+        try {
+          process.kill(s.pid, 'SIGSTOP');
+          this.#stopped.add(s.pid);
+          stoppedNow++;
+        } catch {
+          // Exited meanwhile.
+        }
+      }
+      if (stoppedNow === 0) break;
+    }
+    clearTimeout(this.#thawTimer);
+    this.#thawTimer = setTimeout(() => this.thaw(), THAW_AFTER_MS);
+    this.#thawTimer.unref();
+    return this.#stopped.size;
+  }
+
+  /** SIGCONT what {@link freeze} stopped (a no-op when nothing is). @returns how many it continued. */
+  thaw(): number {
+    clearTimeout(this.#thawTimer);
+    this.#thawTimer = undefined;
+    const count = this.#stopped.size;
+    // Children before their parents (the reverse of the freeze): a shell wakes to its job running again.
+    const order = new Map(byDepth(listProcStats(this.#procDir)).map((st, i) => [st.pid, i]));
+    const pids = [...this.#stopped].sort((a, b) => (order.get(b) ?? -1) - (order.get(a) ?? -1));
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // Gone.
+      }
+    }
+    this.#stopped.clear();
+    return count;
+  }
+
+  /**
+   * Safety: stopping "every other process" is only meant inside a sandbox, where the agent is its pid 1 or
+   * a child of it (tini). An agent anywhere else (a test on a host) refuses rather than stop the host.
+   */
+  #requireSandboxInit(): void {
+    const parent = listProcStats(this.#procDir).find((s) => s.pid === this.#selfPid)?.ppid;
+    if (this.#selfPid !== 1 && parent !== 1) {
+      throw new RamifyError('BAD_REQUEST', `refusing to stop processes: the agent (pid ${this.#selfPid}, parent ${parent ?? 'unknown'}) is not a sandbox's init or its child`);
+    }
+  }
+
+  #sparedPids(stats: ProcStat[]): Set<number> {
+    const byPid = new Map(stats.map((s) => [s.pid, s]));
+    const spared = new Set<number>();
+    for (let pid: number | undefined = this.#selfPid; pid !== undefined && pid > 0 && !spared.has(pid); pid = byPid.get(pid)?.ppid) spared.add(pid);
+    if (this.#spare.length > 0) {
+      for (const s of stats) {
+        if (spared.has(s.pid)) continue;
+        const cmdline = readCmdline(this.#procDir, s.pid);
+        if (this.#spare.some((needle) => cmdline.includes(needle))) spared.add(s.pid);
+      }
+    }
+    return spared;
+  }
+}
+
+/** `stats` ordered so that every process comes after its parent (by depth in the process tree). */
+export function byDepth(stats: ProcStat[]): ProcStat[] {
+  const byPid = new Map(stats.map((s) => [s.pid, s]));
+  const depth = new Map<number, number>();
+  const depthOf = (pid: number): number => {
+    const known = depth.get(pid);
+    if (known !== undefined) return known;
+    depth.set(pid, 0); // A cycle (pids reused mid-read) ends here.
+    const parent = byPid.get(pid)?.ppid;
+    const d = parent !== undefined && parent !== pid && byPid.has(parent) ? depthOf(parent) + 1 : 0;
+    depth.set(pid, d);
+    return d;
+  };
+  return [...stats].sort((a, b) => depthOf(a.pid) - depthOf(b.pid) || a.pid - b.pid);
+}
+
+function readCmdline(procDir: string, pid: number): string {
+  try {
+    return readFileSync(`${procDir}/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * One quiesce attempt: when no endpoint is connected, freeze, and check again (continuing everything if
+ * one appeared after all). `frozen: true` leaves the processes stopped until the next host connection.
+ */
+export async function quiesceNetwork(freezer: ProcessFreezer, procNet = '/proc/net'): Promise<QuiesceReport> {
+  const before = await networkEndpoints(procNet);
+  if (before.endpoints.length > 0) return { frozen: false, endpoints: before.endpoints };
+  freezer.freeze();
+  const after = await networkEndpoints(procNet);
+  if (after.endpoints.length > 0) {
+    freezer.thaw();
+    return { frozen: false, endpoints: after.endpoints };
+  }
+  return { frozen: true, endpoints: [] };
+}
