@@ -28,6 +28,13 @@ export interface CoreOptions {
   /** Interval between endpoint polls while waiting, ms. */
   quietNetworkPollMs: number;
   /**
+   * How long pause/fork/snapshot wait for TCP connections the sandbox closed first to leave TIME_WAIT, ms
+   * (they end within 65 s of the close; gVisor cannot checkpoint them). Default 30000: with the
+   * checkpoint it stays inside the SDK's 60 s request bound; a longer wait is refused with
+   * `CHECKPOINT_BLOCKED` and `retryAfterMs`.
+   */
+  closingConnectionsWaitMs: number;
+  /**
    * Bound on opening an agent channel plus its first ping, reconnects included, ms. Default 20000: a
    * restored microVM under TCG answers in ~0.2-1 s; the rest is room for a loaded host and reconnects.
    */
@@ -51,6 +58,7 @@ export interface CoreOptions {
 export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   quietNetworkTimeoutMs: 10_000,
   quietNetworkPollMs: 250,
+  closingConnectionsWaitMs: 30_000,
   agentConnectTimeoutMs: 20_000,
   forkConcurrency: 8,
   prewarmSlots: 8,

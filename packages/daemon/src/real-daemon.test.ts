@@ -23,7 +23,7 @@ let server: RamifyServer | undefined;
 let key = '';
 
 const start = async (): Promise<RamifyServer> =>
-  serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX }, coreOptions: { quietNetworkTimeoutMs: 2_000 } });
+  serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX }, coreOptions: { quietNetworkTimeoutMs: 2_000, closingConnectionsWaitMs: 90_000 } });
 
 const call = apiCaller(() => server?.url, () => key);
 const sh = async (id: string, cmd: string): Promise<string> => {
@@ -113,6 +113,19 @@ describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 
     const before = await tries();
     await until(async () => (await tries()) > before, 'the loop goes on (its processes were continued)');
     assert.equal((await sh(id, "ps -eo stat,args | grep -c '^T' || true")).trim(), '0', 'no process is left stopped');
+    assert.equal((await call('DELETE', `/v1/sandboxes/${id}`)).status, 204);
+  });
+
+  test('a connection the sandbox closed first (TIME_WAIT, invisible inside) delays the pause until it ends, and the sandbox is kept', async () => {
+    // The denied port-80 destination ends at the host's egress proxy (nothing leaves the host).
+    const { json } = await call('POST', '/v1/sandboxes', { egress: ['allowed.test'], timeoutMs: 600_000 });
+    const id = json.id as string;
+    assert.equal((await sh(id, "bash -c 'exec 3<>/dev/tcp/192.0.2.10/80; exec 3>&-; echo closed'")).trim(), 'closed');
+    assert.equal((await sh(id, 'cat /proc/net/tcp | wc -l')).trim(), '1', '/proc/net/tcp lists no connection (header only)');
+    const paused = await call('POST', `/v1/sandboxes/${id}/pause`);
+    assert.equal(paused.status, 200, JSON.stringify(paused.json));
+    assert.equal((await call('POST', `/v1/sandboxes/${id}/resume`)).json.state, 'running');
+    assert.equal((await sh(id, 'echo kept')).trim(), 'kept');
     assert.equal((await call('DELETE', `/v1/sandboxes/${id}`)).status, 204);
   });
 

@@ -49,7 +49,7 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
 
   const { mark: phase, phases } = phaseTimer();
   try {
-    await waitForQuietNetwork(core, record.id, runtime);
+    await waitForQuietNetwork(core, record.id, runtime, record.slot);
     phase('quietNetworkMs');
   } catch (err) {
     await core.store.deleteSnapshot(snapshotId);
@@ -99,7 +99,7 @@ export async function forkPointRunning(core: Core, record: SandboxRecord, plan: 
   let current: SandboxRecord;
   try {
     current = await core.store.updateSandbox(record.id, { operation: plan.operation(snapshotId) });
-    await waitForQuietNetwork(core, record.id, runtime);
+    await waitForQuietNetwork(core, record.id, runtime, record.slot);
   } catch (err) {
     await core.store.deleteSnapshot(snapshotId);
     await core.store.updateSandbox(record.id, { operation: null });

@@ -162,6 +162,29 @@ describe('pause and resume (fake runtime)', () => {
     assert.equal((await pauseSandbox(w.core, sbx.id)).state, 'paused');
   });
 
+  test('connections the sandbox closed first are waited out before the checkpoint; past the bound the pause is refused with retryAfterMs', async () => {
+    const sbx = await createSandbox(w.core, {});
+    const slot = sbx.slot as number;
+    w.egress.closing.set(slot, 5_000);
+    const sleep = w.clock.sleep.bind(w.clock);
+    const slept: number[] = [];
+    w.clock.sleep = async (ms) => {
+      slept.push(ms);
+      w.egress.closing.delete(slot); // TIME_WAIT over once the wait is.
+      await sleep(ms);
+    };
+    assert.equal((await pauseSandbox(w.core, sbx.id)).state, 'paused');
+    assert.deepEqual(slept, [5_000]);
+    await resumeSandbox(w.core, sbx.id);
+    w.clock.sleep = sleep;
+    w.egress.closing.set(slot, 40_000);
+    const checkpoints = (): number => w.runtime.calls.filter((c) => c === `checkpoint ${sbx.id}`).length;
+    const before = checkpoints();
+    await assert.rejects(pauseSandbox(w.core, sbx.id), (err: unknown) => err instanceof RamifyError && err.code === 'CHECKPOINT_BLOCKED' && (err.details as { retryAfterMs?: number }).retryAfterMs === 40_000 && /about 40 s more/.test(err.message));
+    assert.equal((await getSandbox(w.core, sbx.id)).state, 'running');
+    assert.equal(checkpoints(), before, 'the refused pause never reached the runtime');
+  });
+
   test('an agent from before quiesceNetwork (an older image) is asked for its endpoints instead', async () => {
     const sbx = await createSandbox(w.core, {});
     const guest = w.runtime.guest(sbx.id);

@@ -12,19 +12,32 @@ import type { Core } from '../core.js';
 import type { Runtime } from '../ports/runtime.js';
 
 /**
- * Resolve once the sandbox has no connected non-loopback TCP endpoint and its processes are stopped
- * for the checkpoint (at once when the runtime does not need a quiet network).
+ * Resolve once the sandbox has no connected non-loopback TCP endpoint, none it closed first is still
+ * lingering (host-side, `EgressEnforcer.closingConnectionsMs`), and its processes are stopped for the
+ * checkpoint. At once when the runtime does not need a quiet network.
  * @throws RamifyError `CHECKPOINT_BLOCKED` (409) listing the endpoints still connected after
- *   `core.options.quietNetworkTimeoutMs`; `AGENT_UNREACHABLE` when the agent cannot be asked.
+ *   `quietNetworkTimeoutMs`, or, with `retryAfterMs`, when connections it closed linger longer than
+ *   `closingConnectionsWaitMs`; `AGENT_UNREACHABLE` when the agent cannot be asked. The sandbox runs on.
  */
-export async function waitForQuietNetwork(core: Pick<Core, 'sessions' | 'clock' | 'options'>, sandboxId: string, runtime: Runtime): Promise<void> {
+export async function waitForQuietNetwork(core: Pick<Core, 'sessions' | 'clock' | 'options' | 'egressEnforcer'>, sandboxId: string, runtime: Runtime, slot: number | null): Promise<void> {
   if (!runtime.capabilities.checkpointNeedsQuietNetwork) return;
   const { quietNetworkTimeoutMs, quietNetworkPollMs } = core.options;
   const deadline = core.clock.now() + quietNetworkTimeoutMs;
+  const lingering = lingeringCloses(core, sandboxId, slot);
   for (;;) {
+    await lingering.waitOut();
     const session = await core.sessions.get(sandboxId);
     const { frozen, endpoints } = await quiesce(session);
-    if (frozen) return;
+    if (frozen) {
+      try {
+        await lingering.waitOut(); // A close just before the freeze: nothing can close now, wait it out.
+      } catch (err) {
+        // Continue what the agent stopped: it does so at its next host connection.
+        await core.sessions.open(sandboxId).catch(() => undefined);
+        throw err;
+      }
+      return;
+    }
     if (core.clock.now() >= deadline) {
       throw new RamifyError(
         'CHECKPOINT_BLOCKED',
@@ -34,6 +47,30 @@ export async function waitForQuietNetwork(core: Pick<Core, 'sessions' | 'clock' 
     }
     await core.clock.sleep(Math.min(quietNetworkPollMs, Math.max(0, deadline - core.clock.now())));
   }
+}
+
+/**
+ * Waiting for the TCP connections the sandbox closed first to end (see `closingConnectionsMs`), within
+ * `closingConnectionsWaitMs` from the start of the checkpoint. Without an enforcer or a slot, nothing to wait for.
+ */
+function lingeringCloses(core: Pick<Core, 'clock' | 'options' | 'egressEnforcer'>, sandboxId: string, slot: number | null): { waitOut: () => Promise<void> } {
+  const enforcer = core.egressEnforcer;
+  const bound = core.clock.now() + core.options.closingConnectionsWaitMs;
+  return {
+    waitOut: async () => {
+      if (!enforcer?.closingConnectionsMs || slot === null) return;
+      for (let leftMs = await enforcer.closingConnectionsMs(slot); leftMs > 0; leftMs = await enforcer.closingConnectionsMs(slot)) {
+        if (core.clock.now() + leftMs > bound) {
+          throw new RamifyError(
+            'CHECKPOINT_BLOCKED',
+            `sandbox '${sandboxId}' cannot be checkpointed for about ${Math.ceil(leftMs / 1000)} s more: TCP connections it closed are still in TIME_WAIT (gVisor cannot checkpoint them; they end within 65 s of the close); retry then (the sandbox keeps running)`,
+            { id: sandboxId, retryAfterMs: leftMs },
+          );
+        }
+        await core.clock.sleep(leftMs);
+      }
+    },
+  };
 }
 
 /**
