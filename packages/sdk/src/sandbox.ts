@@ -205,7 +205,7 @@ export class Sandbox {
     return this.api.json<EgressPolicyInfo>('GET', sandboxPath(this.sandboxId, '/egress'));
   }
 
-  /** Egress verdicts (allowed and denied connections, denied DNS names), newest first; `limit` 1-1000 (default 100). */
+  /** Egress verdicts (allowed and denied connections; DNS answers, one entry per address; refused DNS names, one per query), newest first; `limit` 1-1000 (default 100). */
   async getEgressLog(opts: { limit?: number } = {}): Promise<EgressLogEntry[]> {
     const res = await this.api.json<EgressLogResponse>('GET', sandboxPath(this.sandboxId, '/egress/log'), { query: { limit: opts.limit } });
     return res.entries;

@@ -18,8 +18,8 @@ export function parentCells(snaps: readonly SnapshotInfo[]): string[] {
 function snapshotTable(snaps: SnapshotInfo[], template: TemplateLabel): string {
   if (snaps.length === 0) return 'no snapshots';
   const parents = parentCells(snaps);
-  return renderTable(['ID', 'NAME', 'KIND', 'TEMPLATE', 'SANDBOX', 'PARENT', 'SIZE', 'CREATED'],
-    snaps.map((s, i) => [s.id, s.name ?? '-', s.kind, template(s.templateId), s.sandboxId ?? '-', parents[i], formatBytes(s.sizeBytes), formatRelative(s.createdAt)]));
+  return renderTable(['ID', 'NAME', 'KIND', 'RUNTIME', 'TEMPLATE', 'SANDBOX', 'PARENT', 'SIZE', 'CREATED'],
+    snaps.map((s, i) => [s.id, s.name ?? '-', s.kind, s.runtime, template(s.templateId), s.sandboxId ?? '-', parents[i], formatBytes(s.sizeBytes), formatRelative(s.createdAt)]));
 }
 
 /** Register `snapshot` and its subcommands on `program`. */
