@@ -40,6 +40,9 @@ describe('protocol: ramify sandbox egress', () => {
     const bad = await ramify(['sandbox', 'egress', 'set', id, 'pypi.org', '*.com']);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /VALIDATION_FAILED: egress rule 2 '\*\.com'/);
+    const badJson = await ramify(['--json', 'sandbox', 'egress', 'set', id, 'pypi.org', '*.com']);
+    const body = JSON.parse(badJson.stderr) as { error: { code: string; details?: { rule?: string; index?: number } } };
+    assert.deepEqual([body.error.code, body.error.details?.rule, body.error.details?.index], ['VALIDATION_FAILED', '*.com', 1], '--json keeps the error details');
     const none = await ramify(['sandbox', 'egress', 'set', id]);
     assert.equal(none.code, 2);
     assert.match(none.stderr, /give at least one rule, or --open/);

@@ -98,7 +98,8 @@ export function reportError(err: unknown, env: CliEnv, json: boolean, exitCode =
   const code = isRamifyError(err) ? err.code
     : typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : 'INTERNAL';
   const message = err instanceof Error ? err.message.replace(new RegExp(`^${code}: `), '') : String(err);
-  if (json) env.stderr.write(`${JSON.stringify({ error: { code, message } })}\n`);
+  const details = isRamifyError(err) ? err.details : undefined;
+  if (json) env.stderr.write(`${JSON.stringify({ error: details === undefined ? { code, message } : { code, message, details } })}\n`);
   else env.stderr.write(`ramify: ${code}: ${message}\n`);
   return exitCode;
 }

@@ -238,4 +238,6 @@ s.on('data',()=>{});s.on('end',()=>s.end());s.on('close',()=>console.log('closed
   const left = await egress.enforcer.closingConnectionsMs(0);
   assert.ok(left > 0 && left <= 65_000, `the slot closed first: TIME_WAIT left ${left} ms`);
   assert.equal(await egress.enforcer.closingConnectionsMs(1), 0, 'per slot');
+  await egress.enforcer.remove(0);
+  assert.equal(await egress.enforcer.closingConnectionsMs(0), 0, 'a released slot starts clean for the next sandbox');
 });

@@ -191,7 +191,9 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
     return this.serial(async () => {
       const previous = this.slots.get(slot);
       if (!previous) return;
-      await this.transaction(deleteElements(this.options.prefix, [...previous.elements, ...[...previous.grants.values()].map((g) => g.element)]));
+      // The slot's `closing` entry goes too: its TCP endpoints went with the sandbox, the next one starts clean.
+      const closing: SetElement = { set: 'closing', key: previous.slotAddress };
+      await this.transaction(deleteElements(this.options.prefix, [...previous.elements, ...[...previous.grants.values()].map((g) => g.element), closing]));
       this.slots.delete(slot);
       this.byAddress.delete(previous.slotAddress);
       await this.changed();

@@ -213,7 +213,7 @@ export function tableScript(spec: EgressTableSpec): string {
 
 /** One set element of a slot: `set` name and key text (without timeout). */
 export interface SetElement {
-  set: 'spoof' | 'open' | 'net' | 'netport' | 'dns' | 'dnsport';
+  set: 'spoof' | 'open' | 'net' | 'netport' | 'dns' | 'dnsport' | 'closing';
   key: string;
   /** Seconds; only for `dns`/`dnsport`. */
   timeoutSeconds?: number;
