@@ -66,11 +66,13 @@ export function collectTree(rootPid: number, roots: Iterable<number>, stats: Pro
   return found;
 }
 
-function trySignal(pid: number, signal: NodeJS.Signals): void {
+/** Send `signal` to `pid` (negative: a process group). @returns false when it is already gone. */
+export function trySignal(pid: number, signal: NodeJS.Signals): boolean {
   try {
     process.kill(pid, signal);
+    return true;
   } catch {
-    // Already gone.
+    return false;
   }
 }
 

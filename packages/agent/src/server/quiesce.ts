@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { RamifyError, type QuiesceReport } from '@ramify/contracts';
-import { listProcStats, type ProcStat } from './proc-tree.js';
+import { listProcStats, trySignal, type ProcStat } from './proc-tree.js';
 import { networkEndpoints } from './net-endpoints.js';
 
 /** A freeze no host connection ended is undone after this long, ms (the checkpoint would have happened by then). */
@@ -59,21 +59,17 @@ export class ProcessFreezer {
    * @throws RamifyError `BAD_REQUEST` when the agent is not the sandbox's init or its child (not in a sandbox).
    */
   freeze(): number {
-    this.#requireSandboxInit();
-    for (let round = 0; round < FREEZE_ROUNDS; round++) {
-      const stats = listProcStats(this.#procDir);
+    let stats = listProcStats(this.#procDir);
+    this.#requireSandboxInit(stats);
+    for (let round = 0; round < FREEZE_ROUNDS; round++, stats = listProcStats(this.#procDir)) {
       const spared = this.#sparedPids(stats);
       let stoppedNow = 0;
       // Parents before their children: a stopped shell cannot see its job stop (and take the terminal back).
       for (const s of byDepth(stats)) {
         if (spared.has(s.pid) || this.#stopped.has(s.pid) || s.state === 'Z' || s.state === 'X' || s.state === 'T' || s.state === 't') continue;
-        try {
-          process.kill(s.pid, 'SIGSTOP');
-          this.#stopped.add(s.pid);
-          stoppedNow++;
-        } catch {
-          // Exited meanwhile.
-        }
+        if (!trySignal(s.pid, 'SIGSTOP')) continue; // Exited meanwhile.
+        this.#stopped.add(s.pid);
+        stoppedNow++;
       }
       if (stoppedNow === 0) break;
     }
@@ -91,13 +87,7 @@ export class ProcessFreezer {
     // Children before their parents (the reverse of the freeze): a shell wakes to its job running again.
     const order = new Map(byDepth(listProcStats(this.#procDir)).map((st, i) => [st.pid, i]));
     const pids = [...this.#stopped].sort((a, b) => (order.get(b) ?? -1) - (order.get(a) ?? -1));
-    for (const pid of pids) {
-      try {
-        process.kill(pid, 'SIGCONT');
-      } catch {
-        // Gone.
-      }
-    }
+    for (const pid of pids) trySignal(pid, 'SIGCONT');
     this.#stopped.clear();
     return count;
   }
@@ -106,8 +96,8 @@ export class ProcessFreezer {
    * Safety: stopping "every other process" is only meant inside a sandbox, where the agent is its pid 1 or
    * a child of it (tini). An agent anywhere else (a test on a host) refuses rather than stop the host.
    */
-  #requireSandboxInit(): void {
-    const parent = listProcStats(this.#procDir).find((s) => s.pid === this.#selfPid)?.ppid;
+  #requireSandboxInit(stats: ProcStat[]): void {
+    const parent = stats.find((s) => s.pid === this.#selfPid)?.ppid;
     if (this.#selfPid !== 1 && parent !== 1) {
       throw new RamifyError('BAD_REQUEST', `refusing to stop processes: the agent (pid ${this.#selfPid}, parent ${parent ?? 'unknown'}) is not a sandbox's init or its child`);
     }

@@ -23,14 +23,14 @@ export async function waitForQuietNetwork(core: Pick<Core, 'sessions' | 'clock' 
   if (!runtime.capabilities.checkpointNeedsQuietNetwork) return;
   const { quietNetworkTimeoutMs, quietNetworkPollMs } = core.options;
   const deadline = core.clock.now() + quietNetworkTimeoutMs;
-  const lingering = lingeringCloses(core, sandboxId, slot);
+  const waitOutCloses = lingeringCloses(core, sandboxId, slot);
   for (;;) {
-    await lingering.waitOut();
+    await waitOutCloses();
     const session = await core.sessions.get(sandboxId);
     const { frozen, endpoints } = await quiesce(session);
     if (frozen) {
       try {
-        await lingering.waitOut(); // A close just before the freeze: nothing can close now, wait it out.
+        await waitOutCloses(); // A close just before the freeze: nothing can close now, wait it out.
       } catch (err) {
         // Continue what the agent stopped: it does so at its next host connection.
         await core.sessions.open(sandboxId).catch(() => undefined);
@@ -53,23 +53,21 @@ export async function waitForQuietNetwork(core: Pick<Core, 'sessions' | 'clock' 
  * Waiting for the TCP connections the sandbox closed first to end (see `closingConnectionsMs`), within
  * `closingConnectionsWaitMs` from the start of the checkpoint. Without an enforcer or a slot, nothing to wait for.
  */
-function lingeringCloses(core: Pick<Core, 'clock' | 'options' | 'egressEnforcer'>, sandboxId: string, slot: number | null): { waitOut: () => Promise<void> } {
+function lingeringCloses(core: Pick<Core, 'clock' | 'options' | 'egressEnforcer'>, sandboxId: string, slot: number | null): () => Promise<void> {
   const enforcer = core.egressEnforcer;
   const bound = core.clock.now() + core.options.closingConnectionsWaitMs;
-  return {
-    waitOut: async () => {
-      if (!enforcer?.closingConnectionsMs || slot === null) return;
-      for (let leftMs = await enforcer.closingConnectionsMs(slot); leftMs > 0; leftMs = await enforcer.closingConnectionsMs(slot)) {
-        if (core.clock.now() + leftMs > bound) {
-          throw new RamifyError(
-            'CHECKPOINT_BLOCKED',
-            `sandbox '${sandboxId}' cannot be checkpointed for about ${Math.ceil(leftMs / 1000)} s more: TCP connections it closed are still in TIME_WAIT (gVisor cannot checkpoint them; they end within 65 s of the close); retry then (the sandbox keeps running)`,
-            { id: sandboxId, retryAfterMs: leftMs },
-          );
-        }
-        await core.clock.sleep(leftMs);
+  return async () => {
+    if (!enforcer?.closingConnectionsMs || slot === null) return;
+    for (let leftMs = await enforcer.closingConnectionsMs(slot); leftMs > 0; leftMs = await enforcer.closingConnectionsMs(slot)) {
+      if (core.clock.now() + leftMs > bound) {
+        throw new RamifyError(
+          'CHECKPOINT_BLOCKED',
+          `sandbox '${sandboxId}' cannot be checkpointed for about ${Math.ceil(leftMs / 1000)} s more: TCP connections it closed are still in TIME_WAIT (gVisor cannot checkpoint them; they end within 65 s of the close); retry then (the sandbox keeps running)`,
+          { id: sandboxId, retryAfterMs: leftMs },
+        );
       }
-    },
+      await core.clock.sleep(leftMs);
+    }
   };
 }
 
