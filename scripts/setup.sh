@@ -11,14 +11,34 @@ step() { printf '\n==> %s\n' "$*"; }
 
 if [ "$(id -u)" != 0 ]; then echo "setup: run as root (gVisor, namespaces and nftables need it)" >&2; exit 1; fi
 
+# runsc comes from Debian's bookworm-backports, pinned to one release: bookworm's own 20221219 loses a
+# sandbox checkpointed with a TCP listener or connection (docs/design/RUNTIME-GVISOR.md).
+RUNSC_RELEASE='0.0~20240729.0'
+apt_updated=
+if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+  step "add Debian's bookworm-backports (for runsc $RUNSC_RELEASE)"
+  cat > /etc/apt/sources.list.d/ramify-bookworm-backports.sources <<'EOF'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+fi
+if [ "$(dpkg-query -W -f='${Version}' runsc 2>/dev/null | cut -d- -f1)" != "$RUNSC_RELEASE" ]; then
+  step "apt-get install runsc $RUNSC_RELEASE (bookworm-backports)"
+  apt-get update -q && apt_updated=1
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q -t bookworm-backports "runsc=$RUNSC_RELEASE-*"
+fi
+
 need=()
-for pkg in runsc mmdebstrap nftables iproute2 util-linux gcc libc6-dev ca-certificates \
+for pkg in mmdebstrap nftables iproute2 util-linux gcc libc6-dev ca-certificates \
            ulogd2 ulogd2-json qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs procps python3; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
   step "apt-get install ${need[*]}"
-  apt-get update -q
+  [ -n "$apt_updated" ] || apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
 fi
 

@@ -28,6 +28,8 @@ export const ERROR_CODES = {
   COMMAND_TIMEOUT: 408,
   RUNTIME_UNAVAILABLE: 503,
   RUNTIME_ERROR: 500,
+  /** The image was made by a runtime release this host's cannot restore (e.g. another runsc release); details name both. */
+  IMAGE_INCOMPATIBLE: 409,
   AGENT_UNREACHABLE: 502,
   INTERNAL: 500,
   /** A template build step failed (mmdebstrap, a setup `run` command, the checkpoint); details name the step. */

@@ -13,7 +13,7 @@ import { ChildStream } from './child-stream.js';
 import { RamifyError } from '@ramify/contracts';
 import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec } from '@ramify/core';
 import { buildOciSpec } from './oci-spec.js';
-import { Runsc, needsNetnsShim, runscVersion, type RunscPlatform } from './runsc.js';
+import { MIN_RUNSC_RELEASE, Runsc, runscReason, runscRelease, runscVersion, type RunscPlatform } from './runsc.js';
 
 export interface GvisorRuntimeOptions {
   /** runsc binary; default `runsc` from PATH. */
@@ -55,14 +55,18 @@ export class GvisorRuntime implements Runtime {
     memorySnapshot: true,
     forkSharesMemory: false,
     agentChannel: 'unix-socket',
-    // runsc 20221219 refuses to checkpoint with a connected TCP endpoint on the NIC, killing the sandbox.
-    checkpointNeedsQuietNetwork: true,
+    // runsc >= 20240729 with --net-disconnect-ok checkpoints with open TCP connections (they are reset).
+    checkpointNeedsQuietNetwork: false,
     // File changes live in the sandbox's memory overlay, within its memory limit.
     rootDisk: null,
   };
-  /** Operator summary: the runsc version line (e.g. `runsc version 0.0~20221219.0`). */
+  /** Operator summary: the runsc version line (e.g. `runsc version 0.0~20240729.0`). */
   get summary(): string {
     return this.version;
+  }
+  /** Images restore only on the runsc release that made them: template images are cached per release. */
+  get imageFormat(): string {
+    return `runsc-${runscRelease(this.version) ?? 'unknown'}`;
   }
 
   private readonly instances = new Map<string, InstanceFile>();
@@ -77,16 +81,28 @@ export class GvisorRuntime implements Runtime {
     readonly version: string,
   ) {}
 
-  /** Check runsc, prepare the work directory. Rejects `RUNTIME_UNAVAILABLE` when runsc is missing. */
+  /**
+   * Check runsc, prepare the work directory. Rejects `RUNTIME_UNAVAILABLE` when runsc is missing or
+   * older than {@link MIN_RUNSC_RELEASE} (20221219 loses a sandbox checkpointed with a TCP listener or
+   * connection; see docs/design/RUNTIME-GVISOR.md).
+   */
   static async open(options: GvisorRuntimeOptions): Promise<GvisorRuntime> {
     const path = options.runscPath ?? 'runsc';
     const version = await runscVersion(path);
+    const release = runscRelease(version);
+    if (release !== null && release < MIN_RUNSC_RELEASE) {
+      throw new RamifyError(
+        'RUNTIME_UNAVAILABLE',
+        `${version} is too old: Ramify needs runsc ${MIN_RUNSC_RELEASE} or later (a checkpoint on older releases loses sandboxes with TCP listeners); install it with \`apt-get install -t bookworm-backports runsc\` (bash scripts/setup.sh does)`,
+        { version, minRelease: MIN_RUNSC_RELEASE },
+      );
+    }
     const stateDir = join(options.workDir, 'state');
     const emptyDir = join(options.workDir, 'empty');
     await mkdir(stateDir, { recursive: true });
     await mkdir(emptyDir, { recursive: true });
     await mkdir(join(options.workDir, 'bundles'), { recursive: true });
-    const runsc = new Runsc({ path, stateDir, emptyDir, platform: options.platform ?? 'ptrace', netnsShim: needsNetnsShim(version) });
+    const runsc = new Runsc({ path, stateDir, emptyDir, platform: options.platform ?? 'ptrace' });
     const runtime = new GvisorRuntime(runsc, {
       workDir: options.workDir,
       resolvConfPath: options.resolvConfPath,
@@ -142,10 +158,30 @@ export class GvisorRuntime implements Runtime {
     await this.runsc.start(spec.network.netnsPath, ['run', '-detach', '-bundle', dir, containerId], join(dir, 'runsc.log'));
   }
 
+  /**
+   * @throws RamifyError `IMAGE_INCOMPATIBLE` (before anything starts) when the image was made by another
+   *   runsc release (gVisor's state format changes between releases), `RUNTIME_ERROR` with runsc's reason.
+   */
   async restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void> {
+    await this.assertRestorable(imageDir);
     await this.retire(spec.sandboxId);
     const { dir, containerId } = await this.writeBundle(spec, ['/usr/bin/tini', '-s', '--', '/bin/true']);
     await this.runsc.start(spec.network.netnsPath, ['restore', '-detach', '-image-path', imageDir, '-bundle', dir, containerId], join(dir, 'runsc.log'));
+  }
+
+  /** Refuse an image whose stamp ({@link IMAGE_STAMP}) names another runsc release than this host's. */
+  private async assertRestorable(imageDir: string): Promise<void> {
+    const stamp = await readFile(join(imageDir, IMAGE_STAMP), 'utf8').then(
+      (text) => (JSON.parse(text) as { runsc?: string }).runsc ?? null,
+      () => null,
+    );
+    if (stamp === this.version) return;
+    const madeBy = stamp ?? 'runsc 20221219 or earlier (an image without a release stamp)';
+    throw new RamifyError(
+      'IMAGE_INCOMPATIBLE',
+      `this image was made by ${madeBy} and this host runs ${this.version}, which cannot restore it (gVisor's checkpoint format changes between releases): rebuild a template image with \`ramify template build <spec>\`; a paused sandbox resumes on a host with its runsc release (the image is kept)`,
+      { imageRuntime: stamp, hostRuntime: this.version },
+    );
   }
 
   /** Delete the sandbox's current incarnation (if any) in the background. */
@@ -196,7 +232,8 @@ export class GvisorRuntime implements Runtime {
     const inst = await this.requireInstance(sandboxId);
     await mkdir(imageDir, { recursive: true });
     const r = await this.runsc.inNetns(inst.netnsPath, ['checkpoint', '-image-path', imageDir, inst.containerId]);
-    if (r.code !== 0) throw new RamifyError('RUNTIME_ERROR', `runsc checkpoint failed: ${checkpointFailure(r.stderr || r.stdout)}`);
+    if (r.code !== 0) throw new RamifyError('RUNTIME_ERROR', `runsc checkpoint failed: ${runscReason(`${r.stderr}\n${r.stdout}`)}`, { runtimeReason: runscReason(`${r.stderr}\n${r.stdout}`) });
+    await writeFile(join(imageDir, IMAGE_STAMP), JSON.stringify({ runsc: this.version }));
     // The checkpointed container is stopped; deleting it takes ~1.5 s, so it happens in the background.
     this.deleteLater(inst.containerId);
     let sizeBytes = 0;
@@ -278,19 +315,5 @@ export class GvisorRuntime implements Runtime {
   }
 }
 
-/**
- * The reason of a failed `runsc checkpoint`: for an open TCP connection (which this runsc cannot save;
- * its output is a Go panic with a struct dump of the endpoint), the connection's addresses; else the
- * first line that says what failed.
- */
-export function checkpointFailure(text: string): string {
-  const open = /endpoint cannot be saved in connected state: local (\S+?), remote (\S+?):?\s*$/m.exec(text);
-  if (open) return `a TCP connection was open (local ${open[1]}, remote ${open[2]}; gVisor cannot checkpoint an open non-loopback connection, one in TIME_WAIT included)`;
-  return firstLine(text);
-}
-
-const firstLine = (text: string): string => {
-  const lines = text.trim().split('\n');
-  // runsc prints a Go panic with a huge struct dump after the one line that matters.
-  return (lines.find((l) => /failed|error/i.test(l)) ?? lines[0] ?? '').slice(0, 500);
-};
+/** File in every image naming the runsc release that made it (`{"runsc": "runsc version 0.0~20240729.0"}`). */
+const IMAGE_STAMP = 'ramify-runsc.json';

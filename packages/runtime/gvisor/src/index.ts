@@ -1,3 +1,3 @@
 export { GvisorRuntime, DEFAULT_AGENT_SOCKET, type GvisorRuntimeOptions } from './gvisor-runtime.js';
-export { needsNetnsShim, runscVersion, type RunscPlatform } from './runsc.js';
+export { MIN_RUNSC_RELEASE, runscRelease, runscVersion, type RunscPlatform } from './runsc.js';
 export { buildOciSpec } from './oci-spec.js';

@@ -1,15 +1,17 @@
 /**
- * Invoking `runsc` the way this host needs (see shared/design/RUNTIME-GVISOR.md):
+ * Invoking `runsc` the way this host needs (see docs/design/RUNTIME-GVISOR.md):
  * - `run`/`create`/`restore` start inside the sandbox's network namespace, in a private mount namespace
- *   with an empty directory bind-mounted over `/proc/sys/net/core`. Compatibility shim for runsc
- *   20221219, which takes any netns with that file for the root netns and refuses `--network=sandbox`.
+ *   with an empty directory bind-mounted over `/proc/sys/net/core`. Compatibility shim: runsc 20221219
+ *   and 20240729 both take any netns with that file for the root netns and refuse `--network=sandbox`.
+ * - `--net-disconnect-ok` (20240729 and later): a checkpoint with open TCP connections disconnects them
+ *   instead of failing (20221219 panicked on them and lost the sandbox).
  * - every other command runs under `nsenter --net=...` too, because runsc's control socket is an
  *   abstract unix socket that belongs to the netns (outside it runsc reports `stopped`).
  * - stdin is /dev/null and output goes to a log file: `run -detach` keeps inherited pipes open.
  * All child processes start from argv arrays.
  */
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
-import { open } from 'node:fs/promises';
+import { open, readFile } from 'node:fs/promises';
 import { RamifyError } from '@ramify/contracts';
 
 export type RunscPlatform = 'ptrace' | 'systrap' | 'kvm';
@@ -22,8 +24,6 @@ export interface RunscOptions {
   platform: RunscPlatform;
   /** An empty host directory for the /proc/sys/net/core shim. */
   emptyDir: string;
-  /** Apply the /proc/sys/net/core shim (needed by runsc ≤ 2023; see {@link needsNetnsShim}). */
-  netnsShim: boolean;
 }
 
 export interface CommandOutput {
@@ -38,10 +38,13 @@ export interface CommandOutput {
  */
 const SHIM_SCRIPT = 'mount --bind "$1" /proc/sys/net/core && shift && exec "$@"';
 
-/** True for runsc releases that need the netns shim (the 2022 releases Debian 12 ships). */
-export function needsNetnsShim(versionLine: string): boolean {
+/** Oldest runsc release Ramify runs on: the first in Debian with `--net-disconnect-ok` (bookworm-backports). */
+export const MIN_RUNSC_RELEASE = 20240729;
+
+/** The release of a `runsc --version` line (`runsc version 0.0~20240729.0` → 20240729), or null. */
+export function runscRelease(versionLine: string): number | null {
   const m = /(\d{8})/.exec(versionLine);
-  return m ? Number(m[1]) < 20230601 : true;
+  return m ? Number(m[1]) : null;
 }
 
 /** Read `runsc --version`; rejects `RUNTIME_UNAVAILABLE` when runsc is not installed. */
@@ -59,7 +62,7 @@ export class Runsc {
 
   /** Flags for commands that create a sandbox (run/restore). */
   private startFlags(): string[] {
-    return [`--platform=${this.options.platform}`, '--network=sandbox', '--overlay2=root:memory', '--cpu-num-from-quota'];
+    return [`--platform=${this.options.platform}`, '--network=sandbox', '--overlay2=root:memory', '--cpu-num-from-quota', '--net-disconnect-ok'];
   }
 
   /**
@@ -68,9 +71,7 @@ export class Runsc {
    */
   async start(netnsPath: string, subcommand: string[], logFile: string): Promise<void> {
     const runsc = [...this.base(), ...this.startFlags(), ...subcommand];
-    const argv = this.options.netnsShim
-      ? ['nsenter', `--net=${netnsPath}`, 'unshare', '-m', '--propagation', 'private', 'sh', '-c', SHIM_SCRIPT, 'ramify-netns-shim', this.options.emptyDir, ...runsc]
-      : ['nsenter', `--net=${netnsPath}`, ...runsc];
+    const argv = ['nsenter', `--net=${netnsPath}`, 'unshare', '-m', '--propagation', 'private', 'sh', '-c', SHIM_SCRIPT, 'ramify-netns-shim', this.options.emptyDir, ...runsc];
     const log = await open(logFile, 'a');
     try {
       const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', log.fd, log.fd] });
@@ -79,9 +80,8 @@ export class Runsc {
         child.on('close', (c) => resolve(c ?? -1));
       });
       if (code !== 0) {
-        const { readFile } = await import('node:fs/promises');
-        const tail = (await readFile(logFile, 'utf8')).trim().split('\n').slice(-5).join('\n');
-        throw new RamifyError('RUNTIME_ERROR', `runsc ${subcommand[0]} failed (exit ${code}): ${tail}`);
+        const reason = runscReason(await readFile(logFile, 'utf8'));
+        throw new RamifyError('RUNTIME_ERROR', `runsc ${subcommand[0]} failed (exit ${code}): ${reason}`, { runtimeReason: reason });
       }
     } finally {
       await log.close();
@@ -116,4 +116,19 @@ function collect(child: ChildProcess, what: string): Promise<CommandOutput> {
     child.on('error', (e) => reject(new RamifyError('RUNTIME_UNAVAILABLE', `cannot run ${what}: ${e.message}`)));
     child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
   });
+}
+
+/** A Go stack frame or panic scaffolding line of runsc's output (`pkg/x.(*T).f(...)`, `\tfile.go:12 +0x4`, `goroutine 7 [running]:`). */
+const GO_TRACE_LINE = /^(\s|goroutine \d|created by |panic\(|\[recovered\]|[\w./-]+(\.\(\*?\w+\))?\.[\w.]+\(.*\)$|:$)/;
+
+/**
+ * What runsc said went wrong, in full, from its output or log: the last line that says an error,
+ * failure or panic, without Go's stack traces and struct dumps around it (the line itself is kept
+ * whole, up to 4000 characters). Falls back to the last non-trace line.
+ */
+export function runscReason(text: string): string {
+  const lines = text.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '' && !GO_TRACE_LINE.test(l));
+  const said = [...lines].reverse().find((l) => /error|failed|fail|panic|cannot|invalid/i.test(l)) ?? lines[lines.length - 1] ?? 'no output';
+  // runsc's log lines start with a glog prefix (`W1201 22:01:02.123456   1234 file.go:56] `): drop it.
+  return said.replace(/^[IWEF]\d{4} [\d:.]+\s+\d+ [\w.-]+:\d+\] /, '').slice(0, 4000);
 }
