@@ -22,6 +22,8 @@ export const ERROR_CODES = {
   IS_A_DIRECTORY: 400,
   FILE_EXISTS: 409,
   INVALID_STATE: 409,
+  /** The sandbox failed (state `error`: its runtime instance exited, ran out of memory or could not be restored); details.reason says why. */
+  SANDBOX_FAILED: 409,
   CHECKPOINT_BLOCKED: 409,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,

@@ -28,13 +28,6 @@ export interface CoreOptions {
   /** Interval between endpoint polls while waiting, ms. */
   quietNetworkPollMs: number;
   /**
-   * How long pause/fork/snapshot wait for TCP connections the sandbox closed first to leave TIME_WAIT, ms
-   * (they end within 65 s of the close; gVisor cannot checkpoint them). Default 30000: with the
-   * checkpoint it stays inside the SDK's 60 s request bound; a longer wait is refused with
-   * `CHECKPOINT_BLOCKED` and `retryAfterMs`.
-   */
-  closingConnectionsWaitMs: number;
-  /**
    * Bound on opening an agent channel plus its first ping, reconnects included, ms. Default 20000: a
    * restored microVM under TCG answers in ~0.2-1 s; the rest is room for a loaded host and reconnects.
    */
@@ -51,6 +44,8 @@ export interface CoreOptions {
   defaultMemoryMB: number;
   /** How often the timeout scheduler looks for due sandboxes, ms. */
   timeoutSweepMs: number;
+  /** How often the liveness monitor checks running sandboxes' runtime instances, ms (0 = off). */
+  livenessPollMs: number;
   /** After a timeout pause is refused (`CHECKPOINT_BLOCKED`), wait this long before trying again, ms. */
   timeoutRetryMs: number;
 }
@@ -58,7 +53,6 @@ export interface CoreOptions {
 export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   quietNetworkTimeoutMs: 10_000,
   quietNetworkPollMs: 250,
-  closingConnectionsWaitMs: 30_000,
   agentConnectTimeoutMs: 20_000,
   forkConcurrency: 8,
   prewarmSlots: 8,
@@ -68,6 +62,7 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   defaultCpuCount: 1,
   defaultMemoryMB: 512,
   timeoutSweepMs: 1_000,
+  livenessPollMs: 1_000,
   timeoutRetryMs: 30_000,
 };
 

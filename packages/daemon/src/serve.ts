@@ -5,7 +5,7 @@
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import { pino, type Logger as Pino } from 'pino';
-import { prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
+import { LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
@@ -66,6 +66,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: options.coreOptions, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress, clock: options.clock });
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
+  const liveness = new LivenessMonitor(core);
   let app: FastifyInstance | undefined;
   try {
     const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -73,6 +74,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     if (options.reconcile !== 'skip') await reconcile(core);
     prewarmFreeSlots(core);
     scheduler.start();
+    liveness.start();
     app = await buildApp({ core, loggerInstance: log });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     logger.info('ramify serving', { url: address, dataDir });
@@ -87,6 +89,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       close: async () => {
         await listening.close();
         await scheduler.stop();
+        await liveness.stop();
         await composition.close();
         log.flush();
       },
@@ -94,6 +97,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   } catch (err) {
     await app?.close().catch(() => undefined);
     await scheduler.stop();
+    await liveness.stop();
     await composition.close();
     throw err;
   }

@@ -41,6 +41,17 @@ export class InvalidStateError extends RamifyError {
   }
 }
 
+/**
+ * The sandbox failed (`SANDBOX_FAILED`, state `error`): its runtime instance exited, ran out of memory or
+ * could not be restored. `details.reason` (and the message) say why; the only call left is `kill`.
+ */
+export class SandboxFailedError extends RamifyError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('SANDBOX_FAILED', message, details);
+    this.name = 'SandboxFailedError';
+  }
+}
+
 /** The client gave up waiting (`REQUEST_TIMEOUT`) or the server reported a deadline (`COMMAND_TIMEOUT`). */
 export class TimeoutError extends RamifyError {
   constructor(code: 'REQUEST_TIMEOUT' | 'COMMAND_TIMEOUT', message: string, details?: Record<string, unknown>) {
@@ -92,6 +103,7 @@ export function errorFromCode(code: string, message: string, details?: Record<st
       return new NotFoundError(c, message, details);
     case 'UNAUTHORIZED': case 'FORBIDDEN': return new AuthenticationError(c, message, details);
     case 'INVALID_STATE': case 'CHECKPOINT_BLOCKED': return new InvalidStateError(c, message, details);
+    case 'SANDBOX_FAILED': return new SandboxFailedError(message, details);
     case 'REQUEST_TIMEOUT': case 'COMMAND_TIMEOUT': return new TimeoutError(c, message, details);
     case 'API_UNREACHABLE': return new ConnectionError(message, details);
     default: return new RamifyError(c, message, details);

@@ -22,13 +22,6 @@ export interface EgressEnforcer {
   apply(sandboxId: string, slot: number, policy: EgressPolicy): Promise<void>;
   /** Forget everything `apply` set up for `slot` (the next sandbox on it starts clean). A no-op when absent. */
   remove(slot: number): Promise<void>;
-  /**
-   * How long, ms, until TCP connections the sandbox on `slot` closed first (it sent the first FIN) have left
-   * FIN_WAIT_2 and TIME_WAIT; 0 when none is that recent. The host sees every FIN, the sandbox's
-   * /proc/net/tcp does not list such endpoints, and gVisor cannot checkpoint them. Optional: without it
-   * core cannot wait for them.
-   */
-  closingConnectionsMs?(slot: number): Promise<number>;
 }
 
 /**

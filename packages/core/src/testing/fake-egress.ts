@@ -12,8 +12,6 @@ export class FakeEgressEnforcer implements EgressEnforcer {
   readonly inForce = new Map<number, { sandboxId: string; rules: string[] }>();
   /** When set, the next `apply` rejects with it (and changes nothing, as the port requires). */
   failNextApply: Error | null = null;
-  /** Slot → ms its closed connections still linger (what `closingConnectionsMs` answers; 0 when absent). */
-  readonly closing = new Map<number, number>();
 
   async apply(sandboxId: string, slot: number, policy: EgressPolicy): Promise<void> {
     const rules = formatEgressPolicy(policy);
@@ -27,10 +25,6 @@ export class FakeEgressEnforcer implements EgressEnforcer {
   async remove(slot: number): Promise<void> {
     this.calls.push(`remove ${slot}`);
     this.inForce.delete(slot);
-  }
-
-  async closingConnectionsMs(slot: number): Promise<number> {
-    return this.closing.get(slot) ?? 0;
   }
 
   /** The rules in force for `sandboxId` on whatever slot it holds, or undefined when none are. */

@@ -23,13 +23,6 @@
  * every packet from a slot veth; the policy-routing rules of `route-guard.ts` refuse unmarked slot traffic,
  * so a missing table fails closed. The chain only marks; the filter chains decide.
  *
- * TCP closes: gVisor (this runsc) cannot checkpoint a TCP endpoint the sandbox closed first while it
- * lingers in FIN_WAIT_2 or TIME_WAIT (60 s each), and does not list it in /proc/net/tcp. So the table
- * watches FINs: a FIN from a slot on a connection whose peer has not sent one yet marks the connection
- * (ct mark bit {@link CT_MARK_SLOT_FIN}) and puts the slot address in `closing` for
- * {@link CLOSING_TIMEOUT_SECONDS}; the peer's later FIN renews it (TIME_WAIT starts then). A FIN toward a
- * slot sets {@link CT_MARK_PEER_FIN}. Core waits for the slot to leave `closing` before a checkpoint.
- *
  * Verdict log: with an NFLOG group, the first packet of each allowed forwarded connection (`<prefix> a`),
  * every denied packet (`<prefix> d`) and the first packet of each proxied connection (`<prefix> p`, for
  * the original destination) are logged, rate-limited per slot veth.
@@ -65,13 +58,6 @@ export interface EgressTableSpec {
    */
   guardMark?: number;
 }
-
-/** ct mark bit: the slot side of this connection sent a FIN before its peer did (it closed first). */
-export const CT_MARK_SLOT_FIN = 0x01000000;
-/** ct mark bit: the peer of the slot sent a FIN on this connection. */
-export const CT_MARK_PEER_FIN = 0x02000000;
-/** How long a slot stays in `closing` after its first FIN or the peer's answering one: gVisor's 60 s, plus margin. */
-export const CLOSING_TIMEOUT_SECONDS = 65;
 
 /** Prefixes of the NFLOG messages, after `<table prefix> `: allowed, denied, redirected to the proxy. */
 export const NFLOG_KINDS = { allowed: 'a', denied: 'd', proxied: 'p' } as const;
@@ -122,14 +108,6 @@ export function tableScript(spec: EgressTableSpec): string {
     `  set blocked { type ipv4_addr; flags interval; auto-merge; elements = { ${blocked} }; }`,
     `  set private { type ipv4_addr; flags interval; auto-merge; elements = { ${PRIVATE_RANGES.join(', ')} }; }`,
     ...(logging ? Object.values(NFLOG_KINDS).map(rateSet) : []),
-    `  set closing { type ipv4_addr; flags dynamic, timeout; timeout ${CLOSING_TIMEOUT_SECONDS}s; }`,
-    `  chain tcp_close_in { type filter hook prerouting priority filter + 20; policy accept;`,
-    `    iifname ${veths} tcp flags & fin == fin ct mark & ${hex(CT_MARK_PEER_FIN)} == 0 ct mark set ct mark | ${hex(CT_MARK_SLOT_FIN)} update @closing { ip saddr }`,
-    `  }`,
-    `  chain tcp_close_out { type filter hook postrouting priority filter; policy accept;`,
-    `    oifname ${veths} tcp flags & fin == fin ct mark set ct mark | ${hex(CT_MARK_PEER_FIN)}`,
-    `    oifname ${veths} tcp flags & fin == fin ct mark & ${hex(CT_MARK_SLOT_FIN)} != 0 update @closing { ip daddr }`,
-    `  }`,
     // After others' mangle/dstnat marking (which may overwrite the whole mark), still before routing.
     ...(spec.guardMark !== undefined
       ? [
@@ -213,7 +191,7 @@ export function tableScript(spec: EgressTableSpec): string {
 
 /** One set element of a slot: `set` name and key text (without timeout). */
 export interface SetElement {
-  set: 'spoof' | 'open' | 'net' | 'netport' | 'dns' | 'dnsport' | 'closing';
+  set: 'spoof' | 'open' | 'net' | 'netport' | 'dns' | 'dnsport';
   key: string;
   /** Seconds; only for `dns`/`dnsport`. */
   timeoutSeconds?: number;

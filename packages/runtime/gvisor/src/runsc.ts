@@ -3,8 +3,8 @@
  * - `run`/`create`/`restore` start inside the sandbox's network namespace, in a private mount namespace
  *   with an empty directory bind-mounted over `/proc/sys/net/core`. Compatibility shim: runsc 20221219
  *   and 20240729 both take any netns with that file for the root netns and refuse `--network=sandbox`.
- * - `--net-disconnect-ok` (20240729 and later): a checkpoint with open TCP connections disconnects them
- *   instead of failing (20221219 panicked on them and lost the sandbox).
+ * - `--net-disconnect-ok` (20240729 and later): a checkpoint with open or TIME_WAIT TCP connections
+ *   resets them instead of failing (20221219 panicked on them and lost the sandbox).
  * - every other command runs under `nsenter --net=...` too, because runsc's control socket is an
  *   abstract unix socket that belongs to the netns (outside it runsc reports `stopped`).
  * - stdin is /dev/null and output goes to a log file: `run -detach` keeps inherited pipes open.

@@ -4,7 +4,7 @@
  * offsets it has already received, so no output is lost or repeated.
  */
 import type { CommandResult } from '@ramify/contracts';
-import { CommandExitError, ConnectionError, NotFoundError, RamifyError } from '../errors.js';
+import { CommandExitError, ConnectionError, NotFoundError, RamifyError, SandboxFailedError } from '../errors.js';
 import type { OutputSink } from './output.js';
 import type { ProcessRoutes } from './process-routes.js';
 import { openStreamSocket, type StreamExit, type StreamSocket } from './stream-socket.js';
@@ -154,12 +154,16 @@ export class CommandHandle {
 
   /**
    * After a refused re-attach: wait while the sandbox is pausing, paused or resuming (polling its state)
-   * and return once it runs; rethrow `err` for anything else (killed, gone, process unknown).
+   * and return once it runs; throw `SandboxFailedError` when it failed (`error`), rethrow `err` for
+   * anything else (killed, gone, process unknown).
    */
   private async waitWhilePaused(err: RamifyError): Promise<void> {
     if (err.code !== 'INVALID_STATE' && err.code !== 'AGENT_UNREACHABLE') throw err;
     for (;;) {
-      const state = await this.routes.sandboxState().catch(() => { throw err; });
+      const { state, error } = await this.routes.sandboxState().catch(() => { throw err; });
+      if (state === 'error') {
+        throw new SandboxFailedError(`sandbox '${this.routes.sandboxId}' failed: ${error ?? 'no reason recorded'}`, { id: this.routes.sandboxId, reason: error, pid: this.pid });
+      }
       if (state === 'running') return;
       if (!WAIT_STATES.has(state)) throw err;
       if (this.disconnected) return;
