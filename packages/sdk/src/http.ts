@@ -66,6 +66,10 @@ export class ApiClient {
       headers['content-type'] = opts.contentType ?? 'application/octet-stream';
       init.body = opts.body as BodyInit; // Uint8Array<ArrayBufferLike> is a valid body; TS 5.9's lib is stricter than fetch
       if (opts.body instanceof ReadableStream) init.duplex = 'half';
+      // fetch tees the body to be able to follow a redirect unless redirects are errors, and the tee's
+      // unread branch keeps every chunk: a streamed upload would be held whole (nodejs/undici#4058).
+      // The API never redirects, and a stream body could not be replayed across a redirect anyway.
+      init.redirect = 'error';
     }
     let res: Response;
     try {
