@@ -25,6 +25,26 @@ describe('protocol: files', () => {
     assert.deepEqual(await sbx.files.read('/work/a.txt', { format: 'bytes' }), new Uint8Array(Buffer.from('héllo')));
   });
 
+  test('a Blob uploads (streamed) and reads back exactly', async () => {
+    const bytes = new Uint8Array(300 * 1024).map((_, i) => (i * 131) & 0xff);
+    const info = await sbx.files.write('/blob.bin', new Blob([bytes.subarray(0, 1000), bytes.subarray(1000)]));
+    assert.equal(info.size, bytes.byteLength);
+    assert.deepEqual(await sbx.files.read('/blob.bin', { format: 'bytes' }), bytes);
+  });
+
+  test('a stream that throws mid-upload rejects with its own error, and the old file stays', async () => {
+    await sbx.files.write('/keep.txt', 'old');
+    const boom = new Error('disk on fire');
+    async function* failing(): AsyncGenerator<Uint8Array> {
+      yield new Uint8Array(64 * 1024);
+      throw boom;
+    }
+    await assert.rejects(sbx.files.write('/keep.txt', failing()), (e: unknown) => e === boom);
+    const web = new ReadableStream<Uint8Array>({ start(c) { c.enqueue(new Uint8Array(8)); c.error(boom); } });
+    await assert.rejects(sbx.files.write('/keep.txt', web), (e: unknown) => e === boom);
+    assert.equal(await sbx.files.read('/keep.txt'), 'old');
+  });
+
   test('a Node Readable and a web ReadableStream upload streamed; read as a stream', async () => {
     const chunk = Buffer.alloc(256 * 1024, 7);
     const total = 24;

@@ -14,8 +14,8 @@ export interface ApiRequestOptions {
   query?: Query;
   /** JSON body (sets `content-type: application/json`). */
   json?: unknown;
-  /** Raw body; streams are sent with `duplex: 'half'` and never buffered. */
-  body?: string | Uint8Array | ReadableStream<Uint8Array>;
+  /** Raw body; blobs and streams are sent as they are read (streams with `duplex: 'half'`), never buffered whole. */
+  body?: string | Uint8Array | Blob | ReadableStream<Uint8Array>;
   contentType?: string;
   /** Deadline until response headers, ms; default the connection's `requestTimeoutMs`; 0 = none. */
   timeoutMs?: number;
