@@ -1,10 +1,11 @@
 /**
  * `sandbox.files`: the sandbox's filesystem. Reads and writes stream (a large file is never held in
- * memory by the SDK); metadata calls are JSON.
+ * memory by the SDK); metadata calls are JSON. Bytes stay bytes: a text read of content that is not
+ * UTF-8 throws {@link NotUtf8Error} rather than replacing anything with U+FFFD.
  */
 import type { FileInfo } from '@ramify/contracts';
 import type { ApiClient } from './http.js';
-import { NotFoundError, RamifyError, type ConnectionError } from './errors.js';
+import { NotFoundError, NotUtf8Error, RamifyError, type ConnectionError } from './errors.js';
 
 /**
  * What {@link Files.write} accepts. A string is written as UTF-8. A `Blob` (e.g. `fs.openAsBlob(path)`,
@@ -19,8 +20,31 @@ export type ReadFormat = 'text' | 'bytes' | 'stream';
 
 /** Options of {@link Files.read}. */
 export interface ReadOpts<F extends ReadFormat = ReadFormat> {
-  /** `text` (UTF-8 decoded, default), `bytes` (`Uint8Array`), or `stream` (a web `ReadableStream<Uint8Array>`). */
+  /**
+   * `text` (default): the content decoded as UTF-8, strictly (invalid UTF-8 throws {@link NotUtf8Error};
+   * a leading BOM is dropped, as `Response.text()` does); `bytes`: the exact bytes (`Uint8Array`);
+   * `stream`: the exact bytes as a web `ReadableStream<Uint8Array>`, not buffered.
+   */
   format?: F;
+}
+
+/** Fatal: invalid UTF-8 throws instead of decoding to U+FFFD. Stateless between `decode()` calls without `stream`. */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * `bytes` as UTF-8 text.
+ * @throws NotUtf8Error (`NOT_UTF8`) when `bytes` is not valid UTF-8; the message names `format: 'bytes'`.
+ */
+function decodeText(bytes: Uint8Array, path: string): string {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err;
+    throw new NotUtf8Error(
+      `${path} is not valid UTF-8 text (${bytes.byteLength} bytes); read it with files.read(path, { format: 'bytes' }) (or format: 'stream') for its exact bytes`,
+      { path, size: bytes.byteLength },
+    );
+  }
 }
 
 /** A streamed upload's body, and the error its source threw, if it did. */
@@ -68,8 +92,10 @@ export class Files {
   }
 
   /**
-   * Read a file. Throws `FILE_NOT_FOUND` (a {@link NotFoundError}) or `IS_A_DIRECTORY`. With
-   * `format: 'stream'` the body is not buffered: consume or cancel the stream.
+   * Read a file: as UTF-8 text (default), as its exact bytes (`format: 'bytes'`), or as a stream of its
+   * exact bytes (`format: 'stream'`: not buffered; consume or cancel it). Text and bytes are held whole.
+   * @throws NotFoundError `FILE_NOT_FOUND`; RamifyError `IS_A_DIRECTORY`;
+   *   {@link NotUtf8Error} `NOT_UTF8` for a text read of content that is not valid UTF-8.
    */
   read(path: string, opts?: ReadOpts<'text'>): Promise<string>;
   read(path: string, opts: ReadOpts<'bytes'>): Promise<Uint8Array>;
@@ -77,7 +103,7 @@ export class Files {
   async read(path: string, opts: ReadOpts = {}): Promise<string | Uint8Array | ReadableStream<Uint8Array>> {
     const res = await this.api.request('GET', this.path(''), { query: { path } });
     const format = opts.format ?? 'text';
-    if (format === 'text') return res.text();
+    if (format === 'text') return decodeText(new Uint8Array(await res.arrayBuffer()), path);
     if (format === 'bytes') return new Uint8Array(await res.arrayBuffer());
     return res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
   }
