@@ -47,6 +47,8 @@ export const ERROR_CODES = {
   COMMAND_EXIT: 422,
   /** `Sandbox.explore()`: every strategy threw or failed to score. */
   EXPLORE_FAILED: 422,
+  /** A file read as text is not valid UTF-8 (read it as bytes instead); nothing was replaced with U+FFFD. */
+  NOT_UTF8: 422,
 } as const satisfies Record<string, number>;
 
 /** One of {@link ERROR_CODES}' keys. */

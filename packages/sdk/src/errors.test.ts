@@ -1,7 +1,7 @@
 /** SDK errors as a JSON log line sees them. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CommandExitError, RamifyError, SandboxNotFoundError } from './index.js';
+import { CommandExitError, NotUtf8Error, RamifyError, SandboxNotFoundError, errorFromCode } from './index.js';
 
 test('JSON.stringify of an error keeps its name, code, message and details', () => {
   const plain = JSON.parse(JSON.stringify(new RamifyError('VALIDATION_FAILED', 'bad rule *.com', { rule: '*.com' }))) as Record<string, unknown>;
@@ -15,4 +15,11 @@ test('a subclass keeps its own name', () => {
   const err = JSON.parse(JSON.stringify(new SandboxNotFoundError('sbx_x'))) as Record<string, unknown>;
   assert.equal(err.code, 'SANDBOX_NOT_FOUND');
   assert.equal(err.name, 'SandboxNotFoundError');
+});
+
+test('errorFromCode builds a NotUtf8Error for NOT_UTF8', () => {
+  const err = errorFromCode('NOT_UTF8', "/a.png is not valid UTF-8 text; read it with format: 'bytes'", { path: '/a.png' });
+  assert.ok(err instanceof NotUtf8Error && err instanceof RamifyError);
+  assert.equal(err.name, 'NotUtf8Error');
+  assert.deepEqual(err.details, { path: '/a.png' });
 });

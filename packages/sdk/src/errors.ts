@@ -69,6 +69,17 @@ export class ConnectionError extends RamifyError {
 }
 
 /**
+ * A file read as text (`files.read(path)`, `format: 'text'`) is not valid UTF-8 (`NOT_UTF8`): the SDK
+ * never swaps bytes for U+FFFD. `details.path` names the file; read it with `format: 'bytes'`.
+ */
+export class NotUtf8Error extends RamifyError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('NOT_UTF8', message, details);
+    this.name = 'NotUtf8Error';
+  }
+}
+
+/**
  * A command finished unsuccessfully: non-zero exit code, killed by a signal, or killed at its deadline.
  * `code` is `COMMAND_TIMEOUT` when the deadline killed it (`result.error === 'timeout'`), otherwise
  * `COMMAND_EXIT`. The full {@link CommandResult} (with all output) is on `result` and mirrored on the
@@ -106,6 +117,7 @@ export function errorFromCode(code: string, message: string, details?: Record<st
     case 'SANDBOX_FAILED': return new SandboxFailedError(message, details);
     case 'REQUEST_TIMEOUT': case 'COMMAND_TIMEOUT': return new TimeoutError(c, message, details);
     case 'API_UNREACHABLE': return new ConnectionError(message, details);
+    case 'NOT_UTF8': return new NotUtf8Error(message, details);
     default: return new RamifyError(c, message, details);
   }
 }

@@ -29,6 +29,6 @@ export {
 } from './connection.js';
 export {
   RamifyError, isRamifyError, NotFoundError, SandboxNotFoundError, AuthenticationError, InvalidStateError, TimeoutError,
-  SandboxFailedError, ConnectionError, CommandExitError, errorFromCode, type ErrorCode, type ErrorBody,
+  SandboxFailedError, ConnectionError, NotUtf8Error, CommandExitError, errorFromCode, type ErrorCode, type ErrorBody,
 } from './errors.js';
 export type * from './types.js';
