@@ -17,7 +17,7 @@ import { runtimeFor, type Core } from '../core.js';
 import { newSnapshotId } from '../ids.js';
 import type { SandboxOperation, SandboxRecord, SnapshotRecord } from '../ports/store.js';
 import { bringUp, identityFor } from './bring-up.js';
-import { waitForQuietNetwork } from './quiet-network.js';
+import { waitForNoConnections, waitForQuietNetwork } from './quiet-network.js';
 import { phaseTimer } from './phase-timer.js';
 import { messageOf, transition } from './records.js';
 
@@ -39,6 +39,8 @@ export interface CheckpointPlan {
  */
 export async function checkpointRunning(core: Core, record: SandboxRecord, plan: CheckpointPlan): Promise<{ record: SandboxRecord; snapshot: SnapshotRecord }> {
   const runtime = runtimeFor(core, record.runtime);
+  // While connections drain the sandbox stays `running`: its commands and file calls go on.
+  if (record.state === 'running') await waitForNoConnections(core, record.id, runtime);
   const snapshotId = newSnapshotId();
   await core.store.insertSnapshot(pendingSnapshot(core, record, snapshotId, plan));
   let current: SandboxRecord;

@@ -150,6 +150,25 @@ describe('pause and resume (fake runtime)', () => {
     assert.equal('stdout' in r ? r.stdout : '', 'still here\n');
   });
 
+  test('while a pause waits for a connection to close, the sandbox stays running and its commands run', async () => {
+    const sbx = await createSandbox(w.core, {});
+    const guest = w.runtime.guest(sbx.id);
+    guest.endpoints.push('10.0.0.2:1 -> 1.1.1.1:443 ESTABLISHED');
+    const sleep = w.clock.sleep.bind(w.clock);
+    const during: string[] = [];
+    w.clock.sleep = async (ms) => {
+      w.clock.sleep = sleep; // once: the command below sleeps on the clock too
+      during.push((await getSandbox(w.core, sbx.id)).state);
+      const r = await runCommand(w.core, sbx.id, { cmd: 'echo meanwhile' });
+      during.push('stdout' in r ? r.stdout : '');
+      guest.endpoints.length = 0;
+      await sleep(ms);
+    };
+    assert.equal((await pauseSandbox(w.core, sbx.id)).state, 'paused');
+    w.clock.sleep = sleep;
+    assert.deepEqual(during, ['running', 'meanwhile\n']);
+  });
+
   test('endpoints that drain within the bound let the pause go through', async () => {
     const sbx = await createSandbox(w.core, {});
     const guest = w.runtime.guest(sbx.id);

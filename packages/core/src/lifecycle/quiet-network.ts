@@ -20,12 +20,33 @@ import type { Runtime } from '../ports/runtime.js';
  *   `quietNetworkTimeoutMs`; `AGENT_UNREACHABLE` when the agent cannot be asked. The sandbox runs on.
  */
 export async function waitForQuietNetwork(core: Pick<Core, 'sessions' | 'clock' | 'options'>, sandboxId: string, runtime: Runtime): Promise<void> {
+  await pollUntilQuiet(core, sandboxId, runtime, async (session) => quiesce(session));
+}
+
+/**
+ * Like {@link waitForQuietNetwork}, but only watching (no process is stopped): called while the sandbox
+ * is still `running`, so its commands and file calls go on while a pause waits for connections to close.
+ * @throws RamifyError `CHECKPOINT_BLOCKED`, `AGENT_UNREACHABLE`, as {@link waitForQuietNetwork}.
+ */
+export async function waitForNoConnections(core: Pick<Core, 'sessions' | 'clock' | 'options'>, sandboxId: string, runtime: Runtime): Promise<void> {
+  await pollUntilQuiet(core, sandboxId, runtime, async (session) => {
+    const { endpoints } = await session.networkEndpoints();
+    return { frozen: endpoints.length === 0, endpoints };
+  });
+}
+
+async function pollUntilQuiet(
+  core: Pick<Core, 'sessions' | 'clock' | 'options'>,
+  sandboxId: string,
+  runtime: Runtime,
+  check: (session: AgentSession) => Promise<{ frozen: boolean; endpoints: string[] }>,
+): Promise<void> {
   if (!runtime.capabilities.checkpointNeedsQuietNetwork) return;
   const { quietNetworkTimeoutMs, quietNetworkPollMs } = core.options;
   const deadline = core.clock.now() + quietNetworkTimeoutMs;
   for (;;) {
     const session = await core.sessions.get(sandboxId);
-    const { frozen, endpoints } = await quiesce(session);
+    const { frozen, endpoints } = await check(session);
     if (frozen) return;
     if (core.clock.now() >= deadline) {
       throw new RamifyError(
