@@ -185,6 +185,24 @@ export const CommandRequest = z.strictObject({
 });
 export type CommandRequest = z.infer<typeof CommandRequest>;
 
+/** How much of one stream a command result holds (see `output-capture.ts`). */
+export const CapturedStream = z.object({
+  /** Bytes of the stream's start the result's text holds: all of them unless cut; at most `limitBytes`. */
+  keptBytes: z.number().int().describe('bytes of the stream (from its first byte) the result holds; at most limitBytes, up to 3 fewer when the cut fell inside a UTF-8 character (it is left out whole)'),
+  /** Bytes the process wrote to the stream, kept or not. */
+  totalBytes: z.number().int().describe('bytes the process wrote to the stream, kept or not'),
+});
+export type CapturedStream = z.infer<typeof CapturedStream>;
+
+/** The capture limit of a command result and what it kept of each stream. */
+export const CommandCapture = z.object({
+  /** Per-stream limit, bytes: the daemon's `maxOutputBytes` (`ramify serve --max-output-bytes`, default 32 MiB). */
+  limitBytes: z.number().int().describe("per-stream limit, bytes: the daemon's maxOutputBytes (ramify serve --max-output-bytes; default 33554432, 32 MiB)"),
+  stdout: CapturedStream,
+  stderr: CapturedStream,
+});
+export type CommandCapture = z.infer<typeof CommandCapture>;
+
 export const CommandResult = z.object({
   pid: z.number().int(),
   exitCode: z.number().int().nullable(),
