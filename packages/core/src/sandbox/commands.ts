@@ -7,8 +7,6 @@ import { agentFor } from './agent-access.js';
 
 /** Default deadline of a foreground command, ms (background commands have none unless asked). */
 export const DEFAULT_FOREGROUND_TIMEOUT_MS = 60_000;
-/** A foreground result keeps at most this many bytes of each stream (the head); the rest is dropped. */
-export const MAX_CAPTURED_BYTES = 32 << 20;
 /** After `wait` resolved, how long to wait for the exit event carrying the last output, ms. */
 const EXIT_EVENT_GRACE_MS = 1_000;
 
@@ -25,7 +23,8 @@ export function toStartOptions(request: CommandRequest, defaultTimeoutMs: number
 }
 
 /**
- * Run a command. Foreground: resolves at exit with its output (non-zero exits resolve too). Background:
+ * Run a command. Foreground: resolves at exit with its output (non-zero exits resolve too), at most
+ * `core.options.maxOutputBytes` bytes of each stream (the head). Background:
  * resolves with the pid at once; its output stays in the agent's buffer for `attachProcess`.
  * @throws RamifyError `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CWD_NOT_FOUND`, `AGENT_UNREACHABLE` (channel lost mid-run).
  */
@@ -36,11 +35,12 @@ export async function runCommand(core: Core, sandboxId: string, request: Command
   }
   const out: Uint8Array[] = [];
   const err: Uint8Array[] = [];
+  const limit = core.options.maxOutputBytes;
   const keep = (into: Uint8Array[]) => {
     let kept = 0;
     return (chunk: Uint8Array): void => {
-      if (kept >= MAX_CAPTURED_BYTES) return;
-      const part = chunk.subarray(0, MAX_CAPTURED_BYTES - kept);
+      if (kept >= limit) return;
+      const part = chunk.subarray(0, limit - kept);
       kept += part.byteLength;
       into.push(part);
     };
