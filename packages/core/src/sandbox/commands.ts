@@ -1,7 +1,7 @@
 /**
  * Use-cases: run commands and manage processes in a running sandbox (pass-throughs to its agent).
  */
-import type { AgentExit, AgentOutputHandlers, AgentStartOptions, CommandRequest, CommandResult, ProcessInfo, StreamOffsets } from '@ramify/contracts';
+import { ResultCapture, type AgentExit, type AgentOutputHandlers, type AgentStartOptions, type CommandRequest, type CommandResult, type ProcessInfo, type StreamOffsets } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { agentFor } from './agent-access.js';
 
@@ -23,9 +23,10 @@ export function toStartOptions(request: CommandRequest, defaultTimeoutMs: number
 }
 
 /**
- * Run a command. Foreground: resolves at exit with its output (non-zero exits resolve too), at most
- * `core.options.maxOutputBytes` bytes of each stream (the head). Background:
- * resolves with the pid at once; its output stays in the agent's buffer for `attachProcess`.
+ * Run a command. Foreground: resolves at exit with its output (non-zero exits resolve too): the head of
+ * each stream, at most `core.options.maxOutputBytes` bytes, with `truncated` and `capture` saying what was
+ * cut (see `ResultCapture` in contracts). Background: resolves with the pid at once; its output stays in
+ * the agent's buffer for `attachProcess`.
  * @throws RamifyError `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CWD_NOT_FOUND`, `AGENT_UNREACHABLE` (channel lost mid-run).
  */
 export async function runCommand(core: Core, sandboxId: string, request: CommandRequest): Promise<CommandResult | { pid: number }> {
@@ -33,33 +34,20 @@ export async function runCommand(core: Core, sandboxId: string, request: Command
   if (request.background) {
     return session.start(toStartOptions(request, 0), {});
   }
-  const out: Uint8Array[] = [];
-  const err: Uint8Array[] = [];
-  const limit = core.options.maxOutputBytes;
-  const keep = (into: Uint8Array[]) => {
-    let kept = 0;
-    return (chunk: Uint8Array): void => {
-      if (kept >= limit) return;
-      const part = chunk.subarray(0, limit - kept);
-      kept += part.byteLength;
-      into.push(part);
-    };
-  };
+  const capture = new ResultCapture(core.options.maxOutputBytes);
   let onExit!: (exit: AgentExit) => void;
   const exited = new Promise<AgentExit>((resolve) => (onExit = resolve));
-  const { pid } = await session.start(toStartOptions(request, DEFAULT_FOREGROUND_TIMEOUT_MS), { onStdout: keep(out), onStderr: keep(err), onExit });
+  const { pid } = await session.start(toStartOptions(request, DEFAULT_FOREGROUND_TIMEOUT_MS), {
+    onStdout: (chunk) => capture.push('stdout', chunk),
+    onStderr: (chunk) => capture.push('stderr', chunk),
+    onExit,
+  });
   const exit = await Promise.race([
     exited,
     session.wait(pid).then((waited) => Promise.race([exited, core.clock.sleep(EXIT_EVENT_GRACE_MS).then(() => waited)])),
   ]);
-  return {
-    pid,
-    exitCode: exit.exitCode,
-    signal: exit.signal,
-    stdout: Buffer.concat(out).toString('utf8'),
-    stderr: Buffer.concat(err).toString('utf8'),
-    error: exit.error,
-  };
+  capture.end();
+  return { pid, exitCode: exit.exitCode, signal: exit.signal, error: exit.error, ...capture.result() };
 }
 
 /** Output handlers of a stream, plus a notice that the agent channel under it closed (pause, kill, loss). */

@@ -26,6 +26,10 @@ export interface ContractServerOptions {
    * short command whose exit frame overtakes `started` on the daemon.
    */
   startedFrame?: 'first' | 'after-exit';
+  /** Per-stream limit of command results, bytes, sent in `started` and applied by `POST /commands`; default 32 MiB. */
+  maxOutputBytes?: number;
+  /** `omit`: send `started` without `maxOutputBytes`, as daemons before it did. Default `send`. */
+  startedLimit?: 'send' | 'omit';
 }
 
 /** One request the fixture saw (WebSocket upgrades included, with `ws: true`). */
@@ -116,7 +120,9 @@ function wsFail(ws: WebSocket, err: unknown): void {
 /** Start the fixture on 127.0.0.1 (random port). */
 export async function startContractServer(opts: ContractServerOptions = {}): Promise<ContractServer> {
   const apiKey = opts.apiKey ?? 'rmf_test';
-  const state = new FixtureState(opts.scripts ?? (() => undefined));
+  const state = new FixtureState(opts.scripts ?? (() => undefined), opts.maxOutputBytes);
+  const startedFrame = (pid: number): string =>
+    JSON.stringify({ type: 'started', pid, ...(opts.startedLimit === 'omit' ? {} : { maxOutputBytes: state.maxOutputBytes }) } satisfies StreamControl);
   const requests: SeenRequest[] = [];
   const routes = httpRoutes(state);
   const authorized = (req: IncomingMessage): boolean => req.headers.authorization === `Bearer ${apiKey}`;
@@ -158,8 +164,8 @@ export async function startContractServer(opts: ContractServerOptions = {}): Pro
         if (attach) {
           const proc = state.process(sbx, Number(attach[2]));
           const from = { stdout: Number(url.searchParams.get('stdout') ?? 0), stderr: Number(url.searchParams.get('stderr') ?? 0) };
+          ws.send(startedFrame(proc.pid));
           ws.on('close', streamProcess(ws, proc, from));
-          ws.send(JSON.stringify({ type: 'started', pid: proc.pid } satisfies StreamControl));
           return;
         }
         let proc: FixtureProcess | undefined;
@@ -172,7 +178,7 @@ export async function startContractServer(opts: ContractServerOptions = {}): Pro
           try {
             const p = state.startProcess(sbx, msg.request as CommandRequest);
             proc = p;
-            const started = (): void => ws.send(JSON.stringify({ type: 'started', pid: p.pid } satisfies StreamControl));
+            const started = (): void => ws.send(startedFrame(p.pid));
             const late = opts.startedFrame === 'after-exit';
             if (!late) started();
             ws.on('close', streamProcess(ws, p, { stdout: 0, stderr: 0 }, late ? started : undefined));
