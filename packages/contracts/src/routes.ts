@@ -21,7 +21,7 @@
  * | GET  | /v1/sandboxes/:id/egress/log | EgressLogQuery (`?limit=N`) | EgressLogResponse (newest first) |
  * | POST | /v1/sandboxes/:id/commands | CommandRequest | CommandResult (foreground; each stream's head, at most the daemon's `maxOutputBytes`, default 32 MiB: `truncated`, `capture`) or `{ pid }` (background) |
  * | GET  | /v1/sandboxes/:id/processes | | `{ processes: ProcessInfo[] }` |
- * | POST | /v1/sandboxes/:id/processes/:pid/stdin | raw bytes (application/octet-stream) | 204 |
+ * | POST | /v1/sandboxes/:id/processes/:pid/stdin | raw bytes (application/octet-stream) | 204; 409 PROCESS_EXITED (details `exitCode`, `signal`) once the process exited |
  * | POST | /v1/sandboxes/:id/processes/:pid/stdin/close | | 204 |
  * | POST | /v1/sandboxes/:id/processes/:pid/signal | SignalRequest | 204 |
  * | GET  | /v1/sandboxes/:id/processes/:pid/wait | | `{ exitCode, signal, error }` (long poll until exit) |

@@ -40,6 +40,7 @@ describe('HTTP edge with the fake runtime: auth, health, OpenAPI', () => {
     assert.deepEqual(Object.keys(result.properties.capture.properties), ['limitBytes', 'stdout', 'stderr']);
     assert.deepEqual(Object.keys(result.properties.capture.properties.stdout.properties), ['keptBytes', 'totalBytes']);
     assert.match(doc.paths['/v1/sandboxes/{id}/commands/stream'].get.description, /maxOutputBytes/);
+    assert.match(doc.paths['/v1/sandboxes/{id}/processes/{pid}/stdin'].post.description, /PROCESS_EXITED/);
     const none = await bed.app.inject({ method: 'GET', url: '/v1/sandboxes' });
     assert.equal(none.statusCode, 401);
     assert.equal(none.json().error.code, 'UNAUTHORIZED');

@@ -1,7 +1,7 @@
 /**
  * Conformance: commands. Large and binary output arrive byte-exact, UTF-8 split across writes is never
  * corrupted, a result past the capture limit says it was cut (and never splits a character), errors are
- * clear (exit 127, `CWD_NOT_FOUND`, `COMMAND_TIMEOUT`), a deadline leaves no process
+ * clear (exit 127, `CWD_NOT_FOUND`, `COMMAND_TIMEOUT`, `PROCESS_EXITED`), a deadline leaves no process
  * behind (children that left the group with `setsid` included), stdin, background handles and
  * re-attaching by pid from another client.
  */
@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { join } from 'node:path';
-import { CommandExitError, DEFAULT_MAX_OUTPUT_BYTES, Sandbox, type CommandResult } from '@ramify/sdk';
+import { CommandExitError, DEFAULT_MAX_OUTPUT_BYTES, InvalidStateError, Sandbox, type CommandResult } from '@ramify/sdk';
 import type { SuiteContext } from '../context.js';
 import { rejectsWithCode, sh, sha256Chunks, sha256File, waitFor, writeRandomFile } from '../support.js';
 
@@ -188,6 +188,24 @@ export function registerCommandCases(ctx: SuiteContext): void {
       const smallSdk = await sbx.commands.run('echo hi >&2');
       assert.equal(smallSdk.truncated, false);
       assert.deepEqual(smallSdk.capture.stderr, { keptBytes: 3, totalBytes: 3 });
+    });
+
+    test('stdin to a process that has exited is PROCESS_EXITED with its exit code (REST and SDK)', async () => {
+      const handle = await sbx.commands.run('exit 3', { background: true, stdin: true });
+      await handle.wait().catch(() => undefined);
+      const err = await rejectsWithCode(sbx.commands.sendStdin(handle.pid, 'late'), 'PROCESS_EXITED');
+      assert.ok(err instanceof InvalidStateError);
+      assert.match(err.message, new RegExp(`process ${handle.pid} exited with code 3`));
+      assert.equal(err.details?.exitCode, 3);
+      await rejectsWithCode(handle.sendStdin('late'), 'PROCESS_EXITED');
+      const { url, apiKey } = ctx.daemon();
+      const res = await fetch(`${url}/v1/sandboxes/${sbx.sandboxId}/processes/${handle.pid}/stdin`, {
+        method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/octet-stream' }, body: 'late',
+      });
+      assert.equal(res.status, 409);
+      const body = (await res.json()) as { error: { code: string; details?: { exitCode?: number } } };
+      assert.equal(body.error.code, 'PROCESS_EXITED');
+      assert.equal(body.error.details?.exitCode, 3);
     });
 
     test('killing a process that already exited resolves false', async () => {

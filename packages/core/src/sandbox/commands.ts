@@ -108,11 +108,16 @@ export async function listProcesses(core: Core, sandboxId: string): Promise<Proc
   return (await agentFor(core, sandboxId)).listProcesses();
 }
 
-/** Write bytes to a process's stdin (it must have been started with `stdin: true`). */
+/**
+ * Write bytes to a process's stdin (it must have been started with `stdin: true`).
+ * @throws RamifyError `PROCESS_EXITED` (details: `pid`, `exitCode`, `signal`) when the process has exited,
+ *   `INVALID_STATE` when it was started without stdin or its stdin is closed, `PROCESS_NOT_FOUND`, and as {@link runCommand}.
+ */
 export async function sendStdin(core: Core, sandboxId: string, pid: number, data: Uint8Array): Promise<void> {
   await (await agentFor(core, sandboxId)).sendStdin(pid, data);
 }
 
+/** Close a process's stdin (EOF). @throws RamifyError as {@link sendStdin}. */
 export async function closeStdin(core: Core, sandboxId: string, pid: number): Promise<void> {
   await (await agentFor(core, sandboxId)).closeStdin(pid);
 }

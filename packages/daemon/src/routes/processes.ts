@@ -25,6 +25,7 @@ export const processRoutes: RouteSpec[] = [
   }),
   route({
     method: 'POST', url: '/v1/sandboxes/:id/processes/:pid/stdin', summary: "Write raw bytes (application/octet-stream) to a process's stdin",
+    description: 'Errors: 409 PROCESS_EXITED (details pid, exitCode, signal) once the process has exited; 409 INVALID_STATE when it was started without stdin or its stdin is closed; 404 PROCESS_NOT_FOUND.',
     action: 'process.stdin', params: PidParams, body: 'raw', status: 204,
     handler: async ({ core, params, body }) => {
       if (!isStream(body)) throw new RamifyError('BAD_REQUEST', 'send stdin as raw bytes with Content-Type: application/octet-stream');

@@ -101,12 +101,16 @@ export class Commands {
     }
   }
 
-  /** Write to a process's stdin (started with `stdin: true`). */
+  /**
+   * Write to a process's stdin (started with `stdin: true`). Throws `InvalidStateError`: code
+   * `PROCESS_EXITED` once the process has exited (`details.exitCode`, `details.signal`), `INVALID_STATE`
+   * when it was started without stdin or its stdin is closed; `NotFoundError` `PROCESS_NOT_FOUND`.
+   */
   sendStdin(pid: number, data: string | Uint8Array): Promise<void> {
     return this.routes.sendStdin(pid, data);
   }
 
-  /** Close a process's stdin (EOF). */
+  /** Close a process's stdin (EOF). Throws as {@link sendStdin}. */
   closeStdin(pid: number): Promise<void> {
     return this.routes.closeStdin(pid);
   }

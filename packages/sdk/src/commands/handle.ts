@@ -97,7 +97,10 @@ export class CommandHandle {
     }
   }
 
-  /** Write to the process's stdin (it must have been started with `stdin: true`). Writes are ordered. */
+  /**
+   * Write to the process's stdin (it must have been started with `stdin: true`). Writes are ordered.
+   * Throws `InvalidStateError` `PROCESS_EXITED` once the process has exited (`details.exitCode`), as `commands.sendStdin`.
+   */
   sendStdin(data: string | Uint8Array): Promise<void> {
     return this.enqueue(() => this.routes.sendStdin(this.pid, data));
   }

@@ -111,9 +111,15 @@ function streamProcess(ws: WebSocket, proc: FixtureProcess, from: { stdout: numb
   return proc.subscribe(sub, from);
 }
 
-function wsFail(ws: WebSocket, err: unknown): void {
+/** An error frame (after `started` it answers one client input and the stream goes on). */
+function sendErrorFrame(ws: WebSocket, err: unknown): RamifyError {
   const e = err instanceof RamifyError ? err : new RamifyError('INTERNAL', String(err));
   ws.send(JSON.stringify({ type: 'error', code: e.code, message: e.message } satisfies StreamControl));
+  return e;
+}
+
+function wsFail(ws: WebSocket, err: unknown): void {
+  const e = sendErrorFrame(ws, err);
   ws.close(httpStatusFor(e.code) < 500 ? 1008 : 1011);
 }
 
@@ -171,7 +177,10 @@ export async function startContractServer(opts: ContractServerOptions = {}): Pro
         let proc: FixtureProcess | undefined;
         ws.on('message', (data, isBinary) => {
           const buf = data as Buffer;
-          if (isBinary) { if (proc && buf[0] === StreamChannel.stdin) proc.writeStdin(buf.subarray(1)); return; }
+          if (isBinary) {
+            try { if (proc && buf[0] === StreamChannel.stdin) proc.writeStdin(buf.subarray(1)); } catch (err) { sendErrorFrame(ws, err); }
+            return;
+          }
           const msg = JSON.parse(buf.toString('utf8')) as StreamControl;
           if (msg.type === 'closeStdin') proc?.closeStdin();
           if (msg.type !== 'start' || proc) return;

@@ -103,7 +103,7 @@ export function httpRoutes(state: FixtureState): Route[] {
     }),
     route('GET', `${S}/processes`, async (req) => ok({ processes: [...sbx(req).processes.values()].map((p) => p.info()) })),
     route('POST', `${S}/processes/(\\d+)/stdin`, async (req) => {
-      if (!state.process(sbx(req), Number(req.params[1])).writeStdin(await req.body())) throw new RamifyError('INVALID_STATE', 'stdin is closed');
+      state.process(sbx(req), Number(req.params[1])).writeStdin(await req.body());
       return noContent;
     }),
     route('POST', `${S}/processes/(\\d+)/stdin/close`, async (req) => { state.process(sbx(req), Number(req.params[1])).closeStdin(); return noContent; }),
