@@ -185,15 +185,40 @@ export const CommandRequest = z.strictObject({
 });
 export type CommandRequest = z.infer<typeof CommandRequest>;
 
+/** How much of one stream a command result holds (see `output-capture.ts`). */
+export const CapturedStream = z.object({
+  /** Bytes of the stream's start the result's text holds: all of them unless cut; at most `limitBytes`. */
+  keptBytes: z.number().int().describe('bytes of the stream (from its first byte) the result holds; at most limitBytes, up to 3 fewer when the cut fell inside a UTF-8 character (it is left out whole)'),
+  /** Bytes the process wrote to the stream, kept or not. */
+  totalBytes: z.number().int().describe('bytes the process wrote to the stream, kept or not'),
+});
+export type CapturedStream = z.infer<typeof CapturedStream>;
+
+/** The capture limit of a command result and what it kept of each stream. */
+export const CommandCapture = z.object({
+  /** Per-stream limit, bytes: the daemon's `maxOutputBytes` (`ramify serve --max-output-bytes`, default 32 MiB). */
+  limitBytes: z.number().int().describe("per-stream limit, bytes: the daemon's maxOutputBytes (ramify serve --max-output-bytes; default 33554432, 32 MiB)"),
+  stdout: CapturedStream,
+  stderr: CapturedStream,
+});
+export type CommandCapture = z.infer<typeof CommandCapture>;
+
 export const CommandResult = z.object({
   pid: z.number().int(),
   exitCode: z.number().int().nullable(),
   /** Set when the process died of a signal, e.g. `SIGKILL`. */
   signal: z.string().nullable(),
-  stdout: z.string(),
-  stderr: z.string(),
+  /** The head of stdout, decoded as UTF-8: at most `capture.limitBytes` bytes of it (see `truncated`). */
+  stdout: z.string().describe('stdout decoded as UTF-8: at most capture.limitBytes bytes of it, from the start'),
+  stderr: z.string().describe('stderr decoded as UTF-8: at most capture.limitBytes bytes of it, from the start'),
   /** `timeout` when the deadline killed it. */
   error: z.string().nullable(),
+  /**
+   * True when stdout or stderr wrote more than `capture.limitBytes` bytes: the result holds the head of
+   * it and the rest was dropped (stream the command to get every byte). The exit code is the process's.
+   */
+  truncated: z.boolean().describe('true when stdout or stderr was cut at capture.limitBytes: the result holds the head, the rest was dropped (stream the command over /commands/stream to get every byte)'),
+  capture: CommandCapture,
 });
 export type CommandResult = z.infer<typeof CommandResult>;
 
@@ -332,7 +357,12 @@ export type AuditEntry = z.infer<typeof AuditEntry>;
 export const StreamChannel = { stdin: 0, stdout: 1, stderr: 2 } as const;
 export type StreamControl =
   | { type: 'start'; request: CommandRequest }
-  | { type: 'started'; pid: number }
+  /**
+   * Always the first frame of a stream (daemons before it may send output first). `maxOutputBytes`: the
+   * daemon's per-stream limit of command results, bytes, which the SDK applies to the results it
+   * collects (the stream itself is never cut); absent from daemons before it.
+   */
+  | { type: 'started'; pid: number; maxOutputBytes?: number }
   | { type: 'closeStdin' }
   | { type: 'exit'; exitCode: number | null; signal: string | null; error: string | null }
   | { type: 'error'; code: string; message: string };

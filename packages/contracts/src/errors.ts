@@ -25,6 +25,11 @@ export const ERROR_CODES = {
   /** The sandbox failed (state `error`: its runtime instance exited, ran out of memory or could not be restored); details.reason says why. */
   SANDBOX_FAILED: 409,
   CHECKPOINT_BLOCKED: 409,
+  /**
+   * The process has exited, so the call cannot reach it (stdin to a process that is gone); details:
+   * `pid`, `exitCode` and `signal` (null when unknown).
+   */
+  PROCESS_EXITED: 409,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   COMMAND_TIMEOUT: 408,

@@ -4,7 +4,7 @@
  * agent sessions, lifecycle events, the buffered egress log). Use-cases are plain functions taking this context first.
  */
 import { randomBytes } from 'node:crypto';
-import { RamifyError, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
 import type { ConnectAgent } from './ports/agent.js';
 import type { Clock } from './ports/clock.js';
 import type { EgressEnforcer } from './ports/egress.js';
@@ -46,6 +46,12 @@ export interface CoreOptions {
   timeoutSweepMs: number;
   /** How often the liveness monitor checks running sandboxes' runtime instances, ms (0 = off). */
   livenessPollMs: number;
+  /**
+   * A command result keeps at most this many bytes of each stream, the head (`truncated` and `capture`
+   * say so; streams are never cut). Default `DEFAULT_MAX_OUTPUT_BYTES` (32 MiB); the daemon accepts
+   * 0 to `MAX_OUTPUT_BYTES_CEILING` (40 MiB).
+   */
+  maxOutputBytes: number;
   /** After a timeout pause is refused (`CHECKPOINT_BLOCKED`), wait this long before trying again, ms. */
   timeoutRetryMs: number;
 }
@@ -63,6 +69,7 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   defaultMemoryMB: 512,
   timeoutSweepMs: 1_000,
   livenessPollMs: 1_000,
+  maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
   timeoutRetryMs: 30_000,
 };
 

@@ -30,6 +30,11 @@ export interface ServeOptions {
   /** Passed to {@link compose}: implementation overrides, core tunables, gVisor options. */
   overrides?: ComposeOptions['overrides'];
   coreOptions?: ComposeOptions['coreOptions'];
+  /**
+   * Per-stream limit of command results, bytes, 0 to 40 MiB; default 32 MiB (`ramify serve
+   * --max-output-bytes`). Results keep the head of each stream and say when they were cut.
+   */
+  maxOutputBytes?: number;
   gvisor?: ComposeOptions['gvisor'];
   /** QEMU microVM runtime options (see {@link ComposeOptions.microvm}). */
   microvm?: ComposeOptions['microvm'];
@@ -55,7 +60,7 @@ export interface RamifyServer {
   close(): Promise<void>;
 }
 
-/** Start the daemon. Rejects when the port is taken or the data directory cannot be used. */
+/** Start the daemon. Rejects when the port is taken or the data directory cannot be used; `VALIDATION_FAILED` for a bad `maxOutputBytes`. */
 export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const dataDir = resolveDataDir(options.dataDir);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
@@ -63,7 +68,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, pino.destination(2));
   const logger = adaptLogger(log);
 
-  const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: options.coreOptions, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress, clock: options.clock });
+  const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: options.coreOptions, maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress, clock: options.clock });
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
   const liveness = new LivenessMonitor(core);

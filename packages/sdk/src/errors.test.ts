@@ -1,12 +1,13 @@
 /** SDK errors as a JSON log line sees them. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { ResultCapture } from '@ramify/contracts';
 import { CommandExitError, NotUtf8Error, RamifyError, SandboxNotFoundError, errorFromCode } from './index.js';
 
 test('JSON.stringify of an error keeps its name, code, message and details', () => {
   const plain = JSON.parse(JSON.stringify(new RamifyError('VALIDATION_FAILED', 'bad rule *.com', { rule: '*.com' }))) as Record<string, unknown>;
   assert.deepEqual(plain, { name: 'RamifyError', code: 'VALIDATION_FAILED', message: 'bad rule *.com', details: { rule: '*.com' } });
-  const exit = JSON.parse(JSON.stringify(new CommandExitError({ pid: 7, exitCode: 3, signal: null, stdout: '', stderr: '', error: null }))) as Record<string, unknown>;
+  const exit = JSON.parse(JSON.stringify(new CommandExitError({ pid: 7, exitCode: 3, signal: null, error: null, ...new ResultCapture(16).result() }))) as Record<string, unknown>;
   assert.equal(exit.code, 'COMMAND_EXIT');
   assert.match(String(exit.message), /pid 7.*exited with code 3/);
 });

@@ -33,9 +33,13 @@ export class AuthenticationError extends RamifyError {
   }
 }
 
-/** The sandbox is in a state that does not allow the call (`INVALID_STATE`, `CHECKPOINT_BLOCKED`). */
+/**
+ * The sandbox or process is in a state that does not allow the call (`INVALID_STATE`,
+ * `CHECKPOINT_BLOCKED`; `PROCESS_EXITED` for stdin to a process that has exited, with `details.exitCode`
+ * and `details.signal`).
+ */
 export class InvalidStateError extends RamifyError {
-  constructor(code: 'INVALID_STATE' | 'CHECKPOINT_BLOCKED', message: string, details?: Record<string, unknown>) {
+  constructor(code: 'INVALID_STATE' | 'CHECKPOINT_BLOCKED' | 'PROCESS_EXITED', message: string, details?: Record<string, unknown>) {
     super(code, message, details);
     this.name = 'InvalidStateError';
   }
@@ -113,7 +117,7 @@ export function errorFromCode(code: string, message: string, details?: Record<st
     case 'TEMPLATE_NOT_FOUND': case 'SNAPSHOT_NOT_FOUND': case 'PROCESS_NOT_FOUND': case 'FILE_NOT_FOUND':
       return new NotFoundError(c, message, details);
     case 'UNAUTHORIZED': case 'FORBIDDEN': return new AuthenticationError(c, message, details);
-    case 'INVALID_STATE': case 'CHECKPOINT_BLOCKED': return new InvalidStateError(c, message, details);
+    case 'INVALID_STATE': case 'CHECKPOINT_BLOCKED': case 'PROCESS_EXITED': return new InvalidStateError(c, message, details);
     case 'SANDBOX_FAILED': return new SandboxFailedError(message, details);
     case 'REQUEST_TIMEOUT': case 'COMMAND_TIMEOUT': return new TimeoutError(c, message, details);
     case 'API_UNREACHABLE': return new ConnectionError(message, details);

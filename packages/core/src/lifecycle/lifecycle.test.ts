@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RamifyError } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError } from '@ramify/contracts';
 import { createTestWorld, type TestWorld } from '../testing/world.js';
 import { createSandbox } from './create.js';
 import { getSandbox } from './get.js';
@@ -269,7 +269,10 @@ describe('kill, locks, exec, timeouts, list (fake runtime)', () => {
 
   test('exec: foreground result, non-zero exit, background pid; agent channel loss reconnects', async () => {
     const sbx = await createSandbox(w.core, {});
-    assert.deepEqual(await runCommand(w.core, sbx.id, { cmd: 'echo hello world' }), { pid: 100, exitCode: 0, signal: null, stdout: 'hello world\n', stderr: '', error: null });
+    assert.deepEqual(await runCommand(w.core, sbx.id, { cmd: 'echo hello world' }), {
+      pid: 100, exitCode: 0, signal: null, stdout: 'hello world\n', stderr: '', error: null, truncated: false,
+      capture: { limitBytes: DEFAULT_MAX_OUTPUT_BYTES, stdout: { keptBytes: 12, totalBytes: 12 }, stderr: { keptBytes: 0, totalBytes: 0 } },
+    });
     const failed = await runCommand(w.core, sbx.id, { cmd: 'fail 3' });
     assert.equal('exitCode' in failed ? failed.exitCode : 0, 3);
     const bg = await runCommand(w.core, sbx.id, { cmd: 'sleep', background: true });

@@ -69,6 +69,7 @@ export function buildOpenApi(routes: readonly RouteSpec[], extras: readonly Extr
           : undefined;
     (paths[path] ??= {})[r.method.toLowerCase()] = {
       summary: r.summary,
+      ...(r.description ? { description: r.description } : {}),
       operationId: r.action ?? `${r.method.toLowerCase()}${path.replace(/[{}]/g, '').replace(/\/(\w)/g, (_, c: string) => c.toUpperCase())}`,
       ...(r.auth === false ? { security: [] } : {}),
       ...(parameters.length ? { parameters } : {}),

@@ -1,7 +1,7 @@
 /** HTTP routes of the protocol fixture (see `contract-server.ts`), one entry per row of the route table. */
 import type { ServerResponse } from 'node:http';
 import {
-  RamifyError, type CommandRequest, type CreateSandboxRequest, type SandboxInfo, type SandboxState, type TemplateBuildEvent,
+  RamifyError, ResultCapture, type CommandRequest, type CreateSandboxRequest, type SandboxInfo, type SandboxState, type TemplateBuildEvent,
   type TemplateInfo, type TemplateSpec,
 } from '@ramify/contracts';
 import type { FixtureReply, FixtureRequest } from './contract-server.js';
@@ -95,13 +95,15 @@ export function httpRoutes(state: FixtureState): Route[] {
       const body = await req.json<CommandRequest>();
       const proc = state.startProcess(running(req), body);
       if (body.background) return ok({ pid: proc.pid });
-      await new Promise<void>((resolve) => proc.subscribe({ onData: () => undefined, onExit: () => resolve(), drop: async () => undefined, goAway: () => false }, { stdout: 0, stderr: 0 }));
+      const capture = new ResultCapture(state.maxOutputBytes);
+      await new Promise<void>((resolve) => proc.subscribe({ onData: (channel, bytes) => capture.push(channel, bytes), onExit: () => resolve(), drop: async () => undefined, goAway: () => false }, { stdout: 0, stderr: 0 }));
+      capture.end();
       const exit = proc.exit ?? { exitCode: null, signal: null, error: null };
-      return ok({ pid: proc.pid, ...exit, stdout: proc.stdout.toString('utf8'), stderr: proc.stderr.toString('utf8') });
+      return ok({ pid: proc.pid, ...exit, ...capture.result() });
     }),
     route('GET', `${S}/processes`, async (req) => ok({ processes: [...sbx(req).processes.values()].map((p) => p.info()) })),
     route('POST', `${S}/processes/(\\d+)/stdin`, async (req) => {
-      if (!state.process(sbx(req), Number(req.params[1])).writeStdin(await req.body())) throw new RamifyError('INVALID_STATE', 'stdin is closed');
+      state.process(sbx(req), Number(req.params[1])).writeStdin(await req.body());
       return noContent;
     }),
     route('POST', `${S}/processes/(\\d+)/stdin/close`, async (req) => { state.process(sbx(req), Number(req.params[1])).closeStdin(); return noContent; }),

@@ -2,7 +2,7 @@
  * In-memory state of the protocol fixture: sandboxes, their files and processes, snapshots, templates.
  * Just enough behaviour to answer the contract's routes with plausible data; no sandbox runs.
  */
-import { RamifyError, type CommandRequest, type CreateSandboxRequest, type FileInfo, type SandboxInfo, type SandboxState, type SnapshotInfo, type TemplateInfo } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type CommandRequest, type CreateSandboxRequest, type FileInfo, type SandboxInfo, type SandboxState, type SnapshotInfo, type TemplateInfo } from '@ramify/contracts';
 import { FixtureProcess, builtinScript, type CommandScript } from './fixture-processes.js';
 
 /** One fixture sandbox. */
@@ -41,7 +41,11 @@ export class FixtureState {
   }]]);
   private counter = 0;
 
-  constructor(private readonly scripts: (cmd: string) => CommandScript | undefined) {}
+  /**
+   * @param scripts custom scripts by command line.
+   * @param maxOutputBytes the per-stream limit of command results, bytes (as the daemon's option).
+   */
+  constructor(private readonly scripts: (cmd: string) => CommandScript | undefined, readonly maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES) {}
 
   private id(prefix: string): string {
     this.counter += 1;
