@@ -39,6 +39,36 @@ describe('HTTP edge: egress policy routes (fake runtime)', () => {
     assert.deepEqual((await getEgress(fresh.id)).json(), { rules: [], mode: 'open', updatedAt: null });
   });
 
+  test("deny-all: create with egress { mode: 'deny-all' }, PUT { mode: 'deny-all' } and back; a mode that does not fit the rules is a 400", async () => {
+    const sbx = await create({ egress: { mode: 'deny-all' } });
+    const got = (await getEgress(sbx.id)).json();
+    assert.deepEqual([got.mode, got.rules], ['deny-all', []]);
+    assert.equal(bed.world.egress.modeOf(sbx.id), 'deny-all');
+
+    const allow = await putEgress(sbx.id, { mode: 'allowlist', rules: ['PyPI.org'] });
+    assert.equal(allow.statusCode, 200, allow.body);
+    assert.deepEqual([allow.json().mode, allow.json().rules], ['allowlist', ['pypi.org']]);
+    const deny = await putEgress(sbx.id, { mode: 'deny-all' });
+    assert.deepEqual([deny.json().mode, deny.json().rules], ['deny-all', []]);
+    assert.equal(bed.world.egress.modeOf(sbx.id), 'deny-all');
+    const open = await putEgress(sbx.id, { mode: 'open' });
+    assert.deepEqual([open.json().mode, open.json().rules], ['open', []]);
+
+    for (const [body, message] of [
+      [{ mode: 'deny-all', rules: ['pypi.org'] }, /mode 'deny-all' takes no rules/],
+      [{ mode: 'allowlist', rules: [] }, /needs at least one rule; to deny all egress use mode 'deny-all'/],
+      [{}, /needs rules or a mode/],
+    ] as const) {
+      const res = await putEgress(sbx.id, body);
+      assert.equal(res.statusCode, 400, res.body);
+      assert.equal(res.json().error.code, 'VALIDATION_FAILED');
+      assert.match(res.json().error.message, message);
+    }
+    assert.equal(bed.world.egress.modeOf(sbx.id), 'open', 'refused bodies change nothing');
+    const badCreate = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: bed.auth, payload: { egress: { mode: 'deny-all', rules: ['pypi.org'] } } });
+    assert.equal(badCreate.statusCode, 400);
+  });
+
   test('every bad rule is a 400 naming it, and the policy in force is unchanged', async () => {
     const sbx = await create({ egress: ['pypi.org'] });
     const before = (await getEgress(sbx.id)).json();
@@ -71,9 +101,12 @@ describe('HTTP edge: egress policy routes (fake runtime)', () => {
 
   test('the body is strict; killed and unknown sandboxes are 404; the log is an empty list for now', async () => {
     const sbx = await create();
-    const extra = await putEgress(sbx.id, { rules: [], mode: 'open' });
+    const extra = await putEgress(sbx.id, { rules: [], default: 'deny' });
     assert.equal(extra.statusCode, 400);
-    assert.match(extra.json().error.message, /unknown field 'mode'/);
+    assert.match(extra.json().error.message, /unknown field 'default'/);
+    const badMode = await putEgress(sbx.id, { mode: 'none' });
+    assert.equal(badMode.statusCode, 400);
+    assert.match(badMode.json().error.message, /body\.mode/);
     const notStrings = await putEgress(sbx.id, { rules: [443] });
     assert.equal(notStrings.statusCode, 400);
     assert.match(notStrings.json().error.message, /body\.rules\.0/);
@@ -107,5 +140,10 @@ describe('HTTP edge: egress policy routes (fake runtime)', () => {
     assert.ok(doc.paths['/v1/sandboxes/{id}/egress'].get);
     assert.ok(doc.paths['/v1/sandboxes/{id}/egress'].put);
     assert.ok(doc.paths['/v1/sandboxes/{id}/egress/log'].get);
+    const body = doc.paths['/v1/sandboxes/{id}/egress'].put.requestBody.content['application/json'].schema;
+    assert.deepEqual(body.properties.mode.enum, ['open', 'allowlist', 'deny-all']);
+    assert.match(body.description, /deny-all/);
+    const createEgress = doc.paths['/v1/sandboxes'].post.requestBody.content['application/json'].schema.properties.egress;
+    assert.equal(createEgress.anyOf.length, 2, 'create egress: a rule list or a policy object');
   });
 });

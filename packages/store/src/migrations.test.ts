@@ -123,20 +123,21 @@ describe('migration 3: egress-policies (real SQLite file)', () => {
       assert.deepEqual(appliedMigrations(store.db), MIGRATIONS.map((m) => m.version));
       assert.ok(MIGRATIONS.some((m) => m.version === 3 && m.name === 'egress-policies'));
       assert.equal(await store.getEgressPolicy('sbx_old'), null);
-      assert.deepEqual(await store.putEgressPolicy('sbx_old', ['pypi.org', '10.0.0.0/8:22'], 5), { sandboxId: 'sbx_old', rules: ['pypi.org', '10.0.0.0/8:22'], updatedAt: 5 });
+      const allow = (...rules: string[]) => ({ mode: 'allowlist' as const, rules });
+      assert.deepEqual(await store.putEgressPolicy('sbx_old', allow('pypi.org', '10.0.0.0/8:22'), 5), { sandboxId: 'sbx_old', mode: 'allowlist', rules: ['pypi.org', '10.0.0.0/8:22'], updatedAt: 5 });
       // Replacing is whole and keeps the order given.
-      await store.putEgressPolicy('sbx_old', ['b.example.com', 'a.example.com'], 6);
-      assert.deepEqual(await store.getEgressPolicy('sbx_old'), { sandboxId: 'sbx_old', rules: ['b.example.com', 'a.example.com'], updatedAt: 6 });
-      await store.putEgressPolicy('sbx_old', [], 7);
+      await store.putEgressPolicy('sbx_old', allow('b.example.com', 'a.example.com'), 6);
+      assert.deepEqual(await store.getEgressPolicy('sbx_old'), { sandboxId: 'sbx_old', mode: 'allowlist', rules: ['b.example.com', 'a.example.com'], updatedAt: 6 });
+      await store.putEgressPolicy('sbx_old', { mode: 'open', rules: [] }, 7);
       assert.deepEqual((await store.getEgressPolicy('sbx_old'))?.rules, []);
       await store.deleteEgressPolicy('sbx_old');
       assert.equal(await store.getEgressPolicy('sbx_old'), null);
       await store.deleteEgressPolicy('sbx_old');
 
-      await assert.rejects(store.putEgressPolicy('sbx_missing', ['pypi.org'], 1), { code: 'SANDBOX_NOT_FOUND' });
-      assert.throws(() => store.db.prepare(`INSERT INTO egress_policies (sandbox_id, rules, updated_at) VALUES ('sbx_old', '{"a":1}', 1)`).run(), /CHECK constraint/);
+      await assert.rejects(store.putEgressPolicy('sbx_missing', allow('pypi.org'), 1), { code: 'SANDBOX_NOT_FOUND' });
+      assert.throws(() => store.db.prepare(`INSERT INTO egress_policies (sandbox_id, mode, rules, updated_at) VALUES ('sbx_old', 'open', '{"a":1}', 1)`).run(), /CHECK constraint/);
       // A policy goes with its sandbox.
-      await store.putEgressPolicy('sbx_old', ['pypi.org'], 8);
+      await store.putEgressPolicy('sbx_old', allow('pypi.org'), 8);
       store.db.prepare(`DELETE FROM sandboxes WHERE id = 'sbx_old'`).run();
       assert.equal(await store.getEgressPolicy('sbx_old'), null);
     } finally {
@@ -228,6 +229,44 @@ describe('migration 8: snapshot-envs (real SQLite file)', () => {
 
       assert.throws(() => store.db.prepare(`UPDATE snapshots SET envs = '["a"]' WHERE id = 'snap_old'`).run(), /CHECK constraint/);
       assert.throws(() => store.db.prepare(`UPDATE snapshots SET envs = 'nope' WHERE id = 'snap_old'`).run(), /CHECK constraint|malformed JSON/);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('migration 9: egress-modes (real SQLite file)', () => {
+  test("existing policies keep their meaning ('[]' open, rules allowlist); deny-all is stored; the mode must fit the rules", async () => {
+    const path = join(dir, 'v8.db');
+    const db = openDatabase(path, MIGRATIONS.filter((m) => m.version <= 8));
+    assert.deepEqual(appliedMigrations(db), [1, 2, 3, 4, 5, 6, 7, 8]);
+    const sandbox = db.prepare(
+      `INSERT INTO sandboxes (id, state, runtime, template_id, source_snapshot_id, parent_id, cpu_count, memory_mb, metadata, envs, created_at,
+         timeout_ms, on_timeout, end_at, slot, paused_snapshot_id, error, operation, updated_at, rootfs_dir)
+       VALUES (?, 'running', 'gvisor', 'tpl_1', NULL, NULL, 1, 512, '{}', '{}', 1, 1000, 'pause', NULL, NULL, NULL, NULL, NULL, 1, '/r')`,
+    );
+    for (const id of ['sbx_open', 'sbx_allow', 'sbx_none']) sandbox.run(id);
+    db.prepare(`INSERT INTO egress_policies (sandbox_id, rules, updated_at) VALUES ('sbx_open', '[]', 2), ('sbx_allow', '["pypi.org","10.0.0.0/8:22"]', 3)`).run();
+    db.close();
+
+    const store = new SqliteStore({ path });
+    try {
+      assert.ok(MIGRATIONS.some((m) => m.version === 9 && m.name === 'egress-modes'));
+      assert.deepEqual(await store.getEgressPolicy('sbx_open'), { sandboxId: 'sbx_open', mode: 'open', rules: [], updatedAt: 2 });
+      assert.deepEqual(await store.getEgressPolicy('sbx_allow'), { sandboxId: 'sbx_allow', mode: 'allowlist', rules: ['pypi.org', '10.0.0.0/8:22'], updatedAt: 3 });
+      assert.equal(await store.getEgressPolicy('sbx_none'), null);
+      assert.deepEqual(await store.putEgressPolicy('sbx_none', { mode: 'deny-all', rules: [] }, 4), { sandboxId: 'sbx_none', mode: 'deny-all', rules: [], updatedAt: 4 });
+      assert.deepEqual(await store.getEgressPolicy('sbx_none'), { sandboxId: 'sbx_none', mode: 'deny-all', rules: [], updatedAt: 4 });
+      await store.putEgressPolicy('sbx_allow', { mode: 'deny-all', rules: [] }, 5);
+      assert.equal((await store.getEgressPolicy('sbx_allow'))?.mode, 'deny-all');
+
+      // The table still goes with its sandbox, and refuses a mode that does not fit its rules.
+      assert.throws(() => store.db.prepare(`UPDATE egress_policies SET mode = 'allowlist' WHERE sandbox_id = 'sbx_open'`).run(), /CHECK constraint/);
+      assert.throws(() => store.db.prepare(`UPDATE egress_policies SET rules = '["a.example.com"]' WHERE sandbox_id = 'sbx_none'`).run(), /CHECK constraint/);
+      assert.throws(() => store.db.prepare(`UPDATE egress_policies SET mode = 'none' WHERE sandbox_id = 'sbx_open'`).run(), /CHECK constraint/);
+      await assert.rejects(store.putEgressPolicy('sbx_missing', { mode: 'deny-all', rules: [] }, 1), { code: 'SANDBOX_NOT_FOUND' });
+      store.db.prepare(`DELETE FROM sandboxes WHERE id = 'sbx_none'`).run();
+      assert.equal(await store.getEgressPolicy('sbx_none'), null);
     } finally {
       await store.close();
     }

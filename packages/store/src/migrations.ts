@@ -194,4 +194,25 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE snapshots ADD COLUMN envs TEXT CHECK (envs IS NULL OR (json_valid(envs) AND json_type(envs) = 'object'));
     `,
   },
+  {
+    version: 9,
+    name: 'egress-modes',
+    // An explicit mode per egress policy: 'open' (no rules), 'allowlist' (at least one rule) or 'deny-all'
+    // (no rules: nothing leaves), so that "no rules" no longer has to mean open. Existing rows keep their
+    // meaning ('[]' = open, any rule = allowlist). The table is rebuilt because SQLite checks a new
+    // column's CHECK (here: mode fits the rules) against existing rows with the default value.
+    sql: `
+      CREATE TABLE egress_policies_v9 (
+        sandbox_id TEXT PRIMARY KEY REFERENCES sandboxes(id) ON DELETE CASCADE,
+        mode TEXT NOT NULL CHECK (mode IN ('open', 'allowlist', 'deny-all')),
+        rules TEXT NOT NULL CHECK (json_valid(rules) AND json_type(rules) = 'array'),
+        updated_at INTEGER NOT NULL,
+        CHECK ((mode = 'allowlist') = (json_array_length(rules) > 0))
+      );
+      INSERT INTO egress_policies_v9 (sandbox_id, mode, rules, updated_at)
+        SELECT sandbox_id, CASE WHEN json_array_length(rules) = 0 THEN 'open' ELSE 'allowlist' END, rules, updated_at FROM egress_policies;
+      DROP TABLE egress_policies;
+      ALTER TABLE egress_policies_v9 RENAME TO egress_policies;
+    `,
+  },
 ];

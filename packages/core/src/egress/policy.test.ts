@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_EGRESS_RULES, MAX_EGRESS_RULE_LENGTH, RamifyError } from '@ramify/contracts';
-import { formatEgressRule, normaliseEgressRules, parseEgressPolicy, parseEgressRule, policyMode, ruleForName, type EgressRule } from './policy.js';
+import { formatEgressRule, normaliseEgressPolicy, normaliseEgressRules, parseEgressPolicy, parseEgressRule, ruleForName, type EgressRule } from './policy.js';
 
 /** Assert that parsing `rules` fails VALIDATION_FAILED with a message matching `why`, naming rule `index` (0-based). */
 function rejects(rules: string[], index: number, why: RegExp): RamifyError {
@@ -60,10 +60,46 @@ describe('egress rules: the grammar', () => {
     }
   });
 
-  test('policy mode: no rules is open, any rule is an allowlist', () => {
-    assert.equal(policyMode(parseEgressPolicy([])), 'open');
-    assert.equal(policyMode(parseEgressPolicy(['pypi.org'])), 'allowlist');
-    assert.equal(policyMode(parseEgressPolicy(['*'])), 'allowlist');
+  test('policy mode: a bare list keeps its meaning (no rules is open, any rule is an allowlist)', () => {
+    assert.equal(parseEgressPolicy([]).mode, 'open');
+    assert.equal(parseEgressPolicy(['pypi.org']).mode, 'allowlist');
+    assert.equal(parseEgressPolicy(['*']).mode, 'allowlist');
+    assert.equal(parseEgressPolicy({ rules: [] }).mode, 'open');
+    assert.equal(parseEgressPolicy({ rules: ['pypi.org'] }).mode, 'allowlist');
+  });
+
+  test('policy mode: explicit modes, deny-all without rules; canonical form keeps the mode', () => {
+    assert.deepEqual(parseEgressPolicy({ mode: 'deny-all' }), { mode: 'deny-all', rules: [] });
+    assert.deepEqual(parseEgressPolicy({ mode: 'deny-all', rules: [] }), { mode: 'deny-all', rules: [] });
+    assert.deepEqual(parseEgressPolicy({ mode: 'open' }), { mode: 'open', rules: [] });
+    assert.deepEqual(normaliseEgressPolicy({ mode: 'allowlist', rules: ['PyPI.org', 'pypi.org'] }), { mode: 'allowlist', rules: ['pypi.org'] });
+    assert.deepEqual(normaliseEgressPolicy({ mode: 'deny-all' }), { mode: 'deny-all', rules: [] });
+    assert.deepEqual(normaliseEgressPolicy(['*.example.com:443']), { mode: 'allowlist', rules: ['*.example.com:443'] });
+    // A canonical (stored) policy parses back to itself.
+    for (const canonical of [{ mode: 'deny-all', rules: [] }, { mode: 'open', rules: [] }, { mode: 'allowlist', rules: ['10.0.0.0/8:22'] }] as const) {
+      assert.deepEqual(normaliseEgressPolicy({ mode: canonical.mode, rules: [...canonical.rules] }), canonical);
+    }
+    assert.equal(ruleForName(parseEgressPolicy({ mode: 'deny-all' }), 'pypi.org'), null);
+  });
+
+  test('policy mode: a mode that does not fit the rules, or neither given, is refused naming the field', () => {
+    const cases: Array<[Parameters<typeof parseEgressPolicy>[0], string, RegExp]> = [
+      [{ mode: 'deny-all', rules: ['pypi.org'] }, 'rules', /mode 'deny-all' takes no rules/],
+      [{ mode: 'open', rules: ['pypi.org'] }, 'rules', /mode 'open' takes no rules/],
+      [{ mode: 'allowlist' }, 'rules', /mode 'allowlist' needs at least one rule; to deny all egress use mode 'deny-all'/],
+      [{ mode: 'allowlist', rules: [] }, 'rules', /needs at least one rule/],
+      [{}, 'mode', /needs rules or a mode/],
+      [{ mode: 'none' as 'open' }, 'mode', /egress mode 'none' is not one of open, allowlist, deny-all/],
+    ];
+    for (const [input, field, message] of cases) {
+      assert.throws(() => parseEgressPolicy(input), (err: unknown) => {
+        assert.ok(err instanceof RamifyError);
+        assert.equal(err.code, 'VALIDATION_FAILED');
+        assert.equal(err.details?.field, field);
+        assert.match(err.message, message);
+        return true;
+      }, JSON.stringify(input));
+    }
   });
 
   test('name matching: host rules exactly, wildcards strictly below their suffix, * everything; addresses never', () => {

@@ -4,7 +4,7 @@
  */
 import { RamifyError, type CreateSandboxRequest, type RuntimeName } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
-import { normaliseEgressRules } from '../egress/policy.js';
+import { normaliseEgressPolicy } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
 import type { RuntimeCapabilities } from '../ports/runtime.js';
 import type { SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
@@ -16,15 +16,15 @@ import { startSandbox } from './start.js';
  * the template's `envs` (from a snapshot: the envs its sandbox had when it was taken; for a snapshot that
  * did not record them, a template image or one taken before schema migration 8, the envs of its template,
  * none if that was deleted), overridden per key by the request's `envs`.
- * The request's `egress` rules (validated before anything else happens) are stored and enforced before
- * the sandbox's image is restored.
- * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named; both template and snapshot; a runtime
+ * The request's `egress` (rules or `{ mode, rules }`, validated before anything else happens) is stored
+ * and enforced before the sandbox's image is restored.
+ * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named, or mode; both template and snapshot; a runtime
  *   that does not match the snapshot; a `diskSizeMB` or `memoryMB` the runtime or its image cannot give), `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_BUILT` (the template has no image
  *   for the runtime asked for), `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
  *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
  */
 export async function createSandbox(core: Core, request: CreateSandboxRequest): Promise<SandboxRecord> {
-  const egress = request.egress === undefined ? undefined : normaliseEgressRules(request.egress);
+  const egress = request.egress === undefined ? undefined : normaliseEgressPolicy(request.egress);
   if (request.template !== undefined && request.snapshot !== undefined) {
     throw new RamifyError('VALIDATION_FAILED', 'template and snapshot are mutually exclusive: give one', { fields: ['template', 'snapshot'] });
   }

@@ -9,6 +9,7 @@
  * operation and rolls it forward or back. A write has happened when its promise resolved.
  */
 import type { EgressLogEntry, RuntimeName, SandboxState, SnapshotInfo, TimeoutAction } from '@ramify/contracts';
+import type { CanonicalEgressPolicy } from '../egress/policy.js';
 
 /** A lifecycle operation in flight, persisted before the runtime acts. */
 export type SandboxOperation =
@@ -185,11 +186,9 @@ export interface AuditQuery {
   beforeId?: number;
 }
 
-/** A sandbox's stored egress policy. */
-export interface EgressPolicyRecord {
+/** A sandbox's stored egress policy: its mode and canonical rules (see core's `egress/policy.ts`), in order. */
+export interface EgressPolicyRecord extends CanonicalEgressPolicy {
   sandboxId: string;
-  /** Canonical rules (see core's `egress/policy.ts`), in order; `[]` = open. */
-  rules: string[];
   /** When it was last set, ms. */
   updatedAt: number;
 }
@@ -272,10 +271,10 @@ export interface Store {
   /** The sandbox's egress policy, or null when none was ever set (open egress). */
   getEgressPolicy(sandboxId: string): Promise<EgressPolicyRecord | null>;
   /**
-   * Replace the sandbox's whole egress policy with `rules` (stored as given, in order: core normalises
-   * them first) in one write, and return it. Rejects `SANDBOX_NOT_FOUND` for an unknown sandbox.
+   * Replace the sandbox's whole egress policy with `policy` (stored as given, rules in order: core
+   * normalises them first) in one write, and return it. Rejects `SANDBOX_NOT_FOUND` for an unknown sandbox.
    */
-  putEgressPolicy(sandboxId: string, rules: readonly string[], at: number): Promise<EgressPolicyRecord>;
+  putEgressPolicy(sandboxId: string, policy: CanonicalEgressPolicy, at: number): Promise<EgressPolicyRecord>;
   /** Forget the sandbox's egress policy (back to "never set"); no-op when absent. Used to roll back a first set. */
   deleteEgressPolicy(sandboxId: string): Promise<void>;
 

@@ -1,7 +1,7 @@
 /** HTTP routes of the protocol fixture (see `contract-server.ts`), one entry per row of the route table. */
 import type { ServerResponse } from 'node:http';
 import {
-  RamifyError, type CommandRequest, type CreateSandboxRequest, type SandboxInfo, type SandboxState, type TemplateBuildEvent,
+  RamifyError, type CommandRequest, type CreateSandboxRequest, type EgressPolicyRequest, type SandboxInfo, type SandboxState, type TemplateBuildEvent,
   type TemplateInfo, type TemplateSpec,
 } from '@ramify/contracts';
 import type { FixtureReply, FixtureRequest } from './contract-server.js';
@@ -82,13 +82,12 @@ export function httpRoutes(state: FixtureState): Route[] {
     }),
     route('GET', `${S}/egress`, async (req) => {
       const { egress } = notKilled(req);
-      return ok({ rules: egress?.rules ?? [], mode: egress?.rules.length ? 'allowlist' : 'open', updatedAt: egress?.updatedAt ?? null });
+      return ok({ rules: egress?.rules ?? [], mode: egress?.mode ?? 'open', updatedAt: egress?.updatedAt ?? null });
     }),
     route('PUT', `${S}/egress`, async (req) => {
       const s = notKilled(req);
-      const { rules } = await req.json<{ rules: string[] }>();
-      s.egress = { rules: checkEgress(rules), updatedAt: new Date().toISOString() };
-      return ok({ rules: s.egress.rules, mode: rules.length ? 'allowlist' : 'open', updatedAt: s.egress.updatedAt });
+      s.egress = { ...checkEgress(await req.json<EgressPolicyRequest>()), updatedAt: new Date().toISOString() };
+      return ok({ rules: s.egress.rules, mode: s.egress.mode, updatedAt: s.egress.updatedAt });
     }),
     route('GET', `${S}/egress/log`, async (req) => { notKilled(req); return ok({ entries: [] }); }),
     route('POST', `${S}/commands`, async (req) => {
