@@ -35,7 +35,9 @@ export const MAX_EGRESS_RULE_LENGTH = 300;
 /**
  * An ordered list of egress allow rules, one string each: `host`, `*.host` (subdomains), `host:port`,
  * `ip`, `ip:port`, `cidr`, `cidr:port` (IPv4 only) or `*` (everything); a port is `N` or `N-M` in 1-65535.
- * No rules = open egress; the first rule switches the sandbox to default-deny. Rules are checked and
+ * No rules = open egress; the first rule switches the sandbox to default-deny. A host has at least two
+ * labels (`pypi.org`): a single label such as `none` or `localhost` is refused with a hint (it is no host
+ * a sandbox can reach, and usually meant "deny everything": mode `deny-all`). Rules are checked and
  * normalised by the daemon (lowercase, no trailing dot, IDN as punycode); a bad rule is a 400
  * `VALIDATION_FAILED` whose message and `details` (`rule`, `index`, 0-based) name it.
  * At most {@link MAX_EGRESS_RULES} rules of {@link MAX_EGRESS_RULE_LENGTH} characters.

@@ -80,6 +80,7 @@ describe('HTTP edge: egress policy routes (fake runtime)', () => {
       [['10.0.0.0/33'], 0, /^egress rule 1 '10\.0\.0\.0\/33': prefix length/],
       [['300.1.1.1/8'], 0, /'300\.1\.1\.1' is not a valid IPv4 address/],
       [['2001:db8::1'], 0, /IPv6/],
+      [['pypi.org', 'none'], 1, /^egress rule 2 'none': 'none' is a single label, not a host name .*mode 'deny-all'/],
       [Array.from({ length: 10_000 }, (_, i) => `h${i}.example.com`), 1000, /^egress rule 1001 'h1000\.example\.com': too many rules \(10000\)/],
     ];
     for (const [rules, index, message] of cases) {

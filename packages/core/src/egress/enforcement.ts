@@ -19,7 +19,7 @@ export async function enforceEgressPolicy(core: Core, record: Pick<SandboxRecord
 export async function enforceStoredEgressPolicy(core: Core, record: Pick<SandboxRecord, 'id' | 'slot'>): Promise<void> {
   if (!core.egressEnforcer || record.slot === null) return;
   const stored = await core.store.getEgressPolicy(record.id);
-  await enforceEgressPolicy(core, record, stored ? parseEgressPolicy(stored) : OPEN_EGRESS_POLICY);
+  await enforceEgressPolicy(core, record, stored ? parseEgressPolicy(stored, 'stored') : OPEN_EGRESS_POLICY);
 }
 
 /** Drop whatever the enforcer holds for `slot` (no-op without an enforcer). */

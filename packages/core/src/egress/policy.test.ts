@@ -37,7 +37,6 @@ describe('egress rules: the grammar', () => {
     assert.deepEqual(one('10.0.0.0/8'), { kind: 'cidr', network: '10.0.0.0', prefix: 8, port: null });
     assert.deepEqual(one('0.0.0.0/0:53'), { kind: 'cidr', network: '0.0.0.0', prefix: 0, port: { from: 53, to: 53 } });
     assert.deepEqual(one('198.51.100.9/32'), { kind: 'cidr', network: '198.51.100.9', prefix: 32, port: null });
-    assert.deepEqual(one('localhost'), { kind: 'host', host: 'localhost', port: null });
     assert.deepEqual(one('_acme.example.com'), { kind: 'host', host: '_acme.example.com', port: null });
   });
 
@@ -58,6 +57,21 @@ describe('egress rules: the grammar', () => {
       assert.equal(formatEgressRule(rule), text);
       assert.deepEqual(one(formatEgressRule(rule)), rule);
     }
+  });
+
+  test("a single label ('none', 'deny', 'localhost', 'none:443', 'NONE.') is refused with a hint towards deny-all; stored policies keep it", () => {
+    for (const [rules, label] of [[['none'], 'none'], [['pypi.org', 'deny'], 'deny'], [['localhost'], 'localhost'], [['none:443'], 'none'], [['NONE.'], 'none'], [['Bücher'], 'xn--bcher-kva']] as const) {
+      const err = rejects([...rules], rules.length - 1, new RegExp(`'${label}' is a single label, not a host name`));
+      assert.match(err.message, /to deny all egress use mode 'deny-all' \(CLI --deny-all, SDK egress: \{ mode: 'deny-all' \}\)/);
+    }
+    assert.throws(() => parseEgressRule('none'), /single label/);
+    // Not single labels: '*', addresses, networks, wildcards over a name with a dot, two labels.
+    assert.deepEqual(normaliseEgressRules(['*', '192.0.2.1', '10.0.0.0/8', '*.example.com', 'a.b']), ['*', '192.0.2.1', '10.0.0.0/8', '*.example.com', 'a.b']);
+    // A policy stored before the check (a daemon restart, a resume) still parses: what was accepted stays accepted.
+    assert.deepEqual(parseEgressPolicy({ mode: 'allowlist', rules: ['none', 'pypi.org'] }, 'stored').rules, [
+      { kind: 'host', host: 'none', port: null },
+      { kind: 'host', host: 'pypi.org', port: null },
+    ]);
   });
 
   test('policy mode: a bare list keeps its meaning (no rules is open, any rule is an allowlist)', () => {

@@ -7,7 +7,9 @@
  * `*` (everything) · `host` · `*.host` (subdomains) · `host:port` · `ip` · `ip:port` · `cidr` · `cidr:port`,
  * where a port is `N` or `N-M` within 1-65535 and addresses are IPv4 (IPv6 egress is dropped, so IPv6 rules
  * are refused rather than silently meaningless). A bare rule list keeps its old meaning: no rules = open,
- * any rule = allowlist.
+ * any rule = allowlist. A host has at least two labels: a single label (`none`, `deny`, `localhost`) is
+ * refused with a hint, since it is no reachable host and usually meant something else (deny-all); stored
+ * policies that already hold one keep working.
  *
  * Normalisation: surrounding whitespace trimmed, host names lowercased, one trailing dot removed, IDN
  * converted to punycode (`domainToASCII`, UTS #46), single-port ranges `N-N` written `N`, duplicate rules
@@ -65,6 +67,12 @@ export interface CanonicalEgressPolicy {
 /** What callers give: a bare rule list (`[]` = open, any rule = allowlist) or `{ mode?, rules? }`. */
 export type EgressPolicyInput = readonly string[] | EgressPolicyRequest;
 
+/**
+ * Where a policy comes from: `request` (new input: every check) or `stored` (validated when it was set,
+ * maybe by an older daemon: what was accepted then stays accepted, i.e. single-label hosts).
+ */
+export type EgressPolicyOrigin = 'request' | 'stored';
+
 /** Longest host name (RFC 1035), characters. */
 const MAX_HOST_LENGTH = 253;
 const IPV4_OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
@@ -78,21 +86,22 @@ const NUMERIC_LAST_LABEL = /(?:^|\.)(?:\d+|0x[0-9a-f]*)$/i;
  * @throws RamifyError `VALIDATION_FAILED` `egress rule '<text>': <why>` with `details.rule`.
  */
 export function parseEgressRule(text: string): EgressRule {
-  return parseAt(text, null);
+  return parseAt(text, null, 'request');
 }
 
 /**
  * Parse a whole policy: a bare rule list, or `{ mode, rules }` (a stored policy is one too). The mode
  * defaults from the rules (none: `open`, some: `allowlist`); `open` and `deny-all` take no rules, and
  * `allowlist` needs one. At most {@link MAX_EGRESS_RULES} rules, each valid; duplicates (after
- * normalisation) are dropped, first one kept.
+ * normalisation) are dropped, first one kept. `origin` `stored` accepts what an earlier daemon accepted
+ * (single-label hosts); default `request`.
  * @throws RamifyError `VALIDATION_FAILED`: naming the first bad rule, `egress rule 3 '*.com': ...` (the message
  *   counts from 1), `details: { rule, index }` (`index` 0-based; too many rules names the first one over the
  *   limit); or, with `details.field` `mode`/`rules`, a mode that does not fit the rules (or neither given).
  */
-export function parseEgressPolicy(input: EgressPolicyInput): EgressPolicy {
+export function parseEgressPolicy(input: EgressPolicyInput, origin: EgressPolicyOrigin = 'request'): EgressPolicy {
   const { mode, rules } = modeAndRules(input);
-  return { mode, rules: parseRules(rules) };
+  return { mode, rules: parseRules(rules, origin) };
 }
 
 /** The mode of `input` and its rule texts, checked to fit each other. */
@@ -119,7 +128,7 @@ function policyError(message: string, field: 'mode' | 'rules'): RamifyError {
   return new RamifyError('VALIDATION_FAILED', message, { field });
 }
 
-function parseRules(rules: readonly string[]): EgressRule[] {
+function parseRules(rules: readonly string[], origin: EgressPolicyOrigin): EgressRule[] {
   if (rules.length > MAX_EGRESS_RULES) {
     throw ruleError(rules[MAX_EGRESS_RULES], MAX_EGRESS_RULES, `too many rules (${rules.length}); a policy holds at most ${MAX_EGRESS_RULES}`, {
       count: rules.length,
@@ -129,7 +138,7 @@ function parseRules(rules: readonly string[]): EgressRule[] {
   const seen = new Set<string>();
   const parsed: EgressRule[] = [];
   rules.forEach((text, index) => {
-    const rule = parseAt(text, index);
+    const rule = parseAt(text, index, origin);
     const canonical = formatEgressRule(rule);
     if (seen.has(canonical)) return;
     seen.add(canonical);
@@ -201,7 +210,7 @@ function formatPort(port: PortRange | null): string {
 }
 
 /** Parse `text`, the rule at `index` of a policy (null when parsed alone). */
-function parseAt(text: unknown, index: number | null): EgressRule {
+function parseAt(text: unknown, index: number | null, origin: EgressPolicyOrigin): EgressRule {
   if (typeof text !== 'string') throw ruleError(String(text), index, 'a rule must be a string');
   const fail: (why: string) => never = (why) => {
     throw ruleError(text, index, why);
@@ -232,7 +241,15 @@ function parseAt(text: unknown, index: number | null): EgressRule {
   }
   if (target.includes('*')) fail(WILDCARD_PLACEMENT);
   if (NUMERIC_LAST_LABEL.test(stripTrailingDot(target))) return { kind: 'ip', address: parseIpv4(target, fail), port };
-  return { kind: 'host', host: normaliseHost(target, fail), port };
+  const host = normaliseHost(target, fail);
+  if (origin === 'request' && !host.includes('.')) fail(singleLabelHint(host));
+  return { kind: 'host', host, port };
+}
+
+/** Why a single-label host is refused, and what was probably meant. */
+function singleLabelHint(host: string): string {
+  return `'${host}' is a single label, not a host name (write the whole name, as in 'pypi.org'); ` +
+    "to deny all egress use mode 'deny-all' (CLI --deny-all, SDK egress: { mode: 'deny-all' }), to allow all use mode 'open' or '*'";
 }
 
 const IPV6_REFUSED = 'IPv6 destinations cannot be allowed: sandboxes have no IPv6 egress (it is always dropped); use an IPv4 address or a host name';
