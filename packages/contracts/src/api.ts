@@ -80,6 +80,13 @@ export const EgressPolicyInfo = z.object({
 });
 export type EgressPolicyInfo = z.infer<typeof EgressPolicyInfo>;
 
+/**
+ * The egress policy a snapshot recorded: its sandbox's when the snapshot was taken (normalised rules).
+ * A sandbox created from the snapshot starts with it unless its create request gives `egress`.
+ */
+export const SnapshotEgress = z.object({ mode: EgressMode, rules: z.array(z.string()) });
+export type SnapshotEgress = z.infer<typeof SnapshotEgress>;
+
 export const CreateSandboxRequest = z.strictObject({
   /** Template name or id; default `base`. Mutually exclusive with `snapshot`. */
   template: z.string().min(1).max(128).optional(),
@@ -107,13 +114,15 @@ export const CreateSandboxRequest = z.strictObject({
   runtime: RuntimeName.optional(),
   /**
    * The sandbox's egress policy: a list of allow rules (see {@link EgressRules}; empty = open) or an
-   * {@link EgressPolicyRequest} such as `{ mode: 'deny-all' }`. Absent: open egress. Validated like `PUT /v1/sandboxes/{id}/egress`: a bad rule fails the create with 400 naming it,
+   * {@link EgressPolicyRequest} such as `{ mode: 'deny-all' }`. Absent: from a template, open egress; from
+   * a snapshot, the policy the snapshot recorded (see {@link SnapshotInfo}`.egress`; open when it recorded
+   * none). A request's `egress` replaces the snapshot's (it is not merged). Validated like `PUT /v1/sandboxes/{id}/egress`: a bad rule fails the create with 400 naming it,
    * before anything starts. Enforced before the sandbox's image is restored.
    */
   egress: z
     .union([EgressRules, EgressPolicyRequest])
     .optional()
-    .describe("allow rules, or { mode: 'deny-all' | 'open' | 'allowlist', rules? }; absent: open"),
+    .describe("allow rules, or { mode: 'deny-all' | 'open' | 'allowlist', rules? }; absent: open, or from a snapshot the snapshot's recorded policy"),
 });
 export type CreateSandboxRequest = z.infer<typeof CreateSandboxRequest>;
 
@@ -170,6 +179,14 @@ export const SnapshotInfo = z.object({
   parentSnapshotId: z.string().nullable(),
   sizeBytes: z.number().int(),
   createdAt: z.string(),
+  /**
+   * The egress policy recorded with the snapshot (its sandbox's when it was taken), which a sandbox
+   * created from it starts with unless the request gives `egress`. Null when none is recorded: a template
+   * image (its sandboxes start open), or a snapshot taken before policies were recorded (schema migration
+   * 10) whose sandbox no longer exists to take it from; a sandbox created from such a snapshot starts
+   * open, as it always did.
+   */
+  egress: SnapshotEgress.nullable().describe('egress policy a sandbox created from this snapshot starts with; null: none recorded (template image, or an old snapshot): open'),
 });
 export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
 

@@ -69,6 +69,22 @@ describe('HTTP edge: egress policy routes (fake runtime)', () => {
     assert.equal(badCreate.statusCode, 400);
   });
 
+  test('a named snapshot shows the policy it recorded; a sandbox created from it starts with it unless the body gives egress', async () => {
+    const sbx = await create({ egress: { mode: 'deny-all' } });
+    const snap = await bed.app.inject({ method: 'POST', url: `/v1/sandboxes/${sbx.id}/snapshots`, headers: bed.auth, payload: { name: 'sealed' } });
+    assert.equal(snap.statusCode, 201, snap.body);
+    assert.deepEqual(snap.json().egress, { mode: 'deny-all', rules: [] });
+    assert.deepEqual((await bed.app.inject({ method: 'GET', url: '/v1/snapshots/sealed', headers: bed.auth })).json().egress, { mode: 'deny-all', rules: [] });
+    const listed = (await bed.app.inject({ method: 'GET', url: '/v1/snapshots', headers: bed.auth })).json().snapshots;
+    assert.deepEqual(listed.find((s: { name: string | null }) => s.name === 'sealed').egress, { mode: 'deny-all', rules: [] });
+    assert.equal(listed.find((s: { kind: string }) => s.kind === 'template').egress, null, 'a template image records none');
+
+    const child = await create({ snapshot: 'sealed' });
+    assert.equal((await getEgress(child.id)).json().mode, 'deny-all');
+    const opened = await create({ snapshot: 'sealed', egress: ['pypi.org'] });
+    assert.deepEqual((await getEgress(opened.id)).json().rules, ['pypi.org']);
+  });
+
   test('every bad rule is a 400 naming it, and the policy in force is unchanged', async () => {
     const sbx = await create({ egress: ['pypi.org'] });
     const before = (await getEgress(sbx.id)).json();

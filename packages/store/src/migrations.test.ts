@@ -76,7 +76,7 @@ describe('migration 2: pin-rootfs-dir (real SQLite file)', () => {
       await assert.rejects(
         store.insertSnapshot({
           id: 'snap_x', name: null, kind: 'pause', status: 'ready', runtime: 'gvisor', templateId: 't', sandboxId: null,
-          parentSnapshotId: null, sizeBytes: 1, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: '', envs: null,
+          parentSnapshotId: null, sizeBytes: 1, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: '', envs: null, egress: null,
         }),
         { code: 'INTERNAL' },
       );
@@ -267,6 +267,63 @@ describe('migration 9: egress-modes (real SQLite file)', () => {
       await assert.rejects(store.putEgressPolicy('sbx_missing', { mode: 'deny-all', rules: [] }, 1), { code: 'SANDBOX_NOT_FOUND' });
       store.db.prepare(`DELETE FROM sandboxes WHERE id = 'sbx_none'`).run();
       assert.equal(await store.getEgressPolicy('sbx_none'), null);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('migration 10: snapshot-egress (real SQLite file)', () => {
+  test('old snapshots get the policy their sandbox has (open when it never set one); template images and orphans none; new rows keep theirs', async () => {
+    const path = join(dir, 'v9.db');
+    const db = openDatabase(path, MIGRATIONS.filter((m) => m.version <= 9));
+    assert.deepEqual(appliedMigrations(db), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    const sandbox = db.prepare(
+      `INSERT INTO sandboxes (id, state, runtime, template_id, source_snapshot_id, parent_id, cpu_count, memory_mb, metadata, envs, created_at,
+         timeout_ms, on_timeout, end_at, slot, paused_snapshot_id, error, operation, updated_at, rootfs_dir)
+       VALUES (?, ?, 'gvisor', 'tpl_1', NULL, NULL, 1, 512, '{}', '{}', 1, 1000, 'pause', NULL, NULL, NULL, NULL, NULL, 1, '/r')`,
+    );
+    sandbox.run('sbx_deny', 'killed');
+    sandbox.run('sbx_allow', 'paused');
+    sandbox.run('sbx_open', 'running');
+    db.prepare(
+      `INSERT INTO egress_policies (sandbox_id, mode, rules, updated_at) VALUES ('sbx_deny', 'deny-all', '[]', 2), ('sbx_allow', 'allowlist', '["pypi.org","10.0.0.0/8:22"]', 3)`,
+    ).run();
+    const snapshot = db.prepare(
+      `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, rootfs_dir)
+       VALUES (?, ?, ?, 'ready', 'gvisor', 'tpl_1', ?, NULL, 1, 1, 1, 512, '/r')`,
+    );
+    snapshot.run('snap_deny', 'sealed', 'named', 'sbx_deny');
+    snapshot.run('snap_allow', null, 'pause', 'sbx_allow');
+    snapshot.run('snap_open', null, 'fork', 'sbx_open');
+    snapshot.run('snap_orphan', 'orphan', 'named', 'sbx_gone');
+    snapshot.run('snap_tpl', null, 'template', null);
+    db.close();
+
+    const store = new SqliteStore({ path });
+    try {
+      assert.ok(MIGRATIONS.some((m) => m.version === 10 && m.name === 'snapshot-egress'));
+      assert.deepEqual((await store.findSnapshotByName('sealed'))?.egress, { mode: 'deny-all', rules: [] }, 'a killed sandbox keeps its row and policy');
+      assert.deepEqual((await store.getSnapshot('snap_allow'))?.egress, { mode: 'allowlist', rules: ['pypi.org', '10.0.0.0/8:22'] });
+      assert.deepEqual((await store.getSnapshot('snap_open'))?.egress, { mode: 'open', rules: [] }, 'a sandbox without a policy row never set one: open');
+      assert.equal((await store.getSnapshot('snap_orphan'))?.egress, null, 'nothing to go on');
+      assert.equal((await store.getSnapshot('snap_tpl'))?.egress, null);
+
+      // New rows: a recorded policy round-trips (only mode and rules are kept), null stays null; updates can set it.
+      const old = await store.getSnapshot('snap_allow');
+      assert.ok(old);
+      const record = { sandboxId: 'sbx_x', mode: 'allowlist' as const, rules: ['a.example.com'], updatedAt: 9 };
+      await store.insertSnapshot({ ...old, id: 'snap_new', egress: record });
+      assert.deepEqual((await store.getSnapshot('snap_new'))?.egress, { mode: 'allowlist', rules: ['a.example.com'] });
+      await store.insertSnapshot({ ...old, id: 'snap_new_tpl', kind: 'template', sandboxId: null, egress: null });
+      assert.equal((await store.getSnapshot('snap_new_tpl'))?.egress, null);
+      assert.deepEqual((await store.updateSnapshot('snap_orphan', { egress: { mode: 'deny-all', rules: [] } })).egress, { mode: 'deny-all', rules: [] });
+      assert.deepEqual((await store.updateSnapshot('snap_orphan', { sizeBytes: 7 })).egress, { mode: 'deny-all', rules: [] }, 'other updates leave it alone');
+      assert.deepEqual((await store.listSnapshots({ sandboxId: 'sbx_deny' })).map((s) => s.egress), [{ mode: 'deny-all', rules: [] }]);
+
+      for (const bad of ['["a"]', 'nope', '{"mode":"none","rules":[]}', '{"mode":"deny-all","rules":["a.example.com"]}', '{"mode":"allowlist","rules":[]}', '{"mode":"open"}']) {
+        assert.throws(() => store.db.prepare(`UPDATE snapshots SET egress = ? WHERE id = 'snap_open'`).run(bad), /CHECK constraint|malformed JSON/, bad);
+      }
     } finally {
       await store.close();
     }

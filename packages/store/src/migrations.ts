@@ -215,4 +215,22 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE egress_policies_v9 RENAME TO egress_policies;
     `,
   },
+  {
+    version: 10,
+    name: 'snapshot-egress',
+    // The egress policy of a snapshot's sandbox when it was taken (JSON { mode, rules }): a sandbox created
+    // from the snapshot starts with it. Snapshots taken before it was recorded get the policy their
+    // sandbox has now (its row is kept after a kill; no policy row = it never set one = open): the closest
+    // to the truth there is, and never more open than that sandbox. NULL: a template image (open), or a
+    // snapshot whose sandbox row is gone (nothing to go on: open, as before; the API shows null).
+    sql: `
+      ALTER TABLE snapshots ADD COLUMN egress TEXT CHECK (egress IS NULL OR COALESCE(
+        json_valid(egress) AND json_type(egress, '$.rules') = 'array' AND json_extract(egress, '$.mode') IN ('open', 'allowlist', 'deny-all')
+        AND (json_extract(egress, '$.mode') = 'allowlist') = (json_array_length(egress, '$.rules') > 0), 0));
+      UPDATE snapshots SET egress = COALESCE(
+          (SELECT json_object('mode', p.mode, 'rules', json(p.rules)) FROM egress_policies p WHERE p.sandbox_id = snapshots.sandbox_id),
+          json_object('mode', 'open', 'rules', json_array()))
+        WHERE kind != 'template' AND sandbox_id IN (SELECT id FROM sandboxes);
+    `,
+  },
 ];

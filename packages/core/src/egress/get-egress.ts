@@ -6,6 +6,7 @@ import type { Core } from '../core.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled } from '../lifecycle/state-machine.js';
 import type { EgressPolicyRecord } from '../ports/store.js';
+import type { CanonicalEgressPolicy } from './policy.js';
 
 /** A sandbox's policy as in force; `updatedAt` null when none was ever set (open). */
 export type SandboxEgressPolicy = Omit<EgressPolicyRecord, 'updatedAt'> & { updatedAt: number | null };
@@ -18,6 +19,15 @@ export async function getEgressPolicy(core: Core, sandboxId: string): Promise<Sa
   const record = await loadSandbox(core, sandboxId);
   assertNotKilled(sandboxId, record.state);
   return (await core.store.getEgressPolicy(sandboxId)) ?? { sandboxId, mode: 'open', rules: [], updatedAt: null };
+}
+
+/**
+ * The policy stored for `sandboxId` as `{ mode, rules }` (a copy), or open when none was ever set: what a
+ * snapshot of the sandbox records. No state check (the caller holds the sandbox's lock).
+ */
+export async function storedEgressPolicy(core: Pick<Core, 'store'>, sandboxId: string): Promise<CanonicalEgressPolicy> {
+  const stored = await core.store.getEgressPolicy(sandboxId);
+  return stored ? { mode: stored.mode, rules: [...stored.rules] } : { mode: 'open', rules: [] };
 }
 
 /** The API shape of a policy. */

@@ -116,6 +116,13 @@ export interface SnapshotRecord {
    */
   envs: Record<string, string> | null;
   /**
+   * Its sandbox's egress policy when it was taken (pause images, fork points, named snapshots; a pause
+   * image named later: when it was named): a sandbox created from it starts with it unless the create
+   * request gives one. Null for template images (open) and for rows from before schema migration 10 whose
+   * sandbox was gone when the store was upgraded (nothing to go on: open, as before).
+   */
+  egress: CanonicalEgressPolicy | null;
+  /**
    * Host directory of the root filesystem the image was made on (its sandbox's pinned one; a template
    * image's template rootfs). The image may only be restored on this directory.
    */
@@ -233,7 +240,7 @@ export interface Store {
   getSnapshot(id: string): Promise<SnapshotRecord | null>;
   findSnapshotByName(name: string): Promise<SnapshotRecord | null>;
   /** Rejects `SNAPSHOT_NOT_FOUND`, or `CONFLICT` when a new name is taken. */
-  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs'>>): Promise<SnapshotRecord>;
+  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress'>>): Promise<SnapshotRecord>;
   /** Newest first. */
   listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]>;
   /** No-op when absent. */

@@ -40,6 +40,12 @@ export function checkEgress(input: string[] | EgressPolicyRequest): { mode: Egre
   return { mode, rules: [...rules] };
 }
 
+/** A new sandbox's egress: the request's (checked), else a copy of its parent's or its snapshot's, else none set. */
+function startingEgress(req: CreateSandboxRequest, inherited: { mode: EgressMode; rules: string[] } | null): FixtureSandbox['egress'] {
+  const policy = req.egress ? checkEgress(req.egress) : inherited;
+  return policy ? { mode: policy.mode, rules: [...policy.rules], updatedAt: now() } : null;
+}
+
 export class FixtureState {
   readonly sandboxes = new Map<string, FixtureSandbox>();
   readonly snapshots = new Map<string, SnapshotInfo>();
@@ -81,7 +87,7 @@ export class FixtureState {
     };
     const sbx: FixtureSandbox = {
       info, files: new Map(parent?.files ?? []), dirs: new Set(parent?.dirs ?? ['/', '/root', '/tmp']), processes: new Map(), nextPid: 100,
-      egress: parent?.egress ? { ...parent.egress, rules: [...parent.egress.rules], updatedAt: now() } : req.egress ? { ...checkEgress(req.egress), updatedAt: now() } : null,
+      egress: startingEgress(req, parent?.egress ?? source?.egress ?? null),
     };
     this.sandboxes.set(info.id, sbx);
     return sbx;
@@ -98,6 +104,7 @@ export class FixtureState {
     const snap: SnapshotInfo = {
       id: this.id('snap'), name, kind: 'named', runtime: 'gvisor', templateId: sbx.info.templateId, sandboxId: sbx.info.id,
       parentSnapshotId: sbx.info.sourceSnapshotId, sizeBytes: 4096, createdAt: now(),
+      egress: { mode: sbx.egress?.mode ?? 'open', rules: [...(sbx.egress?.rules ?? [])] },
     };
     this.snapshots.set(snap.id, snap);
     return snap;
