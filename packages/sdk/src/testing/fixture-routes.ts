@@ -134,11 +134,7 @@ export function httpRoutes(state: FixtureState): Route[] {
       return ok(state.rename(running(req), from, to));
     }),
     route('GET', '/v1/snapshots', async () => ok({ snapshots: [...state.snapshots.values()] })),
-    route('GET', '/v1/snapshots/([^/]+)', async (req) => {
-      const snap = state.snapshots.get(req.params[0]);
-      if (!snap) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${req.params[0]}' not found`);
-      return ok(snap);
-    }),
+    route('GET', '/v1/snapshots/([^/]+)', async (req) => ok(state.findSnapshot(req.params[0]))),
     route('DELETE', '/v1/snapshots/([^/]+)', async (req) => {
       if (!state.snapshots.delete(req.params[0])) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${req.params[0]}' not found`);
       return noContent;
