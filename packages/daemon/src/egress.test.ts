@@ -162,5 +162,9 @@ describe('HTTP edge: egress policy routes (fake runtime)', () => {
     assert.match(body.description, /deny-all/);
     const createEgress = doc.paths['/v1/sandboxes'].post.requestBody.content['application/json'].schema.properties.egress;
     assert.equal(createEgress.anyOf.length, 2, 'create egress: a rule list or a policy object');
+    assert.match(doc.info.description, /Snapshots carry the policy: `SnapshotInfo\.egress`/);
+    assert.match(doc.info.description, /`deny-all` \(nothing leaves/);
+    const snapshotEgress = doc.paths['/v1/snapshots/{id}'].get.responses['200'].content['application/json'].schema.properties.egress;
+    assert.match(snapshotEgress.description, /null: none recorded/);
   });
 });
