@@ -61,7 +61,7 @@ export async function registerRootfsTemplate(core: Core, rootfs: string, ids: { 
   );
   await core.store.insertSnapshot({
     id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId, sandboxId: null,
-    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir: rootfs, envs: null,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir: rootfs, envs: null, egress: null,
   });
   await core.store.putTemplate({ id: templateId, name: 'base', runtime: 'gvisor', specHash: templateId, snapshotId, images: [{ runtime: 'gvisor', snapshotId }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
 }

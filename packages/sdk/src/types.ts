@@ -5,5 +5,5 @@
 export type {
   SandboxInfo, SandboxState, SnapshotInfo, TemplateInfo, TemplateSpec, TemplateBuildEvent, FileInfo,
   ProcessInfo, CommandResult, CommandCapture, CapturedStream, RuntimeName, TimeoutAction, AuditEntry, StreamOffsets, StreamControl,
-  EgressPolicyInfo, EgressMode, EgressLogEntry,
+  EgressPolicyInfo, EgressPolicyRequest, EgressMode, EgressLogEntry, SnapshotEgress,
 } from '@ramify/contracts';

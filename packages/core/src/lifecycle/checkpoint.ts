@@ -15,6 +15,7 @@
 import { RamifyError, isRamifyError } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { newSnapshotId } from '../ids.js';
+import { storedEgressPolicy } from '../egress/get-egress.js';
 import type { SandboxOperation, SandboxRecord, SnapshotRecord } from '../ports/store.js';
 import { bringUp, identityFor } from './bring-up.js';
 import { waitForNoConnections, waitForQuietNetwork } from './quiet-network.js';
@@ -42,7 +43,7 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
   // While connections drain the sandbox stays `running`: its commands and file calls go on.
   if (record.state === 'running') await waitForNoConnections(core, record.id, runtime);
   const snapshotId = newSnapshotId();
-  await core.store.insertSnapshot(pendingSnapshot(core, record, snapshotId, plan));
+  await core.store.insertSnapshot(await pendingSnapshot(core, record, snapshotId, plan));
   let current: SandboxRecord;
   try {
     current = await transition(core, record, 'pausing', { operation: plan.operation(snapshotId) });
@@ -99,7 +100,7 @@ export async function forkPointRunning(core: Core, record: SandboxRecord, plan: 
   const runtime = runtimeFor(core, record.runtime);
   if (!runtime.checkpointKeepRunning) throw new RamifyError('INTERNAL', `the ${runtime.name} runtime cannot checkpoint a sandbox in place`);
   const snapshotId = newSnapshotId();
-  await core.store.insertSnapshot(pendingSnapshot(core, record, snapshotId, { kind: 'fork' }));
+  await core.store.insertSnapshot(await pendingSnapshot(core, record, snapshotId, { kind: 'fork' }));
   let current: SandboxRecord;
   try {
     current = await core.store.updateSandbox(record.id, { operation: plan.operation(snapshotId) });
@@ -132,8 +133,11 @@ export async function forkPointRunning(core: Core, record: SandboxRecord, plan: 
   return { record: current, snapshot: ready };
 }
 
-/** The `pending` row of a snapshot about to be taken of `record` (with a copy of its envs: the image's environment). */
-function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, plan: Pick<CheckpointPlan, 'kind' | 'name'>): SnapshotRecord {
+/**
+ * The `pending` row of a snapshot about to be taken of `record`, with a copy of its envs (the image's
+ * environment) and of its egress policy now (the caller holds its lock, so no change comes in between).
+ */
+async function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, plan: Pick<CheckpointPlan, 'kind' | 'name'>): Promise<SnapshotRecord> {
   return {
     id: snapshotId,
     name: plan.name ?? null,
@@ -150,6 +154,7 @@ function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, 
     diskSizeMB: record.diskSizeMB,
     rootfsDir: record.rootfsDir,
     envs: { ...record.envs },
+    egress: await storedEgressPolicy(core, record.id),
   };
 }
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseEgressPolicy } from '@ramify/core';
+import { DENY_ALL_EGRESS_POLICY, parseEgressPolicy } from '@ramify/core';
 import { hostNameservers } from './host-egress.js';
 import { deleteElements, dnsElement, nflogGroupFor, policyElements, tableScript } from './nft-ruleset.js';
 
@@ -12,6 +12,11 @@ const keys = (rules: string[]) => policyElements('rmeh3', '10.9.0.14', parseEgre
 test('open policies (no rules, or *) put the slot in the open set', () => {
   assert.deepEqual(keys([]), ['spoof "rmeh3" . 10.9.0.14', 'open 10.9.0.14']);
   assert.deepEqual(keys(['example.com', '*']), ['spoof "rmeh3" . 10.9.0.14', 'open 10.9.0.14']);
+});
+
+test('deny-all gives the slot only its anti-spoofing element: not open, no address, so every packet falls to deny', () => {
+  assert.deepEqual(policyElements('rmeh3', '10.9.0.14', DENY_ALL_EGRESS_POLICY).map((e) => `${e.set} ${e.key}`), ['spoof "rmeh3" . 10.9.0.14']);
+  assert.deepEqual(policyElements('rmeh3', '10.9.0.14', parseEgressPolicy({ mode: 'deny-all' })), policyElements('rmeh3', '10.9.0.14', DENY_ALL_EGRESS_POLICY));
 });
 
 test('address rules become set elements; covered ones are dropped; names add nothing', () => {

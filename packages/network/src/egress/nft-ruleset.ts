@@ -4,7 +4,9 @@
  *
  * Rule count is constant; everything per sandbox lives in sets keyed by the slot address:
  * - `spoof`   (ifname . slot address): the only source a slot's host veth may use (anti-spoofing).
- * - `open`    (slot address): slots with open egress (no rules, or the rule `*`).
+ * - `open`    (slot address): slots with open egress (mode `open`, or the rule `*`). A `deny-all` slot has
+ *   only its `spoof` element: every packet it sends falls through to `deny` (port 53 reaches the resolver,
+ *   which answers NXDOMAIN; 80/443 reach the proxy, which refuses).
  * - `net`     (slot . destination, intervals): address/CIDR rules without port.
  * - `netport` (slot . destination . port, intervals): address/CIDR rules with a port range.
  * - `dns` / `dnsport`: the same shapes with timeouts, filled by the policy DNS resolver's answers.
@@ -220,9 +222,9 @@ export function refreshElements(prefix: string, elements: readonly SetElement[])
 
 const portText = (port: PortRange): string => (port.from === port.to ? `${port.from}` : `${port.from}-${port.to}`);
 
-/** True for a policy that opens every destination (no rules, or `*`). */
+/** True for a policy that opens every destination (mode `open`, or the rule `*`); never for `deny-all`. */
 export function isOpenPolicy(policy: EgressPolicy): boolean {
-  return policy.rules.length === 0 || policy.rules.some((r) => r.kind === 'any');
+  return policy.mode === 'open' || policy.rules.some((r) => r.kind === 'any');
 }
 
 /** The static elements of `policy` for the slot at `slotAddress` on host veth `veth`. */

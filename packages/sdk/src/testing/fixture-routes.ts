@@ -1,7 +1,7 @@
 /** HTTP routes of the protocol fixture (see `contract-server.ts`), one entry per row of the route table. */
 import type { ServerResponse } from 'node:http';
 import {
-  RamifyError, ResultCapture, type CommandRequest, type CreateSandboxRequest, type SandboxInfo, type SandboxState, type TemplateBuildEvent,
+  RamifyError, ResultCapture, type CommandRequest, type CreateSandboxRequest, type EgressPolicyRequest, type SandboxInfo, type SandboxState, type TemplateBuildEvent,
   type TemplateInfo, type TemplateSpec,
 } from '@ramify/contracts';
 import type { FixtureReply, FixtureRequest } from './contract-server.js';
@@ -82,13 +82,12 @@ export function httpRoutes(state: FixtureState): Route[] {
     }),
     route('GET', `${S}/egress`, async (req) => {
       const { egress } = notKilled(req);
-      return ok({ rules: egress?.rules ?? [], mode: egress?.rules.length ? 'allowlist' : 'open', updatedAt: egress?.updatedAt ?? null });
+      return ok({ rules: egress?.rules ?? [], mode: egress?.mode ?? 'open', updatedAt: egress?.updatedAt ?? null });
     }),
     route('PUT', `${S}/egress`, async (req) => {
       const s = notKilled(req);
-      const { rules } = await req.json<{ rules: string[] }>();
-      s.egress = { rules: checkEgress(rules), updatedAt: new Date().toISOString() };
-      return ok({ rules: s.egress.rules, mode: rules.length ? 'allowlist' : 'open', updatedAt: s.egress.updatedAt });
+      s.egress = { ...checkEgress(await req.json<EgressPolicyRequest>()), updatedAt: new Date().toISOString() };
+      return ok({ rules: s.egress.rules, mode: s.egress.mode, updatedAt: s.egress.updatedAt });
     }),
     route('GET', `${S}/egress/log`, async (req) => { notKilled(req); return ok({ entries: [] }); }),
     route('POST', `${S}/commands`, async (req) => {
@@ -137,11 +136,7 @@ export function httpRoutes(state: FixtureState): Route[] {
       return ok(state.rename(running(req), from, to));
     }),
     route('GET', '/v1/snapshots', async () => ok({ snapshots: [...state.snapshots.values()] })),
-    route('GET', '/v1/snapshots/([^/]+)', async (req) => {
-      const snap = state.snapshots.get(req.params[0]);
-      if (!snap) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${req.params[0]}' not found`);
-      return ok(snap);
-    }),
+    route('GET', '/v1/snapshots/([^/]+)', async (req) => ok(state.findSnapshot(req.params[0]))),
     route('DELETE', '/v1/snapshots/([^/]+)', async (req) => {
       if (!state.snapshots.delete(req.params[0])) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${req.params[0]}' not found`);
       return noContent;
