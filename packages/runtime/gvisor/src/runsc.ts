@@ -129,6 +129,16 @@ const GO_TRACE_LINE = /^(\s|goroutine \d|created by |panic\(|\[recovered\]|[\w./
 export function runscReason(text: string): string {
   const lines = text.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '' && !GO_TRACE_LINE.test(l));
   const said = [...lines].reverse().find((l) => /error|failed|fail|panic|cannot|invalid/i.test(l)) ?? lines[lines.length - 1] ?? 'no output';
-  // runsc's log lines start with a glog prefix (`W1201 22:01:02.123456   1234 file.go:56] `): drop it.
-  return said.replace(/^[IWEF]\d{4} [\d:.]+\s+\d+ [\w.-]+:\d+\] /, '').slice(0, 4000);
+  // runsc's log lines start with a glog prefix (`W1201 22:01:02.123456   1234 file.go:56] `): drop it. Go
+  // struct dumps inside the line (`tcp.Endpoint{...}`, thousands of characters) become `{…}`.
+  let reason = said.replace(/^[IWEF]\d{4} [\d:.]+\s+\d+ [\w.-]+:\d+\] /, '');
+  if (reason.length > 300) {
+    // Innermost `{...}` first, then the groups around them, until none is left.
+    for (let before = ''; before !== reason; ) {
+      before = reason;
+      reason = reason.replace(/\{[^{}]*\}/g, '\u0000');
+    }
+    reason = reason.replace(/\u0000/g, '{…}');
+  }
+  return reason.slice(0, 4000);
 }
