@@ -237,9 +237,10 @@ export class GvisorRuntime implements Runtime {
   async checkpoint(sandboxId: string, imageDir: string): Promise<{ sizeBytes: number }> {
     const inst = await this.requireInstance(sandboxId);
     await mkdir(imageDir, { recursive: true });
+    // Stamped first: a checkpoint outlives a daemon killed meanwhile, and reconcile commits what it wrote.
+    await writeFile(join(imageDir, IMAGE_STAMP), JSON.stringify({ runsc: this.version }));
     const r = await this.runsc.inNetns(inst.netnsPath, ['checkpoint', '-image-path', imageDir, inst.containerId]);
     if (r.code !== 0) throw new RamifyError('RUNTIME_ERROR', `runsc checkpoint failed: ${runscReason(`${r.stderr}\n${r.stdout}`)}`, { runtimeReason: runscReason(`${r.stderr}\n${r.stdout}`) });
-    await writeFile(join(imageDir, IMAGE_STAMP), JSON.stringify({ runsc: this.version }));
     // The checkpointed container is stopped; deleting it takes ~1.5 s, so it happens in the background.
     this.deleteLater(inst.containerId);
     let sizeBytes = 0;
