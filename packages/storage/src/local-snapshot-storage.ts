@@ -11,9 +11,9 @@
 import { RamifyError, notFound } from '@ramify/contracts';
 import { SNAPSHOT_FORMAT_VERSION, type SnapshotManifest, type SnapshotStorage } from '@ramify/core';
 import { mkdir, readFile, readdir, rm, stat, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { defaultHashConcurrency, mapBounded, sha256File } from './hash.js';
-import { MANIFEST_FILE, fsyncDir, parseManifest, writeManifestAtomically } from './manifest.js';
+import { MANIFEST_FILE, fsyncDir, fsyncPath, parseManifest, writeManifestAtomically } from './manifest.js';
 
 /**
  * How much `open` checks before handing out an image:
@@ -81,9 +81,11 @@ export class LocalSnapshotStorage implements SnapshotStorage {
   }
 
   /**
-   * Seal a written image: list its files, hash them (streamed, `hashConcurrency` at once) and write
-   * the manifest atomically. Rejects `INVALID_STATE` when no image was written, `CONFLICT` when
-   * already committed, `RUNTIME_ERROR` when the image holds something other than files and directories.
+   * Seal a written image: list its files, fsync them and their directories (a runtime writes through
+   * the page cache; a manifest must never name data that a host crash can take back), write the
+   * manifest atomically, then hash the files in the background (streamed, `hashConcurrency` at once).
+   * Rejects `INVALID_STATE` when no image was written, `CONFLICT` when already committed,
+   * `RUNTIME_ERROR` when the image holds something other than files and directories.
    */
   async commit(input: Omit<SnapshotManifest, 'formatVersion' | 'sizeBytes' | 'files' | 'createdAt'>): Promise<SnapshotManifest> {
     const snapshotId = assertValidId(input.snapshotId);
@@ -96,6 +98,8 @@ export class LocalSnapshotStorage implements SnapshotStorage {
       throw new RamifyError('INVALID_STATE', `snapshot '${snapshotId}' has no image to commit (expected directory ${imageDir})`, { snapshotId });
     }
     const paths = await listImageFiles(imageDir, snapshotId);
+    await mapBounded(paths, this.hashConcurrency, (relative) => fsyncPath(join(imageDir, relative)));
+    for (const directory of new Set([imageDir, ...paths.map((relative) => dirname(join(imageDir, relative)))])) await fsyncDir(directory);
     const entries = await Promise.all(paths.map(async (relative) => [relative, { sizeBytes: (await stat(join(imageDir, relative))).size, sha256: null }] as const));
     const files = Object.fromEntries(entries);
     const manifest: SnapshotManifest = {

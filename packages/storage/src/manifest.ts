@@ -81,7 +81,12 @@ export async function writeManifestAtomically(path: string, manifest: SnapshotMa
 
 /** fsync a directory so a rename in it is durable. */
 export async function fsyncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
+  await fsyncPath(dir);
+}
+
+/** fsync a file or directory: its data and metadata are on disk when this resolves. */
+export async function fsyncPath(path: string): Promise<void> {
+  const handle = await open(path, 'r');
   try {
     await handle.sync();
   } finally {

@@ -17,11 +17,11 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { RamifyError, isRamifyError } from '@ramify/contracts';
 import { copySparse, freezeDisk, moveFile } from './disks.js';
 import { removeGuestLink } from './guest-link.js';
-import { IMAGE_FILES, IMAGE_FORMAT_VERSION, writeJsonAtomically, type ImageManifest, type InstanceRecord } from './image-files.js';
+import { IMAGE_FILES, IMAGE_FORMAT_VERSION, syncPaths, writeJsonAtomically, type ImageManifest, type InstanceRecord } from './image-files.js';
 import { sinkToFile } from './migration-stream.js';
 import { digZeroPages } from './sparse-ram.js';
 import { isQemuOf, killPid, waitGone } from './qemu-process.js';
@@ -216,11 +216,16 @@ export async function finishCheckpointFiles(env: VmEnvironment, inst: InstanceRe
   await removeGuestLink(inst.netnsPath);
 }
 
-/** Check the image's three files are there, then write its manifest (last: it marks the image complete). */
+/**
+ * Check the image's three files are there and fsync them (QEMU and the loader write through the page
+ * cache), then write its manifest (last: it marks the image complete) and fsync it and the directory.
+ */
 async function writeManifest(env: VmEnvironment, inst: InstanceRecord, imageDir: string): Promise<void> {
-  for (const name of [IMAGE_FILES.ram, IMAGE_FILES.state, IMAGE_FILES.disk]) {
-    if (!existsSync(join(imageDir, name))) throw new RamifyError('RUNTIME_ERROR', `checkpoint of microVM '${inst.sandboxId}' left no ${name} in ${imageDir}`);
+  const files = [IMAGE_FILES.ram, IMAGE_FILES.state, IMAGE_FILES.disk].map((name) => join(imageDir, name));
+  for (const file of files) {
+    if (!existsSync(file)) throw new RamifyError('RUNTIME_ERROR', `checkpoint of microVM '${inst.sandboxId}' left no ${basename(file)} in ${imageDir}`);
   }
+  await syncPaths(files);
   const manifest: ImageManifest = {
     formatVersion: IMAGE_FORMAT_VERSION,
     machine: inst.machine,
@@ -229,6 +234,7 @@ async function writeManifest(env: VmEnvironment, inst: InstanceRecord, imageDir:
     createdAt: new Date().toISOString(),
   };
   await writeJsonAtomically(join(imageDir, IMAGE_FILES.manifest), manifest);
+  await syncPaths([join(imageDir, IMAGE_FILES.manifest), imageDir]);
 }
 
 /**

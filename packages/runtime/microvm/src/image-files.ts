@@ -11,7 +11,7 @@
  * An *instance* (a running or stopped VM of one sandbox) is `<runDir>/<sandboxId>/` with
  * `instance.json` ({@link InstanceRecord}), its disk overlay, sockets, console and QEMU logs.
  */
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { open, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RamifyError } from '@ramify/contracts';
 import type { SandboxResources } from '@ramify/core';
@@ -29,6 +29,20 @@ export interface ImageManifest {
   /** Guest kernel release that was booted (informational). */
   guestKernel: string;
   createdAt: string;
+}
+
+/** fsync each of `paths` (files or directories), so what they hold survives a host crash. */
+export async function syncPaths(paths: readonly string[]): Promise<void> {
+  await Promise.all(
+    paths.map(async (path) => {
+      const handle = await open(path, 'r');
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+    }),
+  );
 }
 
 /** Write `data` as JSON to `path` atomically (temp file + rename). */
