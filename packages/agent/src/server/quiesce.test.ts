@@ -3,26 +3,15 @@
  * directory naming only those children (with this process as the "agent", a child of pid 1), so the
  * freezer can never signal anything else on the host; the children's real state is read from /proc.
  */
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sleepers } from '../test-support/sleepers.js';
 import { byDepth, ProcessFreezer, quiesceNetwork } from './quiesce.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'ramify-quiesce-'));
-const children: ChildProcess[] = [];
-after(() => {
-  for (const c of children) c.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
-});
-
-function sleeper(): number {
-  const child = spawn('sleep', ['300'], { stdio: 'ignore' });
-  children.push(child);
-  return child.pid as number;
-}
+const { dir, spawn: spawnSleeper } = sleepers('quiesce');
+const sleeper = (): number => spawnSleeper().pid as number;
 
 /** The real state letter of `pid` (R, S, T, ...). */
 function realState(pid: number): string {
