@@ -16,3 +16,13 @@ test('a subclass keeps its own name', () => {
   assert.equal(err.code, 'SANDBOX_NOT_FOUND');
   assert.equal(err.name, 'SandboxNotFoundError');
 });
+
+test('a command killed because the sandbox ran out of memory is COMMAND_OOM and says so', () => {
+  const killed = new CommandExitError({ pid: 9, exitCode: null, signal: 'SIGKILL', stdout: '', stderr: '', error: 'oom' });
+  assert.equal(killed.code, 'COMMAND_OOM');
+  assert.equal(killed.error, 'oom');
+  assert.match(killed.message, /pid 9\) was killed: the sandbox ran out of memory/);
+  const child = new CommandExitError({ pid: 10, exitCode: 137, signal: null, stdout: '', stderr: '', error: 'oom' });
+  assert.equal(child.code, 'COMMAND_OOM');
+  assert.match(child.message, /exited with code 137 after one of its processes was killed: the sandbox ran out of memory/);
+});

@@ -116,6 +116,7 @@ export async function followToExit(ctx: CliContext, handle: CommandHandle, onInt
     return;
   }
   if (ctx.json) ctx.output(outcome, () => '');
+  else if (outcome.error === 'oom') ctx.env.stderr.write(`ramify: the sandbox ran out of memory: its OOM killer killed ${outcome.signal ? 'the command' : 'a process of the command'} (pid ${outcome.pid}); the sandbox keeps running\n`);
   ctx.env.exitCode = exitCodeOf(outcome);
 }
 
@@ -161,7 +162,8 @@ export function registerExec(sandbox: Command, env: CliEnv): void {
 One argument after -- is run as a shell command line as-is (ramify sandbox exec ID -- 'ls | wc -l');
 several are quoted one by one (ramify sandbox exec ID -- python3 -c 'print(1)').
 Output is streamed as raw bytes. With --json nothing is streamed; the CommandResult is printed at the end.
-Exit code: the command's; 128+N when killed by signal N; ${EXIT_EXEC_TIMEOUT} at its deadline; ${EXIT_EXEC_FAILURE} when ramify itself failed.
+Exit code: the command's; 128+N when killed by signal N (137 when the sandbox ran out of memory and its OOM
+killer chose it: a note on stderr says so); ${EXIT_EXEC_TIMEOUT} at its deadline; ${EXIT_EXEC_FAILURE} when ramify itself failed.
 Ctrl-C kills the remote command; a second Ctrl-C exits at once.
 With --background (no deadline unless --timeout): list it with 'ramify sandbox ps ID', follow its output
 (replayed from the start) with 'ramify sandbox attach ID PID', stop it with 'ramify sandbox kill-process ID PID'.`)
