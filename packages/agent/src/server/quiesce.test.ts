@@ -19,6 +19,19 @@ function realState(pid: number): string {
   return text.slice(text.lastIndexOf(')') + 2).split(' ')[0] as string;
 }
 
+/**
+ * `pid`'s state once it is (`stopped`) or is no longer (`running`) `T`, or as it is after 5 s: a signal is
+ * acted on asynchronously (a child just spawned may still be exec'ing when SIGSTOP is sent).
+ */
+async function settledState(pid: number, want: 'stopped' | 'running'): Promise<string> {
+  let state = realState(pid);
+  for (let i = 0; i < 500 && (state === 'T') !== (want === 'stopped'); i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    state = realState(pid);
+  }
+  return state;
+}
+
 /** Write a synthetic /proc: `rows` as [pid, ppid, state, cmdline]; plus empty net/tcp files. */
 function fakeProc(name: string, rows: Array<[number, number, string, string]>, tcp = ''): string {
   const proc = join(dir, name);
@@ -48,10 +61,10 @@ test('freeze stops every process but the agent, its ancestors and the bridge; th
   const freezer = new ProcessFreezer({ selfPid: AGENT, procDir: proc, spareCommandLinesWith: ['/run/ramify/agent.sock'] });
   assert.equal(freezer.freeze(), 1);
   assert.deepEqual(freezer.stopped, [worker]);
-  assert.equal(realState(worker), 'T');
+  assert.equal(await settledState(worker, 'stopped'), 'T');
   assert.notEqual(realState(bridge), 'T', 'the bridge keeps running');
   assert.equal(freezer.thaw(), 1);
-  assert.notEqual(realState(worker), 'T');
+  assert.notEqual(await settledState(worker, 'running'), 'T');
   assert.equal(realState(userStopped), 'T', 'a process stopped by someone else stays stopped');
   assert.equal(freezer.thaw(), 0, 'a second thaw is a no-op');
 });
@@ -67,9 +80,9 @@ test('quiesce: an open endpoint leaves everything running; a quiet network leave
   const quiet = fakeProc('quiet', rows);
   const quietFreezer = new ProcessFreezer({ selfPid: AGENT, procDir: quiet });
   assert.deepEqual(await quiesceNetwork(quietFreezer, join(quiet, 'net')), { frozen: true, endpoints: [] });
-  assert.equal(realState(worker), 'T');
+  assert.equal(await settledState(worker, 'stopped'), 'T');
   quietFreezer.thaw();
-  assert.notEqual(realState(worker), 'T');
+  assert.notEqual(await settledState(worker, 'running'), 'T');
 });
 
 test('an agent that is not the sandbox init or its child refuses to freeze (a host is never stopped)', () => {
