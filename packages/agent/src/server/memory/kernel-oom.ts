@@ -12,8 +12,8 @@
  */
 import { closeSync, constants, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 
-/** How often the kernel's kill counter is read, ms. */
-export const DEFAULT_KERNEL_POLL_MS = 200;
+/** How often the kernel's kill counter is read, ms (a command killed by SIGKILL asks at once; this catches its children and orphans). */
+export const DEFAULT_KERNEL_POLL_MS = 1000;
 
 /** How often, and how long apart (ms), the log is read again for a counted kill it does not name yet (at most 20 ms in all). */
 const LOG_RETRIES = 10;

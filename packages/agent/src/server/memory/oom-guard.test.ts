@@ -9,7 +9,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sleepers } from '../../test-support/sleepers.js';
 import { parseMeminfo, type MemorySample, type ProcessMemory } from './meminfo.js';
-import { chooseVictim, decideOom, fastPollFromBytes, fileReserveBytes, MIN_VICTIM_RSS_BYTES, OomGuard, type GuardKill } from './oom-guard.js';
+import { chooseVictim, decideOom, fastPollFromBytes, fileReserveBytes, MIN_VICTIM_RSS_BYTES, nextPollMs, OomGuard, type GuardKill } from './oom-guard.js';
 
 const MiB = 1024 * 1024;
 const L = 256 * MiB;
@@ -29,6 +29,13 @@ test('the reserve and the fast polling level scale with the limit', () => {
   assert.equal(fileReserveBytes(4096 * MiB), 64 * MiB);
   assert.equal(fastPollFromBytes(256 * MiB), 128 * MiB);
   assert.equal(fastPollFromBytes(4096 * MiB), 3072 * MiB);
+});
+
+test('polls as rarely as the fastest growth allows below the fast level, every 20 ms from it', () => {
+  assert.equal(nextPollMs(at(20)), 108, '256 MiB sandbox, idle: (128 - 20) MiB at 1 MiB/ms');
+  assert.equal(nextPollMs(at(127)), 20);
+  assert.equal(nextPollMs(at(200)), 20);
+  assert.equal(nextPollMs({ limitBytes: 4096 * MiB, usedBytes: 30 * MiB, fileBytes: 0 }), 1000);
 });
 
 test('kills only while use grows: processes past the limit, files past the limit minus the reserve, anything past limit + reserve', () => {

@@ -5,9 +5,11 @@
  * host OOM-kills one of gVisor's ptrace stubs and the agent stops answering for good).
  *
  * The host gives the sandbox's cgroup room above `memoryMB` (see the gVisor runtime); the sandbox sees
- * `memoryMB` as `MemTotal` (the limit L). The guard reads `/proc/meminfo` every {@link DEFAULT_POLL_MS}
- * ms, every {@link DEFAULT_FAST_POLL_MS} ms once use nears the limit ({@link fastPollFromBytes}), and
- * ({@link decideOom}, {@link chooseVictim}), with R = {@link fileReserveBytes}(L):
+ * `memoryMB` as `MemTotal` (the limit L). The guard reads `/proc/meminfo` every
+ * {@link DEFAULT_FAST_POLL_MS} ms once use nears the limit ({@link fastPollFromBytes}), and below that as
+ * rarely as the fastest growth could bring it there ({@link nextPollMs}: a read costs ~0.7 ms of the
+ * sandbox's CPU under ptrace, a timer wakeup ~1 ms), and ({@link decideOom}, {@link chooseVictim}), with
+ * R = {@link fileReserveBytes}(L):
  * - file data growing past L - R: SIGKILL to the process writing the most, so that once it is stopped
  *   there is still room for the commands that delete the files;
  * - use past L while processes' memory grows: SIGKILL to the process with the most resident memory, as
@@ -21,10 +23,12 @@ import { readFileSync } from 'node:fs';
 import { agentPids, listProcStats, parseProcStat, readCmdline, trySignal, type ProcStat } from '../proc-tree.js';
 import { readMemory, readProcessMemory, type MemorySample, type ProcessMemory } from './meminfo.js';
 
-/** Poll period while use is below {@link fastPollFromBytes}, ms. */
-export const DEFAULT_POLL_MS = 100;
-/** Poll period above it, ms (a hog under gVisor's ptrace platform allocates ~450 MB/s: ~9 MB per period). */
+/** Poll period from {@link fastPollFromBytes} on, ms (a hog under gVisor's ptrace platform allocates ~450 MB/s: ~9 MB per period). */
 export const DEFAULT_FAST_POLL_MS = 20;
+/** Longest poll period, ms (an idle sandbox far below its limit). */
+export const DEFAULT_MAX_POLL_MS = 1000;
+/** Growth the poll period below the fast level allows for, bytes per ms: ~1 GiB/s, twice the fastest measured. */
+export const FASTEST_GROWTH_BYTES_PER_MS = 1024 * 1024;
 /** Growth between two readings below this is noise (the agent's own heap), bytes. */
 export const GROWTH_NOISE_BYTES = 256 * 1024;
 /** Below L + R only processes with at least this much resident memory are killed, bytes (bash, rm, dd: 2-6 MiB). */
@@ -47,6 +51,16 @@ export function fileReserveBytes(limitBytes: number): number {
 /** Use from which the guard polls fast and keeps track of what processes write, bytes: min(3/4 L, L - 2R). */
 export function fastPollFromBytes(limitBytes: number): number {
   return Math.min(Math.floor(limitBytes * 0.75), limitBytes - 2 * fileReserveBytes(limitBytes));
+}
+
+/**
+ * How long until the next reading after `sample`, ms: {@link DEFAULT_FAST_POLL_MS} from the fast level on;
+ * below it, the time the fastest growth ({@link FASTEST_GROWTH_BYTES_PER_MS}) takes to reach that level,
+ * within [fast, {@link DEFAULT_MAX_POLL_MS}] (512 MiB sandbox, idle: ~360 ms).
+ */
+export function nextPollMs(sample: MemorySample, fastMs = DEFAULT_FAST_POLL_MS, maxMs = DEFAULT_MAX_POLL_MS): number {
+  const distance = fastPollFromBytes(sample.limitBytes) - sample.usedBytes;
+  return Math.round(Math.min(maxMs, Math.max(fastMs, distance / FASTEST_GROWTH_BYTES_PER_MS)));
 }
 
 /** Why the guard kills: memory of processes (`memory`) or file data in memory (`files`) grew too far. */
@@ -120,8 +134,10 @@ export interface OomGuardOptions {
   spareCommandLinesWith?: readonly string[];
   /** Default /proc. */
   procDir?: string;
-  pollMs?: number;
+  /** Poll period near the limit, ms (default {@link DEFAULT_FAST_POLL_MS}). */
   fastPollMs?: number;
+  /** Longest poll period, ms (default {@link DEFAULT_MAX_POLL_MS}). */
+  maxPollMs?: number;
 }
 
 export class OomGuard {
@@ -221,9 +237,8 @@ export class OomGuard {
       } catch (err) {
         this.#options.log(`oom guard: ${(err as Error).message}`);
       }
-      const s = this.#previous;
-      const fast = s !== undefined && s.usedBytes >= fastPollFromBytes(s.limitBytes);
-      this.#schedule(fast ? (this.#options.fastPollMs ?? DEFAULT_FAST_POLL_MS) : (this.#options.pollMs ?? DEFAULT_POLL_MS));
+      const fastMs = this.#options.fastPollMs ?? DEFAULT_FAST_POLL_MS;
+      this.#schedule(this.#previous ? nextPollMs(this.#previous, fastMs, this.#options.maxPollMs ?? DEFAULT_MAX_POLL_MS) : DEFAULT_MAX_POLL_MS);
     }, delayMs);
     this.#timer.unref();
   }
