@@ -69,11 +69,11 @@ describe('protocol: ramify sandbox list paging and templates, snapshot list pare
     const snap = (await ramify(['sandbox', 'snapshot', child, '--name', 'child-snap'])).stdout.trim();
     const row = (out: string): string => out.split('\n').find((l) => l.startsWith(snap)) ?? '';
     const listed = (await ramify(['snapshot', 'list'])).stdout;
-    assert.match(listed.split('\n')[0] ?? '', /^ID\s+NAME\s+KIND\s+RUNTIME\s+TEMPLATE\s+SANDBOX\s+PARENT\s+SIZE\s+CREATED$/);
-    assert.match(row(listed), new RegExp(`^${snap}\\s+child-snap\\s+named\\s+gvisor\\s+base\\s+${child}\\s+${parent}\\s+4\\.0 KiB`), 'TEMPLATE is the template\'s name');
+    assert.match(listed.split('\n')[0] ?? '', /^ID\s+NAME\s+KIND\s+RUNTIME\s+TEMPLATE\s+SANDBOX\s+PARENT\s+EGRESS\s+SIZE\s+CREATED$/);
+    assert.match(row(listed), new RegExp(`^${snap}\\s+child-snap\\s+named\\s+gvisor\\s+base\\s+${child}\\s+${parent}\\s+open\\s+4\\.0 KiB`), 'TEMPLATE is the template\'s name');
     assert.equal((await ramify(['snapshot', 'rm', parent])).code, 0);
     const after = await ramify(['snapshot', 'list']);
-    assert.match(row(after.stdout), new RegExp(`\\s${parent} \\(deleted\\)\\s+4\\.0 KiB`));
+    assert.match(row(after.stdout), new RegExp(`\\s${parent} \\(deleted\\)\\s+open\\s+4\\.0 KiB`));
     const json = JSON.parse((await ramify(['snapshot', 'list', '--json'])).stdout) as { id: string; parentSnapshotId: string | null; templateId: string }[];
     assert.equal(json.find((s) => s.id === snap)?.parentSnapshotId, parent);
     assert.equal(json.find((s) => s.id === snap)?.templateId, 'tpl_base');

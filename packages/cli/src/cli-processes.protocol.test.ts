@@ -5,6 +5,7 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { DEFAULT_MAX_OUTPUT_BYTES } from '@ramify/sdk';
 import type { CommandScript } from '@ramify/sdk/testing';
 import { useCliFixture } from './test-support/cli-fixture.js';
 
@@ -106,7 +107,11 @@ describe('protocol: ramify sandbox exec --background, ps, attach, kill-process',
     assert.equal(attached.stderr, 'warn\n');
     const json = await ramify(['sandbox', 'attach', id, pid, '--json']);
     assert.equal(json.code, 3);
-    assert.deepEqual(JSON.parse(json.stdout), { pid: Number(pid), exitCode: 3, signal: null, error: null, stdout: 'line 1\nline 2\n', stderr: 'warn\n' });
+    assert.deepEqual(JSON.parse(json.stdout), {
+      pid: Number(pid), exitCode: 3, signal: null, error: null, stdout: 'line 1\nline 2\n', stderr: 'warn\n', truncated: false,
+      capture: { limitBytes: DEFAULT_MAX_OUTPUT_BYTES, stdout: { keptBytes: 14, totalBytes: 14 }, stderr: { keptBytes: 5, totalBytes: 5 } },
+    });
+    assert.equal(json.stderr, '', 'no note: nothing was cut');
     const unknown = await ramify(['sandbox', 'attach', id, '999999']);
     assert.equal(unknown.code, 125);
     assert.match(unknown.stderr, /PROCESS_NOT_FOUND/);

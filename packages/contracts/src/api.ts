@@ -27,6 +27,66 @@ export const MAX_FORK_COUNT = 64;
 const StringMap = z.record(z.string().min(1).max(256), z.string().max(8192));
 const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are [A-Za-z_][A-Za-z0-9_]*'), z.string().max(65536));
 
+/** Most rules one egress policy may hold. */
+export const MAX_EGRESS_RULES = 1000;
+/** Longest egress rule, characters (before normalisation). */
+export const MAX_EGRESS_RULE_LENGTH = 300;
+
+/**
+ * An ordered list of egress allow rules, one string each: `host`, `*.host` (subdomains), `host:port`,
+ * `ip`, `ip:port`, `cidr`, `cidr:port` (IPv4 only) or `*` (everything); a port is `N` or `N-M` in 1-65535.
+ * No rules = open egress; the first rule switches the sandbox to default-deny. A host has at least two
+ * labels (`pypi.org`): a single label such as `none` or `localhost` is refused with a hint (it is no host
+ * a sandbox can reach, and usually meant "deny everything": mode `deny-all`). Rules are checked and
+ * normalised by the daemon (lowercase, no trailing dot, IDN as punycode); a bad rule is a 400
+ * `VALIDATION_FAILED` whose message and `details` (`rule`, `index`, 0-based) name it.
+ * At most {@link MAX_EGRESS_RULES} rules of {@link MAX_EGRESS_RULE_LENGTH} characters.
+ */
+export const EgressRules = z.array(z.string());
+
+/**
+ * `open`: everything allowed but what is always closed (metadata/link-local, the host, other sandboxes,
+ * and private ranges no rule names); `allowlist`: only what a rule allows; `deny-all`: nothing leaves
+ * (no name resolves, no address is reachable).
+ */
+export const EgressMode = z.enum(['open', 'allowlist', 'deny-all']);
+export type EgressMode = z.infer<typeof EgressMode>;
+
+/**
+ * An egress policy as a request gives it (`PUT /v1/sandboxes/{id}/egress`, and `egress` of a create):
+ * `{ rules }` as always (`[]` = open, any rule = allowlist), or an explicit `mode`: `{ mode: 'deny-all' }`,
+ * `{ mode: 'open' }`, `{ mode: 'allowlist', rules: [...] }` (at least one rule). Rules with `open` or
+ * `deny-all`, an `allowlist` without rules, or neither field: 400 `VALIDATION_FAILED` (checked by the daemon).
+ */
+export const EgressPolicyRequest = z
+  .strictObject({
+    mode: EgressMode.optional().describe("open | allowlist | deny-all; default: 'open' without rules, 'allowlist' with them"),
+    rules: EgressRules.optional().describe("allow rules; only with mode 'allowlist' (or no mode)"),
+  })
+  .describe("An egress policy: { rules } (no rules = open, any rule = allowlist) or { mode: 'deny-all' } (nothing leaves) or { mode: 'open' }");
+export type EgressPolicyRequest = z.infer<typeof EgressPolicyRequest>;
+
+/** `PUT /v1/sandboxes/{id}/egress`: replace the whole policy at once (`{ rules: [] }` or `{ mode: 'open' }` opens egress again). */
+export const SetEgressRequest = EgressPolicyRequest;
+export type SetEgressRequest = z.infer<typeof SetEgressRequest>;
+
+/** A sandbox's egress policy as in force. */
+export const EgressPolicyInfo = z.object({
+  /** Normalised rules, in order (empty unless `mode` is `allowlist`). */
+  rules: z.array(z.string()),
+  mode: EgressMode,
+  /** When the policy was last set (ISO time); null when it never was (open by default). */
+  updatedAt: z.string().nullable(),
+});
+export type EgressPolicyInfo = z.infer<typeof EgressPolicyInfo>;
+
+/**
+ * The egress policy a snapshot recorded: its sandbox's when the snapshot was taken (normalised rules).
+ * A sandbox created from the snapshot starts with it unless its create request gives `egress`.
+ */
+export const SnapshotEgress = z.object({ mode: EgressMode, rules: z.array(z.string()) });
+export type SnapshotEgress = z.infer<typeof SnapshotEgress>;
+
 export const CreateSandboxRequest = z.strictObject({
   /** Template name or id; default `base`. Mutually exclusive with `snapshot`. */
   template: z.string().min(1).max(128).optional(),
@@ -53,10 +113,16 @@ export const CreateSandboxRequest = z.strictObject({
   diskSizeMB: z.number().int().positive().max(1_048_576).optional(),
   runtime: RuntimeName.optional(),
   /**
-   * Egress allow rules (see {@link EgressRules}); absent or empty = open egress. Validated like
-   * `PUT /v1/sandboxes/{id}/egress`: a bad rule fails the create with 400 naming it, before anything starts.
+   * The sandbox's egress policy: a list of allow rules (see {@link EgressRules}; empty = open) or an
+   * {@link EgressPolicyRequest} such as `{ mode: 'deny-all' }`. Absent: from a template, open egress; from
+   * a snapshot, the policy the snapshot recorded (see {@link SnapshotInfo}`.egress`; open when it recorded
+   * none). A request's `egress` replaces the snapshot's (it is not merged). Validated like `PUT /v1/sandboxes/{id}/egress`: a bad rule fails the create with 400 naming it,
+   * before anything starts. Enforced before the sandbox's image is restored.
    */
-  egress: z.array(z.string()).optional(),
+  egress: z
+    .union([EgressRules, EgressPolicyRequest])
+    .optional()
+    .describe("allow rules, or { mode: 'deny-all' | 'open' | 'allowlist', rules? }; absent: open, or from a snapshot the snapshot's recorded policy"),
 });
 export type CreateSandboxRequest = z.infer<typeof CreateSandboxRequest>;
 
@@ -113,41 +179,16 @@ export const SnapshotInfo = z.object({
   parentSnapshotId: z.string().nullable(),
   sizeBytes: z.number().int(),
   createdAt: z.string(),
+  /**
+   * The egress policy recorded with the snapshot (its sandbox's when it was taken), which a sandbox
+   * created from it starts with unless the request gives `egress`. Null when none is recorded: a template
+   * image (its sandboxes start open), or a snapshot taken before policies were recorded (schema migration
+   * 10) whose sandbox no longer exists to take it from; a sandbox created from such a snapshot starts
+   * open, as it always did.
+   */
+  egress: SnapshotEgress.nullable().describe('egress policy a sandbox created from this snapshot starts with; null: none recorded (template image, or an old snapshot): open'),
 });
 export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
-
-/** Most rules one egress policy may hold. */
-export const MAX_EGRESS_RULES = 1000;
-/** Longest egress rule, characters (before normalisation). */
-export const MAX_EGRESS_RULE_LENGTH = 300;
-
-/**
- * An ordered list of egress allow rules, one string each: `host`, `*.host` (subdomains), `host:port`,
- * `ip`, `ip:port`, `cidr`, `cidr:port` (IPv4 only) or `*` (everything); a port is `N` or `N-M` in 1-65535.
- * No rules = open egress; the first rule switches the sandbox to default-deny. Rules are checked and
- * normalised by the daemon (lowercase, no trailing dot, IDN as punycode); a bad rule is a 400
- * `VALIDATION_FAILED` whose message and `details` (`rule`, `index`, 0-based) name it.
- * At most {@link MAX_EGRESS_RULES} rules of {@link MAX_EGRESS_RULE_LENGTH} characters.
- */
-export const EgressRules = z.array(z.string());
-
-/** `PUT /v1/sandboxes/{id}/egress`: replace the whole policy at once (`[]` opens egress again). */
-export const SetEgressRequest = z.strictObject({ rules: EgressRules });
-export type SetEgressRequest = z.infer<typeof SetEgressRequest>;
-
-/** `open`: no rules, everything allowed; `allowlist`: only what a rule allows. */
-export const EgressMode = z.enum(['open', 'allowlist']);
-export type EgressMode = z.infer<typeof EgressMode>;
-
-/** A sandbox's egress policy as in force. */
-export const EgressPolicyInfo = z.object({
-  /** Normalised rules, in order. */
-  rules: z.array(z.string()),
-  mode: EgressMode,
-  /** When the policy was last set (ISO time); null when it never was (open by default). */
-  updatedAt: z.string().nullable(),
-});
-export type EgressPolicyInfo = z.infer<typeof EgressPolicyInfo>;
 
 /** One verdict of the egress enforcement (a connection or a DNS name). */
 export const EgressLogEntry = z.object({
@@ -185,18 +226,43 @@ export const CommandRequest = z.strictObject({
 });
 export type CommandRequest = z.infer<typeof CommandRequest>;
 
+/** How much of one stream a command result holds (see `output-capture.ts`). */
+export const CapturedStream = z.object({
+  /** Bytes of the stream's start the result's text holds: all of them unless cut; at most `limitBytes`. */
+  keptBytes: z.number().int().describe('bytes of the stream (from its first byte) the result holds; at most limitBytes, up to 3 fewer when the cut fell inside a UTF-8 character (it is left out whole)'),
+  /** Bytes the process wrote to the stream, kept or not. */
+  totalBytes: z.number().int().describe('bytes the process wrote to the stream, kept or not'),
+});
+export type CapturedStream = z.infer<typeof CapturedStream>;
+
+/** The capture limit of a command result and what it kept of each stream. */
+export const CommandCapture = z.object({
+  /** Per-stream limit, bytes: the daemon's `maxOutputBytes` (`ramify serve --max-output-bytes`, default 32 MiB). */
+  limitBytes: z.number().int().describe("per-stream limit, bytes: the daemon's maxOutputBytes (ramify serve --max-output-bytes; default 33554432, 32 MiB)"),
+  stdout: CapturedStream,
+  stderr: CapturedStream,
+});
+export type CommandCapture = z.infer<typeof CommandCapture>;
+
 export const CommandResult = z.object({
   pid: z.number().int(),
   exitCode: z.number().int().nullable(),
   /** Set when the process died of a signal, e.g. `SIGKILL`. */
   signal: z.string().nullable(),
-  stdout: z.string(),
-  stderr: z.string(),
+  /** The head of stdout, decoded as UTF-8: at most `capture.limitBytes` bytes of it (see `truncated`). */
+  stdout: z.string().describe('stdout decoded as UTF-8: at most capture.limitBytes bytes of it, from the start'),
+  stderr: z.string().describe('stderr decoded as UTF-8: at most capture.limitBytes bytes of it, from the start'),
   /**
    * `timeout` when the deadline killed it; `oom` when it, or one of its processes, was killed because the
    * sandbox ran out of memory (the sandbox keeps running). Null when it ended on its own.
    */
   error: z.string().nullable(),
+  /**
+   * True when stdout or stderr wrote more than `capture.limitBytes` bytes: the result holds the head of
+   * it and the rest was dropped (stream the command to get every byte). The exit code is the process's.
+   */
+  truncated: z.boolean().describe('true when stdout or stderr was cut at capture.limitBytes: the result holds the head, the rest was dropped (stream the command over /commands/stream to get every byte)'),
+  capture: CommandCapture,
 });
 export type CommandResult = z.infer<typeof CommandResult>;
 
@@ -342,7 +408,12 @@ export type AuditEntry = z.infer<typeof AuditEntry>;
 export const StreamChannel = { stdin: 0, stdout: 1, stderr: 2 } as const;
 export type StreamControl =
   | { type: 'start'; request: CommandRequest }
-  | { type: 'started'; pid: number }
+  /**
+   * Always the first frame of a stream (daemons before it may send output first). `maxOutputBytes`: the
+   * daemon's per-stream limit of command results, bytes, which the SDK applies to the results it
+   * collects (the stream itself is never cut); absent from daemons before it.
+   */
+  | { type: 'started'; pid: number; maxOutputBytes?: number }
   | { type: 'closeStdin' }
   | { type: 'exit'; exitCode: number | null; signal: string | null; error: string | null }
   | { type: 'error'; code: string; message: string };

@@ -22,7 +22,14 @@ export const ERROR_CODES = {
   IS_A_DIRECTORY: 400,
   FILE_EXISTS: 409,
   INVALID_STATE: 409,
+  /** The sandbox failed (state `error`: its runtime instance exited, ran out of memory or could not be restored); details.reason says why. */
+  SANDBOX_FAILED: 409,
   CHECKPOINT_BLOCKED: 409,
+  /**
+   * The process has exited, so the call cannot reach it (stdin to a process that is gone); details:
+   * `pid`, `exitCode` and `signal` (null when unknown).
+   */
+  PROCESS_EXITED: 409,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   /**
@@ -52,6 +59,8 @@ export const ERROR_CODES = {
   COMMAND_OOM: 422,
   /** `Sandbox.explore()`: every strategy threw or failed to score. */
   EXPLORE_FAILED: 422,
+  /** A file read as text is not valid UTF-8 (read it as bytes instead); nothing was replaced with U+FFFD. */
+  NOT_UTF8: 422,
 } as const satisfies Record<string, number>;
 
 /** One of {@link ERROR_CODES}' keys. */

@@ -1,4 +1,5 @@
 export * from './errors.js';
 export * from './api.js';
 export * from './agent.js';
+export * from './output-capture.js';
 export * from "./routes.js";

@@ -19,13 +19,13 @@
  * | GET  | /v1/sandboxes/:id/egress | | EgressPolicyInfo |
  * | PUT  | /v1/sandboxes/:id/egress | SetEgressRequest | EgressPolicyInfo (atomic replace, live on running and paused sandboxes) |
  * | GET  | /v1/sandboxes/:id/egress/log | EgressLogQuery (`?limit=N`) | EgressLogResponse (newest first) |
- * | POST | /v1/sandboxes/:id/commands | CommandRequest | CommandResult (foreground) or `{ pid }` (background) |
+ * | POST | /v1/sandboxes/:id/commands | CommandRequest | CommandResult (foreground; each stream's head, at most the daemon's `maxOutputBytes`, default 32 MiB: `truncated`, `capture`) or `{ pid }` (background) |
  * | GET  | /v1/sandboxes/:id/processes | | `{ processes: ProcessInfo[] }` |
- * | POST | /v1/sandboxes/:id/processes/:pid/stdin | raw bytes (application/octet-stream) | 204 |
+ * | POST | /v1/sandboxes/:id/processes/:pid/stdin | raw bytes (application/octet-stream) | 204; 409 PROCESS_EXITED (details `exitCode`, `signal`) once the process exited |
  * | POST | /v1/sandboxes/:id/processes/:pid/stdin/close | | 204 |
  * | POST | /v1/sandboxes/:id/processes/:pid/signal | SignalRequest | 204 |
  * | GET  | /v1/sandboxes/:id/processes/:pid/wait | | `{ exitCode, signal, error }` (long poll until exit) |
- * | WS   | /v1/sandboxes/:id/commands/stream | first text frame `{type:'start', request}` | see StreamControl |
+ * | WS   | /v1/sandboxes/:id/commands/stream | first text frame `{type:'start', request}` | `{type:'started', pid, maxOutputBytes}` first, every output byte, exit; see StreamControl |
  * | WS   | /v1/sandboxes/:id/processes/:pid/stream?stdout=N&stderr=N | | replay from offsets, then live |
  * | GET  | /v1/sandboxes/:id/files?path=P | | raw bytes, streamed |
  * | PUT  | /v1/sandboxes/:id/files?path=P | raw bytes, streamed | FileInfo |

@@ -4,7 +4,7 @@
  * agent sessions, lifecycle events, the buffered egress log). Use-cases are plain functions taking this context first.
  */
 import { randomBytes } from 'node:crypto';
-import { RamifyError, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
 import type { ConnectAgent } from './ports/agent.js';
 import type { Clock } from './ports/clock.js';
 import type { EgressEnforcer } from './ports/egress.js';
@@ -29,13 +29,6 @@ export interface CoreOptions {
   /** Interval between endpoint polls while waiting, ms. */
   quietNetworkPollMs: number;
   /**
-   * How long pause/fork/snapshot wait for TCP connections the sandbox closed first to leave TIME_WAIT, ms
-   * (they end within 65 s of the close; gVisor cannot checkpoint them). Default 30000: with the
-   * checkpoint it stays inside the SDK's 60 s request bound; a longer wait is refused with
-   * `CHECKPOINT_BLOCKED` and `retryAfterMs`.
-   */
-  closingConnectionsWaitMs: number;
-  /**
    * Bound on opening an agent channel plus its first ping, reconnects included, ms. Default 20000: a
    * restored microVM under TCG answers in ~0.2-1 s; the rest is room for a loaded host and reconnects.
    */
@@ -52,6 +45,14 @@ export interface CoreOptions {
   defaultMemoryMB: number;
   /** How often the timeout scheduler looks for due sandboxes, ms. */
   timeoutSweepMs: number;
+  /** How often the liveness monitor checks running sandboxes' runtime instances, ms (0 = off). */
+  livenessPollMs: number;
+  /**
+   * A command result keeps at most this many bytes of each stream, the head (`truncated` and `capture`
+   * say so; streams are never cut). Default `DEFAULT_MAX_OUTPUT_BYTES` (32 MiB); the daemon accepts
+   * 0 to `MAX_OUTPUT_BYTES_CEILING` (40 MiB).
+   */
+  maxOutputBytes: number;
   /** After a timeout pause is refused (`CHECKPOINT_BLOCKED`), wait this long before trying again, ms. */
   timeoutRetryMs: number;
 }
@@ -59,7 +60,6 @@ export interface CoreOptions {
 export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   quietNetworkTimeoutMs: 10_000,
   quietNetworkPollMs: 250,
-  closingConnectionsWaitMs: 30_000,
   agentConnectTimeoutMs: 20_000,
   forkConcurrency: 8,
   prewarmSlots: 8,
@@ -69,6 +69,8 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   defaultCpuCount: 1,
   defaultMemoryMB: 512,
   timeoutSweepMs: 1_000,
+  livenessPollMs: 1_000,
+  maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
   timeoutRetryMs: 30_000,
 };
 

@@ -33,6 +33,7 @@ export { forkSandbox, type ForkInput } from './lifecycle/fork.js';
 export { snapshotSandbox, type SnapshotInput } from './lifecycle/snapshot.js';
 export { setSandboxTimeout } from './lifecycle/set-timeout.js';
 export { TimeoutScheduler } from './lifecycle/timeouts.js';
+export { LivenessMonitor } from './lifecycle/liveness.js';
 export { prewarmFreeSlots } from './lifecycle/prewarm.js';
 export { reconcile, type ReconcileReport } from './lifecycle/reconcile.js';
 export type { ReconcileOutcome } from './lifecycle/reconcile-sandbox.js';

@@ -32,6 +32,15 @@ describe('HTTP edge with the fake runtime: auth, health, OpenAPI', () => {
       assert.ok(doc.paths[path], `${path} documented`);
     }
     assert.equal(doc.paths['/v1/sandboxes'].post.requestBody.content['application/json'].schema.additionalProperties, false);
+    const run = doc.paths['/v1/sandboxes/{id}/commands'].post;
+    assert.match(run.description, /maxOutputBytes.*32 MiB/);
+    const result = run.responses['200'].content['application/json'].schema.anyOf[0];
+    assert.equal(result.properties.truncated.type, 'boolean');
+    assert.match(result.properties.truncated.description, /cut/);
+    assert.deepEqual(Object.keys(result.properties.capture.properties), ['limitBytes', 'stdout', 'stderr']);
+    assert.deepEqual(Object.keys(result.properties.capture.properties.stdout.properties), ['keptBytes', 'totalBytes']);
+    assert.match(doc.paths['/v1/sandboxes/{id}/commands/stream'].get.description, /maxOutputBytes/);
+    assert.match(doc.paths['/v1/sandboxes/{id}/processes/{pid}/stdin'].post.description, /PROCESS_EXITED/);
     const none = await bed.app.inject({ method: 'GET', url: '/v1/sandboxes' });
     assert.equal(none.statusCode, 401);
     assert.equal(none.json().error.code, 'UNAUTHORIZED');

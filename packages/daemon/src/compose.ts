@@ -39,6 +39,7 @@ import {
   type HostEgressOptions,
 } from '@ramify/network';
 import { GvisorRuntime } from '@ramify/runtime-gvisor';
+import { resolveMaxOutputBytes } from './config.js';
 import { openRuntimes, type GvisorOptions, type MicrovmOptions } from './runtimes.js';
 import { LocalSnapshotStorage } from '@ramify/storage';
 import { SqliteStore } from '@ramify/store';
@@ -82,6 +83,11 @@ export interface ComposeOptions {
   clock?: Clock;
   overrides?: ComposeOverrides;
   coreOptions?: Partial<CoreOptions>;
+  /**
+   * Per-stream limit of command results, bytes (see `resolveMaxOutputBytes` in config.ts); default 32 MiB.
+   * Overrides `coreOptions.maxOutputBytes`.
+   */
+  maxOutputBytes?: number;
   gvisor?: GvisorOptions;
   /** QEMU microVM runtime options. */
   microvm?: MicrovmOptions;
@@ -97,9 +103,11 @@ export interface Composition {
   close(): Promise<void>;
 }
 
-/** Wire every port and build the core context. */
+/** Wire every port and build the core context. @throws RamifyError VALIDATION_FAILED for a bad `maxOutputBytes`. */
 export async function compose(options: ComposeOptions): Promise<Composition> {
   const { dataDir, logger, overrides = {} } = options;
+  // Checked before anything is opened.
+  const coreOptions = { ...options.coreOptions, ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: resolveMaxOutputBytes(options.maxOutputBytes) } : {}) };
   const clock = options.clock ?? systemClock;
   // WIRING: store (SQLite under the data dir; slots bounded by the network's address layout).
   const store = overrides.store ?? new SqliteStore({ path: join(dataDir, 'ramify.db'), maxSlots: MAX_SLOT });
@@ -138,7 +146,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   // WIRING: the enforcer core calls (apply/remove); the SNI/Host proxy is not built yet.
   const egressEnforcer = overrides.egressEnforcer ?? hostEgress?.enforcer;
 
-  const core = createCore({ store, runtimes, unavailableRuntimes: opened.unavailable, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, egressLog, options: options.coreOptions });
+  const core = createCore({ store, runtimes, unavailableRuntimes: opened.unavailable, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, egressLog, options: coreOptions });
   return {
     core,
     close: async () => {

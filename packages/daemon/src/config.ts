@@ -2,7 +2,7 @@
  * Daemon configuration: where its data lives and where it listens. The daemon is the composition root,
  * so it (and only it) reads the environment.
  */
-import { DEFAULT_API_PORT } from '@ramify/contracts';
+import { DEFAULT_API_PORT, DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING, RamifyError } from '@ramify/contracts';
 
 /** Default data directory (override with the `dataDir` option or `RAMIFY_HOME`). */
 export const DEFAULT_DATA_DIR = '/var/lib/ramify';
@@ -24,3 +24,16 @@ export function resolveCacheDir(option?: string, env: NodeJS.ProcessEnv = proces
 
 /** Name of the file in the data directory holding the first API key (mode 0600), for the CLI on this host. */
 export const API_KEY_FILE = 'api-key';
+
+/**
+ * The per-stream limit of command results, bytes: `option` if given, else {@link DEFAULT_MAX_OUTPUT_BYTES}
+ * (32 MiB). Results hold the head of each stream and say when they were cut; streams are never cut.
+ * @throws RamifyError VALIDATION_FAILED when `option` is not an integer from 0 to `MAX_OUTPUT_BYTES_CEILING` (40 MiB).
+ */
+export function resolveMaxOutputBytes(option?: number): number {
+  if (option === undefined) return DEFAULT_MAX_OUTPUT_BYTES;
+  if (!Number.isInteger(option) || option < 0 || option > MAX_OUTPUT_BYTES_CEILING) {
+    throw new RamifyError('VALIDATION_FAILED', `maxOutputBytes must be an integer from 0 to ${MAX_OUTPUT_BYTES_CEILING} (40 MiB: a result holds both streams in one JSON body), got ${option}`);
+  }
+  return option;
+}

@@ -39,6 +39,52 @@ describe('HTTP edge: egress policy routes (fake runtime)', () => {
     assert.deepEqual((await getEgress(fresh.id)).json(), { rules: [], mode: 'open', updatedAt: null });
   });
 
+  test("deny-all: create with egress { mode: 'deny-all' }, PUT { mode: 'deny-all' } and back; a mode that does not fit the rules is a 400", async () => {
+    const sbx = await create({ egress: { mode: 'deny-all' } });
+    const got = (await getEgress(sbx.id)).json();
+    assert.deepEqual([got.mode, got.rules], ['deny-all', []]);
+    assert.equal(bed.world.egress.modeOf(sbx.id), 'deny-all');
+
+    const allow = await putEgress(sbx.id, { mode: 'allowlist', rules: ['PyPI.org'] });
+    assert.equal(allow.statusCode, 200, allow.body);
+    assert.deepEqual([allow.json().mode, allow.json().rules], ['allowlist', ['pypi.org']]);
+    const deny = await putEgress(sbx.id, { mode: 'deny-all' });
+    assert.deepEqual([deny.json().mode, deny.json().rules], ['deny-all', []]);
+    assert.equal(bed.world.egress.modeOf(sbx.id), 'deny-all');
+    const open = await putEgress(sbx.id, { mode: 'open' });
+    assert.deepEqual([open.json().mode, open.json().rules], ['open', []]);
+
+    for (const [body, message] of [
+      [{ mode: 'deny-all', rules: ['pypi.org'] }, /mode 'deny-all' takes no rules/],
+      [{ mode: 'allowlist', rules: [] }, /needs at least one rule; to deny all egress use mode 'deny-all'/],
+      [{}, /needs rules or a mode/],
+    ] as const) {
+      const res = await putEgress(sbx.id, body);
+      assert.equal(res.statusCode, 400, res.body);
+      assert.equal(res.json().error.code, 'VALIDATION_FAILED');
+      assert.match(res.json().error.message, message);
+    }
+    assert.equal(bed.world.egress.modeOf(sbx.id), 'open', 'refused bodies change nothing');
+    const badCreate = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: bed.auth, payload: { egress: { mode: 'deny-all', rules: ['pypi.org'] } } });
+    assert.equal(badCreate.statusCode, 400);
+  });
+
+  test('a named snapshot shows the policy it recorded; a sandbox created from it starts with it unless the body gives egress', async () => {
+    const sbx = await create({ egress: { mode: 'deny-all' } });
+    const snap = await bed.app.inject({ method: 'POST', url: `/v1/sandboxes/${sbx.id}/snapshots`, headers: bed.auth, payload: { name: 'sealed' } });
+    assert.equal(snap.statusCode, 201, snap.body);
+    assert.deepEqual(snap.json().egress, { mode: 'deny-all', rules: [] });
+    assert.deepEqual((await bed.app.inject({ method: 'GET', url: '/v1/snapshots/sealed', headers: bed.auth })).json().egress, { mode: 'deny-all', rules: [] });
+    const listed = (await bed.app.inject({ method: 'GET', url: '/v1/snapshots', headers: bed.auth })).json().snapshots;
+    assert.deepEqual(listed.find((s: { name: string | null }) => s.name === 'sealed').egress, { mode: 'deny-all', rules: [] });
+    assert.equal(listed.find((s: { kind: string }) => s.kind === 'template').egress, null, 'a template image records none');
+
+    const child = await create({ snapshot: 'sealed' });
+    assert.equal((await getEgress(child.id)).json().mode, 'deny-all');
+    const opened = await create({ snapshot: 'sealed', egress: ['pypi.org'] });
+    assert.deepEqual((await getEgress(opened.id)).json().rules, ['pypi.org']);
+  });
+
   test('every bad rule is a 400 naming it, and the policy in force is unchanged', async () => {
     const sbx = await create({ egress: ['pypi.org'] });
     const before = (await getEgress(sbx.id)).json();
@@ -50,6 +96,7 @@ describe('HTTP edge: egress policy routes (fake runtime)', () => {
       [['10.0.0.0/33'], 0, /^egress rule 1 '10\.0\.0\.0\/33': prefix length/],
       [['300.1.1.1/8'], 0, /'300\.1\.1\.1' is not a valid IPv4 address/],
       [['2001:db8::1'], 0, /IPv6/],
+      [['pypi.org', 'none'], 1, /^egress rule 2 'none': 'none' is a single label, not a host name .*mode 'deny-all'/],
       [Array.from({ length: 10_000 }, (_, i) => `h${i}.example.com`), 1000, /^egress rule 1001 'h1000\.example\.com': too many rules \(10000\)/],
     ];
     for (const [rules, index, message] of cases) {
@@ -71,9 +118,12 @@ describe('HTTP edge: egress policy routes (fake runtime)', () => {
 
   test('the body is strict; killed and unknown sandboxes are 404; the log is an empty list for now', async () => {
     const sbx = await create();
-    const extra = await putEgress(sbx.id, { rules: [], mode: 'open' });
+    const extra = await putEgress(sbx.id, { rules: [], default: 'deny' });
     assert.equal(extra.statusCode, 400);
-    assert.match(extra.json().error.message, /unknown field 'mode'/);
+    assert.match(extra.json().error.message, /unknown field 'default'/);
+    const badMode = await putEgress(sbx.id, { mode: 'none' });
+    assert.equal(badMode.statusCode, 400);
+    assert.match(badMode.json().error.message, /body\.mode/);
     const notStrings = await putEgress(sbx.id, { rules: [443] });
     assert.equal(notStrings.statusCode, 400);
     assert.match(notStrings.json().error.message, /body\.rules\.0/);
@@ -107,5 +157,14 @@ describe('HTTP edge: egress policy routes (fake runtime)', () => {
     assert.ok(doc.paths['/v1/sandboxes/{id}/egress'].get);
     assert.ok(doc.paths['/v1/sandboxes/{id}/egress'].put);
     assert.ok(doc.paths['/v1/sandboxes/{id}/egress/log'].get);
+    const body = doc.paths['/v1/sandboxes/{id}/egress'].put.requestBody.content['application/json'].schema;
+    assert.deepEqual(body.properties.mode.enum, ['open', 'allowlist', 'deny-all']);
+    assert.match(body.description, /deny-all/);
+    const createEgress = doc.paths['/v1/sandboxes'].post.requestBody.content['application/json'].schema.properties.egress;
+    assert.equal(createEgress.anyOf.length, 2, 'create egress: a rule list or a policy object');
+    assert.match(doc.info.description, /Snapshots carry the policy: `SnapshotInfo\.egress`/);
+    assert.match(doc.info.description, /`deny-all` \(nothing leaves/);
+    const snapshotEgress = doc.paths['/v1/snapshots/{id}'].get.responses['200'].content['application/json'].schema.properties.egress;
+    assert.match(snapshotEgress.description, /null: none recorded/);
   });
 });

@@ -6,6 +6,6 @@ export { buildApp, API_ROUTES, type BuildAppOptions } from './app.js';
 export { compose, type ComposeOptions, type ComposeOverrides, type Composition, type NetworkOptions } from './compose.js';
 export type { GvisorOptions, MicrovmOptions } from './runtimes.js';
 export { ensureApiKey } from './api-key-bootstrap.js';
-export { resolveDataDir, resolveCacheDir, DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT, API_KEY_FILE } from './config.js';
+export { resolveDataDir, resolveCacheDir, resolveMaxOutputBytes, DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT, API_KEY_FILE } from './config.js';
 export { toHttpError, type HttpError } from './http/errors.js';
 export { DAEMON_VERSION } from './routes/meta.js';

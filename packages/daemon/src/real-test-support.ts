@@ -36,6 +36,22 @@ export function apiCaller(url: () => string | undefined, key: () => string): (me
   };
 }
 
+/** `sh(id, cmd)`: run `cmd` in the foreground through `call`, assert exit code 0, return its stdout. */
+export function shellCaller(call: (method: string, path: string, body?: unknown) => Promise<ApiReply>): (id: string, cmd: string) => Promise<string> {
+  return async (id, cmd) => {
+    const r = await call('POST', `/v1/sandboxes/${id}/commands`, { cmd });
+    if (r.status !== 200 || r.json.exitCode !== 0) throw new Error(`\`${cmd}\` in ${id} failed: ${JSON.stringify(r.json)}`);
+    return r.json.stdout as string;
+  };
+}
+
+/** Poll `check` every 100 ms until it holds; throws naming `what` after `limitMs` (generous: CI machines are slow). */
+export async function until(check: () => Promise<boolean>, what: string, limitMs = 30_000): Promise<void> {
+  for (const deadline = Date.now() + limitMs; !(await check()); await new Promise((resolve) => setTimeout(resolve, 100))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+  }
+}
+
 /** Boot `rootfs`, checkpoint it idle, and register it as template `base` with the given ids. */
 export async function registerRootfsTemplate(core: Core, rootfs: string, ids: { templateId: string; snapshotId: string }): Promise<void> {
   const { templateId, snapshotId } = ids;
@@ -45,7 +61,7 @@ export async function registerRootfsTemplate(core: Core, rootfs: string, ids: { 
   );
   await core.store.insertSnapshot({
     id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId, sandboxId: null,
-    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir: rootfs, envs: null,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir: rootfs, envs: null, egress: null,
   });
   await core.store.putTemplate({ id: templateId, name: 'base', runtime: 'gvisor', specHash: templateId, snapshotId, images: [{ runtime: 'gvisor', snapshotId }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
 }

@@ -9,7 +9,8 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeNetwork, FakeRuntime, seedTemplate } from '@ramify/core/testing';
-import { API_KEY_FILE, DEFAULT_DATA_DIR, resolveDataDir } from './config.js';
+import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING } from '@ramify/contracts';
+import { API_KEY_FILE, DEFAULT_DATA_DIR, resolveDataDir, resolveMaxOutputBytes } from './config.js';
 import { serve, type RamifyServer } from './serve.js';
 
 let dataDir: string;
@@ -69,6 +70,20 @@ describe('serve() with the fake runtime (bootstrap and restart wiring only)', ()
     } finally {
       await second.close();
     }
+  });
+
+  test('maxOutputBytes flows into the core (default 32 MiB); out of range is refused before anything opens', async () => {
+    const server = await serve({ dataDir, port: 0, logLevel: 'silent', print: () => undefined, maxOutputBytes: 7, overrides: { runtimes: [runtime], network, connectAgent: runtime.connectAgent, templateBuilder: null } });
+    try {
+      assert.equal(server.core.options.maxOutputBytes, 7);
+    } finally {
+      await server.close();
+    }
+    assert.equal(resolveMaxOutputBytes(undefined), DEFAULT_MAX_OUTPUT_BYTES);
+    assert.equal(resolveMaxOutputBytes(0), 0);
+    assert.equal(resolveMaxOutputBytes(MAX_OUTPUT_BYTES_CEILING), MAX_OUTPUT_BYTES_CEILING);
+    for (const bad of [-1, 1.5, MAX_OUTPUT_BYTES_CEILING + 1]) assert.throws(() => resolveMaxOutputBytes(bad), { code: 'VALIDATION_FAILED' });
+    await assert.rejects(serve({ dataDir, port: 0, logLevel: 'silent', maxOutputBytes: -1, overrides: { runtimes: [runtime], network, connectAgent: runtime.connectAgent, templateBuilder: null } }), { code: 'VALIDATION_FAILED' });
   });
 
   test('data directory: option, then RAMIFY_HOME, then /var/lib/ramify', () => {

@@ -5,7 +5,7 @@
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import { pino, type Logger as Pino } from 'pino';
-import { prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
+import { LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
@@ -30,6 +30,11 @@ export interface ServeOptions {
   /** Passed to {@link compose}: implementation overrides, core tunables, gVisor options. */
   overrides?: ComposeOptions['overrides'];
   coreOptions?: ComposeOptions['coreOptions'];
+  /**
+   * Per-stream limit of command results, bytes, 0 to 40 MiB; default 32 MiB (`ramify serve
+   * --max-output-bytes`). Results keep the head of each stream and say when they were cut.
+   */
+  maxOutputBytes?: number;
   gvisor?: ComposeOptions['gvisor'];
   /** QEMU microVM runtime options (see {@link ComposeOptions.microvm}). */
   microvm?: ComposeOptions['microvm'];
@@ -55,7 +60,7 @@ export interface RamifyServer {
   close(): Promise<void>;
 }
 
-/** Start the daemon. Rejects when the port is taken or the data directory cannot be used. */
+/** Start the daemon. Rejects when the port is taken or the data directory cannot be used; `VALIDATION_FAILED` for a bad `maxOutputBytes`. */
 export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const dataDir = resolveDataDir(options.dataDir);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
@@ -63,9 +68,10 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, pino.destination(2));
   const logger = adaptLogger(log);
 
-  const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: options.coreOptions, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress, clock: options.clock });
+  const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: options.coreOptions, maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress, clock: options.clock });
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
+  const liveness = new LivenessMonitor(core);
   let app: FastifyInstance | undefined;
   try {
     const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -73,6 +79,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     if (options.reconcile !== 'skip') await reconcile(core);
     prewarmFreeSlots(core);
     scheduler.start();
+    liveness.start();
     app = await buildApp({ core, loggerInstance: log });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     logger.info('ramify serving', { url: address, dataDir });
@@ -87,6 +94,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       close: async () => {
         await listening.close();
         await scheduler.stop();
+        await liveness.stop();
         await composition.close();
         log.flush();
       },
@@ -94,6 +102,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   } catch (err) {
     await app?.close().catch(() => undefined);
     await scheduler.stop();
+    await liveness.stop();
     await composition.close();
     throw err;
   }

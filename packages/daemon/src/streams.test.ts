@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { StreamChannel } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, StreamChannel } from '@ramify/contracts';
 import type { WebSocket } from 'ws';
 import { httpTestBed, type HttpTestBed } from './test-support.js';
 
@@ -50,7 +50,10 @@ describe('HTTP edge with the fake agent: files', () => {
 describe('HTTP edge with the fake agent: processes', () => {
   test('foreground result, background pid, stdin (raw), close stdin, wait, signal, list', async () => {
     const fg = await bed.app.inject({ method: 'POST', url: `/v1/sandboxes/${id}/commands`, headers: bed.auth, payload: { cmd: 'echo hi' } });
-    assert.deepEqual({ ...(fg.json() as object), pid: 0 }, { pid: 0, exitCode: 0, signal: null, stdout: 'hi\n', stderr: '', error: null });
+    assert.deepEqual({ ...(fg.json() as object), pid: 0 }, {
+      pid: 0, exitCode: 0, signal: null, stdout: 'hi\n', stderr: '', error: null, truncated: false,
+      capture: { limitBytes: DEFAULT_MAX_OUTPUT_BYTES, stdout: { keptBytes: 3, totalBytes: 3 }, stderr: { keptBytes: 0, totalBytes: 0 } },
+    });
     const cat = (await bed.app.inject({ method: 'POST', url: `/v1/sandboxes/${id}/commands`, headers: bed.auth, payload: { cmd: 'cat', background: true, stdin: true } })).json();
     assert.deepEqual(Object.keys(cat), ['pid']);
     const stdin = await bed.app.inject({ method: 'POST', url: `/v1/sandboxes/${id}/processes/${cat.pid}/stdin`, headers: { ...bed.auth, 'content-type': 'application/octet-stream' }, payload: Buffer.from('abc') });
@@ -65,6 +68,15 @@ describe('HTTP edge with the fake agent: processes', () => {
     assert.match(bad.json().error.message, /params\.pid/);
     const unknownSignal = await bed.app.inject({ method: 'POST', url: `/v1/sandboxes/${id}/processes/1/signal`, headers: bed.auth, payload: { signal: 'SIGWHAT' } });
     assert.equal(unknownSignal.statusCode, 400);
+  });
+
+  test("a foreground result past the core's maxOutputBytes says truncated, with the counts", async () => {
+    bed.world.core.options.maxOutputBytes = 4;
+    const fg = (await bed.app.inject({ method: 'POST', url: `/v1/sandboxes/${id}/commands`, headers: bed.auth, payload: { cmd: 'echo abcdef' } })).json();
+    assert.equal(fg.exitCode, 0);
+    assert.equal(fg.stdout, 'abcd');
+    assert.equal(fg.truncated, true);
+    assert.deepEqual(fg.capture, { limitBytes: 4, stdout: { keptBytes: 4, totalBytes: 7 }, stderr: { keptBytes: 0, totalBytes: 0 } });
   });
 });
 
@@ -89,7 +101,7 @@ describe('HTTP edge with the fake agent: WebSocket streams', () => {
     ws.send(JSON.stringify({ type: 'closeStdin' }));
     const { frames, code } = await done;
     assert.equal(code, 1000);
-    assert.equal(JSON.parse(frames[0] as string).type, 'started');
+    assert.deepEqual(JSON.parse(frames[0] as string), { type: 'started', pid: JSON.parse(frames[0] as string).pid, maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES });
     const out = frames[1] as Buffer;
     assert.equal(out[0], StreamChannel.stdout);
     assert.equal(out.subarray(1).toString(), 'ping');
@@ -113,15 +125,17 @@ describe('HTTP edge with the fake agent: WebSocket streams', () => {
     assert.match(JSON.parse(second.frames[0] as string).message, /unknown field 'bogus'/);
   });
 
-  test('processes/:pid/stream replays from the offsets, then the exit', async () => {
+  test('processes/:pid/stream: started first (the replay waits for it), the replay from the offsets, then the exit', async () => {
     const fg = (await bed.app.inject({ method: 'POST', url: `/v1/sandboxes/${id}/commands`, headers: bed.auth, payload: { cmd: 'echo hello' } })).json();
     let done!: Promise<{ frames: Array<string | Buffer>; code: number }>;
     await bed.app.injectWS(`/v1/sandboxes/${id}/processes/${fg.pid}/stream?stdout=2&stderr=0`, { headers: bed.auth }, { onInit: (socket) => (done = collect(socket)) });
     const { frames, code } = await done;
     assert.equal(code, 1000);
-    const [first, ...rest] = frames;
-    assert.equal(Buffer.isBuffer(first) ? first.subarray(1).toString() : JSON.parse(first).type, 'llo\n');
-    assert.ok(rest.some((f) => typeof f === 'string' && JSON.parse(f).type === 'exit'));
+    const [started, replay, exit] = frames;
+    assert.deepEqual(JSON.parse(started as string), { type: 'started', pid: fg.pid, maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES });
+    assert.ok(Buffer.isBuffer(replay));
+    assert.equal(replay.subarray(1).toString(), 'llo\n');
+    assert.equal(JSON.parse(exit as string).type, 'exit');
   });
 
   test('a pause ends a live stream with close 1001 and no exit frame (the client re-attaches later)', async () => {

@@ -22,7 +22,7 @@ export async function listSnapshots(opts?: ConnectionOpts): Promise<SnapshotInfo
   return (await client(opts).json<{ snapshots: SnapshotInfo[] }>('GET', '/snapshots')).snapshots;
 }
 
-/** One snapshot by id. Throws `SNAPSHOT_NOT_FOUND`. */
+/** One snapshot by id or name (with `egress`, the policy a sandbox created from it starts with). Throws `SNAPSHOT_NOT_FOUND`. */
 export function getSnapshot(snapshotId: string, opts?: ConnectionOpts): Promise<SnapshotInfo> {
   return client(opts).json('GET', `/snapshots/${encodeURIComponent(snapshotId)}`);
 }

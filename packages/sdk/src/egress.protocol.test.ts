@@ -30,6 +30,20 @@ describe('protocol: egress', () => {
     assert.equal((await child.getEgress()).mode, 'open');
   });
 
+  test("deny-all: create and setEgress take { mode: 'deny-all' }; a sandbox made from a snapshot gets the policy the snapshot recorded", async () => {
+    const sbx = await Sandbox.create({ ...conn(), egress: { mode: 'deny-all' } });
+    assert.deepEqual(server.state.get(sbx.sandboxId).egress?.mode, 'deny-all', 'the create body carried the mode');
+    assert.deepEqual(await sbx.getEgress().then((p) => [p.mode, p.rules]), ['deny-all', []]);
+    const snap = await sbx.snapshot({ name: 'sealed-sdk' });
+    assert.deepEqual(snap.egress, { mode: 'deny-all', rules: [] });
+    const fromSnap = await Sandbox.create({ ...conn(), snapshot: 'sealed-sdk' });
+    assert.equal((await fromSnap.getEgress()).mode, 'deny-all');
+
+    assert.deepEqual(await sbx.setEgress(['pypi.org']).then((p) => [p.mode, p.rules]), ['allowlist', ['pypi.org']]);
+    assert.deepEqual(await sbx.setEgress({ mode: 'deny-all' }).then((p) => [p.mode, p.rules]), ['deny-all', []]);
+    await assert.rejects(sbx.setEgress({ mode: 'deny-all', rules: ['pypi.org'] }), { code: 'VALIDATION_FAILED' });
+  });
+
   test('a refused rule is a RamifyError VALIDATION_FAILED carrying the rule; a killed sandbox is not found', async () => {
     const sbx = await Sandbox.create(conn());
     await assert.rejects(sbx.setEgress(['ok.example.com', '*.com']), (err: unknown) => {

@@ -33,11 +33,26 @@ export class AuthenticationError extends RamifyError {
   }
 }
 
-/** The sandbox is in a state that does not allow the call (`INVALID_STATE`, `CHECKPOINT_BLOCKED`). */
+/**
+ * The sandbox or process is in a state that does not allow the call (`INVALID_STATE`,
+ * `CHECKPOINT_BLOCKED`; `PROCESS_EXITED` for stdin to a process that has exited, with `details.exitCode`
+ * and `details.signal`).
+ */
 export class InvalidStateError extends RamifyError {
-  constructor(code: 'INVALID_STATE' | 'CHECKPOINT_BLOCKED', message: string, details?: Record<string, unknown>) {
+  constructor(code: 'INVALID_STATE' | 'CHECKPOINT_BLOCKED' | 'PROCESS_EXITED', message: string, details?: Record<string, unknown>) {
     super(code, message, details);
     this.name = 'InvalidStateError';
+  }
+}
+
+/**
+ * The sandbox failed (`SANDBOX_FAILED`, state `error`): its runtime instance exited, ran out of memory or
+ * could not be restored. `details.reason` (and the message) say why; the only call left is `kill`.
+ */
+export class SandboxFailedError extends RamifyError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('SANDBOX_FAILED', message, details);
+    this.name = 'SandboxFailedError';
   }
 }
 
@@ -54,6 +69,17 @@ export class ConnectionError extends RamifyError {
   constructor(message: string, details?: Record<string, unknown>) {
     super('API_UNREACHABLE', message, details);
     this.name = 'ConnectionError';
+  }
+}
+
+/**
+ * A file read as text (`files.read(path)`, `format: 'text'`) is not valid UTF-8 (`NOT_UTF8`): the SDK
+ * never swaps bytes for U+FFFD. `details.path` names the file; read it with `format: 'bytes'`.
+ */
+export class NotUtf8Error extends RamifyError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('NOT_UTF8', message, details);
+    this.name = 'NotUtf8Error';
   }
 }
 
@@ -99,9 +125,11 @@ export function errorFromCode(code: string, message: string, details?: Record<st
     case 'TEMPLATE_NOT_FOUND': case 'SNAPSHOT_NOT_FOUND': case 'PROCESS_NOT_FOUND': case 'FILE_NOT_FOUND':
       return new NotFoundError(c, message, details);
     case 'UNAUTHORIZED': case 'FORBIDDEN': return new AuthenticationError(c, message, details);
-    case 'INVALID_STATE': case 'CHECKPOINT_BLOCKED': return new InvalidStateError(c, message, details);
+    case 'INVALID_STATE': case 'CHECKPOINT_BLOCKED': case 'PROCESS_EXITED': return new InvalidStateError(c, message, details);
+    case 'SANDBOX_FAILED': return new SandboxFailedError(message, details);
     case 'REQUEST_TIMEOUT': case 'COMMAND_TIMEOUT': return new TimeoutError(c, message, details);
     case 'API_UNREACHABLE': return new ConnectionError(message, details);
+    case 'NOT_UTF8': return new NotUtf8Error(message, details);
     default: return new RamifyError(c, message, details);
   }
 }

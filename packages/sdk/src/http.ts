@@ -14,8 +14,8 @@ export interface ApiRequestOptions {
   query?: Query;
   /** JSON body (sets `content-type: application/json`). */
   json?: unknown;
-  /** Raw body; streams are sent with `duplex: 'half'` and never buffered. */
-  body?: string | Uint8Array | ReadableStream<Uint8Array>;
+  /** Raw body; blobs and streams are sent as they are read (streams with `duplex: 'half'`), never buffered whole. */
+  body?: string | Uint8Array | Blob | ReadableStream<Uint8Array>;
   contentType?: string;
   /** Deadline until response headers, ms; default the connection's `requestTimeoutMs`; 0 = none. */
   timeoutMs?: number;
@@ -66,6 +66,10 @@ export class ApiClient {
       headers['content-type'] = opts.contentType ?? 'application/octet-stream';
       init.body = opts.body as BodyInit; // Uint8Array<ArrayBufferLike> is a valid body; TS 5.9's lib is stricter than fetch
       if (opts.body instanceof ReadableStream) init.duplex = 'half';
+      // fetch tees the body to be able to follow a redirect unless redirects are errors, and the tee's
+      // unread branch keeps every chunk: a streamed upload would be held whole (nodejs/undici#4058).
+      // The API never redirects, and a stream body could not be replayed across a redirect anyway.
+      init.redirect = 'error';
     }
     let res: Response;
     try {

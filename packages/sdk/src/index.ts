@@ -29,6 +29,8 @@ export {
 } from './connection.js';
 export {
   RamifyError, isRamifyError, NotFoundError, SandboxNotFoundError, AuthenticationError, InvalidStateError, TimeoutError,
-  ConnectionError, CommandExitError, errorFromCode, type ErrorCode, type ErrorBody,
+  SandboxFailedError, ConnectionError, NotUtf8Error, CommandExitError, errorFromCode, type ErrorCode, type ErrorBody,
 } from './errors.js';
 export type * from './types.js';
+/** Default per-stream limit of a command result, bytes (a daemon may set its own: `CommandResult.capture.limitBytes`). */
+export { DEFAULT_MAX_OUTPUT_BYTES } from '@ramify/contracts';

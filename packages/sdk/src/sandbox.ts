@@ -3,7 +3,7 @@
  * (`Sandbox.kill(id)`) and as methods on a handle (`sbx.kill()`), as in E2B's SDK.
  */
 import type {
-  CreateSandboxRequest, EgressLogEntry, EgressLogResponse, EgressPolicyInfo, ForkResponse, RuntimeName, SandboxInfo, SnapshotInfo, TimeoutAction,
+  CreateSandboxRequest, EgressLogEntry, EgressLogResponse, EgressPolicyInfo, EgressPolicyRequest, ForkResponse, RuntimeName, SandboxInfo, SnapshotInfo, TimeoutAction,
 } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
@@ -40,10 +40,12 @@ export interface SandboxOpts extends ConnectionOpts {
   diskSizeMB?: number;
   runtime?: RuntimeName;
   /**
-   * Egress allow rules (`pypi.org`, `*.example.com:443`, `10.0.0.0/8`, `*`, ...); absent = open egress.
+   * Egress policy: allow rules (`pypi.org`, `*.example.com:443`, `10.0.0.0/8`, `*`, ...; `[]` = open) or
+   * `{ mode: 'deny-all' }` (nothing leaves; also `{ mode: 'open' }`, `{ mode: 'allowlist', rules }`).
+   * Absent: open egress, or from a snapshot the policy the snapshot recorded (`SnapshotInfo.egress`).
    * A bad rule fails the create with `VALIDATION_FAILED` naming it. See {@link Sandbox.prototype.setEgress}.
    */
-  egress?: string[];
+  egress?: string[] | EgressPolicyRequest;
 }
 
 /** Options of {@link Sandbox.list}. */
@@ -190,17 +192,21 @@ export class Sandbox {
   }
 
   /**
-   * Replace the sandbox's egress policy, atomically and live (running or paused; no restart). Rules, in
-   * order: `host`, `*.host` (subdomains), `host:port`, `ip`, `ip:port`, `cidr`, `cidr:port` (IPv4), `*`;
-   * a port is `N` or `N-M`. `[]` opens egress again; any rule makes everything else denied (max 1000).
-   * Resolves with the policy in force (normalised rules). Throws `VALIDATION_FAILED` naming the first bad
-   * rule (`details.rule`, `details.index`); the previous policy then stays in force.
+   * Replace the sandbox's egress policy, atomically and live (running or paused; no restart): a list of
+   * rules or `{ mode: 'deny-all' }` (nothing leaves: no name resolves, no address is reachable). Rules, in
+   * order: `host` (at least two labels: `none` or `localhost` is refused), `*.host` (subdomains),
+   * `host:port`, `ip`, `ip:port`, `cidr`, `cidr:port` (IPv4), `*`; a port is `N` or `N-M`. `[]` (or
+   * `{ mode: 'open' }`) opens egress again; any rule makes everything else denied (max 1000).
+   * Resolves with the policy in force (mode, normalised rules). Throws `VALIDATION_FAILED` naming the first
+   * bad rule (`details.rule`, `details.index`), or a mode that does not fit the rules (`details.field`);
+   * the previous policy then stays in force.
    */
-  setEgress(rules: string[]): Promise<EgressPolicyInfo> {
-    return this.api.json<EgressPolicyInfo>('PUT', sandboxPath(this.sandboxId, '/egress'), { json: { rules } });
+  setEgress(policy: string[] | EgressPolicyRequest): Promise<EgressPolicyInfo> {
+    const body: EgressPolicyRequest = Array.isArray(policy) ? { rules: policy } : policy;
+    return this.api.json<EgressPolicyInfo>('PUT', sandboxPath(this.sandboxId, '/egress'), { json: body });
   }
 
-  /** The egress policy in force: normalised rules, `mode` (`open` or `allowlist`) and `updatedAt`. */
+  /** The egress policy in force: normalised rules, `mode` (`open`, `allowlist` or `deny-all`) and `updatedAt`. */
   getEgress(): Promise<EgressPolicyInfo> {
     return this.api.json<EgressPolicyInfo>('GET', sandboxPath(this.sandboxId, '/egress'));
   }

@@ -4,6 +4,6 @@
  */
 export type {
   SandboxInfo, SandboxState, SnapshotInfo, TemplateInfo, TemplateSpec, TemplateBuildEvent, FileInfo,
-  ProcessInfo, CommandResult, RuntimeName, TimeoutAction, AuditEntry, StreamOffsets, StreamControl,
-  EgressPolicyInfo, EgressMode, EgressLogEntry,
+  ProcessInfo, CommandResult, CommandCapture, CapturedStream, RuntimeName, TimeoutAction, AuditEntry, StreamOffsets, StreamControl,
+  EgressPolicyInfo, EgressPolicyRequest, EgressMode, EgressLogEntry, SnapshotEgress,
 } from '@ramify/contracts';

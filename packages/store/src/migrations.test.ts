@@ -76,7 +76,7 @@ describe('migration 2: pin-rootfs-dir (real SQLite file)', () => {
       await assert.rejects(
         store.insertSnapshot({
           id: 'snap_x', name: null, kind: 'pause', status: 'ready', runtime: 'gvisor', templateId: 't', sandboxId: null,
-          parentSnapshotId: null, sizeBytes: 1, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: '', envs: null,
+          parentSnapshotId: null, sizeBytes: 1, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: '', envs: null, egress: null,
         }),
         { code: 'INTERNAL' },
       );
@@ -123,20 +123,21 @@ describe('migration 3: egress-policies (real SQLite file)', () => {
       assert.deepEqual(appliedMigrations(store.db), MIGRATIONS.map((m) => m.version));
       assert.ok(MIGRATIONS.some((m) => m.version === 3 && m.name === 'egress-policies'));
       assert.equal(await store.getEgressPolicy('sbx_old'), null);
-      assert.deepEqual(await store.putEgressPolicy('sbx_old', ['pypi.org', '10.0.0.0/8:22'], 5), { sandboxId: 'sbx_old', rules: ['pypi.org', '10.0.0.0/8:22'], updatedAt: 5 });
+      const allow = (...rules: string[]) => ({ mode: 'allowlist' as const, rules });
+      assert.deepEqual(await store.putEgressPolicy('sbx_old', allow('pypi.org', '10.0.0.0/8:22'), 5), { sandboxId: 'sbx_old', mode: 'allowlist', rules: ['pypi.org', '10.0.0.0/8:22'], updatedAt: 5 });
       // Replacing is whole and keeps the order given.
-      await store.putEgressPolicy('sbx_old', ['b.example.com', 'a.example.com'], 6);
-      assert.deepEqual(await store.getEgressPolicy('sbx_old'), { sandboxId: 'sbx_old', rules: ['b.example.com', 'a.example.com'], updatedAt: 6 });
-      await store.putEgressPolicy('sbx_old', [], 7);
+      await store.putEgressPolicy('sbx_old', allow('b.example.com', 'a.example.com'), 6);
+      assert.deepEqual(await store.getEgressPolicy('sbx_old'), { sandboxId: 'sbx_old', mode: 'allowlist', rules: ['b.example.com', 'a.example.com'], updatedAt: 6 });
+      await store.putEgressPolicy('sbx_old', { mode: 'open', rules: [] }, 7);
       assert.deepEqual((await store.getEgressPolicy('sbx_old'))?.rules, []);
       await store.deleteEgressPolicy('sbx_old');
       assert.equal(await store.getEgressPolicy('sbx_old'), null);
       await store.deleteEgressPolicy('sbx_old');
 
-      await assert.rejects(store.putEgressPolicy('sbx_missing', ['pypi.org'], 1), { code: 'SANDBOX_NOT_FOUND' });
-      assert.throws(() => store.db.prepare(`INSERT INTO egress_policies (sandbox_id, rules, updated_at) VALUES ('sbx_old', '{"a":1}', 1)`).run(), /CHECK constraint/);
+      await assert.rejects(store.putEgressPolicy('sbx_missing', allow('pypi.org'), 1), { code: 'SANDBOX_NOT_FOUND' });
+      assert.throws(() => store.db.prepare(`INSERT INTO egress_policies (sandbox_id, mode, rules, updated_at) VALUES ('sbx_old', 'open', '{"a":1}', 1)`).run(), /CHECK constraint/);
       // A policy goes with its sandbox.
-      await store.putEgressPolicy('sbx_old', ['pypi.org'], 8);
+      await store.putEgressPolicy('sbx_old', allow('pypi.org'), 8);
       store.db.prepare(`DELETE FROM sandboxes WHERE id = 'sbx_old'`).run();
       assert.equal(await store.getEgressPolicy('sbx_old'), null);
     } finally {
@@ -228,6 +229,101 @@ describe('migration 8: snapshot-envs (real SQLite file)', () => {
 
       assert.throws(() => store.db.prepare(`UPDATE snapshots SET envs = '["a"]' WHERE id = 'snap_old'`).run(), /CHECK constraint/);
       assert.throws(() => store.db.prepare(`UPDATE snapshots SET envs = 'nope' WHERE id = 'snap_old'`).run(), /CHECK constraint|malformed JSON/);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('migration 9: egress-modes (real SQLite file)', () => {
+  test("existing policies keep their meaning ('[]' open, rules allowlist); deny-all is stored; the mode must fit the rules", async () => {
+    const path = join(dir, 'v8.db');
+    const db = openDatabase(path, MIGRATIONS.filter((m) => m.version <= 8));
+    assert.deepEqual(appliedMigrations(db), [1, 2, 3, 4, 5, 6, 7, 8]);
+    const sandbox = db.prepare(
+      `INSERT INTO sandboxes (id, state, runtime, template_id, source_snapshot_id, parent_id, cpu_count, memory_mb, metadata, envs, created_at,
+         timeout_ms, on_timeout, end_at, slot, paused_snapshot_id, error, operation, updated_at, rootfs_dir)
+       VALUES (?, 'running', 'gvisor', 'tpl_1', NULL, NULL, 1, 512, '{}', '{}', 1, 1000, 'pause', NULL, NULL, NULL, NULL, NULL, 1, '/r')`,
+    );
+    for (const id of ['sbx_open', 'sbx_allow', 'sbx_none']) sandbox.run(id);
+    db.prepare(`INSERT INTO egress_policies (sandbox_id, rules, updated_at) VALUES ('sbx_open', '[]', 2), ('sbx_allow', '["pypi.org","10.0.0.0/8:22"]', 3)`).run();
+    db.close();
+
+    const store = new SqliteStore({ path });
+    try {
+      assert.ok(MIGRATIONS.some((m) => m.version === 9 && m.name === 'egress-modes'));
+      assert.deepEqual(await store.getEgressPolicy('sbx_open'), { sandboxId: 'sbx_open', mode: 'open', rules: [], updatedAt: 2 });
+      assert.deepEqual(await store.getEgressPolicy('sbx_allow'), { sandboxId: 'sbx_allow', mode: 'allowlist', rules: ['pypi.org', '10.0.0.0/8:22'], updatedAt: 3 });
+      assert.equal(await store.getEgressPolicy('sbx_none'), null);
+      assert.deepEqual(await store.putEgressPolicy('sbx_none', { mode: 'deny-all', rules: [] }, 4), { sandboxId: 'sbx_none', mode: 'deny-all', rules: [], updatedAt: 4 });
+      assert.deepEqual(await store.getEgressPolicy('sbx_none'), { sandboxId: 'sbx_none', mode: 'deny-all', rules: [], updatedAt: 4 });
+      await store.putEgressPolicy('sbx_allow', { mode: 'deny-all', rules: [] }, 5);
+      assert.equal((await store.getEgressPolicy('sbx_allow'))?.mode, 'deny-all');
+
+      // The table still goes with its sandbox, and refuses a mode that does not fit its rules.
+      assert.throws(() => store.db.prepare(`UPDATE egress_policies SET mode = 'allowlist' WHERE sandbox_id = 'sbx_open'`).run(), /CHECK constraint/);
+      assert.throws(() => store.db.prepare(`UPDATE egress_policies SET rules = '["a.example.com"]' WHERE sandbox_id = 'sbx_none'`).run(), /CHECK constraint/);
+      assert.throws(() => store.db.prepare(`UPDATE egress_policies SET mode = 'none' WHERE sandbox_id = 'sbx_open'`).run(), /CHECK constraint/);
+      await assert.rejects(store.putEgressPolicy('sbx_missing', { mode: 'deny-all', rules: [] }, 1), { code: 'SANDBOX_NOT_FOUND' });
+      store.db.prepare(`DELETE FROM sandboxes WHERE id = 'sbx_none'`).run();
+      assert.equal(await store.getEgressPolicy('sbx_none'), null);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('migration 10: snapshot-egress (real SQLite file)', () => {
+  test('old snapshots get the policy their sandbox has (open when it never set one); template images and orphans none; new rows keep theirs', async () => {
+    const path = join(dir, 'v9.db');
+    const db = openDatabase(path, MIGRATIONS.filter((m) => m.version <= 9));
+    assert.deepEqual(appliedMigrations(db), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    const sandbox = db.prepare(
+      `INSERT INTO sandboxes (id, state, runtime, template_id, source_snapshot_id, parent_id, cpu_count, memory_mb, metadata, envs, created_at,
+         timeout_ms, on_timeout, end_at, slot, paused_snapshot_id, error, operation, updated_at, rootfs_dir)
+       VALUES (?, ?, 'gvisor', 'tpl_1', NULL, NULL, 1, 512, '{}', '{}', 1, 1000, 'pause', NULL, NULL, NULL, NULL, NULL, 1, '/r')`,
+    );
+    sandbox.run('sbx_deny', 'killed');
+    sandbox.run('sbx_allow', 'paused');
+    sandbox.run('sbx_open', 'running');
+    db.prepare(
+      `INSERT INTO egress_policies (sandbox_id, mode, rules, updated_at) VALUES ('sbx_deny', 'deny-all', '[]', 2), ('sbx_allow', 'allowlist', '["pypi.org","10.0.0.0/8:22"]', 3)`,
+    ).run();
+    const snapshot = db.prepare(
+      `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, rootfs_dir)
+       VALUES (?, ?, ?, 'ready', 'gvisor', 'tpl_1', ?, NULL, 1, 1, 1, 512, '/r')`,
+    );
+    snapshot.run('snap_deny', 'sealed', 'named', 'sbx_deny');
+    snapshot.run('snap_allow', null, 'pause', 'sbx_allow');
+    snapshot.run('snap_open', null, 'fork', 'sbx_open');
+    snapshot.run('snap_orphan', 'orphan', 'named', 'sbx_gone');
+    snapshot.run('snap_tpl', null, 'template', null);
+    db.close();
+
+    const store = new SqliteStore({ path });
+    try {
+      assert.ok(MIGRATIONS.some((m) => m.version === 10 && m.name === 'snapshot-egress'));
+      assert.deepEqual((await store.findSnapshotByName('sealed'))?.egress, { mode: 'deny-all', rules: [] }, 'a killed sandbox keeps its row and policy');
+      assert.deepEqual((await store.getSnapshot('snap_allow'))?.egress, { mode: 'allowlist', rules: ['pypi.org', '10.0.0.0/8:22'] });
+      assert.deepEqual((await store.getSnapshot('snap_open'))?.egress, { mode: 'open', rules: [] }, 'a sandbox without a policy row never set one: open');
+      assert.equal((await store.getSnapshot('snap_orphan'))?.egress, null, 'nothing to go on');
+      assert.equal((await store.getSnapshot('snap_tpl'))?.egress, null);
+
+      // New rows: a recorded policy round-trips (only mode and rules are kept), null stays null; updates can set it.
+      const old = await store.getSnapshot('snap_allow');
+      assert.ok(old);
+      const record = { sandboxId: 'sbx_x', mode: 'allowlist' as const, rules: ['a.example.com'], updatedAt: 9 };
+      await store.insertSnapshot({ ...old, id: 'snap_new', egress: record });
+      assert.deepEqual((await store.getSnapshot('snap_new'))?.egress, { mode: 'allowlist', rules: ['a.example.com'] });
+      await store.insertSnapshot({ ...old, id: 'snap_new_tpl', kind: 'template', sandboxId: null, egress: null });
+      assert.equal((await store.getSnapshot('snap_new_tpl'))?.egress, null);
+      assert.deepEqual((await store.updateSnapshot('snap_orphan', { egress: { mode: 'deny-all', rules: [] } })).egress, { mode: 'deny-all', rules: [] });
+      assert.deepEqual((await store.updateSnapshot('snap_orphan', { sizeBytes: 7 })).egress, { mode: 'deny-all', rules: [] }, 'other updates leave it alone');
+      assert.deepEqual((await store.listSnapshots({ sandboxId: 'sbx_deny' })).map((s) => s.egress), [{ mode: 'deny-all', rules: [] }]);
+
+      for (const bad of ['["a"]', 'nope', '{"mode":"none","rules":[]}', '{"mode":"deny-all","rules":["a.example.com"]}', '{"mode":"allowlist","rules":[]}', '{"mode":"open"}']) {
+        assert.throws(() => store.db.prepare(`UPDATE snapshots SET egress = ? WHERE id = 'snap_open'`).run(bad), /CHECK constraint|malformed JSON/, bad);
+      }
     } finally {
       await store.close();
     }

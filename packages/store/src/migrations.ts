@@ -194,4 +194,43 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE snapshots ADD COLUMN envs TEXT CHECK (envs IS NULL OR (json_valid(envs) AND json_type(envs) = 'object'));
     `,
   },
+  {
+    version: 9,
+    name: 'egress-modes',
+    // An explicit mode per egress policy: 'open' (no rules), 'allowlist' (at least one rule) or 'deny-all'
+    // (no rules: nothing leaves), so that "no rules" no longer has to mean open. Existing rows keep their
+    // meaning ('[]' = open, any rule = allowlist). The table is rebuilt because SQLite checks a new
+    // column's CHECK (here: mode fits the rules) against existing rows with the default value.
+    sql: `
+      CREATE TABLE egress_policies_v9 (
+        sandbox_id TEXT PRIMARY KEY REFERENCES sandboxes(id) ON DELETE CASCADE,
+        mode TEXT NOT NULL CHECK (mode IN ('open', 'allowlist', 'deny-all')),
+        rules TEXT NOT NULL CHECK (json_valid(rules) AND json_type(rules) = 'array'),
+        updated_at INTEGER NOT NULL,
+        CHECK ((mode = 'allowlist') = (json_array_length(rules) > 0))
+      );
+      INSERT INTO egress_policies_v9 (sandbox_id, mode, rules, updated_at)
+        SELECT sandbox_id, CASE WHEN json_array_length(rules) = 0 THEN 'open' ELSE 'allowlist' END, rules, updated_at FROM egress_policies;
+      DROP TABLE egress_policies;
+      ALTER TABLE egress_policies_v9 RENAME TO egress_policies;
+    `,
+  },
+  {
+    version: 10,
+    name: 'snapshot-egress',
+    // The egress policy of a snapshot's sandbox when it was taken (JSON { mode, rules }): a sandbox created
+    // from the snapshot starts with it. Snapshots taken before it was recorded get the policy their
+    // sandbox has now (its row is kept after a kill; no policy row = it never set one = open): the closest
+    // to the truth there is, and never more open than that sandbox. NULL: a template image (open), or a
+    // snapshot whose sandbox row is gone (nothing to go on: open, as before; the API shows null).
+    sql: `
+      ALTER TABLE snapshots ADD COLUMN egress TEXT CHECK (egress IS NULL OR COALESCE(
+        json_valid(egress) AND json_type(egress, '$.rules') = 'array' AND json_extract(egress, '$.mode') IN ('open', 'allowlist', 'deny-all')
+        AND (json_extract(egress, '$.mode') = 'allowlist') = (json_array_length(egress, '$.rules') > 0), 0));
+      UPDATE snapshots SET egress = COALESCE(
+          (SELECT json_object('mode', p.mode, 'rules', json(p.rules)) FROM egress_policies p WHERE p.sandbox_id = snapshots.sandbox_id),
+          json_object('mode', 'open', 'rules', json_array()))
+        WHERE kind != 'template' AND sandbox_id IN (SELECT id FROM sandboxes);
+    `,
+  },
 ];

@@ -2,7 +2,7 @@
  * Snapshot and template rows.
  */
 import { RamifyError } from '@ramify/contracts';
-import type { SnapshotRecord, TemplateRecord } from '@ramify/core';
+import type { CanonicalEgressPolicy, SnapshotRecord, TemplateRecord } from '@ramify/core';
 import { conflictOnConstraint, requireRootfs, type Db } from './db.js';
 
 interface SnapshotRow {
@@ -22,6 +22,8 @@ interface SnapshotRow {
   rootfs_dir: string;
   /** JSON object of its sandbox's environment variables; NULL for template images and rows before migration 8. */
   envs: string | null;
+  /** JSON `{ mode, rules }` of its sandbox's egress policy (migration 10); NULL for template images and orphaned old rows. */
+  egress: string | null;
 }
 
 const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
@@ -40,10 +42,13 @@ const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
   diskSizeMB: r.disk_size_mb,
   rootfsDir: r.rootfs_dir,
   envs: r.envs === null ? null : (JSON.parse(r.envs) as Record<string, string>),
+  egress: r.egress === null ? null : (JSON.parse(r.egress) as CanonicalEgressPolicy),
 });
 
 /** A record's envs as stored: a JSON object, or NULL when unknown. */
 const envsColumn = (envs: SnapshotRecord['envs']): string | null => (envs === null ? null : JSON.stringify(envs));
+/** A record's egress policy as stored: JSON `{ mode, rules }` (nothing else of the object given), or NULL when none is recorded. */
+const egressColumn = (egress: SnapshotRecord['egress']): string | null => (egress === null ? null : JSON.stringify({ mode: egress.mode, rules: egress.rules }));
 
 export class SnapshotRows {
   readonly #db: Db;
@@ -57,12 +62,13 @@ export class SnapshotRows {
     try {
       this.#db
         .prepare(
-          `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, disk_size_mb, rootfs_dir, envs)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, disk_size_mb, rootfs_dir,
+             envs, egress)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(
           s.id, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.diskSizeMB, s.rootfsDir,
-          envsColumn(s.envs),
+          envsColumn(s.envs), egressColumn(s.egress),
         );
     } catch (err) {
       conflictOnConstraint(err, s.name ? `a snapshot named '${s.name}' already exists` : `snapshot '${s.id}' already exists`);
@@ -79,10 +85,11 @@ export class SnapshotRows {
     return row ? snapshotFromRow(row) : null;
   }
 
-  update(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs'>>): SnapshotRecord {
-    const columns: Record<string, string> = { name: 'name', kind: 'kind', status: 'status', sizeBytes: 'size_bytes', envs: 'envs' };
+  update(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress'>>): SnapshotRecord {
+    const columns: Record<string, string> = { name: 'name', kind: 'kind', status: 'status', sizeBytes: 'size_bytes', envs: 'envs', egress: 'egress' };
     const fields = Object.keys(patch).filter((f) => f in columns && patch[f as keyof typeof patch] !== undefined);
-    const value = (f: string): unknown => (f === 'envs' ? envsColumn(patch.envs ?? null) : patch[f as keyof typeof patch]);
+    const value = (f: string): unknown =>
+      f === 'envs' ? envsColumn(patch.envs ?? null) : f === 'egress' ? egressColumn(patch.egress ?? null) : patch[f as keyof typeof patch];
     if (fields.length > 0) {
       try {
         const result = this.#db

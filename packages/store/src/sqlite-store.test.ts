@@ -58,6 +58,7 @@ function snapshot(overrides: Partial<SnapshotRecord> = {}): SnapshotRecord {
     diskSizeMB: null,
     rootfsDir: '/layers/files-1/rootfs',
     envs: null,
+    egress: null,
     ...overrides,
   };
 }

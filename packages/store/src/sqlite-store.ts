@@ -7,6 +7,7 @@ import type {
   ApiKeyRecord,
   AuditQuery,
   AuditRecord,
+  CanonicalEgressPolicy,
   EgressLogRecord,
   EgressPolicyRecord,
   SandboxPage,
@@ -88,7 +89,7 @@ export class SqliteStore implements Store {
   async findSnapshotByName(name: string): Promise<SnapshotRecord | null> {
     return this.#snapshots.byName(name);
   }
-  async updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs'>>): Promise<SnapshotRecord> {
+  async updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress'>>): Promise<SnapshotRecord> {
     return this.#snapshots.update(id, patch);
   }
   async listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]> {
@@ -153,8 +154,8 @@ export class SqliteStore implements Store {
   async getEgressPolicy(sandboxId: string): Promise<EgressPolicyRecord | null> {
     return this.#egress.get(sandboxId);
   }
-  async putEgressPolicy(sandboxId: string, rules: readonly string[], at: number): Promise<EgressPolicyRecord> {
-    return this.#egress.put(sandboxId, rules, at);
+  async putEgressPolicy(sandboxId: string, policy: CanonicalEgressPolicy, at: number): Promise<EgressPolicyRecord> {
+    return this.#egress.put(sandboxId, policy, at);
   }
   async deleteEgressPolicy(sandboxId: string): Promise<void> {
     this.#egress.delete(sandboxId);

@@ -84,6 +84,8 @@ export class LocalTemplateBuilder implements TemplateBuilder {
         rootfsDir: built.rootfsDir,
         // Sandboxes from a template image get their template's envs (looked up at create), not a copy.
         envs: null,
+        // A template image carries no egress policy: its sandboxes start open unless they ask for one.
+        egress: null,
       });
     } else if (row.sizeBytes !== built.snapshot.sizeBytes || row.status !== 'ready') {
       await store.updateSnapshot(built.snapshotId, { sizeBytes: built.snapshot.sizeBytes, status: 'ready' });

@@ -129,9 +129,31 @@ test('stdin: closed unless asked for; send and close when asked', LIMIT, async (
   const exit = await c.exited;
   assert.equal(exit.exitCode, 0);
   assert.equal(c.stdout().toString(), 'HELLO WORLD\n');
-  await assert.rejects(client.sendStdin(pid, Buffer.from('late')), { code: 'INVALID_STATE' });
+  await assert.rejects(client.sendStdin(pid, Buffer.from('late')), { code: 'PROCESS_EXITED' });
   const noStdin = await client.start({ cmd: 'true' }, {});
-  await assert.rejects(client.sendStdin(noStdin.pid, Buffer.from('x')), { code: 'INVALID_STATE' });
+  await assert.rejects(client.sendStdin(noStdin.pid, Buffer.from('x')), { code: 'INVALID_STATE', message: /started without stdin/ });
+  const open = await client.start({ cmd: 'sleep 1000', stdin: true }, {});
+  await client.closeStdin(open.pid);
+  await assert.rejects(client.sendStdin(open.pid, Buffer.from('x')), { code: 'INVALID_STATE', message: /stdin of process \d+ is closed/ });
+  await client.signal(open.pid, 'SIGKILL');
+});
+
+test('stdin to a process that has exited says so, with its exit code or signal', LIMIT, async () => {
+  const quit = await client.start({ cmd: 'exit 3', stdin: true }, {});
+  assert.equal((await client.wait(quit.pid)).exitCode, 3);
+  await assert.rejects(client.sendStdin(quit.pid, Buffer.from('x')), (err: unknown) => {
+    assert.ok(isRamifyError(err));
+    assert.equal(err.code, 'PROCESS_EXITED');
+    assert.match(err.message, new RegExp(`process ${quit.pid} exited with code 3`));
+    assert.deepEqual(err.details, { pid: quit.pid, exitCode: 3, signal: null });
+    return true;
+  });
+  await assert.rejects(client.closeStdin(quit.pid), { code: 'PROCESS_EXITED' });
+
+  const killed = await client.start({ cmd: 'sleep 1000', stdin: true }, {});
+  await client.signal(killed.pid, 'SIGKILL');
+  await client.wait(killed.pid);
+  await assert.rejects(client.sendStdin(killed.pid, Buffer.from('x')), { code: 'PROCESS_EXITED', message: /was killed by SIGKILL/ });
 });
 
 test('signals go to the process group', LIMIT, async () => {

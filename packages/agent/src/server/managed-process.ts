@@ -19,6 +19,8 @@ export type OutputFd = 1 | 2;
 
 /** Largest chunk one pipe read delivers (libuv reads at most 64 KiB at a time). */
 const PIPE_READ_MAX_BYTES = 64 * 1024;
+/** After a failed stdin write, how long to wait for the process's exit to be seen, ms. */
+const STDIN_EXIT_GRACE_MS = 500;
 
 /** A reader of a process's output (one per client subscription). */
 export interface OutputSubscriber {
@@ -82,6 +84,8 @@ export class ManagedProcess {
    */
   private readonly held: Record<OutputFd, Buffer[]> = { 1: [], 2: [] };
   private rawExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  /** Resolves when the process exited (before its pipes closed). */
+  private readonly rawExited: Promise<void>;
   private timedOut = false;
   private oomKilled = false;
   private deadline: NodeJS.Timeout | undefined;
@@ -125,8 +129,11 @@ export class ManagedProcess {
     });
     this.wire(1, this.child.stdout as Readable);
     this.wire(2, this.child.stderr as Readable);
+    let onRawExit!: () => void;
+    this.rawExited = new Promise((resolve) => (onRawExit = resolve));
     this.child.on('exit', (code, signal) => {
       this.rawExit = { code, signal };
+      onRawExit();
       if (this.deadline) clearTimeout(this.deadline);
       if (signal === 'SIGKILL' && !this.timedOut) spec.onKilled?.(this.pid);
       this.maybeFinish();
@@ -198,16 +205,21 @@ export class ManagedProcess {
 
   /**
    * Write to stdin; resolves once the data was handed to the pipe.
-   * @throws RamifyError INVALID_STATE when stdin was not requested or is already closed.
+   * @throws RamifyError PROCESS_EXITED (details `pid`, `exitCode`, `signal`) when the process has exited
+   *   (also when it exits while the write fails for want of a reader); INVALID_STATE when stdin was not
+   *   requested, was closed with {@link closeStdin}, or the process closed it while running.
    */
   async sendStdin(data: Uint8Array): Promise<void> {
     const stdin = this.requireStdin();
-    await new Promise<void>((resolve, reject) => {
-      stdin.write(data, (err) => (err ? reject(new RamifyError('INVALID_STATE', `stdin of process ${this.pid} is closed: ${err.message}`)) : resolve()));
-    });
+    const failure = await new Promise<Error | null | undefined>((resolve) => stdin.write(data, resolve));
+    if (!failure) return;
+    // A write fails (EPIPE) once no reader is left, usually because the process is exiting: give its
+    // exit a moment to be seen so the error says so.
+    await Promise.race([this.rawExited, new Promise((resolve) => setTimeout(resolve, STDIN_EXIT_GRACE_MS).unref())]);
+    throw this.exitedError() ?? new RamifyError('INVALID_STATE', `stdin of process ${this.pid} was closed by the process: ${failure.message}`, { pid: this.pid });
   }
 
-  /** Close stdin (EOF for the process). @throws RamifyError INVALID_STATE like {@link sendStdin}. */
+  /** Close stdin (EOF for the process). @throws RamifyError PROCESS_EXITED, INVALID_STATE like {@link sendStdin}. */
   closeStdin(): void {
     this.requireStdin().end();
     this.stdinOpen = false;
@@ -230,9 +242,19 @@ export class ManagedProcess {
   }
 
   private requireStdin(): NonNullable<ChildProcess['stdin']> {
-    if (!this.spec.keepStdin || !this.child.stdin) throw new RamifyError('INVALID_STATE', `process ${this.pid} was started without stdin`);
-    if (!this.stdinOpen || this.child.stdin.destroyed) throw new RamifyError('INVALID_STATE', `stdin of process ${this.pid} is closed`);
+    if (!this.spec.keepStdin || !this.child.stdin) throw new RamifyError('INVALID_STATE', `process ${this.pid} was started without stdin`, { pid: this.pid });
+    const exited = this.exitedError();
+    if (exited) throw exited;
+    if (!this.stdinOpen || this.child.stdin.destroyed) throw new RamifyError('INVALID_STATE', `stdin of process ${this.pid} is closed`, { pid: this.pid });
     return this.child.stdin;
+  }
+
+  /** `PROCESS_EXITED` naming how the process ended, once it has (its pipes may still be open); else undefined. */
+  private exitedError(): RamifyError | undefined {
+    if (!this.rawExit) return undefined;
+    const { code, signal } = this.rawExit;
+    const how = this.timedOut ? 'was killed at its deadline' : signal ? `was killed by ${signal}` : code !== null ? `exited with code ${code}` : 'exited';
+    return new RamifyError('PROCESS_EXITED', `process ${this.pid} ${how}; its stdin is gone`, { pid: this.pid, exitCode: code, signal });
   }
 
   private pipe(fd: OutputFd): Readable | null {

@@ -1,6 +1,6 @@
-/** `ramify sandbox egress set|get|log`: a sandbox's egress allowlist and its log. */
-import type { Command } from 'commander';
-import { Sandbox, type EgressLogEntry, type EgressPolicyInfo } from '@ramify/sdk';
+/** `ramify sandbox egress set|get|log`: a sandbox's egress policy (allowlist, open or deny-all) and its log. */
+import { Option, type Command } from 'commander';
+import { Sandbox, type EgressLogEntry, type EgressPolicyInfo, type EgressPolicyRequest } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
 import { intIn } from '../parse.js';
 import { renderFields, renderTable } from '../output/table.js';
@@ -13,22 +13,32 @@ const RULE_GRAMMAR = `Rules, one argument each (quote wildcards for the shell):
   192.0.2.10[:port]         an IPv4 address
   10.0.0.0/8[:port]         an IPv4 network
   '*'                       everything
-No rules = open egress; the first rule makes everything else denied. IPv6 is always dropped.`;
+No rules = open egress; the first rule makes everything else denied; --deny-all lets nothing out (no
+name resolves, no address is reachable). A host has a dot: a single label such as 'none' or 'localhost'
+is refused. IPv6 is always dropped.`;
 
 /** Repeatable `--egress RULE` collected into a list. */
 export function collectRule(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
-function policyText(policy: EgressPolicyInfo): string {
-  const updated = policy.updatedAt ? `${policy.updatedAt} (${formatRelative(policy.updatedAt)})` : 'never set';
+/** What `--deny-all` asks for (`ramify sandbox create --deny-all`, `egress set --deny-all`). */
+export const DENY_ALL: EgressPolicyRequest = { mode: 'deny-all' };
+
+/** The MODE line of a policy. */
+export function modeText(policy: Pick<EgressPolicyInfo, 'mode' | 'rules'>): string {
   const closed = 'metadata/link-local, the host and other sandboxes stay closed';
-  const mode = policy.mode === 'open'
+  if (policy.mode === 'deny-all') return 'deny-all (nothing leaves: no name resolves, no address is reachable)';
+  return policy.mode === 'open'
     ? `open (no rules: all egress allowed; ${closed}, as do private ranges)`
     : policy.rules.includes('*')
       ? `open ('*': all egress allowed; ${closed}, as do private ranges unless a rule names them)`
       : `allowlist (${policy.rules.length} rule${policy.rules.length === 1 ? '' : 's'}; everything else denied)`;
-  const head = renderFields([['mode', mode], ['updated', updated]]);
+}
+
+function policyText(policy: EgressPolicyInfo): string {
+  const updated = policy.updatedAt ? `${policy.updatedAt} (${formatRelative(policy.updatedAt)})` : 'never set';
+  const head = renderFields([['mode', modeText(policy)], ['updated', updated]]);
   return policy.rules.length === 0 ? head : `${head}\nrules:\n${policy.rules.map((r) => `  ${r}`).join('\n')}`;
 }
 
@@ -41,17 +51,20 @@ function logTable(entries: EgressLogEntry[]): string {
 
 /** Register `sandbox egress` and its subcommands on `sandbox`. */
 export function registerEgress(sandbox: Command, env: CliEnv): void {
-  const egress = sandbox.command('egress').description("show or replace a sandbox's egress allowlist, read its egress log")
+  const egress = sandbox.command('egress').description("show or replace a sandbox's egress policy (allowlist, open or deny-all), read its egress log")
     .addHelpText('after', `\n${RULE_GRAMMAR}`);
 
   const set = egress.command('set').argument('<id>', 'sandbox id').argument('[rules...]', 'allow rules (see below); together they replace the old ones')
     .option('--open', 'remove every rule: allow all egress again')
-    .description('replace the egress allowlist, atomically and live (running or paused; no restart)')
-    .addHelpText('after', `\n${RULE_GRAMMAR}\n\nExamples:\n  ramify sandbox egress set sbx_1 pypi.org '*.githubusercontent.com:443' 10.0.0.0/8\n  ramify sandbox egress set sbx_1 --open`);
-  set.action(action(env, async (ctx, id: string, rules: string[], opts: { open?: boolean }) => {
-    if (opts.open && rules.length > 0) set.error('error: --open removes every rule: give either rules or --open', { exitCode: 2, code: 'ramify.usage' });
-    if (!opts.open && rules.length === 0) set.error('error: give at least one rule, or --open to allow all egress', { exitCode: 2, code: 'ramify.usage' });
-    const policy = await Sandbox.fromId(id, ctx.connection).setEgress(rules);
+    .addOption(new Option('--deny-all', 'deny all egress: nothing leaves (no name resolves, no address is reachable)').conflicts('open'))
+    .description('replace the egress policy, atomically and live (running or paused; no restart)')
+    .addHelpText('after', `\n${RULE_GRAMMAR}\n\nExamples:\n  ramify sandbox egress set sbx_1 pypi.org '*.githubusercontent.com:443' 10.0.0.0/8\n  ramify sandbox egress set sbx_1 --open\n  ramify sandbox egress set sbx_1 --deny-all`);
+  set.action(action(env, async (ctx, id: string, rules: string[], opts: { open?: boolean; denyAll?: boolean }) => {
+    const usage = (message: string): never => set.error(message, { exitCode: 2, code: 'ramify.usage' });
+    if (opts.open && rules.length > 0) usage('error: --open removes every rule: give either rules or --open');
+    if (opts.denyAll && rules.length > 0) usage('error: --deny-all lets nothing out and takes no rules: give either rules or --deny-all');
+    if (!opts.open && !opts.denyAll && rules.length === 0) usage('error: give at least one rule, --open to allow all egress, or --deny-all to deny all of it');
+    const policy = await Sandbox.fromId(id, ctx.connection).setEgress(opts.denyAll ? DENY_ALL : rules);
     ctx.output(policy, () => policyText(policy));
   }));
 

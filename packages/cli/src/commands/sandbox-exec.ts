@@ -115,9 +115,29 @@ export async function followToExit(ctx: CliContext, handle: CommandHandle, onInt
     ctx.env.exitCode = EXIT_BROKEN_PIPE;
     return;
   }
-  if (ctx.json) ctx.output(outcome, () => '');
-  else if (outcome.error === 'oom') ctx.env.stderr.write(`ramify: the sandbox ran out of memory: its OOM killer killed ${outcome.signal ? 'the command' : 'a process of the command'} (pid ${outcome.pid}); the sandbox keeps running\n`);
+  if (ctx.json) {
+    ctx.output(outcome, () => '');
+    for (const line of truncationNotes(outcome)) ctx.note(line);
+  } else if (outcome.error === 'oom') {
+    ctx.note(`ramify: the sandbox ran out of memory: its OOM killer killed ${outcome.signal ? 'the command' : 'a process of the command'} (pid ${outcome.pid}); the sandbox keeps running`);
+  }
   ctx.env.exitCode = exitCodeOf(outcome);
+}
+
+/**
+ * One line per stream a result holds only the head of: the bytes kept and written, and where the limit
+ * comes from. Only `--json` prints the result's text; streamed output is never cut.
+ */
+export function truncationNotes(result: CommandResult): string[] {
+  if (!result.truncated) return [];
+  const { limitBytes } = result.capture;
+  return (['stdout', 'stderr'] as const)
+    .filter((stream) => result.capture[stream].totalBytes > result.capture[stream].keptBytes)
+    .map((stream) => {
+      const { keptBytes, totalBytes } = result.capture[stream];
+      return `ramify: ${stream} in the result was cut: it holds the first ${keptBytes} of the ${totalBytes} bytes written `
+        + `(the daemon keeps at most ${limitBytes} bytes of each stream in a result: ramify serve --max-output-bytes); without --json all of it is streamed`;
+    });
 }
 
 async function exec(ctx: CliContext, id: string, argv: string[], opts: ExecOptions): Promise<void> {
@@ -161,7 +181,10 @@ export function registerExec(sandbox: Command, env: CliEnv): void {
     .addHelpText('after', `
 One argument after -- is run as a shell command line as-is (ramify sandbox exec ID -- 'ls | wc -l');
 several are quoted one by one (ramify sandbox exec ID -- python3 -c 'print(1)').
-Output is streamed as raw bytes. With --json nothing is streamed; the CommandResult is printed at the end.
+Output is streamed as raw bytes, all of it. With --json nothing is streamed; the CommandResult is printed
+at the end: it keeps at most the daemon's limit of each stream (32 MiB unless 'ramify serve
+--max-output-bytes' says otherwise), "truncated": true and "capture" ({limitBytes, stdout/stderr:
+{keptBytes, totalBytes}}) say when it was cut, and a note on stderr says so too.
 Exit code: the command's; 128+N when killed by signal N (137 when the sandbox ran out of memory and its OOM
 killer chose it: a note on stderr says so); ${EXIT_EXEC_TIMEOUT} at its deadline; ${EXIT_EXEC_FAILURE} when ramify itself failed.
 Ctrl-C kills the remote command; a second Ctrl-C exits at once.

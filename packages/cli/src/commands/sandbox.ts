@@ -10,7 +10,7 @@ import { plainIds, templateLabels, type TemplateLabel } from '../output/template
 import { registerExec } from './sandbox-exec.js';
 import { registerProcesses } from './sandbox-processes.js';
 import { registerFiles } from './sandbox-files.js';
-import { collectRule, registerEgress } from './sandbox-egress.js';
+import { DENY_ALL, collectRule, registerEgress } from './sandbox-egress.js';
 
 /** Default and largest `list --limit` (the API's page size default and maximum). */
 const DEFAULT_LIST_LIMIT = 100;
@@ -58,12 +58,17 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .option('--memory <MB>', 'memory in MB (128-65536)', intIn(128, 65536))
     .option('--disk <MB>', 'root disk size in MB (microvm only): at least the image\'s (2048 for templates, more for a grown snapshot), at most 262144', intIn(1, 262_144))
     .addOption(new Option('--runtime <name>', 'runtime: gvisor (default) or microvm (a QEMU virtual machine with its own kernel)').choices(['gvisor', 'microvm']))
-    .option('--egress <RULE>', "egress allow rule (repeatable; default open egress); see 'ramify sandbox egress --help'", collectRule)
+    .option('--egress <RULE>', "egress allow rule (repeatable; default open egress, or a snapshot's policy); see 'ramify sandbox egress --help'", collectRule)
+    .addOption(new Option('--deny-all', 'deny all egress: nothing leaves (no name resolves, no address is reachable)').conflicts('egress'))
+    .addHelpText('after', `
+From a snapshot (--snapshot) the sandbox starts with the egress policy the snapshot recorded (see
+'ramify snapshot get'); --egress or --deny-all replaces it.`)
     .action(action(env, async (ctx, opts: { template?: string; snapshot?: string; timeout?: number; onTimeout?: 'pause' | 'kill';
-      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; disk?: number; runtime?: RuntimeName; egress?: string[] }) => {
+      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; disk?: number; runtime?: RuntimeName; egress?: string[]; denyAll?: boolean }) => {
       const sbx = await ctx.spin('creating sandbox', () => Sandbox.create({
         ...ctx.connection, template: opts.template, snapshot: opts.snapshot, timeoutMs: opts.timeout, onTimeout: opts.onTimeout,
-        envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, diskSizeMB: opts.disk, runtime: opts.runtime, egress: opts.egress,
+        envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, diskSizeMB: opts.disk, runtime: opts.runtime,
+        egress: opts.denyAll ? DENY_ALL : opts.egress,
       }));
       if (ctx.json) ctx.output(await sbx.getInfo(), () => '');
       else ctx.print(sbx.sandboxId);

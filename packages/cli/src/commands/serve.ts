@@ -3,13 +3,14 @@ import { spawn } from 'node:child_process';
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Option, type Command } from 'commander';
+import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING } from '@ramify/contracts';
 import { getHealth, RamifyError } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
 import { intIn } from '../parse.js';
 
 /** The part of `@ramify/daemon` this command uses (imported dynamically so the CLI builds without it). */
 interface DaemonModule {
-  serve(options: { host?: string; port?: number; dataDir?: string; logLevel?: string; microvm?: { imageMemoryMB?: number } }): Promise<{ url: string; dataDir: string; runtimeSummary: string[]; close(): Promise<void> }>;
+  serve(options: { host?: string; port?: number; dataDir?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number } }): Promise<{ url: string; dataDir: string; runtimeSummary: string[]; close(): Promise<void> }>;
 }
 
 async function loadDaemon(): Promise<DaemonModule> {
@@ -33,6 +34,8 @@ interface ServeFlags {
   logLevel?: string;
   /** `--microvm-memory`: RAM (MiB) microVM template images are booted with. */
   microvmMemory?: number;
+  /** `--max-output-bytes`: per-stream limit of command results, bytes. */
+  maxOutputBytes?: number;
 }
 
 /** Register `serve` on `program`. */
@@ -44,6 +47,7 @@ export function registerServe(program: Command, env: CliEnv): void {
     .addOption(new Option('--log-level <level>', 'daemon log level (JSON log on stderr)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .option('--detach', 'run in the background (log: <data-dir>/serve.log); returns once the API answers, or at once if a daemon already answers there')
     .option('--microvm-memory <MB>', 'RAM microVM template images are booted with (default 1024): the most memoryMB a microVM sandbox can have; rebuild templates after changing it', intIn(128, 65536))
+    .option('--max-output-bytes <bytes>', `bytes of each stream a command result keeps, the head (default ${DEFAULT_MAX_OUTPUT_BYTES}, 32 MiB; at most ${MAX_OUTPUT_BYTES_CEILING}); results say when they were cut, streams are never cut`, intIn(0, MAX_OUTPUT_BYTES_CEILING))
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
       if (opts.detach) {
         const { url, started } = await serveDetached(opts);
@@ -56,7 +60,7 @@ export function registerServe(program: Command, env: CliEnv): void {
       }
       const { serve } = await loadDaemon();
       const microvm = opts.microvmMemory !== undefined ? { imageMemoryMB: opts.microvmMemory } : undefined;
-      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, microvm });
+      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
       for (const line of server.runtimeSummary) ctx.note(`ramify: runtime ${line}`);
       await new Promise<void>((resolve) => {
@@ -94,6 +98,7 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.dataDir) args.push('--data-dir', opts.dataDir);
   if (opts.logLevel) args.push('--log-level', opts.logLevel);
   if (opts.microvmMemory !== undefined) args.push('--microvm-memory', String(opts.microvmMemory));
+  if (opts.maxOutputBytes !== undefined) args.push('--max-output-bytes', String(opts.maxOutputBytes));
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log] });
   child.unref();
   closeSync(log);

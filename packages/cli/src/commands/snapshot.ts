@@ -1,8 +1,9 @@
-/** `ramify snapshot list|rm`. */
+/** `ramify snapshot list|get|rm`. */
 import type { Command } from 'commander';
-import { deleteSnapshot, listSnapshots, type SnapshotInfo } from '@ramify/sdk';
+import { deleteSnapshot, getSnapshot, listSnapshots, type SnapshotInfo } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
-import { renderTable } from '../output/table.js';
+import { renderFields, renderTable } from '../output/table.js';
+import { modeText } from './sandbox-egress.js';
 import { formatBytes, formatRelative } from '../output/format.js';
 import { plainIds, templateLabels, type TemplateLabel } from '../output/template-labels.js';
 
@@ -15,16 +16,35 @@ export function parentCells(snaps: readonly SnapshotInfo[]): string[] {
   return snaps.map((s) => (s.parentSnapshotId === null ? '-' : ids.has(s.parentSnapshotId) ? s.parentSnapshotId : `${s.parentSnapshotId} (deleted)`));
 }
 
+/** The EGRESS cell: the recorded policy's mode (`allowlist (N)` with its rule count), `-` when none is recorded. */
+export function egressCell(egress: SnapshotInfo['egress']): string {
+  if (egress === null) return '-';
+  return egress.mode === 'allowlist' ? `allowlist (${egress.rules.length})` : egress.mode;
+}
+
 function snapshotTable(snaps: SnapshotInfo[], template: TemplateLabel): string {
   if (snaps.length === 0) return 'no snapshots';
   const parents = parentCells(snaps);
-  return renderTable(['ID', 'NAME', 'KIND', 'RUNTIME', 'TEMPLATE', 'SANDBOX', 'PARENT', 'SIZE', 'CREATED'],
-    snaps.map((s, i) => [s.id, s.name ?? '-', s.kind, s.runtime, template(s.templateId), s.sandboxId ?? '-', parents[i], formatBytes(s.sizeBytes), formatRelative(s.createdAt)]));
+  return renderTable(['ID', 'NAME', 'KIND', 'RUNTIME', 'TEMPLATE', 'SANDBOX', 'PARENT', 'EGRESS', 'SIZE', 'CREATED'],
+    snaps.map((s, i) => [
+      s.id, s.name ?? '-', s.kind, s.runtime, template(s.templateId), s.sandboxId ?? '-', parents[i], egressCell(s.egress), formatBytes(s.sizeBytes), formatRelative(s.createdAt),
+    ]));
+}
+
+function snapshotText(s: SnapshotInfo, template: TemplateLabel): string {
+  const egress = s.egress === null
+    ? `none recorded (${s.kind === 'template' ? 'a template image' : 'taken before policies were recorded, its sandbox gone'}): sandboxes made from it start open`
+    : modeText(s.egress);
+  const head = renderFields([
+    ['id', s.id], ['name', s.name ?? '-'], ['kind', s.kind], ['runtime', s.runtime], ['template', template(s.templateId)], ['sandbox', s.sandboxId ?? '-'],
+    ['parent', s.parentSnapshotId ?? '-'], ['size', formatBytes(s.sizeBytes)], ['created', `${s.createdAt} (${formatRelative(s.createdAt)})`], ['egress', egress],
+  ]);
+  return s.egress === null || s.egress.rules.length === 0 ? head : `${head}\negress rules:\n${s.egress.rules.map((r) => `  ${r}`).join('\n')}`;
 }
 
 /** Register `snapshot` and its subcommands on `program`. */
 export function registerSnapshot(program: Command, env: CliEnv): void {
-  const snapshot = program.command('snapshot').description('list and delete snapshots');
+  const snapshot = program.command('snapshot').description('list, show and delete snapshots');
 
   snapshot.command('list').alias('ls').description('list snapshots (template images, pause and fork points, named snapshots)')
     .addHelpText('after', `
@@ -32,6 +52,9 @@ TEMPLATE is the name of the template the snapshot descends from (for KIND templa
 'tpl_... (deleted)': that template has since been deleted.
 PARENT is the snapshot the snapshot's sandbox was started or forked from; '(deleted)' after it: that
 snapshot has since been deleted (every snapshot is a whole image: the ones made from it do not need it).
+EGRESS is the egress policy the snapshot recorded, which a sandbox created from it starts with (unless
+'sandbox create' gives --egress or --deny-all): open, deny-all, or allowlist (its rule count); '-': none
+recorded (template images; snapshots taken before policies were recorded whose sandbox is gone): open.
 --json keeps the plain templateId and parentSnapshotId.`)
     .action(action(env, async (ctx) => {
       const [snaps, template] = await ctx.spin('listing snapshots', () => Promise.all([
@@ -39,6 +62,13 @@ snapshot has since been deleted (every snapshot is a whole image: the ones made 
         ctx.json ? plainIds : templateLabels(ctx),
       ]));
       ctx.output(snaps, () => snapshotTable(snaps, template));
+    }));
+
+  snapshot.command('get').argument('<snapshot>', 'snapshot id (snap_...) or name')
+    .description('show one snapshot, with the egress policy a sandbox created from it starts with')
+    .action(action(env, async (ctx, ref: string) => {
+      const [snap, template] = await Promise.all([getSnapshot(ref, ctx.connection), ctx.json ? plainIds : templateLabels(ctx)]);
+      ctx.output(snap, () => snapshotText(snap, template));
     }));
 
   snapshot.command('rm').alias('delete').argument('<snapshots...>', "snapshot ids (snap_...) or names (as given to 'ramify sandbox snapshot --name')")

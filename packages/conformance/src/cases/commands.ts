@@ -1,7 +1,8 @@
 /**
  * Conformance: commands. Large and binary output arrive byte-exact, UTF-8 split across writes is never
- * corrupted, errors are clear (exit 127, `CWD_NOT_FOUND`, `COMMAND_TIMEOUT`), a deadline leaves no
- * process behind (children that left the group with `setsid` included), stdin, background handles and
+ * corrupted, a result past the capture limit says it was cut (and never splits a character), errors are
+ * clear (exit 127, `CWD_NOT_FOUND`, `COMMAND_TIMEOUT`, `PROCESS_EXITED`), a deadline leaves no process
+ * behind (children that left the group with `setsid` included), stdin, background handles and
  * re-attaching by pid from another client.
  */
 import assert from 'node:assert/strict';
@@ -9,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { join } from 'node:path';
-import { CommandExitError, Sandbox } from '@ramify/sdk';
+import { CommandExitError, DEFAULT_MAX_OUTPUT_BYTES, InvalidStateError, Sandbox, type CommandResult } from '@ramify/sdk';
 import type { SuiteContext } from '../context.js';
 import { rejectsWithCode, sh, sha256Chunks, sha256File, waitFor, writeRandomFile } from '../support.js';
 
@@ -148,6 +149,63 @@ export function registerCommandCases(ctx: SuiteContext): void {
       const killed = await long.wait().catch((e: unknown) => e);
       assert.ok(killed instanceof CommandExitError);
       assert.equal(killed.signal, 'SIGKILL');
+    });
+
+    const cut = 'a foreground result past the 32 MiB limit says truncated with the counts (REST and SDK); a small one says truncated: false';
+    test(cut, ctx.caseOptions(cut, { extended: true }), async () => {
+      const limit = DEFAULT_MAX_OUTPUT_BYTES;
+      const total = 40 * MiB;
+      const cmd = `head -c ${total} /dev/zero | tr '\\0' a`;
+      const expected = { limitBytes: limit, stdout: { keptBytes: limit, totalBytes: total }, stderr: { keptBytes: 0, totalBytes: 0 } };
+      const rest = await ctx.daemon().call('POST', `/v1/sandboxes/${sbx.sandboxId}/commands`, { json: { cmd, timeoutMs: 0 } });
+      assert.equal(rest.status, 200, rest.text.slice(0, 300));
+      const result = rest.body as CommandResult;
+      assert.equal(result.exitCode, 0);
+      assert.equal(result.truncated, true);
+      assert.deepEqual(result.capture, expected);
+      assert.equal(result.stdout.length, limit);
+      assert.ok(/^a*$/.test(result.stdout), 'the head is what the command printed');
+
+      let streamed = 0;
+      const viaSdk = await sbx.commands.run(cmd, { timeoutMs: 0, onStdoutBytes: (chunk) => { streamed += chunk.byteLength; } });
+      assert.equal(streamed, total, 'the stream to the callbacks is never cut');
+      assert.equal(viaSdk.truncated, true);
+      assert.deepEqual(viaSdk.capture, expected);
+      assert.equal(viaSdk.stdout.length, limit);
+
+      // The limit falls inside a 3-byte character: it is left out whole, no U+FFFD.
+      const split = await ctx.daemon().call('POST', `/v1/sandboxes/${sbx.sandboxId}/commands`, {
+        json: { cmd: `head -c ${limit - 1} /dev/zero | tr '\\0' a; printf '\\xe2\\x82\\xac'`, timeoutMs: 0 },
+      });
+      const splitResult = split.body as CommandResult;
+      assert.deepEqual(splitResult.capture.stdout, { keptBytes: limit - 1, totalBytes: limit + 2 });
+      assert.equal(splitResult.stdout.length, limit - 1);
+      assert.ok(!splitResult.stdout.includes('\uFFFD'));
+
+      const small = await ctx.daemon().call('POST', `/v1/sandboxes/${sbx.sandboxId}/commands`, { json: { cmd: 'echo hi' } });
+      assert.equal((small.body as CommandResult).truncated, false);
+      assert.deepEqual((small.body as CommandResult).capture, { limitBytes: limit, stdout: { keptBytes: 3, totalBytes: 3 }, stderr: { keptBytes: 0, totalBytes: 0 } });
+      const smallSdk = await sbx.commands.run('echo hi >&2');
+      assert.equal(smallSdk.truncated, false);
+      assert.deepEqual(smallSdk.capture.stderr, { keptBytes: 3, totalBytes: 3 });
+    });
+
+    test('stdin to a process that has exited is PROCESS_EXITED with its exit code (REST and SDK)', async () => {
+      const handle = await sbx.commands.run('exit 3', { background: true, stdin: true });
+      await handle.wait().catch(() => undefined);
+      const err = await rejectsWithCode(sbx.commands.sendStdin(handle.pid, 'late'), 'PROCESS_EXITED');
+      assert.ok(err instanceof InvalidStateError);
+      assert.match(err.message, new RegExp(`process ${handle.pid} exited with code 3`));
+      assert.equal(err.details?.exitCode, 3);
+      await rejectsWithCode(handle.sendStdin('late'), 'PROCESS_EXITED');
+      const { url, apiKey } = ctx.daemon();
+      const res = await fetch(`${url}/v1/sandboxes/${sbx.sandboxId}/processes/${handle.pid}/stdin`, {
+        method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/octet-stream' }, body: 'late',
+      });
+      assert.equal(res.status, 409);
+      const body = (await res.json()) as { error: { code: string; details?: { exitCode?: number } } };
+      assert.equal(body.error.code, 'PROCESS_EXITED');
+      assert.equal(body.error.details?.exitCode, 3);
     });
 
     test('killing a process that already exited resolves false', async () => {

@@ -37,7 +37,7 @@ describe('egress on create (fake runtime)', () => {
     };
     const sbx = await createSandbox(w.core, { egress: ['PyPI.org.', '*.GitHubUserContent.com:443', '10.0.0.0/8'] });
     assert.deepEqual(await rulesOf(sbx.id), ['pypi.org', '*.githubusercontent.com:443', '10.0.0.0/8']);
-    assert.deepEqual(w.egress.inForce.get(sbx.slot ?? -1), { sandboxId: sbx.id, rules: ['pypi.org', '*.githubusercontent.com:443', '10.0.0.0/8'] });
+    assert.deepEqual(w.egress.inForce.get(sbx.slot ?? -1), { sandboxId: sbx.id, mode: 'allowlist', rules: ['pypi.org', '*.githubusercontent.com:443', '10.0.0.0/8'] });
     assert.deepEqual(upAtApply, [false], 'applied once, before the sandbox ran');
     const info = toEgressPolicyInfo(await getEgressPolicy(w.core, sbx.id));
     assert.equal(info.mode, 'allowlist');
@@ -48,6 +48,14 @@ describe('egress on create (fake runtime)', () => {
     const sbx = await createSandbox(w.core, {});
     assert.deepEqual(toEgressPolicyInfo(await getEgressPolicy(w.core, sbx.id)), { rules: [], mode: 'open', updatedAt: null });
     assert.deepEqual(w.egress.inForce.get(sbx.slot ?? -1)?.rules, []);
+  });
+
+  test("egress { mode: 'deny-all' } is stored and enforced as deny-all before the image is restored", async () => {
+    const sbx = await createSandbox(w.core, { egress: { mode: 'deny-all' } });
+    assert.deepEqual(toEgressPolicyInfo(await getEgressPolicy(w.core, sbx.id)), { rules: [], mode: 'deny-all', updatedAt: new Date(w.clock.now()).toISOString() });
+    assert.deepEqual(w.egress.inForce.get(sbx.slot ?? -1), { sandboxId: sbx.id, mode: 'deny-all', rules: [] });
+    const applied = w.egress.calls.indexOf(`apply ${sbx.slot} ${sbx.id} (deny-all)`);
+    assert.ok(applied >= 0 && w.runtime.calls.includes(`restore ${sbx.id}`), JSON.stringify(w.egress.calls));
   });
 
   test('a bad rule fails the create before anything starts, naming the rule', async () => {
@@ -88,6 +96,26 @@ describe('setEgressPolicy (fake runtime)', () => {
     await setEgressPolicy(w.core, sbx.id, []);
     assert.deepEqual(toEgressPolicyInfo(await getEgressPolicy(w.core, sbx.id)).mode, 'open');
     assert.deepEqual(w.egress.rulesOf(sbx.id), []);
+  });
+
+  test('deny-all is set live like any policy, survives pause/resume and fork, and { rules: [] } opens it again', async () => {
+    const sbx = await createSandbox(w.core, { egress: ['pypi.org'] });
+    const stored = await setEgressPolicy(w.core, sbx.id, { mode: 'deny-all' });
+    assert.deepEqual([stored.mode, stored.rules], ['deny-all', []]);
+    assert.equal(w.egress.modeOf(sbx.id), 'deny-all');
+    assert.deepEqual(w.egress.rulesOf(sbx.id), []);
+    await pauseSandbox(w.core, sbx.id);
+    await resumeSandbox(w.core, sbx.id, {});
+    assert.equal(w.egress.calls.at(-1), `apply ${sbx.slot} ${sbx.id} (deny-all)`);
+    const [child] = await forkSandbox(w.core, sbx.id, { count: 1 });
+    assert.equal(toEgressPolicyInfo(await getEgressPolicy(w.core, child.id)).mode, 'deny-all');
+    assert.equal(w.egress.modeOf(child.id), 'deny-all');
+    await setEgressPolicy(w.core, sbx.id, { rules: [] });
+    assert.equal(w.egress.modeOf(sbx.id), 'open');
+    await setEgressPolicy(w.core, sbx.id, { mode: 'allowlist', rules: ['example.com'] });
+    assert.deepEqual(await rulesOf(sbx.id), ['example.com']);
+    await assert.rejects(setEgressPolicy(w.core, sbx.id, { mode: 'deny-all', rules: ['pypi.org'] }), { code: 'VALIDATION_FAILED' });
+    assert.equal(w.egress.modeOf(sbx.id), 'allowlist', 'a refused policy changes nothing');
   });
 
   test('applies live to a paused sandbox (no restore); resume enforces it again before the sandbox runs', async () => {
@@ -172,7 +200,7 @@ describe('egress and fork (fake runtime)', () => {
       const children = await forkSandbox(w.core, parent.id, { count: 2 });
       for (const child of children) {
         assert.deepEqual(await rulesOf(child.id), ['pypi.org', '10.0.0.0/8:22']);
-        assert.deepEqual(w.egress.inForce.get(child.slot ?? -1), { sandboxId: child.id, rules: ['pypi.org', '10.0.0.0/8:22'] });
+        assert.deepEqual(w.egress.inForce.get(child.slot ?? -1), { sandboxId: child.id, mode: 'allowlist', rules: ['pypi.org', '10.0.0.0/8:22'] });
       }
       await setEgressPolicy(w.core, children[0].id, ['example.com']);
       assert.deepEqual(await rulesOf(parent.id), ['pypi.org', '10.0.0.0/8:22']);
@@ -195,6 +223,7 @@ describe('egress and fork (fake runtime)', () => {
 describe('egress after a daemon restart (fake runtime)', () => {
   test('reconcile enforces the stored policy of every running and paused sandbox again', async () => {
     const running = await createSandbox(w.core, { egress: ['pypi.org'] });
+    const denied = await createSandbox(w.core, { egress: { mode: 'deny-all' } });
     const paused = await createSandbox(w.core, { egress: ['192.0.2.1:443'] });
     await pauseSandbox(w.core, paused.id);
     const killed = await createSandbox(w.core, { egress: ['example.com'] });
@@ -205,6 +234,7 @@ describe('egress after a daemon restart (fake runtime)', () => {
     await reconcile(w.core);
     assert.deepEqual(w.egress.rulesOf(running.id), ['pypi.org']);
     assert.deepEqual(w.egress.rulesOf(paused.id), ['192.0.2.1:443']);
+    assert.equal(w.egress.modeOf(denied.id), 'deny-all');
     assert.equal(w.egress.rulesOf(killed.id), undefined);
   });
 });

@@ -4,7 +4,7 @@
  */
 import type { Core } from '../core.js';
 import type { SandboxRecord } from '../ports/store.js';
-import { parseEgressPolicy, type EgressPolicy } from './policy.js';
+import { OPEN_EGRESS_POLICY, parseEgressPolicy, type EgressPolicy } from './policy.js';
 
 /** Make `policy` the one in force on the sandbox's slot (no-op without an enforcer or a slot). Rejects with the enforcer's error. */
 export async function enforceEgressPolicy(core: Core, record: Pick<SandboxRecord, 'id' | 'slot'>, policy: EgressPolicy): Promise<void> {
@@ -19,7 +19,7 @@ export async function enforceEgressPolicy(core: Core, record: Pick<SandboxRecord
 export async function enforceStoredEgressPolicy(core: Core, record: Pick<SandboxRecord, 'id' | 'slot'>): Promise<void> {
   if (!core.egressEnforcer || record.slot === null) return;
   const stored = await core.store.getEgressPolicy(record.id);
-  await enforceEgressPolicy(core, record, parseEgressPolicy(stored?.rules ?? []));
+  await enforceEgressPolicy(core, record, stored ? parseEgressPolicy(stored, 'stored') : OPEN_EGRESS_POLICY);
 }
 
 /** Drop whatever the enforcer holds for `slot` (no-op without an enforcer). */

@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_EGRESS_RULES, MAX_EGRESS_RULE_LENGTH, RamifyError } from '@ramify/contracts';
-import { formatEgressRule, normaliseEgressRules, parseEgressPolicy, parseEgressRule, policyMode, ruleForName, type EgressRule } from './policy.js';
+import { formatEgressRule, normaliseEgressPolicy, normaliseEgressRules, parseEgressPolicy, parseEgressRule, ruleForName, type EgressRule } from './policy.js';
 
 /** Assert that parsing `rules` fails VALIDATION_FAILED with a message matching `why`, naming rule `index` (0-based). */
 function rejects(rules: string[], index: number, why: RegExp): RamifyError {
@@ -37,7 +37,6 @@ describe('egress rules: the grammar', () => {
     assert.deepEqual(one('10.0.0.0/8'), { kind: 'cidr', network: '10.0.0.0', prefix: 8, port: null });
     assert.deepEqual(one('0.0.0.0/0:53'), { kind: 'cidr', network: '0.0.0.0', prefix: 0, port: { from: 53, to: 53 } });
     assert.deepEqual(one('198.51.100.9/32'), { kind: 'cidr', network: '198.51.100.9', prefix: 32, port: null });
-    assert.deepEqual(one('localhost'), { kind: 'host', host: 'localhost', port: null });
     assert.deepEqual(one('_acme.example.com'), { kind: 'host', host: '_acme.example.com', port: null });
   });
 
@@ -60,10 +59,61 @@ describe('egress rules: the grammar', () => {
     }
   });
 
-  test('policy mode: no rules is open, any rule is an allowlist', () => {
-    assert.equal(policyMode(parseEgressPolicy([])), 'open');
-    assert.equal(policyMode(parseEgressPolicy(['pypi.org'])), 'allowlist');
-    assert.equal(policyMode(parseEgressPolicy(['*'])), 'allowlist');
+  test("a single label ('none', 'deny', 'localhost', 'none:443', 'NONE.') is refused with a hint towards deny-all; stored policies keep it", () => {
+    for (const [rules, label] of [[['none'], 'none'], [['pypi.org', 'deny'], 'deny'], [['localhost'], 'localhost'], [['none:443'], 'none'], [['NONE.'], 'none'], [['Bücher'], 'xn--bcher-kva']] as const) {
+      const err = rejects([...rules], rules.length - 1, new RegExp(`'${label}' is a single label, not a host name`));
+      assert.match(err.message, /to deny all egress use mode 'deny-all' \(CLI --deny-all, SDK egress: \{ mode: 'deny-all' \}\)/);
+    }
+    assert.throws(() => parseEgressRule('none'), /single label/);
+    // Not single labels: '*', addresses, networks, wildcards over a name with a dot, two labels.
+    assert.deepEqual(normaliseEgressRules(['*', '192.0.2.1', '10.0.0.0/8', '*.example.com', 'a.b']), ['*', '192.0.2.1', '10.0.0.0/8', '*.example.com', 'a.b']);
+    // A policy stored before the check (a daemon restart, a resume) still parses: what was accepted stays accepted.
+    assert.deepEqual(parseEgressPolicy({ mode: 'allowlist', rules: ['none', 'pypi.org'] }, 'stored').rules, [
+      { kind: 'host', host: 'none', port: null },
+      { kind: 'host', host: 'pypi.org', port: null },
+    ]);
+  });
+
+  test('policy mode: a bare list keeps its meaning (no rules is open, any rule is an allowlist)', () => {
+    assert.equal(parseEgressPolicy([]).mode, 'open');
+    assert.equal(parseEgressPolicy(['pypi.org']).mode, 'allowlist');
+    assert.equal(parseEgressPolicy(['*']).mode, 'allowlist');
+    assert.equal(parseEgressPolicy({ rules: [] }).mode, 'open');
+    assert.equal(parseEgressPolicy({ rules: ['pypi.org'] }).mode, 'allowlist');
+  });
+
+  test('policy mode: explicit modes, deny-all without rules; canonical form keeps the mode', () => {
+    assert.deepEqual(parseEgressPolicy({ mode: 'deny-all' }), { mode: 'deny-all', rules: [] });
+    assert.deepEqual(parseEgressPolicy({ mode: 'deny-all', rules: [] }), { mode: 'deny-all', rules: [] });
+    assert.deepEqual(parseEgressPolicy({ mode: 'open' }), { mode: 'open', rules: [] });
+    assert.deepEqual(normaliseEgressPolicy({ mode: 'allowlist', rules: ['PyPI.org', 'pypi.org'] }), { mode: 'allowlist', rules: ['pypi.org'] });
+    assert.deepEqual(normaliseEgressPolicy({ mode: 'deny-all' }), { mode: 'deny-all', rules: [] });
+    assert.deepEqual(normaliseEgressPolicy(['*.example.com:443']), { mode: 'allowlist', rules: ['*.example.com:443'] });
+    // A canonical (stored) policy parses back to itself.
+    for (const canonical of [{ mode: 'deny-all', rules: [] }, { mode: 'open', rules: [] }, { mode: 'allowlist', rules: ['10.0.0.0/8:22'] }] as const) {
+      assert.deepEqual(normaliseEgressPolicy({ mode: canonical.mode, rules: [...canonical.rules] }), canonical);
+    }
+    assert.equal(ruleForName(parseEgressPolicy({ mode: 'deny-all' }), 'pypi.org'), null);
+  });
+
+  test('policy mode: a mode that does not fit the rules, or neither given, is refused naming the field', () => {
+    const cases: Array<[Parameters<typeof parseEgressPolicy>[0], string, RegExp]> = [
+      [{ mode: 'deny-all', rules: ['pypi.org'] }, 'rules', /mode 'deny-all' takes no rules/],
+      [{ mode: 'open', rules: ['pypi.org'] }, 'rules', /mode 'open' takes no rules/],
+      [{ mode: 'allowlist' }, 'rules', /mode 'allowlist' needs at least one rule; to deny all egress use mode 'deny-all'/],
+      [{ mode: 'allowlist', rules: [] }, 'rules', /needs at least one rule/],
+      [{}, 'mode', /needs rules or a mode/],
+      [{ mode: 'none' as 'open' }, 'mode', /egress mode 'none' is not one of open, allowlist, deny-all/],
+    ];
+    for (const [input, field, message] of cases) {
+      assert.throws(() => parseEgressPolicy(input), (err: unknown) => {
+        assert.ok(err instanceof RamifyError);
+        assert.equal(err.code, 'VALIDATION_FAILED');
+        assert.equal(err.details?.field, field);
+        assert.match(err.message, message);
+        return true;
+      }, JSON.stringify(input));
+    }
   });
 
   test('name matching: host rules exactly, wildcards strictly below their suffix, * everything; addresses never', () => {

@@ -1,10 +1,15 @@
 /**
  * Egress policy: the grammar of allow rules, their validation and their one canonical spelling.
  *
- * A policy is an ordered list of rules, one string each:
+ * A policy has a mode: `open` (no rules: everything allowed but what is always closed), `allowlist`
+ * (default-deny: an ordered list of at least one rule) or `deny-all` (no rules: nothing allowed). Rules are
+ * one string each:
  * `*` (everything) · `host` · `*.host` (subdomains) · `host:port` · `ip` · `ip:port` · `cidr` · `cidr:port`,
  * where a port is `N` or `N-M` within 1-65535 and addresses are IPv4 (IPv6 egress is dropped, so IPv6 rules
- * are refused rather than silently meaningless). No rules = open; any rule = default-deny.
+ * are refused rather than silently meaningless). A bare rule list keeps its old meaning: no rules = open,
+ * any rule = allowlist. A host has at least two labels: a single label (`none`, `deny`, `localhost`) is
+ * refused with a hint, since it is no reachable host and usually meant something else (deny-all); stored
+ * policies that already hold one keep working.
  *
  * Normalisation: surrounding whitespace trimmed, host names lowercased, one trailing dot removed, IDN
  * converted to punycode (`domainToASCII`, UTS #46), single-port ranges `N-N` written `N`, duplicate rules
@@ -19,7 +24,7 @@
  * depth; the suffix itself needs its own `host` rule.
  */
 import { domainToASCII } from 'node:url';
-import { MAX_EGRESS_RULES, MAX_EGRESS_RULE_LENGTH, RamifyError } from '@ramify/contracts';
+import { EgressMode, MAX_EGRESS_RULES, MAX_EGRESS_RULE_LENGTH, RamifyError, type EgressPolicyRequest } from '@ramify/contracts';
 import { getDomain } from 'tldts';
 
 /** An inclusive port range; a single port has `from === to`. */
@@ -40,13 +45,33 @@ export type EgressRule =
   /** An IPv4 network: `network` has no host bits set; `prefix` 0-32. */
   | { kind: 'cidr'; network: string; prefix: number; port: PortRange | null };
 
-/** A validated, normalised policy: rules in the order given, duplicates removed. */
+/** A validated, normalised policy: its mode and rules (in the order given, duplicates removed). */
 export interface EgressPolicy {
+  /** `open` and `deny-all` have no rules; `allowlist` has at least one. */
+  mode: EgressMode;
   rules: readonly EgressRule[];
 }
 
 /** The open policy (no rules). */
-export const OPEN_EGRESS_POLICY: EgressPolicy = { rules: [] };
+export const OPEN_EGRESS_POLICY: EgressPolicy = { mode: 'open', rules: [] };
+/** The deny-all policy: nothing leaves. */
+export const DENY_ALL_EGRESS_POLICY: EgressPolicy = { mode: 'deny-all', rules: [] };
+
+/** A policy in canonical strings: what the store keeps, snapshots record and the API returns. */
+export interface CanonicalEgressPolicy {
+  mode: EgressMode;
+  /** Canonical rules, in order; empty unless `mode` is `allowlist`. */
+  rules: string[];
+}
+
+/** What callers give: a bare rule list (`[]` = open, any rule = allowlist) or `{ mode?, rules? }`. */
+export type EgressPolicyInput = readonly string[] | EgressPolicyRequest;
+
+/**
+ * Where a policy comes from: `request` (new input: every check) or `stored` (validated when it was set,
+ * maybe by an older daemon: what was accepted then stays accepted, i.e. single-label hosts).
+ */
+export type EgressPolicyOrigin = 'request' | 'stored';
 
 /** Longest host name (RFC 1035), characters. */
 const MAX_HOST_LENGTH = 253;
@@ -61,17 +86,49 @@ const NUMERIC_LAST_LABEL = /(?:^|\.)(?:\d+|0x[0-9a-f]*)$/i;
  * @throws RamifyError `VALIDATION_FAILED` `egress rule '<text>': <why>` with `details.rule`.
  */
 export function parseEgressRule(text: string): EgressRule {
-  return parseAt(text, null);
+  return parseAt(text, null, 'request');
 }
 
 /**
- * Parse a whole policy: at most {@link MAX_EGRESS_RULES} rules, each valid; duplicates (after
- * normalisation) are dropped, first one kept.
- * @throws RamifyError `VALIDATION_FAILED` naming the first bad rule: `egress rule 3 '*.com': ...` (the message
- *   counts from 1), `details: { rule, index }` (`index` 0-based). Too many rules names the first one over the limit.
+ * Parse a whole policy: a bare rule list, or `{ mode, rules }` (a stored policy is one too). The mode
+ * defaults from the rules (none: `open`, some: `allowlist`); `open` and `deny-all` take no rules, and
+ * `allowlist` needs one. At most {@link MAX_EGRESS_RULES} rules, each valid; duplicates (after
+ * normalisation) are dropped, first one kept. `origin` `stored` accepts what an earlier daemon accepted
+ * (single-label hosts); default `request`.
+ * @throws RamifyError `VALIDATION_FAILED`: naming the first bad rule, `egress rule 3 '*.com': ...` (the message
+ *   counts from 1), `details: { rule, index }` (`index` 0-based; too many rules names the first one over the
+ *   limit); or, with `details.field` `mode`/`rules`, a mode that does not fit the rules (or neither given).
  */
-export function parseEgressPolicy(rules: readonly string[]): EgressPolicy {
-  if (!Array.isArray(rules)) throw new RamifyError('VALIDATION_FAILED', 'egress rules must be a list of strings', { field: 'rules' });
+export function parseEgressPolicy(input: EgressPolicyInput, origin: EgressPolicyOrigin = 'request'): EgressPolicy {
+  const { mode, rules } = modeAndRules(input);
+  return { mode, rules: parseRules(rules, origin) };
+}
+
+/** The mode of `input` and its rule texts, checked to fit each other. */
+function modeAndRules(input: EgressPolicyInput): { mode: EgressMode; rules: readonly string[] } {
+  const request: { mode?: EgressMode; rules?: readonly string[] } = isRuleList(input) ? { rules: input } : input;
+  if (typeof request !== 'object' || request === null) throw policyError("an egress policy is a list of rules or { mode, rules }", 'rules');
+  const { rules = [] } = request;
+  if (!Array.isArray(rules)) throw policyError('egress rules must be a list of strings', 'rules');
+  if (request.mode !== undefined && !EgressMode.safeParse(request.mode).success) throw policyError(`egress mode '${String(request.mode)}' is not one of ${EgressMode.options.join(', ')}`, 'mode');
+  const mode = request.mode ?? (request.rules === undefined ? undefined : rules.length === 0 ? 'open' : 'allowlist');
+  if (mode === undefined) throw policyError("an egress policy needs rules or a mode ('open', 'allowlist' or 'deny-all')", 'mode');
+  if (mode === 'allowlist' && rules.length === 0) throw policyError("egress mode 'allowlist' needs at least one rule; to deny all egress use mode 'deny-all'", 'rules');
+  if (mode !== 'allowlist' && rules.length > 0) {
+    throw policyError(`egress mode '${mode}' takes no rules (give the rules alone, or mode 'allowlist', to allow only what they name)`, 'rules');
+  }
+  return { mode, rules };
+}
+
+function isRuleList(input: EgressPolicyInput): input is readonly string[] {
+  return Array.isArray(input);
+}
+
+function policyError(message: string, field: 'mode' | 'rules'): RamifyError {
+  return new RamifyError('VALIDATION_FAILED', message, { field });
+}
+
+function parseRules(rules: readonly string[], origin: EgressPolicyOrigin): EgressRule[] {
   if (rules.length > MAX_EGRESS_RULES) {
     throw ruleError(rules[MAX_EGRESS_RULES], MAX_EGRESS_RULES, `too many rules (${rules.length}); a policy holds at most ${MAX_EGRESS_RULES}`, {
       count: rules.length,
@@ -81,18 +138,13 @@ export function parseEgressPolicy(rules: readonly string[]): EgressPolicy {
   const seen = new Set<string>();
   const parsed: EgressRule[] = [];
   rules.forEach((text, index) => {
-    const rule = parseAt(text, index);
+    const rule = parseAt(text, index, origin);
     const canonical = formatEgressRule(rule);
     if (seen.has(canonical)) return;
     seen.add(canonical);
     parsed.push(rule);
   });
-  return { rules: parsed };
-}
-
-/** `open` when the policy has no rules (everything allowed), else `allowlist` (default-deny). Takes parsed or stored policies. */
-export function policyMode(policy: { rules: readonly unknown[] }): 'open' | 'allowlist' {
-  return policy.rules.length === 0 ? 'open' : 'allowlist';
+  return parsed;
 }
 
 /**
@@ -139,13 +191,26 @@ export function normaliseEgressRules(rules: readonly string[]): string[] {
   return formatEgressPolicy(parseEgressPolicy(rules));
 }
 
+/** The canonical form of a parsed policy: `{ mode, rules }` with each rule's canonical spelling. */
+export function canonicalEgressPolicy(policy: EgressPolicy): CanonicalEgressPolicy {
+  return { mode: policy.mode, rules: formatEgressPolicy(policy) };
+}
+
+/**
+ * Validate and normalise `input` (a rule list or `{ mode, rules }`) into its canonical form.
+ * @throws RamifyError `VALIDATION_FAILED` as {@link parseEgressPolicy}.
+ */
+export function normaliseEgressPolicy(input: EgressPolicyInput): CanonicalEgressPolicy {
+  return canonicalEgressPolicy(parseEgressPolicy(input));
+}
+
 function formatPort(port: PortRange | null): string {
   if (port === null) return '';
   return port.from === port.to ? `:${port.from}` : `:${port.from}-${port.to}`;
 }
 
 /** Parse `text`, the rule at `index` of a policy (null when parsed alone). */
-function parseAt(text: unknown, index: number | null): EgressRule {
+function parseAt(text: unknown, index: number | null, origin: EgressPolicyOrigin): EgressRule {
   if (typeof text !== 'string') throw ruleError(String(text), index, 'a rule must be a string');
   const fail: (why: string) => never = (why) => {
     throw ruleError(text, index, why);
@@ -176,7 +241,15 @@ function parseAt(text: unknown, index: number | null): EgressRule {
   }
   if (target.includes('*')) fail(WILDCARD_PLACEMENT);
   if (NUMERIC_LAST_LABEL.test(stripTrailingDot(target))) return { kind: 'ip', address: parseIpv4(target, fail), port };
-  return { kind: 'host', host: normaliseHost(target, fail), port };
+  const host = normaliseHost(target, fail);
+  if (origin === 'request' && !host.includes('.')) fail(singleLabelHint(host));
+  return { kind: 'host', host, port };
+}
+
+/** Why a single-label host is refused, and what was probably meant. */
+function singleLabelHint(host: string): string {
+  return `'${host}' is a single label, not a host name (write the whole name, as in 'pypi.org'); ` +
+    "to deny all egress use mode 'deny-all' (CLI --deny-all, SDK egress: { mode: 'deny-all' }), to allow all use mode 'open' or '*'";
 }
 
 const IPV6_REFUSED = 'IPv6 destinations cannot be allowed: sandboxes have no IPv6 egress (it is always dropped); use an IPv4 address or a host name';

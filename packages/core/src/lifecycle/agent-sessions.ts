@@ -53,6 +53,8 @@ export class AgentSessions {
   readonly #suspended = new Set<string>();
   readonly #closedByUs = new WeakSet<AgentSession>();
   readonly #closeWatchers = new WeakMap<AgentSession, Set<(reason: string) => void>>();
+  /** Per sandbox: a promise that rejects when its runtime instance is seen to exit (see {@link abandon}). */
+  readonly #deaths = new Map<string, { promise: Promise<never>; reject: (err: RamifyError) => void; exited: boolean }>();
   readonly #options: AgentSessionsOptions;
 
   constructor(options: AgentSessionsOptions) {
@@ -65,6 +67,7 @@ export class AgentSessions {
    */
   async open(sandboxId: string): Promise<AgentSession> {
     this.#suspended.delete(sandboxId);
+    this.#deaths.delete(sandboxId);
     await this.#closeCurrent(sandboxId);
     return this.#connect(sandboxId);
   }
@@ -75,6 +78,7 @@ export class AgentSessions {
    *   `AGENT_UNREACHABLE` when reconnecting fails.
    */
   async get(sandboxId: string): Promise<AgentSession> {
+    if (this.#deaths.get(sandboxId)?.exited) throw instanceExited(sandboxId);
     if (this.#suspended.has(sandboxId)) {
       throw new RamifyError('INVALID_STATE', `sandbox '${sandboxId}' is being checkpointed or stopped; retry when it is running`, { id: sandboxId });
     }
@@ -124,10 +128,35 @@ export class AgentSessions {
     this.#suspended.delete(sandboxId);
   }
 
+  /**
+   * The sandbox's runtime instance exited (the liveness monitor saw it): fail its pending opens and
+   * later {@link get}s at once with `SANDBOX_FAILED` (no 20 s channel timeout) and close its channel,
+   * which rejects calls in flight. Lifted by the next {@link open} (a restore).
+   */
+  async abandon(sandboxId: string): Promise<void> {
+    const death = this.#death(sandboxId);
+    death.exited = true;
+    death.reject(instanceExited(sandboxId));
+    await this.#closeCurrent(sandboxId);
+  }
+
+  #death(sandboxId: string): { promise: Promise<never>; reject: (err: RamifyError) => void; exited: boolean } {
+    let death = this.#deaths.get(sandboxId);
+    if (!death) {
+      let reject!: (err: RamifyError) => void;
+      const promise = new Promise<never>((_, r) => (reject = r));
+      promise.catch(() => undefined);
+      death = { promise, reject, exited: false };
+      this.#deaths.set(sandboxId, death);
+    }
+    return death;
+  }
+
   /** Close and forget everything about the sandbox (killed). */
   async drop(sandboxId: string): Promise<void> {
     await this.suspend(sandboxId);
     this.#suspended.delete(sandboxId);
+    this.#deaths.delete(sandboxId);
   }
 
   /** Close every session (daemon shutdown); sandboxes keep running. */
@@ -187,10 +216,12 @@ export class AgentSessions {
     })();
     let session: AgentSession;
     try {
-      session = await Promise.race([attempts, timeout]);
+      session = await Promise.race([attempts, timeout, this.#death(sandboxId).promise]);
     } catch (err) {
       // Timed out while an attempt was still connecting: close the session if it shows up later.
-      if (gaveUp) void attempts.then((late) => late.close()).catch(() => undefined);
+      gaveUp = true;
+      void attempts.then((late) => late.close()).catch(() => undefined);
+      if (err instanceof RamifyError && err.code === 'SANDBOX_FAILED') throw err;
       throw asAgentUnreachable(sandboxId, err);
     } finally {
       clearTimeout(timer);
@@ -224,6 +255,10 @@ export class AgentSessions {
       }
     })().catch((err: unknown) => this.#options.logger.warn('handling a lost agent channel failed', { sandboxId, error: String(err) }));
   }
+}
+
+function instanceExited(sandboxId: string): RamifyError {
+  return new RamifyError('SANDBOX_FAILED', `sandbox '${sandboxId}' failed: its runtime instance exited`, { id: sandboxId, reason: 'its runtime instance exited' });
 }
 
 function asAgentUnreachable(sandboxId: string, err: unknown): RamifyError {

@@ -8,14 +8,17 @@
  * - network still busy (`CHECKPOINT_BLOCKED`) or agent unreachable before the checkpoint: back to
  *   `running`, channel untouched;
  * - the runtime's checkpoint fails and the instance is still running: back to `running`, channel reopened;
- * - it fails and the instance is gone (the runtime killed it): `error`, with the reason.
+ * - it fails and the instance is gone (the runtime stopped it, e.g. runsc on a full disk): restored from
+ *   the image it was last started from (`sourceSnapshotId`; its changes since are lost, the error says so),
+ *   `error` only when that restore fails too.
  */
 import { RamifyError, isRamifyError } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { newSnapshotId } from '../ids.js';
+import { storedEgressPolicy } from '../egress/get-egress.js';
 import type { SandboxOperation, SandboxRecord, SnapshotRecord } from '../ports/store.js';
-import { identityFor } from './bring-up.js';
-import { waitForQuietNetwork } from './quiet-network.js';
+import { bringUp, identityFor } from './bring-up.js';
+import { waitForNoConnections, waitForQuietNetwork } from './quiet-network.js';
 import { phaseTimer } from './phase-timer.js';
 import { messageOf, transition } from './records.js';
 
@@ -37,8 +40,10 @@ export interface CheckpointPlan {
  */
 export async function checkpointRunning(core: Core, record: SandboxRecord, plan: CheckpointPlan): Promise<{ record: SandboxRecord; snapshot: SnapshotRecord }> {
   const runtime = runtimeFor(core, record.runtime);
+  // While connections drain the sandbox stays `running`: its commands and file calls go on.
+  if (record.state === 'running') await waitForNoConnections(core, record.id, runtime);
   const snapshotId = newSnapshotId();
-  await core.store.insertSnapshot(pendingSnapshot(core, record, snapshotId, plan));
+  await core.store.insertSnapshot(await pendingSnapshot(core, record, snapshotId, plan));
   let current: SandboxRecord;
   try {
     current = await transition(core, record, 'pausing', { operation: plan.operation(snapshotId) });
@@ -49,7 +54,7 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
 
   const { mark: phase, phases } = phaseTimer();
   try {
-    await waitForQuietNetwork(core, record.id, runtime, record.slot);
+    await waitForQuietNetwork(core, record.id, runtime);
     phase('quietNetworkMs');
   } catch (err) {
     await core.store.deleteSnapshot(snapshotId);
@@ -95,11 +100,11 @@ export async function forkPointRunning(core: Core, record: SandboxRecord, plan: 
   const runtime = runtimeFor(core, record.runtime);
   if (!runtime.checkpointKeepRunning) throw new RamifyError('INTERNAL', `the ${runtime.name} runtime cannot checkpoint a sandbox in place`);
   const snapshotId = newSnapshotId();
-  await core.store.insertSnapshot(pendingSnapshot(core, record, snapshotId, { kind: 'fork' }));
+  await core.store.insertSnapshot(await pendingSnapshot(core, record, snapshotId, { kind: 'fork' }));
   let current: SandboxRecord;
   try {
     current = await core.store.updateSandbox(record.id, { operation: plan.operation(snapshotId) });
-    await waitForQuietNetwork(core, record.id, runtime, record.slot);
+    await waitForQuietNetwork(core, record.id, runtime);
   } catch (err) {
     await core.store.deleteSnapshot(snapshotId);
     await core.store.updateSandbox(record.id, { operation: null });
@@ -128,8 +133,11 @@ export async function forkPointRunning(core: Core, record: SandboxRecord, plan: 
   return { record: current, snapshot: ready };
 }
 
-/** The `pending` row of a snapshot about to be taken of `record` (with a copy of its envs: the image's environment). */
-function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, plan: Pick<CheckpointPlan, 'kind' | 'name'>): SnapshotRecord {
+/**
+ * The `pending` row of a snapshot about to be taken of `record`, with a copy of its envs (the image's
+ * environment) and of its egress policy now (the caller holds its lock, so no change comes in between).
+ */
+async function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, plan: Pick<CheckpointPlan, 'kind' | 'name'>): Promise<SnapshotRecord> {
   return {
     id: snapshotId,
     name: plan.name ?? null,
@@ -146,6 +154,7 @@ function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, 
     diskSizeMB: record.diskSizeMB,
     rootfsDir: record.rootfsDir,
     envs: { ...record.envs },
+    egress: await storedEgressPolicy(core, record.id),
   };
 }
 
@@ -167,9 +176,29 @@ async function rollBackFailedCheckpoint(core: Core, record: SandboxRecord, snaps
     if (record.state === 'running') await core.store.updateSandbox(record.id, { operation: null });
     else await transition(core, record, 'running', { operation: null });
     await core.sessions.open(record.id).catch((openErr: unknown) => core.logger.warn(`reopening agent after a failed ${what}`, { sandboxId: record.id, error: messageOf(openErr) }));
-    return isRamifyError(err) ? err : new RamifyError('RUNTIME_ERROR', `${what} of sandbox '${record.id}' failed (it keeps running): ${reason}`, { id: record.id });
+    const code = isRamifyError(err) ? err.code : 'RUNTIME_ERROR';
+    return new RamifyError(code, `${what} of sandbox '${record.id}' failed (it keeps running): ${reason}`, { ...(isRamifyError(err) ? err.details : {}), id: record.id });
   }
   const why = `${what} failed and the runtime stopped the sandbox${status.reason ? ` (${status.reason})` : ''}: ${reason}`;
-  await transition(core, record, 'error', { operation: null, endAt: null, error: why });
-  return new RamifyError('RUNTIME_ERROR', `sandbox '${record.id}': ${why}`, { id: record.id });
+  // Never lost: bring it back from the image it was last started from (its changes since then are gone).
+  const source = record.sourceSnapshotId;
+  if (source === null) {
+    await transition(core, record, 'error', { operation: null, endAt: null, error: why });
+    return new RamifyError('RUNTIME_ERROR', `sandbox '${record.id}': ${why}`, { id: record.id, runtimeReason: reason });
+  }
+  try {
+    await bringUp(core, record, source);
+    if (record.state !== 'running') await transition(core, record, 'running', { operation: null, error: null });
+    else await core.store.updateSandbox(record.id, { operation: null });
+    core.logger.warn(`${what} failed; the sandbox was restored from its last image`, { sandboxId: record.id, snapshotId: source, error: reason });
+    return new RamifyError(
+      'RUNTIME_ERROR',
+      `sandbox '${record.id}': ${why}; it was restored from the image it was last started from (snapshot '${source}'): it runs, but what changed since that image is lost`,
+      { id: record.id, restoredFrom: source, runtimeReason: reason },
+    );
+  } catch (restoreErr) {
+    const lost = `${why}; restoring it from snapshot '${source}' failed too: ${messageOf(restoreErr)}`;
+    await transition(core, record, 'error', { operation: null, endAt: null, error: lost });
+    return new RamifyError('RUNTIME_ERROR', `sandbox '${record.id}': ${lost}`, { id: record.id, runtimeReason: reason });
+  }
 }

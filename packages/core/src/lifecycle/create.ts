@@ -4,7 +4,7 @@
  */
 import { RamifyError, type CreateSandboxRequest, type RuntimeName } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
-import { normaliseEgressRules } from '../egress/policy.js';
+import { normaliseEgressPolicy, type CanonicalEgressPolicy } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
 import type { RuntimeCapabilities } from '../ports/runtime.js';
 import type { SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
@@ -16,15 +16,17 @@ import { startSandbox } from './start.js';
  * the template's `envs` (from a snapshot: the envs its sandbox had when it was taken; for a snapshot that
  * did not record them, a template image or one taken before schema migration 8, the envs of its template,
  * none if that was deleted), overridden per key by the request's `envs`.
- * The request's `egress` rules (validated before anything else happens) are stored and enforced before
- * the sandbox's image is restored.
- * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named; both template and snapshot; a runtime
+ * Its egress policy is the request's `egress` (rules or `{ mode, rules }`, validated before anything else
+ * happens), else from a snapshot the policy the snapshot recorded (a template image, or an old snapshot
+ * that recorded none: open, and a warning is logged for the latter). It is stored and enforced before the
+ * sandbox's image is restored, so the restored processes' first packet already meets it.
+ * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named, or mode; both template and snapshot; a runtime
  *   that does not match the snapshot; a `diskSizeMB` or `memoryMB` the runtime or its image cannot give), `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_BUILT` (the template has no image
  *   for the runtime asked for), `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
  *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
  */
 export async function createSandbox(core: Core, request: CreateSandboxRequest): Promise<SandboxRecord> {
-  const egress = request.egress === undefined ? undefined : normaliseEgressRules(request.egress);
+  const egress = request.egress === undefined ? undefined : normaliseEgressPolicy(request.egress);
   if (request.template !== undefined && request.snapshot !== undefined) {
     throw new RamifyError('VALIDATION_FAILED', 'template and snapshot are mutually exclusive: give one', { fields: ['template', 'snapshot'] });
   }
@@ -41,6 +43,9 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
   const memoryMB = request.memoryMB ?? source.memoryMB ?? core.options.defaultMemoryMB;
   if (runtime.checkResources) await runtime.checkResources({ cpuCount, memoryMB, diskSizeMB }, (await core.storage.open(source.snapshotId)).imageDir);
   const id = newSandboxId();
+  if (egress === undefined && source.egress === null) {
+    core.logger.warn('the snapshot recorded no egress policy (taken before policies were recorded, its sandbox gone): the sandbox starts open', { snapshotId: source.snapshotId, sandboxId: id });
+  }
   return core.locks.run(id, () =>
     startSandbox(core, {
       id,
@@ -56,7 +61,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
       envs: sandboxEnvs(source.baseEnvs, request.envs),
       timeoutMs: request.timeoutMs ?? core.options.defaultTimeoutMs,
       onTimeout: request.onTimeout ?? core.options.defaultOnTimeout,
-      egress,
+      egress: egress ?? source.egress ?? undefined,
     }),
   );
 }
@@ -76,6 +81,11 @@ interface Source {
   memoryMB?: number;
   /** The source image's disk size, MiB (null or absent: the runtime's default). */
   diskSizeMB?: number | null;
+  /**
+   * The egress policy the source recorded (a snapshot's). Absent: a template image (open unless the request
+   * gives one); null: a snapshot that recorded none (taken before policies were recorded, its sandbox gone: open too).
+   */
+  egress?: CanonicalEgressPolicy | null;
 }
 
 /**
@@ -141,6 +151,7 @@ async function fromSnapshot(core: Core, idOrName: string): Promise<Source> {
     cpuCount: snapshot.cpuCount,
     memoryMB: snapshot.memoryMB,
     diskSizeMB: snapshot.diskSizeMB,
+    egress: snapshot.egress === null ? (snapshot.kind === 'template' ? undefined : null) : { mode: snapshot.egress.mode, rules: [...snapshot.egress.rules] },
   };
 }
 

@@ -14,6 +14,7 @@
 import { MAX_FORK_COUNT, RamifyError } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { newSandboxId } from '../ids.js';
+import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { checkpointRunning, forkPointRunning } from './checkpoint.js';
 import { finishKill } from './kill.js';
@@ -64,7 +65,7 @@ export async function forkSandbox(core: Core, sandboxId: string, input: ForkInpu
     const operation = parent.operation;
     if (operation?.kind !== 'fork') throw new RamifyError('INTERNAL', `fork of '${sandboxId}' lost its operation record`);
     try {
-      const egress = (await core.store.getEgressPolicy(sandboxId))?.rules;
+      const egress = (await core.store.getEgressPolicy(sandboxId)) ?? undefined;
       const [children] = await Promise.allSettled([startChildren(core, parent, { snapshotId: operation.snapshotId, childIds, egress }), parentRestore]);
       if (children.status === 'rejected') throw children.reason;
       return children.value;
@@ -89,8 +90,8 @@ interface ChildPlan {
   /** The fork point. */
   snapshotId: string;
   childIds: string[];
-  /** The parent's egress rules at fork time (each child stores its own copy); undefined = never set. */
-  egress: readonly string[] | undefined;
+  /** The parent's egress policy at fork time (each child stores its own copy); undefined = never set. */
+  egress: CanonicalEgressPolicy | undefined;
 }
 
 async function startChildren(core: Core, parent: SandboxRecord, plan: ChildPlan): Promise<SandboxRecord[]> {

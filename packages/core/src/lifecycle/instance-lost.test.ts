@@ -19,6 +19,6 @@ test('an instance killed by the OOM killer: the sandbox becomes error, says out 
   assert.equal(after.state, 'error');
   assert.match(after.error ?? '', /ran out of memory \(limit 256 MB\)/);
   assert.equal(after.slot, null);
-  await assert.rejects(runCommand(w.core, sbx.id, { cmd: 'true' }), (err: { code?: string }) => err.code === 'INVALID_STATE' || err.code === 'SANDBOX_NOT_FOUND');
+  await assert.rejects(runCommand(w.core, sbx.id, { cmd: 'true' }), (err: { code?: string }) => err.code === 'SANDBOX_FAILED');
   await w.dispose();
 });

@@ -1,7 +1,8 @@
 /**
- * A running sandbox whose runtime instance stopped on its own (out of memory, crashed): when its agent
- * channel drops and cannot be reopened, ask the runtime; if the instance is not running, release what
- * the sandbox held and record `error` with a reason the user can read. Never silent.
+ * A running sandbox whose runtime instance stopped on its own (out of memory, crashed, killed from
+ * outside): when the liveness monitor sees its processes gone (liveness.ts), or its agent channel drops
+ * and cannot be reopened, ask the runtime; if the instance is not running, fail the calls waiting on
+ * its agent, release what the sandbox held and record `error` with a reason the user can read. Never silent.
  */
 import { runtimeFor, type Core } from '../core.js';
 import { releaseResources } from './bring-up.js';
@@ -16,6 +17,8 @@ export async function handleInstanceLost(core: Core, sandboxId: string): Promise
       .status(sandboxId)
       .catch(() => ({ state: 'missing' as const, reason: undefined }));
     if (status.state === 'running') return;
+    // Calls waiting on its agent channel fail now with SANDBOX_FAILED instead of timing out.
+    await core.sessions.abandon(sandboxId);
     const why =
       status.reason === 'oom'
         ? `the sandbox ran out of memory (limit ${record.memoryMB} MB) and was stopped`

@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RamifyError } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError } from '@ramify/contracts';
 import { createTestWorld, type TestWorld } from '../testing/world.js';
 import { createSandbox } from './create.js';
 import { getSandbox } from './get.js';
@@ -150,6 +150,25 @@ describe('pause and resume (fake runtime)', () => {
     assert.equal('stdout' in r ? r.stdout : '', 'still here\n');
   });
 
+  test('while a pause waits for a connection to close, the sandbox stays running and its commands run', async () => {
+    const sbx = await createSandbox(w.core, {});
+    const guest = w.runtime.guest(sbx.id);
+    guest.endpoints.push('10.0.0.2:1 -> 1.1.1.1:443 ESTABLISHED');
+    const sleep = w.clock.sleep.bind(w.clock);
+    const during: string[] = [];
+    w.clock.sleep = async (ms) => {
+      w.clock.sleep = sleep; // once: the command below sleeps on the clock too
+      during.push((await getSandbox(w.core, sbx.id)).state);
+      const r = await runCommand(w.core, sbx.id, { cmd: 'echo meanwhile' });
+      during.push('stdout' in r ? r.stdout : '');
+      guest.endpoints.length = 0;
+      await sleep(ms);
+    };
+    assert.equal((await pauseSandbox(w.core, sbx.id)).state, 'paused');
+    w.clock.sleep = sleep;
+    assert.deepEqual(during, ['running', 'meanwhile\n']);
+  });
+
   test('endpoints that drain within the bound let the pause go through', async () => {
     const sbx = await createSandbox(w.core, {});
     const guest = w.runtime.guest(sbx.id);
@@ -160,29 +179,6 @@ describe('pause and resume (fake runtime)', () => {
       await sleep(ms);
     };
     assert.equal((await pauseSandbox(w.core, sbx.id)).state, 'paused');
-  });
-
-  test('connections the sandbox closed first are waited out before the checkpoint; past the bound the pause is refused with retryAfterMs', async () => {
-    const sbx = await createSandbox(w.core, {});
-    const slot = sbx.slot as number;
-    w.egress.closing.set(slot, 5_000);
-    const sleep = w.clock.sleep.bind(w.clock);
-    const slept: number[] = [];
-    w.clock.sleep = async (ms) => {
-      slept.push(ms);
-      w.egress.closing.delete(slot); // TIME_WAIT over once the wait is.
-      await sleep(ms);
-    };
-    assert.equal((await pauseSandbox(w.core, sbx.id)).state, 'paused');
-    assert.deepEqual(slept, [5_000]);
-    await resumeSandbox(w.core, sbx.id);
-    w.clock.sleep = sleep;
-    w.egress.closing.set(slot, 40_000);
-    const checkpoints = (): number => w.runtime.calls.filter((c) => c === `checkpoint ${sbx.id}`).length;
-    const before = checkpoints();
-    await assert.rejects(pauseSandbox(w.core, sbx.id), (err: unknown) => err instanceof RamifyError && err.code === 'CHECKPOINT_BLOCKED' && (err.details as { retryAfterMs?: number }).retryAfterMs === 40_000 && /about 40 s more/.test(err.message));
-    assert.equal((await getSandbox(w.core, sbx.id)).state, 'running');
-    assert.equal(checkpoints(), before, 'the refused pause never reached the runtime');
   });
 
   test('an agent from before quiesceNetwork (an older image) is asked for its endpoints instead', async () => {
@@ -216,13 +212,24 @@ describe('pause and resume (fake runtime)', () => {
     assert.equal('exitCode' in r ? r.exitCode : -1, 0);
   });
 
-  test('a failed checkpoint that killed the instance ends in error with the reason', async () => {
+  test('a failed checkpoint that killed the instance restores it from the image it was started from, and says so', async () => {
     const sbx = await createSandbox(w.core, {});
     w.runtime.nextCheckpoint = 'fail-kills';
+    await assert.rejects(pauseSandbox(w.core, sbx.id), (err: { code?: string; message: string }) =>
+      err.code === 'RUNTIME_ERROR' && /restored from the image it was last started from \(snapshot 'snap_tpl'\)/.test(err.message) && /lost/.test(err.message));
+    const after = await getSandbox(w.core, sbx.id);
+    assert.equal(after.state, 'running');
+    assert.equal((await runCommand(w.core, sbx.id, { cmd: 'true' }) as { exitCode: number }).exitCode, 0, 'its agent answers');
+  });
+
+  test('a failed checkpoint that killed the instance, whose restore fails too, ends in error with both reasons', async () => {
+    const sbx = await createSandbox(w.core, {});
+    w.runtime.nextCheckpoint = 'fail-kills';
+    w.runtime.failRestoreOf.add(sbx.id);
     await assert.rejects(pauseSandbox(w.core, sbx.id), { code: 'RUNTIME_ERROR' });
     const after = await getSandbox(w.core, sbx.id);
     assert.equal(after.state, 'error');
-    assert.match(after.error ?? '', /checkpoint failed/);
+    assert.match(after.error ?? '', /checkpoint failed.*restoring it from snapshot 'snap_tpl' failed too/);
   });
 
   test('a failed resume leaves the sandbox paused and resumable', async () => {
@@ -262,7 +269,10 @@ describe('kill, locks, exec, timeouts, list (fake runtime)', () => {
 
   test('exec: foreground result, non-zero exit, background pid; agent channel loss reconnects', async () => {
     const sbx = await createSandbox(w.core, {});
-    assert.deepEqual(await runCommand(w.core, sbx.id, { cmd: 'echo hello world' }), { pid: 100, exitCode: 0, signal: null, stdout: 'hello world\n', stderr: '', error: null });
+    assert.deepEqual(await runCommand(w.core, sbx.id, { cmd: 'echo hello world' }), {
+      pid: 100, exitCode: 0, signal: null, stdout: 'hello world\n', stderr: '', error: null, truncated: false,
+      capture: { limitBytes: DEFAULT_MAX_OUTPUT_BYTES, stdout: { keptBytes: 12, totalBytes: 12 }, stderr: { keptBytes: 0, totalBytes: 0 } },
+    });
     const failed = await runCommand(w.core, sbx.id, { cmd: 'fail 3' });
     assert.equal('exitCode' in failed ? failed.exitCode : 0, 3);
     const bg = await runCommand(w.core, sbx.id, { cmd: 'sleep', background: true });

@@ -64,6 +64,7 @@ export function toSnapshotInfo(record: SnapshotRecord): SnapshotInfo {
     parentSnapshotId: record.parentSnapshotId,
     sizeBytes: record.sizeBytes,
     createdAt: iso(record.createdAt),
+    egress: record.egress === null ? null : { mode: record.egress.mode, rules: [...record.egress.rules] },
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import { RamifyError } from '@ramify/contracts';
 import type { Core } from '../core.js';
+import { storedEgressPolicy } from '../egress/get-egress.js';
 import type { SandboxRecord, SnapshotRecord } from '../ports/store.js';
 import { checkpointRunning } from './checkpoint.js';
 import { loadSandbox, messageOf } from './records.js';
@@ -48,7 +49,9 @@ export async function snapshotSandbox(core: Core, sandboxId: string, input: Snap
 
 /**
  * The paused sandbox's pause image becomes the named snapshot. An image taken before snapshots recorded
- * envs gets the sandbox's (fixed at its create, so the same as when the image was taken).
+ * envs gets the sandbox's (fixed at its create, so the same as when the image was taken). It records the
+ * sandbox's egress policy now: the policy may have changed while it was paused, and the snapshot is taken
+ * now (as a resume would enforce the current one).
  */
 async function nameThePauseImage(core: Core, record: SandboxRecord, name: string): Promise<SnapshotRecord> {
   const sandboxId = record.id;
@@ -60,5 +63,6 @@ async function nameThePauseImage(core: Core, record: SandboxRecord, name: string
       snapshotId: image.id,
     });
   }
-  return core.store.updateSnapshot(image.id, { kind: 'named', name, ...(image.envs === null ? { envs: { ...record.envs } } : {}) });
+  const egress = await storedEgressPolicy(core, sandboxId);
+  return core.store.updateSnapshot(image.id, { kind: 'named', name, egress, ...(image.envs === null ? { envs: { ...record.envs } } : {}) });
 }

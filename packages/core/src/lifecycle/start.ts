@@ -9,6 +9,7 @@
 import { isRamifyError } from '@ramify/contracts';
 import { prewarmFreeSlots } from './prewarm.js';
 import type { Core } from '../core.js';
+import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { bringUp, releaseResources } from './bring-up.js';
 import { finishKill } from './kill.js';
@@ -20,8 +21,8 @@ export type NewSandbox = Pick<
   'id' | 'runtime' | 'templateId' | 'sourceSnapshotId' | 'rootfsDir' | 'parentId' | 'cpuCount' | 'memoryMB' | 'diskSizeMB' | 'metadata' | 'envs' | 'timeoutMs' | 'onTimeout'
 > & {
   sourceSnapshotId: string;
-  /** Normalised egress rules to store for it (a fork child gets a copy of its parent's); absent = none set (open). */
-  egress?: readonly string[];
+  /** Normalised egress policy to store for it (a fork child gets a copy of its parent's); absent = none set (open). */
+  egress?: CanonicalEgressPolicy;
 };
 
 /**

@@ -56,6 +56,7 @@ describe('state machine (one transition table)', () => {
     assert.throws(() => assertAgentReachable('sbx_1', 'paused'), (e: Error & { code?: string }) => e.code === 'INVALID_STATE' && /resume/.test(e.message));
     assert.throws(() => assertAgentReachable('sbx_1', 'killed'), { code: 'SANDBOX_NOT_FOUND' });
     assert.throws(() => assertAgentReachable('sbx_1', 'pausing'), { code: 'INVALID_STATE' });
+    assert.throws(() => assertAgentReachable('sbx_1', 'error', 'the sandbox ran out of memory'), (e: Error & { code?: string }) => e.code === 'SANDBOX_FAILED' && /ran out of memory/.test(e.message));
   });
 
   test('fork/snapshot source: running is checkpointed first, paused uses its image, others are refused', () => {

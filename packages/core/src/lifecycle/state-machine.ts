@@ -74,12 +74,16 @@ export function alreadyIn(state: SandboxState, goal: 'running' | 'paused'): bool
 
 /**
  * Whether a call that needs the sandbox's agent (exec, files) may proceed.
- * @throws RamifyError `SANDBOX_NOT_FOUND` for a killed sandbox, `INVALID_STATE` for any other state than
- *   `running` (a paused sandbox's message says to resume it).
+ * @param error the record's `error` (why a sandbox in `error` failed), quoted in the message.
+ * @throws RamifyError `SANDBOX_NOT_FOUND` for a killed sandbox, `SANDBOX_FAILED` in `error` (details.reason),
+ *   `INVALID_STATE` for any other state than `running` (a paused sandbox's message says to resume it).
  */
-export function assertAgentReachable(sandboxId: string, state: SandboxState): void {
+export function assertAgentReachable(sandboxId: string, state: SandboxState, error: string | null = null): void {
   if (agentReachable(state)) return;
   if (isTerminal(state)) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found (it was killed)`, { id: sandboxId });
+  if (state === 'error') {
+    throw new RamifyError('SANDBOX_FAILED', `sandbox '${sandboxId}' failed: ${error ?? 'no reason recorded'}; kill it`, { id: sandboxId, state, reason: error });
+  }
   throw new RamifyError('INVALID_STATE', `sandbox '${sandboxId}' is ${state}${hintFor(state)}`, { id: sandboxId, state });
 }
 

@@ -8,62 +8,40 @@ import type { Core } from '../core.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { finishKill } from './kill.js';
 import { pauseLocked } from './pause.js';
+import { PeriodicTask } from './periodic.js';
 import { loadSandbox, messageOf, transition } from './records.js';
 import { timedStates, timeoutClockRuns } from './state-machine.js';
 
-export class TimeoutScheduler {
-  readonly #core: Core;
-  readonly #retryAt = new Map<string, number>();
-  #timer: NodeJS.Timeout | undefined;
-  #sweeping: Promise<void> | undefined;
-
+/** Sweeps every `timeoutSweepMs` once started; {@link PeriodicTask.sweep} applies what is due now. */
+export class TimeoutScheduler extends PeriodicTask {
   constructor(core: Core) {
-    this.#core = core;
+    const retryAt = new Map<string, number>();
+    super(core.options.timeoutSweepMs, () => sweepTimeouts(core, retryAt));
   }
+}
 
-  /** Sweep every `timeoutSweepMs` until {@link stop}. The timer does not keep the process alive. */
-  start(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(() => void this.sweep(), this.#core.options.timeoutSweepMs);
-    this.#timer.unref();
+/** One pass: the timeout action of every sandbox due now; a refused one is retried after `timeoutRetryMs`. Never rejects. */
+async function sweepTimeouts(core: Core, retryAt: Map<string, number>): Promise<void> {
+  const now = core.clock.now();
+  let cursor: string | undefined;
+  const due: string[] = [];
+  try {
+    do {
+      const page = await core.store.listSandboxes({ states: timedStates(), endAtOrBefore: now, limit: 500, cursor });
+      due.push(...page.sandboxes.map((s) => s.id));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+  } catch (err) {
+    core.logger.error('timeout sweep: listing due sandboxes failed', { error: messageOf(err) });
+    return;
   }
-
-  /** Stop sweeping; resolves when a sweep in progress has finished. */
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-    await this.#sweeping;
-  }
-
-  /** Apply the timeout action of every sandbox due now. Overlapping calls share one sweep. Never rejects. */
-  sweep(): Promise<void> {
-    this.#sweeping ??= this.#sweepOnce().finally(() => (this.#sweeping = undefined));
-    return this.#sweeping;
-  }
-
-  async #sweepOnce(): Promise<void> {
-    const core = this.#core;
-    const now = core.clock.now();
-    let cursor: string | undefined;
-    const due: string[] = [];
-    try {
-      do {
-        const page = await core.store.listSandboxes({ states: timedStates(), endAtOrBefore: now, limit: 500, cursor });
-        due.push(...page.sandboxes.map((s) => s.id));
-        cursor = page.nextCursor ?? undefined;
-      } while (cursor);
-    } catch (err) {
-      core.logger.error('timeout sweep: listing due sandboxes failed', { error: messageOf(err) });
-      return;
-    }
-    for (const id of due) {
-      if ((this.#retryAt.get(id) ?? 0) > now) continue;
-      this.#retryAt.delete(id);
-      await expire(core, id).catch((err: unknown) => {
-        this.#retryAt.set(id, core.clock.now() + core.options.timeoutRetryMs);
-        core.logger.warn('timeout action failed; will retry', { sandboxId: id, error: messageOf(err) });
-      });
-    }
+  for (const id of due) {
+    if ((retryAt.get(id) ?? 0) > now) continue;
+    retryAt.delete(id);
+    await expire(core, id).catch((err: unknown) => {
+      retryAt.set(id, core.clock.now() + core.options.timeoutRetryMs);
+      core.logger.warn('timeout action failed; will retry', { sandboxId: id, error: messageOf(err) });
+    });
   }
 }
 

@@ -16,19 +16,14 @@ import type { EgressPolicy } from '../egress/policy.js';
 export interface EgressEnforcer {
   /**
    * Make `policy` the one in force for the sandbox on `slot`, atomically: a packet sees the old policy or
-   * the new one, never a mix. An empty policy (`rules: []`) is open egress. Connections to destinations no
-   * longer allowed are cut. Idempotent. When it rejects, the policy in force must be the previous one.
+   * the new one, never a mix. `mode` decides: `open` lets everything out but what is always closed,
+   * `allowlist` only what a rule allows, `deny-all` nothing at all (no name resolves, no packet leaves).
+   * Connections to destinations no longer allowed are cut. Idempotent. When it rejects, the policy in
+   * force must be the previous one.
    */
   apply(sandboxId: string, slot: number, policy: EgressPolicy): Promise<void>;
   /** Forget everything `apply` set up for `slot` (the next sandbox on it starts clean). A no-op when absent. */
   remove(slot: number): Promise<void>;
-  /**
-   * How long, ms, until TCP connections the sandbox on `slot` closed first (it sent the first FIN) have left
-   * FIN_WAIT_2 and TIME_WAIT; 0 when none is that recent. The host sees every FIN, the sandbox's
-   * /proc/net/tcp does not list such endpoints, and gVisor cannot checkpoint them. Optional: without it
-   * core cannot wait for them.
-   */
-  closingConnectionsMs?(slot: number): Promise<number>;
 }
 
 /**

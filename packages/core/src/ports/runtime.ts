@@ -124,6 +124,13 @@ export interface Runtime {
   status(sandboxId: string): Promise<RuntimeInstanceStatus>;
 
   /**
+   * Optional, cheap (no process spawned once the instance is known; the liveness monitor calls it every
+   * second for every running sandbox): false only when the instance's own processes are certainly gone
+   * (killed from outside, crashed). True when unsure; {@link status} gives the verdict and the reason.
+   */
+  isAlive?(sandboxId: string): Promise<boolean>;
+
+  /**
    * After a daemon restart: wait (bounded) until runtime commands on this sandbox that a previous daemon
    * process left running (a checkpoint or restore outlives a killed daemon) have finished, so that
    * {@link status} and the files on disk reflect their outcome.

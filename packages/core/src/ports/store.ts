@@ -9,6 +9,7 @@
  * operation and rolls it forward or back. A write has happened when its promise resolved.
  */
 import type { EgressLogEntry, RuntimeName, SandboxState, SnapshotInfo, TimeoutAction } from '@ramify/contracts';
+import type { CanonicalEgressPolicy } from '../egress/policy.js';
 
 /** A lifecycle operation in flight, persisted before the runtime acts. */
 export type SandboxOperation =
@@ -115,6 +116,13 @@ export interface SnapshotRecord {
    */
   envs: Record<string, string> | null;
   /**
+   * Its sandbox's egress policy when it was taken (pause images, fork points, named snapshots; a pause
+   * image named later: when it was named): a sandbox created from it starts with it unless the create
+   * request gives one. Null for template images (open) and for rows from before schema migration 10 whose
+   * sandbox was gone when the store was upgraded (nothing to go on: open, as before).
+   */
+  egress: CanonicalEgressPolicy | null;
+  /**
    * Host directory of the root filesystem the image was made on (its sandbox's pinned one; a template
    * image's template rootfs). The image may only be restored on this directory.
    */
@@ -185,11 +193,9 @@ export interface AuditQuery {
   beforeId?: number;
 }
 
-/** A sandbox's stored egress policy. */
-export interface EgressPolicyRecord {
+/** A sandbox's stored egress policy: its mode and canonical rules (see core's `egress/policy.ts`), in order. */
+export interface EgressPolicyRecord extends CanonicalEgressPolicy {
   sandboxId: string;
-  /** Canonical rules (see core's `egress/policy.ts`), in order; `[]` = open. */
-  rules: string[];
   /** When it was last set, ms. */
   updatedAt: number;
 }
@@ -234,7 +240,7 @@ export interface Store {
   getSnapshot(id: string): Promise<SnapshotRecord | null>;
   findSnapshotByName(name: string): Promise<SnapshotRecord | null>;
   /** Rejects `SNAPSHOT_NOT_FOUND`, or `CONFLICT` when a new name is taken. */
-  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs'>>): Promise<SnapshotRecord>;
+  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress'>>): Promise<SnapshotRecord>;
   /** Newest first. */
   listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]>;
   /** No-op when absent. */
@@ -272,10 +278,10 @@ export interface Store {
   /** The sandbox's egress policy, or null when none was ever set (open egress). */
   getEgressPolicy(sandboxId: string): Promise<EgressPolicyRecord | null>;
   /**
-   * Replace the sandbox's whole egress policy with `rules` (stored as given, in order: core normalises
-   * them first) in one write, and return it. Rejects `SANDBOX_NOT_FOUND` for an unknown sandbox.
+   * Replace the sandbox's whole egress policy with `policy` (stored as given, rules in order: core
+   * normalises them first) in one write, and return it. Rejects `SANDBOX_NOT_FOUND` for an unknown sandbox.
    */
-  putEgressPolicy(sandboxId: string, rules: readonly string[], at: number): Promise<EgressPolicyRecord>;
+  putEgressPolicy(sandboxId: string, policy: CanonicalEgressPolicy, at: number): Promise<EgressPolicyRecord>;
   /** Forget the sandbox's egress policy (back to "never set"); no-op when absent. Used to roll back a first set. */
   deleteEgressPolicy(sandboxId: string): Promise<void>;
 

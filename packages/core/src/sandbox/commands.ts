@@ -1,14 +1,12 @@
 /**
  * Use-cases: run commands and manage processes in a running sandbox (pass-throughs to its agent).
  */
-import type { AgentExit, AgentOutputHandlers, AgentStartOptions, CommandRequest, CommandResult, ProcessInfo, StreamOffsets } from '@ramify/contracts';
+import { ResultCapture, type AgentExit, type AgentOutputHandlers, type AgentStartOptions, type CommandRequest, type CommandResult, type ProcessInfo, type StreamOffsets } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { agentFor } from './agent-access.js';
 
 /** Default deadline of a foreground command, ms (background commands have none unless asked). */
 export const DEFAULT_FOREGROUND_TIMEOUT_MS = 60_000;
-/** A foreground result keeps at most this many bytes of each stream (the head); the rest is dropped. */
-export const MAX_CAPTURED_BYTES = 32 << 20;
 /** After `wait` resolved, how long to wait for the exit event carrying the last output, ms. */
 const EXIT_EVENT_GRACE_MS = 1_000;
 
@@ -25,8 +23,10 @@ export function toStartOptions(request: CommandRequest, defaultTimeoutMs: number
 }
 
 /**
- * Run a command. Foreground: resolves at exit with its output (non-zero exits resolve too). Background:
- * resolves with the pid at once; its output stays in the agent's buffer for `attachProcess`.
+ * Run a command. Foreground: resolves at exit with its output (non-zero exits resolve too): the head of
+ * each stream, at most `core.options.maxOutputBytes` bytes, with `truncated` and `capture` saying what was
+ * cut (see `ResultCapture` in contracts). Background: resolves with the pid at once; its output stays in
+ * the agent's buffer for `attachProcess`.
  * @throws RamifyError `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CWD_NOT_FOUND`, `AGENT_UNREACHABLE` (channel lost mid-run).
  */
 export async function runCommand(core: Core, sandboxId: string, request: CommandRequest): Promise<CommandResult | { pid: number }> {
@@ -34,32 +34,20 @@ export async function runCommand(core: Core, sandboxId: string, request: Command
   if (request.background) {
     return session.start(toStartOptions(request, 0), {});
   }
-  const out: Uint8Array[] = [];
-  const err: Uint8Array[] = [];
-  const keep = (into: Uint8Array[]) => {
-    let kept = 0;
-    return (chunk: Uint8Array): void => {
-      if (kept >= MAX_CAPTURED_BYTES) return;
-      const part = chunk.subarray(0, MAX_CAPTURED_BYTES - kept);
-      kept += part.byteLength;
-      into.push(part);
-    };
-  };
+  const capture = new ResultCapture(core.options.maxOutputBytes);
   let onExit!: (exit: AgentExit) => void;
   const exited = new Promise<AgentExit>((resolve) => (onExit = resolve));
-  const { pid } = await session.start(toStartOptions(request, DEFAULT_FOREGROUND_TIMEOUT_MS), { onStdout: keep(out), onStderr: keep(err), onExit });
+  const { pid } = await session.start(toStartOptions(request, DEFAULT_FOREGROUND_TIMEOUT_MS), {
+    onStdout: (chunk) => capture.push('stdout', chunk),
+    onStderr: (chunk) => capture.push('stderr', chunk),
+    onExit,
+  });
   const exit = await Promise.race([
     exited,
     session.wait(pid).then((waited) => Promise.race([exited, core.clock.sleep(EXIT_EVENT_GRACE_MS).then(() => waited)])),
   ]);
-  return {
-    pid,
-    exitCode: exit.exitCode,
-    signal: exit.signal,
-    stdout: Buffer.concat(out).toString('utf8'),
-    stderr: Buffer.concat(err).toString('utf8'),
-    error: exit.error,
-  };
+  capture.end();
+  return { pid, exitCode: exit.exitCode, signal: exit.signal, error: exit.error, ...capture.result() };
 }
 
 /** Output handlers of a stream, plus a notice that the agent channel under it closed (pause, kill, loss). */
@@ -121,11 +109,16 @@ export async function listProcesses(core: Core, sandboxId: string): Promise<Proc
   return (await (await agentFor(core, sandboxId)).listProcesses()).map((p) => ({ ...p, error: p.error ?? null }));
 }
 
-/** Write bytes to a process's stdin (it must have been started with `stdin: true`). */
+/**
+ * Write bytes to a process's stdin (it must have been started with `stdin: true`).
+ * @throws RamifyError `PROCESS_EXITED` (details: `pid`, `exitCode`, `signal`) when the process has exited,
+ *   `INVALID_STATE` when it was started without stdin or its stdin is closed, `PROCESS_NOT_FOUND`, and as {@link runCommand}.
+ */
 export async function sendStdin(core: Core, sandboxId: string, pid: number, data: Uint8Array): Promise<void> {
   await (await agentFor(core, sandboxId)).sendStdin(pid, data);
 }
 
+/** Close a process's stdin (EOF). @throws RamifyError as {@link sendStdin}. */
 export async function closeStdin(core: Core, sandboxId: string, pid: number): Promise<void> {
   await (await agentFor(core, sandboxId)).closeStdin(pid);
 }

@@ -65,6 +65,7 @@ export class FakeRuntime implements Runtime {
     if (this.instances.has(spec.sandboxId)) throw new Error(`fake: ${spec.sandboxId} already exists`);
     const guest = JSON.parse(await readFile(join(imageDir, 'guest.json'), 'utf8')) as FakeGuestState;
     this.instances.set(spec.sandboxId, { guest, spec, sessions: [] });
+    this.#dead.delete(spec.sandboxId);
   }
 
   async checkpoint(sandboxId: string, imageDir: string): Promise<{ sizeBytes: number }> {
@@ -93,14 +94,24 @@ export class FakeRuntime implements Runtime {
   }
 
   async openAgentChannel(sandboxId: string): Promise<Duplex> {
-    this.#instance(sandboxId);
     const channel = new PassThrough();
+    if (this.#dead.has(sandboxId)) {
+      // As runsc's bridge into a dead sandbox: the channel opens, then ends before the agent answers.
+      this.#deadChannels.add(channel);
+      return channel;
+    }
+    this.#instance(sandboxId);
     this.#channels.set(channel, sandboxId);
     return channel;
   }
 
   /** The fake `connectAgent`: a session bound to the instance the channel was opened for. */
   connectAgent = (channel: Duplex): AgentSession => {
+    if (this.#deadChannels.has(channel)) {
+      const session = new FakeAgentSession({ files: {}, endpoints: [], identities: [] });
+      session.shutdown('agent channel closed: the agent ended the channel');
+      return session;
+    }
     const sandboxId = this.#channels.get(channel);
     if (!sandboxId) throw new Error('fake: unknown channel');
     const instance = this.#instance(sandboxId);
@@ -110,6 +121,7 @@ export class FakeRuntime implements Runtime {
   };
 
   readonly #dead = new Map<string, string>();
+  readonly #deadChannels = new WeakSet<Duplex>();
 
   /** Make the instance stop on its own (e.g. `oom`): its agent channels drop, status says `stopped`. */
   die(sandboxId: string, reason: string): void {
@@ -117,6 +129,11 @@ export class FakeRuntime implements Runtime {
     this.instances.delete(sandboxId);
     this.#dead.set(sandboxId, reason);
     for (const session of instance.sessions) session.shutdown(`instance died: ${reason}`);
+  }
+
+  /** False once {@link die} was called for the sandbox (as the real runtimes see their processes gone). */
+  async isAlive(sandboxId: string): Promise<boolean> {
+    return !this.#dead.has(sandboxId);
   }
 
   async status(sandboxId: string): Promise<RuntimeInstanceStatus> {

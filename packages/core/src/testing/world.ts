@@ -55,7 +55,7 @@ export async function seedTemplate(store: Store, storage: SnapshotStorage, guest
   const manifest = await storage.commit({ snapshotId: 'snap_tpl', runtime: 'gvisor', templateId: 'tpl_base', parentSnapshotId: null });
   await store.insertSnapshot({
     id: 'snap_tpl', name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null,
-    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 1, cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir, envs: null,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 1, cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir, envs: null, egress: null,
   });
   await store.putTemplate({ id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: 'snap_tpl', images: [{ runtime: 'gvisor', snapshotId: 'snap_tpl' }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir, createdAt: 1 });
 }

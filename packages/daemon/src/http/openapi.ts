@@ -29,6 +29,16 @@ const ErrorSchema: JsonSchema = {
   },
 };
 
+/** How egress policies read across routes (the schemas carry the field-level detail). */
+const EGRESS_NOTE = [
+  "Egress: a sandbox's policy has a mode, `open`, `allowlist` or `deny-all` (nothing leaves: no name resolves, no address is reachable).",
+  "A request gives `{ rules }` (no rules = open, any rule = allowlist; a host rule needs a dot) or `{ mode: 'deny-all' }` / `{ mode: 'open' }`:",
+  '`PUT /v1/sandboxes/{id}/egress`, and `egress` of `POST /v1/sandboxes`, which also takes a bare rule list.',
+  'Snapshots carry the policy: `SnapshotInfo.egress` is the policy in force when the snapshot was taken, and a sandbox created from',
+  'the snapshot starts with it (enforced before its restore) unless the create gives `egress`; `null`: none recorded (a template image, or an',
+  'old snapshot whose sandbox is gone), such sandboxes start open.',
+].join(' ');
+
 /** Extra documented routes that are not in the declarative list (WebSockets). */
 export interface ExtraOperation {
   method: 'get';
@@ -69,6 +79,7 @@ export function buildOpenApi(routes: readonly RouteSpec[], extras: readonly Extr
           : undefined;
     (paths[path] ??= {})[r.method.toLowerCase()] = {
       summary: r.summary,
+      ...(r.description ? { description: r.description } : {}),
       operationId: r.action ?? `${r.method.toLowerCase()}${path.replace(/[{}]/g, '').replace(/\/(\w)/g, (_, c: string) => c.toUpperCase())}`,
       ...(r.auth === false ? { security: [] } : {}),
       ...(parameters.length ? { parameters } : {}),
@@ -81,7 +92,7 @@ export function buildOpenApi(routes: readonly RouteSpec[], extras: readonly Extr
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'Ramify API', version, description: 'Self-hosted sandboxes that pause, resume and fork. Durations in ms, sizes in bytes.' },
+    info: { title: 'Ramify API', version, description: `Self-hosted sandboxes that pause, resume and fork. Durations in ms, sizes in bytes.\n\n${EGRESS_NOTE}` },
     servers: [{ url: '/' }],
     security: [{ bearer: [] }],
     components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key rmf_...' } }, schemas: { Error: ErrorSchema } },

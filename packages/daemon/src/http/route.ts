@@ -23,6 +23,8 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   /** Fastify path, e.g. `/v1/sandboxes/:id`. */
   url: string;
   summary: string;
+  /** Longer prose for OpenAPI (limits, caveats); optional. */
+  description?: string;
   /** Audit action of a mutating route (`sandbox.pause`); absent for reads. */
   action?: string;
   /** JSON body schema; `raw` when the body is an unbuffered byte stream. */

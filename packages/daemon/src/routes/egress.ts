@@ -1,5 +1,5 @@
 /**
- * Egress policy routes: read and atomically replace a sandbox's allowlist, read its egress log.
+ * Egress policy routes: read and atomically replace a sandbox's egress policy, read its egress log.
  */
 import { EgressLogQuery, EgressLogResponse, EgressPolicyInfo, SetEgressRequest } from '@ramify/contracts';
 import { getEgressLog, getEgressPolicy, setEgressPolicy, toEgressPolicyInfo } from '@ramify/core';
@@ -12,9 +12,9 @@ export const egressRoutes: RouteSpec[] = [
   }),
   route({
     method: 'PUT', url: '/v1/sandboxes/:id/egress',
-    summary: "Replace a sandbox's egress policy atomically; live on running and paused sandboxes. A bad rule is a 400 naming it",
+    summary: "Replace a sandbox's egress policy atomically ({ rules } or { mode: 'deny-all' | 'open' }); live on running and paused sandboxes. A bad rule is a 400 naming it",
     action: 'sandbox.egress', params: IdParams, body: SetEgressRequest, response: EgressPolicyInfo,
-    handler: async ({ core, params, body }) => toEgressPolicyInfo(await setEgressPolicy(core, params.id, body.rules)),
+    handler: async ({ core, params, body }) => toEgressPolicyInfo(await setEgressPolicy(core, params.id, body)),
   }),
   route({
     method: 'GET', url: '/v1/sandboxes/:id/egress/log', summary: "A sandbox's egress verdicts, newest first", params: IdParams, query: EgressLogQuery,

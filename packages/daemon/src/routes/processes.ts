@@ -13,6 +13,9 @@ const ExitInfo = z.object({ exitCode: z.number().int().nullable(), signal: z.str
 export const processRoutes: RouteSpec[] = [
   route({
     method: 'POST', url: '/v1/sandboxes/:id/commands', summary: 'Run a command (foreground: waits for exit; background: returns its pid)',
+    description: 'A foreground result keeps the head of each stream, at most the daemon\'s maxOutputBytes bytes of it (ramify serve --max-output-bytes; default 33554432, 32 MiB; '
+      + 'a cut inside a UTF-8 character leaves that character out). truncated says whether either stream was cut, capture has the limit and, per stream, '
+      + 'keptBytes and totalBytes (what the process wrote). The exit code is the process\'s either way. To get every byte, run it over GET /v1/sandboxes/{id}/commands/stream.',
     action: 'command.run', params: IdParams, body: CommandRequest, response: z.union([CommandResult, z.object({ pid: z.number().int() })]),
     handler: async ({ core, params, body }) => runCommand(core, params.id, body),
   }),
@@ -22,6 +25,7 @@ export const processRoutes: RouteSpec[] = [
   }),
   route({
     method: 'POST', url: '/v1/sandboxes/:id/processes/:pid/stdin', summary: "Write raw bytes (application/octet-stream) to a process's stdin",
+    description: 'Errors: 409 PROCESS_EXITED (details pid, exitCode, signal) once the process has exited; 409 INVALID_STATE when it was started without stdin or its stdin is closed; 404 PROCESS_NOT_FOUND.',
     action: 'process.stdin', params: PidParams, body: 'raw', status: 204,
     handler: async ({ core, params, body }) => {
       if (!isStream(body)) throw new RamifyError('BAD_REQUEST', 'send stdin as raw bytes with Content-Type: application/octet-stream');

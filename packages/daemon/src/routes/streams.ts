@@ -1,10 +1,12 @@
 /**
  * WebSocket streams (framing: `StreamControl` in contracts' api.ts). Binary frames carry bytes, first
  * byte the channel (0 stdin, 1 stdout, 2 stderr); text frames carry JSON control messages.
- * - `/v1/sandboxes/:id/commands/stream`: first text frame `{type:'start', request}` → `{type:'started', pid}`,
- *   then output frames, then `{type:'exit', ...}` and close 1000.
- * - `/v1/sandboxes/:id/processes/:pid/stream?stdout=N&stderr=N`: `{type:'started', pid}`, replay from the
- *   offsets, live output, `exit`. Both accept stdin frames and `{type:'closeStdin'}`.
+ * - `/v1/sandboxes/:id/commands/stream`: first text frame `{type:'start', request}` → `{type:'started', pid,
+ *   maxOutputBytes}`, then output frames, then `{type:'exit', ...}` and close 1000.
+ * - `/v1/sandboxes/:id/processes/:pid/stream?stdout=N&stderr=N`: `{type:'started', pid, maxOutputBytes}`,
+ *   replay from the offsets, live output, `exit`. Both accept stdin frames and `{type:'closeStdin'}`.
+ * `started` is always the first frame (output that comes sooner waits for it). Streams carry every byte;
+ * `maxOutputBytes` is the limit of command results (clients apply it to the results they collect).
  * A failure before the stream starts is `{type:'error', code, message}` then close 1008 (client error) or
  * 1011 (server error). When the sandbox's agent channel closes under a stream (pause, kill), the socket
  * closes with 1001 and no exit frame: re-attach from the offsets once it runs again. Closing the socket
@@ -24,9 +26,10 @@ const StartMessage = z.strictObject({ type: z.literal('start'), request: Command
 const StdinControl = z.strictObject({ type: z.literal('closeStdin') });
 const Offsets = z.strictObject({ stdout: z.coerce.number().int().min(0).default(0), stderr: z.coerce.number().int().min(0).default(0) });
 
+const STARTED_DOC = 'The first server frame is {type:"started", pid, maxOutputBytes}: maxOutputBytes is the per-stream limit of command results, bytes (the stream itself carries every byte; clients apply it to the CommandResult they collect).';
 export const streamDocs: ExtraOperation[] = [
-  { method: 'get', path: '/v1/sandboxes/{id}/commands/stream', summary: 'Run a command over a WebSocket', description: 'First text frame {type:"start", request: CommandRequest}; see StreamControl.' },
-  { method: 'get', path: '/v1/sandboxes/{id}/processes/{pid}/stream', summary: "Re-attach to a process's output", description: 'Query stdout=N&stderr=N byte offsets; replay, then live output; see StreamControl.' },
+  { method: 'get', path: '/v1/sandboxes/{id}/commands/stream', summary: 'Run a command over a WebSocket', description: `First text frame {type:"start", request: CommandRequest}; see StreamControl. ${STARTED_DOC}` },
+  { method: 'get', path: '/v1/sandboxes/{id}/processes/{pid}/stream', summary: "Re-attach to a process's output", description: `Query stdout=N&stderr=N byte offsets; replay, then live output; see StreamControl. ${STARTED_DOC}` },
 ];
 
 /** Register both WebSocket routes (the websocket plugin must be registered first). */
@@ -48,11 +51,12 @@ function commandStream(core: Core, socket: WebSocket, request: FastifyRequest): 
           const { id } = validate(IdParams, request.params, 'params');
           if (isBinary) throw new RamifyError('BAD_REQUEST', "the first frame must be the text frame {type:'start', request}");
           const start = validate(StartMessage, parseJson(data.toString()), 'body');
-          const started = await startCommand(core, id, start.request, outputTo(socket));
+          const output = outputTo(socket);
+          const started = await startCommand(core, id, start.request, output.handlers);
           pid = started.pid;
           detach = started.detach;
           if (socket.readyState !== socket.OPEN) detach();
-          send(socket, { type: 'started', pid });
+          output.open({ type: 'started', pid, maxOutputBytes: core.options.maxOutputBytes });
           await writeAudit(core.store, core.clock, core.logger, request, { action: 'command.stream', status: 200 });
         } catch (err) {
           await writeAudit(core.store, core.clock, core.logger, request, { action: 'command.stream', status: statusOf(err), errorCode: codeOf(err) });
@@ -78,11 +82,12 @@ function processStream(core: Core, socket: WebSocket, request: FastifyRequest): 
     try {
       const { id, pid } = validate(PidParams, request.params, 'params');
       const from = validate(Offsets, request.query ?? {}, 'query');
-      const attached = await attachProcess(core, id, pid, from, outputTo(socket));
+      const output = outputTo(socket);
+      const attached = await attachProcess(core, id, pid, from, output.handlers);
       target = { id, pid };
       detach = attached.detach;
       if (socket.readyState !== socket.OPEN) detach();
-      send(socket, { type: 'started', pid });
+      output.open({ type: 'started', pid, maxOutputBytes: core.options.maxOutputBytes });
     } catch (err) {
       fail(core, socket, err);
     }
@@ -94,24 +99,46 @@ function processStream(core: Core, socket: WebSocket, request: FastifyRequest): 
   );
 }
 
+/** Output handlers of one stream, and {@link open} to send `started` and let them write. */
+interface StreamOutput {
+  handlers: StreamHandlers;
+  /** Send `started`, then what the handlers produced meanwhile; from then on they write at once. */
+  open(started: Extract<StreamControl, { type: 'started' }>): void;
+}
+
 /**
- * Output handlers writing frames to `socket`; exit ends the stream with close 1000. When the agent
- * channel closes first (a pause, a kill, a lost channel) the socket is closed with 1001 and no exit
- * frame, so the client re-attaches from its offsets once the sandbox runs again.
+ * Output handlers writing frames to `socket`; exit ends the stream with close 1000. Until {@link
+ * StreamOutput.open} they queue (a replay or a quick command's output arrives before the start or
+ * attach resolves), so `started` is the first frame. When the agent channel closes first (a pause, a
+ * kill, a lost channel) the socket is closed with 1001 and no exit frame, so the client re-attaches from
+ * its offsets once the sandbox runs again.
  */
-function outputTo(socket: WebSocket): StreamHandlers {
+function outputTo(socket: WebSocket): StreamOutput {
+  let queued: Array<() => void> | null = [];
+  const later = (step: () => void): void => (queued ? void queued.push(step) : step());
   const frame = (channel: number) => (chunk: Uint8Array) => {
-    if (socket.readyState === socket.OPEN) socket.send(Buffer.concat([Buffer.from([channel]), chunk]));
+    const bytes = Buffer.concat([Buffer.from([channel]), chunk]);
+    later(() => {
+      if (socket.readyState === socket.OPEN) socket.send(bytes);
+    });
   };
   return {
-    onStdout: frame(StreamChannel.stdout),
-    onStderr: frame(StreamChannel.stderr),
-    onExit: (exit: AgentExit) => {
-      send(socket, { type: 'exit', exitCode: exit.exitCode, signal: exit.signal, error: exit.error });
-      if (socket.readyState === socket.OPEN) socket.close(1000, 'exited');
+    handlers: {
+      onStdout: frame(StreamChannel.stdout),
+      onStderr: frame(StreamChannel.stderr),
+      onExit: (exit: AgentExit) => later(() => {
+        send(socket, { type: 'exit', exitCode: exit.exitCode, signal: exit.signal, error: exit.error });
+        if (socket.readyState === socket.OPEN) socket.close(1000, 'exited');
+      }),
+      onDisconnect: () => {
+        if (socket.readyState === socket.OPEN) socket.close(1001, 'agent channel closed; re-attach later');
+      },
     },
-    onDisconnect: () => {
-      if (socket.readyState === socket.OPEN) socket.close(1001, 'agent channel closed; re-attach later');
+    open: (started) => {
+      send(socket, started);
+      const steps = queued ?? [];
+      queued = null;
+      for (const step of steps) step();
     },
   };
 }

@@ -23,7 +23,7 @@ import type { DnsAnswerEvent, DnsSandboxPolicy } from './dns-resolver-types.js';
 import type { EgressProxySandbox } from './egress-proxy-types.js';
 import { dnsPolicyOf, learnAnswer, proxyPolicyOf, slotViewOf, type SlotRecord, type SlotView } from './slot-views.js';
 import {
-  CLOSING_TIMEOUT_SECONDS, GUARD_MARKER, INSTALLED_MARKER, addElements, deleteElements, dnsElement, isOpenPolicy, policyElements, refreshElements, tableScript, type SetElement,
+  GUARD_MARKER, INSTALLED_MARKER, addElements, deleteElements, dnsElement, isOpenPolicy, policyElements, refreshElements, tableScript, type SetElement,
 } from './nft-ruleset.js';
 
 /** Installs the host's nftables table; `NamespaceNetwork` calls it instead of making its own. */
@@ -191,9 +191,7 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
     return this.serial(async () => {
       const previous = this.slots.get(slot);
       if (!previous) return;
-      // The slot's `closing` entry goes too: its TCP endpoints went with the sandbox, the next one starts clean.
-      const closing: SetElement = { set: 'closing', key: previous.slotAddress };
-      await this.transaction(deleteElements(this.options.prefix, [...previous.elements, ...[...previous.grants.values()].map((g) => g.element), closing]));
+      await this.transaction(deleteElements(this.options.prefix, [...previous.elements, ...[...previous.grants.values()].map((g) => g.element)]));
       this.slots.delete(slot);
       this.byAddress.delete(previous.slotAddress);
       await this.changed();
@@ -212,17 +210,6 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
     return state ? proxyPolicyOf(state) : null;
   }
 
-  /**
-   * How long, ms, until TCP connections the sandbox on `slot` closed first have left FIN_WAIT_2 and
-   * TIME_WAIT: what is left of the slot address's element in the table's `closing` set (see
-   * nft-ruleset.ts; whole seconds, rounded up by nft). 0 when it has none, or the table is not there.
-   */
-  async closingConnectionsMs(slot: number): Promise<number> {
-    const { slotAddress } = slotAddresses(this.options.layout, slot);
-    const r = await run(['nft', '-j', 'list', 'set', 'inet', this.options.prefix, 'closing']);
-    if (r.code !== 0) return 0;
-    return closingMsOf(r.stdout, slotAddress);
-  }
 
   /** The slot at `slotAddress`, or null. */
   slotByAddress(slotAddress: string): SlotView | null {
@@ -337,23 +324,3 @@ async function writeIpForward(): Promise<void> {
   await writeFile('/proc/sys/net/ipv4/ip_forward', '1');
 }
 
-/** `nft -j list set ... closing` output → ms left for `address` (0 when absent or unparsable). */
-export function closingMsOf(json: string, address: string): number {
-  type Elem = { elem?: { val?: unknown; expires?: unknown } } | string;
-  let doc: { nftables?: Array<{ set?: { elem?: Elem[] } }> };
-  try {
-    doc = JSON.parse(json) as typeof doc;
-  } catch {
-    return 0;
-  }
-  for (const entry of doc.nftables ?? []) {
-    for (const e of entry.set?.elem ?? []) {
-      if (typeof e === 'string') {
-        if (e === address) return CLOSING_TIMEOUT_SECONDS * 1000; // No expiry shown: assume the whole timeout.
-        continue;
-      }
-      if (e.elem?.val === address) return typeof e.elem.expires === 'number' ? e.elem.expires * 1000 : CLOSING_TIMEOUT_SECONDS * 1000;
-    }
-  }
-  return 0;
-}

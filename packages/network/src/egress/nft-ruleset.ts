@@ -4,7 +4,9 @@
  *
  * Rule count is constant; everything per sandbox lives in sets keyed by the slot address:
  * - `spoof`   (ifname . slot address): the only source a slot's host veth may use (anti-spoofing).
- * - `open`    (slot address): slots with open egress (no rules, or the rule `*`).
+ * - `open`    (slot address): slots with open egress (mode `open`, or the rule `*`). A `deny-all` slot has
+ *   only its `spoof` element: every packet it sends falls through to `deny` (port 53 reaches the resolver,
+ *   which answers NXDOMAIN; 80/443 reach the proxy, which refuses).
  * - `net`     (slot . destination, intervals): address/CIDR rules without port.
  * - `netport` (slot . destination . port, intervals): address/CIDR rules with a port range.
  * - `dns` / `dnsport`: the same shapes with timeouts, filled by the policy DNS resolver's answers.
@@ -22,13 +24,6 @@
  * Route guard: with `guardMark`, a `guard` chain (prerouting, before the routing decision) ORs the mark into
  * every packet from a slot veth; the policy-routing rules of `route-guard.ts` refuse unmarked slot traffic,
  * so a missing table fails closed. The chain only marks; the filter chains decide.
- *
- * TCP closes: gVisor (this runsc) cannot checkpoint a TCP endpoint the sandbox closed first while it
- * lingers in FIN_WAIT_2 or TIME_WAIT (60 s each), and does not list it in /proc/net/tcp. So the table
- * watches FINs: a FIN from a slot on a connection whose peer has not sent one yet marks the connection
- * (ct mark bit {@link CT_MARK_SLOT_FIN}) and puts the slot address in `closing` for
- * {@link CLOSING_TIMEOUT_SECONDS}; the peer's later FIN renews it (TIME_WAIT starts then). A FIN toward a
- * slot sets {@link CT_MARK_PEER_FIN}. Core waits for the slot to leave `closing` before a checkpoint.
  *
  * Verdict log: with an NFLOG group, the first packet of each allowed forwarded connection (`<prefix> a`),
  * every denied packet (`<prefix> d`) and the first packet of each proxied connection (`<prefix> p`, for
@@ -65,13 +60,6 @@ export interface EgressTableSpec {
    */
   guardMark?: number;
 }
-
-/** ct mark bit: the slot side of this connection sent a FIN before its peer did (it closed first). */
-export const CT_MARK_SLOT_FIN = 0x01000000;
-/** ct mark bit: the peer of the slot sent a FIN on this connection. */
-export const CT_MARK_PEER_FIN = 0x02000000;
-/** How long a slot stays in `closing` after its first FIN or the peer's answering one: gVisor's 60 s, plus margin. */
-export const CLOSING_TIMEOUT_SECONDS = 65;
 
 /** Prefixes of the NFLOG messages, after `<table prefix> `: allowed, denied, redirected to the proxy. */
 export const NFLOG_KINDS = { allowed: 'a', denied: 'd', proxied: 'p' } as const;
@@ -122,14 +110,6 @@ export function tableScript(spec: EgressTableSpec): string {
     `  set blocked { type ipv4_addr; flags interval; auto-merge; elements = { ${blocked} }; }`,
     `  set private { type ipv4_addr; flags interval; auto-merge; elements = { ${PRIVATE_RANGES.join(', ')} }; }`,
     ...(logging ? Object.values(NFLOG_KINDS).map(rateSet) : []),
-    `  set closing { type ipv4_addr; flags dynamic, timeout; timeout ${CLOSING_TIMEOUT_SECONDS}s; }`,
-    `  chain tcp_close_in { type filter hook prerouting priority filter + 20; policy accept;`,
-    `    iifname ${veths} tcp flags & fin == fin ct mark & ${hex(CT_MARK_PEER_FIN)} == 0 ct mark set ct mark | ${hex(CT_MARK_SLOT_FIN)} update @closing { ip saddr }`,
-    `  }`,
-    `  chain tcp_close_out { type filter hook postrouting priority filter; policy accept;`,
-    `    oifname ${veths} tcp flags & fin == fin ct mark set ct mark | ${hex(CT_MARK_PEER_FIN)}`,
-    `    oifname ${veths} tcp flags & fin == fin ct mark & ${hex(CT_MARK_SLOT_FIN)} != 0 update @closing { ip daddr }`,
-    `  }`,
     // After others' mangle/dstnat marking (which may overwrite the whole mark), still before routing.
     ...(spec.guardMark !== undefined
       ? [
@@ -213,7 +193,7 @@ export function tableScript(spec: EgressTableSpec): string {
 
 /** One set element of a slot: `set` name and key text (without timeout). */
 export interface SetElement {
-  set: 'spoof' | 'open' | 'net' | 'netport' | 'dns' | 'dnsport' | 'closing';
+  set: 'spoof' | 'open' | 'net' | 'netport' | 'dns' | 'dnsport';
   key: string;
   /** Seconds; only for `dns`/`dnsport`. */
   timeoutSeconds?: number;
@@ -242,9 +222,9 @@ export function refreshElements(prefix: string, elements: readonly SetElement[])
 
 const portText = (port: PortRange): string => (port.from === port.to ? `${port.from}` : `${port.from}-${port.to}`);
 
-/** True for a policy that opens every destination (no rules, or `*`). */
+/** True for a policy that opens every destination (mode `open`, or the rule `*`); never for `deny-all`. */
 export function isOpenPolicy(policy: EgressPolicy): boolean {
-  return policy.rules.length === 0 || policy.rules.some((r) => r.kind === 'any');
+  return policy.mode === 'open' || policy.rules.some((r) => r.kind === 'any');
 }
 
 /** The static elements of `policy` for the slot at `slotAddress` on host veth `veth`. */

@@ -28,13 +28,13 @@ export interface SlotView {
   namesFor(address: string): string[];
 }
 
-/** The resolver's view: a name is allowed by the first `*`/host/wildcard rule naming it (ports play no part). */
+/** The resolver's view: a name is allowed by the first `*`/host/wildcard rule naming it (ports play no part); open mode allows every name, deny-all none. */
 export function dnsPolicyOf(state: SlotRecord): DnsSandboxPolicy {
   const { sandboxId, policy } = state;
   return {
     sandboxId,
     allow: (name) => {
-      if (policy.rules.length === 0) return { allowed: true, rule: null };
+      if (policy.mode === 'open') return { allowed: true, rule: null };
       const rule = ruleForName(policy, name);
       return rule ? { allowed: true, rule: formatEgressRule(rule) } : { allowed: false, rule: null };
     },
@@ -43,14 +43,15 @@ export function dnsPolicyOf(state: SlotRecord): DnsSandboxPolicy {
 
 /**
  * The proxy's view: a name is allowed on a port by the first `*`/host/wildcard rule naming it with that
- * port (or without a port); address rules never allow a name. Open egress allows everything (rule null).
+ * port (or without a port); address rules never allow a name. Open egress allows everything (rule null),
+ * deny-all nothing.
  */
 export function proxyPolicyOf(state: SlotRecord): EgressProxySandbox {
   const { sandboxId, policy } = state;
   return {
     sandboxId,
     allow: (name, port) => {
-      if (policy.rules.length === 0) return { allowed: true, rule: null };
+      if (policy.mode === 'open') return { allowed: true, rule: null };
       const match = matchConnection(policy, { port, names: [name] });
       return match ? { allowed: true, rule: formatEgressRule(match.rule) } : { allowed: false, rule: null };
     },

@@ -56,8 +56,11 @@ export class GvisorRuntime implements Runtime {
     memorySnapshot: true,
     forkSharesMemory: false,
     agentChannel: 'unix-socket',
-    // runsc >= 20240729 with --net-disconnect-ok checkpoints with open TCP connections (they are reset).
-    checkpointNeedsQuietNetwork: false,
+    // runsc 20240729 with --net-disconnect-ok checkpoints with open TCP connections, resetting them, but a
+    // server whose established connection was reset may stop accepting after a later restore (measured: an
+    // asyncio server spins on ECONNABORTED): core still waits for established connections and refuses
+    // with CHECKPOINT_BLOCKED. TIME_WAIT ones are reset harmlessly (docs/design/RUNTIME-GVISOR.md).
+    checkpointNeedsQuietNetwork: true,
     // File changes live in the sandbox's memory overlay, within its memory limit.
     rootDisk: null,
     // gVisor has no OOM killer (the host's would take the whole sandbox): the agent's guard is it.
@@ -73,6 +76,8 @@ export class GvisorRuntime implements Runtime {
   }
 
   private readonly instances = new Map<string, InstanceFile>();
+  /** Host pid of each incarnation's `runsc-sandbox` process, by container id (for {@link isAlive}). */
+  private readonly sandboxPids = new Map<string, number>();
   /** Background `runsc delete`s of old incarnations, by container id. */
   private readonly deleting = new Map<string, Promise<void>>();
   private generation = Date.now();
@@ -208,6 +213,7 @@ export class GvisorRuntime implements Runtime {
   }
 
   private deleteLater(containerId: string): void {
+    this.sandboxPids.delete(containerId);
     if (this.deleting.has(containerId)) return;
     const done = this.runsc
       .anywhere(['delete', '-force', containerId])
@@ -248,9 +254,10 @@ export class GvisorRuntime implements Runtime {
   async checkpoint(sandboxId: string, imageDir: string): Promise<{ sizeBytes: number }> {
     const inst = await this.requireInstance(sandboxId);
     await mkdir(imageDir, { recursive: true });
+    // Stamped first: a checkpoint outlives a daemon killed meanwhile, and reconcile commits what it wrote.
+    await writeFile(join(imageDir, IMAGE_STAMP), JSON.stringify({ runsc: this.version }));
     const r = await this.runsc.inNetns(inst.netnsPath, ['checkpoint', '-image-path', imageDir, inst.containerId]);
     if (r.code !== 0) throw new RamifyError('RUNTIME_ERROR', `runsc checkpoint failed: ${runscReason(`${r.stderr}\n${r.stdout}`)}`, { runtimeReason: runscReason(`${r.stderr}\n${r.stdout}`) });
-    await writeFile(join(imageDir, IMAGE_STAMP), JSON.stringify({ runsc: this.version }));
     // The checkpointed container is stopped; deleting it takes ~1.5 s, so it happens in the background.
     this.deleteLater(inst.containerId);
     let sizeBytes = 0;
@@ -282,9 +289,30 @@ export class GvisorRuntime implements Runtime {
     if (!inst) return { state: 'missing' };
     const r = await this.runsc.inNetns(inst.netnsPath, ['state', inst.containerId]);
     if (r.code !== 0) return { state: 'missing', reason: r.stderr.trim() };
-    const status = (JSON.parse(r.stdout) as { status?: string }).status;
-    if (status === 'running') return { state: 'running' };
+    const { status, pid } = JSON.parse(r.stdout) as { status?: string; pid?: number };
+    // runsc says `running` for a sandbox process that was killed but not yet reaped (a zombie).
+    if (status === 'running' && (!pid || (await processLives(pid, inst.containerId)))) {
+      if (pid) this.sandboxPids.set(inst.containerId, pid);
+      return { state: 'running' };
+    }
     return { state: 'stopped', reason: await this.stopReason(inst.containerId) };
+  }
+
+  /**
+   * Whether the current incarnation's `runsc-sandbox` process (gVisor's kernel: every process of the
+   * sandbox lives in it) still exists. The first call per incarnation asks `runsc state` for its pid;
+   * later calls read `/proc/<pid>/stat` (no spawn). True when unsure.
+   */
+  async isAlive(sandboxId: string): Promise<boolean> {
+    const inst = await this.instance(sandboxId);
+    if (!inst) return true;
+    let pid = this.sandboxPids.get(inst.containerId);
+    if (pid === undefined) {
+      if ((await this.status(sandboxId)).state !== 'running') return false;
+      pid = this.sandboxPids.get(inst.containerId);
+      if (pid === undefined) return true;
+    }
+    return processLives(pid, inst.containerId);
   }
 
   /** `oom` when the sandbox's cgroup recorded an OOM kill, else `exited`. */
@@ -330,6 +358,14 @@ export class GvisorRuntime implements Runtime {
     for (const name of await readdir(join(this.options.workDir, 'bundles')).catch(() => [] as string[])) ids.add(name);
     return [...ids].sort();
   }
+}
+
+/** Whether host process `pid` exists, is not a zombie, and is still `containerId`'s (its pid not reused). */
+async function processLives(pid: number, containerId: string): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+  if (stat === null || /^\d+ \(.*\) Z/.test(stat)) return false;
+  const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+  return cmdline.includes(containerId);
 }
 
 /** File in every image naming the runsc release that made it (`{"runsc": "runsc version 0.0~20240729.0"}`). */

@@ -21,6 +21,11 @@ test('the reason is the error line in full, without the glog prefix and the Go t
   assert.match(reason, /contains different fields: \[Function hwCap\] \(decode\) and \[Function\] \(encode\):$/);
 });
 
+test('a Go struct dump inside the error line is elided, the words around it kept', () => {
+  const dump = `checkpoint failed: encoding error at object tcp.Endpoint{TCPEndpointStateInner:stack.TCPEndpointStateInner{TSOffset:tcp.TSOffset{milliseconds:0xc3073d09}}, listenCtx:(*tcp.listenContext)(nil), ${'x:1, '.repeat(300)}}: encoding error: runtime error: invalid memory address or nil pointer dereference`;
+  assert.equal(runscReason(dump), 'checkpoint failed: encoding error at object tcp.Endpoint{…}: encoding error: runtime error: invalid memory address or nil pointer dereference');
+});
+
 test('the last error line wins; long lines are kept up to 4000 characters; no output says so', () => {
   assert.equal(runscReason('\nW1129 noise\ncheckpoint failed: no such container\nmore'), 'checkpoint failed: no such container');
   assert.equal(runscReason(`error: ${'x'.repeat(5000)}`).length, 4000);

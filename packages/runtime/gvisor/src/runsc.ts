@@ -3,8 +3,8 @@
  * - `run`/`create`/`restore` start inside the sandbox's network namespace, in a private mount namespace
  *   with an empty directory bind-mounted over `/proc/sys/net/core`. Compatibility shim: runsc 20221219
  *   and 20240729 both take any netns with that file for the root netns and refuse `--network=sandbox`.
- * - `--net-disconnect-ok` (20240729 and later): a checkpoint with open TCP connections disconnects them
- *   instead of failing (20221219 panicked on them and lost the sandbox).
+ * - `--net-disconnect-ok` (20240729 and later): a checkpoint with open or TIME_WAIT TCP connections
+ *   resets them instead of failing (20221219 panicked on them and lost the sandbox).
  * - every other command runs under `nsenter --net=...` too, because runsc's control socket is an
  *   abstract unix socket that belongs to the netns (outside it runsc reports `stopped`).
  * - stdin is /dev/null and output goes to a log file: `run -detach` keeps inherited pipes open.
@@ -129,6 +129,16 @@ const GO_TRACE_LINE = /^(\s|goroutine \d|created by |panic\(|\[recovered\]|[\w./
 export function runscReason(text: string): string {
   const lines = text.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '' && !GO_TRACE_LINE.test(l));
   const said = [...lines].reverse().find((l) => /error|failed|fail|panic|cannot|invalid/i.test(l)) ?? lines[lines.length - 1] ?? 'no output';
-  // runsc's log lines start with a glog prefix (`W1201 22:01:02.123456   1234 file.go:56] `): drop it.
-  return said.replace(/^[IWEF]\d{4} [\d:.]+\s+\d+ [\w.-]+:\d+\] /, '').slice(0, 4000);
+  // runsc's log lines start with a glog prefix (`W1201 22:01:02.123456   1234 file.go:56] `): drop it. Go
+  // struct dumps inside the line (`tcp.Endpoint{...}`, thousands of characters) become `{…}`.
+  let reason = said.replace(/^[IWEF]\d{4} [\d:.]+\s+\d+ [\w.-]+:\d+\] /, '');
+  if (reason.length > 300) {
+    // Innermost `{...}` first, then the groups around them, until none is left.
+    for (let before = ''; before !== reason; ) {
+      before = reason;
+      reason = reason.replace(/\{[^{}]*\}/g, '\u0000');
+    }
+    reason = reason.replace(/\u0000/g, '{…}');
+  }
+  return reason.slice(0, 4000);
 }

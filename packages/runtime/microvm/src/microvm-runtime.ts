@@ -404,6 +404,13 @@ export class MicrovmRuntime implements Runtime {
     return { state: 'stopped', reason: await this.stopReason(sandboxId) };
   }
 
+  /** Whether the instance's QEMU process still exists (reads `/proc/<pid>/cmdline`; no spawn). True when it has no record. */
+  async isAlive(sandboxId: string): Promise<boolean> {
+    const inst = await this.env.dirs.read(sandboxId);
+    if (!inst || inst.pid <= 0) return true;
+    return isQemuOf(inst.pid, this.env.dirs.dir(sandboxId) + '/');
+  }
+
   /** `kernel panic` when the console shows one, else `exited`. */
   private async stopReason(sandboxId: string): Promise<string> {
     const consoleText = await readFile(this.env.dirs.file(sandboxId, 'console'), 'utf8').catch(() => '');

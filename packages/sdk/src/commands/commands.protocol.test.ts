@@ -1,12 +1,13 @@
 /**
  * Protocol tests of command streaming against the in-test contract fixture (node:http + ws): framing,
- * streaming UTF-8 decoding, exit handling, stdin, background handles, and resuming a dropped stream
- * from byte offsets. Commands are scripts inside the fixture; no runtime is involved.
+ * streaming UTF-8 decoding, exit handling, stdin (to an exited process too), background handles, and
+ * resuming a dropped stream from byte offsets. Commands are scripts inside the fixture; no runtime is
+ * involved.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startContractServer, type CommandScript, type ContractServer } from '../testing/contract-server.js';
-import { AuthenticationError, CommandExitError, NotFoundError, Sandbox } from '../index.js';
+import { AuthenticationError, CommandExitError, InvalidStateError, NotFoundError, Sandbox } from '../index.js';
 
 const TEXT = 'héllo wörld — 世界 🎉\n';
 const scripts: Record<string, CommandScript> = {
@@ -45,7 +46,7 @@ describe('protocol: commands.run (foreground, WebSocket stream)', () => {
   test('streams output to callbacks and resolves the result', async () => {
     const seen: string[] = [];
     const r = await sbx.commands.run('echo hi', { onStdout: (d) => seen.push(d) });
-    assert.deepEqual(r, { pid: r.pid, exitCode: 0, signal: null, error: null, stdout: 'hi\n', stderr: '' });
+    assert.deepEqual({ ...r, capture: undefined }, { pid: r.pid, exitCode: 0, signal: null, error: null, stdout: 'hi\n', stderr: '', truncated: false, capture: undefined });
     assert.equal(seen.join(''), 'hi\n');
   });
 
@@ -128,6 +129,19 @@ describe('protocol: background handles', () => {
     assert.equal(r.stdout, 'one two');
     assert.equal(out.join(''), 'one two');
     assert.equal(h.exitCode, 0);
+  });
+
+  test('stdin to a process that has exited is InvalidStateError PROCESS_EXITED with the exit code', async () => {
+    const h = await sbx.commands.run('exit 4', { background: true, stdin: true });
+    await h.wait().catch(() => undefined);
+    await assert.rejects(sbx.commands.sendStdin(h.pid, 'late'), (e: unknown) => {
+      assert.ok(e instanceof InvalidStateError);
+      assert.equal(e.code, 'PROCESS_EXITED');
+      assert.match(e.message, /exited with code 4/);
+      assert.equal(e.details?.exitCode, 4);
+      return true;
+    });
+    await assert.rejects(h.sendStdin('late'), { code: 'PROCESS_EXITED' });
   });
 
   test('kill ends a process with SIGKILL; wait throws CommandExitError with the signal', async () => {

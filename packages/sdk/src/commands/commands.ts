@@ -48,8 +48,10 @@ export class Commands {
   }
 
   /**
-   * Run `cmd` with `/bin/bash -c`. In the foreground (default), output streams to the callbacks and the
-   * promise resolves with the {@link CommandResult} once the process exited; a non-zero exit, a
+   * Run `cmd` with `/bin/bash -c`. In the foreground (default), output streams to the callbacks (every
+   * byte) and the promise resolves with the {@link CommandResult} once the process exited: its `stdout`
+   * and `stderr` hold the head of each stream, at most the daemon's `maxOutputBytes` (32 MiB by
+   * default), and `truncated` / `capture` say whether and where they were cut. A non-zero exit, a
    * signal or the deadline throws {@link CommandExitError} carrying the result. With
    * `background: true`, resolves with a {@link CommandHandle} as soon as the process started.
    * Throws `SandboxNotFoundError`, `CWD_NOT_FOUND`, `ConnectionError`, ... from the API.
@@ -99,12 +101,16 @@ export class Commands {
     }
   }
 
-  /** Write to a process's stdin (started with `stdin: true`). */
+  /**
+   * Write to a process's stdin (started with `stdin: true`). Throws `InvalidStateError`: code
+   * `PROCESS_EXITED` once the process has exited (`details.exitCode`, `details.signal`), `INVALID_STATE`
+   * when it was started without stdin or its stdin is closed; `NotFoundError` `PROCESS_NOT_FOUND`.
+   */
   sendStdin(pid: number, data: string | Uint8Array): Promise<void> {
     return this.routes.sendStdin(pid, data);
   }
 
-  /** Close a process's stdin (EOF). */
+  /** Close a process's stdin (EOF). Throws as {@link sendStdin}. */
   closeStdin(pid: number): Promise<void> {
     return this.routes.closeStdin(pid);
   }
@@ -119,7 +125,10 @@ export class Commands {
     const ready = new Promise<void>((resolve) => { onReady = resolve; });
     const socket = await openStreamSocket(this.api, this.routes.streamPath(pid), { stdout: from.stdout, stderr: from.stderr }, {
       onData: (channel, bytes) => { sink.push(channel, bytes); onReady(); },
-      onStarted: () => onReady(),
+      onStarted: (_pid, maxOutputBytes) => {
+        if (maxOutputBytes !== undefined) sink.limitTo(maxOutputBytes);
+        onReady();
+      },
     });
     // The server confirms the attach with `started` (or streams output); a refusal (PROCESS_NOT_FOUND) ends the socket.
     const end = await Promise.race([ready.then(() => undefined), socket.ended]);
@@ -132,7 +141,13 @@ export class Commands {
     let onPid!: (pid: number) => void;
     const started = new Promise<number>((resolve) => { onPid = resolve; });
     const socket = await openStreamSocket(this.api, `/sandboxes/${this.encodedId}/commands/stream`, undefined,
-      { onData: (channel, bytes) => sink.push(channel, bytes), onStarted: (pid) => onPid(pid) });
+      {
+        onData: (channel, bytes) => sink.push(channel, bytes),
+        onStarted: (pid, maxOutputBytes) => {
+          if (maxOutputBytes !== undefined) sink.limitTo(maxOutputBytes);
+          onPid(pid);
+        },
+      });
     socket.sendControl({ type: 'start', request });
     const first = await Promise.race([started.then((pid) => ({ pid })), socket.ended.then((end) => ({ end }))]);
     if ('end' in first) {
@@ -145,7 +160,7 @@ export class Commands {
       const pid = await Promise.race([started, socket.closed.then(() => -1)]);
       socket.close();
       sink.finish();
-      const result: CommandResult = { pid, ...end.exit, stdout: sink.stdout, stderr: sink.stderr };
+      const result: CommandResult = { pid, ...end.exit, ...sink.result() };
       if (!isSuccess(result)) throw new CommandExitError(result);
       return result;
     }

@@ -4,7 +4,7 @@
  * offsets it has already received, so no output is lost or repeated.
  */
 import type { CommandResult } from '@ramify/contracts';
-import { CommandExitError, ConnectionError, NotFoundError, RamifyError } from '../errors.js';
+import { CommandExitError, ConnectionError, NotFoundError, RamifyError, SandboxFailedError } from '../errors.js';
 import type { OutputSink } from './output.js';
 import type { ProcessRoutes } from './process-routes.js';
 import { openStreamSocket, type StreamExit, type StreamSocket } from './stream-socket.js';
@@ -64,9 +64,9 @@ export class CommandHandle {
     this.followed.catch(() => undefined);
   }
 
-  /** Stdout received so far (decoded). */
+  /** Stdout received so far (decoded), at most the daemon's `maxOutputBytes` of it (the head; callbacks get every byte). */
   get stdout(): string { return this.sink.stdout; }
-  /** Stderr received so far (decoded). */
+  /** Stderr received so far (decoded), at most the daemon's `maxOutputBytes` of it. */
   get stderr(): string { return this.sink.stderr; }
   /** Exit code once the process has exited (and its output arrived); `null` before, or if killed by a signal. */
   get exitCode(): number | null { return this.exit?.exitCode ?? null; }
@@ -97,7 +97,10 @@ export class CommandHandle {
     }
   }
 
-  /** Write to the process's stdin (it must have been started with `stdin: true`). Writes are ordered. */
+  /**
+   * Write to the process's stdin (it must have been started with `stdin: true`). Writes are ordered.
+   * Throws `InvalidStateError` `PROCESS_EXITED` once the process has exited (`details.exitCode`), as `commands.sendStdin`.
+   */
   sendStdin(data: string | Uint8Array): Promise<void> {
     return this.enqueue(() => this.routes.sendStdin(this.pid, data));
   }
@@ -123,7 +126,7 @@ export class CommandHandle {
   private async collect(): Promise<CommandResult> {
     const outcome = await this.followed;
     const exit = outcome.kind === 'exit' ? outcome.exit : await this.routes.wait(this.pid);
-    return { pid: this.pid, exitCode: exit.exitCode, signal: exit.signal, error: exit.error, stdout: this.sink.stdout, stderr: this.sink.stderr };
+    return { pid: this.pid, exitCode: exit.exitCode, signal: exit.signal, error: exit.error, ...this.sink.result() };
   }
 
   private received(): number {
@@ -154,12 +157,16 @@ export class CommandHandle {
 
   /**
    * After a refused re-attach: wait while the sandbox is pausing, paused or resuming (polling its state)
-   * and return once it runs; rethrow `err` for anything else (killed, gone, process unknown).
+   * and return once it runs; throw `SandboxFailedError` when it failed (`error`), rethrow `err` for
+   * anything else (killed, gone, process unknown).
    */
   private async waitWhilePaused(err: RamifyError): Promise<void> {
     if (err.code !== 'INVALID_STATE' && err.code !== 'AGENT_UNREACHABLE') throw err;
     for (;;) {
-      const state = await this.routes.sandboxState().catch(() => { throw err; });
+      const { state, error } = await this.routes.sandboxState().catch(() => { throw err; });
+      if (state === 'error') {
+        throw new SandboxFailedError(`sandbox '${this.routes.sandboxId}' failed: ${error ?? 'no reason recorded'}`, { id: this.routes.sandboxId, reason: error, pid: this.pid });
+      }
       if (state === 'running') return;
       if (!WAIT_STATES.has(state)) throw err;
       if (this.disconnected) return;

@@ -40,9 +40,10 @@ export class ProcessRoutes {
     return this.api.empty('POST', this.path(pid, '/signal'), { json: { signal } });
   }
 
-  /** The sandbox's current state (e.g. to tell a paused sandbox from a dead one). */
-  async sandboxState(): Promise<string> {
-    return (await this.api.json<{ state: string }>('GET', `/sandboxes/${encodeURIComponent(this.sandboxId)}`)).state;
+  /** The sandbox's current state and, in `error`, why (e.g. to tell a paused sandbox from a dead one). */
+  async sandboxState(): Promise<{ state: string; error: string | null }> {
+    const info = await this.api.json<{ state: string; error?: string | null }>('GET', `/sandboxes/${encodeURIComponent(this.sandboxId)}`);
+    return { state: info.state, error: info.error ?? null };
   }
 
   /** Long poll until the process exits (no request deadline). */

@@ -24,7 +24,8 @@ export type StreamEnd =
 /** Callbacks of one connection; `onData` payloads are never copied, treat them as read-only. */
 export interface StreamSocketEvents {
   onData: (channel: 'stdout' | 'stderr', bytes: Uint8Array) => void;
-  onStarted?: (pid: number) => void;
+  /** The `started` frame: the pid, and the daemon's per-stream limit of results, bytes (absent from older daemons). */
+  onStarted?: (pid: number, maxOutputBytes: number | undefined) => void;
 }
 
 /** An open stream connection. */
@@ -95,7 +96,7 @@ export function openStreamSocket(api: ApiClient, path: string, query: Query | un
     try { msg = JSON.parse(buf.toString('utf8')) as StreamControl; } catch { return; }
     if (msg.type === 'started') {
       started = true;
-      events.onStarted?.(msg.pid);
+      events.onStarted?.(msg.pid, typeof msg.maxOutputBytes === 'number' ? msg.maxOutputBytes : undefined);
     } else if (endSettled) {
       return;
     } else if (msg.type === 'exit') {

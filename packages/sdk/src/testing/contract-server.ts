@@ -26,6 +26,10 @@ export interface ContractServerOptions {
    * short command whose exit frame overtakes `started` on the daemon.
    */
   startedFrame?: 'first' | 'after-exit';
+  /** Per-stream limit of command results, bytes, sent in `started` and applied by `POST /commands`; default 32 MiB. */
+  maxOutputBytes?: number;
+  /** `omit`: send `started` without `maxOutputBytes`, as daemons before it did. Default `send`. */
+  startedLimit?: 'send' | 'omit';
 }
 
 /** One request the fixture saw (WebSocket upgrades included, with `ws: true`). */
@@ -107,16 +111,24 @@ function streamProcess(ws: WebSocket, proc: FixtureProcess, from: { stdout: numb
   return proc.subscribe(sub, from);
 }
 
-function wsFail(ws: WebSocket, err: unknown): void {
+/** An error frame (after `started` it answers one client input and the stream goes on). */
+function sendErrorFrame(ws: WebSocket, err: unknown): RamifyError {
   const e = err instanceof RamifyError ? err : new RamifyError('INTERNAL', String(err));
   ws.send(JSON.stringify({ type: 'error', code: e.code, message: e.message } satisfies StreamControl));
+  return e;
+}
+
+function wsFail(ws: WebSocket, err: unknown): void {
+  const e = sendErrorFrame(ws, err);
   ws.close(httpStatusFor(e.code) < 500 ? 1008 : 1011);
 }
 
 /** Start the fixture on 127.0.0.1 (random port). */
 export async function startContractServer(opts: ContractServerOptions = {}): Promise<ContractServer> {
   const apiKey = opts.apiKey ?? 'rmf_test';
-  const state = new FixtureState(opts.scripts ?? (() => undefined));
+  const state = new FixtureState(opts.scripts ?? (() => undefined), opts.maxOutputBytes);
+  const startedFrame = (pid: number): string =>
+    JSON.stringify({ type: 'started', pid, ...(opts.startedLimit === 'omit' ? {} : { maxOutputBytes: state.maxOutputBytes }) } satisfies StreamControl);
   const requests: SeenRequest[] = [];
   const routes = httpRoutes(state);
   const authorized = (req: IncomingMessage): boolean => req.headers.authorization === `Bearer ${apiKey}`;
@@ -158,21 +170,24 @@ export async function startContractServer(opts: ContractServerOptions = {}): Pro
         if (attach) {
           const proc = state.process(sbx, Number(attach[2]));
           const from = { stdout: Number(url.searchParams.get('stdout') ?? 0), stderr: Number(url.searchParams.get('stderr') ?? 0) };
+          ws.send(startedFrame(proc.pid));
           ws.on('close', streamProcess(ws, proc, from));
-          ws.send(JSON.stringify({ type: 'started', pid: proc.pid } satisfies StreamControl));
           return;
         }
         let proc: FixtureProcess | undefined;
         ws.on('message', (data, isBinary) => {
           const buf = data as Buffer;
-          if (isBinary) { if (proc && buf[0] === StreamChannel.stdin) proc.writeStdin(buf.subarray(1)); return; }
+          if (isBinary) {
+            try { if (proc && buf[0] === StreamChannel.stdin) proc.writeStdin(buf.subarray(1)); } catch (err) { sendErrorFrame(ws, err); }
+            return;
+          }
           const msg = JSON.parse(buf.toString('utf8')) as StreamControl;
           if (msg.type === 'closeStdin') proc?.closeStdin();
           if (msg.type !== 'start' || proc) return;
           try {
             const p = state.startProcess(sbx, msg.request as CommandRequest);
             proc = p;
-            const started = (): void => ws.send(JSON.stringify({ type: 'started', pid: p.pid } satisfies StreamControl));
+            const started = (): void => ws.send(startedFrame(p.pid));
             const late = opts.startedFrame === 'after-exit';
             if (!late) started();
             ws.on('close', streamProcess(ws, p, { stdout: 0, stderr: 0 }, late ? started : undefined));

@@ -3,7 +3,7 @@
  * emits bytes; nothing is executed. It exists so client tests can exercise the output framing,
  * offsets, replay and reconnect logic against a server that follows the contract.
  */
-import type { CommandRequest, ProcessInfo } from '@ramify/contracts';
+import { RamifyError, type CommandRequest, type ProcessInfo } from '@ramify/contracts';
 
 /** Exit status a script ends with. */
 export interface ScriptExit {
@@ -108,11 +108,14 @@ export class FixtureProcess {
     for (const s of [...this.subscribers]) if (s.goAway()) this.subscribers.delete(s);
   }
 
-  writeStdin(bytes: Uint8Array): boolean {
-    if (this.stdinClosed || this.exit) return false;
+  /** Queue stdin bytes. @throws RamifyError PROCESS_EXITED once the script ended, INVALID_STATE when stdin is closed (as the daemon). */
+  writeStdin(bytes: Uint8Array): void {
+    if (this.exit) {
+      throw new RamifyError('PROCESS_EXITED', `process ${this.pid} exited with code ${this.exit.exitCode}; its stdin is gone`, { pid: this.pid, exitCode: this.exit.exitCode, signal: this.exit.signal });
+    }
+    if (this.stdinClosed) throw new RamifyError('INVALID_STATE', `stdin of process ${this.pid} is closed`, { pid: this.pid });
     this.stdinQueue.push(bytes);
     this.stdinWake?.();
-    return true;
   }
 
   closeStdin(): void {

@@ -1,7 +1,7 @@
 /** HTTP routes of the protocol fixture (see `contract-server.ts`), one entry per row of the route table. */
 import type { ServerResponse } from 'node:http';
 import {
-  RamifyError, type CommandRequest, type CreateSandboxRequest, type SandboxInfo, type SandboxState, type TemplateBuildEvent,
+  RamifyError, ResultCapture, type CommandRequest, type CreateSandboxRequest, type EgressPolicyRequest, type SandboxInfo, type SandboxState, type TemplateBuildEvent,
   type TemplateInfo, type TemplateSpec,
 } from '@ramify/contracts';
 import type { FixtureReply, FixtureRequest } from './contract-server.js';
@@ -82,26 +82,27 @@ export function httpRoutes(state: FixtureState): Route[] {
     }),
     route('GET', `${S}/egress`, async (req) => {
       const { egress } = notKilled(req);
-      return ok({ rules: egress?.rules ?? [], mode: egress?.rules.length ? 'allowlist' : 'open', updatedAt: egress?.updatedAt ?? null });
+      return ok({ rules: egress?.rules ?? [], mode: egress?.mode ?? 'open', updatedAt: egress?.updatedAt ?? null });
     }),
     route('PUT', `${S}/egress`, async (req) => {
       const s = notKilled(req);
-      const { rules } = await req.json<{ rules: string[] }>();
-      s.egress = { rules: checkEgress(rules), updatedAt: new Date().toISOString() };
-      return ok({ rules: s.egress.rules, mode: rules.length ? 'allowlist' : 'open', updatedAt: s.egress.updatedAt });
+      s.egress = { ...checkEgress(await req.json<EgressPolicyRequest>()), updatedAt: new Date().toISOString() };
+      return ok({ rules: s.egress.rules, mode: s.egress.mode, updatedAt: s.egress.updatedAt });
     }),
     route('GET', `${S}/egress/log`, async (req) => { notKilled(req); return ok({ entries: [] }); }),
     route('POST', `${S}/commands`, async (req) => {
       const body = await req.json<CommandRequest>();
       const proc = state.startProcess(running(req), body);
       if (body.background) return ok({ pid: proc.pid });
-      await new Promise<void>((resolve) => proc.subscribe({ onData: () => undefined, onExit: () => resolve(), drop: async () => undefined, goAway: () => false }, { stdout: 0, stderr: 0 }));
+      const capture = new ResultCapture(state.maxOutputBytes);
+      await new Promise<void>((resolve) => proc.subscribe({ onData: (channel, bytes) => capture.push(channel, bytes), onExit: () => resolve(), drop: async () => undefined, goAway: () => false }, { stdout: 0, stderr: 0 }));
+      capture.end();
       const exit = proc.exit ?? { exitCode: null, signal: null, error: null };
-      return ok({ pid: proc.pid, ...exit, stdout: proc.stdout.toString('utf8'), stderr: proc.stderr.toString('utf8') });
+      return ok({ pid: proc.pid, ...exit, ...capture.result() });
     }),
     route('GET', `${S}/processes`, async (req) => ok({ processes: [...sbx(req).processes.values()].map((p) => p.info()) })),
     route('POST', `${S}/processes/(\\d+)/stdin`, async (req) => {
-      if (!state.process(sbx(req), Number(req.params[1])).writeStdin(await req.body())) throw new RamifyError('INVALID_STATE', 'stdin is closed');
+      state.process(sbx(req), Number(req.params[1])).writeStdin(await req.body());
       return noContent;
     }),
     route('POST', `${S}/processes/(\\d+)/stdin/close`, async (req) => { state.process(sbx(req), Number(req.params[1])).closeStdin(); return noContent; }),
@@ -135,11 +136,7 @@ export function httpRoutes(state: FixtureState): Route[] {
       return ok(state.rename(running(req), from, to));
     }),
     route('GET', '/v1/snapshots', async () => ok({ snapshots: [...state.snapshots.values()] })),
-    route('GET', '/v1/snapshots/([^/]+)', async (req) => {
-      const snap = state.snapshots.get(req.params[0]);
-      if (!snap) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${req.params[0]}' not found`);
-      return ok(snap);
-    }),
+    route('GET', '/v1/snapshots/([^/]+)', async (req) => ok(state.findSnapshot(req.params[0]))),
     route('DELETE', '/v1/snapshots/([^/]+)', async (req) => {
       if (!state.snapshots.delete(req.params[0])) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${req.params[0]}' not found`);
       return noContent;

@@ -2,7 +2,10 @@
  * In-memory state of the protocol fixture: sandboxes, their files and processes, snapshots, templates.
  * Just enough behaviour to answer the contract's routes with plausible data; no sandbox runs.
  */
-import { RamifyError, type CommandRequest, type CreateSandboxRequest, type FileInfo, type SandboxInfo, type SandboxState, type SnapshotInfo, type TemplateInfo } from '@ramify/contracts';
+import {
+  DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type CommandRequest, type CreateSandboxRequest, type EgressMode, type EgressPolicyRequest, type FileInfo, type SandboxInfo,
+  type SandboxState, type SnapshotInfo, type TemplateInfo,
+} from '@ramify/contracts';
 import { FixtureProcess, builtinScript, type CommandScript } from './fixture-processes.js';
 
 /** One fixture sandbox. */
@@ -12,8 +15,8 @@ export interface FixtureSandbox {
   dirs: Set<string>;
   processes: Map<number, FixtureProcess>;
   nextPid: number;
-  /** Egress rules as given (the fixture does not normalise); null = never set. */
-  egress: { rules: string[]; updatedAt: string } | null;
+  /** Egress mode and rules as given (the fixture does not normalise); null = never set. */
+  egress: { mode: EgressMode; rules: string[]; updatedAt: string } | null;
 }
 
 const now = (): string => new Date().toISOString();
@@ -21,16 +24,26 @@ const parentOf = (p: string): string => p.replace(/\/[^/]+\/?$/, '') || '/';
 const baseName = (p: string): string => p.split('/').filter(Boolean).pop() ?? '/';
 
 /**
- * The fixture's stand-in for the daemon's rule check: just enough to exercise error paths. A rule with
- * whitespace, or a wildcard over a single label (`*.com`), is refused naming it; rules are kept as given.
+ * The fixture's stand-in for the daemon's policy check: just enough to exercise error paths. A rule with
+ * whitespace, or a wildcard over a single label (`*.com`), is refused naming it, and so are rules with
+ * mode `open` or `deny-all`; rules are kept as given. A bare list is `open` when empty, else `allowlist`.
  */
-export function checkEgress(rules: string[]): string[] {
+export function checkEgress(input: string[] | EgressPolicyRequest): { mode: EgressMode; rules: string[] } {
+  const { mode: asked, rules = [] } = Array.isArray(input) ? { rules: input } : input;
   rules.forEach((rule, index) => {
     if (/\s/.test(rule) || rule === '' || /^\*\.[^.]+$/.test(rule)) {
       throw new RamifyError('VALIDATION_FAILED', `egress rule ${index + 1} '${rule}': not allowed by the fixture`, { rule, index });
     }
   });
-  return [...rules];
+  const mode = asked ?? (rules.length > 0 ? 'allowlist' : 'open');
+  if (mode !== 'allowlist' && rules.length > 0) throw new RamifyError('VALIDATION_FAILED', `egress mode '${mode}' takes no rules`, { field: 'rules' });
+  return { mode, rules: [...rules] };
+}
+
+/** A new sandbox's egress: the request's (checked), else a copy of its parent's or its snapshot's, else none set. */
+function startingEgress(req: CreateSandboxRequest, inherited: { mode: EgressMode; rules: string[] } | null): FixtureSandbox['egress'] {
+  const policy = req.egress ? checkEgress(req.egress) : inherited;
+  return policy ? { mode: policy.mode, rules: [...policy.rules], updatedAt: now() } : null;
 }
 
 export class FixtureState {
@@ -41,7 +54,11 @@ export class FixtureState {
   }]]);
   private counter = 0;
 
-  constructor(private readonly scripts: (cmd: string) => CommandScript | undefined) {}
+  /**
+   * @param scripts custom scripts by command line.
+   * @param maxOutputBytes the per-stream limit of command results, bytes (as the daemon's option).
+   */
+  constructor(private readonly scripts: (cmd: string) => CommandScript | undefined, readonly maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES) {}
 
   private id(prefix: string): string {
     this.counter += 1;
@@ -74,7 +91,7 @@ export class FixtureState {
     };
     const sbx: FixtureSandbox = {
       info, files: new Map(parent?.files ?? []), dirs: new Set(parent?.dirs ?? ['/', '/root', '/tmp']), processes: new Map(), nextPid: 100,
-      egress: parent?.egress ? { rules: [...parent.egress.rules], updatedAt: now() } : req.egress ? { rules: checkEgress(req.egress), updatedAt: now() } : null,
+      egress: startingEgress(req, parent?.egress ?? source?.egress ?? null),
     };
     this.sandboxes.set(info.id, sbx);
     return sbx;
@@ -91,6 +108,7 @@ export class FixtureState {
     const snap: SnapshotInfo = {
       id: this.id('snap'), name, kind: 'named', runtime: 'gvisor', templateId: sbx.info.templateId, sandboxId: sbx.info.id,
       parentSnapshotId: sbx.info.sourceSnapshotId, sizeBytes: 4096, createdAt: now(),
+      egress: { mode: sbx.egress?.mode ?? 'open', rules: [...(sbx.egress?.rules ?? [])] },
     };
     this.snapshots.set(snap.id, snap);
     return snap;
