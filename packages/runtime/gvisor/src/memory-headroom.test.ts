@@ -48,7 +48,7 @@ test('raised as soon as the sandbox process is in the cgroup, before runsc retur
     await withHeadroom(files, 416 << 20, async () => {
       limitSeenByRunsc = readFileSync(files.limit, 'utf8');
       writeFileSync(files.procs, `${process.pid}\n${sandbox.pid}\n`);
-      for (let i = 0; i < 200 && readFileSync(files.limit, 'utf8') === limitSeenByRunsc; i++) await sleep(5);
+      for (let i = 0; i < 200 && readFileSync(files.limit, 'utf8') !== String(416 << 20); i++) await sleep(5);
       assert.equal(readFileSync(files.limit, 'utf8'), String(416 << 20), 'raised while runsc is still running');
     });
     assert.equal(limitSeenByRunsc, String(256 << 20), 'runsc read the limit of the spec');
