@@ -1,6 +1,6 @@
 /**
  * The in-sandbox entry point (bundled to `dist/agent.mjs`):
- *   node agent.mjs serve  [--socket PATH] [--virtio-port DEVICE] [--virtio-poll-ms N] [--virtio-stall-ms N] [--ring-bytes N]
+ *   node agent.mjs serve  [--socket PATH] [--virtio-port DEVICE] [--virtio-poll-ms N] [--virtio-stall-ms N] [--ring-bytes N] [--oom-killer agent|kernel]
  *   node agent.mjs bridge [--socket PATH] [--connect-timeout-ms N]
  * `serve` runs the agent (under tini as PID 1 in the sandbox). It listens on the unix socket `--socket`
  * (default /run/ramify/agent.sock) and/or serves the virtio-serial port `--virtio-port` (microVMs, e.g.
@@ -8,14 +8,16 @@
  * serve both over one process table. On the port every host connection opens with the hello/ack
  * handshake (`protocol/virtio-handshake.ts`, host side `openVirtioChannel`); while no host is connected
  * the agent looks for one every `--virtio-poll-ms` (default 50); a frame that stops arriving midway for
- * `--virtio-stall-ms` (default 5000) is dropped. `bridge` splices stdio to the socket (the gVisor host
- * runs it with `runsc exec`).
+ * `--virtio-stall-ms` (default 5000) is dropped. `--oom-killer` says who stops a process that exhausts
+ * the sandbox's memory: `agent` (gVisor, which has no OOM killer: the agent's guard kills) or `kernel`
+ * (microVMs: the guest kernel kills; the agent keeps itself out of its choice and reports each kill).
+ * `bridge` splices stdio to the socket (the gVisor host runs it with `runsc exec`).
  */
 import { runBridge } from './server/bridge.js';
 
 export const DEFAULT_SOCKET_PATH = '/run/ramify/agent.sock';
 
-const USAGE = `usage: agent.mjs serve  [--socket PATH] [--virtio-port DEVICE] [--virtio-poll-ms N] [--virtio-stall-ms N] [--ring-bytes N]
+const USAGE = `usage: agent.mjs serve  [--socket PATH] [--virtio-port DEVICE] [--virtio-poll-ms N] [--virtio-stall-ms N] [--ring-bytes N] [--oom-killer agent|kernel]
        agent.mjs bridge [--socket PATH] [--connect-timeout-ms N]
 serve listens on --socket (default ${DEFAULT_SOCKET_PATH}) unless only --virtio-port is given; give both to serve both.
 `;
@@ -47,6 +49,11 @@ async function main(argv: string[]): Promise<void> {
   }
   if (command === 'serve') {
     const virtioPath = flag(args, '--virtio-port');
+    const oomKiller = flag(args, '--oom-killer');
+    if (oomKiller !== undefined && oomKiller !== 'agent' && oomKiller !== 'kernel') {
+      process.stderr.write(`ramify-agent: --oom-killer is 'agent' or 'kernel', got '${oomKiller}'\n`);
+      process.exit(2);
+    }
     const socketPath = socketFlag ?? (virtioPath ? undefined : DEFAULT_SOCKET_PATH);
     const { startAgentServer } = await import('./server/agent-server.js');
     process.on('uncaughtException', (err) => process.stderr.write(`ramify-agent: uncaught: ${err.stack ?? err}\n`));
@@ -56,6 +63,7 @@ async function main(argv: string[]): Promise<void> {
       socketPath,
       virtioPort: virtioPath ? { path: virtioPath, pollMs: numberFlag(args, '--virtio-poll-ms'), stallMs: numberFlag(args, '--virtio-stall-ms') } : undefined,
       ringBytes: numberFlag(args, '--ring-bytes'),
+      oomKiller,
     });
     if (virtioPath) process.stderr.write(`ramify-agent: serving virtio port ${virtioPath} (pid ${process.pid})\n`);
     if (socketPath) process.stderr.write(`ramify-agent: listening on ${socketPath} (pid ${process.pid})\n`);

@@ -31,9 +31,53 @@ export interface AgentOutputHandlers {
 export interface AgentExit {
   exitCode: number | null;
   signal: string | null;
-  /** `timeout` when the deadline killed the process tree. */
-  error: 'timeout' | null;
+  /** Why the agent or the kernel ended it, when one did: see {@link AgentExitError}. */
+  error: AgentExitError | null;
 }
+
+/**
+ * Why a process ended other than on its own:
+ * - `timeout`: its deadline killed the whole process tree;
+ * - `oom`: it, or a process of its tree, was killed because the sandbox ran out of memory (by the agent's
+ *   OOM guard under gVisor, by the guest kernel's OOM killer in a microVM). The exit code or signal is
+ *   the process's own: `SIGKILL` when it was the one killed, else whatever it made of its child's death.
+ */
+export type AgentExitError = 'timeout' | 'oom';
+
+/**
+ * A process was killed because the sandbox ran out of memory. Pushed by the agent to every open
+ * connection (queued while none is open, and delivered to the next one).
+ */
+export interface OomKillEvent {
+  type: 'oom';
+  /**
+   * The sandbox the agent served when it happened. An event still queued at a checkpoint travels in the
+   * image, so a fork's first connection may deliver its parent's: the host keeps only events naming the
+   * sandbox it is connected to. Null before the first identity (a template build's boot).
+   */
+  sandboxId: string | null;
+  /** When, ms since the epoch (the sandbox's clock). */
+  at: number;
+  /** The process killed. */
+  pid: number;
+  /** Its command line (at most 256 characters; the kernel's report gives only the name). */
+  cmd: string;
+  /** The command started through the agent whose process tree it was in (its pid); null for any other process. */
+  commandPid: number | null;
+  /** `agent`: the agent's OOM guard (gVisor has no OOM killer); `kernel`: the guest kernel's OOM killer. */
+  killer: 'agent' | 'kernel';
+  /** Its resident memory when it was killed, bytes. */
+  rssBytes: number | null;
+  /**
+   * Memory in use in the sandbox when it was killed and the sandbox's limit (`MemTotal`), bytes; null when
+   * not known (the kernel's report does not say what was in use).
+   */
+  usedBytes: number | null;
+  limitBytes: number | null;
+}
+
+/** What the agent pushes unasked (today only {@link OomKillEvent}). */
+export type AgentEvent = OomKillEvent;
 
 /** Byte offsets into a process's stdout/stderr, as counted from its first byte. */
 export interface StreamOffsets {
@@ -125,5 +169,10 @@ export interface AgentSession {
   close(): Promise<void>;
   /** Called once when the channel closes for any reason. */
   onClose(listener: (reason: string) => void): void;
+  /**
+   * Called for every event the agent pushes on this channel (agents older than events push none).
+   * Returns an unsubscribe.
+   */
+  onEvent(listener: (event: AgentEvent) => void): () => void;
   readonly closed: boolean;
 }

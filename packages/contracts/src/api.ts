@@ -252,7 +252,10 @@ export const CommandResult = z.object({
   /** The head of stdout, decoded as UTF-8: at most `capture.limitBytes` bytes of it (see `truncated`). */
   stdout: z.string().describe('stdout decoded as UTF-8: at most capture.limitBytes bytes of it, from the start'),
   stderr: z.string().describe('stderr decoded as UTF-8: at most capture.limitBytes bytes of it, from the start'),
-  /** `timeout` when the deadline killed it. */
+  /**
+   * `timeout` when the deadline killed it; `oom` when it, or one of its processes, was killed because the
+   * sandbox ran out of memory (the sandbox keeps running). Null when it ended on its own.
+   */
   error: z.string().nullable(),
   /**
    * True when stdout or stderr wrote more than `capture.limitBytes` bytes: the result holds the head of
@@ -271,6 +274,8 @@ export const ProcessInfo = z.object({
   running: z.boolean(),
   exitCode: z.number().int().nullable(),
   signal: z.string().nullable(),
+  /** As {@link CommandResult}'s: `timeout`, `oom`, or null (also while it runs). */
+  error: z.string().nullable(),
   /** Bytes produced so far on each stream (offsets for re-attach). */
   stdoutBytes: z.number().int(),
   stderrBytes: z.number().int(),
@@ -377,6 +382,11 @@ export const TemplateBuildEvent = z.discriminatedUnion('type', [
 ]);
 export type TemplateBuildEvent = z.infer<typeof TemplateBuildEvent>;
 
+/**
+ * One audit log entry: a mutating API call (method, path, HTTP status), or something a running sandbox
+ * reported (method `EVENT`, status 0; today action `sandbox.oom`, error code `COMMAND_OOM`: a process
+ * killed because the sandbox ran out of memory, `path` naming it).
+ */
 export const AuditEntry = z.object({
   id: z.number().int(),
   at: z.string(),

@@ -32,6 +32,11 @@ export const ERROR_CODES = {
   PROCESS_EXITED: 409,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
+  /**
+   * No room for the data: a microVM's root disk is full, or a gVisor sandbox's memory (where its file
+   * changes live) has no room left for files.
+   */
+  NO_SPACE: 507,
   COMMAND_TIMEOUT: 408,
   RUNTIME_UNAVAILABLE: 503,
   RUNTIME_ERROR: 500,
@@ -50,6 +55,8 @@ export const ERROR_CODES = {
   REQUEST_TIMEOUT: 408,
   /** A command finished unsuccessfully (non-zero exit or killed by a signal); carries the result. */
   COMMAND_EXIT: 422,
+  /** A command, or one of its processes, was killed because the sandbox ran out of memory; carries the result. */
+  COMMAND_OOM: 422,
   /** `Sandbox.explore()`: every strategy threw or failed to score. */
   EXPLORE_FAILED: 422,
   /** A file read as text is not valid UTF-8 (read it as bytes instead); nothing was replaced with U+FFFD. */

@@ -19,6 +19,7 @@ import { AgentSessions } from './lifecycle/agent-sessions.js';
 import { handleInstanceLost } from './lifecycle/instance-lost.js';
 import { SandboxEvents } from './lifecycle/events.js';
 import { KeyedLock } from './lifecycle/locks.js';
+import { recordAgentEvent } from './lifecycle/oom.js';
 import { agentReachable } from './lifecycle/state-machine.js';
 
 /** Tunables; every field has a default (see {@link DEFAULT_CORE_OPTIONS}). */
@@ -140,6 +141,7 @@ export function createCore(deps: CoreDeps): Core {
       return record !== null && agentReachable(record.state);
     },
     onUnreachable: (sandboxId) => handleInstanceLost(core, sandboxId),
+    onEvent: (sandboxId, event) => void recordAgentEvent(core, sandboxId, event),
   });
   return core;
 }

@@ -24,3 +24,13 @@ test('errorFromCode builds a NotUtf8Error for NOT_UTF8', () => {
   assert.equal(err.name, 'NotUtf8Error');
   assert.deepEqual(err.details, { path: '/a.png' });
 });
+
+test('a command killed because the sandbox ran out of memory is COMMAND_OOM and says so', () => {
+  const killed = new CommandExitError({ pid: 9, exitCode: null, signal: 'SIGKILL', error: 'oom', ...new ResultCapture(16).result() });
+  assert.equal(killed.code, 'COMMAND_OOM');
+  assert.equal(killed.error, 'oom');
+  assert.match(killed.message, /pid 9\) was killed: the sandbox ran out of memory/);
+  const child = new CommandExitError({ pid: 10, exitCode: 137, signal: null, error: 'oom', ...new ResultCapture(16).result() });
+  assert.equal(child.code, 'COMMAND_OOM');
+  assert.match(child.message, /exited with code 137 after one of its processes was killed: the sandbox ran out of memory/);
+});

@@ -84,17 +84,25 @@ export class NotUtf8Error extends RamifyError {
 }
 
 /**
- * A command finished unsuccessfully: non-zero exit code, killed by a signal, or killed at its deadline.
- * `code` is `COMMAND_TIMEOUT` when the deadline killed it (`result.error === 'timeout'`), otherwise
- * `COMMAND_EXIT`. The full {@link CommandResult} (with all output) is on `result` and mirrored on the
- * error for E2B-style access (`err.exitCode`, `err.stderr`).
+ * A command finished unsuccessfully: non-zero exit code, killed by a signal, killed at its deadline, or
+ * killed because the sandbox ran out of memory. `code` is `COMMAND_TIMEOUT` when the deadline killed it
+ * (`result.error === 'timeout'`), `COMMAND_OOM` when it or one of its processes was killed for running out
+ * of memory (`result.error === 'oom'`; the sandbox keeps running), otherwise `COMMAND_EXIT`. The full
+ * {@link CommandResult} (with all output) is on `result` and mirrored on the error for E2B-style access
+ * (`err.exitCode`, `err.stderr`, `err.error`).
  */
 export class CommandExitError extends RamifyError {
   readonly result: CommandResult;
   constructor(result: CommandResult) {
     const timedOut = result.error === 'timeout';
-    const how = timedOut ? 'was killed at its deadline' : result.signal ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
-    super(timedOut ? 'COMMAND_TIMEOUT' : 'COMMAND_EXIT', `command (pid ${result.pid}) ${how}`, {
+    const oom = result.error === 'oom';
+    const ended = result.signal ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
+    const how = timedOut
+      ? 'was killed at its deadline'
+      : oom
+        ? `${result.signal ? 'was killed' : `exited with code ${result.exitCode} after one of its processes was killed`}: the sandbox ran out of memory`
+        : ended;
+    super(timedOut ? 'COMMAND_TIMEOUT' : oom ? 'COMMAND_OOM' : 'COMMAND_EXIT', `command (pid ${result.pid}) ${how}`, {
       pid: result.pid,
       exitCode: result.exitCode,
       signal: result.signal,

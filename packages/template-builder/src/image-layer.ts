@@ -24,9 +24,13 @@ export const TEMPLATE_INIT_ARGV: readonly string[] = ['/usr/bin/tini', '-s', '--
  */
 export const TEMPLATE_INIT_ARGV_VIRTIO: readonly string[] = ['/usr/bin/tini', '-s', '--', '/usr/bin/node', ...AGENT_SERVE_VIRTIO_ARGV.slice(1)];
 
-/** The init argv for `runtime`, by how its host reaches the agent. */
+/**
+ * The init argv for `runtime`: by how its host reaches the agent, and telling the agent who stops a
+ * process that exhausts the sandbox's memory (`--oom-killer`, see `RuntimeCapabilities.oomKiller`).
+ */
 export function templateInitArgv(runtime: Pick<Runtime, 'capabilities'>): string[] {
-  return [...(runtime.capabilities.agentChannel === 'virtio-serial' ? TEMPLATE_INIT_ARGV_VIRTIO : TEMPLATE_INIT_ARGV)];
+  const base = runtime.capabilities.agentChannel === 'virtio-serial' ? TEMPLATE_INIT_ARGV_VIRTIO : TEMPLATE_INIT_ARGV;
+  return [...base, '--oom-killer', runtime.capabilities.oomKiller];
 }
 
 /** Leases a network slot for the build sandbox (the daemon's Store implements this). */
@@ -182,7 +186,9 @@ async function runSetupCommand(
     stderr.end();
   });
   if (exit.exitCode === 0 && exit.signal === null && exit.error === null) return;
-  const how = exit.error === 'timeout' ? `timed out after ${options.timeoutMs} ms` : exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`;
+  const ended = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`;
+  const how =
+    exit.error === 'timeout' ? `timed out after ${options.timeoutMs} ms` : exit.error === 'oom' ? `ran out of memory (${ended})` : ended;
   const tail = stderrTail.toString();
   throw new RamifyError('TEMPLATE_BUILD_FAILED', `setup command ${index + 1} ${how}: ${cmd}${tail ? `\n${tail}` : ''}`, {
     step: 'run',

@@ -8,6 +8,7 @@
 import type { Duplex } from 'node:stream';
 import {
   RamifyError,
+  type AgentEvent,
   type AgentExit,
   type AgentIdentity,
   type AgentOutputHandlers,
@@ -54,6 +55,9 @@ export class AgentClient implements AgentSession {
   private readonly downloads = new Map<number, ChunkQueue>();
   private readonly uploads = new Map<number, CreditGate>();
   private readonly closeListeners: Array<(reason: string) => void> = [];
+  private readonly eventListeners = new Set<(event: AgentEvent) => void>();
+  /** Events that arrived before any listener (an agent delivers queued ones as soon as the channel opens). */
+  private earlyEvents: AgentEvent[] = [];
   private readonly closedPromise: Promise<void>;
   private markClosed!: () => void;
   private nextId = 1;
@@ -91,6 +95,14 @@ export class AgentClient implements AgentSession {
       const reason = this.closeReason;
       queueMicrotask(() => listener(reason));
     } else this.closeListeners.push(listener);
+  }
+
+  /** See `AgentSession.onEvent`; the first listener also gets the events that arrived before it (at most 64). */
+  onEvent(listener: (event: AgentEvent) => void): () => void {
+    this.eventListeners.add(listener);
+    const early = this.earlyEvents.splice(0);
+    if (early.length > 0) queueMicrotask(() => early.forEach((event) => guard(() => listener(event))));
+    return () => this.eventListeners.delete(listener);
   }
 
   async ping(): Promise<void> {
@@ -277,6 +289,12 @@ export class AgentClient implements AgentSession {
         guard(() => h?.onExit?.(msg.exit));
         return;
       }
+      case 'event':
+        if (msg.t === 'event' && typeof msg.event === 'object' && msg.event !== null) {
+          if (this.eventListeners.size === 0 && this.earlyEvents.push(msg.event) > 64) this.earlyEvents.shift();
+          for (const listener of [...this.eventListeners]) guard(() => listener(msg.event));
+        }
+        return;
       case 'data':
         if (msg.t === 'data') this.downloads.get(msg.sid)?.push(msg.data);
         return;
@@ -305,6 +323,7 @@ export class AgentClient implements AgentSession {
     this.downloads.clear();
     for (const g of this.uploads.values()) g.close(reason);
     this.uploads.clear();
+    this.eventListeners.clear();
     if (!this.stream.destroyed) this.stream.destroy();
     this.markClosed();
     for (const l of this.closeListeners.splice(0)) guard(() => l(reason));

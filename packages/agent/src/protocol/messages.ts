@@ -4,11 +4,13 @@
  * - `req` / `res`: request and response matched by a numeric `id` chosen by the client.
  * - `out` / `exit`: events pushed by the agent for a subscription `sub` (an id chosen by the client
  *   when it starts or attaches to a process). `off` is the absolute byte offset of `data` in the stream.
+ * - `event`: something the agent reports unasked (an OOM kill), to every open connection; clients that
+ *   do not know the tag ignore it.
  * - `data` / `end` / `credit` / `cancel`: a flow-controlled byte stream `sid` (chosen by the client) used
  *   by file transfers. The receiver grants `credit` in bytes; the sender never has more than the granted
  *   bytes in flight, so neither side buffers a whole file.
  */
-import type { AgentExit, AgentIdentity, AgentStartOptions, FileInfo, NetworkEndpointReport, ProcessInfo, QuiesceReport, StreamOffsets } from '@ramify/contracts';
+import type { AgentEvent, AgentExit, AgentIdentity, AgentStartOptions, FileInfo, NetworkEndpointReport, ProcessInfo, QuiesceReport, StreamOffsets } from '@ramify/contracts';
 
 /** Protocol version announced by `ping`; bumped on incompatible changes. */
 export const PROTOCOL_VERSION = 1;
@@ -77,6 +79,8 @@ export interface ResponseMessage { t: 'res'; id: number; r?: unknown; e?: WireEr
 export interface OutputMessage { t: 'out'; sub: number; fd: 1 | 2; off: number; data: Uint8Array }
 /** The process of subscription `sub` exited and all its output was sent; the subscription ends. */
 export interface ExitMessage { t: 'exit'; sub: number; exit: AgentExit }
+/** An {@link AgentEvent} (e.g. a process killed for running out of memory). */
+export interface EventMessage { t: 'event'; event: AgentEvent }
 export interface StreamDataMessage { t: 'data'; sid: number; data: Uint8Array }
 /** End of stream `sid`; with `e` when the sender failed (the receiver discards what it got). */
 export interface StreamEndMessage { t: 'end'; sid: number; e?: WireError }
@@ -87,7 +91,7 @@ export interface StreamCancelMessage { t: 'cancel'; sid: number }
 
 export type StreamMessage = StreamDataMessage | StreamEndMessage | StreamCreditMessage | StreamCancelMessage;
 export type ClientMessage = RequestMessage | StreamMessage;
-export type AgentMessage = ResponseMessage | OutputMessage | ExitMessage | StreamMessage;
+export type AgentMessage = ResponseMessage | OutputMessage | ExitMessage | EventMessage | StreamMessage;
 
 /** Narrow an unknown decoded value to a message with a string tag `t`. */
 export function messageTag(value: unknown): string | undefined {

@@ -9,20 +9,28 @@ import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
 import type { Duplex } from 'node:stream';
+import { AgentEvents } from './agent-events.js';
 import { AgentConnection } from './connection.js';
 import { createHandler } from './handlers.js';
+import { OomWatch, type OomKillerMode } from './memory/oom-watch.js';
 import { ProcessTable, type ProcessTableOptions, type SandboxIdentityState } from './process-table.js';
 import { ProcessFreezer } from './quiesce.js';
 import { readRootDisk } from './root-disk.js';
 import { serveVirtioPort, type VirtioPortOptions, type VirtioPortServer } from './virtio-port.js';
 
-export interface AgentServerOptions extends ProcessTableOptions {
+export interface AgentServerOptions extends Omit<ProcessTableOptions, 'resetOomScore' | 'onKilled'> {
   /** Unix socket path; a stale file there is replaced, parents are created. */
   socketPath?: string;
   /** A virtio-serial port to serve host connections on. At least one of `socketPath`/`virtioPort` is needed. */
   virtioPort?: VirtioPortOptions;
   /** Where diagnostics go (default: stderr). */
   log?: (line: string) => void;
+  /**
+   * Who stops a process that exhausts the sandbox's memory (see `memory/oom-watch.ts`): `agent` (gVisor:
+   * the agent's OOM guard), `kernel` (microVMs: the guest kernel; the agent protects itself and reports).
+   * Absent: neither (an agent run outside a sandbox).
+   */
+  oomKiller?: OomKillerMode;
 }
 
 export interface RunningAgentServer {
@@ -31,7 +39,9 @@ export interface RunningAgentServer {
   /** The virtio port server, when `virtioPort` was given. */
   readonly virtio: VirtioPortServer | undefined;
   readonly table: ProcessTable;
-  /** Stop accepting connections and drop current ones (processes are left running). */
+  /** Events pushed to the host (OOM kills). */
+  readonly events: AgentEvents;
+  /** Stop accepting connections and drop current ones (processes are left running), and the OOM watch. */
   close(): Promise<void>;
 }
 
@@ -73,15 +83,21 @@ export async function startAgentServer(options: AgentServerOptions): Promise<Run
   const log = options.log ?? ((line: string) => process.stderr.write(`ramify-agent: ${line}\n`));
   // At a microVM's boot the root filesystem fills its disk: remember that size (see root-disk.ts).
   const identity: SandboxIdentityState = { envs: {}, rootFilesystemBytes: readRootDisk()?.sizeBytes };
-  const table = new ProcessTable(identity, options);
-  // The host's bridge (`socat ... UNIX-CONNECT:<socketPath>`) must keep running while the rest is frozen.
-  const freezer = new ProcessFreezer({ spareCommandLinesWith: options.socketPath ? [options.socketPath] : [] });
-  const handle = createHandler(table, identity, freezer);
+  // The host's bridge (`socat ... UNIX-CONNECT:<socketPath>`) must keep running while the rest is frozen, and is never an OOM victim.
+  const bridges = options.socketPath ? [options.socketPath] : [];
+  const events = new AgentEvents();
+  const oom = new OomWatch(options.oomKiller, { events, identity, spareCommandLinesWith: bridges, log });
+  const table = new ProcessTable(identity, { ...options, resetOomScore: oom.resetOomScore, onKilled: () => oom.commandKilled() });
+  oom.start(table);
+  const freezer = new ProcessFreezer({ spareCommandLinesWith: bridges });
+  const handle = createHandler({ table, identity, freezer, events, roomForFiles: (bytes) => oom.roomForFiles(bytes), identityApplied: () => oom.identityApplied() });
   // A new host connection means a checkpoint is over (restored, or failed): what was frozen for it goes on.
   const connect = (channel: Duplex): AgentConnection => {
     const thawed = freezer.thaw();
     if (thawed > 0) log(`continued ${thawed} processes stopped for a checkpoint`);
-    return new AgentConnection(channel, handle, log);
+    const conn = new AgentConnection(channel, handle, log);
+    events.attach(conn);
+    return conn;
   };
   const socket = options.socketPath ? await listen(options.socketPath, connect, log) : undefined;
   const virtio = options.virtioPort ? serveVirtioPort(options.virtioPort, connect, log) : undefined;
@@ -89,7 +105,9 @@ export async function startAgentServer(options: AgentServerOptions): Promise<Run
     server: socket?.server,
     virtio,
     table,
+    events,
     close: async () => {
+      oom.stop();
       await Promise.all([socket?.close(), virtio?.close()]);
     },
   };

@@ -29,6 +29,7 @@ export class AgentConnection implements FrameSink {
   private readonly subs = new Map<number, Subscription>();
   private readonly decoder = new FrameDecoder();
   private closed = false;
+  private readonly closeListeners: Array<() => void> = [];
   private pumpScheduled = false;
   private drainWaiting = false;
 
@@ -59,6 +60,12 @@ export class AgentConnection implements FrameSink {
 
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  /** Call `listener` once when the connection has closed (at once if it has). */
+  onClosed(listener: () => void): void {
+    if (this.closed) queueMicrotask(listener);
+    else this.closeListeners.push(listener);
   }
 
   /** Start delivering `proc`'s output from `from` on as subscription `id` (replacing one with that id). */
@@ -170,5 +177,6 @@ export class AgentConnection implements FrameSink {
     this.closed = true;
     for (const id of [...this.subs.keys()]) this.unsubscribe(id);
     this.streams.closeAll('connection closed');
+    for (const listener of this.closeListeners.splice(0)) listener();
   }
 }

@@ -58,12 +58,28 @@ async function pump(fh: FileHandle, sid: number, gate: CreditGate, sink: FrameSi
   }
 }
 
+/** Where an upload comes from and what it may take. */
+export interface UploadStream {
+  sid: number;
+  /** Mode of the new file; default the replaced file's, else 0o644. */
+  mode?: number;
+  sink: FrameSink;
+  streams: StreamRegistry;
+  /**
+   * Whether `bytes` more of file data fit in the sandbox, asked before each chunk is written (gVisor keeps
+   * files in the sandbox's memory, and the OOM guard cannot stop the agent); absent: the filesystem decides.
+   */
+  roomForFiles?: (bytes: number) => boolean;
+}
+
 /**
- * Receive stream `sid` into `path` atomically. Resolves with the new file's info once it is in place.
- * `mode` defaults to the replaced file's mode, else 0o644; the replaced file's owner is kept.
- * @throws RamifyError IS_A_DIRECTORY, NOT_A_DIRECTORY, FORBIDDEN, or the sender's error if it aborted.
+ * Receive `stream` into `path` atomically. Resolves with the new file's info once it is in place; the
+ * replaced file's owner is kept.
+ * @throws RamifyError IS_A_DIRECTORY, NOT_A_DIRECTORY, FORBIDDEN, NO_SPACE (the disk is full, or
+ *   `roomForFiles` said no: nothing is left of the upload), or the sender's error if it aborted.
  */
-export async function receiveFile(path: string, sid: number, mode: number | undefined, sink: FrameSink, streams: StreamRegistry): Promise<FileInfo> {
+export async function receiveFile(path: string, stream: UploadStream): Promise<FileInfo> {
+  const { sid, mode, sink, streams, roomForFiles } = stream;
   const existing = await lstat(path).catch(() => undefined);
   if (existing?.isDirectory()) throw new RamifyError('IS_A_DIRECTORY', `is a directory: ${path}`, { path });
   const dir = dirname(path);
@@ -96,6 +112,9 @@ export async function receiveFile(path: string, sid: number, mode: number | unde
   sink.send({ t: 'credit', sid, n: STREAM_WINDOW_BYTES });
   try {
     for await (const chunk of queue) {
+      if (roomForFiles && !roomForFiles(chunk.byteLength)) {
+        throw new RamifyError('NO_SPACE', `no room for ${path}: the sandbox's memory, where its files live, is nearly full (delete files or use a larger memoryMB)`, { path });
+      }
       let off = 0;
       while (off < chunk.byteLength) {
         const { bytesWritten } = await fh.write(chunk, off, chunk.byteLength - off);

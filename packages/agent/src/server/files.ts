@@ -33,6 +33,9 @@ export function fsError(err: unknown, path: string): RamifyError {
     case 'EACCES':
     case 'EPERM':
       return new RamifyError('FORBIDDEN', `permission denied: ${path}`, { path });
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return new RamifyError('NO_SPACE', `no space left on the device for ${path}`, { path });
     case 'ENAMETOOLONG':
     case 'EINVAL':
       return new RamifyError('BAD_REQUEST', `invalid path: ${path} (${e.code})`, { path });

@@ -4,6 +4,7 @@
  */
 import { RamifyError, type AgentIdentity, type AgentStartOptions, type StreamOffsets } from '@ramify/contracts';
 import { PROTOCOL_VERSION, type MethodName } from '../protocol/messages.js';
+import type { AgentEvents } from './agent-events.js';
 import type { AgentConnection } from './connection.js';
 import { receiveFile, sendFile } from './file-transfer.js';
 import { listDir, makeDir, removePath, renamePath, resolvePath, statPath } from './files.js';
@@ -26,8 +27,20 @@ function offsets(v: unknown): StreamOffsets {
   return { stdout: clean(o.stdout), stderr: clean(o.stderr) };
 }
 
-/** Build the request handler over one process table, identity state and freezer (shared by all connections). */
-export function createHandler(table: ProcessTable, identity: SandboxIdentityState, freezer: ProcessFreezer) {
+/** What the handlers share across connections. */
+export interface HandlerDeps {
+  table: ProcessTable;
+  identity: SandboxIdentityState;
+  freezer: ProcessFreezer;
+  events: AgentEvents;
+  /** Whether `bytes` more of file data fit in the sandbox (uploads stop with `NO_SPACE` before they would not). */
+  roomForFiles?: (bytes: number) => boolean;
+  /** Called after every identity was applied (the OOM watch fits /dev/shm to the memory this restore has). */
+  identityApplied?: () => Promise<void>;
+}
+
+/** Build the request handler over the state every connection shares. */
+export function createHandler({ table, identity, freezer, events, roomForFiles, identityApplied }: HandlerDeps) {
   const methods: Record<MethodName, (p: Params, conn: AgentConnection) => Promise<unknown>> = {
     ping: async () => ({ protocol: PROTOCOL_VERSION, node: process.version, agentPid: process.pid }),
     setIdentity: async (p) => {
@@ -35,6 +48,8 @@ export function createHandler(table: ProcessTable, identity: SandboxIdentityStat
       const report = await applyIdentity(p as unknown as AgentIdentity, identity);
       // Another sandbox now (an image restored into a new one): its process list starts from what runs.
       if (previous !== undefined && identity.sandboxId !== previous) table.forgetExited();
+      if (identity.sandboxId !== undefined) events.keepOnly(identity.sandboxId);
+      await identityApplied?.();
       return report;
     },
     start: async (p, conn) => {
@@ -72,7 +87,8 @@ export function createHandler(table: ProcessTable, identity: SandboxIdentityStat
     },
     listProcesses: async () => table.list(),
     readFile: (p, conn) => sendFile(resolvePath(p.path), int(p, 'sid'), typeof p.window === 'number' ? p.window : 0, conn, conn.streams),
-    writeFile: (p, conn) => receiveFile(resolvePath(p.path), int(p, 'sid'), typeof p.mode === 'number' ? p.mode : undefined, conn, conn.streams),
+    writeFile: (p, conn) =>
+      receiveFile(resolvePath(p.path), { sid: int(p, 'sid'), mode: typeof p.mode === 'number' ? p.mode : undefined, sink: conn, streams: conn.streams, roomForFiles }),
     listDir: (p) => listDir(resolvePath(p.path), p.depth === undefined || p.depth === null ? 1 : (p.depth as number)),
     stat: (p) => statPath(resolvePath(p.path)),
     mkdir: (p) => makeDir(resolvePath(p.path)),

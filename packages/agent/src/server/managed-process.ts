@@ -43,7 +43,24 @@ export interface SpawnSpec {
   ringBytes: number;
   /** How long to wait for the pipes to close after the process exited (background children may hold them). */
   exitGraceMs: number;
+  /**
+   * Start it with an OOM score adjustment of 0 whatever the agent's own (the agent protects itself with
+   * -1000, which children inherit): `/bin/sh` writes `/proc/self/oom_score_adj` and execs bash, so no
+   * child can be forked before it is reset. Only where a kernel OOM killer chooses victims (microVMs).
+   */
+  resetOomScore?: boolean;
+  /**
+   * Called when the process died of SIGKILL the agent did not send for its deadline, before its exit is
+   * settled: a kernel OOM kill is reported by then, and {@link ManagedProcess.markOomKilled} still counts.
+   */
+  onKilled?: (pid: number) => void;
 }
+
+/**
+ * argv of the OOM-score reset (see {@link SpawnSpec.resetOomScore}): the shell's `$1` is the command, so the
+ * process becomes exactly `/bin/bash -c cmd` after the exec (same pid, same argv).
+ */
+const RESET_OOM_SCORE_ARGV = ['-c', '{ echo 0 > /proc/self/oom_score_adj; } 2>/dev/null; exec /bin/bash -c "$1"', 'ramify-exec'];
 
 export class ManagedProcess {
   readonly pid: number;
@@ -70,6 +87,7 @@ export class ManagedProcess {
   /** Resolves when the process exited (before its pipes closed). */
   private readonly rawExited: Promise<void>;
   private timedOut = false;
+  private oomKilled = false;
   private deadline: NodeJS.Timeout | undefined;
   private grace: NodeJS.Timeout | undefined;
   private stdinOpen: boolean;
@@ -90,7 +108,8 @@ export class ManagedProcess {
     this.rings = { 1: new OutputRing(spec.ringBytes), 2: new OutputRing(spec.ringBytes) };
     this.pauseAtBytes = Math.max(0, Math.min(spec.ringBytes / 2, spec.ringBytes - PIPE_READ_MAX_BYTES));
     this.resumeAtBytes = Math.min(spec.ringBytes / 4, this.pauseAtBytes);
-    this.child = spawn('/bin/bash', ['-c', spec.cmd], {
+    const [file, args]: [string, string[]] = spec.resetOomScore ? ['/bin/sh', [...RESET_OOM_SCORE_ARGV, spec.cmd]] : ['/bin/bash', ['-c', spec.cmd]];
+    this.child = spawn(file, args, {
       cwd: spec.cwd,
       env: spec.env,
       detached: true,
@@ -116,6 +135,7 @@ export class ManagedProcess {
       this.rawExit = { code, signal };
       onRawExit();
       if (this.deadline) clearTimeout(this.deadline);
+      if (signal === 'SIGKILL' && !this.timedOut) spec.onKilled?.(this.pid);
       this.maybeFinish();
       if (!this.exit) this.armGrace();
     });
@@ -135,9 +155,18 @@ export class ManagedProcess {
       running: this.running,
       exitCode: this.exit?.exitCode ?? null,
       signal: this.exit?.signal ?? null,
+      error: this.exit?.error ?? null,
       stdoutBytes: this.rings[1].end,
       stderrBytes: this.rings[2].end,
     };
+  }
+
+  /**
+   * Record that this process, or one of its tree, was killed because the sandbox ran out of memory: its
+   * exit (when it comes) says `error: 'oom'`. A no-op once the exit is settled.
+   */
+  markOomKilled(): void {
+    if (!this.exit) this.oomKilled = true;
   }
 
   /** Resolves with the exit (at once if already exited). */
@@ -295,7 +324,7 @@ export class ManagedProcess {
     this.exit = {
       exitCode: this.rawExit.code,
       signal: this.rawExit.signal,
-      error: this.timedOut ? 'timeout' : null,
+      error: this.timedOut ? 'timeout' : this.oomKilled ? 'oom' : null,
     };
     this.finalEnds = { 1: this.rings[1].end, 2: this.rings[2].end };
     for (const w of this.exitWaiters.splice(0)) w(this.exit);

@@ -66,6 +66,54 @@ export function collectTree(rootPid: number, roots: Iterable<number>, stats: Pro
   return found;
 }
 
+/**
+ * Whether `selfPid` is a sandbox's init or its child (tini's): where stopping or killing "every other
+ * process" is meant. An agent anywhere else (a test on a host) must not.
+ */
+export function isSandboxInit(selfPid: number, stats: ProcStat[]): boolean {
+  return selfPid === 1 || stats.find((s) => s.pid === selfPid)?.ppid === 1;
+}
+
+/** What {@link agentPids} spares besides the agent itself. */
+export interface AgentPidsOptions {
+  /** The agent's pid (default `process.pid`); its ancestors (tini, pid 1) are the agent's too. */
+  selfPid?: number;
+  /** A process whose command line contains one of these belongs to the agent (the host's bridge to its socket). */
+  commandLinesWith?: readonly string[];
+  /** Default /proc. */
+  procDir?: string;
+}
+
+/**
+ * The pids of `stats` that must never be stopped or killed on the sandbox's behalf: the agent, its
+ * ancestors (tini as pid 1) and the host's bridges to it (by command line).
+ */
+export function agentPids(stats: ProcStat[], options: AgentPidsOptions = {}): Set<number> {
+  const selfPid = options.selfPid ?? process.pid;
+  const needles = (options.commandLinesWith ?? []).filter((s) => s.length > 0);
+  const procDir = options.procDir ?? '/proc';
+  const byPid = new Map(stats.map((s) => [s.pid, s]));
+  const spared = new Set<number>();
+  for (let pid: number | undefined = selfPid; pid !== undefined && pid > 0 && !spared.has(pid); pid = byPid.get(pid)?.ppid) spared.add(pid);
+  if (needles.length > 0) {
+    for (const s of stats) {
+      if (spared.has(s.pid)) continue;
+      const cmdline = readCmdline(procDir, s.pid);
+      if (needles.some((needle) => cmdline.includes(needle))) spared.add(s.pid);
+    }
+  }
+  return spared;
+}
+
+/** A process's command line with spaces for its NULs ('' once it exited). */
+export function readCmdline(procDir: string, pid: number): string {
+  try {
+    return readFileSync(`${procDir}/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
+}
+
 /** Send `signal` to `pid` (negative: a process group). @returns false when it is already gone. */
 export function trySignal(pid: number, signal: NodeJS.Signals): boolean {
   try {

@@ -6,6 +6,7 @@
 import { stat } from 'node:fs/promises';
 import { RamifyError, type AgentStartOptions, type ProcessInfo } from '@ramify/contracts';
 import { ManagedProcess } from './managed-process.js';
+import { collectTree, listProcStats, type ProcStat } from './proc-tree.js';
 import { lookupUser } from './users.js';
 
 export interface ProcessTableOptions {
@@ -21,6 +22,10 @@ export interface ProcessTableOptions {
   defaultCwd?: string;
   /** Environment every command starts from (default: the agent's own, with a PATH). */
   baseEnv?: Record<string, string>;
+  /** Start commands with an OOM score adjustment of 0 (see `SpawnSpec.resetOomScore`); default false. */
+  resetOomScore?: boolean;
+  /** Called when a command died of a SIGKILL the agent did not send (see `SpawnSpec.onKilled`). */
+  onKilled?: (pid: number) => void;
 }
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -37,7 +42,7 @@ export class ProcessTable {
   private readonly running = new Map<number, ManagedProcess>();
   /** Oldest first. */
   private exited: ManagedProcess[] = [];
-  private readonly opts: Required<ProcessTableOptions>;
+  private readonly opts: Required<Omit<ProcessTableOptions, 'onKilled'>> & Pick<ProcessTableOptions, 'onKilled'>;
 
   constructor(private readonly identity: SandboxIdentityState, options: ProcessTableOptions = {}) {
     const inherited: Record<string, string> = {};
@@ -49,6 +54,8 @@ export class ProcessTable {
       exitGraceMs: options.exitGraceMs ?? 250,
       defaultCwd: options.defaultCwd ?? '/root',
       baseEnv: options.baseEnv ?? inherited,
+      resetOomScore: options.resetOomScore ?? false,
+      onKilled: options.onKilled,
     };
   }
 
@@ -80,6 +87,8 @@ export class ProcessTable {
         timeoutMs,
         ringBytes: this.opts.ringBytes,
         exitGraceMs: this.opts.exitGraceMs,
+        resetOomScore: this.opts.resetOomScore,
+        onKilled: this.opts.onKilled,
       },
       (p) => this.finished(p),
     );
@@ -102,6 +111,19 @@ export class ProcessTable {
    */
   forgetExited(): void {
     this.exited = [];
+  }
+
+  /**
+   * The running command whose process tree (its process group and every descendant, see `collectTree`)
+   * holds `pid`, or undefined. `stats` is a /proc snapshot taken while `pid` was alive (default: a fresh
+   * one, in which an already reaped process belongs to no tree but its own command's).
+   */
+  commandOf(pid: number, stats?: ProcStat[]): ManagedProcess | undefined {
+    const direct = this.running.get(pid);
+    if (direct) return direct;
+    const snapshot = stats ?? listProcStats();
+    for (const proc of this.running.values()) if (collectTree(proc.pid, [proc.pid], snapshot).has(pid)) return proc;
+    return undefined;
   }
 
   /** Running processes, then remembered exited ones (newest last). */

@@ -3,31 +3,33 @@
  * directory naming only those children (with this process as the "agent", a child of pid 1), so the
  * freezer can never signal anything else on the host; the children's real state is read from /proc.
  */
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sleepers } from '../test-support/sleepers.js';
 import { byDepth, ProcessFreezer, quiesceNetwork } from './quiesce.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'ramify-quiesce-'));
-const children: ChildProcess[] = [];
-after(() => {
-  for (const c of children) c.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
-});
-
-function sleeper(): number {
-  const child = spawn('sleep', ['300'], { stdio: 'ignore' });
-  children.push(child);
-  return child.pid as number;
-}
+const { dir, spawn: spawnSleeper } = sleepers('quiesce');
+const sleeper = (): number => spawnSleeper().pid as number;
 
 /** The real state letter of `pid` (R, S, T, ...). */
 function realState(pid: number): string {
   const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return text.slice(text.lastIndexOf(')') + 2).split(' ')[0] as string;
+}
+
+/**
+ * `pid`'s state once it is (`stopped`) or is no longer (`running`) `T`, or as it is after 5 s: a signal is
+ * acted on asynchronously (a child just spawned may still be exec'ing when SIGSTOP is sent).
+ */
+async function settledState(pid: number, want: 'stopped' | 'running'): Promise<string> {
+  let state = realState(pid);
+  for (let i = 0; i < 500 && (state === 'T') !== (want === 'stopped'); i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    state = realState(pid);
+  }
+  return state;
 }
 
 /** Write a synthetic /proc: `rows` as [pid, ppid, state, cmdline]; plus empty net/tcp files. */
@@ -59,10 +61,10 @@ test('freeze stops every process but the agent, its ancestors and the bridge; th
   const freezer = new ProcessFreezer({ selfPid: AGENT, procDir: proc, spareCommandLinesWith: ['/run/ramify/agent.sock'] });
   assert.equal(freezer.freeze(), 1);
   assert.deepEqual(freezer.stopped, [worker]);
-  assert.equal(realState(worker), 'T');
+  assert.equal(await settledState(worker, 'stopped'), 'T');
   assert.notEqual(realState(bridge), 'T', 'the bridge keeps running');
   assert.equal(freezer.thaw(), 1);
-  assert.notEqual(realState(worker), 'T');
+  assert.notEqual(await settledState(worker, 'running'), 'T');
   assert.equal(realState(userStopped), 'T', 'a process stopped by someone else stays stopped');
   assert.equal(freezer.thaw(), 0, 'a second thaw is a no-op');
 });
@@ -78,9 +80,9 @@ test('quiesce: an open endpoint leaves everything running; a quiet network leave
   const quiet = fakeProc('quiet', rows);
   const quietFreezer = new ProcessFreezer({ selfPid: AGENT, procDir: quiet });
   assert.deepEqual(await quiesceNetwork(quietFreezer, join(quiet, 'net')), { frozen: true, endpoints: [] });
-  assert.equal(realState(worker), 'T');
+  assert.equal(await settledState(worker, 'stopped'), 'T');
   quietFreezer.thaw();
-  assert.notEqual(realState(worker), 'T');
+  assert.notEqual(await settledState(worker, 'running'), 'T');
 });
 
 test('an agent that is not the sandbox init or its child refuses to freeze (a host is never stopped)', () => {

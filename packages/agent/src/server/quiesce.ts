@@ -9,9 +9,8 @@
  * failed), or after {@link THAW_AFTER_MS} if no host comes. Processes something else had stopped stay
  * stopped.
  */
-import { readFileSync } from 'node:fs';
 import { RamifyError, type QuiesceReport } from '@ramify/contracts';
-import { listProcStats, trySignal, type ProcStat } from './proc-tree.js';
+import { agentPids, isSandboxInit, listProcStats, trySignal, type ProcStat } from './proc-tree.js';
 import { networkEndpoints } from './net-endpoints.js';
 
 /** A freeze no host connection ended is undone after this long, ms (the checkpoint would have happened by then). */
@@ -97,24 +96,14 @@ export class ProcessFreezer {
    * a child of it (tini). An agent anywhere else (a test on a host) refuses rather than stop the host.
    */
   #requireSandboxInit(stats: ProcStat[]): void {
-    const parent = stats.find((s) => s.pid === this.#selfPid)?.ppid;
-    if (this.#selfPid !== 1 && parent !== 1) {
+    if (!isSandboxInit(this.#selfPid, stats)) {
+      const parent = stats.find((s) => s.pid === this.#selfPid)?.ppid;
       throw new RamifyError('BAD_REQUEST', `refusing to stop processes: the agent (pid ${this.#selfPid}, parent ${parent ?? 'unknown'}) is not a sandbox's init or its child`);
     }
   }
 
   #sparedPids(stats: ProcStat[]): Set<number> {
-    const byPid = new Map(stats.map((s) => [s.pid, s]));
-    const spared = new Set<number>();
-    for (let pid: number | undefined = this.#selfPid; pid !== undefined && pid > 0 && !spared.has(pid); pid = byPid.get(pid)?.ppid) spared.add(pid);
-    if (this.#spare.length > 0) {
-      for (const s of stats) {
-        if (spared.has(s.pid)) continue;
-        const cmdline = readCmdline(this.#procDir, s.pid);
-        if (this.#spare.some((needle) => cmdline.includes(needle))) spared.add(s.pid);
-      }
-    }
-    return spared;
+    return agentPids(stats, { selfPid: this.#selfPid, commandLinesWith: this.#spare, procDir: this.#procDir });
   }
 }
 
@@ -132,14 +121,6 @@ export function byDepth(stats: ProcStat[]): ProcStat[] {
     return d;
   };
   return [...stats].sort((a, b) => depthOf(a.pid) - depthOf(b.pid) || a.pid - b.pid);
-}
-
-function readCmdline(procDir: string, pid: number): string {
-  try {
-    return readFileSync(`${procDir}/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-  } catch {
-    return '';
-  }
 }
 
 /**

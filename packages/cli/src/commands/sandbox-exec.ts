@@ -118,6 +118,8 @@ export async function followToExit(ctx: CliContext, handle: CommandHandle, onInt
   if (ctx.json) {
     ctx.output(outcome, () => '');
     for (const line of truncationNotes(outcome)) ctx.note(line);
+  } else if (outcome.error === 'oom') {
+    ctx.note(`ramify: the sandbox ran out of memory: its OOM killer killed ${outcome.signal ? 'the command' : 'a process of the command'} (pid ${outcome.pid}); the sandbox keeps running`);
   }
   ctx.env.exitCode = exitCodeOf(outcome);
 }
@@ -183,7 +185,8 @@ Output is streamed as raw bytes, all of it. With --json nothing is streamed; the
 at the end: it keeps at most the daemon's limit of each stream (32 MiB unless 'ramify serve
 --max-output-bytes' says otherwise), "truncated": true and "capture" ({limitBytes, stdout/stderr:
 {keptBytes, totalBytes}}) say when it was cut, and a note on stderr says so too.
-Exit code: the command's; 128+N when killed by signal N; ${EXIT_EXEC_TIMEOUT} at its deadline; ${EXIT_EXEC_FAILURE} when ramify itself failed.
+Exit code: the command's; 128+N when killed by signal N (137 when the sandbox ran out of memory and its OOM
+killer chose it: a note on stderr says so); ${EXIT_EXEC_TIMEOUT} at its deadline; ${EXIT_EXEC_FAILURE} when ramify itself failed.
 Ctrl-C kills the remote command; a second Ctrl-C exits at once.
 With --background (no deadline unless --timeout): list it with 'ramify sandbox ps ID', follow its output
 (replayed from the start) with 'ramify sandbox attach ID PID', stop it with 'ramify sandbox kill-process ID PID'.`)

@@ -12,10 +12,11 @@ import { EXIT_EXEC_FAILURE, followToExit, passThrough } from './sandbox-exec.js'
 
 const parsePid = intIn(1, 2 ** 31 - 1);
 
-/** `running`, `exited N`, `killed (SIGKILL)`. */
+/** `running`, `exited N`, `killed (SIGKILL)`, with ` (out of memory)` when the OOM guard or kernel killed it or one of its processes. */
 function statusOf(p: ProcessInfo): string {
   if (p.running) return 'running';
-  return p.signal ? `killed (${p.signal})` : `exited ${p.exitCode ?? '?'}`;
+  const how = p.signal ? `killed (${p.signal})` : `exited ${p.exitCode ?? '?'}`;
+  return p.error === 'oom' ? `${how} (out of memory)` : how;
 }
 
 /** How an exited process ended: `exit code 3`, `killed by SIGKILL`. */

@@ -5,7 +5,7 @@
  * at once in the background, and again lazily on the next call).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RamifyError, type AgentSession } from '@ramify/contracts';
+import { RamifyError, type AgentEvent, type AgentSession } from '@ramify/contracts';
 import type { ConnectAgentOpts } from '../ports/agent.js';
 import type { Logger } from '../ports/logger.js';
 
@@ -19,6 +19,8 @@ export interface AgentSessionsOptions {
   isRunning: (sandboxId: string) => Promise<boolean>;
   /** Called when a lost channel of a running sandbox cannot be reopened (the instance may have died). */
   onUnreachable?: (sandboxId: string, error: unknown) => Promise<void>;
+  /** Called for every event an open session's agent pushes (an OOM kill). */
+  onEvent?: (sandboxId: string, event: AgentEvent) => void;
   logger: Logger;
   /**
    * Bound on connect + first ping, ms. Within it, a channel whose first ping gets no answer is closed
@@ -233,6 +235,8 @@ export class AgentSessions {
     }
     this.#live.set(sandboxId, opened);
     opened.onClose((reason) => this.#onLost(sandboxId, opened, reason));
+    const onEvent = this.#options.onEvent;
+    if (onEvent) opened.onEvent((event) => onEvent(sandboxId, event));
     return opened;
   }
 

@@ -1,8 +1,10 @@
 /**
- * Lifecycle events, emitted after a transition has been persisted (the dashboard and streams listen).
+ * Lifecycle events, emitted after a transition has been persisted (the dashboard and streams listen),
+ * and what happens inside a running sandbox that its agent reports (a process killed for running out
+ * of memory: `oom`).
  */
 import { EventEmitter } from 'node:events';
-import type { SandboxState } from '@ramify/contracts';
+import type { OomKillEvent, SandboxState } from '@ramify/contracts';
 import type { SandboxRecord } from '../ports/store.js';
 
 export interface SandboxStateEvent {
@@ -11,6 +13,13 @@ export interface SandboxStateEvent {
   to: SandboxState;
   /** The record as persisted. */
   sandbox: SandboxRecord;
+  at: number;
+}
+
+/** A process of a running sandbox was killed because the sandbox ran out of memory (the sandbox runs on). */
+export interface SandboxOomEvent extends Omit<OomKillEvent, 'type' | 'sandboxId' | 'at'> {
+  sandboxId: string;
+  /** When the host learnt of it, ms (host clock). */
   at: number;
 }
 
@@ -24,18 +33,31 @@ export class SandboxEvents {
 
   /** Subscribe; returns the unsubscribe function. */
   onState(listener: (event: SandboxStateEvent) => void): () => void {
-    const safe = (event: SandboxStateEvent): void => {
-      try {
-        listener(event);
-      } catch {
-        /* a listener's failure must not break a lifecycle operation */
-      }
-    };
-    this.#emitter.on('state', safe);
-    return () => this.#emitter.off('state', safe);
+    return this.#on('state', listener);
   }
 
   emitState(event: SandboxStateEvent): void {
     this.#emitter.emit('state', event);
+  }
+
+  /** Subscribe to OOM kills; returns the unsubscribe function. */
+  onOom(listener: (event: SandboxOomEvent) => void): () => void {
+    return this.#on('oom', listener);
+  }
+
+  emitOom(event: SandboxOomEvent): void {
+    this.#emitter.emit('oom', event);
+  }
+
+  #on<E>(name: 'state' | 'oom', listener: (event: E) => void): () => void {
+    const safe = (event: E): void => {
+      try {
+        listener(event);
+      } catch {
+        /* a listener's failure must not break a lifecycle operation or a report */
+      }
+    };
+    this.#emitter.on(name, safe);
+    return () => this.#emitter.off(name, safe);
   }
 }

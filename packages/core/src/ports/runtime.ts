@@ -32,6 +32,14 @@ export interface RuntimeCapabilities {
    * restore, never shrinks. null: no disk of its own (gVisor keeps file changes in the sandbox's memory).
    */
   rootDisk: { defaultSizeMB: number; maxSizeMB: number } | null;
+  /**
+   * Who stops a process that exhausts the sandbox's memory, hence how the agent must be started at boot
+   * (`serve --oom-killer <value>`): `kernel` (the guest kernel's OOM killer; the agent keeps itself out of
+   * its choice and reports kills) or `agent` (the runtime has none of its own, as gVisor: the agent's OOM
+   * guard kills the user process using the most, and the runtime gives the instance room above
+   * `memoryMB` for it to act in).
+   */
+  oomKiller: 'kernel' | 'agent';
 }
 
 export interface SandboxResources {

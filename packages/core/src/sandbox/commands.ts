@@ -105,7 +105,8 @@ export async function attachProcess(
 
 /** Processes the agent knows (running and recently exited). */
 export async function listProcesses(core: Core, sandboxId: string): Promise<ProcessInfo[]> {
-  return (await agentFor(core, sandboxId)).listProcesses();
+  // Agents in images made before `error` was reported leave it out.
+  return (await (await agentFor(core, sandboxId)).listProcesses()).map((p) => ({ ...p, error: p.error ?? null }));
 }
 
 /**

@@ -3,9 +3,10 @@
  * nothing about the real agent or runtime. Its "sandbox" is a map of files, a list of connected
  * endpoints (to drive the quiet-network rule) and a tiny command language:
  * `echo TEXT` (stdout TEXT\n, exit 0), `fail N` (stderr, exit N), `cat` (echo stdin until closed),
- * `sleep` (runs until signalled), anything else (exit 0, no output).
+ * `sleep` (runs until signalled), `oom` (killed for running out of memory: SIGKILL, `error: 'oom'`, and
+ * an `oom` event naming the last identity's sandbox), anything else (exit 0, no output).
  */
-import { RamifyError, type AgentExit, type AgentIdentity, type AgentOutputHandlers, type AgentSession, type AgentStartOptions, type FileInfo, type ProcessInfo } from '@ramify/contracts';
+import { RamifyError, type AgentEvent, type AgentExit, type AgentIdentity, type AgentOutputHandlers, type AgentSession, type AgentStartOptions, type FileInfo, type ProcessInfo } from '@ramify/contracts';
 
 /** What a fake sandbox holds in "memory" (copied into checkpoints). */
 export interface FakeGuestState {
@@ -32,6 +33,7 @@ export class FakeAgentSession implements AgentSession {
   readonly guest: FakeGuestState;
   #closed = false;
   #closeListeners: Array<(reason: string) => void> = [];
+  #eventListeners = new Set<(event: AgentEvent) => void>();
   #processes = new Map<number, FakeProcess>();
   #nextPid = 100;
 
@@ -69,6 +71,10 @@ export class FakeAgentSession implements AgentSession {
       if (verb === 'echo') {
         this.#emit(proc, 'stdout', `${rest.join(' ')}\n`);
         this.#finish(proc, { exitCode: 0, signal: null, error: null });
+      } else if (verb === 'oom') {
+        const sandboxId = this.guest.identities.at(-1)?.sandboxId ?? null;
+        this.pushEvent({ type: 'oom', sandboxId, at: Date.now(), pid: proc.pid, cmd: options.cmd, commandPid: proc.pid, killer: 'agent', rssBytes: 1 << 30, usedBytes: 1 << 30, limitBytes: 1 << 29 });
+        this.#finish(proc, { exitCode: null, signal: 'SIGKILL', error: 'oom' });
       } else if (verb === 'fail') {
         this.#emit(proc, 'stderr', 'failed\n');
         this.#finish(proc, { exitCode: Number(rest[0] ?? 1), signal: null, error: null });
@@ -148,6 +154,7 @@ export class FakeAgentSession implements AgentSession {
       running: p.exit === null,
       exitCode: p.exit?.exitCode ?? null,
       signal: p.exit?.signal ?? null,
+      error: p.exit?.error ?? null,
       stdoutBytes: Buffer.concat(p.stdout).byteLength,
       stderrBytes: Buffer.concat(p.stderr).byteLength,
     }));
@@ -225,6 +232,17 @@ export class FakeAgentSession implements AgentSession {
     if (this.#closed) return;
     this.#closed = true;
     for (const listener of this.#closeListeners) listener(reason);
+  }
+
+  onEvent(listener: (event: AgentEvent) => void): () => void {
+    this.#eventListeners.add(listener);
+    return () => this.#eventListeners.delete(listener);
+  }
+
+  /** Push `event` to the session's listeners, as the agent would (tests). */
+  pushEvent(event: AgentEvent): void {
+    if (this.#closed) return;
+    for (const listener of [...this.#eventListeners]) listener(event);
   }
 
   onClose(listener: (reason: string) => void): void {

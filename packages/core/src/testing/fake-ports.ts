@@ -43,7 +43,7 @@ export class FakeRuntime implements Runtime {
   /** `name` lets a test stand one fake in for each runtime a core has (default `gvisor`). */
   constructor(capabilities: Partial<RuntimeCapabilities> = {}, name: RuntimeName = 'gvisor') {
     this.name = name;
-    this.capabilities = { memorySnapshot: true, forkSharesMemory: false, checkpointNeedsQuietNetwork: true, agentChannel: 'unix-socket', rootDisk: null, ...capabilities };
+    this.capabilities = { memorySnapshot: true, forkSharesMemory: false, checkpointNeedsQuietNetwork: true, agentChannel: 'unix-socket', rootDisk: null, oomKiller: 'agent', ...capabilities };
   }
 
   async boot(spec: RuntimeSandboxSpec): Promise<void> {

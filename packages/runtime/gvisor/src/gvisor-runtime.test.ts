@@ -5,13 +5,14 @@
  */
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { NamespaceNetwork } from '@ramify/network';
 import type { RuntimeSandboxSpec } from '@ramify/core';
 import { GvisorRuntime } from './gvisor-runtime.js';
+import { cgroupMemoryFiles, headroomMB } from './memory-headroom.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
 const skip = rootfs ? false : 'RAMIFY_TEST_ROOTFS is not set (scripts/run-tests.mjs sets it after building the base template)';
@@ -21,8 +22,8 @@ let runtime: GvisorRuntime;
 const created: string[] = [];
 
 // A minimal init: a unix-socket line server that answers `get` with a counter it keeps in memory and
-// `touch PATH` by writing a file. Enough to see memory and files survive checkpoint/restore.
-const INIT = `require('fs').mkdirSync('/run/ramify',{recursive:true});let n=0;require('net').createServer(s=>{s.setEncoding('utf8');s.on('data',d=>{for(const l of d.split('\\n').filter(Boolean)){const [c,a]=l.split(' ');if(c==='get')s.write(String(++n)+'\\n');else if(c==='touch'){require('fs').writeFileSync(a,'x');s.write('ok\\n')}else if(c==='read'){let v='none';try{v=require('fs').readFileSync(a,'utf8')}catch{}s.write(v+'\\n')}}})}).listen('/run/ramify/agent.sock')`;
+// `touch PATH` by writing a file, `mem` with its MemTotal in kB. Enough to see memory and files survive checkpoint/restore.
+const INIT = `require('fs').mkdirSync('/run/ramify',{recursive:true});let n=0;require('net').createServer(s=>{s.setEncoding('utf8');s.on('data',d=>{for(const l of d.split('\\n').filter(Boolean)){const [c,a]=l.split(' ');if(c==='get')s.write(String(++n)+'\\n');else if(c==='touch'){require('fs').writeFileSync(a,'x');s.write('ok\\n')}else if(c==='read'){let v='none';try{v=require('fs').readFileSync(a,'utf8')}catch{}s.write(v+'\\n')}else if(c==='mem'){s.write(/MemTotal:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/meminfo','utf8'))[1]+'\\n')}}})}).listen('/run/ramify/agent.sock')`;
 
 before(async () => {
   if (skip) return;
@@ -39,9 +40,9 @@ after(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-async function spec(id: string, slot: number): Promise<RuntimeSandboxSpec> {
+async function spec(id: string, slot: number, memoryMB = 512): Promise<RuntimeSandboxSpec> {
   created.push(id);
-  return { sandboxId: id, rootfsDir: rootfs!, hostname: id, resources: { cpuCount: 1, memoryMB: 512, diskSizeMB: null }, network: await net.attach(id, slot) };
+  return { sandboxId: id, rootfsDir: rootfs!, hostname: id, resources: { cpuCount: 1, memoryMB, diskSizeMB: null }, network: await net.attach(id, slot) };
 }
 
 function ask(ch: Duplex, line: string): Promise<string> {
@@ -87,4 +88,20 @@ test('boot, checkpoint, restore twice: memory and files carry over, forks are in
 
   await runtime.kill('rmtg-f1');
   assert.equal((await runtime.status('rmtg-f1')).state, 'missing');
+});
+
+test('the sandbox sees memoryMB as MemTotal while its cgroup allows memoryMB plus the OOM guard\'s headroom, at boot and after a restore with another memoryMB', { skip }, async () => {
+  const limitMB = async (id: string): Promise<number> => Number(await readFile(cgroupMemoryFiles(`/ramify-test/${await runtime.containerOf(id)}`).limit, 'utf8')) / (1 << 20);
+  await runtime.boot(await spec('rmtg-mem', 4, 256), ['/usr/bin/node', '-e', INIT]);
+  let ch = await channel('rmtg-mem');
+  assert.equal(await ask(ch, 'mem'), String(256 * 1024));
+  assert.equal(await limitMB('rmtg-mem'), 256 + headroomMB(256));
+  ch.destroy();
+  const image = join(work, 'image-mem');
+  await runtime.checkpoint('rmtg-mem', image);
+  await runtime.restore(await spec('rmtg-mem', 4, 384), image);
+  ch = await channel('rmtg-mem');
+  assert.equal(await ask(ch, 'mem'), String(384 * 1024));
+  assert.equal(await limitMB('rmtg-mem'), 384 + headroomMB(384));
+  ch.destroy();
 });

@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream';
 import { ChildStream } from './child-stream.js';
 import { RamifyError } from '@ramify/contracts';
 import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec } from '@ramify/core';
+import { cgroupMemoryFiles, headroomMB, withHeadroom } from './memory-headroom.js';
 import { buildOciSpec } from './oci-spec.js';
 import { MIN_RUNSC_RELEASE, Runsc, runscReason, runscRelease, runscVersion, type RunscPlatform } from './runsc.js';
 
@@ -62,6 +63,8 @@ export class GvisorRuntime implements Runtime {
     checkpointNeedsQuietNetwork: true,
     // File changes live in the sandbox's memory overlay, within its memory limit.
     rootDisk: null,
+    // gVisor has no OOM killer (the host's would take the whole sandbox): the agent's guard is it.
+    oomKiller: 'agent',
   };
   /** Operator summary: the runsc version line (e.g. `runsc version 0.0~20240729.0`). */
   get summary(): string {
@@ -160,7 +163,19 @@ export class GvisorRuntime implements Runtime {
   async boot(spec: RuntimeSandboxSpec, argv: string[]): Promise<void> {
     await this.retire(spec.sandboxId);
     const { dir, containerId } = await this.writeBundle(spec, argv);
-    await this.runsc.start(spec.network.netnsPath, ['run', '-detach', '-bundle', dir, containerId], join(dir, 'runsc.log'));
+    await this.startWithHeadroom(spec, containerId, () => this.runsc.start(spec.network.netnsPath, ['run', '-detach', '-bundle', dir, containerId], join(dir, 'runsc.log')));
+  }
+
+  /**
+   * Run `start` for incarnation `containerId`; its cgroup's memory limit, `memoryMB` in the OCI spec (the
+   * sandbox's `MemTotal`), is raised by the OOM guard's headroom as soon as runsc has read it (see
+   * `memory-headroom.ts`).
+   */
+  private async startWithHeadroom(spec: RuntimeSandboxSpec, containerId: string, start: () => Promise<void>): Promise<void> {
+    const cgroup = this.cgroupPath(containerId);
+    if (!cgroup) return start();
+    const limitBytes = (spec.resources.memoryMB + headroomMB(spec.resources.memoryMB)) * 1024 * 1024;
+    await withHeadroom(cgroupMemoryFiles(cgroup), limitBytes, start);
   }
 
   /**
@@ -171,7 +186,9 @@ export class GvisorRuntime implements Runtime {
     await this.assertRestorable(imageDir);
     await this.retire(spec.sandboxId);
     const { dir, containerId } = await this.writeBundle(spec, ['/usr/bin/tini', '-s', '--', '/bin/true']);
-    await this.runsc.start(spec.network.netnsPath, ['restore', '-detach', '-image-path', imageDir, '-bundle', dir, containerId], join(dir, 'runsc.log'));
+    await this.startWithHeadroom(spec, containerId, () =>
+      this.runsc.start(spec.network.netnsPath, ['restore', '-detach', '-image-path', imageDir, '-bundle', dir, containerId], join(dir, 'runsc.log')),
+    );
   }
 
   /** Refuse an image whose stamp ({@link IMAGE_STAMP}) names another runsc release than this host's. */

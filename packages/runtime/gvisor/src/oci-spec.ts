@@ -22,7 +22,11 @@ export interface OciSpecOptions {
   cgroupsPath: string | null;
 }
 
-/** Build config.json for `spec`. Memory limit = `memoryMB` MiB; CPU quota = `cpuCount` cores. */
+/**
+ * Build config.json for `spec`. Memory limit = `memoryMB` MiB (what runsc makes the sandbox's `MemTotal`;
+ * the runtime raises the cgroup's limit by the OOM guard's headroom once runsc read it, see
+ * `memory-headroom.ts`); CPU quota = `cpuCount` cores.
+ */
 export function buildOciSpec(spec: RuntimeSandboxSpec, options: OciSpecOptions): Record<string, unknown> {
   return {
     ociVersion: '1.0.0',

@@ -122,6 +122,8 @@ export class MicrovmRuntime implements Runtime {
       // The checkpoint freezes the whole VM, its TCP state included: open connections do not block it.
       checkpointNeedsQuietNetwork: false,
       rootDisk: { defaultSizeMB: this.options.diskSizeMB, maxSizeMB: MAX_DISK_SIZE_MB },
+      // The guest kernel has an OOM killer: it chooses the victim; the agent keeps out of its way and reports.
+      oomKiller: 'kernel',
     };
   }
   /** Operator summary: QEMU version and the accelerator with the reason it was chosen. */

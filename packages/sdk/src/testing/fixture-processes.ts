@@ -131,7 +131,7 @@ export class FixtureProcess {
   info(): ProcessInfo {
     return {
       pid: this.pid, cmd: this.request.cmd, cwd: this.request.cwd ?? '/root', startedAt: this.startedAt,
-      running: !this.exit, exitCode: this.exit?.exitCode ?? null, signal: this.exit?.signal ?? null,
+      running: !this.exit, exitCode: this.exit?.exitCode ?? null, signal: this.exit?.signal ?? null, error: this.exit?.error ?? null,
       stdoutBytes: this.stdout.length, stderrBytes: this.stderr.length,
     };
   }
