@@ -14,15 +14,15 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { EgressVerdict } from '@ramify/core';
-import { PolicyDnsResolver } from './dns-resolver.js';
-import type { DnsDeniedEvent, DnsErrorSource } from './dns-resolver-types.js';
-import type { DnsUpstream } from './dns-upstream.js';
-import { EgressProxy, type EgressProxyDecision } from './egress-proxy.js';
-import { EgressVerdicts } from './egress-verdicts.js';
-import { NflogReader } from './nflog-reader.js';
-import { NftEgressEnforcer } from './nft-egress-enforcer.js';
-import { nflogGroupFor } from './nft-ruleset.js';
-import { UpstreamNameResolver } from './upstream-name-resolver.js';
+import { PolicyDnsResolver } from './dns/dns-resolver.js';
+import type { DnsDeniedEvent, DnsErrorSource } from './dns/dns-resolver-types.js';
+import type { DnsUpstream } from './dns/dns-upstream.js';
+import { EgressProxy, type EgressProxyDecision } from './proxy/egress-proxy.js';
+import { EgressVerdicts } from './proxy/egress-verdicts.js';
+import { NflogReader } from './nft/nflog-reader.js';
+import { NftEgressEnforcer } from './nft/nft-egress-enforcer.js';
+import { nflogGroupFor } from './nft/nft-ruleset.js';
+import { UpstreamNameResolver } from './dns/upstream-name-resolver.js';
 import { DNS_SERVICE_ADDRESS, type SlotLayout } from '../slots.js';
 
 /** Where an error reported to `onError` came from. */

@@ -16,12 +16,12 @@
 import { writeFile } from 'node:fs/promises';
 import { ruleForName, type EgressEnforcer, type EgressPolicy, type PortRange } from '@ramify/core';
 import { RamifyError } from '@ramify/contracts';
-import { run, runChecked } from '../exec.js';
-import { slotAddresses, slotRange, type SlotLayout } from '../slots.js';
+import { run, runChecked } from '../../exec.js';
+import { slotAddresses, slotRange, type SlotLayout } from '../../slots.js';
 import { installRouteGuard, isRouteGuardInstalled, removeRouteGuard, ROUTE_GUARD_MARK } from './route-guard.js';
-import type { DnsAnswerEvent, DnsSandboxPolicy } from './dns-resolver-types.js';
-import type { EgressProxySandbox } from './egress-proxy-types.js';
-import { dnsPolicyOf, learnAnswer, proxyPolicyOf, slotViewOf, type SlotRecord, type SlotView } from './slot-views.js';
+import type { DnsAnswerEvent, DnsSandboxPolicy } from '../dns/dns-resolver-types.js';
+import type { EgressProxySandbox } from '../proxy/egress-proxy-types.js';
+import { dnsPolicyOf, learnAnswer, proxyPolicyOf, slotViewOf, type SlotRecord, type SlotView } from '../policy/slot-views.js';
 import {
   GUARD_MARKER, INSTALLED_MARKER, addElements, deleteElements, dnsElement, isOpenPolicy, policyElements, refreshElements, tableScript, type SetElement,
 } from './nft-ruleset.js';

@@ -1,13 +1,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseEgressPolicy, type NetworkAttachment } from '@ramify/core';
-import { run, runChecked } from '../exec.js';
-import { NamespaceNetwork } from '../namespace-network.js';
-import { DNS_SERVICE_ADDRESS, layoutForPrefix, slotRange } from '../slots.js';
-import { queryDnsFrom } from '../testing/dns-query.js';
-import { FakeInternet } from '../testing/fake-internet.js';
-import { pingFrom, probeFrom } from '../testing/net-probe.js';
-import { startHostEgress, type HostEgress } from './host-egress.js';
+import { run, runChecked } from '../../exec.js';
+import { NamespaceNetwork } from '../../namespace-network.js';
+import { DNS_SERVICE_ADDRESS, layoutForPrefix, slotRange } from '../../slots.js';
+import { queryDnsFrom } from '../../testing/dns-query.js';
+import { FakeInternet } from '../../testing/fake-internet.js';
+import { pingFrom, probeFrom } from '../../testing/net-probe.js';
+import { startHostEgress, type HostEgress } from '../host-egress.js';
 import { NftEgressEnforcer } from './nft-egress-enforcer.js';
 import { installRouteGuard, listRouteGuard } from './route-guard.js';
 

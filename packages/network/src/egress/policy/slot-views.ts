@@ -4,8 +4,8 @@
  * name on a port) and the egress log (which sandbox is this, which names did it resolve to an address).
  */
 import { formatEgressRule, ruleForName, type EgressPolicy } from '@ramify/core';
-import type { DnsSandboxPolicy } from './dns-resolver-types.js';
-import type { EgressProxySandbox } from './egress-proxy-types.js';
+import type { DnsSandboxPolicy } from '../dns/dns-resolver-types.js';
+import type { EgressProxySandbox } from '../proxy/egress-proxy-types.js';
 import { matchConnection } from './policy-match.js';
 
 /** The part of the enforcer's per-slot state the views read. */

@@ -2,9 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatEgressRule, parseEgressPolicy, type EgressVerdict } from '@ramify/core';
 import { EgressVerdicts } from './egress-verdicts.js';
-import { parseNflogLine, type NflogPacket } from './nflog-reader.js';
-import { matchConnection } from './policy-match.js';
-import { learnAnswer, slotViewOf, type SlotRecord } from './slot-views.js';
+import { parseNflogLine, type NflogPacket } from '../nft/nflog-reader.js';
+import { matchConnection } from '../policy/policy-match.js';
+import { learnAnswer, slotViewOf, type SlotRecord } from '../policy/slot-views.js';
 
 const policy = parseEgressPolicy(['*.pkg.test:443', 'www.example.com', '198.51.100.7:8080-8081', '203.0.113.0/24', 'api.example.com:80']);
 const match = (facts: Parameters<typeof matchConnection>[1]): string | null => {
