@@ -18,7 +18,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { RamifyError } from '@ramify/contracts';
 import type { NetworkAttachment, SandboxNetwork } from '@ramify/core';
-import { removeRouteGuard } from './egress/route-guard.js';
+import { removeRouteGuard } from './egress/nft/route-guard.js';
 import { run, runChecked } from './exec.js';
 import { layoutForPrefix, slotAddresses, slotRange, type SlotLayout } from './slots.js';
 

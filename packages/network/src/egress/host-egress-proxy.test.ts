@@ -10,7 +10,7 @@ import { DNS_SERVICE_ADDRESS, layoutForPrefix, slotAddresses } from '../slots.js
 import { queryDnsFrom } from '../testing/dns-query.js';
 import { FakeInternet } from '../testing/fake-internet.js';
 import { probeFrom, type NetProbeResult } from '../testing/net-probe.js';
-import type { EgressProxyDecision } from './egress-proxy-types.js';
+import type { EgressProxyDecision } from './proxy/egress-proxy-types.js';
 import { startHostEgress, type HostEgress } from './host-egress.js';
 
 // The SNI/Host proxy wired into the host table. A "sandbox" is a NamespaceNetwork slot (prefix `rxa`) whose

@@ -1,8 +1,9 @@
 /**
  * `startHostEgress`: the daemon's whole egress enforcement in one object:
+ * - the slot → policy table ({@link SlotPolicies}), made first: the resolver, the proxy and the egress log
+ *   find the sandbox behind a slot address there, and the {@link NftEgressEnforcer} writes it;
  * - the policy DNS resolver (listening on every host address at `resolverPort`; slots reach it only
- *   through the port-53 redirect), wired to the {@link NftEgressEnforcer} (sandbox lookup by slot address,
- *   answers turned into timed set elements before the reply);
+ *   through the port-53 redirect), whose answers the enforcer turns into timed set elements before the reply;
  * - the SNI/Host proxy ({@link EgressProxy}, one listener per original port 80/443 on every host address;
  *   allowlist-mode slots reach it only through the table's redirect); it resolves allowed names through the
  *   same upstreams and is re-checked after every policy change (connections no longer allowed are cut);
@@ -13,16 +14,19 @@
  *   `ulogd` child process; without ulogd only resolver and proxy verdicts, and a warning through `onError`).
  */
 import { readFile } from 'node:fs/promises';
-import type { EgressVerdict } from '@ramify/core';
-import { PolicyDnsResolver } from './dns-resolver.js';
-import type { DnsDeniedEvent, DnsErrorSource } from './dns-resolver-types.js';
-import type { DnsUpstream } from './dns-upstream.js';
-import { EgressProxy, type EgressProxyDecision } from './egress-proxy.js';
-import { EgressVerdicts } from './egress-verdicts.js';
-import { NflogReader } from './nflog-reader.js';
-import { NftEgressEnforcer } from './nft-egress-enforcer.js';
-import { nflogGroupFor } from './nft-ruleset.js';
-import { UpstreamNameResolver } from './upstream-name-resolver.js';
+import { ruleForName, type EgressVerdict } from '@ramify/core';
+import { PolicyDnsResolver } from './dns/dns-resolver.js';
+import type { DnsDeniedEvent, DnsErrorSource } from './dns/dns-resolver-types.js';
+import type { DnsUpstream } from './dns/dns-upstream.js';
+import { EgressProxy, type EgressProxyDecision } from './proxy/egress-proxy.js';
+import { EgressVerdicts } from './proxy/egress-verdicts.js';
+import { NflogReader } from './nft/nflog-reader.js';
+import { NftEgressEnforcer } from './nft/nft-egress-enforcer.js';
+import { nflogGroupFor } from './nft/nft-ruleset.js';
+import { UpstreamNameResolver } from './dns/upstream-name-resolver.js';
+import { matchConnection } from './policy/policy-match.js';
+import { SlotPolicies, type SlotPolicyReader } from './policy/slot-policies.js';
+import { policyAtSource } from './policy/source-policy.js';
 import { DNS_SERVICE_ADDRESS, type SlotLayout } from '../slots.js';
 
 /** Where an error reported to `onError` came from. */
@@ -65,6 +69,8 @@ export interface HostEgressOptions {
 
 export interface HostEgress {
   enforcer: NftEgressEnforcer;
+  /** The slot → policy table the enforcer writes (which sandbox holds a slot, under which policy). */
+  slots: SlotPolicyReader;
   resolver: PolicyDnsResolver;
   proxy: EgressProxy;
   /** The proxy's host ports (what the table redirects 80 and 443 to). */
@@ -95,10 +101,14 @@ export async function startHostEgress(options: HostEgressOptions): Promise<HostE
   await NftEgressEnforcer.checkAvailable();
   const upstreams = options.upstreams ?? (await defaultUpstreams());
   const report = (source: HostEgressErrorSource) => (err: unknown): void => options.onError?.(err, source);
+  const slots = new SlotPolicies(options.layout);
+  // The one part wired late: the enforcer's table redirects to the resolver's and the proxy's ports, known only
+  // once they listen, and it is the enforcer that opens the resolver's answers. No answer comes before it exists:
+  // the resolver answers only sources in `slots`, and only the enforcer fills `slots`.
   let enforcer: NftEgressEnforcer | undefined;
   const verdicts = new EgressVerdicts({
     prefix: options.prefix,
-    slots: { slotByAddress: (a) => enforcer?.slotByAddress(a) ?? null, slotByNumber: (n) => enforcer?.slotByNumber(n) ?? null },
+    slots,
     emit: (v) => options.onVerdict?.(v),
     onError: report('verdict'),
     intentWaitMs: 0,
@@ -108,7 +118,8 @@ export async function startHostEgress(options: HostEgressOptions): Promise<HostE
     listenAddress: '0.0.0.0',
     port: options.resolverPort ?? 0,
     upstreams,
-    sandboxForSource: (address) => enforcer?.dnsPolicyFor(address) ?? null,
+    // A name is allowed by the first `*`/host/wildcard rule naming it (ports play no part).
+    sandboxForSource: (address) => policyAtSource(slots, address, ruleForName),
     onAnswer: async (event) => {
       if (!enforcer) throw new Error('egress enforcer not ready');
       await enforcer.grant(event);
@@ -122,7 +133,9 @@ export async function startHostEgress(options: HostEgressOptions): Promise<HostE
   });
   const names = new UpstreamNameResolver({ upstreams });
   const proxy = new EgressProxy({
-    policyForSource: (address) => enforcer?.proxyPolicyFor(address) ?? null,
+    // A name is allowed on a port by the first `*`/host/wildcard rule naming it with that port (or without a
+    // port); address rules never allow a name.
+    policyForSource: (address) => policyAtSource(slots, address, (policy, name: string, port: number) => matchConnection(policy, { port, names: [name] })?.rule ?? null),
     resolve: (name) => names.resolve(name),
     onDecision: (decision) => {
       options.onProxyDecision?.(decision);
@@ -149,7 +162,7 @@ export async function startHostEgress(options: HostEgressOptions): Promise<HostE
     const nflogGroup = options.nflog?.group ?? nflogGroupFor(options.prefix);
     enforcer = new NftEgressEnforcer({
       prefix: options.prefix,
-      layout: options.layout,
+      slots,
       resolverPort: port,
       dnsServiceAddress: DNS_SERVICE_ADDRESS,
       proxyPorts,
@@ -178,7 +191,7 @@ export async function startHostEgress(options: HostEgressOptions): Promise<HostE
       ...(options.onReinstall ? { onReinstall: options.onReinstall } : {}),
       onError: report('watchdog'),
     });
-    return { enforcer, resolver, proxy, proxyPorts, nflogGroup, nflog, dnsServiceAddress: DNS_SERVICE_ADDRESS, close: closeAll };
+    return { enforcer, slots, resolver, proxy, proxyPorts, nflogGroup, nflog, dnsServiceAddress: DNS_SERVICE_ADDRESS, close: closeAll };
   } catch (err) {
     await closeAll();
     throw err;

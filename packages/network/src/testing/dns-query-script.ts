@@ -7,7 +7,7 @@ import { createSocket } from 'node:dgram';
 import { connect } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 import type { RecordType } from 'dns-packet';
-import { decodeMessage, frameForTcp, optRecord, takeTcpFrames, type DnsMessage } from '../egress/dns-wire.js';
+import { decodeMessage, frameForTcp, optRecord, takeTcpFrames, type DnsMessage } from '../egress/dns/dns-wire.js';
 import type { DnsQueryRequest, DnsQueryResult } from './dns-query.js';
 
 const chunks: Buffer[] = [];

@@ -12,7 +12,7 @@ import { createInterface } from 'node:readline';
 import { createSecureContext, TLSSocket } from 'node:tls';
 import * as dnsPacket from 'dns-packet';
 import type { Answer, Packet } from 'dns-packet';
-import { frameForTcp, takeTcpFrames, RCODE } from '../egress/dns-wire.js';
+import { frameForTcp, takeTcpFrames, RCODE } from '../egress/dns/dns-wire.js';
 import type { FakeInternetEvent, FakeInternetServerConfig, FakeZoneEntry } from './fake-internet-types.js';
 
 type Distribute<T> = T extends unknown ? Omit<T, 'at'> : never;

@@ -16,7 +16,7 @@
  * the connection goes to an address of the allowed name.
  */
 import { connect, createServer, isIPv4, type Server, type Socket } from 'node:net';
-import { DEFAULT_BLOCKED_RANGES, ipv4RangeSet, type Ipv4RangeSet } from './address-ranges.js';
+import { DEFAULT_BLOCKED_RANGES, ipv4RangeSet, type Ipv4RangeSet } from '../policy/address-ranges.js';
 import { inspectHttp, inspectTls, type InspectResult } from './egress-proxy-inspect.js';
 import type {
   EgressOriginalDestination, EgressProxyConnection, EgressProxyDecision, EgressProxyListenerSpec, EgressProxyOptions, EgressProxyReason,

@@ -2,9 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatEgressRule, parseEgressPolicy, type EgressVerdict } from '@ramify/core';
 import { EgressVerdicts } from './egress-verdicts.js';
-import { parseNflogLine, type NflogPacket } from './nflog-reader.js';
-import { matchConnection } from './policy-match.js';
-import { learnAnswer, slotViewOf, type SlotRecord } from './slot-views.js';
+import { parseNflogLine, type NflogPacket } from '../nft/nflog-reader.js';
+import { matchConnection } from '../policy/policy-match.js';
+import { SlotPolicies } from '../policy/slot-policies.js';
+import { DEFAULT_LAYOUT } from '../../slots.js';
 
 const policy = parseEgressPolicy(['*.pkg.test:443', 'www.example.com', '198.51.100.7:8080-8081', '203.0.113.0/24', 'api.example.com:80']);
 const match = (facts: Parameters<typeof matchConnection>[1]): string | null => {
@@ -39,12 +40,13 @@ test('parseNflogLine keeps only the table prefix; ports only for TCP/UDP; ICMP t
 });
 
 test('EgressVerdicts: sandbox by veth (spoofed source too), rule from learned names, repeats of a denied packet once', () => {
-  const slot: SlotRecord = { sandboxId: 'sbx_1', slot: 3, slotAddress: '10.1.0.14', policy: parseEgressPolicy(['www.example.com:8443', '198.51.100.7']), learned: new Map() };
-  learnAnswer(slot.learned, 'www.example.com', ['203.0.113.5'], Date.now() + 60_000);
+  const slots = new SlotPolicies({ ...DEFAULT_LAYOUT, slotBase: '10.1.0.0' }); // slot 3 is 10.1.0.14
+  slots.set({ sandboxId: 'sbx_1', slot: 3, policy: parseEgressPolicy(['www.example.com:8443', '198.51.100.7']) });
+  slots.learn(3, 'www.example.com', ['203.0.113.5'], Date.now() + 60_000);
   const out: EgressVerdict[] = [];
   const verdicts = new EgressVerdicts({
     prefix: 'rxz',
-    slots: { slotByNumber: (n) => (n === 3 ? slotViewOf(slot) : null), slotByAddress: (a) => (a === slot.slotAddress ? slotViewOf(slot) : null) },
+    slots,
     emit: (v) => out.push(v),
   });
   const packet = (over: Partial<NflogPacket>): NflogPacket => ({

@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DENY_ALL_EGRESS_POLICY, parseEgressPolicy } from '@ramify/core';
-import { hostNameservers } from './host-egress.js';
+import { hostNameservers } from '../host-egress.js';
 import { deleteElements, dnsElement, nflogGroupFor, policyElements, tableScript } from './nft-ruleset.js';
 
 const keys = (rules: string[]) => policyElements('rmeh3', '10.9.0.14', parseEgressPolicy(rules)).map((e) => `${e.set} ${e.key}`);

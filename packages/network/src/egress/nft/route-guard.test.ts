@@ -1,13 +1,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseEgressPolicy, type NetworkAttachment } from '@ramify/core';
-import { run, runChecked } from '../exec.js';
-import { NamespaceNetwork } from '../namespace-network.js';
-import { DNS_SERVICE_ADDRESS, layoutForPrefix, slotRange } from '../slots.js';
-import { queryDnsFrom } from '../testing/dns-query.js';
-import { FakeInternet } from '../testing/fake-internet.js';
-import { pingFrom, probeFrom } from '../testing/net-probe.js';
-import { startHostEgress, type HostEgress } from './host-egress.js';
+import { run, runChecked } from '../../exec.js';
+import { NamespaceNetwork } from '../../namespace-network.js';
+import { DNS_SERVICE_ADDRESS, layoutForPrefix, slotRange } from '../../slots.js';
+import { queryDnsFrom } from '../../testing/dns-query.js';
+import { FakeInternet } from '../../testing/fake-internet.js';
+import { pingFrom, probeFrom } from '../../testing/net-probe.js';
+import { startHostEgress, type HostEgress } from '../host-egress.js';
+import { SlotPolicies } from '../policy/slot-policies.js';
 import { NftEgressEnforcer } from './nft-egress-enforcer.js';
 import { installRouteGuard, listRouteGuard } from './route-guard.js';
 
@@ -148,7 +149,7 @@ test('the guard is one rule per prefix however often the table is installed, and
   for (let i = 0; i < 100 && !(await egress!.enforcer.isGuardInstalled()); i++) await new Promise((r) => setTimeout(r, 100));
   assert.deepEqual(await listRouteGuard(RANGE), guard);
   // Another prefix has its own guard; removing it leaves this one.
-  const other = new NftEgressEnforcer({ prefix: OTHER, layout: layoutForPrefix(OTHER), resolverPort: 1, dnsServiceAddress: DNS_SERVICE_ADDRESS });
+  const other = new NftEgressEnforcer({ prefix: OTHER, slots: new SlotPolicies(layoutForPrefix(OTHER)), resolverPort: 1, dnsServiceAddress: DNS_SERVICE_ADDRESS });
   await other.install();
   assert.equal((await listRouteGuard(slotRange(layoutForPrefix(OTHER)))).length, 2);
   await other.uninstall();

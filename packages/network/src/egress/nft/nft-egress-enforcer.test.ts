@@ -5,13 +5,13 @@ import { createServer, type Server } from 'node:net';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DENY_ALL_EGRESS_POLICY, parseEgressPolicy, type NetworkAttachment } from '@ramify/core';
-import { run, runChecked } from '../exec.js';
-import { NamespaceNetwork } from '../namespace-network.js';
-import { DNS_SERVICE_ADDRESS, layoutForPrefix, slotAddresses } from '../slots.js';
-import { FakeInternet } from '../testing/fake-internet.js';
-import { queryDnsFrom } from '../testing/dns-query.js';
-import { pingFrom, probeFrom } from '../testing/net-probe.js';
-import { startHostEgress, type HostEgress } from './host-egress.js';
+import { run, runChecked } from '../../exec.js';
+import { NamespaceNetwork } from '../../namespace-network.js';
+import { DNS_SERVICE_ADDRESS, layoutForPrefix, slotAddresses } from '../../slots.js';
+import { FakeInternet } from '../../testing/fake-internet.js';
+import { queryDnsFrom } from '../../testing/dns-query.js';
+import { pingFrom, probeFrom } from '../../testing/net-probe.js';
+import { startHostEgress, type HostEgress } from '../host-egress.js';
 
 // Two "sandboxes" are plain NamespaceNetwork slots (prefix `rme`) whose host table is the enforcer's;
 // the fake internet (prefix `rmei`, addresses of its own so that other rigs may run at the same time) is

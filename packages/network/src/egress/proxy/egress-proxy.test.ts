@@ -7,7 +7,7 @@ import { request as httpsRequest } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { formatEgressRule, parseEgressPolicy, ruleForName } from '@ramify/core';
-import { FakeInternet } from '../testing/fake-internet.js';
+import { FakeInternet } from '../../testing/fake-internet.js';
 import { EgressProxy, type EgressOriginalDestination, type EgressProxyDecision, type EgressProxyOptions, type EgressProxySandbox } from './egress-proxy.js';
 
 // Real sockets: the proxy listens on loopback in this process, upstream is the fake internet (prefix `rmpx`),

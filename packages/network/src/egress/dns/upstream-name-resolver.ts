@@ -5,7 +5,7 @@
  * (clamped) so that a burst of connections costs one lookup. Blocked addresses are kept (the proxy skips
  * them itself and reports `blocked-address`) unless `blockedRanges` is given.
  */
-import { ipv4RangeSet, type Ipv4RangeSet } from './address-ranges.js';
+import { ipv4RangeSet, type Ipv4RangeSet } from '../policy/address-ranges.js';
 import { filterAnswer, type TtlRange } from './dns-filter.js';
 import { queryUpstreams, type DnsUpstream } from './dns-upstream.js';
 

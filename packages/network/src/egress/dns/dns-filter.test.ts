@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_BLOCKED_RANGES, ipv4RangeSet } from './address-ranges.js';
+import { DEFAULT_BLOCKED_RANGES, ipv4RangeSet } from '../policy/address-ranges.js';
 import { filterAnswer } from './dns-filter.js';
 import { decodeMessage, encodeReply, normalizeName, takeTcpFrames, frameForTcp, type Answer, type DnsMessage } from './dns-wire.js';
 

@@ -13,18 +13,15 @@
  * protocol, e.g. SYN retransmissions) within `repeatWindowMs` are reported once.
  */
 import { formatEgressRule, type EgressVerdict } from '@ramify/core';
-import type { DnsAnswerEvent, DnsDeniedEvent } from './dns-resolver-types.js';
+import type { DnsAnswerEvent, DnsDeniedEvent } from '../dns/dns-resolver-types.js';
 import type { EgressProxyDecision } from './egress-proxy-types.js';
-import type { NflogPacket } from './nflog-reader.js';
-import { NFLOG_KINDS } from './nft-ruleset.js';
-import { matchConnection } from './policy-match.js';
-import type { SlotView } from './slot-views.js';
+import type { NflogPacket } from '../nft/nflog-reader.js';
+import { NFLOG_KINDS } from '../nft/nft-ruleset.js';
+import { matchConnection } from '../policy/policy-match.js';
+import type { SlotPolicyReader } from '../policy/slot-policies.js';
 
-/** How verdicts find the sandbox behind a slot. */
-export interface SlotLookup {
-  slotByAddress(slotAddress: string): SlotView | null;
-  slotByNumber(slot: number): SlotView | null;
-}
+/** How verdicts find the sandbox behind a slot: the part of the slot → policy table they read. */
+export type SlotLookup = Pick<SlotPolicyReader, 'slotByAddress' | 'slotByNumber'>;
 
 export interface EgressVerdictsOptions {
   /** Network prefix: slot host veths are `<prefix>h<slot>`. */

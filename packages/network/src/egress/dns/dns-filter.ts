@@ -1,7 +1,7 @@
 /**
  * What the policy resolver keeps of an upstream answer. Pure functions: no sockets, no policy.
  */
-import type { Ipv4RangeSet } from './address-ranges.js';
+import type { Ipv4RangeSet } from '../policy/address-ranges.js';
 import type { Answer, DnsMessage } from './dns-wire.js';
 
 /** Query types answered locally with no records (NOERROR, empty): IPv6 addresses and address hints are never handed out. */

@@ -1,10 +1,10 @@
 import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FakeInternet } from '../testing/fake-internet.js';
-import { DEFAULT_FAKE_ZONE } from '../testing/fake-internet-defaults.js';
-import { queryDnsFrom, type DnsQueryOptions, type DnsQuestionSpec } from '../testing/dns-query.js';
-import type { VethNamespace } from '../testing/veth-namespace.js';
+import { FakeInternet } from '../../testing/fake-internet.js';
+import { DEFAULT_FAKE_ZONE } from '../../testing/fake-internet-defaults.js';
+import { queryDnsFrom, type DnsQueryOptions, type DnsQuestionSpec } from '../../testing/dns-query.js';
+import type { VethNamespace } from '../../testing/veth-namespace.js';
 import { PolicyDnsResolver } from './dns-resolver.js';
 import type { DnsAnswerEvent, DnsDeniedEvent, DnsDroppedAddressesEvent, DnsSandboxPolicy } from './dns-resolver-types.js';
 

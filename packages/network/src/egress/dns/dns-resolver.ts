@@ -11,7 +11,7 @@
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, isIPv6, type Server, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_BLOCKED_RANGES, ipv4RangeSet, type Ipv4RangeSet } from './address-ranges.js';
+import { DEFAULT_BLOCKED_RANGES, ipv4RangeSet, type Ipv4RangeSet } from '../policy/address-ranges.js';
 import { EMPTY_ANSWER_TYPES, filterAnswer } from './dns-filter.js';
 import { queryUpstreams } from './dns-upstream.js';
 import {

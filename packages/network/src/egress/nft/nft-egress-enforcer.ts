@@ -1,10 +1,11 @@
 /**
  * `NftEgressEnforcer`: the host side of egress enforcement (NETWORK.md). Owns the table `inet <prefix>`
  * (see {@link tableScript}; it also carries the forward/masquerade rules `NamespaceNetwork` needs, so it
- * is the network's {@link HostFirewall}), keeps every slot's policy and DNS grants in memory, and turns
- * each change into ONE `nft -f -` transaction. Every nft operation runs in one queue (no interleaving).
- * It also answers the resolver, the SNI/Host proxy and the egress log about the sandbox behind a slot
- * address ({@link dnsPolicyFor}, {@link proxyPolicyFor}, {@link slotByAddress}).
+ * is the network's {@link HostFirewall}), keeps every slot's set elements and DNS grants in memory, and
+ * turns each change into ONE `nft -f -` transaction. Every nft operation runs in one queue (no interleaving).
+ * It is the only writer of the slot → policy table ({@link SlotPolicies}, `policy/slot-policies.ts`): each
+ * change is written there once it is in the kernel. The resolver, the SNI/Host proxy and the egress log read
+ * that table, not the enforcer.
  *
  * Fail-closed notes: a slot that was never `apply`d is dropped (its veth/address pair is not in `spoof`).
  * With the table it installs the route guard (`route-guard.ts`: policy-routing rules that refuse slot traffic
@@ -16,12 +17,11 @@
 import { writeFile } from 'node:fs/promises';
 import { ruleForName, type EgressEnforcer, type EgressPolicy, type PortRange } from '@ramify/core';
 import { RamifyError } from '@ramify/contracts';
-import { run, runChecked } from '../exec.js';
-import { slotAddresses, slotRange, type SlotLayout } from '../slots.js';
+import { run, runChecked } from '../../exec.js';
+import { slotRange } from '../../slots.js';
 import { installRouteGuard, isRouteGuardInstalled, removeRouteGuard, ROUTE_GUARD_MARK } from './route-guard.js';
-import type { DnsAnswerEvent, DnsSandboxPolicy } from './dns-resolver-types.js';
-import type { EgressProxySandbox } from './egress-proxy-types.js';
-import { dnsPolicyOf, learnAnswer, proxyPolicyOf, slotViewOf, type SlotRecord, type SlotView } from './slot-views.js';
+import type { DnsAnswerEvent } from '../dns/dns-resolver-types.js';
+import type { SlotPolicies, SlotPolicy } from '../policy/slot-policies.js';
 import {
   GUARD_MARKER, INSTALLED_MARKER, addElements, deleteElements, dnsElement, isOpenPolicy, policyElements, refreshElements, tableScript, type SetElement,
 } from './nft-ruleset.js';
@@ -36,7 +36,8 @@ export interface HostFirewall {
 
 export interface NftEgressEnforcerOptions {
   prefix: string;
-  layout: SlotLayout;
+  /** The slot → policy table, which only the enforcer writes; its layout gives the slot addresses and the slot range. */
+  slots: SlotPolicies;
   /** Port the policy resolver listens on (all host addresses); port 53 from slots is redirected to it. */
   resolverPort: number;
   /** The address sandboxes' resolv.conf names. */
@@ -55,14 +56,9 @@ export interface NftEgressEnforcerOptions {
   onChangeError?(error: unknown): void;
 }
 
-/** A policy in force on one slot, for {@link NftEgressEnforcer.reapplyAll}. */
-export interface SlotPolicy {
-  sandboxId: string;
-  slot: number;
-  policy: EgressPolicy;
-}
-
-interface SlotState extends SlotPolicy, SlotRecord {
+/** What the enforcer put in the kernel for one slot. */
+interface SlotState extends SlotPolicy {
+  slotAddress: string;
   elements: SetElement[];
   /** DNS grants by element key: the name they were granted for and the port of the rule. */
   grants: Map<string, { element: SetElement; name: string; port: PortRange | null; expiresAt: number }>;
@@ -70,8 +66,8 @@ interface SlotState extends SlotPolicy, SlotRecord {
 
 export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
   private readonly options: NftEgressEnforcerOptions;
+  /** Kernel state by slot number; the table ({@link NftEgressEnforcerOptions.slots}) holds the same slots. */
   private readonly slots = new Map<number, SlotState>();
-  private readonly byAddress = new Map<string, number>();
   private queue: Promise<unknown> = Promise.resolve();
   private installedOnce = false;
 
@@ -103,7 +99,7 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
   uninstall(): Promise<void> {
     return this.serial(async () => {
       await run(['nft', 'delete', 'table', 'inet', this.options.prefix]);
-      await removeRouteGuard(slotRange(this.options.layout));
+      await removeRouteGuard(slotRange(this.options.slots.layout));
     });
   }
 
@@ -158,8 +154,8 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       const next = entries.map((e) => this.stateFor(e));
       await this.installWith(next);
       this.slots.clear();
-      this.byAddress.clear();
-      for (const s of next) this.remember(s);
+      for (const s of next) this.slots.set(s.slot, s);
+      this.options.slots.replaceAll(entries);
       await this.changed();
     });
   }
@@ -168,7 +164,6 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
     return this.serial(async () => {
       const previous = this.slots.get(slot);
       const next = this.stateFor({ sandboxId, slot, policy });
-      if (previous?.sandboxId === sandboxId) next.learned = previous.learned;
       // Keep DNS grants the new policy still allows with the same port (no need to resolve again).
       const dropped: SetElement[] = [];
       if (previous) {
@@ -181,8 +176,8 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       }
       const script = [...deleteElements(this.options.prefix, [...(previous?.elements ?? []), ...dropped]), ...addElements(this.options.prefix, next.elements)];
       await this.transaction(script);
-      if (previous) this.byAddress.delete(previous.slotAddress);
-      this.remember(next);
+      this.slots.set(slot, next);
+      this.options.slots.set({ sandboxId, slot, policy });
       await this.changed();
     });
   }
@@ -193,34 +188,9 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       if (!previous) return;
       await this.transaction(deleteElements(this.options.prefix, [...previous.elements, ...[...previous.grants.values()].map((g) => g.element)]));
       this.slots.delete(slot);
-      this.byAddress.delete(previous.slotAddress);
+      this.options.slots.delete(slot);
       await this.changed();
     });
-  }
-
-  /** The resolver's view of the sandbox behind `address` (a slot address); null for an unknown source. */
-  dnsPolicyFor(address: string): DnsSandboxPolicy | null {
-    const state = this.stateAt(address);
-    return state ? dnsPolicyOf(state) : null;
-  }
-
-  /** The SNI/Host proxy's view of the sandbox behind `address` (see {@link proxyPolicyOf}); null for an unknown source. */
-  proxyPolicyFor(address: string): EgressProxySandbox | null {
-    const state = this.stateAt(address);
-    return state ? proxyPolicyOf(state) : null;
-  }
-
-
-  /** The slot at `slotAddress`, or null. */
-  slotByAddress(slotAddress: string): SlotView | null {
-    const state = this.stateAt(slotAddress);
-    return state ? slotViewOf(state) : null;
-  }
-
-  /** Slot number `slot`, or null when no policy is applied to it. */
-  slotByNumber(slot: number): SlotView | null {
-    const state = this.slots.get(slot);
-    return state ? slotViewOf(state) : null;
   }
 
   /**
@@ -229,7 +199,8 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
    */
   grant(event: DnsAnswerEvent): Promise<void> {
     return this.serial(async () => {
-      const state = [...this.slots.values()].find((s) => s.sandboxId === event.sandboxId);
+      const held = this.options.slots.slotOfSandbox(event.sandboxId);
+      const state = held && this.slots.get(held.slot);
       if (!state) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox ${event.sandboxId} has no egress state`);
       if (isOpenPolicy(state.policy)) return;
       const rule = ruleForName(state.policy, event.name);
@@ -240,32 +211,20 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       const expiresAt = Date.now() + event.ttlSeconds * 1000;
       for (const element of elements) state.grants.set(`${element.set} ${element.key}`, { element, name: event.name, port, expiresAt });
       for (const [key, g] of state.grants) if (g.expiresAt < Date.now()) state.grants.delete(key);
-      learnAnswer(state.learned, event.name, event.addresses, expiresAt);
+      this.options.slots.learn(state.slot, event.name, event.addresses, expiresAt);
     });
   }
 
-  private stateAt(slotAddress: string): SlotState | undefined {
-    const slot = this.byAddress.get(slotAddress);
-    return slot === undefined ? undefined : this.slots.get(slot);
-  }
-
   private stateFor(entry: SlotPolicy): SlotState {
-    const { slotAddress } = slotAddresses(this.options.layout, entry.slot);
+    const slotAddress = this.options.slots.addressOf(entry.slot);
     const veth = `${this.options.prefix}h${entry.slot}`;
-    return { ...entry, slotAddress, elements: policyElements(veth, slotAddress, entry.policy), grants: new Map(), learned: new Map() };
-  }
-
-  private remember(state: SlotState): void {
-    this.slots.set(state.slot, state);
-    this.byAddress.set(state.slotAddress, state.slot);
+    return { ...entry, slotAddress, elements: policyElements(veth, slotAddress, entry.policy), grants: new Map() };
   }
 
   private installNow(): Promise<void> {
     return this.installWith([...this.slots.values()]).then(() => {
-      for (const s of this.slots.values()) {
-        s.grants.clear();
-        s.learned.clear();
-      }
+      for (const s of this.slots.values()) s.grants.clear();
+      this.options.slots.forgetLearned();
     });
   }
 
@@ -273,7 +232,7 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
     await writeIpForward();
     const table = tableScript({
       prefix: this.options.prefix,
-      slotRange: slotRange(this.options.layout),
+      slotRange: slotRange(this.options.slots.layout),
       resolverPort: this.options.resolverPort,
       dnsServiceAddress: this.options.dnsServiceAddress,
       ...(this.options.proxyPorts ? { proxyPorts: this.options.proxyPorts } : {}),
@@ -286,7 +245,7 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
   }
 
   private guardSpec(): { slotRange: string; mark: number } {
-    return { slotRange: slotRange(this.options.layout), mark: this.options.guardMark ?? ROUTE_GUARD_MARK };
+    return { slotRange: slotRange(this.options.slots.layout), mark: this.options.guardMark ?? ROUTE_GUARD_MARK };
   }
 
   /** One `nft -f -` transaction; when the table has vanished, re-install it first and retry once. */

@@ -22,7 +22,7 @@
  *   (not beyond it) until the table is back.
  */
 import { RamifyError } from '@ramify/contracts';
-import { run, runChecked } from '../exec.js';
+import { run, runChecked } from '../../exec.js';
 
 /**
  * Default mark bit (bit 29). Chosen clear of the marks common host software uses: kube-proxy 0x4000/0x8000,
