@@ -30,6 +30,7 @@ function run(file: string, args: string[]): Promise<void> {
  * @throws RamifyError BAD_REQUEST when the identity is malformed.
  */
 export async function applyIdentity(identity: AgentIdentity, state: SandboxIdentityState): Promise<IdentityReport> {
+  const arrivedMs = performance.now();
   if (typeof identity?.sandboxId !== 'string' || typeof identity.hostname !== 'string') {
     throw new RamifyError('BAD_REQUEST', 'identity needs sandboxId and hostname strings');
   }
@@ -43,6 +44,23 @@ export async function applyIdentity(identity: AgentIdentity, state: SandboxIdent
     clock: { adjusted: false, offsetMs: 0 },
     entropy: { bytes: 0 },
   };
+
+  // The clock first, before the spawns below: under load each can take a second, and the host's
+  // reading ages while the agent works; the time since the call arrived is added to it.
+  const clockMs = identity.clockMs;
+  if (typeof clockMs === 'number' && Number.isFinite(clockMs)) {
+    const hostNowMs = (): number => clockMs + (performance.now() - arrivedMs);
+    const offsetMs = hostNowMs() - Date.now();
+    report.clock.offsetMs = offsetMs;
+    if (Math.abs(offsetMs) > CLOCK_TOLERANCE_MS) {
+      try {
+        await run('date', ['-u', '-s', `@${(hostNowMs() / 1000).toFixed(3)}`]);
+        report.clock.adjusted = true;
+      } catch (err) {
+        report.clock.error = (err as Error).message; // EPERM in most sandboxes: ignored.
+      }
+    }
+  }
 
   if (identity.hostname && identity.hostname !== currentHostname()) {
     try {
@@ -67,19 +85,6 @@ export async function applyIdentity(identity: AgentIdentity, state: SandboxIdent
       report.entropy.bytes = entropy.byteLength;
     } catch (err) {
       report.entropy.error = (err as Error).message;
-    }
-  }
-
-  if (typeof identity.clockMs === 'number' && Number.isFinite(identity.clockMs)) {
-    const offsetMs = identity.clockMs - Date.now();
-    report.clock.offsetMs = offsetMs;
-    if (Math.abs(offsetMs) > CLOCK_TOLERANCE_MS) {
-      try {
-        await run('date', ['-u', '-s', `@${(identity.clockMs / 1000).toFixed(3)}`]);
-        report.clock.adjusted = true;
-      } catch (err) {
-        report.clock.error = (err as Error).message; // EPERM in most sandboxes: ignored.
-      }
     }
   }
 
