@@ -49,6 +49,16 @@ export async function hostTscKhz(): Promise<number | null> {
 }
 
 /** QEMU's version line (`QEMU emulator version 7.2.22 ...`); rejects `RUNTIME_UNAVAILABLE` without QEMU. */
+/**
+ * The major.minor release in a `qemu-system-x86_64 --version` line ("QEMU emulator version 10.0.2
+ * (Debian ...)" → "10.0"): the unit of migration-stream compatibility for the unversioned machines
+ * Ramify uses. An unreadable line gives the whole line, so two unknown versions never compare equal by accident.
+ */
+export function qemuRelease(versionLine: string): string {
+  const m = /version (\d+)\.(\d+)/.exec(versionLine);
+  return m ? `${m[1]}.${m[2]}` : versionLine;
+}
+
 export async function qemuVersion(qemuPath: string): Promise<string> {
   const r = await run([qemuPath, '--version']);
   return r.stdout.split('\n')[0]?.trim() ?? '';

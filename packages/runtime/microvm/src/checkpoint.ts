@@ -231,6 +231,7 @@ async function writeManifest(env: VmEnvironment, inst: InstanceRecord, imageDir:
     machine: inst.machine,
     baseDisk: inst.baseDisk,
     guestKernel: env.kernel.version,
+    qemu: env.qemuRelease,
     createdAt: new Date().toISOString(),
   };
   await writeJsonAtomically(join(imageDir, IMAGE_FILES.manifest), manifest);

@@ -28,6 +28,12 @@ export interface ImageManifest {
   baseDisk: string;
   /** Guest kernel release that was booted (informational). */
   guestKernel: string;
+  /**
+   * QEMU major.minor that made the image (`qemuRelease`). Only that release restores it: QEMU keeps
+   * migration compatible across releases for versioned machine types, and the microVM's own device
+   * state is not promised to be. Absent in images made before the stamp, all by QEMU 7.2.
+   */
+  qemu?: string;
   createdAt: string;
 }
 
@@ -98,4 +104,21 @@ export interface InstanceRecord {
   /** False from spawn until the boot or restore finished: a VM left unready by a dead daemon counts as stopped. */
   ready: boolean;
   checkpoint?: CheckpointMarker;
+}
+
+/** QEMU release of images made before the stamp (`ImageManifest.qemu`): bookworm's, the only one used then. */
+const UNSTAMPED_QEMU_RELEASE = '7.2';
+
+/**
+ * Refuse an image made by another QEMU release, before anything starts.
+ * @throws RamifyError `IMAGE_INCOMPATIBLE` (409); the image is kept.
+ */
+export function assertSameQemu(manifest: ImageManifest, hostRelease: string, hostVersionLine: string): void {
+  const made = manifest.qemu ?? UNSTAMPED_QEMU_RELEASE;
+  if (made === hostRelease) return;
+  throw new RamifyError(
+    'IMAGE_INCOMPATIBLE',
+    `this image was made by QEMU ${made} and this host runs ${hostVersionLine}, which cannot restore it (a microVM's migration state is only read by the release that wrote it): rebuild a template image with \`ramify template build <spec>\`; a paused sandbox resumes on a host with QEMU ${made} (the image is kept)`,
+    { imageRuntime: `QEMU ${made}`, hostRuntime: hostVersionLine },
+  );
 }

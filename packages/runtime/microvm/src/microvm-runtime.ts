@@ -30,13 +30,13 @@ import { openVirtioChannel } from '@ramify/agent';
 import { HeldAgentSockets } from './held-agent-sockets.js';
 import { RamifyError, type RuntimeName } from '@ramify/contracts';
 import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, SandboxResources } from '@ramify/core';
-import { qemuVersion, type AccelerationChoice } from './acceleration.js';
+import { qemuRelease, qemuVersion, type AccelerationChoice } from './acceleration.js';
 import { finishCheckpointFiles, finishInterruptedForkPoint, checkpointInstance, forkPointInstance, undoCheckpoint } from './checkpoint.js';
 import { CpuQuotas, detectCgroupLayout } from './cpu-quota.js';
 import { createOverlay, diskGrowth, diskVirtualSizeBytes, ensureBaseDisk, linkOrCopy, MAX_DISK_SIZE_MB, ROOT_DRIVE_ID } from './disks.js';
 import type { GuestKernel } from './guest-kernel.js';
 import { prepareGuestLink, readGuestAddressing, removeGuestLink } from './guest-link.js';
-import { IMAGE_FILES, IMAGE_FORMAT_VERSION, readImageManifest, type InstanceRecord } from './image-files.js';
+import { IMAGE_FILES, IMAGE_FORMAT_VERSION, assertSameQemu, readImageManifest, type InstanceRecord } from './image-files.js';
 import { composeBootInitrd } from './initramfs.js';
 import { InstanceDirs } from './instances.js';
 import { checkMemoryLimit, setMemoryLimit, waitForMemoryLimit } from './memory-limit.js';
@@ -107,12 +107,13 @@ export interface MicrovmRuntimeOptions {
 export class MicrovmRuntime implements Runtime {
   readonly name: RuntimeName = 'microvm';
   /**
-   * Template images are cached per image format (see `IMAGE_FORMAT_VERSION`) and, when it is not the
-   * default, per `imageMemoryMB` (an image's RAM size is fixed when it is made).
+   * Template images are cached per image format (see `IMAGE_FORMAT_VERSION`), per QEMU release (only
+   * that release restores them) and, when it is not the default, per `imageMemoryMB` (an image's RAM
+   * size is fixed when it is made).
    */
   get imageFormat(): string {
     const memory = this.options.imageMemoryMB === DEFAULT_IMAGE_MEMORY_MB ? '' : `-ram${this.options.imageMemoryMB}`;
-    return `microvm-${IMAGE_FORMAT_VERSION}${memory}`;
+    return `microvm-${IMAGE_FORMAT_VERSION}-qemu${this.env.qemuRelease}${memory}`;
   }
   get capabilities(): RuntimeCapabilities {
     return {
@@ -171,6 +172,7 @@ export class MicrovmRuntime implements Runtime {
     await mkdir(join(options.workDir, 'bases'), { recursive: true });
     const env: VmEnvironment = {
       qemuPath,
+      qemuRelease: qemuRelease(version),
       qemuImgPath,
       kernel: options.kernel,
       restoreKernelPath: await restoreKernelStub(options.kernel.kernelPath),
@@ -293,6 +295,7 @@ export class MicrovmRuntime implements Runtime {
   private async restoreVm(spec: RuntimeSandboxSpec, imageDir: string): Promise<void> {
     const id = spec.sandboxId;
     const manifest = await readImageManifest(imageDir);
+    assertSameQemu(manifest, this.env.qemuRelease, this.qemuVersion);
     if (manifest.machine.accelerator !== this.acceleration.accelerator) {
       throw new RamifyError('RUNTIME_ERROR', `image ${imageDir} was made under ${manifest.machine.accelerator.toUpperCase()}; this host runs microVMs under ${this.acceleration.accelerator.toUpperCase()}`);
     }
@@ -440,3 +443,4 @@ export class MicrovmRuntime implements Runtime {
     return this.env.dirs.ids();
   }
 }
+

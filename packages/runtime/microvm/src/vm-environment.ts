@@ -11,6 +11,8 @@ import { startQemu, type StartedQemu } from './qemu-process.js';
 
 export interface VmEnvironment {
   qemuPath: string;
+  /** QEMU's major.minor release (`qemuRelease`), stamped into every image this host makes. */
+  qemuRelease: string;
   qemuImgPath: string;
   kernel: GuestKernel;
   /** `-kernel` of every QEMU that does not boot (restores, loaders): see restore-kernel.ts. */
