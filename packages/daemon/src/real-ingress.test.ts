@@ -128,7 +128,7 @@ describe('ingress: port URLs into real gVisor sandboxes', { skip, timeout: 1_800
     assert.equal((await ingress(host, '/index.html', { headers: { cookie } })).body, 'hello from the sandbox\n');
     const log = await sh(id, 'cat /root/access.log');
     assert.ok(!log.includes(token), 'the sandbox server never sees the token');
-    assert.match(log, /X-Forwarded-For': '127\.0\.0\.1'/);
+    assert.match(log, /x-forwarded-for': '127\.0\.0\.1'/i);
     // Public port: the same server on 8001 (started now), no token.
     await background(id, 'python3 /root/srv.py 8001');
     const publicHost = (await urlOf(id, 8001)).host;
@@ -278,7 +278,7 @@ describe('ingress: port URLs into real gVisor sandboxes', { skip, timeout: 1_800
     const neighbour = await serving({}, 8000);
     const slot = (await server!.core.store.getSandbox(id))?.slot as number;
     const { slotAddress } = slotAddresses(layoutForPrefix(PREFIX), slot);
-    // From the host: the output hook drops the SYN of any socket not the dialer's, and connect fails at once.
+    // From the host: the output hook rejects the SYN of any socket not the dialer's (admin-prohibited), and connect fails at once.
     const code = await new Promise<string>((resolve) => {
       const s = connect({ host: slotAddress, port: 8000 });
       s.once('connect', () => {
@@ -287,7 +287,7 @@ describe('ingress: port URLs into real gVisor sandboxes', { skip, timeout: 1_800
       });
       s.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
     });
-    assert.equal(code, 'EPERM', `the host reached ${slotAddress}:8000`);
+    assert.ok(['EHOSTUNREACH', 'EACCES', 'EPERM'].includes(code), `the host reached ${slotAddress}:8000 (${code})`);
     // From the neighbour sandbox: its packets to a slot address are dropped by the egress table.
     const out = await sh(neighbour, `python3 -c "import socket; s=socket.socket(); s.settimeout(3); print(s.connect_ex(('${slotAddress}', 8000)))"`);
     assert.notEqual(out.trim(), '0', 'the neighbour connected');

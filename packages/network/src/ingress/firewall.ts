@@ -2,7 +2,8 @@
  * The ingress firewall: who on the host may open a connection to a sandbox. Today's slot plumbing lets any
  * host process reach a guest port at its slot address (the router namespace DNATs it to the guest), so
  * the ingress adds one table of its own, `inet <prefix>_ingress`, with one rule on the host's output hook:
- * a NEW connection to the slot range is dropped unless its socket belongs to the ingress dialer's user
+ * a NEW connection to the slot range is rejected (ICMP admin-prohibited: the connect fails at once with
+ * EHOSTUNREACH, rather than hanging) unless its socket belongs to the ingress dialer's user
  * ({@link IngressDialer}: a helper process running as a uid no one else on the host has). Replies (the
  * policy resolver's answers, the egress proxy's) are not NEW and pass; other sandboxes never reach a slot
  * (the egress table's forward chain denies the slot range as a destination). The egress table is not
@@ -36,7 +37,7 @@ export function ingressTableScript(spec: IngressFirewallSpec): string {
     `delete table inet ${t}`,
     `table inet ${t} {`,
     `  chain output { type filter hook output priority filter; policy accept;`,
-    `    ip daddr ${spec.slotRange} ct state new meta skuid != ${spec.dialerUid} drop comment "${INGRESS_FIREWALL_MARKER}"`,
+    `    ip daddr ${spec.slotRange} ct state new meta skuid != ${spec.dialerUid} reject with icmpx admin-prohibited comment "${INGRESS_FIREWALL_MARKER}"`,
     `  }`,
     `}`,
   ].join('\n') + '\n';
