@@ -87,6 +87,77 @@ export type EgressPolicyInfo = z.infer<typeof EgressPolicyInfo>;
 export const SnapshotEgress = z.object({ mode: EgressMode, rules: z.array(z.string()) });
 export type SnapshotEgress = z.infer<typeof SnapshotEgress>;
 
+/** Most ports one sandbox may expose. */
+export const MAX_EXPOSED_PORTS = 64;
+
+/** A TCP port inside a sandbox: an integer from 1 to 65535. */
+export const PortNumber = z.number({ error: 'a port is an integer from 1 to 65535' }).int('a port is an integer from 1 to 65535').min(1, 'a port is an integer from 1 to 65535').max(65535, 'a port is an integer from 1 to 65535');
+
+/**
+ * Who may reach an exposed port through its URL: `token` (default) needs the sandbox's access token (header
+ * `X-Ramify-Access-Token`, query parameter `ramify_access_token`, or the cookie a query parameter is exchanged
+ * for); `public` needs nothing.
+ */
+export const PortAccess = z.enum(['token', 'public']);
+export type PortAccess = z.infer<typeof PortAccess>;
+
+/** One exposed port of a sandbox. */
+export const ExposedPort = z.object({ port: z.number().int(), access: PortAccess });
+export type ExposedPort = z.infer<typeof ExposedPort>;
+
+/** A port to expose at create: a number (token access) or `{ port, access }`. */
+export const PortSpec = z.union([PortNumber, z.strictObject({ port: PortNumber, access: PortAccess.optional() })]);
+export type PortSpec = z.infer<typeof PortSpec>;
+
+/**
+ * Where this daemon's port URLs point: `<protocol>://<port>-<sandboxId>.<domain>[:<port>]`. `port` is null
+ * when it is the protocol's default (80, 443) and left out of hosts.
+ */
+export const IngressEndpoint = z.object({
+  domain: z.string(),
+  port: z.number().int().nullable(),
+  protocol: z.enum(['http', 'https']),
+});
+export type IngressEndpoint = z.infer<typeof IngressEndpoint>;
+
+/** An exposed port with its URL. */
+export const PortInfo = z.object({
+  port: z.number().int(),
+  access: PortAccess,
+  /** `<port>-<sandboxId>.<domain>[:<ingressPort>]`, as `getHost(port)` gives it. */
+  host: z.string(),
+  url: z.string(),
+});
+export type PortInfo = z.infer<typeof PortInfo>;
+
+/** `GET /v1/sandboxes/{id}/ports`: the exposed ports and whether a request wakes the sandbox when paused. */
+export const PortsInfo = z.object({
+  ports: z.array(PortInfo),
+  autoResume: z.boolean(),
+});
+export type PortsInfo = z.infer<typeof PortsInfo>;
+
+/** `PUT /v1/sandboxes/{id}/ports/{port}`: expose the port (or change its access). Default access `token`. */
+export const ExposePortRequest = z.strictObject({ access: PortAccess.optional() });
+export type ExposePortRequest = z.infer<typeof ExposePortRequest>;
+
+/** `PUT /v1/sandboxes/{id}/auto-resume`. */
+export const SetAutoResumeRequest = z.strictObject({ autoResume: z.boolean() });
+export type SetAutoResumeRequest = z.infer<typeof SetAutoResumeRequest>;
+
+/** `GET /v1/sandboxes/{id}/ports/{port}/url`: the port's URL, host, and (token access only) the access token. */
+export const PortUrlInfo = z.object({
+  url: z.string(),
+  host: z.string(),
+  /** The sandbox's access token, only when the port has `token` access. Secret: whoever holds it reaches the sandbox's token ports. */
+  token: z.string().optional(),
+});
+export type PortUrlInfo = z.infer<typeof PortUrlInfo>;
+
+/** What a snapshot recorded of its sandbox's ingress: its exposed ports and `autoResume` (null: the default). Never the token. */
+export const SnapshotIngress = z.object({ ports: z.array(ExposedPort), autoResume: z.boolean().nullable() });
+export type SnapshotIngress = z.infer<typeof SnapshotIngress>;
+
 export const CreateSandboxRequest = z.strictObject({
   /** Template name or id; default `base`. Mutually exclusive with `snapshot`. */
   template: z.string().min(1).max(128).optional(),
@@ -123,6 +194,17 @@ export const CreateSandboxRequest = z.strictObject({
     .union([EgressRules, EgressPolicyRequest])
     .optional()
     .describe("allow rules, or { mode: 'deny-all' | 'open' | 'allowlist', rules? }; absent: open, or from a snapshot the snapshot's recorded policy"),
+  /**
+   * Ports to expose at once (each reachable at its URL, see `GET /v1/sandboxes/{id}/ports/{port}/url`): a number
+   * (token access) or `{ port, access }`. Absent: none, or from a snapshot the ports it recorded. At most
+   * {@link MAX_EXPOSED_PORTS}.
+   */
+  ports: z.array(PortSpec).max(MAX_EXPOSED_PORTS).optional().describe('ports to expose: 3000 (token access) or { port: 3000, access: "public" }'),
+  /**
+   * Whether a request to an exposed port of the sandbox while it is paused resumes it. Default: on while a
+   * port is exposed (from a snapshot: what it recorded).
+   */
+  autoResume: z.boolean().optional().describe('a request to an exposed port wakes the paused sandbox; default on while a port is exposed'),
 });
 export type CreateSandboxRequest = z.infer<typeof CreateSandboxRequest>;
 
@@ -147,6 +229,12 @@ export const SandboxInfo = z.object({
   onTimeout: TimeoutAction,
   /** Human-readable reason when `state` is `error`. */
   error: z.string().nullable(),
+  /** Exposed ports (see `PUT /v1/sandboxes/{id}/ports/{port}`), in port order. */
+  ports: z.array(ExposedPort),
+  /** Whether a request to an exposed port wakes the sandbox when it is paused. */
+  autoResume: z.boolean(),
+  /** Where this daemon's port URLs point (what `getHost(port)` needs); null when the daemon serves no ingress. */
+  ingress: IngressEndpoint.nullable(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfo>;
 
@@ -187,6 +275,8 @@ export const SnapshotInfo = z.object({
    * open, as it always did.
    */
   egress: SnapshotEgress.nullable().describe('egress policy a sandbox created from this snapshot starts with; null: none recorded (template image, or an old snapshot): open'),
+  /** The exposed ports and autoResume a sandbox created from it starts with (unless the request gives `ports`); null: none recorded. */
+  ingress: SnapshotIngress.nullable(),
 });
 export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
 

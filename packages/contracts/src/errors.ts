@@ -61,6 +61,29 @@ export const ERROR_CODES = {
   EXPLORE_FAILED: 422,
   /** A file read as text is not valid UTF-8 (read it as bytes instead); nothing was replaced with U+FFFD. */
   NOT_UTF8: 422,
+  // Ingress (port URLs, see docs/design/INGRESS.md): what the daemon's ingress listener answers.
+  /** The port is not exposed (`ramify sandbox expose ID PORT`); inbound stays closed until it is. */
+  PORT_NOT_EXPOSED: 404,
+  /** The sandbox was killed: its URLs are gone for good. */
+  SANDBOX_KILLED: 410,
+  /** The Host header is not `<port>-<sandboxId>.<domain>` of this daemon's ingress domain. */
+  INGRESS_HOST_INVALID: 400,
+  /** The port has token access and the request carried no token (header, query parameter or cookie). */
+  ACCESS_TOKEN_REQUIRED: 401,
+  /** A token was given in the header or query parameter but is not of the token format (`rit_` + 43 characters). */
+  ACCESS_TOKEN_MALFORMED: 400,
+  /** A well-formed token that is not this sandbox's. */
+  ACCESS_TOKEN_INVALID: 403,
+  /** The sandbox is paused and its `autoResume` is off: resume it first. */
+  SANDBOX_PAUSED: 503,
+  /** The sandbox is waking (auto-resume) and did not answer within the daemon's bound; retry after `Retry-After`. */
+  SANDBOX_WAKING: 503,
+  /** Nothing in the sandbox accepts connections on the port. */
+  UPSTREAM_NOT_LISTENING: 502,
+  /** A server in the sandbox listens on the port, but only on a loopback address (127.0.0.1 / ::1): it must bind 0.0.0.0. */
+  UPSTREAM_LOOPBACK_ONLY: 502,
+  /** The connection to the sandbox's server failed or broke (reset, timeout). */
+  UPSTREAM_ERROR: 502,
 } as const satisfies Record<string, number>;
 
 /** One of {@link ERROR_CODES}' keys. */

@@ -18,6 +18,11 @@
  * | POST | /v1/sandboxes/:id/timeout | SetTimeoutRequest | SandboxInfo |
  * | GET  | /v1/sandboxes/:id/egress | | EgressPolicyInfo |
  * | PUT  | /v1/sandboxes/:id/egress | SetEgressRequest | EgressPolicyInfo (atomic replace, live on running and paused sandboxes) |
+ * | GET  | /v1/sandboxes/:id/ports | | PortsInfo (exposed ports with URLs, autoResume) |
+ * | PUT  | /v1/sandboxes/:id/ports/:port | ExposePortRequest (`{ access? }`) | PortInfo (expose, or change its access) |
+ * | DELETE | /v1/sandboxes/:id/ports/:port | | 204 (unexpose; idempotent) |
+ * | GET  | /v1/sandboxes/:id/ports/:port/url | | PortUrlInfo (`{ url, host, token? }`); 404 PORT_NOT_EXPOSED |
+ * | PUT  | /v1/sandboxes/:id/auto-resume | SetAutoResumeRequest | PortsInfo |
  * | GET  | /v1/sandboxes/:id/egress/log | EgressLogQuery (`?limit=N`) | EgressLogResponse (newest first) |
  * | POST | /v1/sandboxes/:id/commands | CommandRequest | CommandResult (foreground; each stream's head, at most the daemon's `maxOutputBytes`, default 32 MiB: `truncated`, `capture`) or `{ pid }` (background) |
  * | GET  | /v1/sandboxes/:id/processes | | `{ processes: ProcessInfo[] }` |
@@ -46,6 +51,14 @@
  * followed by close code 1008 (client error) or 1011 (server error).
  */
 export const API_PREFIX = '/v1';
+/** Default port of the ingress listener (`ramify serve --ingress-listen`, loopback only by default). */
+export const DEFAULT_INGRESS_PORT = 7424;
+/** Default ingress domain: `*.localhost` resolves to loopback in curl and browsers, no DNS set-up needed. */
+export const DEFAULT_INGRESS_DOMAIN = 'localhost';
+/** Header carrying a sandbox's access token to the ingress. */
+export const ACCESS_TOKEN_HEADER = 'x-ramify-access-token';
+/** Query parameter carrying a sandbox's access token once; the ingress exchanges it for a cookie and redirects without it. */
+export const ACCESS_TOKEN_QUERY = 'ramify_access_token';
 /** Default port of `ramify serve` (loopback only unless `--host` says otherwise). */
 export const DEFAULT_API_PORT = 7423;
 /** Largest JSON body the API accepts, bytes; larger is 413 PAYLOAD_TOO_LARGE. File uploads are streamed and unbounded. */

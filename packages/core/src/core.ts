@@ -4,7 +4,7 @@
  * agent sessions, lifecycle events, the buffered egress log). Use-cases are plain functions taking this context first.
  */
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type IngressEndpoint, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
 import type { ConnectAgent } from './ports/agent.js';
 import type { Clock } from './ports/clock.js';
 import type { EgressEnforcer } from './ports/egress.js';
@@ -55,6 +55,13 @@ export interface CoreOptions {
   maxOutputBytes: number;
   /** After a timeout pause is refused (`CHECKPOINT_BLOCKED`), wait this long before trying again, ms. */
   timeoutRetryMs: number;
+  /** Where port URLs point (the daemon's ingress listener); null when the daemon serves no ingress. */
+  ingress: IngressEndpoint | null;
+  /**
+   * How long a request to a paused sandbox waits for its wake (auto-resume) before it is answered 503 with
+   * `Retry-After` (the resume goes on), ms. Default 30000.
+   */
+  ingressWakeTimeoutMs: number;
 }
 
 export const DEFAULT_CORE_OPTIONS: CoreOptions = {
@@ -72,6 +79,8 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   livenessPollMs: 1_000,
   maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
   timeoutRetryMs: 30_000,
+  ingress: null,
+  ingressWakeTimeoutMs: 30_000,
 };
 
 /** What the composition root provides. */

@@ -52,3 +52,5 @@ export * from './catalog/snapshots.js';
 export * from './catalog/templates.js';
 export * from './access/api-keys.js';
 export * from './access/audit.js';
+
+export * from './ingress/index.js';

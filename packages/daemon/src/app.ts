@@ -14,6 +14,7 @@ import { freshRequestContext } from './http/request-context.js';
 import { mountRoutes, type RouteSpec } from './http/route.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { egressRoutes } from './routes/egress.js';
+import { portRoutes } from './routes/ports.js';
 import { fileRoutes } from './routes/files.js';
 import { metaRoutes } from './routes/meta.js';
 import { processRoutes } from './routes/processes.js';
@@ -27,7 +28,7 @@ export interface BuildAppOptions {
 }
 
 /** Every declarative route of the API (WebSockets are mounted separately). */
-export const API_ROUTES: readonly RouteSpec[] = [...sandboxRoutes, ...egressRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes];
+export const API_ROUTES: readonly RouteSpec[] = [...sandboxRoutes, ...portRoutes, ...egressRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes];
 
 /** Build (not start) the app; `app.inject` drives it in-process, `app.listen` serves it. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {

@@ -11,6 +11,7 @@ import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
 import { compose, type ComposeOptions } from './compose.js';
 import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './config.js';
+import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
 
 export interface ServeOptions {
   /** Default: `RAMIFY_HOME`, else `/var/lib/ramify`. */
@@ -44,6 +45,11 @@ export interface ServeOptions {
   /** Egress enforcement (default on; see {@link ComposeOptions.egress}). */
   egress?: ComposeOptions['egress'];
   clock?: ComposeOptions['clock'];
+  /**
+   * The ingress listener for port URLs (`<port>-<sandboxId>.<domain>`); absent: none (`ramify serve` starts
+   * one on 127.0.0.1:7424, domain `localhost`, unless told `--ingress-listen off`).
+   */
+  ingress?: IngressOptions;
 }
 
 export interface RamifyServer {
@@ -52,6 +58,8 @@ export interface RamifyServer {
   dataDir: string;
   app: FastifyInstance;
   core: Core;
+  /** The ingress listener (`host:port`) and where port URLs point; null without one. */
+  ingress: { address: string; url: string } | null;
   /** The API key made on this start (first start only), else null. */
   newApiKey: string | null;
   /** One line per runtime: `gvisor: runsc ...`, `microvm: QEMU 7.2, TCG (why)`, or `microvm unavailable: why`. */
@@ -73,6 +81,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const scheduler = new TimeoutScheduler(core);
   const liveness = new LivenessMonitor(core);
   let app: FastifyInstance | undefined;
+  let ingress: RunningIngress | undefined;
   try {
     const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
     const newApiKey = await ensureApiKey({ store: core.store, clock: core.clock, dataDir, print });
@@ -80,6 +89,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     prewarmFreeSlots(core);
     scheduler.start();
     liveness.start();
+    if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
     app = await buildApp({ core, loggerInstance: log });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     logger.info('ramify serving', { url: address, dataDir });
@@ -90,8 +100,10 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       app: listening,
       core,
       newApiKey,
+      ingress: ingress ? { address: ingress.address, url: `${ingress.endpoint.protocol}://<port>-<sandboxId>.${ingress.endpoint.domain}${ingress.endpoint.port === null ? '' : `:${ingress.endpoint.port}`}` } : null,
       runtimeSummary: runtimeSummary(core),
       close: async () => {
+        await ingress?.close();
         await listening.close();
         await scheduler.stop();
         await liveness.stop();
@@ -101,6 +113,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     };
   } catch (err) {
     await app?.close().catch(() => undefined);
+    await ingress?.close().catch(() => undefined);
     await scheduler.stop();
     await liveness.stop();
     await composition.close();

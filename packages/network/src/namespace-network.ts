@@ -19,6 +19,7 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { RamifyError } from '@ramify/contracts';
 import type { NetworkAttachment, SandboxNetwork } from '@ramify/core';
 import { removeRouteGuard } from './egress/nft/route-guard.js';
+import { removeIngressFirewall } from './ingress/firewall.js';
 import { run, runChecked } from './exec.js';
 import { layoutForPrefix, slotAddresses, slotRange, type SlotLayout } from './slots.js';
 
@@ -294,7 +295,7 @@ export class NamespaceNetwork implements SandboxNetwork {
   }
 
   /**
-   * Remove every namespace, the host tables (`ip` and `inet`) and the egress route guard made with this prefix
+   * Remove every namespace, the host tables (`ip`, `inet` and the ingress's) and the egress route guard made with this prefix
    * (tests, `ramify serve --reset-network`).
    */
   async destroyAll(): Promise<void> {
@@ -305,6 +306,7 @@ export class NamespaceNetwork implements SandboxNetwork {
       if (name.startsWith(`${this.prefix}-`)) await rm(`${READY_DIR}/${name}`, { force: true });
     }
     await run(['nft', 'delete', 'table', 'ip', this.prefix]);
+    await removeIngressFirewall(this.prefix);
     // The egress enforcer's table (made by `hostFirewall`, or by an earlier daemon with enforcement).
     if (this.hostFirewall) await this.hostFirewall.uninstall();
     else {

@@ -2,8 +2,10 @@
  * {@link Sandbox}: the handle users hold. Control-plane calls exist both as statics taking an id
  * (`Sandbox.kill(id)`) and as methods on a handle (`sbx.kill()`), as in E2B's SDK.
  */
-import type {
-  CreateSandboxRequest, EgressLogEntry, EgressLogResponse, EgressPolicyInfo, EgressPolicyRequest, ForkResponse, RuntimeName, SandboxInfo, SnapshotInfo, TimeoutAction,
+import {
+  RamifyError,
+  type CreateSandboxRequest, type EgressLogEntry, type EgressLogResponse, type EgressPolicyInfo, type EgressPolicyRequest, type ForkResponse, type IngressEndpoint,
+  type PortAccess, type PortInfo, type PortSpec, type PortsInfo, type PortUrlInfo, type RuntimeName, type SandboxInfo, type SnapshotInfo, type TimeoutAction,
 } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
@@ -46,6 +48,13 @@ export interface SandboxOpts extends ConnectionOpts {
    * A bad rule fails the create with `VALIDATION_FAILED` naming it. See {@link Sandbox.prototype.setEgress}.
    */
   egress?: string[] | EgressPolicyRequest;
+  /**
+   * Ports to expose at their URLs ({@link Sandbox.prototype.getUrl}): `3000` (token access) or
+   * `{ port: 3000, access: 'public' }`. See {@link Sandbox.prototype.expose}.
+   */
+  ports?: PortSpec[];
+  /** Whether a request to an exposed port wakes the sandbox when paused; default on while a port is exposed. */
+  autoResume?: boolean;
 }
 
 /** Options of {@link Sandbox.list}. */
@@ -62,10 +71,13 @@ export class Sandbox {
   /** Read and write files. */
   readonly files: Files;
   private readonly api: ApiClient;
+  /** Where the daemon's port URLs point (from the sandbox's info); null when unknown or the daemon has no ingress. */
+  private ingress: IngressEndpoint | null;
 
-  private constructor(sandboxId: string, api: ApiClient) {
+  private constructor(sandboxId: string, api: ApiClient, ingress: IngressEndpoint | null = null) {
     this.sandboxId = sandboxId;
     this.api = api;
+    this.ingress = ingress;
     this.commands = new Commands(api, sandboxId);
     this.files = new Files(api, sandboxId);
   }
@@ -77,7 +89,7 @@ export class Sandbox {
     const body: CreateSandboxRequest = { ...rest };
     if (body.template === undefined && body.snapshot === undefined) body.template = 'base';
     const info = await api.json<SandboxInfo>('POST', '/sandboxes', { json: body });
-    return new Sandbox(info.id, api);
+    return new Sandbox(info.id, api, info.ingress);
   }
 
   /**
@@ -87,6 +99,7 @@ export class Sandbox {
   static async connect(sandboxId: string, opts: ConnectionOpts = {}): Promise<Sandbox> {
     const sbx = new Sandbox(sandboxId, new ApiClient(resolveConnection(opts)));
     const info = await sbx.getInfo();
+    sbx.ingress = info.ingress;
     if (info.state === 'paused') await sbx.resume();
     else if (info.state === 'killed' || info.state === 'killing') {
       throw new InvalidStateError('INVALID_STATE', `sandbox '${sandboxId}' is ${info.state}`, { id: sandboxId, state: info.state });
@@ -183,7 +196,7 @@ export class Sandbox {
   /** Fork into `count` new sandboxes (max 64), each with this one's memory, processes and files. */
   async fork(opts: { count?: number } = {}): Promise<Sandbox[]> {
     const res = await this.api.json<ForkResponse>('POST', sandboxPath(this.sandboxId, '/fork'), { json: { count: opts.count ?? 1 } });
-    return res.sandboxes.map((info) => new Sandbox(info.id, this.api));
+    return res.sandboxes.map((info) => new Sandbox(info.id, this.api, info.ingress));
   }
 
   /** Take a named, persistent snapshot (outlives the sandbox; `Sandbox.create({ snapshot: name })` starts from it). */
@@ -220,5 +233,54 @@ export class Sandbox {
   /** Set the remaining lifetime to `timeoutMs` from now (max 24 h). */
   setTimeout(timeoutMs: number): Promise<SandboxInfo> {
     return this.api.json<SandboxInfo>('POST', sandboxPath(this.sandboxId, '/timeout'), { json: { timeoutMs } });
+  }
+
+  /**
+   * The host of `port`'s URL, as E2B's `getHost`: `<port>-<sandboxId>.<domain>[:<ingressPort>]` (lower-case).
+   * Synchronous: from the info the handle was made with (create, connect, fork).
+   * @throws RamifyError `RUNTIME_UNAVAILABLE` when the daemon serves no ingress, or the handle was made by
+   *   `fromId` (no info: use `Sandbox.connect`).
+   */
+  getHost(port: number): string {
+    const endpoint = this.ingress;
+    if (!endpoint) throw new RamifyError('RUNTIME_UNAVAILABLE', 'no ingress endpoint known for this handle: the daemon serves no ingress, or the handle came from Sandbox.fromId (use Sandbox.connect)');
+    return `${port}-${this.sandboxId}.${endpoint.domain}`.toLowerCase() + (endpoint.port === null ? '' : `:${endpoint.port}`);
+  }
+
+  /** The URL of `port`: `http(s)://` + {@link getHost}(port) + `/`. A token port needs the token (see {@link getPortUrl}). */
+  getUrl(port: number): string {
+    return `${this.ingress?.protocol ?? 'http'}://${this.getHost(port)}/`;
+  }
+
+  /**
+   * Expose `port` at its URL (stored before it resolves; kept across pause, resume, fork and restarts), or
+   * change its access: `token` (default; the token from {@link getPortUrl}) or `public`.
+   * @throws `VALIDATION_FAILED` for a port outside 1-65535, `SANDBOX_NOT_FOUND` (also when killed).
+   */
+  expose(port: number, opts: { access?: PortAccess } = {}): Promise<PortInfo> {
+    return this.api.json<PortInfo>('PUT', sandboxPath(this.sandboxId, `/ports/${port}`), { json: opts.access ? { access: opts.access } : {} });
+  }
+
+  /** Close `port` to the ingress (idempotent). */
+  async unexpose(port: number): Promise<void> {
+    await this.api.empty('DELETE', sandboxPath(this.sandboxId, `/ports/${port}`));
+  }
+
+  /** The exposed ports with their URLs, and `autoResume`. */
+  getPorts(): Promise<PortsInfo> {
+    return this.api.json<PortsInfo>('GET', sandboxPath(this.sandboxId, '/ports'));
+  }
+
+  /**
+   * `port`'s URL, host and, for a token port, the access token (send it as header `X-Ramify-Access-Token`,
+   * or open `url?ramify_access_token=TOKEN` once in a browser). Throws `PORT_NOT_EXPOSED` when it is not exposed.
+   */
+  getPortUrl(port: number): Promise<PortUrlInfo> {
+    return this.api.json<PortUrlInfo>('GET', sandboxPath(this.sandboxId, `/ports/${port}/url`));
+  }
+
+  /** Whether a request to an exposed port wakes the sandbox when it is paused. */
+  setAutoResume(autoResume: boolean): Promise<PortsInfo> {
+    return this.api.json<PortsInfo>('PUT', sandboxPath(this.sandboxId, '/auto-resume'), { json: { autoResume } });
   }
 }

@@ -233,4 +233,22 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE kind != 'template' AND sandbox_id IN (SELECT id FROM sandboxes);
     `,
   },
+  {
+    version: 11,
+    name: 'ingress',
+    // A sandbox's exposed ports (JSON [{ port, access }], port order) and autoResume (NULL: the default, on
+    // while a port is exposed), the same recorded with each snapshot (NULL: none recorded: no ports), and
+    // one access token per sandbox (its token ports' credential; a fork gets its own). Existing sandboxes
+    // expose nothing and get a token when one is first needed.
+    sql: `
+      ALTER TABLE sandboxes ADD COLUMN ingress TEXT NOT NULL DEFAULT '{"ports":[],"autoResume":null}'
+        CHECK (json_valid(ingress) AND json_type(ingress, '$.ports') = 'array');
+      ALTER TABLE snapshots ADD COLUMN ingress TEXT CHECK (ingress IS NULL OR (json_valid(ingress) AND json_type(ingress, '$.ports') = 'array'));
+      CREATE TABLE access_tokens (
+        sandbox_id TEXT PRIMARY KEY REFERENCES sandboxes(id) ON DELETE CASCADE,
+        token TEXT NOT NULL UNIQUE,
+        created_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];

@@ -27,6 +27,8 @@ interface SandboxRow {
   paused_snapshot_id: string | null;
   error: string | null;
   operation: string | null;
+  /** JSON `{ ports, autoResume }` (migration 11). */
+  ingress: string;
 }
 
 const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
@@ -49,8 +51,9 @@ const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
   pausedSnapshotId: 'paused_snapshot_id',
   error: 'error',
   operation: 'operation',
+  ingress: 'ingress',
 };
-const JSON_FIELDS = new Set(['metadata', 'envs', 'operation']);
+const JSON_FIELDS = new Set(['metadata', 'envs', 'operation', 'ingress']);
 
 function fromRow(row: SandboxRow): SandboxRecord {
   return {
@@ -74,6 +77,7 @@ function fromRow(row: SandboxRow): SandboxRecord {
     pausedSnapshotId: row.paused_snapshot_id,
     error: row.error,
     operation: row.operation === null ? null : (JSON.parse(row.operation) as SandboxRecord['operation']),
+    ingress: JSON.parse(row.ingress) as SandboxRecord['ingress'],
   };
 }
 

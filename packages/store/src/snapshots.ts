@@ -2,7 +2,7 @@
  * Snapshot and template rows.
  */
 import { RamifyError } from '@ramify/contracts';
-import type { CanonicalEgressPolicy, SnapshotRecord, TemplateRecord } from '@ramify/core';
+import type { CanonicalEgressPolicy, SandboxIngress, SnapshotRecord, TemplateRecord } from '@ramify/core';
 import { conflictOnConstraint, requireRootfs, type Db } from './db.js';
 
 interface SnapshotRow {
@@ -24,6 +24,8 @@ interface SnapshotRow {
   envs: string | null;
   /** JSON `{ mode, rules }` of its sandbox's egress policy (migration 10); NULL for template images and orphaned old rows. */
   egress: string | null;
+  /** JSON `{ ports, autoResume }` of its sandbox's ingress (migration 11); NULL when none is recorded. */
+  ingress: string | null;
 }
 
 const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
@@ -43,10 +45,13 @@ const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
   rootfsDir: r.rootfs_dir,
   envs: r.envs === null ? null : (JSON.parse(r.envs) as Record<string, string>),
   egress: r.egress === null ? null : (JSON.parse(r.egress) as CanonicalEgressPolicy),
+  ingress: r.ingress === null ? null : (JSON.parse(r.ingress) as SandboxIngress),
 });
 
 /** A record's envs as stored: a JSON object, or NULL when unknown. */
 const envsColumn = (envs: SnapshotRecord['envs']): string | null => (envs === null ? null : JSON.stringify(envs));
+/** A record's ingress as stored: JSON `{ ports, autoResume }`, or NULL when none is recorded. */
+const ingressColumn = (ingress: SnapshotRecord['ingress']): string | null => (ingress ? JSON.stringify({ ports: ingress.ports, autoResume: ingress.autoResume }) : null);
 /** A record's egress policy as stored: JSON `{ mode, rules }` (nothing else of the object given), or NULL when none is recorded. */
 const egressColumn = (egress: SnapshotRecord['egress']): string | null => (egress === null ? null : JSON.stringify({ mode: egress.mode, rules: egress.rules }));
 
@@ -63,12 +68,12 @@ export class SnapshotRows {
       this.#db
         .prepare(
           `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, disk_size_mb, rootfs_dir,
-             envs, egress)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             envs, egress, ingress)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(
           s.id, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.diskSizeMB, s.rootfsDir,
-          envsColumn(s.envs), egressColumn(s.egress),
+          envsColumn(s.envs), egressColumn(s.egress), ingressColumn(s.ingress),
         );
     } catch (err) {
       conflictOnConstraint(err, s.name ? `a snapshot named '${s.name}' already exists` : `snapshot '${s.id}' already exists`);
@@ -85,11 +90,11 @@ export class SnapshotRows {
     return row ? snapshotFromRow(row) : null;
   }
 
-  update(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress'>>): SnapshotRecord {
-    const columns: Record<string, string> = { name: 'name', kind: 'kind', status: 'status', sizeBytes: 'size_bytes', envs: 'envs', egress: 'egress' };
+  update(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress'>>): SnapshotRecord {
+    const columns: Record<string, string> = { name: 'name', kind: 'kind', status: 'status', sizeBytes: 'size_bytes', envs: 'envs', egress: 'egress', ingress: 'ingress' };
     const fields = Object.keys(patch).filter((f) => f in columns && patch[f as keyof typeof patch] !== undefined);
     const value = (f: string): unknown =>
-      f === 'envs' ? envsColumn(patch.envs ?? null) : f === 'egress' ? egressColumn(patch.egress ?? null) : patch[f as keyof typeof patch];
+      f === 'envs' ? envsColumn(patch.envs ?? null) : f === 'egress' ? egressColumn(patch.egress ?? null) : f === 'ingress' ? ingressColumn(patch.ingress ?? null) : patch[f as keyof typeof patch];
     if (fields.length > 0) {
       try {
         const result = this.#db

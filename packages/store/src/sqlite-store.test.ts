@@ -36,6 +36,7 @@ function sandbox(overrides: Partial<SandboxRecord> = {}): SandboxRecord {
     pausedSnapshotId: null,
     error: null,
     operation: null,
+    ingress: { ports: [], autoResume: null },
     ...overrides,
   };
 }

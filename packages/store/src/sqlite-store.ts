@@ -21,6 +21,7 @@ import type {
 } from '@ramify/core';
 import { ApiKeyRows, AuditRows, SlotRows } from './access.js';
 import { openDatabase, type Db } from './db.js';
+import { AccessTokenRows } from './access-tokens.js';
 import { EgressPolicyRows } from './egress.js';
 import { DEFAULT_EGRESS_LOG_MAX_ENTRIES, EgressLogRows } from './egress-log.js';
 import { SandboxRows } from './sandboxes.js';
@@ -48,6 +49,7 @@ export class SqliteStore implements Store {
   readonly #slots: SlotRows;
   readonly #egress: EgressPolicyRows;
   readonly #egressLog: EgressLogRows;
+  readonly #tokens: AccessTokenRows;
 
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
   constructor(options: SqliteStoreOptions) {
@@ -60,6 +62,7 @@ export class SqliteStore implements Store {
     this.#slots = new SlotRows(this.db, options.maxSlots ?? DEFAULT_MAX_SLOTS);
     this.#egress = new EgressPolicyRows(this.db);
     this.#egressLog = new EgressLogRows(this.db, options.egressLogMaxEntries ?? DEFAULT_EGRESS_LOG_MAX_ENTRIES);
+    this.#tokens = new AccessTokenRows(this.db);
   }
 
   async insertSandbox(record: SandboxRecord): Promise<void> {
@@ -89,7 +92,7 @@ export class SqliteStore implements Store {
   async findSnapshotByName(name: string): Promise<SnapshotRecord | null> {
     return this.#snapshots.byName(name);
   }
-  async updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress'>>): Promise<SnapshotRecord> {
+  async updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress'>>): Promise<SnapshotRecord> {
     return this.#snapshots.update(id, patch);
   }
   async listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]> {
@@ -159,6 +162,13 @@ export class SqliteStore implements Store {
   }
   async deleteEgressPolicy(sandboxId: string): Promise<void> {
     this.#egress.delete(sandboxId);
+  }
+
+  async ensureAccessToken(sandboxId: string, candidate: string, at: number): Promise<string> {
+    return this.#tokens.ensure(sandboxId, candidate, at);
+  }
+  async getAccessToken(sandboxId: string): Promise<string | null> {
+    return this.#tokens.get(sandboxId);
   }
 
   async appendEgressLog(entries: readonly EgressLogRecord[]): Promise<number> {

@@ -11,6 +11,7 @@ import { registerExec } from './sandbox-exec.js';
 import { registerProcesses } from './sandbox-processes.js';
 import { registerFiles } from './sandbox-files.js';
 import { DENY_ALL, collectRule, registerEgress } from './sandbox-egress.js';
+import { registerPorts } from './sandbox-ports.js';
 
 /** Default and largest `list --limit` (the API's page size default and maximum). */
 const DEFAULT_LIST_LIMIT = 100;
@@ -60,15 +61,18 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .addOption(new Option('--runtime <name>', 'runtime: gvisor (default) or microvm (a QEMU virtual machine with its own kernel)').choices(['gvisor', 'microvm']))
     .option('--egress <RULE>', "egress allow rule (repeatable; default open egress, or a snapshot's policy); see 'ramify sandbox egress --help'", collectRule)
     .addOption(new Option('--deny-all', 'deny all egress: nothing leaves (no name resolves, no address is reachable)').conflicts('egress'))
+    .option('-p, --port <PORT>', "expose a port at its URL (token access; repeatable); see 'ramify sandbox url --help'", (v: string, prev: number[] = []) => [...prev, Number(v)])
+    .option('--public-port <PORT>', 'expose a port with public access (no token; repeatable)', (v: string, prev: number[] = []) => [...prev, Number(v)])
     .addHelpText('after', `
 From a snapshot (--snapshot) the sandbox starts with the egress policy the snapshot recorded (see
 'ramify snapshot get'); --egress or --deny-all replaces it.`)
     .action(action(env, async (ctx, opts: { template?: string; snapshot?: string; timeout?: number; onTimeout?: 'pause' | 'kill';
-      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; disk?: number; runtime?: RuntimeName; egress?: string[]; denyAll?: boolean }) => {
+      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; disk?: number; runtime?: RuntimeName; egress?: string[]; denyAll?: boolean; port?: number[]; publicPort?: number[] }) => {
+      const ports = [...(opts.port ?? []).map((port) => ({ port, access: 'token' as const })), ...(opts.publicPort ?? []).map((port) => ({ port, access: 'public' as const }))];
       const sbx = await ctx.spin('creating sandbox', () => Sandbox.create({
         ...ctx.connection, template: opts.template, snapshot: opts.snapshot, timeoutMs: opts.timeout, onTimeout: opts.onTimeout,
         envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, diskSizeMB: opts.disk, runtime: opts.runtime,
-        egress: opts.denyAll ? DENY_ALL : opts.egress,
+        egress: opts.denyAll ? DENY_ALL : opts.egress, ...(ports.length > 0 ? { ports } : {}),
       }));
       if (ctx.json) ctx.output(await sbx.getInfo(), () => '');
       else ctx.print(sbx.sandboxId);
@@ -151,4 +155,5 @@ TEMPLATE is the template's name; 'tpl_... (deleted)': that template has since be
 
   registerFiles(sandbox, env);
   registerEgress(sandbox, env);
+  registerPorts(sandbox, env);
 }

@@ -10,7 +10,10 @@ import { intIn } from '../parse.js';
 
 /** The part of `@ramify/daemon` this command uses (imported dynamically so the CLI builds without it). */
 interface DaemonModule {
-  serve(options: { host?: string; port?: number; dataDir?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number } }): Promise<{ url: string; dataDir: string; runtimeSummary: string[]; close(): Promise<void> }>;
+  serve(options: {
+    host?: string; port?: number; dataDir?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
+    ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
+  }): Promise<{ url: string; dataDir: string; runtimeSummary: string[]; ingress: { address: string; url: string } | null; close(): Promise<void> }>;
 }
 
 async function loadDaemon(): Promise<DaemonModule> {
@@ -36,6 +39,32 @@ interface ServeFlags {
   microvmMemory?: number;
   /** `--max-output-bytes`: per-stream limit of command results, bytes. */
   maxOutputBytes?: number;
+  /** `--ingress-listen ADDR:PORT` or `off`. */
+  ingressListen?: string;
+  ingressDomain?: string;
+  ingressTlsCert?: string;
+  ingressTlsKey?: string;
+}
+
+/** Default `--ingress-listen`: loopback only. */
+const DEFAULT_INGRESS_LISTEN = '127.0.0.1:7424';
+
+/**
+ * The ingress options of `ramify serve`'s flags; null for `--ingress-listen off`.
+ * @throws RamifyError VALIDATION_FAILED for a listen address that is not ADDR:PORT, or a TLS file without the other.
+ */
+function ingressOptions(opts: ServeFlags): { host: string; port: number; domain?: string; tls?: { certFile: string; keyFile: string } } | null {
+  const listen = opts.ingressListen ?? DEFAULT_INGRESS_LISTEN;
+  if (listen === 'off') return null;
+  const m = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(listen);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) throw new RamifyError('VALIDATION_FAILED', `--ingress-listen '${listen}' is not ADDR:PORT (e.g. 127.0.0.1:7424, 0.0.0.0:443) or 'off'`);
+  if ((opts.ingressTlsCert === undefined) !== (opts.ingressTlsKey === undefined)) throw new RamifyError('VALIDATION_FAILED', '--ingress-tls-cert and --ingress-tls-key go together');
+  return {
+    host: m[1] as string, port,
+    ...(opts.ingressDomain ? { domain: opts.ingressDomain } : {}),
+    ...(opts.ingressTlsCert && opts.ingressTlsKey ? { tls: { certFile: opts.ingressTlsCert, keyFile: opts.ingressTlsKey } } : {}),
+  };
 }
 
 /** Register `serve` on `program`. */
@@ -48,6 +77,10 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--detach', 'run in the background (log: <data-dir>/serve.log); returns once the API answers, or at once if a daemon already answers there')
     .option('--microvm-memory <MB>', 'RAM microVM template images are booted with (default 1024): the most memoryMB a microVM sandbox can have; rebuild templates after changing it', intIn(128, 65536))
     .option('--max-output-bytes <bytes>', `bytes of each stream a command result keeps, the head (default ${DEFAULT_MAX_OUTPUT_BYTES}, 32 MiB; at most ${MAX_OUTPUT_BYTES_CEILING}); results say when they were cut, streams are never cut`, intIn(0, MAX_OUTPUT_BYTES_CEILING))
+    .option('--ingress-listen <addr:port>', `where port URLs are served (default ${DEFAULT_INGRESS_LISTEN}: loopback only; 'off' for none)`)
+    .option('--ingress-domain <domain>', "domain of port URLs, http://<port>-<sandboxId>.<domain>:<port>/ (default 'localhost': *.localhost resolves to loopback in curl and browsers)")
+    .option('--ingress-tls-cert <file>', 'PEM certificate (a wildcard *.<domain>) to serve port URLs over HTTPS, with --ingress-tls-key')
+    .option('--ingress-tls-key <file>', 'PEM key of --ingress-tls-cert')
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
       if (opts.detach) {
         const { url, started } = await serveDetached(opts);
@@ -60,8 +93,10 @@ export function registerServe(program: Command, env: CliEnv): void {
       }
       const { serve } = await loadDaemon();
       const microvm = opts.microvmMemory !== undefined ? { imageMemoryMB: opts.microvmMemory } : undefined;
-      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm });
+      const ingress = ingressOptions(opts);
+      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}) });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
+      if (server.ingress) ctx.note(`ramify: port URLs ${server.ingress.url} (listening on ${server.ingress.address})`);
       for (const line of server.runtimeSummary) ctx.note(`ramify: runtime ${line}`);
       await new Promise<void>((resolve) => {
         const stop = (): void => {
@@ -99,6 +134,10 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.logLevel) args.push('--log-level', opts.logLevel);
   if (opts.microvmMemory !== undefined) args.push('--microvm-memory', String(opts.microvmMemory));
   if (opts.maxOutputBytes !== undefined) args.push('--max-output-bytes', String(opts.maxOutputBytes));
+  if (opts.ingressListen) args.push('--ingress-listen', opts.ingressListen);
+  if (opts.ingressDomain) args.push('--ingress-domain', opts.ingressDomain);
+  if (opts.ingressTlsCert) args.push('--ingress-tls-cert', opts.ingressTlsCert);
+  if (opts.ingressTlsKey) args.push('--ingress-tls-key', opts.ingressTlsKey);
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log] });
   child.unref();
   closeSync(log);

@@ -16,6 +16,7 @@ import { RamifyError, isRamifyError } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { newSnapshotId } from '../ids.js';
 import { storedEgressPolicy } from '../egress/get-egress.js';
+import { copyIngress } from '../ingress/ports.js';
 import type { SandboxOperation, SandboxRecord, SnapshotRecord } from '../ports/store.js';
 import { bringUp, identityFor } from './bring-up.js';
 import { waitForNoConnections, waitForQuietNetwork } from './quiet-network.js';
@@ -135,7 +136,7 @@ export async function forkPointRunning(core: Core, record: SandboxRecord, plan: 
 
 /**
  * The `pending` row of a snapshot about to be taken of `record`, with a copy of its envs (the image's
- * environment) and of its egress policy now (the caller holds its lock, so no change comes in between).
+ * environment), of its exposed ports and of its egress policy now (the caller holds its lock, so no change comes in between).
  */
 async function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, plan: Pick<CheckpointPlan, 'kind' | 'name'>): Promise<SnapshotRecord> {
   return {
@@ -155,6 +156,7 @@ async function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: st
     rootfsDir: record.rootfsDir,
     envs: { ...record.envs },
     egress: await storedEgressPolicy(core, record.id),
+    ingress: copyIngress(record.ingress),
   };
 }
 

@@ -6,8 +6,9 @@ import { RamifyError, type CreateSandboxRequest, type RuntimeName } from '@ramif
 import { runtimeFor, type Core } from '../core.js';
 import { normaliseEgressPolicy, type CanonicalEgressPolicy } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
+import { copyIngress, parsePortSpecs } from '../ingress/ports.js';
 import type { RuntimeCapabilities } from '../ports/runtime.js';
-import type { SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
+import type { SandboxIngress, SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
 import { startSandbox } from './start.js';
 
 /**
@@ -20,13 +21,16 @@ import { startSandbox } from './start.js';
  * happens), else from a snapshot the policy the snapshot recorded (a template image, or an old snapshot
  * that recorded none: open, and a warning is logged for the latter). It is stored and enforced before the
  * sandbox's image is restored, so the restored processes' first packet already meets it.
- * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named, or mode; both template and snapshot; a runtime
+ * Its exposed ports are the request's `ports` (validated first too), else from a snapshot the ones it
+ * recorded; it gets an access token of its own.
+ * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named, or mode; a bad or repeated port; both template and snapshot; a runtime
  *   that does not match the snapshot; a `diskSizeMB` or `memoryMB` the runtime or its image cannot give), `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_BUILT` (the template has no image
  *   for the runtime asked for), `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
  *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
  */
 export async function createSandbox(core: Core, request: CreateSandboxRequest): Promise<SandboxRecord> {
   const egress = request.egress === undefined ? undefined : normaliseEgressPolicy(request.egress);
+  const ports = request.ports === undefined ? undefined : parsePortSpecs(request.ports);
   if (request.template !== undefined && request.snapshot !== undefined) {
     throw new RamifyError('VALIDATION_FAILED', 'template and snapshot are mutually exclusive: give one', { fields: ['template', 'snapshot'] });
   }
@@ -62,8 +66,19 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
       timeoutMs: request.timeoutMs ?? core.options.defaultTimeoutMs,
       onTimeout: request.onTimeout ?? core.options.defaultOnTimeout,
       egress: egress ?? source.egress ?? undefined,
+      ingress: sandboxIngress(source.ingress, ports, request.autoResume),
     }),
   );
+}
+
+/**
+ * A new sandbox's ports and autoResume: the request's ports, else the ones its snapshot recorded (none from a
+ * template); the request's autoResume, else the snapshot's (when the request gives no ports), else the default.
+ */
+function sandboxIngress(recorded: SandboxIngress | null | undefined, ports: SandboxIngress['ports'] | undefined, autoResume: boolean | undefined): SandboxIngress {
+  const base = recorded ? copyIngress(recorded) : { ports: [], autoResume: null };
+  if (ports !== undefined) return { ports, autoResume: autoResume ?? null };
+  return { ports: base.ports, autoResume: autoResume ?? base.autoResume };
 }
 
 interface Source {
@@ -86,6 +101,8 @@ interface Source {
    * gives one); null: a snapshot that recorded none (taken before policies were recorded, its sandbox gone: open too).
    */
   egress?: CanonicalEgressPolicy | null;
+  /** The exposed ports and autoResume a snapshot recorded; absent or null: none. */
+  ingress?: SandboxIngress | null;
 }
 
 /**
@@ -152,6 +169,7 @@ async function fromSnapshot(core: Core, idOrName: string): Promise<Source> {
     memoryMB: snapshot.memoryMB,
     diskSizeMB: snapshot.diskSizeMB,
     egress: snapshot.egress === null ? (snapshot.kind === 'template' ? undefined : null) : { mode: snapshot.egress.mode, rules: [...snapshot.egress.rules] },
+    ingress: snapshot.ingress ?? null,
   };
 }
 

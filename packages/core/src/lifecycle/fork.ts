@@ -5,7 +5,7 @@
  * in place (`Runtime.checkpointKeepRunning`, the microVM): then the parent stays `running` in the same
  * instance, stopped only while its state is copied. A paused parent's pause image is used as is and the
  * parent stays paused. Then the children are restored concurrently, each with a new id, a
- * new slot, fresh identity and its own copy of the parent's egress policy (later changes to one do not
+ * new slot, fresh identity, its own copy of the parent's egress policy and exposed ports (with its own access token) (later changes to one do not
  * affect the other). All or nothing: if one child fails, the others are killed.
  *
  * The parent carries a `fork` operation (snapshot id and child ids) from before the runtime acts until
@@ -115,6 +115,8 @@ async function startChildren(core: Core, parent: SandboxRecord, plan: ChildPlan)
         timeoutMs: parent.timeoutMs,
         onTimeout: parent.onTimeout,
         egress,
+        // Its own URLs (its own id, its own token) for the same ports.
+        ingress: parent.ingress,
       }),
     ),
   );

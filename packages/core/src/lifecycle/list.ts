@@ -54,5 +54,5 @@ export async function listSandboxes(core: Core, input: ListSandboxesInput): Prom
     limit: input.limit ?? 100,
     cursor: input.nextToken,
   });
-  return { sandboxes: page.sandboxes.map((r: SandboxRecord) => toSandboxInfo(r)), nextToken: page.nextCursor };
+  return { sandboxes: page.sandboxes.map((r: SandboxRecord) => toSandboxInfo(r, core.options.ingress)), nextToken: page.nextCursor };
 }

@@ -2,9 +2,10 @@
  * Record helpers shared by the use-cases: load-or-404, the one way to change a sandbox's state
  * (check → persist → emit), and the mapping of records to API shapes.
  */
-import { RamifyError, isRamifyError, type SandboxInfo, type SandboxState, type SnapshotInfo, type TemplateInfo } from '@ramify/contracts';
+import { RamifyError, isRamifyError, type IngressEndpoint, type SandboxInfo, type SandboxState, type SnapshotInfo, type TemplateInfo } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import type { SandboxPatch, SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
+import { effectiveAutoResume, sortPorts } from '../ingress/ports.js';
 import { assertTransition } from './state-machine.js';
 
 /**
@@ -31,8 +32,8 @@ export async function transition(core: Pick<Core, 'store' | 'events' | 'clock'>,
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-/** The API shape of a sandbox. */
-export function toSandboxInfo(record: SandboxRecord): SandboxInfo {
+/** The API shape of a sandbox; `ingress` is where this daemon's port URLs point (`core.options.ingress`), null without ingress. */
+export function toSandboxInfo(record: SandboxRecord, ingress: IngressEndpoint | null = null): SandboxInfo {
   return {
     id: record.id,
     state: record.state,
@@ -49,6 +50,9 @@ export function toSandboxInfo(record: SandboxRecord): SandboxInfo {
     timeoutMs: record.timeoutMs,
     onTimeout: record.onTimeout,
     error: record.error,
+    ports: sortPorts(record.ingress.ports),
+    autoResume: effectiveAutoResume(record.ingress),
+    ingress: ingress === null ? null : { ...ingress },
   };
 }
 
@@ -65,6 +69,7 @@ export function toSnapshotInfo(record: SnapshotRecord): SnapshotInfo {
     sizeBytes: record.sizeBytes,
     createdAt: iso(record.createdAt),
     egress: record.egress === null ? null : { mode: record.egress.mode, rules: [...record.egress.rules] },
+    ingress: record.ingress ? { ports: sortPorts(record.ingress.ports), autoResume: record.ingress.autoResume } : null,
   };
 }
 

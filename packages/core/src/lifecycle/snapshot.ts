@@ -6,6 +6,7 @@
 import { RamifyError } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { storedEgressPolicy } from '../egress/get-egress.js';
+import { copyIngress } from '../ingress/ports.js';
 import type { SandboxRecord, SnapshotRecord } from '../ports/store.js';
 import { checkpointRunning } from './checkpoint.js';
 import { loadSandbox, messageOf } from './records.js';
@@ -50,7 +51,7 @@ export async function snapshotSandbox(core: Core, sandboxId: string, input: Snap
 /**
  * The paused sandbox's pause image becomes the named snapshot. An image taken before snapshots recorded
  * envs gets the sandbox's (fixed at its create, so the same as when the image was taken). It records the
- * sandbox's egress policy now: the policy may have changed while it was paused, and the snapshot is taken
+ * sandbox's egress policy and exposed ports now: the policy may have changed while it was paused, and the snapshot is taken
  * now (as a resume would enforce the current one).
  */
 async function nameThePauseImage(core: Core, record: SandboxRecord, name: string): Promise<SnapshotRecord> {
@@ -64,5 +65,5 @@ async function nameThePauseImage(core: Core, record: SandboxRecord, name: string
     });
   }
   const egress = await storedEgressPolicy(core, sandboxId);
-  return core.store.updateSnapshot(image.id, { kind: 'named', name, egress, ...(image.envs === null ? { envs: { ...record.envs } } : {}) });
+  return core.store.updateSnapshot(image.id, { kind: 'named', name, egress, ingress: copyIngress(record.ingress), ...(image.envs === null ? { envs: { ...record.envs } } : {}) });
 }

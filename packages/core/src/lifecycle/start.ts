@@ -1,6 +1,6 @@
 /**
  * Starting a new sandbox from an image, shared by create and by each child of a fork:
- * record `creating` (with a `create` operation) → store its egress policy → lease a slot → attach network
+ * record `creating` (with a `create` operation and its exposed ports) → store its egress policy and a new access token → lease a slot → attach network
  * → enforce the egress policy → restore → agent →
  * identity → `running` with its timeout clock started. On failure everything it took is released and
  * the sandbox ends in `error` with the reason; when the runtime refused the request as bad input
@@ -10,7 +10,9 @@ import { isRamifyError } from '@ramify/contracts';
 import { prewarmFreeSlots } from './prewarm.js';
 import type { Core } from '../core.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
-import type { SandboxRecord } from '../ports/store.js';
+import { newAccessToken } from '../ingress/access-token.js';
+import { copyIngress, NO_INGRESS } from '../ingress/ports.js';
+import type { SandboxIngress, SandboxRecord } from '../ports/store.js';
 import { bringUp, releaseResources } from './bring-up.js';
 import { finishKill } from './kill.js';
 import { messageOf, transition } from './records.js';
@@ -23,6 +25,8 @@ export type NewSandbox = Pick<
   sourceSnapshotId: string;
   /** Normalised egress policy to store for it (a fork child gets a copy of its parent's); absent = none set (open). */
   egress?: CanonicalEgressPolicy;
+  /** Exposed ports and autoResume (a fork child's: a copy of its parent's); absent = none. */
+  ingress?: SandboxIngress;
 };
 
 /**
@@ -32,9 +36,10 @@ export type NewSandbox = Pick<
  *   `VALIDATION_FAILED` (bad input refused by a step; `error` with "kill failed" if releasing failed).
  */
 export async function startSandbox(core: Core, fresh: NewSandbox): Promise<SandboxRecord> {
-  const { egress, ...fields } = fresh;
+  const { egress, ingress, ...fields } = fresh;
   let record: SandboxRecord = {
     ...fields,
+    ingress: copyIngress(ingress ?? NO_INGRESS),
     state: 'creating',
     createdAt: core.clock.now(),
     endAt: null,
@@ -47,6 +52,8 @@ export async function startSandbox(core: Core, fresh: NewSandbox): Promise<Sandb
   core.events.emitState({ sandboxId: record.id, from: 'creating', to: 'creating', sandbox: record, at: record.createdAt });
   try {
     if (egress !== undefined) await core.store.putEgressPolicy(record.id, egress, record.createdAt);
+    // Its own access token (a fork's differs from its parent's), stored before the sandbox is acknowledged.
+    await core.store.ensureAccessToken(record.id, newAccessToken(core.entropy), record.createdAt);
     const slot = await core.store.allocateSlot(record.id);
     prewarmFreeSlots(core);
     record = await core.store.updateSandbox(record.id, { slot });

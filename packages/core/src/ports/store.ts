@@ -8,8 +8,19 @@
  * it in the same write that records the outcome, so after a crash `reconcile` finds every half-done
  * operation and rolls it forward or back. A write has happened when its promise resolved.
  */
-import type { EgressLogEntry, RuntimeName, SandboxState, SnapshotInfo, TimeoutAction } from '@ramify/contracts';
+import type { EgressLogEntry, ExposedPort, RuntimeName, SandboxState, SnapshotInfo, TimeoutAction } from '@ramify/contracts';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
+
+/**
+ * A sandbox's inbound side: the ports it exposes through the daemon's ingress (port order, no duplicates)
+ * and whether a request to one of them wakes it when paused (`null`: the default, on while a port is
+ * exposed). Kept across pause, resume and restarts, copied to forks, recorded with snapshots. The access
+ * token is not part of it (see {@link Store.ensureAccessToken}): every sandbox has its own.
+ */
+export interface SandboxIngress {
+  ports: ExposedPort[];
+  autoResume: boolean | null;
+}
 
 /** A lifecycle operation in flight, persisted before the runtime acts. */
 export type SandboxOperation =
@@ -61,6 +72,8 @@ export interface SandboxRecord {
   /** Human-readable reason of the `error` state (or of the last failed operation). */
   error: string | null;
   operation: SandboxOperation | null;
+  /** Exposed ports and autoResume (see {@link SandboxIngress}). */
+  ingress: SandboxIngress;
 }
 
 /** Fields of a sandbox that change after creation. */
@@ -122,6 +135,12 @@ export interface SnapshotRecord {
    * sandbox was gone when the store was upgraded (nothing to go on: open, as before).
    */
   egress: CanonicalEgressPolicy | null;
+  /**
+   * Its sandbox's exposed ports and autoResume when it was taken (as `egress`); a sandbox created from it
+   * starts with them unless the request gives `ports`. Null or absent: none recorded (template images, rows
+   * from before schema migration 11): no ports.
+   */
+  ingress?: SandboxIngress | null;
   /**
    * Host directory of the root filesystem the image was made on (its sandbox's pinned one; a template
    * image's template rootfs). The image may only be restored on this directory.
@@ -240,7 +259,7 @@ export interface Store {
   getSnapshot(id: string): Promise<SnapshotRecord | null>;
   findSnapshotByName(name: string): Promise<SnapshotRecord | null>;
   /** Rejects `SNAPSHOT_NOT_FOUND`, or `CONFLICT` when a new name is taken. */
-  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress'>>): Promise<SnapshotRecord>;
+  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress'>>): Promise<SnapshotRecord>;
   /** Newest first. */
   listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]>;
   /** No-op when absent. */
@@ -284,6 +303,15 @@ export interface Store {
   putEgressPolicy(sandboxId: string, policy: CanonicalEgressPolicy, at: number): Promise<EgressPolicyRecord>;
   /** Forget the sandbox's egress policy (back to "never set"); no-op when absent. Used to roll back a first set. */
   deleteEgressPolicy(sandboxId: string): Promise<void>;
+
+  /**
+   * The sandbox's access token (its token ports' credential), storing `candidate` first when it has none:
+   * one atomic write, so concurrent callers all get the same token. Never logged.
+   * Rejects `SANDBOX_NOT_FOUND` for an unknown sandbox.
+   */
+  ensureAccessToken(sandboxId: string, candidate: string, at: number): Promise<string>;
+  /** The sandbox's access token, or null when it has none yet. */
+  getAccessToken(sandboxId: string): Promise<string | null>;
 
   /**
    * Append egress verdicts (of any sandboxes; kept in the order given) in one transaction; returns how many

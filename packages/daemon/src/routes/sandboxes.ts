@@ -28,7 +28,7 @@ export const sandboxRoutes: RouteSpec[] = [
     handler: async ({ core, body, request }) => {
       const record = await createSandbox(core, body);
       request.ramify.sandboxId = record.id;
-      return toSandboxInfo(record);
+      return toSandboxInfo(record, core.options.ingress);
     },
   }),
   route({
@@ -38,7 +38,7 @@ export const sandboxRoutes: RouteSpec[] = [
   }),
   route({
     method: 'GET', url: '/v1/sandboxes/:id', summary: 'Get a sandbox', params: IdParams, response: SandboxInfo,
-    handler: async ({ core, params }) => toSandboxInfo(await getSandbox(core, params.id)),
+    handler: async ({ core, params }) => toSandboxInfo(await getSandbox(core, params.id), core.options.ingress),
   }),
   route({
     method: 'DELETE', url: '/v1/sandboxes/:id', summary: 'Kill a sandbox (idempotent)', action: 'sandbox.kill', params: IdParams, status: 204,
@@ -49,17 +49,18 @@ export const sandboxRoutes: RouteSpec[] = [
   route({
     method: 'POST', url: '/v1/sandboxes/:id/pause', summary: 'Pause (checkpoint) a sandbox; 409 CHECKPOINT_BLOCKED keeps it running',
     action: 'sandbox.pause', params: IdParams, body: NoBody.optional(), response: SandboxInfo,
-    handler: async ({ core, params }) => toSandboxInfo(await pauseSandbox(core, params.id)),
+    handler: async ({ core, params }) => toSandboxInfo(await pauseSandbox(core, params.id), core.options.ingress),
   }),
   route({
     method: 'POST', url: '/v1/sandboxes/:id/resume', summary: 'Resume a paused sandbox', action: 'sandbox.resume',
     params: IdParams, body: ResumeRequest.optional(), response: SandboxInfo,
-    handler: async ({ core, params, body }) => toSandboxInfo(await resumeSandbox(core, params.id, { timeoutMs: body?.timeoutMs })),
+    handler: async ({ core, params, body }) => toSandboxInfo(await resumeSandbox(core, params.id, { timeoutMs: body?.timeoutMs }), core.options.ingress),
   }),
   route({
     method: 'POST', url: '/v1/sandboxes/:id/fork', summary: 'Fork a running or paused sandbox into count new sandboxes', action: 'sandbox.fork',
     params: IdParams, body: ForkRequest, response: ForkResponse, status: 201,
-    handler: async ({ core, params, body }) => ({ sandboxes: (await forkSandbox(core, params.id, body)).map(toSandboxInfo) }),
+    handler: async ({ core, params, body }) => ({ sandboxes: (await forkSandbox(core, params.id, body))
+      .map((r) => toSandboxInfo(r, core.options.ingress)) }),
   }),
   route({
     method: 'POST', url: '/v1/sandboxes/:id/snapshots', summary: 'Take a named snapshot that outlives the sandbox', action: 'sandbox.snapshot',
@@ -69,6 +70,6 @@ export const sandboxRoutes: RouteSpec[] = [
   route({
     method: 'POST', url: '/v1/sandboxes/:id/timeout', summary: "Set a sandbox's lifetime from now", action: 'sandbox.timeout',
     params: IdParams, body: SetTimeoutRequest, response: SandboxInfo,
-    handler: async ({ core, params, body }) => toSandboxInfo(await setSandboxTimeout(core, params.id, body.timeoutMs)),
+    handler: async ({ core, params, body }) => toSandboxInfo(await setSandboxTimeout(core, params.id, body.timeoutMs), core.options.ingress),
   }),
 ];

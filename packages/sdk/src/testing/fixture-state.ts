@@ -88,6 +88,7 @@ export class FixtureState {
       sourceSnapshotId: parent ? this.id('snap') : source?.id ?? null, parentId: parent?.info.id ?? null,
       cpuCount: req.cpuCount ?? 1, memoryMB: req.memoryMB ?? 512, diskSizeMB: req.diskSizeMB ?? null, metadata: { ...(parent?.info.metadata ?? {}), ...(req.metadata ?? {}) },
       createdAt: now(), endAt: new Date(Date.now() + timeoutMs).toISOString(), timeoutMs, onTimeout: req.onTimeout ?? 'kill', error: null,
+      ports: [], autoResume: false, ingress: null,
     };
     const sbx: FixtureSandbox = {
       info, files: new Map(parent?.files ?? []), dirs: new Set(parent?.dirs ?? ['/', '/root', '/tmp']), processes: new Map(), nextPid: 100,
@@ -109,6 +110,7 @@ export class FixtureState {
       id: this.id('snap'), name, kind: 'named', runtime: 'gvisor', templateId: sbx.info.templateId, sandboxId: sbx.info.id,
       parentSnapshotId: sbx.info.sourceSnapshotId, sizeBytes: 4096, createdAt: now(),
       egress: { mode: sbx.egress?.mode ?? 'open', rules: [...(sbx.egress?.rules ?? [])] },
+      ingress: null,
     };
     this.snapshots.set(snap.id, snap);
     return snap;

@@ -1,0 +1,7 @@
+/** The ingress domain: exposed ports, access tokens, wake on request (see docs/design/INGRESS.md). */
+export { NO_INGRESS, checkPort, copyIngress, effectiveAutoResume, parsePortSpecs, portHost, portUrl, sortPorts } from './ports.js';
+export { ACCESS_TOKEN_BYTES, isWellFormedToken, newAccessToken, sandboxAccessToken, tokensEqual } from './access-token.js';
+export { exposePort, setAutoResume, unexposePort } from './expose.js';
+export { getPortUrl, ingressEndpoint, listPorts, toPortsInfo } from './get-ports.js';
+export { ingressTarget, wakeForIngress, type IngressTarget } from './ingress-target.js';
+export { diagnoseListeners, isLoopbackHex, listeningAddresses, sandboxListeners, type ListenerDiagnosis } from './listeners.js';

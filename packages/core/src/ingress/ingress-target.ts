@@ -1,0 +1,88 @@
+/**
+ * Use-cases of the ingress edge: which sandbox and port a request is for (and may it be reached), and
+ * waking a paused sandbox for a request. The ingress server (in `@ramify/network`) calls these on every
+ * request; it checks the token itself with {@link tokensEqual}.
+ */
+import { RamifyError, type PortAccess } from '@ramify/contracts';
+import type { Core } from '../core.js';
+import { resumeSandbox } from '../lifecycle/resume.js';
+import { isTerminal } from '../lifecycle/state-machine.js';
+import type { SandboxRecord } from '../ports/store.js';
+import { sandboxAccessToken } from './access-token.js';
+import { effectiveAutoResume } from './ports.js';
+
+/** What the ingress needs to serve one request. */
+export interface IngressTarget {
+  record: SandboxRecord;
+  access: PortAccess;
+  /** The sandbox's access token when the port has token access (compare with {@link tokensEqual}). */
+  token: string | null;
+}
+
+/**
+ * The sandbox and exposed port a request names.
+ * @throws RamifyError `SANDBOX_NOT_FOUND` (404), `SANDBOX_KILLED` (410), `PORT_NOT_EXPOSED` (404).
+ */
+export async function ingressTarget(core: Core, sandboxId: string, port: number): Promise<IngressTarget> {
+  const record = await core.store.getSandbox(sandboxId);
+  if (!record) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
+  if (isTerminal(record.state) || record.state === 'killing') throw new RamifyError('SANDBOX_KILLED', `sandbox '${sandboxId}' was killed`, { id: sandboxId });
+  const exposed = record.ingress.ports.find((p) => p.port === port);
+  if (!exposed) throw new RamifyError('PORT_NOT_EXPOSED', `port ${port} of sandbox '${sandboxId}' is not exposed`, { id: sandboxId, port });
+  return { record, access: exposed.access, token: exposed.access === 'token' ? await sandboxAccessToken(core, sandboxId) : null };
+}
+
+/** Resumes in flight, per core: concurrent requests to one paused sandbox share one. */
+const waking = new WeakMap<Core, Map<string, Promise<SandboxRecord>>>();
+
+/**
+ * Resolve once `sandboxId` is running, resuming it when it is paused and its autoResume is on (one resume
+ * shared by every concurrent caller; its lifetime starts afresh, as with `resume`), and waiting out a
+ * transition in flight (pausing, resuming). Gives up after `boundMs` (the resume goes on).
+ * @returns the running record, and whether this call waited for a wake (`woke`).
+ * @throws RamifyError `SANDBOX_PAUSED` (autoResume off), `SANDBOX_WAKING` (not running within `boundMs`;
+ *   details `retryAfterSeconds`), `SANDBOX_KILLED`, `SANDBOX_FAILED` (state `error`), and the resume's errors.
+ */
+export async function wakeForIngress(core: Core, sandboxId: string, boundMs: number): Promise<{ record: SandboxRecord; woke: boolean }> {
+  const first = await core.store.getSandbox(sandboxId);
+  if (first?.state === 'running') return { record: first, woke: false };
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new RamifyError('SANDBOX_WAKING', `sandbox '${sandboxId}' is waking up and did not answer within ${boundMs} ms; retry shortly`, { id: sandboxId, retryAfterSeconds: 2 }));
+    }, boundMs);
+  });
+  try {
+    return { record: await Promise.race([untilRunning(core, sandboxId), bound]), woke: true };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function untilRunning(core: Core, sandboxId: string): Promise<SandboxRecord> {
+  for (;;) {
+    const record = await core.store.getSandbox(sandboxId);
+    if (!record || isTerminal(record.state) || record.state === 'killing') throw new RamifyError('SANDBOX_KILLED', `sandbox '${sandboxId}' was killed`, { id: sandboxId });
+    if (record.state === 'running') return record;
+    if (record.state === 'error') throw new RamifyError('SANDBOX_FAILED', `sandbox '${sandboxId}' failed: ${record.error ?? 'no reason recorded'}`, { id: sandboxId, reason: record.error });
+    if (record.state === 'paused') {
+      if (!effectiveAutoResume(record.ingress)) {
+        throw new RamifyError('SANDBOX_PAUSED', `sandbox '${sandboxId}' is paused and its autoResume is off; resume it (\`ramify sandbox resume ${sandboxId}\`)`, { id: sandboxId });
+      }
+      return sharedResume(core, sandboxId);
+    }
+    // creating, pausing, resuming: the operation holds the sandbox's lock; look again once it is done.
+    await core.locks.run(sandboxId, async () => undefined);
+  }
+}
+
+function sharedResume(core: Core, sandboxId: string): Promise<SandboxRecord> {
+  let inFlight = waking.get(core);
+  if (!inFlight) waking.set(core, (inFlight = new Map()));
+  const existing = inFlight.get(sandboxId);
+  if (existing) return existing;
+  const resume = resumeSandbox(core, sandboxId).finally(() => inFlight.delete(sandboxId));
+  inFlight.set(sandboxId, resume);
+  core.logger.info('ingress: waking a paused sandbox for a request', { sandboxId });
+  return resume;
+}

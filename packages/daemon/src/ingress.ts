@@ -1,0 +1,81 @@
+/**
+ * The ingress edge of the daemon: the listener for port URLs (`@ramify/network`'s `IngressServer`) over
+ * core's ingress use-cases, its dialer and its firewall table. Started by `serve()` when `ingress` is given.
+ */
+import { readFile } from 'node:fs/promises';
+import { DEFAULT_INGRESS_DOMAIN, RamifyError, type IngressEndpoint } from '@ramify/contracts';
+import { ingressTarget, sandboxListeners, wakeForIngress, type Core } from '@ramify/core';
+import { IngressDialer, IngressServer, installIngressFirewall, NamespaceNetwork, layoutForPrefix, slotAddresses, slotRange, type IngressBackend } from '@ramify/network';
+
+/** `ramify serve --ingress-*`. */
+export interface IngressOptions {
+  /** Address to listen on; default `127.0.0.1` (loopback only). */
+  host?: string;
+  /** Port to listen on; default 7424; 0 picks a free one. */
+  port?: number;
+  /** Domain of port URLs; default `localhost` (`*.localhost` resolves to loopback in curl and browsers). */
+  domain?: string;
+  /** PEM files of a certificate (a wildcard `*.<domain>`) and its key: serve HTTPS. */
+  tls?: { certFile: string; keyFile: string };
+  /** uid of the dialer process (the only one the firewall lets reach slots); default the network's `DEFAULT_INGRESS_UID`. */
+  uid?: number;
+  /**
+   * The port URLs name, when it is not the listen port (e.g. behind a port forward or a load balancer on
+   * 443); default the listen port.
+   */
+  publicPort?: number;
+  /** Install the firewall table (default `install`; `skip` when the network is not the real one). */
+  firewall?: 'install' | 'skip';
+}
+
+export interface RunningIngress {
+  endpoint: IngressEndpoint;
+  /** `host:port` listened on. */
+  address: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Start the ingress for `core`: firewall, dialer, listener. Sets `core.options.ingress` to the endpoint
+ * URLs point at. Rejects when the port is taken, the TLS files cannot be read, or nft fails.
+ */
+export async function startIngress(core: Core, options: IngressOptions, network: { prefix: string }): Promise<RunningIngress> {
+  const layout = core.network instanceof NamespaceNetwork ? core.network.layout : layoutForPrefix(network.prefix);
+  const dialer = new IngressDialer(options.uid === undefined ? {} : { uid: options.uid });
+  if ((options.firewall ?? 'install') === 'install') await installIngressFirewall({ prefix: network.prefix, slotRange: slotRange(layout), dialerUid: dialer.uid });
+  const tls = options.tls ? { cert: await readFile(options.tls.certFile), key: await readFile(options.tls.keyFile) } : undefined;
+  const backend: IngressBackend = {
+    target: async (sandboxId, port) => {
+      const t = await ingressTarget(core, sandboxId, port);
+      return { access: t.access, token: t.token };
+    },
+    running: async (sandboxId) => {
+      const { record, woke } = await wakeForIngress(core, sandboxId, core.options.ingressWakeTimeoutMs);
+      if (record.slot === null) throw new RamifyError('UPSTREAM_ERROR', `sandbox '${sandboxId}' has no network slot`, { id: sandboxId });
+      return { slotAddress: slotAddresses(layout, record.slot).slotAddress, woke };
+    },
+    listeners: (sandboxId, port) => sandboxListeners(core, sandboxId, port),
+  };
+  const domain = options.domain ?? DEFAULT_INGRESS_DOMAIN;
+  const server = new IngressServer({
+    backend, dialer, domain, ...(tls ? { tls } : {}),
+    onError: (err, context) => core.logger.warn('ingress: request failed', { ...context, error: err instanceof Error ? err.message : String(err) }),
+  });
+  dialer.start();
+  const bound = await server.listen(options.host ?? '127.0.0.1', options.port ?? 7424).catch((err: unknown) => {
+    dialer.close();
+    throw err;
+  });
+  const publicPort = options.publicPort ?? bound.port;
+  const endpoint: IngressEndpoint = { domain, protocol: server.protocol, port: publicPort === (server.protocol === 'https' ? 443 : 80) ? null : publicPort };
+  core.options.ingress = endpoint;
+  core.logger.info('ingress serving', { address: `${bound.address}:${bound.port}`, domain, protocol: server.protocol, dialerUid: dialer.uid });
+  return {
+    endpoint,
+    address: `${bound.address}:${bound.port}`,
+    close: async () => {
+      await server.close();
+      dialer.close();
+    },
+  };
+}

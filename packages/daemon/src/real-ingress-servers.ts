@@ -1,0 +1,60 @@
+/**
+ * TEST SUPPORT for real-ingress.test.ts: the servers the tests run inside sandboxes (Python 3 standard
+ * library only): an HTTP server that serves files and takes PUT uploads (streamed to disk, answering the
+ * sha256), and a WebSocket echo server (RFC 6455 handshake and text frames). Test support only.
+ */
+
+/** `python3 /root/srv.py PORT [BIND]`: GET files under /root/www, PUT /name stores the body, answers its sha256. */
+export const HTTP_SERVER_PY = `
+import hashlib, http.server, os, sys
+class H(http.server.SimpleHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    def __init__(self, *a, **k):
+        super().__init__(*a, directory='/root/www', **k)
+    def log_message(self, *a):
+        with open('/root/access.log', 'a') as f:
+            f.write(self.client_address[0] + ' ' + self.requestline + ' ' + repr(dict(self.headers)) + '\\n')
+    def do_PUT(self):
+        left = int(self.headers.get('content-length', '0'))
+        h = hashlib.sha256()
+        with open('/root/www/' + os.path.basename(self.path), 'wb') as f:
+            while left > 0:
+                chunk = self.rfile.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                h.update(chunk); f.write(chunk); left -= len(chunk)
+        body = h.hexdigest().encode()
+        self.send_response(200); self.send_header('content-length', str(len(body))); self.end_headers(); self.wfile.write(body)
+os.makedirs('/root/www', exist_ok=True)
+http.server.ThreadingHTTPServer((sys.argv[2] if len(sys.argv) > 2 else '0.0.0.0', int(sys.argv[1])), H).serve_forever()
+`;
+
+/** `python3 /root/ws.py PORT`: a WebSocket echo server answering each text frame with `echo <text>`. */
+export const WS_SERVER_PY = `
+import base64, hashlib, socketserver, struct, sys
+GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'
+class H(socketserver.StreamRequestHandler):
+    def handle(self):
+        headers = {}
+        self.rfile.readline()
+        while True:
+            line = self.rfile.readline().decode().strip()
+            if not line: break
+            k, v = line.split(':', 1); headers[k.strip().lower()] = v.strip()
+        accept = base64.b64encode(hashlib.sha1((headers['sec-websocket-key'] + GUID).encode()).digest()).decode()
+        self.wfile.write(('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: ' + accept + '\\r\\n\\r\\n').encode())
+        while True:
+            head = self.rfile.read(2)
+            if len(head) < 2: return
+            op, n = head[0] & 15, head[1] & 127
+            if n == 126: n = struct.unpack('>H', self.rfile.read(2))[0]
+            elif n == 127: n = struct.unpack('>Q', self.rfile.read(8))[0]
+            mask = self.rfile.read(4)
+            data = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(n)))
+            if op == 8: return
+            out = b'echo ' + data
+            self.wfile.write(bytes([0x81, len(out)]) + out)
+class S(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+S(('0.0.0.0', int(sys.argv[1])), H).serve_forever()
+`;

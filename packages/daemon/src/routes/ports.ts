@@ -1,0 +1,43 @@
+/**
+ * Port routes: a sandbox's exposed ports (expose, unexpose, list), one port's URL (with the token for a
+ * token port), and autoResume. The URLs themselves are served by the ingress listener, not here.
+ */
+import { ExposePortRequest, PortInfo, PortsInfo, PortUrlInfo, SetAutoResumeRequest } from '@ramify/contracts';
+import { exposePort, getPortUrl, listPorts, setAutoResume, toPortsInfo, unexposePort } from '@ramify/core';
+import { z } from 'zod';
+import { IdParams, route, type RouteSpec } from '../http/route.js';
+
+/** `/v1/sandboxes/:id/ports/:port` params: the port an integer from 1 to 65535 (a string or 0 is a 400). */
+const PortParams = z.strictObject({ id: z.string().min(1).max(128), port: z.coerce.number().int().min(1).max(65535) });
+
+export const portRoutes: RouteSpec[] = [
+  route({
+    method: 'GET', url: '/v1/sandboxes/:id/ports', summary: "A sandbox's exposed ports with their URLs, and whether a request wakes it when paused", params: IdParams, response: PortsInfo,
+    handler: async ({ core, params }) => listPorts(core, params.id),
+  }),
+  route({
+    method: 'PUT', url: '/v1/sandboxes/:id/ports/:port',
+    summary: "Expose a port at its URL (access 'token', the default, or 'public'), or change its access; stored before it answers",
+    action: 'sandbox.expose', params: PortParams, body: ExposePortRequest.optional(), response: PortInfo,
+    handler: async ({ core, params, body }) => {
+      const record = await exposePort(core, params.id, params.port, { access: body?.access });
+      return toPortsInfo(core, record).ports.find((p) => p.port === params.port);
+    },
+  }),
+  route({
+    method: 'DELETE', url: '/v1/sandboxes/:id/ports/:port', summary: 'Close a port to the ingress (idempotent)', action: 'sandbox.unexpose', params: PortParams, status: 204,
+    handler: async ({ core, params }) => {
+      await unexposePort(core, params.id, params.port);
+    },
+  }),
+  route({
+    method: 'GET', url: '/v1/sandboxes/:id/ports/:port/url', summary: "An exposed port's URL and host, and the sandbox's access token for a token port; 404 PORT_NOT_EXPOSED otherwise",
+    params: PortParams, response: PortUrlInfo,
+    handler: async ({ core, params }) => getPortUrl(core, params.id, params.port),
+  }),
+  route({
+    method: 'PUT', url: '/v1/sandboxes/:id/auto-resume', summary: 'Whether a request to an exposed port wakes the sandbox when it is paused', action: 'sandbox.auto-resume',
+    params: IdParams, body: SetAutoResumeRequest, response: PortsInfo,
+    handler: async ({ core, params, body }) => toPortsInfo(core, await setAutoResume(core, params.id, body.autoResume)),
+  }),
+];

@@ -1,0 +1,119 @@
+/**
+ * The ingress server in-process, against a real HTTP + WebSocket server on loopback reached through the
+ * real dialer (a helper process under the ingress uid; needs root). The backend is the interface the
+ * server is built on, answering for one sandbox; the daemon's real one is covered by
+ * `packages/daemon/src/real-ingress.test.ts` against gVisor.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocket, WebSocketServer } from 'ws';
+import { RamifyError } from '@ramify/contracts';
+import { IngressDialer } from './dialer.js';
+import { IngressServer, type IngressBackend } from './ingress-server.js';
+
+const skip = process.getuid?.() !== 0 ? 'needs root (the dialer runs under its own uid)' : false;
+const ID = 'sbx_01J9ZK3V5W6X7Y8Z9A0B1C2D3E';
+const TOKEN = `rit_${'A'.repeat(43)}`;
+let upstream: Server;
+let upstreamPort = 0;
+let ingressPort = 0;
+let ingress: IngressServer;
+const dialer = new IngressDialer();
+const seen: Array<Record<string, string | string[] | undefined>> = [];
+
+const backend: IngressBackend = {
+  target: async (sandboxId, port) => {
+    if (sandboxId !== ID) throw new RamifyError('SANDBOX_NOT_FOUND', 'no such sandbox');
+    if (port === upstreamPort) return { access: 'token', token: TOKEN };
+    if (port === 1) return { access: 'public', token: null };
+    throw new RamifyError('PORT_NOT_EXPOSED', 'not exposed');
+  },
+  running: async () => ({ slotAddress: '127.0.0.1', woke: false }),
+  listeners: async () => 'none',
+};
+
+function get(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: ingressPort, path, headers: { host: `${port}-${ID.toLowerCase()}.localhost:${ingressPort}`, ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+before(async () => {
+  if (skip) return;
+  upstream = createServer((req, res) => {
+    seen.push(req.headers);
+    res.end(`hello ${req.url}`);
+  });
+  const wss = new WebSocketServer({ server: upstream });
+  wss.on('connection', (ws) => ws.on('message', (m) => ws.send(`echo ${m.toString()}`)));
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+  upstreamPort = (upstream.address() as AddressInfo).port;
+  ingress = new IngressServer({ backend, dialer, domain: 'localhost' });
+  ingressPort = (await ingress.listen('127.0.0.1', 0)).port;
+});
+after(async () => {
+  if (skip) return;
+  await ingress.close();
+  dialer.close();
+  upstream.close();
+});
+
+test('token port: 401 without, 403 wrong, 400 malformed, 200 with the header (token never forwarded)', { skip }, async () => {
+  assert.equal((await get(upstreamPort, '/')).status, 401);
+  assert.equal((await get(upstreamPort, '/', { 'x-ramify-access-token': `rit_${'B'.repeat(43)}` })).status, 403);
+  assert.equal((await get(upstreamPort, '/', { 'x-ramify-access-token': 'nope' })).status, 400);
+  const ok = await get(upstreamPort, '/x', { 'x-ramify-access-token': TOKEN });
+  assert.equal(ok.status, 200);
+  assert.equal(ok.body, 'hello /x');
+  const h = seen[seen.length - 1]!;
+  assert.equal(h['x-ramify-access-token'], undefined);
+  assert.equal(h['x-forwarded-for'], '127.0.0.1');
+  assert.equal(h['x-forwarded-proto'], 'http');
+  assert.match(String(h['x-forwarded-host']), /localhost/);
+  assert.match((await get(upstreamPort, '/', { accept: 'text/html' })).body, /<html>/);
+});
+
+test('query parameter → one redirect setting an HttpOnly cookie, then the cookie works', { skip }, async () => {
+  const first = await get(upstreamPort, `/page?a=1&ramify_access_token=${TOKEN}`);
+  assert.equal(first.status, 302);
+  assert.equal(first.headers.location, '/page?a=1');
+  const cookie = String((first.headers['set-cookie'] as string[])[0]).split(';')[0]!;
+  assert.match(cookie, /^ramify_access_token=/);
+  const second = await get(upstreamPort, '/page?a=1', { cookie });
+  assert.equal(second.status, 200);
+  assert.equal(seen[seen.length - 1]!.cookie, undefined, 'the access cookie is not forwarded');
+});
+
+test('errors: unknown sandbox 404, port not exposed 404, nothing listening 502, bad host 400', { skip }, async () => {
+  assert.equal((await get(upstreamPort + 1, '/')).status, 404);
+  assert.equal(JSON.parse((await get(upstreamPort + 1, '/')).body).error.code, 'PORT_NOT_EXPOSED');
+  const refused = await get(1, '/');
+  assert.equal(refused.status, 502);
+  assert.equal(JSON.parse(refused.body).error.code, 'UPSTREAM_NOT_LISTENING');
+  const bad = await new Promise<number>((resolve) => request({ host: '127.0.0.1', port: ingressPort, path: '/', headers: { host: 'localhost' } }, (res) => resolve(res.statusCode ?? 0)).end());
+  assert.equal(bad, 400);
+});
+
+test('WebSocket through the ingress, token as a header and as the cookie', { skip }, async () => {
+  const url = `ws://127.0.0.1:${ingressPort}/`;
+  const host = `${upstreamPort}-${ID.toLowerCase()}.localhost:${ingressPort}`;
+  for (const headers of [{ host, 'x-ramify-access-token': TOKEN }, { host, cookie: `ramify_access_token=${TOKEN}` }]) {
+    const ws = new WebSocket(url, { headers });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    ws.send('hi');
+    const reply = await new Promise<string>((resolve) => ws.once('message', (m) => resolve(m.toString())));
+    assert.equal(reply, 'echo hi');
+    ws.close();
+  }
+  const denied = new WebSocket(url, { headers: { host } });
+  const status = await new Promise<number>((resolve) => denied.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)).once('error', () => resolve(-1)));
+  assert.equal(status, 401);
+});

@@ -1,0 +1,211 @@
+/**
+ * `IngressServer`: the daemon's listener for port URLs (`<port>-<sandboxId>.<domain>`), thin over a
+ * {@link IngressBackend} (the daemon's adapter to core). Per request: parse the Host → ask the backend
+ * for the sandbox and port (404/410/404) → check the token (401/400/403; a query parameter is exchanged
+ * for a cookie by a redirect) → wake the sandbox if paused (held until it runs; 503 + Retry-After past the
+ * bound) → connect to the slot address through the {@link IngressDialer} (the only sockets the ingress
+ * firewall lets reach a slot) → proxy with `http-proxy-3`: bodies streamed both ways with backpressure,
+ * never buffered (SSE too), WebSocket upgrades piped as raw sockets, `X-Forwarded-For`/`-Proto`/`-Host`
+ * set. A refused connection is explained by asking the sandbox what listens on the port (502 "nothing
+ * listens" or "bind 0.0.0.0").
+ *
+ * Each proxied request gets its own connection to the sandbox (no pool): an idle pooled connection would
+ * hold a pause up (gVisor cannot checkpoint an established connection). Client connections keep alive.
+ *
+ * Lifecycle: `new` → `listen()` → `close()`.
+ */
+import { Agent, createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
+import { createProxyServer } from 'http-proxy-3';
+import { isRamifyError, RamifyError, type PortAccess } from '@ramify/contracts';
+import { isWellFormedToken, tokensEqual, type ListenerDiagnosis } from '@ramify/core';
+import { accessCookie, presentedToken, upstreamHeaders, withoutTokenParameter } from './access.js';
+import { sendError, sendUpgradeError } from './answers.js';
+import { DialError, type IngressDialer } from './dialer.js';
+import { isIngressHost, parseIngressHost, type IngressHost } from './host.js';
+
+/** What the ingress asks of the daemon (implemented over core's use-cases). Errors are RamifyErrors. */
+export interface IngressBackend {
+  /** The port's access and the sandbox's token (token access). @throws SANDBOX_NOT_FOUND, SANDBOX_KILLED, PORT_NOT_EXPOSED. */
+  target(sandboxId: string, port: number): Promise<{ access: PortAccess; token: string | null }>;
+  /** Resolve once the sandbox runs (waking it when paused): its slot address, and whether it was woken. @throws SANDBOX_PAUSED, SANDBOX_WAKING, ... */
+  running(sandboxId: string): Promise<{ slotAddress: string; woke: boolean }>;
+  /** What listens on `port` inside the running sandbox. */
+  listeners(sandboxId: string, port: number): Promise<ListenerDiagnosis>;
+}
+
+export interface IngressServerOptions {
+  backend: IngressBackend;
+  dialer: IngressDialer;
+  /** The ingress domain (`localhost`: `*.localhost` resolves to loopback). */
+  domain: string;
+  /** TLS certificate and key (PEM): serve HTTPS; absent: HTTP. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
+  /** After a wake, connections refused are retried this long while the server comes back, ms; default 10000. */
+  wakeConnectRetryMs?: number;
+  /** Called for failures worth a log line (never with a token). */
+  onError?: (err: unknown, context: { sandboxId?: string; port?: number }) => void;
+}
+
+/** A request that passed the checks: where it goes. */
+interface Route {
+  host: IngressHost;
+  slotAddress: string;
+  socket: Socket;
+}
+
+/** An http.Agent that hands the request the connection the dialer already made (one request, then closed). */
+class DialedAgent extends Agent {
+  constructor(private readonly socket: Socket) {
+    super({ keepAlive: false });
+  }
+  override createConnection(): Socket {
+    return this.socket;
+  }
+}
+
+export class IngressServer {
+  private readonly options: IngressServerOptions;
+  private readonly server: Server;
+  private readonly proxy = createProxyServer({ xfwd: false, changeOrigin: false, ws: true });
+  readonly protocol: 'http' | 'https';
+
+  constructor(options: IngressServerOptions) {
+    this.options = options;
+    this.protocol = options.tls ? 'https' : 'http';
+    this.server = options.tls ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }) : createHttpServer();
+    this.server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.onRequest(req, res));
+    this.server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => void this.onUpgrade(req, socket, head));
+    this.server.on('clientError', (_err, socket: Socket) => socket.destroy());
+    this.proxy.on('error', (err, _req, resOrSocket) => {
+      this.options.onError?.(err, {});
+      if (resOrSocket && 'writeHead' in resOrSocket) sendError(resOrSocket as ServerResponse, new RamifyError('UPSTREAM_ERROR', `the connection to the sandbox's server failed: ${err.message}`), undefined);
+      else (resOrSocket as Socket | undefined)?.destroy();
+    });
+  }
+
+  /** Listen on `host:port` (0 picks a free port). Rejects with the socket error (`EADDRINUSE`). */
+  async listen(host: string, port: number): Promise<{ address: string; port: number }> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ host, port }, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const bound = this.server.address();
+    if (!bound || typeof bound === 'string') throw new Error('ingress listener has no address');
+    return { address: bound.address, port: bound.port };
+  }
+
+  /** Stop accepting; open connections are closed. */
+  async close(): Promise<void> {
+    this.server.closeAllConnections?.();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.proxy.close();
+  }
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const accept = req.headers.accept;
+    try {
+      const host = this.parseHost(req);
+      const { access, token } = await this.options.backend.target(host.sandboxId, host.port);
+      if (access === 'token') {
+        const granted = this.checkToken(req, token as string);
+        if (granted === 'exchange' && (req.method === 'GET' || req.method === 'HEAD')) {
+          // Once: the token goes into a host-only HttpOnly cookie and out of the URL.
+          res.writeHead(302, { location: withoutTokenParameter(req.url ?? '/'), 'set-cookie': accessCookie(token as string, { secure: this.protocol === 'https' }), 'cache-control': 'no-store', 'content-length': 0 });
+          res.end();
+          return;
+        }
+      }
+      const route = await this.connect(host);
+      this.forward(req, route);
+      this.proxy.web(req, res, { target: { host: route.slotAddress, port: host.port }, agent: new DialedAgent(route.socket) });
+    } catch (err) {
+      sendError(res, this.asError(err), accept);
+    }
+  }
+
+  private async onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
+    socket.on('error', () => socket.destroy());
+    try {
+      const host = this.parseHost(req);
+      const { access, token } = await this.options.backend.target(host.sandboxId, host.port);
+      if (access === 'token') this.checkToken(req, token as string);
+      const route = await this.connect(host);
+      this.forward(req, route);
+      this.proxy.ws(req, socket, head, { target: { host: route.slotAddress, port: host.port }, agent: new DialedAgent(route.socket) });
+    } catch (err) {
+      sendUpgradeError(socket, this.asError(err));
+    }
+  }
+
+  /** @throws RamifyError `INGRESS_HOST_INVALID`. */
+  private parseHost(req: IncomingMessage): IngressHost {
+    const parsed = parseIngressHost(req.headers.host, this.options.domain);
+    if (!isIngressHost(parsed)) throw new RamifyError('INGRESS_HOST_INVALID', parsed.problem, { host: req.headers.host ?? null });
+    return parsed;
+  }
+
+  /**
+   * Whether the request's token is the sandbox's: `ok`, or `exchange` (right, and given as a query parameter).
+   * @throws RamifyError `ACCESS_TOKEN_REQUIRED` (none; a malformed cookie counts as none), `ACCESS_TOKEN_MALFORMED`, `ACCESS_TOKEN_INVALID`.
+   */
+  private checkToken(req: IncomingMessage, token: string): 'ok' | 'exchange' {
+    const presented = presentedToken({ url: req.url ?? '/', headers: req.headers });
+    const required = new RamifyError('ACCESS_TOKEN_REQUIRED', 'this port needs the sandbox\'s access token: send header X-Ramify-Access-Token, or open the URL once with ?ramify_access_token=TOKEN (`ramify sandbox url ID PORT --json` gives it)');
+    if (!presented) throw required;
+    if (!isWellFormedToken(presented.value)) {
+      if (presented.source === 'cookie') throw required;
+      throw new RamifyError('ACCESS_TOKEN_MALFORMED', `the access token in the ${presented.source === 'header' ? 'X-Ramify-Access-Token header' : 'ramify_access_token parameter'} is malformed (expected rit_ and 43 characters)`);
+    }
+    if (!tokensEqual(presented.value, token)) throw new RamifyError('ACCESS_TOKEN_INVALID', "the access token is not this sandbox's");
+    return presented.source === 'query' ? 'exchange' : 'ok';
+  }
+
+  /** Wake if needed, then connect to the port through the dialer, explaining a refusal. */
+  private async connect(host: IngressHost): Promise<Route> {
+    const { slotAddress, woke } = await this.options.backend.running(host.sandboxId);
+    const retryUntil = woke ? Date.now() + (this.options.wakeConnectRetryMs ?? 10_000) : 0;
+    for (let delayMs = 50; ; delayMs = Math.min(delayMs * 2, 500)) {
+      try {
+        return { host, slotAddress, socket: await this.options.dialer.dial(slotAddress, host.port) };
+      } catch (err) {
+        if (!(err instanceof DialError)) throw err;
+        // A woken sandbox's server may need a moment to accept again: held, within the bound.
+        if (err.code === 'ECONNREFUSED' && Date.now() < retryUntil) {
+          await new Promise((resolve) => setTimeout(resolve, delayMs));
+          continue;
+        }
+        throw await this.explain(host, err);
+      }
+    }
+  }
+
+  private async explain(host: IngressHost, err: DialError): Promise<RamifyError> {
+    const { port, sandboxId } = host;
+    if (err.code !== 'ECONNREFUSED') return new RamifyError('UPSTREAM_ERROR', `could not connect to port ${port} of sandbox '${sandboxId}': ${err.code}`, { id: sandboxId, port });
+    const found = await this.options.backend.listeners(sandboxId, port).catch(() => null);
+    if (found === 'loopback-only') {
+      return new RamifyError('UPSTREAM_LOOPBACK_ONLY', `a server in sandbox '${sandboxId}' listens on port ${port} only on 127.0.0.1 (loopback), which the ingress cannot reach: bind 0.0.0.0 (e.g. \`python3 -m http.server --bind 0.0.0.0 ${port}\`)`, { id: sandboxId, port });
+    }
+    if (found === 'none') return new RamifyError('UPSTREAM_NOT_LISTENING', `nothing in sandbox '${sandboxId}' listens on port ${port}; start a server on 0.0.0.0:${port}`, { id: sandboxId, port });
+    return new RamifyError('UPSTREAM_ERROR', `port ${port} of sandbox '${sandboxId}' refused the connection`, { id: sandboxId, port });
+  }
+
+  /** Rewrite the request for the sandbox's server: forwarded headers, no token. */
+  private forward(req: IncomingMessage, route: Route): void {
+    const host = req.headers.host ?? '';
+    req.headers = upstreamHeaders(req.headers, { address: req.socket.remoteAddress ?? '', protocol: this.protocol, host }) as IncomingMessage['headers'];
+    req.url = withoutTokenParameter(req.url ?? '/');
+    route.socket.on('error', () => route.socket.destroy());
+  }
+
+  private asError(err: unknown): RamifyError {
+    if (isRamifyError(err)) return err;
+    this.options.onError?.(err, {});
+    return new RamifyError('INTERNAL', 'internal error');
+  }
+}
