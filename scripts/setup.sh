@@ -11,12 +11,15 @@ step() { printf '\n==> %s\n' "$*"; }
 
 if [ "$(id -u)" != 0 ]; then echo "setup: run as root (gVisor, namespaces and nftables need it)" >&2; exit 1; fi
 
-# runsc comes from Debian's bookworm-backports, pinned to one release: bookworm's own 20221219 loses a
-# sandbox checkpointed with a TCP listener or connection (docs/design/RUNTIME-GVISOR.md).
+# runsc and QEMU come from Debian's bookworm-backports, each pinned to one release: bookworm's own
+# runsc 20221219 loses a sandbox checkpointed with a TCP listener or connection
+# (docs/design/RUNTIME-GVISOR.md); QEMU 10.0 replaces bookworm's 7.2 (docs/design/RUNTIME-MICROVM.md).
+# Images belong to the release that made them: changing either rebuilds the templates.
 RUNSC_RELEASE='0.0~20240729.0'
+QEMU_RELEASE='10.0'
 apt_updated=
 if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-  step "add Debian's bookworm-backports (for runsc $RUNSC_RELEASE)"
+  step "add Debian's bookworm-backports (for runsc $RUNSC_RELEASE and QEMU $QEMU_RELEASE)"
   cat > /etc/apt/sources.list.d/ramify-bookworm-backports.sources <<'EOF'
 Types: deb
 URIs: http://deb.debian.org/debian
@@ -30,10 +33,17 @@ if [ "$(dpkg-query -W -f='${Version}' runsc 2>/dev/null | cut -d- -f1)" != "$RUN
   apt-get update -q && apt_updated=1
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q -t bookworm-backports "runsc=$RUNSC_RELEASE-*"
 fi
+qemu_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null | sed -E 's/^[0-9]+://; s/^([0-9]+\.[0-9]+).*/\1/'; }
+if [ "$(qemu_version qemu-system-x86)" != "$QEMU_RELEASE" ] || [ "$(qemu_version qemu-utils)" != "$QEMU_RELEASE" ]; then
+  step "apt-get install QEMU $QEMU_RELEASE (bookworm-backports)"
+  [ -n "$apt_updated" ] || { apt-get update -q && apt_updated=1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends -t bookworm-backports \
+    "qemu-system-x86=1:$QEMU_RELEASE.*" "qemu-system-common=1:$QEMU_RELEASE.*" "qemu-system-data=1:$QEMU_RELEASE.*" "qemu-utils=1:$QEMU_RELEASE.*"
+fi
 
 need=()
 for pkg in mmdebstrap nftables iproute2 util-linux gcc libc6-dev ca-certificates \
-           ulogd2 ulogd2-json qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs procps python3; do
+           ulogd2 ulogd2-json busybox-static cpio e2fsprogs procps python3; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
