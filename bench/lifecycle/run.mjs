@@ -82,7 +82,7 @@ try {
     raw.restore8.push(t8);
     await Promise.all(specs.map((s) => runtime.kill(s.sandboxId)));
   }
-  await runtime.settle();
+  await runtime.settle?.();
 } finally {
   await net.destroyAll();
   await rm(work, { recursive: true, force: true });

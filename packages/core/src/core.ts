@@ -31,6 +31,7 @@ export interface CoreOptions {
   /**
    * Bound on opening an agent channel plus its first ping, reconnects included, ms. Default 20000: a
    * restored microVM under TCG answers in ~0.2-1 s; the rest is room for a loaded host and reconnects.
+   * After a restore it is multiplied by the restores sharing each core at that moment (`bring-up.ts`).
    */
   agentConnectTimeoutMs: number;
   /** At most this many restores of one fork run at once. */

@@ -63,13 +63,14 @@ export class AgentSessions {
 
   /**
    * Open a fresh session (after a restore), replacing any previous one, and allow reconnects again.
+   * `options.timeoutMs` replaces `connectTimeoutMs` for this open (a host busy bringing many sandboxes up).
    * @throws RamifyError `AGENT_UNREACHABLE` when the agent does not answer within the bound.
    */
-  async open(sandboxId: string): Promise<AgentSession> {
+  async open(sandboxId: string, options: { timeoutMs?: number } = {}): Promise<AgentSession> {
     this.#suspended.delete(sandboxId);
     this.#deaths.delete(sandboxId);
     await this.#closeCurrent(sandboxId);
-    return this.#connect(sandboxId);
+    return this.#connect(sandboxId, options.timeoutMs);
   }
 
   /**
@@ -174,16 +175,15 @@ export class AgentSessions {
     if (!current.closed) await current.close().catch(() => undefined);
   }
 
-  #connect(sandboxId: string): Promise<AgentSession> {
-    const pending = this.#open(sandboxId).finally(() => {
+  #connect(sandboxId: string, timeoutMs?: number): Promise<AgentSession> {
+    const pending = this.#open(sandboxId, timeoutMs ?? this.#options.connectTimeoutMs).finally(() => {
       if (this.#opening.get(sandboxId) === pending) this.#opening.delete(sandboxId);
     });
     this.#opening.set(sandboxId, pending);
     return pending;
   }
 
-  async #open(sandboxId: string): Promise<AgentSession> {
-    const { connectTimeoutMs } = this.#options;
+  async #open(sandboxId: string, connectTimeoutMs: number): Promise<AgentSession> {
     let gaveUp = false;
     let lastError: unknown;
     let timer: NodeJS.Timeout | undefined;

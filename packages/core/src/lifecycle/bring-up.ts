@@ -6,6 +6,7 @@
  *   enforcement, detach the network, free the slot.
  */
 import { stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { RamifyError, isRamifyError, type AgentIdentity } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { releaseEgressEnforcement, enforceStoredEgressPolicy } from '../egress/enforcement.js';
@@ -24,6 +25,30 @@ import { isWarmSlot, prewarmFreeSlots } from './prewarm.js';
  *   started then), `SNAPSHOT_NOT_FOUND`, `AGENT_UNREACHABLE`, `RUNTIME_UNAVAILABLE`.
  */
 export async function bringUp(core: Core, record: SandboxRecord, snapshotId: string): Promise<void> {
+  bringUpsInFlight.set(core, (bringUpsInFlight.get(core) ?? 0) + 1);
+  try {
+    await bringUpOne(core, record, snapshotId);
+  } finally {
+    bringUpsInFlight.set(core, (bringUpsInFlight.get(core) ?? 1) - 1);
+  }
+}
+
+/** Bring-ups running now, per core (a fork x8 runs eight). */
+const bringUpsInFlight = new WeakMap<Core, number>();
+
+/**
+ * The bound on a restored sandbox's agent answering: `agentConnectTimeoutMs`, times the bring-ups that
+ * share each of the host's cores right now (rounded up). Eight microVMs restored at once under TCG on
+ * 2 cores each get a quarter of a core: measured, their agents took longer than 20 s to answer, and the
+ * fork failed although nothing was wrong (bench/fork-economics). A dead instance is still noticed at
+ * once by the liveness monitor.
+ */
+function agentTimeoutMs(core: Core): number {
+  const sharing = Math.max(1, Math.ceil((bringUpsInFlight.get(core) ?? 1) / availableParallelism()));
+  return core.options.agentConnectTimeoutMs * sharing;
+}
+
+async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string): Promise<void> {
   if (record.slot === null) throw new RamifyError('INTERNAL', `sandbox '${record.id}' has no network slot`);
   const runtime = runtimeFor(core, record.runtime);
   await assertRootfsPresent(record, snapshotId);
@@ -42,7 +67,7 @@ export async function bringUp(core: Core, record: SandboxRecord, snapshotId: str
       imageDir,
     );
     phase('restoreMs');
-    const session = await core.sessions.open(record.id);
+    const session = await core.sessions.open(record.id, { timeoutMs: agentTimeoutMs(core) });
     phase('agentMs');
     await session.setIdentity(identityFor(core, record));
     phase('identityMs');
