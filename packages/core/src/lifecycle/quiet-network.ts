@@ -31,23 +31,29 @@ export async function waitForQuietNetwork(core: Pick<Core, 'sessions' | 'clock' 
 export async function waitForNoConnections(core: Pick<Core, 'sessions' | 'clock' | 'options'>, sandboxId: string, runtime: Runtime): Promise<void> {
   await pollUntilQuiet(core, sandboxId, runtime, async (session) => {
     const { endpoints } = await session.networkEndpoints();
-    return { frozen: endpoints.length === 0, endpoints };
+    return { quiet: endpoints.length === 0, endpoints };
   });
+}
+
+/** One look at the sandbox's connections: `quiet` when none holds the checkpoint up. */
+interface QuietCheck {
+  quiet: boolean;
+  endpoints: string[];
 }
 
 async function pollUntilQuiet(
   core: Pick<Core, 'sessions' | 'clock' | 'options'>,
   sandboxId: string,
   runtime: Runtime,
-  check: (session: AgentSession) => Promise<{ frozen: boolean; endpoints: string[] }>,
+  check: (session: AgentSession) => Promise<QuietCheck>,
 ): Promise<void> {
   if (!runtime.capabilities.checkpointNeedsQuietNetwork) return;
   const { quietNetworkTimeoutMs, quietNetworkPollMs } = core.options;
   const deadline = core.clock.now() + quietNetworkTimeoutMs;
   for (;;) {
     const session = await core.sessions.get(sandboxId);
-    const { frozen, endpoints } = await check(session);
-    if (frozen) return;
+    const { quiet, endpoints } = await check(session);
+    if (quiet) return;
     if (core.clock.now() >= deadline) {
       throw new RamifyError(
         'CHECKPOINT_BLOCKED',
@@ -63,12 +69,14 @@ async function pollUntilQuiet(
  * The agent's quiesce; an agent from before it (in an image made earlier) only reports the endpoints,
  * so an empty report counts as quiet there, as it did when that image was made.
  */
-async function quiesce(session: AgentSession): Promise<{ frozen: boolean; endpoints: string[] }> {
+async function quiesce(session: AgentSession): Promise<QuietCheck> {
   try {
-    return await session.quiesceNetwork();
+    // `frozen`: the agent stopped every process and no connection is left.
+    const { frozen, endpoints } = await session.quiesceNetwork();
+    return { quiet: frozen, endpoints };
   } catch (err) {
     if (!(isRamifyError(err) && err.code === 'BAD_REQUEST' && /unknown agent method/.test(err.message))) throw err;
     const { endpoints } = await session.networkEndpoints();
-    return { frozen: endpoints.length === 0, endpoints };
+    return { quiet: endpoints.length === 0, endpoints };
   }
 }
