@@ -28,6 +28,13 @@ describe('protocol: sandbox lifecycle', () => {
     assert.equal(await sbx.isRunning(), true);
   });
 
+  test('create takes the template first, as E2B\'s SDK does', async () => {
+    const sbx = await Sandbox.create('base', { ...conn(), cpuCount: 2 });
+    const info = await sbx.getInfo();
+    assert.equal(info.templateId, 'tpl_base');
+    assert.equal(info.cpuCount, 2);
+  });
+
   test('pause, resume, connect (auto-resume), setTimeout, snapshot, fork, kill', async () => {
     const sbx = await Sandbox.create(conn());
     assert.equal((await sbx.pause()).state, 'paused');

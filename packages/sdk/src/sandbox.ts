@@ -23,7 +23,7 @@ export interface SandboxOpts extends ConnectionOpts {
   snapshot?: string;
   /** Lifetime, ms (max 24 h); at the deadline `onTimeout` happens. Server default 300000. */
   timeoutMs?: number;
-  /** What the deadline does: `pause` or `kill` (server default). */
+  /** What the deadline does: `pause` (the default) or `kill`. */
   onTimeout?: TimeoutAction;
   /**
    * Default environment of every command in the sandbox, placed over the template's `envs` (the same
@@ -82,8 +82,15 @@ export class Sandbox {
     this.files = new Files(api, sandboxId);
   }
 
-  /** Create a sandbox (state `running` when this resolves). Throws `TEMPLATE_NOT_FOUND`, `SNAPSHOT_NOT_FOUND`, `VALIDATION_FAILED`, ... */
-  static async create(opts: SandboxOpts = {}): Promise<Sandbox> {
+  /**
+   * Create a sandbox (state `running` when this resolves): `create({ template: 'base', ... })`, or as
+   * E2B's SDK takes it, `create('base', { ... })`. Throws `TEMPLATE_NOT_FOUND`, `SNAPSHOT_NOT_FOUND`,
+   * `VALIDATION_FAILED`, ...
+   */
+  static async create(opts?: SandboxOpts): Promise<Sandbox>;
+  static async create(template: string, opts?: Omit<SandboxOpts, 'template'>): Promise<Sandbox>;
+  static async create(templateOrOpts: string | SandboxOpts = {}, more: Omit<SandboxOpts, 'template'> = {}): Promise<Sandbox> {
+    const opts: SandboxOpts = typeof templateOrOpts === 'string' ? { ...more, template: templateOrOpts } : templateOrOpts;
     const { apiUrl, apiKey, requestTimeoutMs, ...rest } = opts;
     const api = new ApiClient(resolveConnection({ apiUrl, apiKey, requestTimeoutMs }));
     const body: CreateSandboxRequest = { ...rest };
