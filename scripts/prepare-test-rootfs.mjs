@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { AGENT_BUNDLE_PATH } from '@ramify/agent';
 import {
   BASE_TEMPLATE_SPEC, DEFAULT_DEBIAN_MIRRORS, LayerCache, buildFilesLayer, computeLayerKeys, debootstrap,
-  hostDebianArch, resolveTemplate, statxFixSourceSha256,
+  hostDebianArch, resolveTemplate,
 } from '@ramify/template-builder';
 
 const cacheDir = process.env.RAMIFY_CACHE_DIR ?? '/var/cache/ramify';
@@ -18,7 +18,6 @@ const keys = computeLayerKeys(resolved, {
   arch: await hostDebianArch(),
   mirrors: DEFAULT_DEBIAN_MIRRORS,
   agentBundleSha256: createHash('sha256').update(await readFile(AGENT_BUNDLE_PATH)).digest('hex'),
-  statxSourceSha256: await statxFixSourceSha256(),
   runtime: 'gvisor',
 });
 const log = (line) => process.stderr.write(`  ${line}\n`);

@@ -42,6 +42,7 @@ if [ "$(qemu_version qemu-system-x86)" != "$QEMU_RELEASE" ] || [ "$(qemu_version
 fi
 
 need=()
+# gcc and libc6-dev: the agent's tests compile a pty stand-in for a virtio port (packages/agent/test-native).
 for pkg in mmdebstrap nftables iproute2 util-linux gcc libc6-dev ca-certificates \
            ulogd2 ulogd2-json busybox-static cpio e2fsprogs procps python3; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need+=("$pkg")

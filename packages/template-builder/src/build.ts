@@ -20,7 +20,6 @@ import { LayerCache, type Layer } from './layer-cache.js';
 import { resolveTemplate, type ResolvedTemplate } from './resolve.js';
 import { debootstrap, hostDebianArch } from './rootfs-layer.js';
 import { validateTemplateSpec } from './spec.js';
-import { statxFixSourceSha256 } from './statx-fix.js';
 
 /**
  * Where the builder finds built templates by name (to resolve `from` and to keep a rebuilt template's
@@ -40,7 +39,7 @@ export interface TemplateBuildDeps extends ImageBuildDeps {
   /** apt source lines for mmdebstrap; default {@link DEFAULT_DEBIAN_MIRRORS}. */
   mirrors?: readonly string[];
   /** Paths of host tools; default found on PATH. */
-  tools?: { mmdebstrap?: string; cc?: string; cp?: string };
+  tools?: { mmdebstrap?: string; cp?: string };
   /** Cancels the build (mmdebstrap is stopped, the build sandbox killed). */
   signal?: AbortSignal;
 }
@@ -75,7 +74,7 @@ const imageBuilds = new Map<string, Promise<SnapshotManifest>>();
 /**
  * Build (or reuse) the template described by `spec` (validated here again, files inlined).
  * Rejects `VALIDATION_FAILED` (spec), `TEMPLATE_NOT_FOUND` (unknown `from`), `TEMPLATE_BUILD_FAILED`
- * (mmdebstrap, compiler, a setup command), `CHECKPOINT_BLOCKED`, `AGENT_UNREACHABLE`, runtime errors.
+ * (mmdebstrap, the files copy, a setup command), `CHECKPOINT_BLOCKED`, `AGENT_UNREACHABLE`, runtime errors.
  */
 export async function buildTemplate(spec: TemplateSpec, deps: TemplateBuildDeps, onEvent: (event: TemplateBuildEvent) => void): Promise<BuiltTemplate> {
   try {
@@ -101,7 +100,6 @@ async function build(spec: TemplateSpec, deps: TemplateBuildDeps, onEvent: (even
     arch: await hostDebianArch(),
     mirrors,
     agentBundleSha256: await agentBundleSha256(deps.agentBundlePath),
-    statxSourceSha256: await statxFixSourceSha256(),
     runtime: deps.runtime.name,
     ...(deps.runtime.imageFormat ? { imageFormat: deps.runtime.imageFormat } : {}),
   });
@@ -113,7 +111,7 @@ async function build(spec: TemplateSpec, deps: TemplateBuildDeps, onEvent: (even
   const step = (name: string, cached: boolean): void => onEvent({ type: 'step', step: name, index: ++index, total, cached });
   const log = (line: string): void => onEvent({ type: 'log', line });
   const rootfsStep = `rootfs: debian bookworm minbase + ${resolved.packages.length} packages`;
-  const filesStep = `files: ${resolved.files.length} file(s), agent, statx shim`;
+  const filesStep = `files: ${resolved.files.length} file(s), agent`;
   const runSteps = resolved.run.map((cmd) => `run: ${cmd.length > 80 ? `${cmd.slice(0, 77)}...` : cmd}`);
 
   let filesLayer = await cache.get('files', keys.files);

@@ -3,7 +3,7 @@
  * layer plus the key of the layer below, so changing an input rebuilds that layer and everything
  * above it, and nothing below:
  * - `rootfs` (layer A): Debian suite, architecture, apt sources, sorted package set;
- * - `files` (layer B): A's key, placed files (path, mode, content hash), the agent bundle, the statx shim;
+ * - `files` (layer B): A's key, placed files (path, mode, content hash), the agent bundle;
  * - `image` (layer C): B's key, template name, runtime, setup commands, envs.
  * The image key is the template's `specHash`.
  */
@@ -16,7 +16,7 @@ import type { ResolvedTemplate } from './resolve.js';
  * Version of each layer's recipe. Bump one when the way that layer is made changes (for example what
  * `files` writes into /etc), so existing caches are not reused for the new recipe.
  */
-export const LAYER_RECIPE_VERSIONS = { rootfs: 1, files: 1, image: 1 } as const;
+export const LAYER_RECIPE_VERSIONS = { rootfs: 1, files: 2, image: 1 } as const;
 
 /** Inputs of a build that are not part of the spec. */
 export interface LayerKeyInputs {
@@ -26,8 +26,6 @@ export interface LayerKeyInputs {
   mirrors: readonly string[];
   /** sha256 (hex) of the agent bundle placed at /opt/ramify/agent.mjs. */
   agentBundleSha256: string;
-  /** sha256 (hex) of the statx shim's C source. */
-  statxSourceSha256: string;
   runtime: RuntimeName;
   /** The runtime's image format (`Runtime.imageFormat`): a new format invalidates cached images. */
   imageFormat?: string;
@@ -57,7 +55,6 @@ export function computeLayerKeys(template: ResolvedTemplate, inputs: LayerKeyInp
     rootfs,
     files: [...template.files].sort((a, b) => (a.path < b.path ? -1 : 1)).map((file) => [file.path, file.mode, file.sha256]),
     agent: inputs.agentBundleSha256,
-    statx: inputs.statxSourceSha256,
   });
   const image = hashJson({
     layer: 'image',

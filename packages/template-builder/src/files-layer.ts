@@ -4,17 +4,14 @@
  *
  * Ramify's pieces, placed after the user's files so they cannot be lost:
  * - `/opt/ramify/agent.mjs` (the agent bundle) and the `/run/ramify` directory for its socket;
- * - the statx shim, listed in `/etc/ld.so.preload` (other lines there are kept);
  * - `/etc/hosts` with localhost, a neutral `/etc/hostname`, and an `/etc/resolv.conf` placeholder
  *   that the runtime bind-mounts over (the target of a bind mount must exist);
  * - `/root` as root's home (mode 0700).
  */
-import { lstat, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import type { ResolvedFile } from './resolve.js';
 import { ensureDirInRoot, writeFileInRoot } from './root-paths.js';
 import { runTool } from './run-tool.js';
-import { STATX_FIX_GUEST_PATH, compileStatxFix } from './statx-fix.js';
 
 /** Where the agent bundle lives inside a template. */
 export const AGENT_GUEST_PATH = '/opt/ramify/agent.mjs';
@@ -30,13 +27,13 @@ export interface FilesLayerOptions {
   files: readonly ResolvedFile[];
   /** Host path of the agent bundle. */
   agentBundlePath: string;
-  tools?: { cp?: string; cc?: string };
+  tools?: { cp?: string };
   onLine?: (line: string) => void;
 }
 
 /**
  * Make layer B at `targetDir` (must not exist): `cp -a --reflink=auto` of layer A (cheap on
- * btrfs/xfs), then the files. Rejects `TEMPLATE_BUILD_FAILED` (copy or compile failed) or
+ * btrfs/xfs), then the files. Rejects `TEMPLATE_BUILD_FAILED` (the copy failed) or
  * `VALIDATION_FAILED` (a file path collides with a directory in the rootfs).
  */
 export async function buildFilesLayer(targetDir: string, options: FilesLayerOptions): Promise<void> {
@@ -51,23 +48,7 @@ export async function buildFilesLayer(targetDir: string, options: FilesLayerOpti
   await ensureDirInRoot(targetDir, '/root', 0o700);
   log(`placed the agent at ${AGENT_GUEST_PATH}`);
 
-  const statxHostPath = join(await ensureDirInRoot(targetDir, STATX_FIX_GUEST_PATH.slice(0, STATX_FIX_GUEST_PATH.lastIndexOf('/'))), 'statx-fix.so');
-  await compileStatxFix(statxHostPath, { cc: options.tools?.cc, onLine: log });
-  await writeFileInRoot(targetDir, '/etc/ld.so.preload', await preloadList(targetDir), 0o644);
-  log(`placed the statx shim at ${STATX_FIX_GUEST_PATH}`);
-
   await writeFileInRoot(targetDir, '/etc/hosts', HOSTS, 0o644);
   await writeFileInRoot(targetDir, '/etc/hostname', 'sandbox\n', 0o644);
   await writeFileInRoot(targetDir, '/etc/resolv.conf', RESOLV_CONF_PLACEHOLDER, 0o644);
-}
-
-/** The rootfs's /etc/ld.so.preload with the statx shim added (once). */
-async function preloadList(rootDir: string): Promise<string> {
-  const path = join(await ensureDirInRoot(rootDir, '/etc'), 'ld.so.preload');
-  // Read only a regular file: a symlink would point somewhere on the host.
-  const isFile = (await lstat(path).catch(() => null))?.isFile() ?? false;
-  const current = isFile ? await readFile(path, 'utf8') : '';
-  const lines = current.split('\n').map((line) => line.trim()).filter(Boolean);
-  if (!lines.includes(STATX_FIX_GUEST_PATH)) lines.push(STATX_FIX_GUEST_PATH);
-  return `${lines.join('\n')}\n`;
 }

@@ -12,4 +12,3 @@ export { computeLayerKeys, LAYER_RECIPE_VERSIONS, type LayerKeys, type LayerKeyI
 export { LayerCache, type Layer, type LayerKind } from './layer-cache.js';
 export { debootstrap, mmdebstrapArgv, hostDebianArch, type DebootstrapOptions } from './rootfs-layer.js';
 export { buildFilesLayer, AGENT_GUEST_PATH, AGENT_RUN_DIR, type FilesLayerOptions } from './files-layer.js';
-export { compileStatxFix, statxFixSourceSha256, STATX_FIX_SOURCE_PATH, STATX_FIX_GUEST_PATH } from './statx-fix.js';

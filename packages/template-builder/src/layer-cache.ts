@@ -3,7 +3,7 @@
  * ```
  * layers/rootfs-<key>/rootfs/        layer A: Debian minbase + packages (mmdebstrap)
  * layers/rootfs-<key>/layer.json
- * layers/files-<key>/rootfs/         layer B: A + files, agent, statx shim (the template's rootfs)
+ * layers/files-<key>/rootfs/         layer B: A + files, agent (the template's rootfs)
  * layers/files-<key>/layer.json
  * layers/.tmp-<kind>-<key>-<rand>/   a layer being built; renamed into place when complete
  * specs/<specHash>.json              flattened spec of each built template (parents of later builds)
