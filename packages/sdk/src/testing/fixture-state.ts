@@ -88,7 +88,7 @@ export class FixtureState {
       sourceSnapshotId: parent ? this.id('snap') : source?.id ?? null, parentId: parent?.info.id ?? null,
       cpuCount: req.cpuCount ?? 1, memoryMB: req.memoryMB ?? 512, diskSizeMB: req.diskSizeMB ?? null, metadata: { ...(parent?.info.metadata ?? {}), ...(req.metadata ?? {}) },
       createdAt: now(), endAt: new Date(Date.now() + timeoutMs).toISOString(), timeoutMs, onTimeout: req.onTimeout ?? 'kill', error: null,
-      ports: [], autoResume: false, ingress: null,
+      ports: [], autoResume: false, ingress: null, autoPause: null,
     };
     const sbx: FixtureSandbox = {
       info, files: new Map(parent?.files ?? []), dirs: new Set(parent?.dirs ?? ['/', '/root', '/tmp']), processes: new Map(), nextPid: 100,
