@@ -165,7 +165,7 @@ export const MAX_AUTO_PAUSE_IDLE_MS = 24 * 3600_000;
 /**
  * Idle auto-pause: pause the sandbox once, for `idleMs`, no API call named it, no stream on it was open
  * (exec, attach, WebSocket), no ingress request or connection to it was open, and its CPU use stayed
- * below the daemon's threshold (`autoPauseCpuThreshold`, default 0.05 cores, read from the runtime's
+ * below the daemon's threshold (`autoPauseCpuThreshold`, default 0.1 cores, read from the runtime's
  * cgroup). A blocked checkpoint (`CHECKPOINT_BLOCKED`) is retried later; it never kills. A request to an
  * exposed port wakes it again (autoResume). `null` turns it off.
  */

@@ -67,9 +67,9 @@ export interface CoreOptions {
   /** How often the auto-pause scheduler looks at sandboxes with `autoPause`, ms (0 = off). Default 1000. */
   autoPauseSweepMs: number;
   /**
-   * CPU use above which a sandbox is busy, not idle, in cores (0.05 = 5% of one core), averaged over one
-   * auto-pause sweep. Default 0.05: an idle gVisor sandbox (agent waiting, a server in accept) uses well
-   * under 1%.
+   * CPU use above which a sandbox is busy, not idle, in cores (0.1 = 10% of one core), averaged over one
+   * auto-pause sweep. Default 0.1: a gVisor sandbox whose Python server had just started measured 0.045
+   * cores over its first 3 s (real-ingress-idle.test.ts), a shell loop 0.87.
    */
   autoPauseCpuThreshold: number;
 }
@@ -92,7 +92,7 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   ingress: null,
   ingressWakeTimeoutMs: 30_000,
   autoPauseSweepMs: 1_000,
-  autoPauseCpuThreshold: 0.05,
+  autoPauseCpuThreshold: 0.1,
 };
 
 /** What the composition root provides. */

@@ -87,7 +87,7 @@ test('CPU under the threshold is idle', async () => {
   const scheduler = new AutoPauseScheduler(w.core);
   let cpuUs = 0;
   for (let i = 0; i < 12; i++) {
-    cpuUs += 10_000; // 0.01 cores
+    cpuUs += 40_000; // 0.04 cores
     w.runtime.cpuUs.set(sbx.id, cpuUs);
     w.clock.advance(1_000);
     await scheduler.sweep();
