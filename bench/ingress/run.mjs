@@ -12,6 +12,7 @@
 // Run it under the real-tests lock: flock /tmp/ramify-real-tests.lock node bench/ingress/run.mjs
 //   node bench/ingress/run.mjs [--duration 10] [--connections 10] [--probes 500] [--wakes 5]
 import { spawnSync } from 'node:child_process';
+import { request } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,7 +50,13 @@ try {
   await call('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'python3 /root/srv.py 8000', background: true });
   const { host, token } = (await call('GET', `/v1/sandboxes/${id}/ports/8000/url`)).json;
   const ingressPort = Number(server.ingress.address.split(':').pop());
-  const ingressGet = () => fetch(`http://127.0.0.1:${ingressPort}/index.html`, { headers: { host, 'x-ramify-access-token': token } });
+  // node:http, not fetch: fetch does not send a Host header of the caller's.
+  const ingressGet = () => new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port: ingressPort, path: '/index.html', headers: { host, 'x-ramify-access-token': token } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, text: async () => '' }));
+    }).on('error', reject).end();
+  });
   await until(async () => (await ingressGet().catch(() => ({ status: 0 }))).status === 200, 'the server answers through the ingress');
   const slot = (await server.core.store.getSandbox(id)).slot;
   const { slotAddress } = slotAddresses(layoutForPrefix(PREFIX), slot);

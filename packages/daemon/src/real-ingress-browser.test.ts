@@ -87,9 +87,13 @@ describe('a real browser (Debian chromium via playwright-core) through the ingre
     t.diagnostic(`screenshot: ${shot}`);
     await context.close();
 
-    const log = (await call('GET', `/v1/sandboxes/${id}/ingress/log`)).json;
-    const statuses = (log.entries as Array<{ status: number; path: string }>).map((e) => `${e.status} ${e.path}`);
-    assert.ok(statuses.includes('101 /ws'), `the WebSocket is in the ingress log: ${statuses.join(', ')}`);
+    // A WebSocket is logged when it closes (the page just closed it).
+    let statuses: string[] = [];
+    await until(async () => {
+      const log = (await call('GET', `/v1/sandboxes/${id}/ingress/log`)).json;
+      statuses = (log.entries as Array<{ status: number; path: string }>).map((e) => `${e.status} ${e.path}`);
+      return statuses.includes('101 /ws');
+    }, 'the closed WebSocket is in the ingress log');
     assert.ok(statuses.includes('302 /'), 'the exchange is logged without the token');
     assert.ok(statuses.includes('401 /'));
   });
