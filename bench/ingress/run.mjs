@@ -11,7 +11,8 @@
 // built and the base rootfs (built once into the shared cache, as `npm test` does; or RAMIFY_TEST_ROOTFS).
 // Run it under the real-tests lock: flock /tmp/ramify-real-tests.lock node bench/ingress/run.mjs
 //   node bench/ingress/run.mjs [--duration 10] [--connections 10] [--probes 500] [--wakes 5]
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { request } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -61,14 +62,14 @@ try {
   const slot = (await server.core.store.getSandbox(id)).slot;
   const { slotAddress } = slotAddresses(layoutForPrefix(PREFIX), slot);
 
-  const measure = (url, headers) => {
+  // Asynchronously: the daemon (the ingress) runs in this process and must keep serving meanwhile.
+  const measure = async (url, headers) => {
     const job = { url, headers, durationS: Number(values.duration), connections: Number(values.connections), probes: Number(values.probes) };
-    const r = spawnSync(process.execPath, [join(root, 'bench/ingress/load.mjs'), JSON.stringify(job)], { uid: DEFAULT_INGRESS_UID, gid: DEFAULT_INGRESS_UID, encoding: 'utf8', cwd: root });
-    if (r.status !== 0) throw new Error(`load run failed: ${r.stderr}`);
-    return JSON.parse(r.stdout.trim().split('\n').pop());
+    const { stdout } = await promisify(execFile)(process.execPath, [join(root, 'bench/ingress/load.mjs'), JSON.stringify(job)], { uid: DEFAULT_INGRESS_UID, gid: DEFAULT_INGRESS_UID, encoding: 'utf8', cwd: root, timeout: 300_000 });
+    return JSON.parse(stdout.trim().split('\n').pop());
   };
-  const direct = measure(`http://${slotAddress}:8000/index.html`, { host: `${slotAddress}:8000` });
-  const viaIngress = measure(`http://127.0.0.1:${ingressPort}/index.html`, { host, 'x-ramify-access-token': token });
+  const direct = await measure(`http://${slotAddress}:8000/index.html`, { host: `${slotAddress}:8000` });
+  const viaIngress = await measure(`http://127.0.0.1:${ingressPort}/index.html`, { host, 'x-ramify-access-token': token });
   const ratio = viaIngress.rps / direct.rps;
   const added = viaIngress.p50 - direct.p50;
   console.log(`same server (python3 http.server in gVisor, 1 cpu), ${values.connections} connections x ${values.duration} s; latency: ${values.probes} sequential requests on one keep-alive connection`);
