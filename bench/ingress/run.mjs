@@ -22,6 +22,7 @@ import { DEFAULT_INGRESS_UID, layoutForPrefix, slotAddresses } from '@ramify/net
 import { serve } from '../../packages/daemon/dist/serve.js';
 import { HTTP_SERVER_PY } from '../../packages/daemon/dist/real-ingress-servers.js';
 import { apiCaller, registerRootfsTemplate, stopRealDaemon, until } from '../../packages/daemon/dist/real-test-support.js';
+import { forceCleanup } from '../../packages/daemon/dist/real-egress-support.js';
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '10' }, probes: { type: 'string', default: '500' }, wakes: { type: 'string', default: '5' } } });
 const PREFIX = 'rmiw';
@@ -100,6 +101,11 @@ try {
   console.log(`resume alone (POST /resume): median ${resume.toFixed(0)} ms`);
   console.log(`wake/resume: ${(wake / resume).toFixed(2)}x (target <= 1.2x: ${verdict(wake / resume <= 1.2)})`);
 } finally {
-  await stopRealDaemon(server, call);
+  // A daemon that cannot be stopped through its API still leaves nothing behind.
+  await stopRealDaemon(server, call).catch(async (err) => {
+    console.error(`stopping the daemon failed (${err.message}); removing what it made by force`);
+    await server.close().catch(() => undefined);
+    await forceCleanup(PREFIX, dataDir);
+  });
   await rm(dataDir, { recursive: true, force: true });
 }
