@@ -3,9 +3,19 @@
 # the daemon, and the templates. Safe to run again (everything is cached).
 #   bash scripts/setup.sh            install + build + start `ramify serve` + build templates
 #   bash scripts/setup.sh --deps     install + build only (what CI and `npm test` need)
+#   add --browser (either mode) to install Debian's chromium too: the real-browser ingress test
+#   (packages/daemon/src/real-ingress-browser.test.ts) runs with it and is skipped, saying why, without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mode=${1:-all}
+mode=all
+browser=
+for arg in "$@"; do
+  case "$arg" in
+    --deps) mode=--deps ;;
+    --browser) browser=1 ;;
+    *) echo "setup: unknown option '$arg' (--deps, --browser)" >&2; exit 2 ;;
+  esac
+done
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -44,7 +54,8 @@ fi
 need=()
 # gcc and libc6-dev: the agent's tests compile a pty stand-in for a virtio port (packages/agent/test-native).
 for pkg in mmdebstrap nftables iproute2 util-linux gcc libc6-dev ca-certificates \
-           ulogd2 ulogd2-json busybox-static cpio e2fsprogs procps python3; do
+           ulogd2 ulogd2-json busybox-static cpio e2fsprogs procps python3 openssl \
+           ${browser:+chromium}; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -158,6 +158,26 @@ export type PortUrlInfo = z.infer<typeof PortUrlInfo>;
 export const SnapshotIngress = z.object({ ports: z.array(ExposedPort), autoResume: z.boolean().nullable() });
 export type SnapshotIngress = z.infer<typeof SnapshotIngress>;
 
+/** Shortest and longest idle time after which a sandbox may be paused: 10 s and 24 h. */
+export const MIN_AUTO_PAUSE_IDLE_MS = 10_000;
+export const MAX_AUTO_PAUSE_IDLE_MS = 24 * 3600_000;
+
+/**
+ * Idle auto-pause: pause the sandbox once, for `idleMs`, no API call named it, no stream on it was open
+ * (exec, attach, WebSocket), no ingress request or connection to it was open, and its CPU use stayed
+ * below the daemon's threshold (`autoPauseCpuThreshold`, default 0.1 cores, read from the runtime's
+ * cgroup). A blocked checkpoint (`CHECKPOINT_BLOCKED`) is retried later; it never kills. A request to an
+ * exposed port wakes it again (autoResume). `null` turns it off.
+ */
+export const AutoPause = z.strictObject({
+  idleMs: z.number().int().min(MIN_AUTO_PAUSE_IDLE_MS).max(MAX_AUTO_PAUSE_IDLE_MS).describe('pause after this long idle, ms (10000 to 86400000)'),
+});
+export type AutoPause = z.infer<typeof AutoPause>;
+
+/** `PUT /v1/sandboxes/{id}/auto-pause`: `{ autoPause: { idleMs } }` or `{ autoPause: null }` (off). */
+export const SetAutoPauseRequest = z.strictObject({ autoPause: AutoPause.nullable() });
+export type SetAutoPauseRequest = z.infer<typeof SetAutoPauseRequest>;
+
 export const CreateSandboxRequest = z.strictObject({
   /** Template name or id; default `base`. Mutually exclusive with `snapshot`. */
   template: z.string().min(1).max(128).optional(),
@@ -205,6 +225,8 @@ export const CreateSandboxRequest = z.strictObject({
    * port is exposed (from a snapshot: what it recorded).
    */
   autoResume: z.boolean().optional().describe('a request to an exposed port wakes the paused sandbox; default on while a port is exposed'),
+  /** Idle auto-pause (see {@link AutoPause}); absent: off (a fork copies its parent's). */
+  autoPause: AutoPause.optional(),
 });
 export type CreateSandboxRequest = z.infer<typeof CreateSandboxRequest>;
 
@@ -235,6 +257,8 @@ export const SandboxInfo = z.object({
   autoResume: z.boolean(),
   /** Where this daemon's port URLs point (what `getHost(port)` needs); null when the daemon serves no ingress. */
   ingress: IngressEndpoint.nullable(),
+  /** Idle auto-pause; null when off. */
+  autoPause: AutoPause.nullable(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfo>;
 
@@ -296,6 +320,38 @@ export const EgressLogEntry = z.object({
   rule: z.string().nullable(),
 });
 export type EgressLogEntry = z.infer<typeof EgressLogEntry>;
+
+/** One request (or WebSocket) the ingress served for a sandbox's port, or answered itself (401, 404, 502, ...). */
+export const IngressLogEntry = z.object({
+  /** When the request arrived (ISO time). */
+  at: z.string(),
+  /** The client's address as the ingress saw it. */
+  client: z.string(),
+  method: z.string(),
+  /** Path and query, the access token parameter removed. */
+  path: z.string(),
+  port: z.number().int(),
+  /** Status answered (101 for a WebSocket that was opened); 0 when the connection broke before any. */
+  status: z.number().int(),
+  /** Response body bytes sent to the client (for a WebSocket: bytes sent to the client until it closed). */
+  bytes: z.number().int(),
+  /** From arrival to the last byte sent (a WebSocket: until it closed), ms. */
+  durationMs: z.number(),
+  /** Whether this request woke the sandbox (it was paused and autoResume resumed it). */
+  woke: z.boolean(),
+});
+export type IngressLogEntry = z.infer<typeof IngressLogEntry>;
+
+export const IngressLogQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).optional() });
+/** `GET /v1/sandboxes/{id}/ingress/log`: newest first, and how often a request woke the sandbox. */
+export const IngressLogResponse = z.object({
+  entries: z.array(IngressLogEntry),
+  /** Resumes started by ingress requests (concurrent requests sharing one resume count once). */
+  wakeups: z.number().int(),
+  /** When a request last woke it (ISO time); null if never. */
+  lastWakeAt: z.string().nullable(),
+});
+export type IngressLogResponse = z.infer<typeof IngressLogResponse>;
 
 export const EgressLogQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).optional() });
 export const EgressLogResponse = z.object({ entries: z.array(EgressLogEntry) });

@@ -23,6 +23,8 @@
  * | DELETE | /v1/sandboxes/:id/ports/:port | | 204 (unexpose; idempotent) |
  * | GET  | /v1/sandboxes/:id/ports/:port/url | | PortUrlInfo (`{ url, host, token? }`); 404 PORT_NOT_EXPOSED |
  * | PUT  | /v1/sandboxes/:id/auto-resume | SetAutoResumeRequest | PortsInfo |
+ * | PUT  | /v1/sandboxes/:id/auto-pause | SetAutoPauseRequest (`{ autoPause: { idleMs } \| null }`) | SandboxInfo |
+ * | GET  | /v1/sandboxes/:id/ingress/log | IngressLogQuery (`?limit=N`) | IngressLogResponse (newest first, `wakeups`) |
  * | GET  | /v1/sandboxes/:id/egress/log | EgressLogQuery (`?limit=N`) | EgressLogResponse (newest first) |
  * | POST | /v1/sandboxes/:id/commands | CommandRequest | CommandResult (foreground; each stream's head, at most the daemon's `maxOutputBytes`, default 32 MiB: `truncated`, `capture`) or `{ pid }` (background) |
  * | GET  | /v1/sandboxes/:id/processes | | `{ processes: ProcessInfo[] }` |

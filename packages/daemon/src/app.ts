@@ -7,6 +7,7 @@ import websocket from '@fastify/websocket';
 import { MAX_JSON_BODY_BYTES, RamifyError } from '@ramify/contracts';
 import type { Core } from '@ramify/core';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { activityHook } from './http/activity.js';
 import { auditHook } from './http/audit.js';
 import { authHook } from './http/auth.js';
 import { toHttpError } from './http/errors.js';
@@ -45,6 +46,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     request.ramify = freshRequestContext();
   });
   app.addHook('onRequest', authHook(core.store, core.clock));
+  app.addHook('onRequest', activityHook(core));
   app.addHook('onResponse', auditHook(core.store, core.clock, core.logger));
 
   // JSON: an empty body is "no body" (POST /pause with Content-Type: application/json and nothing else).

@@ -157,6 +157,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
       if (storage instanceof LocalSnapshotStorage) await storage.settle();
       // Write what the egress log still buffers (later verdicts are dropped) before the store goes.
       await egressLog.close();
+      await core.ingressLog.close();
       if (!overrides.store) await store.close();
       // The table stays: policies keep being enforced while the daemon is down.
       await hostEgress?.close();

@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { DEFAULT_INGRESS_DOMAIN, RamifyError, type IngressEndpoint } from '@ramify/contracts';
 import { ingressTarget, sandboxListeners, wakeForIngress, type Core } from '@ramify/core';
-import { IngressDialer, IngressServer, installIngressFirewall, NamespaceNetwork, layoutForPrefix, slotAddresses, slotRange, type IngressBackend } from '@ramify/network';
+import { IngressDialer, IngressServer, installIngressFirewall, watchIngressFirewall, NamespaceNetwork, layoutForPrefix, slotAddresses, slotRange, type IngressBackend } from '@ramify/network';
 
 /** `ramify serve --ingress-*`. */
 export interface IngressOptions {
@@ -24,6 +24,8 @@ export interface IngressOptions {
    * 443); default the listen port.
    */
   publicPort?: number;
+  /** How often the firewall table is checked and re-installed if gone, ms; default 2000. */
+  watchIntervalMs?: number;
   /** Install the firewall table (default `install`; `skip` when the network is not the real one). */
   firewall?: 'install' | 'skip';
 }
@@ -42,7 +44,17 @@ export interface RunningIngress {
 export async function startIngress(core: Core, options: IngressOptions, network: { prefix: string }): Promise<RunningIngress> {
   const layout = core.network instanceof NamespaceNetwork ? core.network.layout : layoutForPrefix(network.prefix);
   const dialer = new IngressDialer(options.uid === undefined ? {} : { uid: options.uid });
-  if ((options.firewall ?? 'install') === 'install') await installIngressFirewall({ prefix: network.prefix, slotRange: slotRange(layout), dialerUid: dialer.uid });
+  const firewall = { prefix: network.prefix, slotRange: slotRange(layout), dialerUid: dialer.uid };
+  let stopWatch = (): void => undefined;
+  if ((options.firewall ?? 'install') === 'install') {
+    await installIngressFirewall(firewall);
+    // Re-installed within ~2 s if it disappears: while it is gone any host process could reach slot ports.
+    stopWatch = watchIngressFirewall(firewall, {
+      ...(options.watchIntervalMs !== undefined ? { intervalMs: options.watchIntervalMs } : {}),
+      onReinstall: () => core.logger.warn('ingress: the ingress firewall table was gone; re-installed it', { table: `inet ${network.prefix}_ingress` }),
+      onError: (err) => core.logger.error('ingress: checking the ingress firewall table failed', { error: err instanceof Error ? err.message : String(err) }),
+    });
+  }
   const tls = options.tls ? { cert: await readFile(options.tls.certFile), key: await readFile(options.tls.keyFile) } : undefined;
   const backend: IngressBackend = {
     target: async (sandboxId, port) => {
@@ -55,6 +67,8 @@ export async function startIngress(core: Core, options: IngressOptions, network:
       return { slotAddress: slotAddresses(layout, record.slot).slotAddress, woke };
     },
     listeners: (sandboxId, port) => sandboxListeners(core, sandboxId, port),
+    hold: (sandboxId) => core.activity.hold(sandboxId),
+    log: (entry) => core.ingressLog.record(entry),
   };
   const domain = options.domain ?? DEFAULT_INGRESS_DOMAIN;
   const server = new IngressServer({
@@ -63,6 +77,7 @@ export async function startIngress(core: Core, options: IngressOptions, network:
   });
   dialer.start();
   const bound = await server.listen(options.host ?? '127.0.0.1', options.port ?? 7424).catch((err: unknown) => {
+    stopWatch();
     dialer.close();
     throw err;
   });
@@ -74,6 +89,7 @@ export async function startIngress(core: Core, options: IngressOptions, network:
     endpoint,
     address: `${bound.address}:${bound.port}`,
     close: async () => {
+      stopWatch();
       await server.close();
       dialer.close();
     },

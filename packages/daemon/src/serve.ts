@@ -5,7 +5,7 @@
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import { pino, type Logger as Pino } from 'pino';
-import { LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
+import { AutoPauseScheduler, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
@@ -80,6 +80,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
   const liveness = new LivenessMonitor(core);
+  const autoPause = new AutoPauseScheduler(core);
   let app: FastifyInstance | undefined;
   let ingress: RunningIngress | undefined;
   try {
@@ -89,6 +90,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     prewarmFreeSlots(core);
     scheduler.start();
     liveness.start();
+    autoPause.start();
     if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
     app = await buildApp({ core, loggerInstance: log });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
@@ -107,6 +109,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
         await listening.close();
         await scheduler.stop();
         await liveness.stop();
+        await autoPause.stop();
         await composition.close();
         log.flush();
       },
@@ -116,6 +119,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     await ingress?.close().catch(() => undefined);
     await scheduler.stop();
     await liveness.stop();
+    await autoPause.stop();
     await composition.close();
     throw err;
   }

@@ -4,7 +4,7 @@
  */
 import {
   RamifyError,
-  type CreateSandboxRequest, type EgressLogEntry, type EgressLogResponse, type EgressPolicyInfo, type EgressPolicyRequest, type ForkResponse, type IngressEndpoint,
+  type AutoPause, type CreateSandboxRequest, type EgressLogEntry, type EgressLogResponse, type EgressPolicyInfo, type EgressPolicyRequest, type ForkResponse, type IngressEndpoint, type IngressLogResponse,
   type PortAccess, type PortInfo, type PortSpec, type PortsInfo, type PortUrlInfo, type RuntimeName, type SandboxInfo, type SnapshotInfo, type TimeoutAction,
 } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
@@ -55,6 +55,12 @@ export interface SandboxOpts extends ConnectionOpts {
   ports?: PortSpec[];
   /** Whether a request to an exposed port wakes the sandbox when paused; default on while a port is exposed. */
   autoResume?: boolean;
+  /**
+   * Idle auto-pause: pause once idle for `idleMs` (10 s to 24 h): no API call or open stream on it, no
+   * ingress request or connection, CPU under the daemon's threshold. Never kills; with a port exposed a
+   * request wakes it again. See {@link Sandbox.prototype.setAutoPause}.
+   */
+  autoPause?: AutoPause;
 }
 
 /** Options of {@link Sandbox.list}. */
@@ -289,5 +295,22 @@ export class Sandbox {
   /** Whether a request to an exposed port wakes the sandbox when it is paused. */
   setAutoResume(autoResume: boolean): Promise<PortsInfo> {
     return this.api.json<PortsInfo>('PUT', sandboxPath(this.sandboxId, '/auto-resume'), { json: { autoResume } });
+  }
+
+  /**
+   * Pause the sandbox once idle for `idleMs` (10000-86400000 ms), live; `null` turns it off.
+   * @throws `VALIDATION_FAILED` (idleMs out of range), `SANDBOX_NOT_FOUND` (also when killed).
+   */
+  setAutoPause(autoPause: AutoPause | null): Promise<SandboxInfo> {
+    return this.api.json<SandboxInfo>('PUT', sandboxPath(this.sandboxId, '/auto-pause'), { json: { autoPause } });
+  }
+
+  /**
+   * Requests the ingress served for this sandbox (time, client, method, path without the token, status,
+   * body bytes, ms, whether it woke the sandbox), newest first (`limit` 1-1000, default 100; the daemon
+   * keeps the newest 1000), and how often a request woke it (`wakeups`, `lastWakeAt`).
+   */
+  getIngressLog(opts: { limit?: number } = {}): Promise<IngressLogResponse> {
+    return this.api.json<IngressLogResponse>('GET', sandboxPath(this.sandboxId, '/ingress/log'), { query: { limit: opts.limit } });
   }
 }

@@ -6,5 +6,5 @@ export type {
   SandboxInfo, SandboxState, SnapshotInfo, TemplateInfo, TemplateSpec, TemplateBuildEvent, FileInfo,
   ProcessInfo, CommandResult, CommandCapture, CapturedStream, RuntimeName, TimeoutAction, AuditEntry, StreamOffsets, StreamControl,
   EgressPolicyInfo, EgressPolicyRequest, EgressMode, EgressLogEntry, SnapshotEgress,
-  ExposedPort, IngressEndpoint, PortAccess, PortInfo, PortSpec, PortsInfo, PortUrlInfo, SnapshotIngress,
+  AutoPause, IngressLogEntry, IngressLogResponse, ExposedPort, IngressEndpoint, PortAccess, PortInfo, PortSpec, PortsInfo, PortUrlInfo, SnapshotIngress,
 } from '@ramify/contracts';

@@ -251,4 +251,30 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 12,
+    name: 'auto-pause-and-ingress-log',
+    // Idle auto-pause per sandbox (JSON { idleMs }; NULL: off, as every existing sandbox). The ingress log:
+    // the requests the ingress served per sandbox, newest N kept as the egress log's, rows going with their
+    // sandbox and when it is killed; and per sandbox how often a request woke it, and when last.
+    sql: `
+      ALTER TABLE sandboxes ADD COLUMN auto_pause TEXT CHECK (auto_pause IS NULL OR (json_valid(auto_pause) AND json_type(auto_pause, '$.idleMs') = 'integer'));
+      ALTER TABLE sandboxes ADD COLUMN ingress_wakeups INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE sandboxes ADD COLUMN last_wake_at INTEGER;
+      CREATE TABLE ingress_log (
+        seq INTEGER PRIMARY KEY,
+        sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+        at INTEGER NOT NULL,
+        client TEXT NOT NULL,
+        method TEXT NOT NULL,
+        path TEXT NOT NULL,
+        port INTEGER NOT NULL,
+        status INTEGER NOT NULL,
+        bytes INTEGER NOT NULL,
+        duration_ms REAL NOT NULL,
+        woke INTEGER NOT NULL CHECK (woke IN (0, 1))
+      );
+      CREATE INDEX ingress_log_sandbox ON ingress_log(sandbox_id, seq);
+    `,
+  },
 ];

@@ -29,6 +29,8 @@ interface SandboxRow {
   operation: string | null;
   /** JSON `{ ports, autoResume }` (migration 11). */
   ingress: string;
+  /** JSON `{ idleMs }` or NULL (migration 12). */
+  auto_pause: string | null;
 }
 
 const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
@@ -52,8 +54,9 @@ const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
   error: 'error',
   operation: 'operation',
   ingress: 'ingress',
+  autoPause: 'auto_pause',
 };
-const JSON_FIELDS = new Set(['metadata', 'envs', 'operation', 'ingress']);
+const JSON_FIELDS = new Set(['metadata', 'envs', 'operation', 'ingress', 'autoPause']);
 
 function fromRow(row: SandboxRow): SandboxRecord {
   return {
@@ -78,6 +81,7 @@ function fromRow(row: SandboxRow): SandboxRecord {
     error: row.error,
     operation: row.operation === null ? null : (JSON.parse(row.operation) as SandboxRecord['operation']),
     ingress: JSON.parse(row.ingress) as SandboxRecord['ingress'],
+    autoPause: row.auto_pause === null ? null : (JSON.parse(row.auto_pause) as SandboxRecord['autoPause']),
   };
 }
 
@@ -122,6 +126,7 @@ export class SandboxRows {
   }
 
   update(id: string, patch: SandboxPatch): SandboxRecord {
+    // `autoPause: null` (off) is a value to store; other fields are left alone when undefined.
     const fields = (Object.keys(patch) as Array<keyof SandboxPatch>).filter((f) => patch[f] !== undefined && f in COLUMNS);
     return this.#db.transaction(() => {
       if (fields.length > 0) {

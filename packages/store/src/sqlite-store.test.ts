@@ -37,6 +37,7 @@ function sandbox(overrides: Partial<SandboxRecord> = {}): SandboxRecord {
     error: null,
     operation: null,
     ingress: { ports: [], autoResume: null },
+    autoPause: null,
     ...overrides,
   };
 }

@@ -10,6 +10,8 @@ import type {
   CanonicalEgressPolicy,
   EgressLogRecord,
   EgressPolicyRecord,
+  IngressLogRecord,
+  IngressWakes,
   SandboxPage,
   SandboxPatch,
   SandboxQuery,
@@ -24,6 +26,7 @@ import { openDatabase, type Db } from './db.js';
 import { AccessTokenRows } from './access-tokens.js';
 import { EgressPolicyRows } from './egress.js';
 import { DEFAULT_EGRESS_LOG_MAX_ENTRIES, EgressLogRows } from './egress-log.js';
+import { DEFAULT_INGRESS_LOG_MAX_ENTRIES, IngressLogRows } from './ingress-log.js';
 import { SandboxRows } from './sandboxes.js';
 import { SnapshotRows, TemplateRows } from './snapshots.js';
 
@@ -34,6 +37,8 @@ export interface SqliteStoreOptions {
   maxSlots?: number;
   /** Egress log entries kept per sandbox (the newest; older ones are dropped). Default 1000. */
   egressLogMaxEntries?: number;
+  /** Ingress log entries kept per sandbox (the newest). Default 1000. */
+  ingressLogMaxEntries?: number;
 }
 
 /** Default upper bound of network slots. */
@@ -49,6 +54,7 @@ export class SqliteStore implements Store {
   readonly #slots: SlotRows;
   readonly #egress: EgressPolicyRows;
   readonly #egressLog: EgressLogRows;
+  readonly #ingressLog: IngressLogRows;
   readonly #tokens: AccessTokenRows;
 
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
@@ -63,6 +69,7 @@ export class SqliteStore implements Store {
     this.#egress = new EgressPolicyRows(this.db);
     this.#egressLog = new EgressLogRows(this.db, options.egressLogMaxEntries ?? DEFAULT_EGRESS_LOG_MAX_ENTRIES);
     this.#tokens = new AccessTokenRows(this.db);
+    this.#ingressLog = new IngressLogRows(this.db, options.ingressLogMaxEntries ?? DEFAULT_INGRESS_LOG_MAX_ENTRIES);
   }
 
   async insertSandbox(record: SandboxRecord): Promise<void> {
@@ -75,7 +82,10 @@ export class SqliteStore implements Store {
     return this.db.transaction(() => {
       const updated = this.#sandboxes.update(id, patch);
       // A killed sandbox's log can no longer be read: it goes in the write that records the kill.
-      if (patch.state === 'killed') this.#egressLog.deleteFor(id);
+      if (patch.state === 'killed') {
+        this.#egressLog.deleteFor(id);
+        this.#ingressLog.deleteFor(id);
+      }
       return updated;
     })();
   }
@@ -176,6 +186,19 @@ export class SqliteStore implements Store {
   }
   async listEgressLog(sandboxId: string, limit: number): Promise<EgressLogRecord[]> {
     return this.#egressLog.list(sandboxId, limit);
+  }
+
+  async appendIngressLog(entries: readonly IngressLogRecord[]): Promise<number> {
+    return this.#ingressLog.append(entries);
+  }
+  async listIngressLog(sandboxId: string, limit: number): Promise<IngressLogRecord[]> {
+    return this.#ingressLog.list(sandboxId, limit);
+  }
+  async recordIngressWake(sandboxId: string, at: number): Promise<void> {
+    this.#ingressLog.recordWake(sandboxId, at);
+  }
+  async getIngressWakes(sandboxId: string): Promise<IngressWakes> {
+    return this.#ingressLog.wakes(sandboxId);
   }
 
   async close(): Promise<void> {

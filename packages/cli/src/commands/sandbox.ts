@@ -34,6 +34,7 @@ function sandboxFields(info: SandboxInfo, template: TemplateLabel): string {
     ['metadata', meta || '-'],
     ['created', `${info.createdAt} (${formatRelative(info.createdAt)})`],
     ['timeout', `${formatDuration(info.timeoutMs)}, then ${info.onTimeout}`], ['ends', info.endAt ? `${info.endAt} (${formatRelative(info.endAt)})` : '- (clock stopped)'],
+    ['auto-pause', info.autoPause ? `after ${formatDuration(info.autoPause.idleMs)} idle` : 'off'],
   ]);
 }
 
@@ -63,16 +64,19 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .addOption(new Option('--deny-all', 'deny all egress: nothing leaves (no name resolves, no address is reachable)').conflicts('egress'))
     .option('-p, --port <PORT>', "expose a port at its URL (token access; repeatable); see 'ramify sandbox url --help'", (v: string, prev: number[] = []) => [...prev, Number(v)])
     .option('--public-port <PORT>', 'expose a port with public access (no token; repeatable)', (v: string, prev: number[] = []) => [...prev, Number(v)])
+    .option('--auto-pause <duration>', "pause once idle this long, e.g. 10m (10s to 24h); see 'ramify sandbox auto-pause --help'", parseDuration)
     .addHelpText('after', `
 From a snapshot (--snapshot) the sandbox starts with the egress policy the snapshot recorded (see
 'ramify snapshot get'); --egress or --deny-all replaces it.`)
     .action(action(env, async (ctx, opts: { template?: string; snapshot?: string; timeout?: number; onTimeout?: 'pause' | 'kill';
-      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; disk?: number; runtime?: RuntimeName; egress?: string[]; denyAll?: boolean; port?: number[]; publicPort?: number[] }) => {
+      env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; disk?: number; runtime?: RuntimeName; egress?: string[]; denyAll?: boolean; port?: number[]; publicPort?: number[];
+      autoPause?: number }) => {
       const ports = [...(opts.port ?? []).map((port) => ({ port, access: 'token' as const })), ...(opts.publicPort ?? []).map((port) => ({ port, access: 'public' as const }))];
       const sbx = await ctx.spin('creating sandbox', () => Sandbox.create({
         ...ctx.connection, template: opts.template, snapshot: opts.snapshot, timeoutMs: opts.timeout, onTimeout: opts.onTimeout,
         envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, diskSizeMB: opts.disk, runtime: opts.runtime,
         egress: opts.denyAll ? DENY_ALL : opts.egress, ...(ports.length > 0 ? { ports } : {}),
+        ...(opts.autoPause !== undefined ? { autoPause: { idleMs: opts.autoPause } } : {}),
       }));
       if (ctx.json) ctx.output(await sbx.getInfo(), () => '');
       else ctx.print(sbx.sandboxId);

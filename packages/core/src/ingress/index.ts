@@ -4,4 +4,5 @@ export { ACCESS_TOKEN_BYTES, isWellFormedToken, newAccessToken, sandboxAccessTok
 export { exposePort, setAutoResume, unexposePort } from './expose.js';
 export { getPortUrl, ingressEndpoint, listPorts, toPortsInfo } from './get-ports.js';
 export { ingressTarget, wakeForIngress, type IngressTarget } from './ingress-target.js';
+export { BufferedIngressLog, getIngressLog, toIngressLogEntry, INGRESS_LOG_DEFAULT_LIMIT, INGRESS_LOG_MAX_LIMIT, INGRESS_LOG_MAX_PATH, type BufferedIngressLogOptions } from './ingress-log.js';
 export { diagnoseListeners, isLoopbackHex, listeningAddresses, sandboxListeners, type ListenerDiagnosis } from './listeners.js';

@@ -84,5 +84,6 @@ function sharedResume(core: Core, sandboxId: string): Promise<SandboxRecord> {
   const resume = resumeSandbox(core, sandboxId).finally(() => inFlight.delete(sandboxId));
   inFlight.set(sandboxId, resume);
   core.logger.info('ingress: waking a paused sandbox for a request', { sandboxId });
+  core.store.recordIngressWake(sandboxId, core.clock.now()).catch((err: unknown) => core.logger.warn('ingress: counting a wake failed', { sandboxId, error: err instanceof Error ? err.message : String(err) }));
   return resume;
 }

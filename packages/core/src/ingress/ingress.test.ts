@@ -20,6 +20,7 @@ import { exposePort, setAutoResume, unexposePort } from './expose.js';
 import { getPortUrl, listPorts } from './get-ports.js';
 import { ingressTarget, wakeForIngress } from './ingress-target.js';
 import { diagnoseListeners, isLoopbackHex } from './listeners.js';
+import { getIngressLog } from './ingress-log.js';
 import { portHost } from './ports.js';
 
 const ENDPOINT = { domain: 'localhost', port: 7424, protocol: 'http' as const };
@@ -138,4 +139,22 @@ test('listener diagnosis reads /proc/net/tcp{,6} text', () => {
   assert.ok(isLoopbackHex('00000000000000000000000001000000'));
   assert.ok(isLoopbackHex('0000000000000000FFFF00000100007F'));
   assert.ok(!isLoopbackHex('00000000000000000000000000000000'));
+});
+
+test('the ingress log: entries newest first, the token parameter never stored, wakes counted once per resume', async () => {
+  const s = await createSandbox(w.core, { ports: [3000] });
+  const at = w.clock.now();
+  for (const [i, path] of ['/a', '/b?x=1'].entries()) {
+    w.core.ingressLog.record({ sandboxId: s.id, at: at + i, client: '127.0.0.1', method: 'GET', path, port: 3000, status: 200, bytes: 5, durationMs: 1.5, woke: false });
+  }
+  w.core.ingressLog.record({ sandboxId: '', at, client: '', method: 'GET', path: '/', port: 3000, status: 200, bytes: 0, durationMs: 0, woke: false });
+  await pauseSandbox(w.core, s.id);
+  await Promise.all([1, 2].map(() => wakeForIngress(w.core, s.id, 30_000)));
+  const log = await getIngressLog(w.core, s.id);
+  assert.deepEqual(log.entries.map((e) => e.path), ['/b?x=1', '/a']);
+  assert.equal(log.wakeups, 1, 'two requests shared one wake');
+  assert.ok(log.lastWakeAt);
+  assert.equal(w.core.ingressLog.stats().dropped, 1, 'the malformed entry was dropped');
+  await killSandbox(w.core, s.id);
+  await assert.rejects(getIngressLog(w.core, s.id), { code: 'SANDBOX_NOT_FOUND' });
 });

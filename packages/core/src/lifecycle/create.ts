@@ -6,6 +6,7 @@ import { RamifyError, type CreateSandboxRequest, type RuntimeName } from '@ramif
 import { runtimeFor, type Core } from '../core.js';
 import { normaliseEgressPolicy, type CanonicalEgressPolicy } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
+import { checkAutoPause } from '../idle/set-auto-pause.js';
 import { copyIngress, parsePortSpecs } from '../ingress/ports.js';
 import type { RuntimeCapabilities } from '../ports/runtime.js';
 import type { SandboxIngress, SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
@@ -31,6 +32,7 @@ import { startSandbox } from './start.js';
 export async function createSandbox(core: Core, request: CreateSandboxRequest): Promise<SandboxRecord> {
   const egress = request.egress === undefined ? undefined : normaliseEgressPolicy(request.egress);
   const ports = request.ports === undefined ? undefined : parsePortSpecs(request.ports);
+  const autoPause = checkAutoPause(request.autoPause);
   if (request.template !== undefined && request.snapshot !== undefined) {
     throw new RamifyError('VALIDATION_FAILED', 'template and snapshot are mutually exclusive: give one', { fields: ['template', 'snapshot'] });
   }
@@ -65,6 +67,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
       envs: sandboxEnvs(source.baseEnvs, request.envs),
       timeoutMs: request.timeoutMs ?? core.options.defaultTimeoutMs,
       onTimeout: request.onTimeout ?? core.options.defaultOnTimeout,
+      autoPause,
       egress: egress ?? source.egress ?? undefined,
       ingress: sandboxIngress(source.ingress, ports, request.autoResume),
     }),

@@ -114,6 +114,7 @@ async function startChildren(core: Core, parent: SandboxRecord, plan: ChildPlan)
         envs: { ...parent.envs },
         timeoutMs: parent.timeoutMs,
         onTimeout: parent.onTimeout,
+        autoPause: parent.autoPause,
         egress,
         // Its own URLs (its own id, its own token) for the same ports.
         ingress: parent.ingress,

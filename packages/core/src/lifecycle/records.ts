@@ -53,6 +53,7 @@ export function toSandboxInfo(record: SandboxRecord, ingress: IngressEndpoint | 
     ports: sortPorts(record.ingress.ports),
     autoResume: effectiveAutoResume(record.ingress),
     ingress: ingress === null ? null : { ...ingress },
+    autoPause: record.autoPause === null ? null : { ...record.autoPause },
   };
 }
 

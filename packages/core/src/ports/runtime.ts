@@ -131,6 +131,14 @@ export interface Runtime {
   isAlive?(sandboxId: string): Promise<boolean>;
 
   /**
+   * Optional, cheap (a file read; the auto-pause scheduler calls it every sweep for each running sandbox
+   * with `autoPause`): the CPU time the sandbox's current instance has used so far, µs (every process
+   * of it, the runtime's own included). A new instance (after a resume) starts again from about zero.
+   * Null when it cannot be read.
+   */
+  cpuTimeUs?(sandboxId: string): Promise<number | null>;
+
+  /**
    * After a daemon restart: wait (bounded) until runtime commands on this sandbox that a previous daemon
    * process left running (a checkpoint or restore outlives a killed daemon) have finished, so that
    * {@link status} and the files on disk reflect their outcome.

@@ -8,7 +8,7 @@
  * it in the same write that records the outcome, so after a crash `reconcile` finds every half-done
  * operation and rolls it forward or back. A write has happened when its promise resolved.
  */
-import type { EgressLogEntry, ExposedPort, RuntimeName, SandboxState, SnapshotInfo, TimeoutAction } from '@ramify/contracts';
+import type { AutoPause, EgressLogEntry, ExposedPort, RuntimeName, SandboxState, SnapshotInfo, TimeoutAction } from '@ramify/contracts';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
 
 /**
@@ -74,6 +74,8 @@ export interface SandboxRecord {
   operation: SandboxOperation | null;
   /** Exposed ports and autoResume (see {@link SandboxIngress}). */
   ingress: SandboxIngress;
+  /** Idle auto-pause (`{ idleMs }`); null when off. Copied to fork children. */
+  autoPause: AutoPause | null;
 }
 
 /** Fields of a sandbox that change after creation. */
@@ -237,6 +239,32 @@ export interface EgressLogRecord {
   rule: string | null;
 }
 
+/**
+ * One request the ingress served (or answered itself) for a sandbox's port, as stored. Field meanings as
+ * in the API's `IngressLogEntry`, but `at` in ms since the epoch.
+ */
+export interface IngressLogRecord {
+  sandboxId: string;
+  at: number;
+  client: string;
+  method: string;
+  /** Path and query without the token parameter, at most 2048 characters. */
+  path: string;
+  port: number;
+  status: number;
+  /** Response bytes sent to the client. */
+  bytes: number;
+  durationMs: number;
+  woke: boolean;
+}
+
+/** How often ingress requests woke a sandbox. */
+export interface IngressWakes {
+  count: number;
+  /** Last wake, ms since the epoch; null if never. */
+  lastAt: number | null;
+}
+
 export interface SlotLease {
   slot: number;
   sandboxId: string;
@@ -325,6 +353,19 @@ export interface Store {
    * never more than the bound). Empty for an unknown or killed sandbox.
    */
   listEgressLog(sandboxId: string, limit: number): Promise<EgressLogRecord[]>;
+
+  /**
+   * Append ingress log entries in order (one transaction); entries of unknown or killed sandboxes are
+   * skipped. Each sandbox keeps its newest N entries (the store's bound, default 1000).
+   * @returns how many were stored.
+   */
+  appendIngressLog(entries: readonly IngressLogRecord[]): Promise<number>;
+  /** The sandbox's newest ingress log entries, newest first: at most `limit` (1-1000). Empty for an unknown or killed sandbox. */
+  listIngressLog(sandboxId: string, limit: number): Promise<IngressLogRecord[]>;
+  /** Count one wake of the sandbox by an ingress request at `at` (ms). No-op for an unknown sandbox. */
+  recordIngressWake(sandboxId: string, at: number): Promise<void>;
+  /** How often ingress requests woke the sandbox (zero for an unknown one). */
+  getIngressWakes(sandboxId: string): Promise<IngressWakes>;
 
   close(): Promise<void>;
 }

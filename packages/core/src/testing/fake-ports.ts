@@ -131,6 +131,13 @@ export class FakeRuntime implements Runtime {
     for (const session of instance.sessions) session.shutdown(`instance died: ${reason}`);
   }
 
+  /** CPU time used so far per sandbox, µs, as a test sets it ({@link cpuTimeUs}); absent: 0. */
+  readonly cpuUs = new Map<string, number>();
+
+  async cpuTimeUs(sandboxId: string): Promise<number | null> {
+    return this.instances.has(sandboxId) ? (this.cpuUs.get(sandboxId) ?? 0) : null;
+  }
+
   /** False once {@link die} was called for the sandbox (as the real runtimes see their processes gone). */
   async isAlive(sandboxId: string): Promise<boolean> {
     return !this.#dead.has(sandboxId);

@@ -84,11 +84,13 @@ export async function createTestWorld(options: Partial<CoreOptions> = {}, reuse?
     close: async () => {
       await core.sessions.closeAll();
       await core.egressLog.close();
+      await core.ingressLog.close();
       await store.close();
     },
     dispose: async () => {
       await core.sessions.closeAll();
       await core.egressLog.close();
+      await core.ingressLog.close();
       await store.close();
       await rm(dir, { recursive: true, force: true });
     },

@@ -1,9 +1,10 @@
 /**
  * Port routes: a sandbox's exposed ports (expose, unexpose, list), one port's URL (with the token for a
- * token port), and autoResume. The URLs themselves are served by the ingress listener, not here.
+ * token port), autoResume and idle auto-pause, and the ingress log. The URLs themselves are served by the
+ * ingress listener, not here.
  */
-import { ExposePortRequest, PortInfo, PortsInfo, PortUrlInfo, SetAutoResumeRequest } from '@ramify/contracts';
-import { exposePort, getPortUrl, listPorts, setAutoResume, toPortsInfo, unexposePort } from '@ramify/core';
+import { ExposePortRequest, IngressLogQuery, IngressLogResponse, PortInfo, PortsInfo, PortUrlInfo, SandboxInfo, SetAutoPauseRequest, SetAutoResumeRequest } from '@ramify/contracts';
+import { exposePort, getIngressLog, getPortUrl, listPorts, setAutoPause, setAutoResume, toPortsInfo, toSandboxInfo, unexposePort } from '@ramify/core';
 import { z } from 'zod';
 import { IdParams, route, type RouteSpec } from '../http/route.js';
 
@@ -39,5 +40,17 @@ export const portRoutes: RouteSpec[] = [
     method: 'PUT', url: '/v1/sandboxes/:id/auto-resume', summary: 'Whether a request to an exposed port wakes the sandbox when it is paused', action: 'sandbox.auto-resume',
     params: IdParams, body: SetAutoResumeRequest, response: PortsInfo,
     handler: async ({ core, params, body }) => toPortsInfo(core, await setAutoResume(core, params.id, body.autoResume)),
+  }),
+  route({
+    method: 'PUT', url: '/v1/sandboxes/:id/auto-pause',
+    summary: 'Pause the sandbox once idle for idleMs (no API call, stream, ingress request or connection, CPU under the threshold), or never ({ autoPause: null }); live',
+    description: 'A blocked checkpoint (open outbound connections) is retried later; an idle sandbox is never killed. A request to an exposed port wakes it again while autoResume is on.',
+    action: 'sandbox.auto-pause', params: IdParams, body: SetAutoPauseRequest, response: SandboxInfo,
+    handler: async ({ core, params, body }) => toSandboxInfo(await setAutoPause(core, params.id, body.autoPause), core.options.ingress),
+  }),
+  route({
+    method: 'GET', url: '/v1/sandboxes/:id/ingress/log', summary: 'Requests the ingress served for the sandbox, newest first (the newest 1000 are kept), and how often one woke it',
+    params: IdParams, query: IngressLogQuery, response: IngressLogResponse,
+    handler: async ({ core, params, query }) => getIngressLog(core, params.id, { limit: query.limit }),
   }),
 ];

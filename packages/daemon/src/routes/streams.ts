@@ -39,9 +39,18 @@ export function mountStreams(app: FastifyInstance, core: Core): void {
   app.get('/v1/sandboxes/:id/processes/:pid/stream', { websocket: true, config }, (socket, request) => processStream(core, socket, request));
 }
 
+/** The stream counts as use of its sandbox (idle auto-pause) until the socket closes. */
+function holdWhileOpen(core: Core, socket: WebSocket, request: FastifyRequest): void {
+  const id = (request.params as { id?: unknown }).id;
+  if (typeof id !== 'string') return;
+  const release = core.activity.hold(id);
+  socket.once('close', release);
+}
+
 function commandStream(core: Core, socket: WebSocket, request: FastifyRequest): void {
   let pid: number | null = null;
   let detach: (() => void) | null = null;
+  holdWhileOpen(core, socket, request);
   socket.on('close', () => detach?.());
   const queue = serial();
   socket.on('message', (data, isBinary) =>
@@ -77,6 +86,7 @@ function processStream(core: Core, socket: WebSocket, request: FastifyRequest): 
   const queue = serial();
   let target: { id: string; pid: number } | null = null;
   let detach: (() => void) | null = null;
+  holdWhileOpen(core, socket, request);
   socket.on('close', () => detach?.());
   void queue(async () => {
     try {

@@ -28,15 +28,17 @@ export function errorAnswer(err: RamifyError, html: boolean): { status: number; 
   return { status, headers: { ...headers, 'content-type': 'text/html; charset=utf-8' }, body };
 }
 
-/** Answer an HTTP request with `err`. */
-export function sendError(res: ServerResponse, err: RamifyError, accept: string | undefined): void {
+/** Answer an HTTP request with `err`; returns the body bytes sent (0 when it could only close). */
+export function sendError(res: ServerResponse, err: RamifyError, accept: string | undefined): number {
   if (res.headersSent) {
     res.destroy();
-    return;
+    return 0;
   }
   const answer = errorAnswer(err, wantsHtml(accept));
-  res.writeHead(answer.status, { ...answer.headers, 'content-length': Buffer.byteLength(answer.body) });
+  const bytes = Buffer.byteLength(answer.body);
+  res.writeHead(answer.status, { ...answer.headers, 'content-length': bytes });
   res.end(answer.body);
+  return bytes;
 }
 
 /** Answer an upgrade request (a raw socket) with `err`, then close it. */

@@ -13,6 +13,7 @@
  * Constant rule count; `install` is one `nft -f -` transaction (create-if-missing, delete, define).
  */
 import { runChecked, run } from '../exec.js';
+import { watchTable, type TableWatchOptions } from '../table-watch.js';
 
 /** Marker on the rule; its presence means the table is installed. */
 export const INGRESS_FIREWALL_MARKER = 'ramify-ingress-v1';
@@ -52,6 +53,18 @@ export async function installIngressFirewall(spec: IngressFirewallSpec): Promise
 export async function ingressFirewallInstalled(prefix: string): Promise<boolean> {
   const r = await run(['nft', 'list', 'table', 'inet', ingressTableName(prefix)]);
   return r.code === 0 && r.stdout.includes(INGRESS_FIREWALL_MARKER);
+}
+
+/**
+ * Re-install the table whenever it is gone (a `nft flush ruleset`, a hand-deleted table), checked every
+ * `intervalMs` (default 2000), as the egress watchdog does for its table. Returns the function that stops it.
+ */
+export function watchIngressFirewall(spec: IngressFirewallSpec, options: TableWatchOptions = {}): () => void {
+  return watchTable(async () => {
+    if (await ingressFirewallInstalled(spec.prefix)) return false;
+    await installIngressFirewall(spec);
+    return true;
+  }, options);
 }
 
 /** Remove the table (tests, `destroyAll`); no-op when absent. */

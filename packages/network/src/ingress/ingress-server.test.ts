@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { RamifyError } from '@ramify/contracts';
 import { IngressDialer } from './dialer.js';
-import { IngressServer, type IngressBackend } from './ingress-server.js';
+import { IngressServer, type IngressBackend, type IngressRequestRecord } from './ingress-server.js';
 
 const skip = process.getuid?.() !== 0 ? 'needs root (the dialer runs under its own uid)' : false;
 const ID = 'sbx_01J9ZK3V5W6X7Y8Z9A0B1C2D3E';
@@ -22,6 +22,8 @@ let ingressPort = 0;
 let ingress: IngressServer;
 const dialer = new IngressDialer();
 const seen: Array<Record<string, string | string[] | undefined>> = [];
+const logged: IngressRequestRecord[] = [];
+let open = 0;
 
 const backend: IngressBackend = {
   target: async (sandboxId, port) => {
@@ -32,6 +34,15 @@ const backend: IngressBackend = {
   },
   running: async () => ({ slotAddress: '127.0.0.1', woke: false }),
   listeners: async () => 'none',
+  hold: () => {
+    open += 1;
+    let done = false;
+    return () => {
+      if (!done) open -= 1;
+      done = true;
+    };
+  },
+  log: (entry) => logged.push(entry),
 };
 
 function get(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
@@ -116,4 +127,26 @@ test('WebSocket through the ingress, token as a header and as the cookie', { ski
   const denied = new WebSocket(url, { headers: { host } });
   const status = await new Promise<number>((resolve) => denied.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)).once('error', () => resolve(-1)));
   assert.equal(status, 401);
+});
+
+test('each request is held while it runs and logged once done: status, body bytes, path without the token', { skip }, async () => {
+  logged.length = 0;
+  await get(upstreamPort, '/logged?q=1', { 'x-ramify-access-token': TOKEN });
+  await get(upstreamPort, `/x?ramify_access_token=${TOKEN}`);
+  await get(upstreamPort, '/nope');
+  const ws = new WebSocket(`ws://127.0.0.1:${ingressPort}/ws`, { headers: { host: `${upstreamPort}-${ID.toLowerCase()}.localhost:${ingressPort}`, 'x-ramify-access-token': TOKEN } });
+  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  assert.ok(open >= 1, 'an open WebSocket holds its sandbox');
+  ws.close();
+  await new Promise((resolve) => ws.once('close', resolve));
+  const find = (path: string): IngressRequestRecord | undefined => logged.find((e) => e.path === path);
+  for (let i = 0; i < 100 && (!find('/ws') || open > 0); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(open, 0, 'every hold released');
+  const [ok, redirect, denied, upgrade] = ['/logged?q=1', '/x', '/nope', '/ws'].map(find);
+  assert.deepEqual([ok?.status, ok?.path, ok?.bytes, ok?.method, ok?.client, ok?.sandboxId, ok?.woke], [200, '/logged?q=1', 'hello /logged?q=1'.length, 'GET', '127.0.0.1', ID, false]);
+  assert.deepEqual([redirect?.status, redirect?.path], [302, '/x'], 'the token parameter is never logged');
+  assert.equal(denied?.status, 401);
+  assert.ok((denied?.bytes ?? 0) > 0, 'the error body counts');
+  assert.deepEqual([upgrade?.status, upgrade?.path], [101, '/ws']);
+  assert.ok(logged.every((e) => e.durationMs >= 0 && !JSON.stringify(e).includes(TOKEN)));
 });

@@ -12,6 +12,10 @@
  * Each proxied request gets its own connection to the sandbox (no pool): an idle pooled connection would
  * hold a pause up (gVisor cannot checkpoint an established connection). Client connections keep alive.
  *
+ * Every request whose Host names a sandbox is use of it (`backend.hold`, for idle auto-pause) until its
+ * response is done (a WebSocket: until it closes), and is logged (`backend.log`) once done: client,
+ * method, path without the token, status, body bytes sent, duration, whether it woke the sandbox.
+ *
  * Lifecycle: `new` → `listen()` → `close()`.
  */
 import { Agent, createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -19,7 +23,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
 import { isRamifyError, RamifyError, type PortAccess } from '@ramify/contracts';
-import { isWellFormedToken, tokensEqual, type ListenerDiagnosis } from '@ramify/core';
+import { isWellFormedToken, tokensEqual, type IngressLogRecord, type ListenerDiagnosis } from '@ramify/core';
 import { accessCookie, presentedToken, upstreamHeaders, withoutTokenParameter } from './access.js';
 import { sendError, sendUpgradeError } from './answers.js';
 import { DialError, type IngressDialer } from './dialer.js';
@@ -33,6 +37,27 @@ export interface IngressBackend {
   running(sandboxId: string): Promise<{ slotAddress: string; woke: boolean }>;
   /** What listens on `port` inside the running sandbox. */
   listeners(sandboxId: string, port: number): Promise<ListenerDiagnosis>;
+  /** The request counts as use of the sandbox until the returned function is called (idempotent). Never throws. */
+  hold(sandboxId: string): () => void;
+  /** Record a finished request in the sandbox's ingress log. Never throws, never waits. */
+  log(entry: IngressRequestRecord): void;
+}
+
+/**
+ * One finished request (or WebSocket) for the ingress log: core's stored shape (`at` ms since the epoch,
+ * `path` without the token parameter, `status` 101 for an opened WebSocket and 0 when the connection broke
+ * before any, `bytes` of response body sent, `durationMs` from arrival to the last byte or the close).
+ */
+export type IngressRequestRecord = IngressLogRecord;
+
+/** What one request's log entry gathers while it runs. */
+interface RequestTrace {
+  startedAt: number;
+  startedMs: number;
+  bytes: number;
+  woke: boolean;
+  /** An upgrade's status: 101 once handed to the proxy, else the error's. */
+  status?: number;
 }
 
 export interface IngressServerOptions {
@@ -69,6 +94,8 @@ export class IngressServer {
   private readonly options: IngressServerOptions;
   private readonly server: Server;
   private readonly proxy = createProxyServer({ xfwd: false, changeOrigin: false, ws: true });
+  /** Log entries in the making, per request. */
+  private readonly traces = new WeakMap<IncomingMessage, RequestTrace>();
   readonly protocol: 'http' | 'https';
 
   constructor(options: IngressServerOptions) {
@@ -78,6 +105,10 @@ export class IngressServer {
     this.server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.onRequest(req, res));
     this.server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => void this.onUpgrade(req, socket, head));
     this.server.on('clientError', (_err, socket: Socket) => socket.destroy());
+    this.proxy.on('proxyRes', (proxyRes, req) => {
+      const trace = this.traces.get(req);
+      if (trace) proxyRes.on('data', (chunk: Buffer) => (trace.bytes += chunk.length));
+    });
     this.proxy.on('error', (err, _req, resOrSocket) => {
       this.options.onError?.(err, {});
       if (resOrSocket && 'writeHead' in resOrSocket) sendError(resOrSocket as ServerResponse, new RamifyError('UPSTREAM_ERROR', `the connection to the sandbox's server failed: ${err.message}`), undefined);
@@ -108,8 +139,11 @@ export class IngressServer {
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const accept = req.headers.accept;
+    const trace: RequestTrace = { startedAt: Date.now(), startedMs: performance.now(), bytes: 0, woke: false };
+    this.traces.set(req, trace);
     try {
       const host = this.parseHost(req);
+      this.track(req, host, trace, res);
       const { access, token } = await this.options.backend.target(host.sandboxId, host.port);
       if (access === 'token') {
         const granted = this.checkToken(req, token as string);
@@ -120,25 +154,47 @@ export class IngressServer {
           return;
         }
       }
-      const route = await this.connect(host);
+      const route = await this.connect(host, trace);
       this.forward(req, route);
       this.proxy.web(req, res, { target: { host: route.slotAddress, port: host.port }, agent: new DialedAgent(route.socket) });
     } catch (err) {
-      sendError(res, this.asError(err), accept);
+      trace.bytes += sendError(res, this.asError(err), accept);
     }
   }
 
+  /** Hold the sandbox while the request (or WebSocket, `done` its socket) lasts; log it when it ends. */
+  private track(req: IncomingMessage, host: IngressHost, trace: RequestTrace, done: ServerResponse | Socket): void {
+    const { backend } = this.options;
+    const release = backend.hold(host.sandboxId);
+    const path = withoutTokenParameter(req.url ?? '/');
+    const method = req.method ?? 'GET';
+    const client = req.socket.remoteAddress ?? '';
+    done.once('close', () => {
+      release();
+      const upgraded = !('writeHead' in done);
+      const status = upgraded ? (trace.status ?? 0) : done.headersSent ? done.statusCode : 0;
+      const bytes = upgraded ? done.bytesWritten : trace.bytes;
+      backend.log({ sandboxId: host.sandboxId, at: trace.startedAt, client, method, path, port: host.port, status, bytes, durationMs: Math.round((performance.now() - trace.startedMs) * 1000) / 1000, woke: trace.woke });
+    });
+  }
+
+
   private async onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
+    const trace: RequestTrace = { startedAt: Date.now(), startedMs: performance.now(), bytes: 0, woke: false };
     try {
       const host = this.parseHost(req);
+      this.track(req, host, trace, socket);
       const { access, token } = await this.options.backend.target(host.sandboxId, host.port);
       if (access === 'token') this.checkToken(req, token as string);
-      const route = await this.connect(host);
+      const route = await this.connect(host, trace);
       this.forward(req, route);
+      trace.status = 101;
       this.proxy.ws(req, socket, head, { target: { host: route.slotAddress, port: host.port }, agent: new DialedAgent(route.socket) });
     } catch (err) {
-      sendUpgradeError(socket, this.asError(err));
+      const error = this.asError(err);
+      trace.status = error.status;
+      sendUpgradeError(socket, error);
     }
   }
 
@@ -166,8 +222,9 @@ export class IngressServer {
   }
 
   /** Wake if needed, then connect to the port through the dialer, explaining a refusal. */
-  private async connect(host: IngressHost): Promise<Route> {
+  private async connect(host: IngressHost, trace: RequestTrace): Promise<Route> {
     const { slotAddress, woke } = await this.options.backend.running(host.sandboxId);
+    trace.woke = woke;
     const retryUntil = woke ? Date.now() + (this.options.wakeConnectRetryMs ?? 10_000) : 0;
     for (let delayMs = 50; ; delayMs = Math.min(delayMs * 2, 500)) {
       try {

@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream';
 import { ChildStream } from './child-stream.js';
 import { RamifyError } from '@ramify/contracts';
 import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec } from '@ramify/core';
+import { cgroupCpuUsageUs } from './cpu-usage.js';
 import { cgroupMemoryFiles, headroomMB, withHeadroom } from './memory-headroom.js';
 import { buildOciSpec } from './oci-spec.js';
 import { MIN_RUNSC_RELEASE, Runsc, runscReason, runscRelease, runscVersion, type RunscPlatform } from './runsc.js';
@@ -313,6 +314,13 @@ export class GvisorRuntime implements Runtime {
       if (pid === undefined) return true;
     }
     return processLives(pid, inst.containerId);
+  }
+
+  /** CPU time of the current incarnation, µs, from its cgroup's CPU accounting; null without cgroups or an instance. */
+  async cpuTimeUs(sandboxId: string): Promise<number | null> {
+    const inst = await this.instance(sandboxId);
+    const cgroup = inst ? this.cgroupPath(inst.containerId) : null;
+    return cgroup ? cgroupCpuUsageUs(cgroup) : null;
   }
 
   /** `oom` when the sandbox's cgroup recorded an OOM kill, else `exited`. */

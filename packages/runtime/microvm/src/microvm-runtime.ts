@@ -33,6 +33,7 @@ import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandbo
 import { qemuRelease, qemuVersion, type AccelerationChoice } from './acceleration.js';
 import { finishCheckpointFiles, finishInterruptedForkPoint, checkpointInstance, forkPointInstance, undoCheckpoint } from './checkpoint.js';
 import { CpuQuotas, detectCgroupLayout } from './cpu-quota.js';
+import { processCpuUs } from './cpu-usage.js';
 import { createOverlay, diskGrowth, diskVirtualSizeBytes, ensureBaseDisk, linkOrCopy, MAX_DISK_SIZE_MB, ROOT_DRIVE_ID } from './disks.js';
 import type { GuestKernel } from './guest-kernel.js';
 import { prepareGuestLink, readGuestAddressing, removeGuestLink } from './guest-link.js';
@@ -412,6 +413,12 @@ export class MicrovmRuntime implements Runtime {
     const inst = await this.env.dirs.read(sandboxId);
     if (!inst || inst.pid <= 0) return true;
     return isQemuOf(inst.pid, this.env.dirs.dir(sandboxId) + '/');
+  }
+
+  /** CPU time of the instance's QEMU process, µs (`/proc/<pid>/stat`); null when it has none. */
+  async cpuTimeUs(sandboxId: string): Promise<number | null> {
+    const inst = await this.env.dirs.read(sandboxId);
+    return inst && inst.pid > 0 ? processCpuUs(inst.pid) : null;
   }
 
   /** `kernel panic` when the console shows one, else `exited`. */

@@ -6,6 +6,7 @@ import {
 } from '@ramify/contracts';
 import type { FixtureReply, FixtureRequest } from './contract-server.js';
 import { checkEgress, type FixtureState } from './fixture-state.js';
+import { portRoutes } from './fixture-ports.js';
 
 interface Route {
   method: string;
@@ -171,5 +172,6 @@ export function httpRoutes(state: FixtureState): Route[] {
       return { handled: true };
     }),
     route('GET', '/v1/audit', async () => ok({ entries: [] })),
+    ...portRoutes.map((r) => route(r.method, `${S}${r.rest}`, async (req) => r.handler(notKilled(req), req))),
   ];
 }

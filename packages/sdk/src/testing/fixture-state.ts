@@ -2,6 +2,7 @@
  * In-memory state of the protocol fixture: sandboxes, their files and processes, snapshots, templates.
  * Just enough behaviour to answer the contract's routes with plausible data; no sandbox runs.
  */
+import { startingPorts } from './fixture-ports.js';
 import {
   DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type CommandRequest, type CreateSandboxRequest, type EgressMode, type EgressPolicyRequest, type FileInfo, type SandboxInfo,
   type SandboxState, type SnapshotInfo, type TemplateInfo,
@@ -88,7 +89,7 @@ export class FixtureState {
       sourceSnapshotId: parent ? this.id('snap') : source?.id ?? null, parentId: parent?.info.id ?? null,
       cpuCount: req.cpuCount ?? 1, memoryMB: req.memoryMB ?? 512, diskSizeMB: req.diskSizeMB ?? null, metadata: { ...(parent?.info.metadata ?? {}), ...(req.metadata ?? {}) },
       createdAt: now(), endAt: new Date(Date.now() + timeoutMs).toISOString(), timeoutMs, onTimeout: req.onTimeout ?? 'kill', error: null,
-      ports: [], autoResume: false, ingress: null,
+      ...(parent ? { ports: parent.info.ports.map((p) => ({ ...p })), autoResume: parent.info.autoResume, autoPause: parent.info.autoPause, ingress: parent.info.ingress } : startingPorts(req)),
     };
     const sbx: FixtureSandbox = {
       info, files: new Map(parent?.files ?? []), dirs: new Set(parent?.dirs ?? ['/', '/root', '/tmp']), processes: new Map(), nextPid: 100,

@@ -17,6 +17,7 @@
 import { writeFile } from 'node:fs/promises';
 import { ruleForName, type EgressEnforcer, type EgressPolicy, type PortRange } from '@ramify/core';
 import { RamifyError } from '@ramify/contracts';
+import { watchTable, type TableWatchOptions } from '../../table-watch.js';
 import { run, runChecked } from '../../exec.js';
 import { slotRange } from '../../slots.js';
 import { installRouteGuard, isRouteGuardInstalled, removeRouteGuard, ROUTE_GUARD_MARK } from './route-guard.js';
@@ -134,18 +135,8 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
    * Check every `intervalMs` (default 2000) that the table and the route guard are installed, re-installing them if not.
    * Returns a stop function. `onReinstall` hears about each re-install, `onError` about failures.
    */
-  watch(options: { intervalMs?: number; onReinstall?: () => void; onError?: (err: unknown) => void } = {}): () => void {
-    let busy = false;
-    const timer = setInterval(() => {
-      if (busy) return;
-      busy = true;
-      this.ensureInstalled()
-        .then((reinstalled) => reinstalled && options.onReinstall?.())
-        .catch((err: unknown) => options.onError?.(err))
-        .finally(() => (busy = false));
-    }, options.intervalMs ?? 2000);
-    timer.unref();
-    return () => clearInterval(timer);
+  watch(options: TableWatchOptions = {}): () => void {
+    return watchTable(() => this.ensureInstalled(), options);
   }
 
   /** Replace every slot's state with `entries` and re-create the table with them, in one transaction. */

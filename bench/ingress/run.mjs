@@ -1,0 +1,111 @@
+#!/usr/bin/env node
+// bench/ingress (issue 10 targets in brackets), one run, the same Python server in one gVisor sandbox:
+//  1. requests/s through the ingress URL (token header) against straight to the sandbox's slot address
+//     [ingress >= 0.8x direct], and p50/p99 latency of one request at a time on a keep-alive connection
+//     [p50 added by the ingress <= 1 ms]. Load: autocannon (10 connections, keep-alive to whatever it talks
+//     to); the ingress opens one upstream connection per request (no pool: see docs/design/INGRESS.md).
+//  2. time from the first request to a paused sandbox until its answer (wake on request) against
+//     `POST /resume` alone [<= 1.2x].
+// Its own daemon in-process (prefix `rmiw`, a temp data dir, ingress on a free loopback port), so nothing
+// else is disturbed; as root; removes its sandboxes, namespaces and tables afterwards. Needs the packages
+// built and the base rootfs (built once into the shared cache, as `npm test` does; or RAMIFY_TEST_ROOTFS).
+// Run it under the real-tests lock: flock /tmp/ramify-real-tests.lock node bench/ingress/run.mjs
+//   node bench/ingress/run.mjs [--duration 10] [--connections 10] [--probes 500] [--wakes 5]
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { request } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { DEFAULT_INGRESS_UID, layoutForPrefix, slotAddresses } from '@ramify/network';
+import { serve } from '../../packages/daemon/dist/serve.js';
+import { HTTP_SERVER_PY } from '../../packages/daemon/dist/real-ingress-servers.js';
+import { apiCaller, registerRootfsTemplate, stopRealDaemon, until } from '../../packages/daemon/dist/real-test-support.js';
+import { forceCleanup } from '../../packages/daemon/dist/real-egress-support.js';
+
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '10' }, probes: { type: 'string', default: '500' }, wakes: { type: 'string', default: '5' } } });
+const PREFIX = 'rmiw';
+const root = new URL('../..', import.meta.url).pathname;
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const verdict = (ok) => (ok ? 'ok' : 'MISSED');
+
+let rootfs = process.env.RAMIFY_TEST_ROOTFS;
+if (!rootfs) {
+  const r = spawnSync(process.execPath, [join(root, 'scripts/prepare-test-rootfs.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+  if (r.status !== 0) throw new Error('could not prepare the base root filesystem');
+  rootfs = r.stdout.trim().split('\n').pop();
+}
+
+const dataDir = await mkdtemp(join(tmpdir(), 'ramify-bench-ingress-'));
+const server = await serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX }, ingress: { host: '127.0.0.1', port: 0 } });
+const key = server.newApiKey ?? '';
+const call = apiCaller(() => server.url, () => key);
+try {
+  await registerRootfsTemplate(server.core, rootfs, { templateId: 'tpl_rmiw', snapshotId: 'snap_rmiw_base' });
+  const created = await call('POST', '/v1/sandboxes', { timeoutMs: 3_600_000, ports: [8000], cpuCount: 1 });
+  if (created.status !== 201) throw new Error(JSON.stringify(created.json));
+  const id = created.json.id;
+  const put = (path, body) => fetch(`${server.url}/v1/sandboxes/${id}/files?path=${encodeURIComponent(path)}`, { method: 'PUT', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/octet-stream' }, body });
+  await put('/root/srv.py', HTTP_SERVER_PY);
+  await put('/root/www/index.html', 'hello from the sandbox\n');
+  await call('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'python3 /root/srv.py 8000', background: true });
+  const { host, token } = (await call('GET', `/v1/sandboxes/${id}/ports/8000/url`)).json;
+  const ingressPort = Number(server.ingress.address.split(':').pop());
+  // node:http, not fetch: fetch does not send a Host header of the caller's.
+  const ingressGet = () => new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port: ingressPort, path: '/index.html', headers: { host, 'x-ramify-access-token': token } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, text: async () => '' }));
+    }).on('error', reject).end();
+  });
+  await until(async () => (await ingressGet().catch(() => ({ status: 0 }))).status === 200, 'the server answers through the ingress');
+  const slot = (await server.core.store.getSandbox(id)).slot;
+  const { slotAddress } = slotAddresses(layoutForPrefix(PREFIX), slot);
+
+  // Asynchronously: the daemon (the ingress) runs in this process and must keep serving meanwhile.
+  const measure = async (url, headers) => {
+    const job = { url, headers, durationS: Number(values.duration), connections: Number(values.connections), probes: Number(values.probes) };
+    const { stdout } = await promisify(execFile)(process.execPath, [join(root, 'bench/ingress/load.mjs'), JSON.stringify(job)], { uid: DEFAULT_INGRESS_UID, gid: DEFAULT_INGRESS_UID, encoding: 'utf8', cwd: root, timeout: 300_000 });
+    return JSON.parse(stdout.trim().split('\n').pop());
+  };
+  const direct = await measure(`http://${slotAddress}:8000/index.html`, { host: `${slotAddress}:8000` });
+  const viaIngress = await measure(`http://127.0.0.1:${ingressPort}/index.html`, { host, 'x-ramify-access-token': token });
+  const ratio = viaIngress.rps / direct.rps;
+  const added = viaIngress.p50 - direct.p50;
+  console.log(`same server (python3 http.server in gVisor, 1 cpu), ${values.connections} connections x ${values.duration} s; latency: ${values.probes} sequential requests on one keep-alive connection`);
+  console.log(`  direct to ${slotAddress}:8000   ${direct.rps.toFixed(0)} req/s   p50 ${direct.p50.toFixed(3)} ms   p99 ${direct.p99.toFixed(3)} ms   (non-2xx ${direct.non2xx}, errors ${direct.errors})`);
+  console.log(`  through the ingress URL    ${viaIngress.rps.toFixed(0)} req/s   p50 ${viaIngress.p50.toFixed(3)} ms   p99 ${viaIngress.p99.toFixed(3)} ms   (non-2xx ${viaIngress.non2xx}, errors ${viaIngress.errors})`);
+  console.log(`throughput ingress/direct: ${ratio.toFixed(2)}x (target >= 0.8x: ${verdict(ratio >= 0.8)})`);
+  console.log(`p50 added by the ingress: ${added.toFixed(3)} ms (target <= 1 ms: ${verdict(added <= 1)})`);
+
+  const wakes = [];
+  const resumes = [];
+  const pause = async () => until(async () => (await call('POST', `/v1/sandboxes/${id}/pause`)).json?.state === 'paused', 'the sandbox pauses', 60_000);
+  for (let i = 0; i < Number(values.wakes); i++) {
+    await pause();
+    let t = performance.now();
+    const r = await ingressGet();
+    await r.text();
+    wakes.push(performance.now() - t);
+    if (r.status !== 200) throw new Error(`wake request answered ${r.status}`);
+    await pause();
+    t = performance.now();
+    const resumed = await call('POST', `/v1/sandboxes/${id}/resume`);
+    resumes.push(performance.now() - t);
+    if (resumed.json?.state !== 'running') throw new Error(JSON.stringify(resumed.json));
+  }
+  const wake = median(wakes);
+  const resume = median(resumes);
+  console.log(`wake on request (first request to a paused sandbox until its answer): median ${wake.toFixed(0)} ms of ${wakes.length}`);
+  console.log(`resume alone (POST /resume): median ${resume.toFixed(0)} ms`);
+  console.log(`wake/resume: ${(wake / resume).toFixed(2)}x (target <= 1.2x: ${verdict(wake / resume <= 1.2)})`);
+} finally {
+  // A daemon that cannot be stopped through its API still leaves nothing behind.
+  await stopRealDaemon(server, call).catch(async (err) => {
+    console.error(`stopping the daemon failed (${err.message}); removing what it made by force`);
+    await server.close().catch(() => undefined);
+    await forceCleanup(PREFIX, dataDir);
+  });
+  await rm(dataDir, { recursive: true, force: true });
+}

@@ -1,0 +1,138 @@
+/**
+ * Idle auto-pause in core: a sandbox with `autoPause` is paused once idle for `idleMs` (no touch, no hold,
+ * CPU under the threshold), not while something is open on it or its CPU is busy, never without
+ * `autoPause`; a blocked checkpoint leaves it running and is retried after `timeoutRetryMs`; the setting
+ * is validated, stored, live, and copied to forks. FAKE runtime (its CPU figure set by the test), real
+ * SQLite store, manual clock.
+ */
+import { afterEach, beforeEach, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTestWorld, type TestWorld } from '../testing/world.js';
+import { createSandbox } from '../lifecycle/create.js';
+import { forkSandbox } from '../lifecycle/fork.js';
+import { getSandbox } from '../lifecycle/get.js';
+import { killSandbox } from '../lifecycle/kill.js';
+import { resumeSandbox } from '../lifecycle/resume.js';
+import { toSandboxInfo } from '../lifecycle/records.js';
+import { AutoPauseScheduler } from './auto-pause.js';
+import { setAutoPause } from './set-auto-pause.js';
+
+let w: TestWorld;
+beforeEach(async () => {
+  w = await createTestWorld();
+});
+afterEach(async () => {
+  await w.dispose();
+});
+
+const state = async (id: string): Promise<string> => (await getSandbox(w.core, id)).state;
+
+test('an idle sandbox is paused after idleMs; one without autoPause is not', async () => {
+  const idle = await createSandbox(w.core, { autoPause: { idleMs: 60_000 } });
+  const plain = await createSandbox(w.core, {});
+  assert.deepEqual(toSandboxInfo(idle).autoPause, { idleMs: 60_000 });
+  assert.equal(toSandboxInfo(plain).autoPause, null);
+  const scheduler = new AutoPauseScheduler(w.core);
+  await scheduler.sweep();
+  w.clock.advance(59_000);
+  await scheduler.sweep();
+  assert.equal(await state(idle.id), 'running', 'not yet idle long enough');
+  w.clock.advance(1_000);
+  await scheduler.sweep();
+  assert.equal(await state(idle.id), 'paused');
+  assert.equal(await state(plain.id), 'running');
+  // Resumed (an API call): idle time starts again.
+  await resumeSandbox(w.core, idle.id);
+  w.clock.advance(30_000);
+  await scheduler.sweep();
+  assert.equal(await state(idle.id), 'running');
+});
+
+test('a touch, an open hold (stream, ingress connection) or busy CPU keeps it running', async () => {
+  const sbx = await createSandbox(w.core, { autoPause: { idleMs: 10_000 } });
+  const scheduler = new AutoPauseScheduler(w.core);
+  // An API call halfway restarts the idle time.
+  w.clock.advance(6_000);
+  w.core.activity.touch(sbx.id);
+  w.clock.advance(6_000);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'running', 'touched 6 s ago');
+  // Something open (a stream, a WebSocket through the ingress) for longer than idleMs.
+  const release = w.core.activity.hold(sbx.id);
+  w.clock.advance(60_000);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'running', 'held open');
+  release();
+  release(); // a second release does nothing
+  assert.equal(w.core.activity.openCount(sbx.id), 0);
+  // A busy background job: 0.5 cores between every two sweeps.
+  let cpuUs = 0;
+  for (let i = 0; i < 15; i++) {
+    cpuUs += 500_000;
+    w.runtime.cpuUs.set(sbx.id, cpuUs);
+    w.clock.advance(1_000);
+    await scheduler.sweep();
+  }
+  assert.equal(await state(sbx.id), 'running', 'a busy sandbox is not idle');
+  // The job ends: CPU flat from now on, idle after idleMs.
+  for (let i = 0; i < 11; i++) {
+    w.clock.advance(1_000);
+    await scheduler.sweep();
+  }
+  assert.equal(await state(sbx.id), 'paused');
+});
+
+test('CPU under the threshold is idle', async () => {
+  const sbx = await createSandbox(w.core, { autoPause: { idleMs: 10_000 } });
+  const scheduler = new AutoPauseScheduler(w.core);
+  let cpuUs = 0;
+  for (let i = 0; i < 12; i++) {
+    cpuUs += 40_000; // 0.04 cores
+    w.runtime.cpuUs.set(sbx.id, cpuUs);
+    w.clock.advance(1_000);
+    await scheduler.sweep();
+  }
+  assert.equal(await state(sbx.id), 'paused');
+});
+
+test('a blocked checkpoint leaves it running and is retried after timeoutRetryMs; never killed', async () => {
+  const sbx = await createSandbox(w.core, { autoPause: { idleMs: 10_000 } });
+  const guest = w.runtime.guest(sbx.id);
+  guest.endpoints.push('10.0.0.2:9 -> 1.2.3.4:443 ESTABLISHED');
+  const scheduler = new AutoPauseScheduler(w.core);
+  await scheduler.sweep();
+  w.clock.advance(10_000);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'running', 'CHECKPOINT_BLOCKED: still running');
+  guest.endpoints.length = 0;
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'running', 'not retried before timeoutRetryMs');
+  w.clock.advance(w.core.options.timeoutRetryMs);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'paused');
+});
+
+test('the setting: validated, live, off with null, copied to forks, refused on a killed sandbox', async () => {
+  for (const idleMs of [0, 9_999, 86_400_001, 1.5]) {
+    await assert.rejects(createSandbox(w.core, { autoPause: { idleMs } }), { code: 'VALIDATION_FAILED' });
+  }
+  const sbx = await createSandbox(w.core, {});
+  await assert.rejects(setAutoPause(w.core, sbx.id, { idleMs: 5 }), { code: 'VALIDATION_FAILED' });
+  assert.equal((await getSandbox(w.core, sbx.id)).autoPause, null, 'nothing stored by a refused call');
+  const scheduler = new AutoPauseScheduler(w.core);
+  w.clock.advance(100_000);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'running');
+  await setAutoPause(w.core, sbx.id, { idleMs: 20_000 });
+  const forks = await forkSandbox(w.core, sbx.id, { count: 1 });
+  assert.deepEqual(forks[0]?.autoPause, { idleMs: 20_000 }, 'a fork copies it');
+  w.clock.advance(10_000);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'running', 'turning it on started the idle time afresh');
+  await setAutoPause(w.core, sbx.id, null);
+  w.clock.advance(100_000);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'running', 'off again');
+  await killSandbox(w.core, sbx.id);
+  await assert.rejects(setAutoPause(w.core, sbx.id, { idleMs: 20_000 }), { code: 'SANDBOX_NOT_FOUND' });
+});
