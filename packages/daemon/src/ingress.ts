@@ -75,9 +75,14 @@ export async function startIngress(core: Core, options: IngressOptions, network:
     backend, dialer, domain, ...(tls ? { tls } : {}),
     onError: (err, context) => core.logger.warn('ingress: request failed', { ...context, error: err instanceof Error ? err.message : String(err) }),
   });
+  const stopDropping = core.events.onCheckpointing(({ sandboxId }) => {
+    const dropped = server.dropConnections(sandboxId);
+    if (dropped > 0) core.logger.info('ingress: closed connections into a sandbox for its checkpoint', { sandboxId, connections: dropped });
+  });
   dialer.start();
   const bound = await server.listen(options.host ?? '127.0.0.1', options.port ?? 7424).catch((err: unknown) => {
     stopWatch();
+    stopDropping();
     dialer.close();
     throw err;
   });
@@ -90,6 +95,7 @@ export async function startIngress(core: Core, options: IngressOptions, network:
     address: `${bound.address}:${bound.port}`,
     close: async () => {
       stopWatch();
+      stopDropping();
       await server.close();
       dialer.close();
     },

@@ -250,6 +250,33 @@ describe('ingress: port URLs into real gVisor sandboxes', { skip, timeout: 1_800
     assert.equal(JSON.parse(asleep.body).error.code, 'SANDBOX_PAUSED');
   });
 
+  test('an open WebSocket through the ingress does not block a pause: the ingress closes it, the next request wakes the sandbox', async () => {
+    const id = await serving({ ports: [8000, 9000] }, 8000);
+    await put(id, '/root/ws.py', WS_SERVER_PY);
+    await background(id, 'python3 /root/ws.py 9000');
+    const ws = await urlOf(id, 9000);
+    const open = async (): Promise<WebSocket> => {
+      const socket = new WebSocket(`ws://127.0.0.1:${ingressPort}/`, { headers: { host: ws.host, 'x-ramify-access-token': ws.token as string } });
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      return socket;
+    };
+    let opened: WebSocket | undefined;
+    await until(async () => Boolean((opened = await open().catch(() => undefined))), 'the echo server answers through the ingress');
+    const socket = opened ?? assert.fail('no WebSocket');
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.send('ping');
+    assert.equal(await new Promise<string>((resolve) => socket.once('message', (m) => resolve(m.toString()))), 'echo ping');
+    // Without the ingress closing its own connection, gVisor's checkpoint would refuse (CHECKPOINT_BLOCKED).
+    const paused = await call('POST', `/v1/sandboxes/${id}/pause`);
+    assert.equal(paused.status, 200, JSON.stringify(paused.json));
+    assert.equal(paused.json.state, 'paused');
+    await closed;
+    const { host, token } = await urlOf(id, 8000);
+    const woken = await ingress(host, '/index.html', { headers: { 'x-ramify-access-token': token as string } });
+    assert.equal(woken.body, 'hello from the sandbox\n');
+    assert.equal((await call('GET', `/v1/sandboxes/${id}`)).json.state, 'running');
+  });
+
   test('bad input: a clear error each, nothing stored changes', async () => {
     const id = await serving({ ports: [8000] }, 8000);
     const before = (await call('GET', `/v1/sandboxes/${id}/ports`)).json;

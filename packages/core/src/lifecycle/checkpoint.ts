@@ -42,7 +42,10 @@ export interface CheckpointPlan {
 export async function checkpointRunning(core: Core, record: SandboxRecord, plan: CheckpointPlan): Promise<{ record: SandboxRecord; snapshot: SnapshotRecord }> {
   const runtime = runtimeFor(core, record.runtime);
   // While connections drain the sandbox stays `running`: its commands and file calls go on.
-  if (record.state === 'running') await waitForNoConnections(core, record.id, runtime);
+  if (record.state === 'running') {
+    if (runtime.capabilities.checkpointNeedsQuietNetwork) core.events.emitCheckpointing({ sandboxId: record.id, at: core.clock.now() });
+    await waitForNoConnections(core, record.id, runtime);
+  }
   const snapshotId = newSnapshotId();
   await core.store.insertSnapshot(await pendingSnapshot(core, record, snapshotId, plan));
   let current: SandboxRecord;

@@ -23,6 +23,12 @@ export interface SandboxOomEvent extends Omit<OomKillEvent, 'type' | 'sandboxId'
   at: number;
 }
 
+/** A checkpoint of a running sandbox whose runtime cannot carry open TCP connections is about to wait for them to close. */
+export interface SandboxCheckpointingEvent {
+  sandboxId: string;
+  at: number;
+}
+
 /** Typed wrapper over an EventEmitter; listener errors are the listener's problem (they are caught and dropped). */
 export class SandboxEvents {
   readonly #emitter = new EventEmitter();
@@ -49,7 +55,19 @@ export class SandboxEvents {
     this.#emitter.emit('oom', event);
   }
 
-  #on<E>(name: 'state' | 'oom', listener: (event: E) => void): () => void {
+  /**
+   * Subscribe to checkpoints about to wait for connections (the ingress drops its own to the sandbox, so
+   * that a client holding one does not block the pause; its next request wakes the sandbox).
+   */
+  onCheckpointing(listener: (event: SandboxCheckpointingEvent) => void): () => void {
+    return this.#on('checkpointing', listener);
+  }
+
+  emitCheckpointing(event: SandboxCheckpointingEvent): void {
+    this.#emitter.emit('checkpointing', event);
+  }
+
+  #on<E>(name: 'state' | 'oom' | 'checkpointing', listener: (event: E) => void): () => void {
     const safe = (event: E): void => {
       try {
         listener(event);

@@ -96,6 +96,8 @@ export class IngressServer {
   private readonly proxy = createProxyServer({ xfwd: false, changeOrigin: false, ws: true });
   /** Log entries in the making, per request. */
   private readonly traces = new WeakMap<IncomingMessage, RequestTrace>();
+  /** Open connections into each sandbox (per sandbox id), for {@link dropConnections}. */
+  private readonly upstreams = new Map<string, Set<Socket>>();
   readonly protocol: 'http' | 'https';
 
   constructor(options: IngressServerOptions) {
@@ -221,6 +223,30 @@ export class IngressServer {
     return presented.source === 'query' ? 'exchange' : 'ok';
   }
 
+  /**
+   * Close every connection the ingress holds into `sandboxId` (its clients see them end): a checkpoint
+   * that needs a quiet network would otherwise wait for them. A client's next request wakes the sandbox.
+   * @returns how many were closed.
+   */
+  dropConnections(sandboxId: string): number {
+    const open = this.upstreams.get(sandboxId);
+    if (!open) return 0;
+    const count = open.size;
+    for (const socket of open) socket.destroy();
+    this.upstreams.delete(sandboxId);
+    return count;
+  }
+
+  private remember(sandboxId: string, socket: Socket): void {
+    let open = this.upstreams.get(sandboxId);
+    if (!open) this.upstreams.set(sandboxId, (open = new Set()));
+    open.add(socket);
+    socket.once('close', () => {
+      open.delete(socket);
+      if (open.size === 0 && this.upstreams.get(sandboxId) === open) this.upstreams.delete(sandboxId);
+    });
+  }
+
   /** Wake if needed, then connect to the port through the dialer, explaining a refusal. */
   private async connect(host: IngressHost, trace: RequestTrace): Promise<Route> {
     const { slotAddress, woke } = await this.options.backend.running(host.sandboxId);
@@ -228,7 +254,9 @@ export class IngressServer {
     const retryUntil = woke ? Date.now() + (this.options.wakeConnectRetryMs ?? 10_000) : 0;
     for (let delayMs = 50; ; delayMs = Math.min(delayMs * 2, 500)) {
       try {
-        return { host, slotAddress, socket: await this.options.dialer.dial(slotAddress, host.port) };
+        const socket = await this.options.dialer.dial(slotAddress, host.port);
+        this.remember(host.sandboxId, socket);
+        return { host, slotAddress, socket };
       } catch (err) {
         if (!(err instanceof DialError)) throw err;
         // A woken sandbox's server may need a moment to accept again: held, within the bound.
