@@ -29,9 +29,27 @@ os.makedirs('/root/www', exist_ok=True)
 http.server.ThreadingHTTPServer((sys.argv[2] if len(sys.argv) > 2 else '0.0.0.0', int(sys.argv[1])), H).serve_forever()
 `;
 
+/** Python shared by the servers below: answer each WebSocket text frame with `echo <text>` until a close frame. */
+const ECHO_FRAMES_PY = `
+import struct
+def echo_frames(rfile, wfile):
+    while True:
+        head = rfile.read(2)
+        if len(head) < 2: return
+        op, n = head[0] & 15, head[1] & 127
+        if n == 126: n = struct.unpack('>H', rfile.read(2))[0]
+        elif n == 127: n = struct.unpack('>Q', rfile.read(8))[0]
+        mask = rfile.read(4)
+        data = bytes(b ^ mask[i % 4] for i, b in enumerate(rfile.read(n)))
+        if op == 8: return
+        out = b'echo ' + data
+        wfile.write(bytes([0x81, len(out)]) + out)
+        wfile.flush()
+`;
+
 /** `python3 /root/ws.py PORT`: a WebSocket echo server answering each text frame with `echo <text>`. */
-export const WS_SERVER_PY = `
-import base64, hashlib, socketserver, struct, sys
+export const WS_SERVER_PY = `${ECHO_FRAMES_PY}
+import base64, hashlib, socketserver, sys
 GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'
 class H(socketserver.StreamRequestHandler):
     def handle(self):
@@ -43,17 +61,7 @@ class H(socketserver.StreamRequestHandler):
             k, v = line.split(':', 1); headers[k.strip().lower()] = v.strip()
         accept = base64.b64encode(hashlib.sha1((headers['sec-websocket-key'] + GUID).encode()).digest()).decode()
         self.wfile.write(('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: ' + accept + '\\r\\n\\r\\n').encode())
-        while True:
-            head = self.rfile.read(2)
-            if len(head) < 2: return
-            op, n = head[0] & 15, head[1] & 127
-            if n == 126: n = struct.unpack('>H', self.rfile.read(2))[0]
-            elif n == 127: n = struct.unpack('>Q', self.rfile.read(8))[0]
-            mask = self.rfile.read(4)
-            data = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(n)))
-            if op == 8: return
-            out = b'echo ' + data
-            self.wfile.write(bytes([0x81, len(out)]) + out)
+        echo_frames(self.rfile, self.wfile)
 class S(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
 S(('0.0.0.0', int(sys.argv[1])), H).serve_forever()
@@ -63,8 +71,8 @@ S(('0.0.0.0', int(sys.argv[1])), H).serve_forever()
  * `python3 /root/page.py PORT`: GET / answers an HTML page whose script opens a WebSocket back to the same
  * host (`/ws`), sends a line and shows the echo in `#echo`; GET /ws upgrades and echoes text frames.
  */
-export const PAGE_SERVER_PY = `
-import base64, hashlib, http.server, struct, sys
+export const PAGE_SERVER_PY = `${ECHO_FRAMES_PY}
+import base64, hashlib, http.server, sys
 GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'
 PAGE = b'''<!doctype html><html><head><meta charset="utf-8"><title>ramify ingress</title></head>
 <body><h1>served from inside a sandbox</h1><p id="echo">waiting</p><script>
@@ -82,18 +90,8 @@ class H(http.server.BaseHTTPRequestHandler):
             accept = base64.b64encode(hashlib.sha1((self.headers['sec-websocket-key'] + GUID).encode()).digest()).decode()
             self.wfile.write(('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: ' + accept + '\\r\\n\\r\\n').encode())
             self.wfile.flush()
-            while True:
-                head = self.rfile.read(2)
-                if len(head) < 2: return
-                op, n = head[0] & 15, head[1] & 127
-                if n == 126: n = struct.unpack('>H', self.rfile.read(2))[0]
-                elif n == 127: n = struct.unpack('>Q', self.rfile.read(8))[0]
-                mask = self.rfile.read(4)
-                data = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(n)))
-                if op == 8: return
-                out = b'echo ' + data
-                self.wfile.write(bytes([0x81, len(out)]) + out)
-                self.wfile.flush()
+            echo_frames(self.rfile, self.wfile)
+            return
         body = PAGE
         self.send_response(200); self.send_header('content-type', 'text/html; charset=utf-8'); self.send_header('content-length', str(len(body))); self.end_headers(); self.wfile.write(body)
 http.server.ThreadingHTTPServer(('0.0.0.0', int(sys.argv[1])), H).serve_forever()
