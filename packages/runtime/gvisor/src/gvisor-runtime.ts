@@ -13,7 +13,7 @@ import { ChildStream } from './child-stream.js';
 import { RamifyError } from '@ramify/contracts';
 import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec } from '@ramify/core';
 import { cgroupCpuUsageUs } from './cpu-usage.js';
-import { cgroupMemoryFiles, headroomMB, withHeadroom } from './memory-headroom.js';
+import { cgroupMemoryFiles, headroomMB, withCheckpointRoom, withHeadroom } from './memory-headroom.js';
 import { buildOciSpec } from './oci-spec.js';
 import { MIN_RUNSC_RELEASE, Runsc, runscReason, runscRelease, runscVersion, type RunscPlatform } from './runsc.js';
 
@@ -257,8 +257,13 @@ export class GvisorRuntime implements Runtime {
     await mkdir(imageDir, { recursive: true });
     // Stamped first: a checkpoint outlives a daemon killed meanwhile, and reconcile commits what it wrote.
     await writeFile(join(imageDir, IMAGE_STAMP), JSON.stringify({ runsc: this.version }));
-    const r = await this.runsc.inNetns(inst.netnsPath, ['checkpoint', '-image-path', imageDir, inst.containerId]);
-    if (r.code !== 0) throw new RamifyError('RUNTIME_ERROR', `runsc checkpoint failed: ${runscReason(`${r.stderr}\n${r.stdout}`)}`, { runtimeReason: runscReason(`${r.stderr}\n${r.stdout}`) });
+    const cgroup = this.cgroupPath(inst.containerId);
+    const checkpoint = async (): Promise<void> => {
+      const r = await this.runsc.inNetns(inst.netnsPath, ['checkpoint', '-image-path', imageDir, inst.containerId]);
+      if (r.code !== 0) throw new RamifyError('RUNTIME_ERROR', `runsc checkpoint failed: ${runscReason(`${r.stderr}\n${r.stdout}`)}`, { runtimeReason: runscReason(`${r.stderr}\n${r.stdout}`) });
+    };
+    // Room for the sentry's own encoding of the sandbox's kernel (see memory-headroom.ts).
+    await (cgroup ? withCheckpointRoom(cgroupMemoryFiles(cgroup), checkpoint) : checkpoint());
     // The checkpointed container is stopped; deleting it takes ~1.5 s, so it happens in the background.
     this.deleteLater(inst.containerId);
     let sizeBytes = 0;

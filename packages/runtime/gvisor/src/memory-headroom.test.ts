@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RamifyError } from '@ramify/contracts';
-import { cgroupMemoryFiles, headroomMB, withHeadroom } from './memory-headroom.js';
+import { cgroupMemoryFiles, headroomMB, withCheckpointRoom, withHeadroom } from './memory-headroom.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ramify-headroom-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -69,4 +69,30 @@ test('raised when runsc returned if no sandbox process was seen; a failed start 
 test('a limit that cannot be written is RUNTIME_ERROR', async () => {
   const files = { limit: join(dir, 'missing', 'memory.limit_in_bytes'), procs: join(dir, 'missing', 'cgroup.procs') };
   await assert.rejects(withHeadroom(files, 1 << 30, async () => undefined), (err: unknown) => err instanceof RamifyError && err.code === 'RUNTIME_ERROR' && /headroom/.test(err.message));
+});
+
+test('a checkpoint runs with the cgroup limit doubled; a failed one puts the limit back', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rmf-ckroom-'));
+  try {
+    const files = { limit: join(dir, 'memory.limit_in_bytes'), procs: join(dir, 'cgroup.procs') };
+    writeFileSync(files.limit, `${704 << 20}\n`);
+    const seen = await withCheckpointRoom(files, async () => readFileSync(files.limit, 'utf8'));
+    assert.equal(seen, String(1408 << 20));
+    writeFileSync(files.limit, `${704 << 20}\n`);
+    await assert.rejects(
+      withCheckpointRoom(files, async () => {
+        assert.equal(readFileSync(files.limit, 'utf8'), String(1408 << 20));
+        throw new RamifyError('RUNTIME_ERROR', 'runsc checkpoint failed');
+      }),
+      /runsc checkpoint failed/,
+    );
+    assert.equal(readFileSync(files.limit, 'utf8'), String(704 << 20));
+    // No limit (v1's 2^63 - 4096 or v2's `max`): left alone.
+    for (const none of ['9223372036854771712', 'max']) {
+      writeFileSync(files.limit, none);
+      assert.equal(await withCheckpointRoom(files, async () => readFileSync(files.limit, 'utf8')), none);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -85,6 +85,30 @@ export async function withHeadroom<T>(files: CgroupMemoryFiles, limitBytes: numb
   return result;
 }
 
+/**
+ * Run `checkpoint` (a `runsc checkpoint`) with the cgroup's memory limit doubled, then put the limit
+ * back when the sandbox keeps running (a failed checkpoint). The sentry serializes its kernel objects in
+ * its own memory, inside the sandbox's cgroup; gVisor 20240729 never frees the procfs entries of a dead
+ * process whose `/proc/PID` something looked up (upstream gvisor#3933), so a sandbox that ran a few
+ * hundred such processes carries ~10^6 objects, and its checkpoint went past the OOM guard's headroom and
+ * was killed by the host (measured on runsc 20240729: 600 `cat /proc/self/status` → 1.1·10^6 objects,
+ * 4.9 s of encoding, the third checkpoint OOM-killed). Its tasks are paused while the state is written,
+ * so the sandbox's own processes cannot use the extra room. Without a readable limit it just runs.
+ * @throws whatever `checkpoint` rejects with (the limit is put back first).
+ */
+export async function withCheckpointRoom<T>(files: CgroupMemoryFiles, checkpoint: () => Promise<T>): Promise<T> {
+  const before = (await readFile(files.limit, 'utf8').catch(() => '')).trim();
+  const limitBytes = /^\d+$/.test(before) ? Number(before) : null;
+  // cgroup v1 says ~2^63 and v2 `max` when there is no limit: nothing to raise then.
+  const raised = limitBytes !== null && limitBytes < 2 ** 50 && (await writeFile(files.limit, String(limitBytes * 2)).then(() => true, () => false));
+  try {
+    return await checkpoint();
+  } catch (err) {
+    if (raised) await writeFile(files.limit, before).catch(() => undefined);
+    throw err;
+  }
+}
+
 /** Whether runsc's sandbox process (`runsc-sandbox ... --total-memory N ...`) is in the cgroup. */
 async function sandboxProcessIn(procsFile: string): Promise<boolean> {
   const pids = (await readFile(procsFile, 'utf8').catch(() => '')).split('\n').filter((p) => p !== '');
