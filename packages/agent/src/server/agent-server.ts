@@ -10,6 +10,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { AgentEvents } from './agent-events.js';
+import { BridgePids, bridgePidDir } from './bridge-pids.js';
 import { AgentConnection } from './connection.js';
 import { createHandler } from './handlers.js';
 import { OomWatch, type OomKillerMode } from './memory/oom-watch.js';
@@ -83,16 +84,19 @@ export async function startAgentServer(options: AgentServerOptions): Promise<Run
   const log = options.log ?? ((line: string) => process.stderr.write(`ramify-agent: ${line}\n`));
   // At a microVM's boot the root filesystem fills its disk: remember that size (see root-disk.ts).
   const identity: SandboxIdentityState = { envs: {}, rootFilesystemBytes: readRootDisk()?.sizeBytes };
-  // The host's bridge (`socat ... UNIX-CONNECT:<socketPath>`) must keep running while the rest is frozen, and is never an OOM victim.
+  // The host's bridge (`socat ... UNIX-CONNECT:<socketPath>`) must keep running while the rest is frozen, and is
+  // never an OOM victim: known by the pid it writes (bridge-pids.ts), else by its command line.
   const bridges = options.socketPath ? [options.socketPath] : [];
+  const bridgePids = options.socketPath ? new BridgePids(bridgePidDir(options.socketPath)) : undefined;
   const events = new AgentEvents();
-  const oom = new OomWatch(options.oomKiller, { events, identity, spareCommandLinesWith: bridges, log });
+  const oom = new OomWatch(options.oomKiller, { events, identity, spareCommandLinesWith: bridges, bridges: bridgePids, log });
   const table = new ProcessTable(identity, { ...options, resetOomScore: oom.resetOomScore, onKilled: () => oom.commandKilled() });
   oom.start(table);
-  const freezer = new ProcessFreezer({ spareCommandLinesWith: bridges });
+  const freezer = new ProcessFreezer({ spareCommandLinesWith: bridges, bridges: bridgePids });
   const handle = createHandler({ table, identity, freezer, events, roomForFiles: (bytes) => oom.roomForFiles(bytes), identityApplied: () => oom.identityApplied() });
   // A new host connection means a checkpoint is over (restored, or failed): what was frozen for it goes on.
   const connect = (channel: Duplex): AgentConnection => {
+    bridgePids?.prune();
     const thawed = freezer.thaw();
     if (thawed > 0) log(`continued ${thawed} processes stopped for a checkpoint`);
     const conn = new AgentConnection(channel, handle, log);

@@ -27,11 +27,15 @@ export function parseProcStat(text: string): ProcStat | undefined {
   return { pid, ppid, pgrp, session, state };
 }
 
-/** Snapshot of every process visible in /proc (processes that vanish while reading are skipped). */
-export function listProcStats(procDir = '/proc'): ProcStat[] {
+/**
+ * Snapshot of every process visible in /proc (processes that vanish while reading are skipped).
+ * @param skip pids left out without reading their /proc/PID (the host's bridges: see bridge-pids.ts).
+ */
+export function listProcStats(procDir = '/proc', skip?: ReadonlySet<number>): ProcStat[] {
   const out: ProcStat[] = [];
   for (const name of readdirSync(procDir)) {
     if (name.charCodeAt(0) < 48 || name.charCodeAt(0) > 57) continue;
+    if (skip?.has(Number(name))) continue;
     try {
       const stat = parseProcStat(readFileSync(`${procDir}/${name}/stat`, 'utf8'));
       if (stat) out.push(stat);
@@ -86,7 +90,8 @@ export interface AgentPidsOptions {
 
 /**
  * The pids of `stats` that must never be stopped or killed on the sandbox's behalf: the agent, its
- * ancestors (tini as pid 1) and the host's bridges to it (by command line).
+ * ancestors (tini as pid 1) and the host's bridges to it found by command line (a bridge that wrote its
+ * pid, see bridge-pids.ts, is best left out of `stats` altogether).
  */
 export function agentPids(stats: ProcStat[], options: AgentPidsOptions = {}): Set<number> {
   const selfPid = options.selfPid ?? process.pid;

@@ -5,9 +5,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sleepers } from '../test-support/sleepers.js';
+import { BridgePids } from './bridge-pids.js';
+import { listProcStats } from './proc-tree.js';
 import { byDepth, ProcessFreezer, quiesceNetwork } from './quiesce.js';
 
 const { dir, spawn: spawnSleeper } = sleepers('quiesce');
@@ -67,6 +70,39 @@ test('freeze stops every process but the agent, its ancestors and the bridge; th
   assert.notEqual(await settledState(worker, 'running'), 'T');
   assert.equal(realState(userStopped), 'T', 'a process stopped by someone else stays stopped');
   assert.equal(freezer.thaw(), 0, 'a second thaw is a no-op');
+});
+
+test('a bridge that wrote its pid is spared, and its /proc/PID is never read', async () => {
+  const [worker, bridge] = [sleeper(), sleeper()];
+  // The bridge's command line names no socket: only its pid file can spare it.
+  const proc = fakeProc('pidfile', [
+    [1, 0, 'S', 'tini'],
+    [AGENT, 1, 'S', 'agent'],
+    [worker, AGENT, 'S', 'sleep 300'],
+    [bridge, 0, 'S', 'sleep 300'],
+  ]);
+  const bridges = new BridgePids(join(dir, 'pidfile-bridges'));
+  writeFileSync(join(bridges.dir, String(bridge)), `${bridge}\n`);
+  assert.deepEqual(listProcStats(proc, bridges.list()).map((s) => s.pid).sort(), [1, AGENT, worker].sort(), 'skipped before its stat is read');
+  const freezer = new ProcessFreezer({ selfPid: AGENT, procDir: proc, spareCommandLinesWith: ['/run/ramify/agent.sock'], bridges });
+  assert.equal(freezer.freeze(), 1);
+  assert.deepEqual(freezer.stopped, [worker]);
+  assert.notEqual(realState(bridge), 'T', 'the bridge keeps running');
+  freezer.thaw();
+  assert.notEqual(await settledState(worker, 'running'), 'T');
+});
+
+test('BridgePids.prune drops the files of exited bridges and keeps the running ones', () => {
+  const bridges = new BridgePids(join(dir, 'prune-bridges'));
+  const live = sleeper();
+  const exited = spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim();
+  writeFileSync(join(bridges.dir, String(live)), '');
+  writeFileSync(join(bridges.dir, exited), '');
+  writeFileSync(join(bridges.dir, 'not-a-pid'), '');
+  assert.deepEqual([...bridges.list()].sort(), [live, Number(exited)].sort());
+  assert.equal(bridges.prune(), 1);
+  assert.deepEqual([...bridges.list()], [live]);
+  assert.equal(existsSync(join(bridges.dir, exited)), false);
 });
 
 test('quiesce: an open endpoint leaves everything running; a quiet network leaves the rest frozen', async () => {

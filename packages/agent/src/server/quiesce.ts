@@ -10,6 +10,7 @@
  * stopped.
  */
 import { RamifyError, type QuiesceReport } from '@ramify/contracts';
+import type { BridgePids } from './bridge-pids.js';
 import { agentPids, isSandboxInit, listProcStats, trySignal, type ProcStat } from './proc-tree.js';
 import { networkEndpoints } from './net-endpoints.js';
 
@@ -24,6 +25,8 @@ export interface FreezerOptions {
   selfPid?: number;
   /** A process whose command line contains one of these is never stopped (the host's bridge to the agent socket). */
   spareCommandLinesWith?: string[];
+  /** Bridges known by pid: never stopped, and their /proc/PID is never read. */
+  bridges?: BridgePids;
   /** Default /proc. */
   procDir?: string;
 }
@@ -36,6 +39,7 @@ export class ProcessFreezer {
   readonly #selfPid: number;
   readonly #spare: string[];
   readonly #procDir: string;
+  readonly #bridges: BridgePids | undefined;
   readonly #stopped = new Set<number>();
   #thawTimer: NodeJS.Timeout | undefined;
 
@@ -43,6 +47,7 @@ export class ProcessFreezer {
     this.#selfPid = options.selfPid ?? process.pid;
     this.#spare = (options.spareCommandLinesWith ?? []).filter((s) => s.length > 0);
     this.#procDir = options.procDir ?? '/proc';
+    this.#bridges = options.bridges;
   }
 
   /** Pids this freezer stopped and has not continued yet. */
@@ -58,9 +63,9 @@ export class ProcessFreezer {
    * @throws RamifyError `BAD_REQUEST` when the agent is not the sandbox's init or its child (not in a sandbox).
    */
   freeze(): number {
-    let stats = listProcStats(this.#procDir);
+    let stats = this.#list();
     this.#requireSandboxInit(stats);
-    for (let round = 0; round < FREEZE_ROUNDS; round++, stats = listProcStats(this.#procDir)) {
+    for (let round = 0; round < FREEZE_ROUNDS; round++, stats = this.#list()) {
       const spared = this.#sparedPids(stats);
       let stoppedNow = 0;
       // Parents before their children: a stopped shell cannot see its job stop (and take the terminal back).
@@ -84,7 +89,7 @@ export class ProcessFreezer {
     this.#thawTimer = undefined;
     const count = this.#stopped.size;
     // Children before their parents (the reverse of the freeze): a shell wakes to its job running again.
-    const order = new Map(byDepth(listProcStats(this.#procDir)).map((st, i) => [st.pid, i]));
+    const order = new Map(byDepth(this.#list()).map((st, i) => [st.pid, i]));
     const pids = [...this.#stopped].sort((a, b) => (order.get(b) ?? -1) - (order.get(a) ?? -1));
     for (const pid of pids) trySignal(pid, 'SIGCONT');
     this.#stopped.clear();
@@ -100,6 +105,11 @@ export class ProcessFreezer {
       const parent = stats.find((s) => s.pid === this.#selfPid)?.ppid;
       throw new RamifyError('BAD_REQUEST', `refusing to stop processes: the agent (pid ${this.#selfPid}, parent ${parent ?? 'unknown'}) is not a sandbox's init or its child`);
     }
+  }
+
+  /** /proc without the bridges that wrote their pids (see bridge-pids.ts for why they are not looked up). */
+  #list(): ProcStat[] {
+    return listProcStats(this.#procDir, this.#bridges?.list());
   }
 
   #sparedPids(stats: ProcStat[]): Set<number> {

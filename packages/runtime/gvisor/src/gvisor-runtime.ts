@@ -36,7 +36,18 @@ export interface GvisorRuntimeOptions {
 }
 
 export const DEFAULT_AGENT_SOCKET = '/run/ramify/agent.sock';
-const DEFAULT_BRIDGE = ['/usr/bin/socat', '-b', '131072', 'STDIO', `UNIX-CONNECT:${DEFAULT_AGENT_SOCKET}`];
+/**
+ * The bridge writes its pid where the agent looks for its bridges (packages/agent/src/server/bridge-pids.ts:
+ * `<socket's directory>/bridges`) before it connects, so that the agent spares it from a checkpoint's
+ * freeze without reading its /proc/PID (a looked-up process that dies stays in gVisor's sentry and makes
+ * every later checkpoint slower; docs/design/RUNTIME-GVISOR.md). `exec` keeps the pid; an agent too old
+ * to make the directory still knows socat by its command line.
+ */
+const DEFAULT_BRIDGE = [
+  '/bin/sh',
+  '-c',
+  `{ echo $$ > /run/ramify/bridges/$$; } 2>/dev/null; exec /usr/bin/socat -b 131072 STDIO UNIX-CONNECT:${DEFAULT_AGENT_SOCKET}`,
+];
 
 interface InstanceFile {
   netnsPath: string;

@@ -20,6 +20,7 @@
  * next decision waits until it is gone (at most {@link VICTIM_WAIT_MS} ms).
  */
 import { readFileSync } from 'node:fs';
+import type { BridgePids } from '../bridge-pids.js';
 import { agentPids, listProcStats, parseProcStat, readCmdline, trySignal, type ProcStat } from '../proc-tree.js';
 import { readMemory, readProcessMemory, type MemorySample, type ProcessMemory } from './meminfo.js';
 
@@ -132,6 +133,8 @@ export interface OomGuardOptions {
   selfPid?: number;
   /** Processes whose command line contains one of these are never killed (the host's bridge to the agent socket). */
   spareCommandLinesWith?: readonly string[];
+  /** Bridges known by pid: never killed, and their /proc/PID is never read. */
+  bridges?: BridgePids;
   /** Default /proc. */
   procDir?: string;
   /** Poll period near the limit, ms (default {@link DEFAULT_FAST_POLL_MS}). */
@@ -217,7 +220,7 @@ export class OomGuard {
   /** Every process that may be killed, with its memory and writes; remembers the writes for the next decision. */
   #scan(now: number): { stats: ProcStat[]; candidates: ProcessMemory[] } {
     this.#lastScanAt = now;
-    const stats = listProcStats(this.#procDir);
+    const stats = listProcStats(this.#procDir, this.#options.bridges?.list());
     const spared = agentPids(stats, { selfPid: this.#options.selfPid, commandLinesWith: this.#options.spareCommandLinesWith, procDir: this.#procDir });
     const candidates: ProcessMemory[] = [];
     for (const s of stats) {

@@ -17,6 +17,7 @@ import { execFile } from 'node:child_process';
 import type { OomKillEvent } from '@ramify/contracts';
 import type { AgentEvents } from '../agent-events.js';
 import type { ProcessTable, SandboxIdentityState } from '../process-table.js';
+import type { BridgePids } from '../bridge-pids.js';
 import { isSandboxInit, listProcStats } from '../proc-tree.js';
 import { KernelOomWatcher, protectFromOomKiller, type KernelKill } from './kernel-oom.js';
 import { readMemory } from './meminfo.js';
@@ -30,6 +31,8 @@ export interface OomWatchOptions {
   identity: SandboxIdentityState;
   /** Command lines of processes the guard never kills (the host's bridge to the agent's socket). */
   spareCommandLinesWith: string[];
+  /** Bridges known by pid (never killed, never looked up in /proc). */
+  bridges?: BridgePids;
   log: (line: string) => void;
 }
 
@@ -63,7 +66,7 @@ export class OomWatch {
   start(table: ProcessTable): void {
     this.#table = table;
     if (this.#mode === 'agent') {
-      this.#guard = new OomGuard({ onKill: (kill) => this.#guardKilled(kill), log: this.#options.log, spareCommandLinesWith: this.#options.spareCommandLinesWith });
+      this.#guard = new OomGuard({ onKill: (kill) => this.#guardKilled(kill), log: this.#options.log, spareCommandLinesWith: this.#options.spareCommandLinesWith, bridges: this.#options.bridges });
       this.#guard.start();
     } else if (this.#mode === 'kernel') {
       this.#kernel = new KernelOomWatcher({ onKill: (kill) => this.#kernelKilled(kill), log: this.#options.log });
