@@ -102,7 +102,7 @@ export class SqliteStore implements Store {
   async findSnapshotByName(name: string): Promise<SnapshotRecord | null> {
     return this.#snapshots.byName(name);
   }
-  async updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress'>>): Promise<SnapshotRecord> {
+  async updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause'>>): Promise<SnapshotRecord> {
     return this.#snapshots.update(id, patch);
   }
   async listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]> {

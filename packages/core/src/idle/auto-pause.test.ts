@@ -2,7 +2,8 @@
  * Idle auto-pause in core: a sandbox with `autoPause` is paused once idle for `idleMs` (no touch, no hold,
  * CPU under the threshold), not while something is open on it or its CPU is busy, never without
  * `autoPause`; a blocked checkpoint leaves it running and is retried after `timeoutRetryMs`; the setting
- * is validated, stored, live, and copied to forks. FAKE runtime (its CPU figure set by the test), real
+ * is validated, stored, live, copied to forks and recorded with named snapshots (a sandbox created from
+ * one starts with it unless the request gives its own). FAKE runtime (its CPU figure set by the test), real
  * SQLite store, manual clock.
  */
 import { afterEach, beforeEach, test } from 'node:test';
@@ -12,8 +13,10 @@ import { createSandbox } from '../lifecycle/create.js';
 import { forkSandbox } from '../lifecycle/fork.js';
 import { getSandbox } from '../lifecycle/get.js';
 import { killSandbox } from '../lifecycle/kill.js';
+import { pauseSandbox } from '../lifecycle/pause.js';
 import { resumeSandbox } from '../lifecycle/resume.js';
-import { toSandboxInfo } from '../lifecycle/records.js';
+import { toSandboxInfo, toSnapshotInfo } from '../lifecycle/records.js';
+import { snapshotSandbox } from '../lifecycle/snapshot.js';
 import { AutoPauseScheduler } from './auto-pause.js';
 import { setAutoPause } from './set-auto-pause.js';
 
@@ -135,4 +138,30 @@ test('the setting: validated, live, off with null, copied to forks, refused on a
   assert.equal(await state(sbx.id), 'running', 'off again');
   await killSandbox(w.core, sbx.id);
   await assert.rejects(setAutoPause(w.core, sbx.id, { idleMs: 20_000 }), { code: 'SANDBOX_NOT_FOUND' });
+});
+
+test('a named snapshot records autoPause; a sandbox from it starts with it unless the create gives its own', async () => {
+  const sbx = await createSandbox(w.core, { autoPause: { idleMs: 20_000 } });
+  const running = await snapshotSandbox(w.core, sbx.id, { name: 'idle-20s' });
+  assert.deepEqual(toSnapshotInfo(running).autoPause, { idleMs: 20_000 });
+  // A paused sandbox's pause image named later records the setting as it is when named.
+  await pauseSandbox(w.core, sbx.id);
+  await setAutoPause(w.core, sbx.id, { idleMs: 30_000 });
+  assert.deepEqual((await snapshotSandbox(w.core, sbx.id, { name: 'idle-30s' })).autoPause, { idleMs: 30_000 });
+  const plain = await createSandbox(w.core, {});
+  assert.equal((await snapshotSandbox(w.core, plain.id, { name: 'never-idle' })).autoPause, null);
+
+  const fromSnapshot = await createSandbox(w.core, { snapshot: 'idle-20s' });
+  assert.deepEqual(fromSnapshot.autoPause, { idleMs: 20_000 });
+  assert.deepEqual((await createSandbox(w.core, { snapshot: 'idle-30s' })).autoPause, { idleMs: 30_000 });
+  assert.deepEqual((await createSandbox(w.core, { snapshot: 'idle-20s', autoPause: { idleMs: 60_000 } })).autoPause, { idleMs: 60_000 }, "the request's own wins");
+  assert.equal((await createSandbox(w.core, { snapshot: 'idle-20s', autoPause: null })).autoPause, null, 'null turns it off');
+  assert.equal((await createSandbox(w.core, { snapshot: 'never-idle' })).autoPause, null);
+  await assert.rejects(createSandbox(w.core, { snapshot: 'idle-20s', autoPause: { idleMs: 5 } }), { code: 'VALIDATION_FAILED' });
+  // The recorded setting is the sandbox's: the scheduler pauses it.
+  const scheduler = new AutoPauseScheduler(w.core);
+  await scheduler.sweep();
+  w.clock.advance(20_000);
+  await scheduler.sweep();
+  assert.equal(await state(fromSnapshot.id), 'paused');
 });

@@ -71,6 +71,7 @@ export function toSnapshotInfo(record: SnapshotRecord): SnapshotInfo {
     createdAt: iso(record.createdAt),
     egress: record.egress === null ? null : { mode: record.egress.mode, rules: [...record.egress.rules] },
     ingress: record.ingress ? { ports: sortPorts(record.ingress.ports), autoResume: record.ingress.autoResume } : null,
+    autoPause: record.autoPause ? { ...record.autoPause } : null,
   };
 }
 

@@ -144,6 +144,12 @@ export interface SnapshotRecord {
    */
   ingress?: SandboxIngress | null;
   /**
+   * Its sandbox's idle auto-pause when it was taken (as `egress`); a sandbox created from it starts with it
+   * unless the request gives `autoPause`. Null or absent: off, or none recorded (template images, rows from
+   * before schema migration 13).
+   */
+  autoPause?: AutoPause | null;
+  /**
    * Host directory of the root filesystem the image was made on (its sandbox's pinned one; a template
    * image's template rootfs). The image may only be restored on this directory.
    */
@@ -287,7 +293,7 @@ export interface Store {
   getSnapshot(id: string): Promise<SnapshotRecord | null>;
   findSnapshotByName(name: string): Promise<SnapshotRecord | null>;
   /** Rejects `SNAPSHOT_NOT_FOUND`, or `CONFLICT` when a new name is taken. */
-  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress'>>): Promise<SnapshotRecord>;
+  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause'>>): Promise<SnapshotRecord>;
   /** Newest first. */
   listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]>;
   /** No-op when absent. */
