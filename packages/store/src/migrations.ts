@@ -286,4 +286,14 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE snapshots ADD COLUMN auto_pause TEXT CHECK (auto_pause IS NULL OR (json_valid(auto_pause) AND json_type(auto_pause, '$.idleMs') = 'integer'));
     `,
   },
+  {
+    version: 14,
+    name: 'sandbox-last-active',
+    // When a sandbox was last used (ms), so that idle auto-pause's clock survives a daemon restart: written
+    // with each transition to running and every few seconds by core's activity persister. NULL: not known
+    // (every existing sandbox: its idle time counts from the first look after the upgrade, as before).
+    sql: `
+      ALTER TABLE sandboxes ADD COLUMN last_active_at INTEGER;
+    `,
+  },
 ];

@@ -12,6 +12,7 @@ import type {
   EgressPolicyRecord,
   IngressLogRecord,
   IngressWakes,
+  SandboxActivityRecord,
   SandboxPage,
   SandboxPatch,
   SandboxQuery,
@@ -199,6 +200,10 @@ export class SqliteStore implements Store {
   }
   async getIngressWakes(sandboxId: string): Promise<IngressWakes> {
     return this.#ingressLog.wakes(sandboxId);
+  }
+
+  async recordActivity(entries: readonly SandboxActivityRecord[]): Promise<void> {
+    this.#sandboxes.recordActivity(entries);
   }
 
   async close(): Promise<void> {

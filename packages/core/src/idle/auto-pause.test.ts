@@ -3,8 +3,11 @@
  * CPU under the threshold), not while something is open on it or its CPU is busy, never without
  * `autoPause`; a blocked checkpoint leaves it running and is retried after `timeoutRetryMs`; the setting
  * is validated, stored, live, copied to forks and recorded with named snapshots (a sandbox created from
- * one starts with it unless the request gives its own). FAKE runtime (its CPU figure set by the test), real
- * SQLite store, manual clock.
+ * one starts with it unless the request gives its own); the idle clock across a daemon restart: the
+ * activity persister writes last-use times in batches (not per touch) and once more when stopped, a start
+ * or resume is stored with its state, a new core over the same store continues each sandbox's idle time
+ * from the stored figure and judges CPU from its second reading on. FAKE runtime (its CPU figure set by
+ * the test), real SQLite store, manual clock.
  */
 import { afterEach, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,6 +21,7 @@ import { resumeSandbox } from '../lifecycle/resume.js';
 import { toSandboxInfo, toSnapshotInfo } from '../lifecycle/records.js';
 import { snapshotSandbox } from '../lifecycle/snapshot.js';
 import { AutoPauseScheduler } from './auto-pause.js';
+import { ActivityPersister } from './persist-activity.js';
 import { setAutoPause } from './set-auto-pause.js';
 
 let w: TestWorld;
@@ -29,6 +33,7 @@ afterEach(async () => {
 });
 
 const state = async (id: string): Promise<string> => (await getSandbox(w.core, id)).state;
+const stored = async (id: string): Promise<number | null | undefined> => (await w.store.getSandbox(id))?.lastActiveAt;
 
 test('an idle sandbox is paused after idleMs; one without autoPause is not', async () => {
   const idle = await createSandbox(w.core, { autoPause: { idleMs: 60_000 } });
@@ -164,4 +169,94 @@ test('a named snapshot records autoPause; a sandbox from it starts with it unles
   w.clock.advance(20_000);
   await scheduler.sweep();
   assert.equal(await state(fromSnapshot.id), 'paused');
+});
+
+/** A daemon restart: the old core's store closed, a new core over the same files, runtime and clock. */
+async function restart(): Promise<void> {
+  await w.close();
+  w = await createTestWorld({}, w);
+}
+
+test('touches are written in batches by the persister, not one by one; an open hold is written as use now', async () => {
+  const sbx = await createSandbox(w.core, { autoPause: { idleMs: 60_000 } });
+  const createdAt = w.clock.now();
+  assert.equal(await stored(sbx.id), createdAt, 'the start is stored with its state');
+  const persister = new ActivityPersister(w.core);
+  for (let i = 0; i < 5; i++) {
+    w.clock.advance(1_000);
+    w.core.activity.touch(sbx.id);
+  }
+  assert.equal(await stored(sbx.id), createdAt, 'no write per touch');
+  await persister.sweep();
+  assert.equal(await stored(sbx.id), createdAt + 5_000, 'the last touch, written once');
+  const release = w.core.activity.hold(sbx.id);
+  w.clock.advance(30_000);
+  await persister.sweep();
+  assert.equal(await stored(sbx.id), w.clock.now(), 'held open: in use at the write');
+  release();
+  // A resume is stored with its state change, without waiting for the persister.
+  await pauseSandbox(w.core, sbx.id);
+  w.clock.advance(100_000);
+  await resumeSandbox(w.core, sbx.id);
+  assert.equal(await stored(sbx.id), w.clock.now());
+});
+
+test('after a restart the idle clock continues from the last use before it, not from the restart', async () => {
+  const sbx = await createSandbox(w.core, { autoPause: { idleMs: 60_000 } });
+  const persister = new ActivityPersister(w.core);
+  w.clock.advance(30_000);
+  w.core.activity.touch(sbx.id); // an API call at 30 s
+  w.clock.advance(10_000);
+  await persister.stop(); // the daemon's shutdown writes it
+  await restart();
+  const scheduler = new AutoPauseScheduler(w.core);
+  await scheduler.sweep();
+  w.clock.advance(49_000);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'running', 'idle 59 s since the call (49 s since the restart)');
+  w.clock.advance(1_000);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'paused', 'idle 60 s since the call: paused 20 s after the restart');
+});
+
+test('a crash loses only the touches since the last periodic write', async () => {
+  const sbx = await createSandbox(w.core, { autoPause: { idleMs: 60_000 } });
+  const persister = new ActivityPersister(w.core);
+  w.clock.advance(30_000);
+  w.core.activity.touch(sbx.id);
+  await persister.sweep(); // the periodic write: 30 s
+  w.clock.advance(5_000);
+  w.core.activity.touch(sbx.id); // 35 s, never written
+  w.clock.advance(5_000);
+  await restart(); // no stop: a crash
+  assert.equal(await stored(sbx.id), 30_000 + (await getSandbox(w.core, sbx.id)).createdAt);
+  const scheduler = new AutoPauseScheduler(w.core);
+  await scheduler.sweep();
+  w.clock.advance(49_000);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'running');
+  w.clock.advance(1_000);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'paused', 'idle 60 s since the last written use');
+});
+
+test('after a restart a long-idle but busy sandbox is not paused: CPU is judged before idle time', async () => {
+  const sbx = await createSandbox(w.core, { autoPause: { idleMs: 10_000 } });
+  w.clock.advance(100_000);
+  await restart();
+  const scheduler = new AutoPauseScheduler(w.core);
+  let cpuUs = 1_000_000;
+  w.runtime.cpuUs.set(sbx.id, cpuUs);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'running', 'first CPU reading: no rate yet, not judged');
+  for (let i = 0; i < 5; i++) {
+    cpuUs += 500_000;
+    w.runtime.cpuUs.set(sbx.id, cpuUs);
+    w.clock.advance(1_000);
+    await scheduler.sweep();
+  }
+  assert.equal(await state(sbx.id), 'running', 'busy: 0.5 cores');
+  w.clock.advance(10_000);
+  await scheduler.sweep();
+  assert.equal(await state(sbx.id), 'paused', 'then idle for idleMs');
 });

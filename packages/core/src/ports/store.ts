@@ -76,6 +76,13 @@ export interface SandboxRecord {
   ingress: SandboxIngress;
   /** Idle auto-pause (`{ idleMs }`); null when off. Copied to fork children. */
   autoPause: AutoPause | null;
+  /**
+   * The last use of the sandbox as persisted, ms (idle auto-pause's clock across daemon restarts): written
+   * with every transition to `running` and by {@link Store.recordActivity} (core's activity persister, at
+   * most every `activityPersistMs`), so it may lag the daemon's in-memory figure by that much. Null: never
+   * written (a sandbox not yet running, or one from before schema migration 14).
+   */
+  lastActiveAt: number | null;
 }
 
 /** Fields of a sandbox that change after creation. */
@@ -264,6 +271,12 @@ export interface IngressLogRecord {
   woke: boolean;
 }
 
+/** One sandbox's last use, ms, for {@link Store.recordActivity}. */
+export interface SandboxActivityRecord {
+  sandboxId: string;
+  at: number;
+}
+
 /** How often ingress requests woke a sandbox. */
 export interface IngressWakes {
   count: number;
@@ -372,6 +385,12 @@ export interface Store {
   recordIngressWake(sandboxId: string, at: number): Promise<void>;
   /** How often ingress requests woke the sandbox (zero for an unknown one). */
   getIngressWakes(sandboxId: string): Promise<IngressWakes>;
+
+  /**
+   * Record when each sandbox was last used (`lastActiveAt`), in one transaction. A time never moves a
+   * sandbox's figure backwards; unknown sandboxes are skipped.
+   */
+  recordActivity(entries: readonly SandboxActivityRecord[]): Promise<void>;
 
   close(): Promise<void>;
 }
