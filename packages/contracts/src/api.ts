@@ -225,8 +225,11 @@ export const CreateSandboxRequest = z.strictObject({
    * port is exposed (from a snapshot: what it recorded).
    */
   autoResume: z.boolean().optional().describe('a request to an exposed port wakes the paused sandbox; default on while a port is exposed'),
-  /** Idle auto-pause (see {@link AutoPause}); absent: off (a fork copies its parent's). */
-  autoPause: AutoPause.optional(),
+  /**
+   * Idle auto-pause (see {@link AutoPause}); null: off. Absent: off, or from a snapshot what it recorded
+   * (see {@link SnapshotInfo}`.autoPause`). A fork copies its parent's.
+   */
+  autoPause: AutoPause.nullable().optional().describe('pause once idle this long; null: off; absent: off, or from a snapshot what it recorded'),
 });
 export type CreateSandboxRequest = z.infer<typeof CreateSandboxRequest>;
 
@@ -301,6 +304,8 @@ export const SnapshotInfo = z.object({
   egress: SnapshotEgress.nullable().describe('egress policy a sandbox created from this snapshot starts with; null: none recorded (template image, or an old snapshot): open'),
   /** The exposed ports and autoResume a sandbox created from it starts with (unless the request gives `ports`); null: none recorded. */
   ingress: SnapshotIngress.nullable(),
+  /** The idle auto-pause a sandbox created from it starts with (unless the request gives `autoPause`); null: off, or none recorded. */
+  autoPause: AutoPause.nullable().describe("idle auto-pause a sandbox created from this snapshot starts with (unless the create gives autoPause); null: off or none recorded"),
 });
 export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
 

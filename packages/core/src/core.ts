@@ -73,6 +73,11 @@ export interface CoreOptions {
    * cores over its first 3 s (real-ingress-idle.test.ts), a shell loop 0.87.
    */
   autoPauseCpuThreshold: number;
+  /**
+   * How often the sandboxes' last-use times are written to the store (`ActivityPersister`), ms (0 = only
+   * when it stops). Default 5000: a crash loses at most this much of the idle clock.
+   */
+  activityPersistMs: number;
 }
 
 export const DEFAULT_CORE_OPTIONS: CoreOptions = {
@@ -94,6 +99,7 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   ingressWakeTimeoutMs: 30_000,
   autoPauseSweepMs: 1_000,
   autoPauseCpuThreshold: 0.1,
+  activityPersistMs: 5_000,
 };
 
 /** What the composition root provides. */

@@ -53,7 +53,7 @@ describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  test('create, exec, files, pause keeps memory and processes, resume, fork re-seeds identity, named snapshot', async () => {
+  test('create, exec, files, pause keeps memory and processes, resume, fork re-seeds identity, named snapshot (with its autoPause)', async () => {
     const created = await call('POST', '/v1/sandboxes', { timeoutMs: 600_000 });
     assert.equal(created.status, 201, JSON.stringify(created.json));
     const id = created.json.id as string;
@@ -89,10 +89,13 @@ describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 
     randoms.add(await sh(id, 'head -c 16 /dev/urandom | od -An -tx1'));
     assert.equal(randoms.size, 3, 'forks do not produce the same random numbers');
 
+    assert.equal((await call('PUT', `/v1/sandboxes/${id}/auto-pause`, { autoPause: { idleMs: 600_000 } })).status, 200);
     const snap = await call('POST', `/v1/sandboxes/${id}/snapshots`, { name: 'e2e-snap' });
     assert.equal(snap.status, 201, JSON.stringify(snap.json));
+    assert.deepEqual(snap.json.autoPause, { idleMs: 600_000 }, 'the snapshot records autoPause');
     const clone = await call('POST', '/v1/sandboxes', { snapshot: 'e2e-snap' });
     assert.equal(clone.status, 201, JSON.stringify(clone.json));
+    assert.deepEqual(clone.json.autoPause, { idleMs: 600_000 }, "a sandbox from the snapshot starts with the snapshot's autoPause");
     assert.equal((await sh(clone.json.id, 'cat /root/note.txt')).trim(), 'kept');
     for (const s of [...fork.json.sandboxes, clone.json]) assert.equal((await call('DELETE', `/v1/sandboxes/${s.id}`)).status, 204);
   });

@@ -20,8 +20,9 @@ import { Readable } from 'node:stream';
 import { WebSocket } from 'ws';
 import { layoutForPrefix, slotAddresses } from '@ramify/network';
 import { serve, type RamifyServer } from './serve.js';
-import { HTTP_SERVER_PY, WS_SERVER_PY } from './real-ingress-servers.js';
-import { apiCaller, realRuntimeSkip, registerRootfsTemplate, stopRealDaemon, until } from './real-test-support.js';
+import { WS_SERVER_PY } from './real-ingress-servers.js';
+import { ingressTestKit } from './real-ingress-support.js';
+import { realRuntimeSkip, registerRootfsTemplate, stopRealDaemon, until } from './real-test-support.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
 const skip = realRuntimeSkip(rootfs, ['runsc', 'nft']);
@@ -38,58 +39,7 @@ const start = async (port = 0): Promise<RamifyServer> =>
     coreOptions: { quietNetworkTimeoutMs: 2_000 }, ingress: { host: '127.0.0.1', port },
   });
 
-const call = apiCaller(() => server?.url, () => key);
-const sh = async (id: string, cmd: string): Promise<string> => {
-  const r = await call('POST', `/v1/sandboxes/${id}/commands`, { cmd, timeoutMs: 300_000 });
-  assert.equal(r.status, 200, JSON.stringify(r.json));
-  assert.equal(r.json.exitCode, 0, `${cmd}: ${r.json.stderr}`);
-  return r.json.stdout as string;
-};
-const background = async (id: string, cmd: string): Promise<void> => {
-  const r = await call('POST', `/v1/sandboxes/${id}/commands`, { cmd, background: true });
-  assert.equal(r.status, 200, JSON.stringify(r.json));
-};
-const put = async (id: string, path: string, content: string): Promise<void> => {
-  const res = await fetch(`${server?.url}/v1/sandboxes/${id}/files?path=${encodeURIComponent(path)}`, { method: 'PUT', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/octet-stream' }, body: content });
-  assert.equal(res.status, 200, await res.text());
-};
-
-interface Reply {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/** A request to the ingress for `host` (as a browser or curl would send it to *.localhost). */
-function ingress(host: string, path = '/', options: { method?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: ingressPort, path, method: options.method ?? 'GET', headers: { host, ...options.headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** Create a sandbox serving /root/www over HTTP on `port` (bound to `bind`), with `body` as the API takes it. */
-async function serving(body: Record<string, unknown>, port: number, bind = '0.0.0.0', www: Record<string, string> = { 'index.html': 'hello from the sandbox\n' }): Promise<string> {
-  const r = await call('POST', '/v1/sandboxes', { timeoutMs: 1_800_000, ...body });
-  assert.equal(r.status, 201, JSON.stringify(r.json));
-  const id = r.json.id as string;
-  await put(id, '/root/srv.py', HTTP_SERVER_PY);
-  for (const [name, content] of Object.entries(www)) await put(id, `/root/www/${name}`, content);
-  await background(id, `python3 /root/srv.py ${port} ${bind}`);
-  await until(async () => (await sh(id, `python3 -c "import socket; s=socket.socket(); s.settimeout(1); print(s.connect_ex(('${bind === '0.0.0.0' ? '127.0.0.1' : bind}', ${port})))"`)).trim() === '0', `the server in ${id} listens on ${port}`);
-  return id;
-}
-
-async function urlOf(id: string, port: number): Promise<{ url: string; host: string; token?: string }> {
-  const r = await call('GET', `/v1/sandboxes/${id}/ports/${port}/url`);
-  assert.equal(r.status, 200, JSON.stringify(r.json));
-  return r.json;
-}
+const { call, sh, background, put, ingress, serving, urlOf } = ingressTestKit(() => (server ? { url: server.url, key, ingressPort } : undefined));
 
 describe('ingress: port URLs into real gVisor sandboxes', { skip, timeout: 1_800_000 }, () => {
   before(async () => {

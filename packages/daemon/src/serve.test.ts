@@ -27,7 +27,7 @@ const start = (print: (line: string) => void): Promise<RamifyServer> =>
   serve({ dataDir, port: 0, logLevel: 'silent', print, overrides: { runtimes: [runtime], network, connectAgent: runtime.connectAgent, templateBuilder: null } });
 
 describe('serve() with the fake runtime (bootstrap and restart wiring only)', () => {
-  test('first start makes one API key, prints it once, saves it 0600; a restart re-attaches running sandboxes', async () => {
+  test('first start makes one API key, prints it once, saves it 0600; a restart re-attaches running sandboxes and keeps their last use', async () => {
     const printed: string[] = [];
     const first = await start((line) => printed.push(line));
     assert.ok(first.newApiKey?.startsWith('rmf_'));
@@ -47,6 +47,7 @@ describe('serve() with the fake runtime (bootstrap and restart wiring only)', ()
     assert.equal(created.status, 201);
     const { id } = (await created.json()) as { id: string };
 
+    const beforeUpload = Date.now();
     const chunks = new ReadableStream<Uint8Array>({
       start(controller) {
         for (let i = 0; i < 4; i++) controller.enqueue(new Uint8Array(512 * 1024).fill(97 + i));
@@ -65,6 +66,8 @@ describe('serve() with the fake runtime (bootstrap and restart wiring only)', ()
       assert.equal(second.newApiKey, null);
       assert.equal(printed.length, 1, 'the key is printed on the first start only');
       assert.ok(second.core.sessions.peek(id), 'reconcile re-attached the running sandbox');
+      const lastActiveAt = (await second.core.store.getSandbox(id))?.lastActiveAt ?? 0;
+      assert.ok(lastActiveAt >= beforeUpload, 'the close stored the upload as the last use (the idle clock survives the restart)');
       const exec = await fetch(`${second.url}/v1/sandboxes/${id}/commands`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ cmd: 'echo back' }) });
       assert.equal(((await exec.json()) as { stdout: string }).stdout, 'back\n');
     } finally {

@@ -5,7 +5,7 @@
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import { pino, type Logger as Pino } from 'pino';
-import { AutoPauseScheduler, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
+import { ActivityPersister, AutoPauseScheduler, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
@@ -81,6 +81,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const scheduler = new TimeoutScheduler(core);
   const liveness = new LivenessMonitor(core);
   const autoPause = new AutoPauseScheduler(core);
+  const activity = new ActivityPersister(core);
   let app: FastifyInstance | undefined;
   let ingress: RunningIngress | undefined;
   try {
@@ -91,6 +92,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     scheduler.start();
     liveness.start();
     autoPause.start();
+    activity.start();
     if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
     app = await buildApp({ core, loggerInstance: log });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
@@ -110,6 +112,8 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
         await scheduler.stop();
         await liveness.stop();
         await autoPause.stop();
+        // Last: the ingress and the API have released their holds, so the stored idle clocks are current.
+        await activity.stop();
         await composition.close();
         log.flush();
       },
@@ -120,6 +124,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     await scheduler.stop();
     await liveness.stop();
     await autoPause.stop();
+    await activity.stop();
     await composition.close();
     throw err;
   }

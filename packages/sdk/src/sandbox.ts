@@ -58,9 +58,10 @@ export interface SandboxOpts extends ConnectionOpts {
   /**
    * Idle auto-pause: pause once idle for `idleMs` (10 s to 24 h): no API call or open stream on it, no
    * ingress request or connection, CPU under the daemon's threshold. Never kills; with a port exposed a
-   * request wakes it again. See {@link Sandbox.prototype.setAutoPause}.
+   * request wakes it again. `null`: off. Absent: off, or from a snapshot what it recorded. See
+   * {@link Sandbox.prototype.setAutoPause}.
    */
-  autoPause?: AutoPause;
+  autoPause?: AutoPause | null;
 }
 
 /** Options of {@link Sandbox.list}. */

@@ -277,4 +277,23 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX ingress_log_sandbox ON ingress_log(sandbox_id, seq);
     `,
   },
+  {
+    version: 13,
+    name: 'snapshot-auto-pause',
+    // The idle auto-pause of a snapshot's sandbox when it was taken (JSON { idleMs }; NULL: off, or not
+    // recorded, as every existing snapshot): a sandbox created from it starts with it.
+    sql: `
+      ALTER TABLE snapshots ADD COLUMN auto_pause TEXT CHECK (auto_pause IS NULL OR (json_valid(auto_pause) AND json_type(auto_pause, '$.idleMs') = 'integer'));
+    `,
+  },
+  {
+    version: 14,
+    name: 'sandbox-last-active',
+    // When a sandbox was last used (ms), so that idle auto-pause's clock survives a daemon restart: written
+    // with each transition to running and every few seconds by core's activity persister. NULL: not known
+    // (every existing sandbox: its idle time counts from the first look after the upgrade, as before).
+    sql: `
+      ALTER TABLE sandboxes ADD COLUMN last_active_at INTEGER;
+    `,
+  },
 ];

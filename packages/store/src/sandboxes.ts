@@ -3,7 +3,7 @@
  * (JSON, returned as is) and in `sandbox_metadata` (one row per pair, for filters).
  */
 import { RamifyError } from '@ramify/contracts';
-import type { SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord } from '@ramify/core';
+import type { SandboxActivityRecord, SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord } from '@ramify/core';
 import { conflictOnConstraint, requireRootfs, type Db } from './db.js';
 
 interface SandboxRow {
@@ -31,6 +31,8 @@ interface SandboxRow {
   ingress: string;
   /** JSON `{ idleMs }` or NULL (migration 12). */
   auto_pause: string | null;
+  /** ms, or NULL (migration 14). */
+  last_active_at: number | null;
 }
 
 const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
@@ -55,6 +57,7 @@ const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
   operation: 'operation',
   ingress: 'ingress',
   autoPause: 'auto_pause',
+  lastActiveAt: 'last_active_at',
 };
 const JSON_FIELDS = new Set(['metadata', 'envs', 'operation', 'ingress', 'autoPause']);
 
@@ -82,6 +85,7 @@ function fromRow(row: SandboxRow): SandboxRecord {
     operation: row.operation === null ? null : (JSON.parse(row.operation) as SandboxRecord['operation']),
     ingress: JSON.parse(row.ingress) as SandboxRecord['ingress'],
     autoPause: row.auto_pause === null ? null : (JSON.parse(row.auto_pause) as SandboxRecord['autoPause']),
+    lastActiveAt: row.last_active_at,
   };
 }
 
@@ -143,6 +147,14 @@ export class SandboxRows {
       const updated = this.get(id);
       if (!updated) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${id}' not found`, { id });
       return updated;
+    })();
+  }
+
+  /** Each sandbox's `last_active_at` raised to `at` (never lowered), in one transaction; unknown ids are skipped. */
+  recordActivity(entries: readonly SandboxActivityRecord[]): void {
+    const raise = this.#db.prepare('UPDATE sandboxes SET last_active_at = MAX(COALESCE(last_active_at, 0), ?) WHERE id = ?');
+    this.#db.transaction(() => {
+      for (const e of entries) raise.run(e.at, e.sandboxId);
     })();
   }
 

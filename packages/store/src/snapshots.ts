@@ -1,7 +1,7 @@
 /**
  * Snapshot and template rows.
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, type AutoPause } from '@ramify/contracts';
 import type { CanonicalEgressPolicy, SandboxIngress, SnapshotRecord, TemplateRecord } from '@ramify/core';
 import { conflictOnConstraint, requireRootfs, type Db } from './db.js';
 
@@ -26,6 +26,8 @@ interface SnapshotRow {
   egress: string | null;
   /** JSON `{ ports, autoResume }` of its sandbox's ingress (migration 11); NULL when none is recorded. */
   ingress: string | null;
+  /** JSON `{ idleMs }` of its sandbox's idle auto-pause (migration 13); NULL when off or not recorded. */
+  auto_pause: string | null;
 }
 
 const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
@@ -46,12 +48,15 @@ const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
   envs: r.envs === null ? null : (JSON.parse(r.envs) as Record<string, string>),
   egress: r.egress === null ? null : (JSON.parse(r.egress) as CanonicalEgressPolicy),
   ingress: r.ingress === null ? null : (JSON.parse(r.ingress) as SandboxIngress),
+  autoPause: r.auto_pause === null ? null : (JSON.parse(r.auto_pause) as AutoPause),
 });
 
 /** A record's envs as stored: a JSON object, or NULL when unknown. */
 const envsColumn = (envs: SnapshotRecord['envs']): string | null => (envs === null ? null : JSON.stringify(envs));
 /** A record's ingress as stored: JSON `{ ports, autoResume }`, or NULL when none is recorded. */
 const ingressColumn = (ingress: SnapshotRecord['ingress']): string | null => (ingress ? JSON.stringify({ ports: ingress.ports, autoResume: ingress.autoResume }) : null);
+/** A record's idle auto-pause as stored: JSON `{ idleMs }`, or NULL when off or not recorded. */
+const autoPauseColumn = (autoPause: SnapshotRecord['autoPause']): string | null => (autoPause ? JSON.stringify({ idleMs: autoPause.idleMs }) : null);
 /** A record's egress policy as stored: JSON `{ mode, rules }` (nothing else of the object given), or NULL when none is recorded. */
 const egressColumn = (egress: SnapshotRecord['egress']): string | null => (egress === null ? null : JSON.stringify({ mode: egress.mode, rules: egress.rules }));
 
@@ -68,12 +73,12 @@ export class SnapshotRows {
       this.#db
         .prepare(
           `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, disk_size_mb, rootfs_dir,
-             envs, egress, ingress)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             envs, egress, ingress, auto_pause)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(
           s.id, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.diskSizeMB, s.rootfsDir,
-          envsColumn(s.envs), egressColumn(s.egress), ingressColumn(s.ingress),
+          envsColumn(s.envs), egressColumn(s.egress), ingressColumn(s.ingress), autoPauseColumn(s.autoPause),
         );
     } catch (err) {
       conflictOnConstraint(err, s.name ? `a snapshot named '${s.name}' already exists` : `snapshot '${s.id}' already exists`);
@@ -90,11 +95,16 @@ export class SnapshotRows {
     return row ? snapshotFromRow(row) : null;
   }
 
-  update(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress'>>): SnapshotRecord {
-    const columns: Record<string, string> = { name: 'name', kind: 'kind', status: 'status', sizeBytes: 'size_bytes', envs: 'envs', egress: 'egress', ingress: 'ingress' };
+  update(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause'>>): SnapshotRecord {
+    const columns: Record<string, string> = { name: 'name', kind: 'kind', status: 'status', sizeBytes: 'size_bytes', envs: 'envs', egress: 'egress', ingress: 'ingress', autoPause: 'auto_pause' };
     const fields = Object.keys(patch).filter((f) => f in columns && patch[f as keyof typeof patch] !== undefined);
-    const value = (f: string): unknown =>
-      f === 'envs' ? envsColumn(patch.envs ?? null) : f === 'egress' ? egressColumn(patch.egress ?? null) : f === 'ingress' ? ingressColumn(patch.ingress ?? null) : patch[f as keyof typeof patch];
+    const jsonColumns: Record<string, () => string | null> = {
+      envs: () => envsColumn(patch.envs ?? null),
+      egress: () => egressColumn(patch.egress ?? null),
+      ingress: () => ingressColumn(patch.ingress ?? null),
+      autoPause: () => autoPauseColumn(patch.autoPause ?? null),
+    };
+    const value = (f: string): unknown => (jsonColumns[f] ? jsonColumns[f]() : patch[f as keyof typeof patch]);
     if (fields.length > 0) {
       try {
         const result = this.#db

@@ -38,6 +38,7 @@ function sandbox(overrides: Partial<SandboxRecord> = {}): SandboxRecord {
     operation: null,
     ingress: { ports: [], autoResume: null },
     autoPause: null,
+    lastActiveAt: null,
     ...overrides,
   };
 }
@@ -81,6 +82,22 @@ describe('SqliteStore (real SQLite file)', () => {
     assert.deepEqual(appliedMigrations(reopened.db), MIGRATIONS.map((m) => m.version));
     assert.equal(reopened.db.pragma('journal_mode', { simple: true }), 'wal');
     assert.equal(reopened.db.pragma('foreign_keys', { simple: true }), 1);
+    await reopened.close();
+  });
+
+  test('recordActivity: one batch, never moves a time back, skips unknown sandboxes, kept across reopen', async () => {
+    const path = join(dir, 'activity.db');
+    const store = new SqliteStore({ path });
+    const [a, b] = [sandbox(), sandbox({ lastActiveAt: 5_000 })];
+    for (const r of [a, b]) await store.insertSandbox(r);
+    assert.equal((await store.getSandbox(a.id))?.lastActiveAt, null);
+    await store.recordActivity([{ sandboxId: a.id, at: 2_000 }, { sandboxId: b.id, at: 4_000 }, { sandboxId: 'sbx_gone', at: 9_000 }]);
+    assert.equal((await store.getSandbox(a.id))?.lastActiveAt, 2_000);
+    assert.equal((await store.getSandbox(b.id))?.lastActiveAt, 5_000, 'an older time does not lower it');
+    await store.updateSandbox(a.id, { lastActiveAt: 3_000 });
+    await store.close();
+    const reopened = new SqliteStore({ path });
+    assert.equal((await reopened.getSandbox(a.id))?.lastActiveAt, 3_000);
     await reopened.close();
   });
 

@@ -12,6 +12,7 @@ import type {
   EgressPolicyRecord,
   IngressLogRecord,
   IngressWakes,
+  SandboxActivityRecord,
   SandboxPage,
   SandboxPatch,
   SandboxQuery,
@@ -102,7 +103,7 @@ export class SqliteStore implements Store {
   async findSnapshotByName(name: string): Promise<SnapshotRecord | null> {
     return this.#snapshots.byName(name);
   }
-  async updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress'>>): Promise<SnapshotRecord> {
+  async updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause'>>): Promise<SnapshotRecord> {
     return this.#snapshots.update(id, patch);
   }
   async listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]> {
@@ -199,6 +200,10 @@ export class SqliteStore implements Store {
   }
   async getIngressWakes(sandboxId: string): Promise<IngressWakes> {
     return this.#ingressLog.wakes(sandboxId);
+  }
+
+  async recordActivity(entries: readonly SandboxActivityRecord[]): Promise<void> {
+    this.#sandboxes.recordActivity(entries);
   }
 
   async close(): Promise<void> {

@@ -64,19 +64,19 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .addOption(new Option('--deny-all', 'deny all egress: nothing leaves (no name resolves, no address is reachable)').conflicts('egress'))
     .option('-p, --port <PORT>', "expose a port at its URL (token access; repeatable); see 'ramify sandbox url --help'", (v: string, prev: number[] = []) => [...prev, Number(v)])
     .option('--public-port <PORT>', 'expose a port with public access (no token; repeatable)', (v: string, prev: number[] = []) => [...prev, Number(v)])
-    .option('--auto-pause <duration>', "pause once idle this long, e.g. 10m (10s to 24h); see 'ramify sandbox auto-pause --help'", parseDuration)
+    .option('--auto-pause <duration>', "pause once idle this long, e.g. 10m (10s to 24h), or 'off'; see 'ramify sandbox auto-pause --help'", (v: string) => (v === 'off' ? null : parseDuration(v)))
     .addHelpText('after', `
-From a snapshot (--snapshot) the sandbox starts with the egress policy the snapshot recorded (see
-'ramify snapshot get'); --egress or --deny-all replaces it.`)
+From a snapshot (--snapshot) the sandbox starts with the egress policy, the ports and the auto-pause the
+snapshot recorded (see 'ramify snapshot get'); --egress or --deny-all, --port and --auto-pause replace them.`)
     .action(action(env, async (ctx, opts: { template?: string; snapshot?: string; timeout?: number; onTimeout?: 'pause' | 'kill';
       env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; disk?: number; runtime?: RuntimeName; egress?: string[]; denyAll?: boolean; port?: number[]; publicPort?: number[];
-      autoPause?: number }) => {
+      autoPause?: number | null }) => {
       const ports = [...(opts.port ?? []).map((port) => ({ port, access: 'token' as const })), ...(opts.publicPort ?? []).map((port) => ({ port, access: 'public' as const }))];
       const sbx = await ctx.spin('creating sandbox', () => Sandbox.create({
         ...ctx.connection, template: opts.template, snapshot: opts.snapshot, timeoutMs: opts.timeout, onTimeout: opts.onTimeout,
         envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, diskSizeMB: opts.disk, runtime: opts.runtime,
         egress: opts.denyAll ? DENY_ALL : opts.egress, ...(ports.length > 0 ? { ports } : {}),
-        ...(opts.autoPause !== undefined ? { autoPause: { idleMs: opts.autoPause } } : {}),
+        ...(opts.autoPause !== undefined ? { autoPause: opts.autoPause === null ? null : { idleMs: opts.autoPause } } : {}),
       }));
       if (ctx.json) ctx.output(await sbx.getInfo(), () => '');
       else ctx.print(sbx.sandboxId);

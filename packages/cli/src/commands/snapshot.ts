@@ -4,7 +4,7 @@ import { deleteSnapshot, getSnapshot, listSnapshots, type SnapshotInfo } from '@
 import { action, type CliEnv } from '../context.js';
 import { renderFields, renderTable } from '../output/table.js';
 import { modeText } from './sandbox-egress.js';
-import { formatBytes, formatRelative } from '../output/format.js';
+import { formatBytes, formatDuration, formatRelative } from '../output/format.js';
 import { plainIds, templateLabels, type TemplateLabel } from '../output/template-labels.js';
 
 /**
@@ -37,7 +37,8 @@ function snapshotText(s: SnapshotInfo, template: TemplateLabel): string {
     : modeText(s.egress);
   const head = renderFields([
     ['id', s.id], ['name', s.name ?? '-'], ['kind', s.kind], ['runtime', s.runtime], ['template', template(s.templateId)], ['sandbox', s.sandboxId ?? '-'],
-    ['parent', s.parentSnapshotId ?? '-'], ['size', formatBytes(s.sizeBytes)], ['created', `${s.createdAt} (${formatRelative(s.createdAt)})`], ['egress', egress],
+    ['parent', s.parentSnapshotId ?? '-'], ['size', formatBytes(s.sizeBytes)], ['created', `${s.createdAt} (${formatRelative(s.createdAt)})`],
+    ['auto-pause', s.autoPause ? `after ${formatDuration(s.autoPause.idleMs)} idle` : 'off'], ['egress', egress],
   ]);
   return s.egress === null || s.egress.rules.length === 0 ? head : `${head}\negress rules:\n${s.egress.rules.map((r) => `  ${r}`).join('\n')}`;
 }

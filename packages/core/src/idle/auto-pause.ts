@@ -47,9 +47,11 @@ async function sweepIdle(core: Core, samples: Map<string, CpuSample>, retryAt: M
   for (const id of samples.keys()) if (!seen.has(id)) samples.delete(id);
   for (const id of retryAt.keys()) if (!seen.has(id)) retryAt.delete(id);
   for (const record of watched) {
-    await noteCpu(core, record, samples);
+    // The first CPU reading gives no rate yet: judge the sandbox from the next sweep on (after a daemon
+    // restart its stored idle time may be long, and a busy job must get its chance to show).
+    if (!(await noteCpu(core, record, samples))) continue;
     const now = core.clock.now();
-    if (core.activity.idleMs(record.id, now) < (record.autoPause?.idleMs ?? Infinity)) continue;
+    if (core.activity.idleMs(record.id, now, record.lastActiveAt) < (record.autoPause?.idleMs ?? Infinity)) continue;
     if ((retryAt.get(record.id) ?? 0) > now) continue;
     retryAt.delete(record.id);
     await pauseIfIdle(core, record.id).catch((err: unknown) => {
@@ -59,21 +61,27 @@ async function sweepIdle(core: Core, samples: Map<string, CpuSample>, retryAt: M
   }
 }
 
-/** Read the sandbox's CPU time; use above the threshold since the last reading counts as activity. */
-async function noteCpu(core: Core, record: SandboxRecord, samples: Map<string, CpuSample>): Promise<void> {
+/**
+ * Read the sandbox's CPU time; use above the threshold since the last reading counts as activity.
+ * @returns false when this is the sandbox's first reading (no rate yet); true otherwise, also when the
+ *   runtime cannot say (the sandbox is judged on the rest).
+ */
+async function noteCpu(core: Core, record: SandboxRecord, samples: Map<string, CpuSample>): Promise<boolean> {
   const runtime = core.runtimes.find((r) => r.name === record.runtime);
   const cpuUs = runtime?.cpuTimeUs ? await runtime.cpuTimeUs(record.id).catch(() => null) : null;
   const at = core.clock.now();
   const previous = samples.get(record.id);
   if (cpuUs === null) {
     samples.delete(record.id);
-    return;
+    return true;
   }
   samples.set(record.id, { cpuUs, at });
+  if (!previous) return false;
   // A new runtime instance (after a resume) starts counting again: no rate from that pair.
-  if (!previous || cpuUs < previous.cpuUs || at <= previous.at) return;
+  if (cpuUs < previous.cpuUs || at <= previous.at) return true;
   const cores = (cpuUs - previous.cpuUs) / 1000 / (at - previous.at);
   if (cores > core.options.autoPauseCpuThreshold) core.activity.touch(record.id);
+  return true;
 }
 
 /** Pause the sandbox if, under its lock, it is still running, still has autoPause and is still idle. */
@@ -81,7 +89,7 @@ async function pauseIfIdle(core: Core, sandboxId: string): Promise<void> {
   await core.locks.run(sandboxId, async () => {
     const record = await loadSandbox(core, sandboxId);
     if (record.state !== 'running' || record.autoPause === null) return;
-    const idleMs = core.activity.idleMs(sandboxId);
+    const idleMs = core.activity.idleMs(sandboxId, core.clock.now(), record.lastActiveAt);
     if (idleMs < record.autoPause.idleMs) return;
     core.logger.info('sandbox idle: pausing it (autoPause)', { sandboxId, idleMs });
     await pauseLocked(core, record);

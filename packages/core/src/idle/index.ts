@@ -2,3 +2,4 @@
 export { SandboxActivity } from './activity.js';
 export { checkAutoPause, setAutoPause } from './set-auto-pause.js';
 export { AutoPauseScheduler } from './auto-pause.js';
+export { ActivityPersister } from './persist-activity.js';

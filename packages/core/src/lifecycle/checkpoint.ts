@@ -139,7 +139,8 @@ export async function forkPointRunning(core: Core, record: SandboxRecord, plan: 
 
 /**
  * The `pending` row of a snapshot about to be taken of `record`, with a copy of its envs (the image's
- * environment), of its exposed ports and of its egress policy now (the caller holds its lock, so no change comes in between).
+ * environment), of its exposed ports, its idle auto-pause and its egress policy now (the caller holds its
+ * lock, so no change comes in between).
  */
 async function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, plan: Pick<CheckpointPlan, 'kind' | 'name'>): Promise<SnapshotRecord> {
   return {
@@ -160,6 +161,7 @@ async function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: st
     envs: { ...record.envs },
     egress: await storedEgressPolicy(core, record.id),
     ingress: copyIngress(record.ingress),
+    autoPause: record.autoPause === null ? null : { ...record.autoPause },
   };
 }
 

@@ -2,7 +2,7 @@
  * Use-case: create a sandbox from a template (its booted-and-idle image) or from a snapshot (memory,
  * processes and files). Creating is a restore, never a boot.
  */
-import { RamifyError, type CreateSandboxRequest, type RuntimeName } from '@ramify/contracts';
+import { RamifyError, type AutoPause, type CreateSandboxRequest, type RuntimeName } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { normaliseEgressPolicy, type CanonicalEgressPolicy } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
@@ -23,7 +23,8 @@ import { startSandbox } from './start.js';
  * that recorded none: open, and a warning is logged for the latter). It is stored and enforced before the
  * sandbox's image is restored, so the restored processes' first packet already meets it.
  * Its exposed ports are the request's `ports` (validated first too), else from a snapshot the ones it
- * recorded; it gets an access token of its own.
+ * recorded; it gets an access token of its own. Its idle auto-pause is the request's `autoPause` (null: off),
+ * else a snapshot's recorded one, else off.
  * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named, or mode; a bad or repeated port; both template and snapshot; a runtime
  *   that does not match the snapshot; a `diskSizeMB` or `memoryMB` the runtime or its image cannot give), `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_BUILT` (the template has no image
  *   for the runtime asked for), `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
@@ -32,7 +33,7 @@ import { startSandbox } from './start.js';
 export async function createSandbox(core: Core, request: CreateSandboxRequest): Promise<SandboxRecord> {
   const egress = request.egress === undefined ? undefined : normaliseEgressPolicy(request.egress);
   const ports = request.ports === undefined ? undefined : parsePortSpecs(request.ports);
-  const autoPause = checkAutoPause(request.autoPause);
+  const askedAutoPause = request.autoPause === undefined ? undefined : checkAutoPause(request.autoPause);
   if (request.template !== undefined && request.snapshot !== undefined) {
     throw new RamifyError('VALIDATION_FAILED', 'template and snapshot are mutually exclusive: give one', { fields: ['template', 'snapshot'] });
   }
@@ -67,7 +68,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
       envs: sandboxEnvs(source.baseEnvs, request.envs),
       timeoutMs: request.timeoutMs ?? core.options.defaultTimeoutMs,
       onTimeout: request.onTimeout ?? core.options.defaultOnTimeout,
-      autoPause,
+      autoPause: askedAutoPause !== undefined ? askedAutoPause : source.autoPause ? { ...source.autoPause } : null,
       egress: egress ?? source.egress ?? undefined,
       ingress: sandboxIngress(source.ingress, ports, request.autoResume),
     }),
@@ -106,6 +107,8 @@ interface Source {
   egress?: CanonicalEgressPolicy | null;
   /** The exposed ports and autoResume a snapshot recorded; absent or null: none. */
   ingress?: SandboxIngress | null;
+  /** The idle auto-pause a snapshot recorded; absent or null: off. */
+  autoPause?: AutoPause | null;
 }
 
 /**
@@ -173,6 +176,7 @@ async function fromSnapshot(core: Core, idOrName: string): Promise<Source> {
     diskSizeMB: snapshot.diskSizeMB,
     egress: snapshot.egress === null ? (snapshot.kind === 'template' ? undefined : null) : { mode: snapshot.egress.mode, rules: [...snapshot.egress.rules] },
     ingress: snapshot.ingress ?? null,
+    autoPause: snapshot.autoPause ?? null,
   };
 }
 

@@ -25,7 +25,8 @@ export async function loadSandbox(core: Pick<Core, 'store'>, sandboxId: string):
  */
 export async function transition(core: Pick<Core, 'store' | 'events' | 'clock'>, record: SandboxRecord, to: SandboxState, patch: SandboxPatch = {}): Promise<SandboxRecord> {
   assertTransition(record.id, record.state, to);
-  const updated = await core.store.updateSandbox(record.id, { ...patch, state: to });
+  // A start or resume is use (idle auto-pause): its time is stored with the state, so a restart right after it keeps it.
+  const updated = await core.store.updateSandbox(record.id, { ...patch, state: to, ...(to === 'running' ? { lastActiveAt: core.clock.now() } : {}) });
   core.events.emitState({ sandboxId: record.id, from: record.state, to, sandbox: updated, at: core.clock.now() });
   return updated;
 }
@@ -71,6 +72,7 @@ export function toSnapshotInfo(record: SnapshotRecord): SnapshotInfo {
     createdAt: iso(record.createdAt),
     egress: record.egress === null ? null : { mode: record.egress.mode, rules: [...record.egress.rules] },
     ingress: record.ingress ? { ports: sortPorts(record.ingress.ports), autoResume: record.ingress.autoResume } : null,
+    autoPause: record.autoPause ? { ...record.autoPause } : null,
   };
 }
 

@@ -51,8 +51,8 @@ export async function snapshotSandbox(core: Core, sandboxId: string, input: Snap
 /**
  * The paused sandbox's pause image becomes the named snapshot. An image taken before snapshots recorded
  * envs gets the sandbox's (fixed at its create, so the same as when the image was taken). It records the
- * sandbox's egress policy and exposed ports now: the policy may have changed while it was paused, and the snapshot is taken
- * now (as a resume would enforce the current one).
+ * sandbox's egress policy, exposed ports and idle auto-pause now: they may have changed while it was paused, and the
+ * snapshot is taken now (as a resume would enforce the current policy).
  */
 async function nameThePauseImage(core: Core, record: SandboxRecord, name: string): Promise<SnapshotRecord> {
   const sandboxId = record.id;
@@ -65,5 +65,12 @@ async function nameThePauseImage(core: Core, record: SandboxRecord, name: string
     });
   }
   const egress = await storedEgressPolicy(core, sandboxId);
-  return core.store.updateSnapshot(image.id, { kind: 'named', name, egress, ingress: copyIngress(record.ingress), ...(image.envs === null ? { envs: { ...record.envs } } : {}) });
+  return core.store.updateSnapshot(image.id, {
+    kind: 'named',
+    name,
+    egress,
+    ingress: copyIngress(record.ingress),
+    autoPause: record.autoPause === null ? null : { ...record.autoPause },
+    ...(image.envs === null ? { envs: { ...record.envs } } : {}),
+  });
 }

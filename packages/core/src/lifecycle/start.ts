@@ -47,6 +47,7 @@ export async function startSandbox(core: Core, fresh: NewSandbox): Promise<Sandb
     pausedSnapshotId: null,
     error: null,
     operation: { kind: 'create' },
+    lastActiveAt: null,
   };
   await core.store.insertSandbox(record);
   core.events.emitState({ sandboxId: record.id, from: 'creating', to: 'creating', sandbox: record, at: record.createdAt });

@@ -76,6 +76,13 @@ export interface SandboxRecord {
   ingress: SandboxIngress;
   /** Idle auto-pause (`{ idleMs }`); null when off. Copied to fork children. */
   autoPause: AutoPause | null;
+  /**
+   * The last use of the sandbox as persisted, ms (idle auto-pause's clock across daemon restarts): written
+   * with every transition to `running` and by {@link Store.recordActivity} (core's activity persister, at
+   * most every `activityPersistMs`), so it may lag the daemon's in-memory figure by that much. Null: never
+   * written (a sandbox not yet running, or one from before schema migration 14).
+   */
+  lastActiveAt: number | null;
 }
 
 /** Fields of a sandbox that change after creation. */
@@ -143,6 +150,12 @@ export interface SnapshotRecord {
    * from before schema migration 11): no ports.
    */
   ingress?: SandboxIngress | null;
+  /**
+   * Its sandbox's idle auto-pause when it was taken (as `egress`); a sandbox created from it starts with it
+   * unless the request gives `autoPause`. Null or absent: off, or none recorded (template images, rows from
+   * before schema migration 13).
+   */
+  autoPause?: AutoPause | null;
   /**
    * Host directory of the root filesystem the image was made on (its sandbox's pinned one; a template
    * image's template rootfs). The image may only be restored on this directory.
@@ -258,6 +271,12 @@ export interface IngressLogRecord {
   woke: boolean;
 }
 
+/** One sandbox's last use, ms, for {@link Store.recordActivity}. */
+export interface SandboxActivityRecord {
+  sandboxId: string;
+  at: number;
+}
+
 /** How often ingress requests woke a sandbox. */
 export interface IngressWakes {
   count: number;
@@ -287,7 +306,7 @@ export interface Store {
   getSnapshot(id: string): Promise<SnapshotRecord | null>;
   findSnapshotByName(name: string): Promise<SnapshotRecord | null>;
   /** Rejects `SNAPSHOT_NOT_FOUND`, or `CONFLICT` when a new name is taken. */
-  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress'>>): Promise<SnapshotRecord>;
+  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause'>>): Promise<SnapshotRecord>;
   /** Newest first. */
   listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]>;
   /** No-op when absent. */
@@ -366,6 +385,12 @@ export interface Store {
   recordIngressWake(sandboxId: string, at: number): Promise<void>;
   /** How often ingress requests woke the sandbox (zero for an unknown one). */
   getIngressWakes(sandboxId: string): Promise<IngressWakes>;
+
+  /**
+   * Record when each sandbox was last used (`lastActiveAt`), in one transaction. A time never moves a
+   * sandbox's figure backwards; unknown sandboxes are skipped.
+   */
+  recordActivity(entries: readonly SandboxActivityRecord[]): Promise<void>;
 
   close(): Promise<void>;
 }

@@ -34,7 +34,7 @@ function checkAutoPause(value: AutoPause | null | undefined): AutoPause | null {
 }
 
 /** What a create request gives of ports, autoResume and autoPause, validated. */
-export function startingPorts(req: { ports?: PortSpec[]; autoResume?: boolean; autoPause?: AutoPause }): Pick<SandboxInfo, 'ports' | 'autoResume' | 'autoPause' | 'ingress'> {
+export function startingPorts(req: { ports?: PortSpec[]; autoResume?: boolean; autoPause?: AutoPause | null }): Pick<SandboxInfo, 'ports' | 'autoResume' | 'autoPause' | 'ingress'> {
   const ports = (req.ports ?? []).map((p) => (typeof p === 'number' ? { port: checkPort(p), access: 'token' as const } : { port: checkPort(p.port), access: p.access ?? 'token' }));
   return { ports: ports.sort((a, b) => a.port - b.port), autoResume: req.autoResume ?? ports.length > 0, autoPause: checkAutoPause(req.autoPause), ingress: FIXTURE_INGRESS };
 }

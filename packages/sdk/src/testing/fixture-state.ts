@@ -89,7 +89,9 @@ export class FixtureState {
       sourceSnapshotId: parent ? this.id('snap') : source?.id ?? null, parentId: parent?.info.id ?? null,
       cpuCount: req.cpuCount ?? 1, memoryMB: req.memoryMB ?? 512, diskSizeMB: req.diskSizeMB ?? null, metadata: { ...(parent?.info.metadata ?? {}), ...(req.metadata ?? {}) },
       createdAt: now(), endAt: new Date(Date.now() + timeoutMs).toISOString(), timeoutMs, onTimeout: req.onTimeout ?? 'kill', error: null,
-      ...(parent ? { ports: parent.info.ports.map((p) => ({ ...p })), autoResume: parent.info.autoResume, autoPause: parent.info.autoPause, ingress: parent.info.ingress } : startingPorts(req)),
+      ...(parent
+        ? { ports: parent.info.ports.map((p) => ({ ...p })), autoResume: parent.info.autoResume, autoPause: parent.info.autoPause, ingress: parent.info.ingress }
+        : startingPorts({ ...req, autoPause: req.autoPause === undefined ? source?.autoPause : req.autoPause })),
     };
     const sbx: FixtureSandbox = {
       info, files: new Map(parent?.files ?? []), dirs: new Set(parent?.dirs ?? ['/', '/root', '/tmp']), processes: new Map(), nextPid: 100,
@@ -112,6 +114,7 @@ export class FixtureState {
       parentSnapshotId: sbx.info.sourceSnapshotId, sizeBytes: 4096, createdAt: now(),
       egress: { mode: sbx.egress?.mode ?? 'open', rules: [...(sbx.egress?.rules ?? [])] },
       ingress: null,
+      autoPause: sbx.info.autoPause ? { ...sbx.info.autoPause } : null,
     };
     this.snapshots.set(snap.id, snap);
     return snap;
