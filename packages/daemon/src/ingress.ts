@@ -77,12 +77,15 @@ export async function startIngress(core: Core, options: IngressOptions, network:
   });
   const stopDropping = core.events.onCheckpointing(({ sandboxId }) => {
     const dropped = server.dropConnections(sandboxId);
-    if (dropped > 0) core.logger.info('ingress: closed connections into a sandbox for its checkpoint', { sandboxId, connections: dropped });
+    if (dropped.open > 0) core.logger.info('ingress: closed connections into a sandbox for its checkpoint', { sandboxId, connections: dropped.open, idle: dropped.idle });
   });
+  // The upstream pool follows the sandbox: retired when it leaves `running`, pooling again once it runs.
+  const stopFollowing = core.events.onState(({ sandboxId, to }) => server.sandboxState(sandboxId, to));
   dialer.start();
   const bound = await server.listen(options.host ?? '127.0.0.1', options.port ?? 7424).catch((err: unknown) => {
     stopWatch();
     stopDropping();
+    stopFollowing();
     dialer.close();
     throw err;
   });
@@ -96,6 +99,7 @@ export async function startIngress(core: Core, options: IngressOptions, network:
     close: async () => {
       stopWatch();
       stopDropping();
+      stopFollowing();
       await server.close();
       dialer.close();
     },

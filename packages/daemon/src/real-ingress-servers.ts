@@ -4,11 +4,17 @@
  * sha256), and a WebSocket echo server (RFC 6455 handshake and text frames). Test support only.
  */
 
-/** `python3 /root/srv.py PORT [BIND]`: GET files under /root/www, PUT /name stores the body, answers its sha256. */
+/**
+ * `python3 /root/srv.py PORT [BIND]`: GET files under /root/www, PUT /name stores the body, answers its
+ * sha256. Keep-alive (HTTP/1.1) with TCP_NODELAY: it writes the headers and the body of an answer
+ * separately, and with Nagle on the body waited for the client's delayed ACK (~40 ms per request on a
+ * kept-alive connection; bench/ingress measured it).
+ */
 export const HTTP_SERVER_PY = `
 import hashlib, http.server, os, sys
 class H(http.server.SimpleHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
+    disable_nagle_algorithm = True
     def __init__(self, *a, **k):
         super().__init__(*a, directory='/root/www', **k)
     def log_message(self, *a):

@@ -184,6 +184,28 @@ describe('ingress: port URLs into real gVisor sandboxes', { skip, timeout: 1_800
     assert.equal(other.status, 403, "a sibling's token does not open a fork");
   });
 
+  test('pooled upstream connections: an idle one holds neither a fork nor a pause up, and a fork never answers through its parent\'s', async () => {
+    const parent = await serving({ ports: [8000] }, 8000, '0.0.0.0', { 'who.txt': 'parent' });
+    const { host, token } = await urlOf(parent, 8000);
+    const headers = { 'x-ramify-access-token': token as string };
+    // Leaves a kept-alive connection idle in the ingress's pool: an established endpoint in the sandbox.
+    assert.equal((await ingress(host, '/who.txt', { headers })).body, 'parent');
+    // Both checkpoint the parent: each would be refused (CHECKPOINT_BLOCKED) were the pool not drained first.
+    const forked = await call('POST', `/v1/sandboxes/${parent}/fork`, { count: 1 });
+    const child = (forked.json.sandboxes?.[0]?.id ?? assert.fail(JSON.stringify(forked.json))) as string;
+    await put(child, '/root/www/who.txt', 'child');
+    const childUrl = await urlOf(child, 8000);
+    assert.equal((await ingress(childUrl.host, '/who.txt', { headers: { 'x-ramify-access-token': childUrl.token as string } })).body, 'child');
+    assert.equal((await ingress(host, '/who.txt', { headers })).body, 'parent');
+    const paused = await call('POST', `/v1/sandboxes/${parent}/pause`);
+    assert.equal(paused.json.state, 'paused', JSON.stringify(paused.json));
+    // After the pause: woken, on a new connection, twice (the second on the connection the first left).
+    assert.equal((await ingress(host, '/who.txt', { headers })).body, 'parent');
+    assert.equal((await ingress(host, '/who.txt', { headers })).body, 'parent');
+    assert.equal((await ingress(childUrl.host, '/who.txt', { headers: { 'x-ramify-access-token': childUrl.token as string } })).body, 'child');
+    for (const id of [parent, child]) await call('DELETE', `/v1/sandboxes/${id}`);
+  });
+
   test('a paused sandbox answers its first request through auto-resume', async () => {
     const id = await serving({ ports: [8000] }, 8000);
     const { host, token } = await urlOf(id, 8000);

@@ -72,3 +72,16 @@ export function upstreamHeaders(headers: Record<string, string | string[] | unde
   out['x-forwarded-host'] = client.host;
   return out;
 }
+
+/**
+ * The headers without the client connection's hop-by-hop ones (RFC 9110 §7.6.1: `Connection`, the
+ * headers it names, `Keep-Alive`): whether the ingress's connection to the sandbox stays open is the
+ * pool's business, not the client's (a client's `Connection: close` would close a pooled connection).
+ * Not for an upgrade, whose `Connection: Upgrade` must reach the server.
+ */
+export function withoutHopByHop(headers: Record<string, string | string[] | undefined>): Record<string, string | string[] | undefined> {
+  const out: Record<string, string | string[] | undefined> = { ...headers };
+  const named = [out.connection ?? []].flat().flatMap((v) => v.split(',')).map((v) => v.trim().toLowerCase());
+  for (const name of [...named, 'connection', 'keep-alive']) delete out[name];
+  return out;
+}

@@ -3,14 +3,16 @@
  * {@link IngressBackend} (the daemon's adapter to core). Per request: parse the Host → ask the backend
  * for the sandbox and port (404/410/404) → check the token (401/400/403; a query parameter is exchanged
  * for a cookie by a redirect) → wake the sandbox if paused (held until it runs; 503 + Retry-After past the
- * bound) → connect to the slot address through the {@link IngressDialer} (the only sockets the ingress
- * firewall lets reach a slot) → proxy with `http-proxy-3`: bodies streamed both ways with backpressure,
- * never buffered (SSE too), WebSocket upgrades piped as raw sockets, `X-Forwarded-For`/`-Proto`/`-Host`
- * set. A refused connection is explained by asking the sandbox what listens on the port (502 "nothing
- * listens" or "bind 0.0.0.0").
+ * bound) → proxy with `http-proxy-3` over a kept-alive connection to the slot address from the
+ * {@link UpstreamPool} (new ones come from the {@link IngressDialer}: the only sockets the ingress firewall
+ * lets reach a slot): bodies streamed both ways with backpressure, never buffered (SSE too), WebSocket
+ * upgrades piped as raw sockets (on a connection of their own), `X-Forwarded-For`/`-Proto`/`-Host` set. A
+ * refused connection is explained by asking the sandbox what listens on the port (502 "nothing listens"
+ * or "bind 0.0.0.0"). A request whose client is gone before it is proxied is not sent on.
  *
- * Each proxied request gets its own connection to the sandbox (no pool): an idle pooled connection would
- * hold a pause up (gVisor cannot checkpoint an established connection). Client connections keep alive.
+ * The pool is drained before a checkpoint ({@link IngressServer.dropConnections}) and retired when the
+ * sandbox leaves `running` ({@link IngressServer.sandboxState}): an idle pooled connection would hold a
+ * pause up (gVisor cannot checkpoint an established connection). Client connections keep alive.
  *
  * Every request whose Host names a sandbox is use of it (`backend.hold`, for idle auto-pause) until its
  * response is done (a WebSocket: until it closes), and is logged (`backend.log`) once done: client,
@@ -18,16 +20,17 @@
  *
  * Lifecycle: `new` → `listen()` → `close()`.
  */
-import { Agent, createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
-import { isRamifyError, RamifyError, type PortAccess } from '@ramify/contracts';
+import { isRamifyError, RamifyError, type PortAccess, type SandboxState } from '@ramify/contracts';
 import { isWellFormedToken, tokensEqual, type IngressLogRecord, type ListenerDiagnosis } from '@ramify/core';
-import { accessCookie, presentedToken, upstreamHeaders, withoutTokenParameter } from './access.js';
+import { accessCookie, presentedToken, upstreamHeaders, withoutHopByHop, withoutTokenParameter } from './access.js';
 import { sendError, sendUpgradeError } from './answers.js';
 import { DialError, type IngressDialer } from './dialer.js';
 import { isIngressHost, parseIngressHost, type IngressHost } from './host.js';
+import { UpstreamPool, type UpstreamPoolOptions, type UpstreamTarget } from './upstream-pool.js';
 
 /** What the ingress asks of the daemon (implemented over core's use-cases). Errors are RamifyErrors. */
 export interface IngressBackend {
@@ -56,6 +59,8 @@ interface RequestTrace {
   startedMs: number;
   bytes: number;
   woke: boolean;
+  /** The client's side closed (response done, or the client left). */
+  closed: boolean;
   /** An upgrade's status: 101 once handed to the proxy, else the error's. */
   status?: number;
 }
@@ -69,25 +74,18 @@ export interface IngressServerOptions {
   tls?: { cert: string | Buffer; key: string | Buffer };
   /** After a wake, connections refused are retried this long while the server comes back, ms; default 10000. */
   wakeConnectRetryMs?: number;
+  /** Bounds of the upstream pool (idle connections per target, idle timeout); defaults in {@link UpstreamPoolOptions}. */
+  pool?: Omit<UpstreamPoolOptions, 'dial'>;
   /** Called for failures worth a log line (never with a token). */
   onError?: (err: unknown, context: { sandboxId?: string; port?: number }) => void;
 }
 
-/** A request that passed the checks: where it goes. */
-interface Route {
-  host: IngressHost;
-  slotAddress: string;
-  socket: Socket;
-}
-
-/** An http.Agent that hands the request the connection the dialer already made (one request, then closed). */
-class DialedAgent extends Agent {
-  constructor(private readonly socket: Socket) {
-    super({ keepAlive: false });
-  }
-  override createConnection(): Socket {
-    return this.socket;
-  }
+/** Connections open into one sandbox, for {@link IngressServer.connectionsInto}. */
+export interface UpstreamConnections {
+  /** Every connection the ingress holds into the sandbox (serving a request, a WebSocket, or idle). */
+  open: number;
+  /** Of those, idle in the pool. */
+  idle: number;
 }
 
 export class IngressServer {
@@ -98,11 +96,15 @@ export class IngressServer {
   private readonly traces = new WeakMap<IncomingMessage, RequestTrace>();
   /** Open connections into each sandbox (per sandbox id), for {@link dropConnections}. */
   private readonly upstreams = new Map<string, Set<Socket>>();
+  private readonly pool: UpstreamPool;
+  /** Until when refused connections are retried, per sandbox woken (ms since the epoch). */
+  private readonly retryRefusedUntil = new Map<string, number>();
   readonly protocol: 'http' | 'https';
 
   constructor(options: IngressServerOptions) {
     this.options = options;
     this.protocol = options.tls ? 'https' : 'http';
+    this.pool = new UpstreamPool({ ...options.pool, dial: (target) => this.dial(target) });
     this.server = options.tls ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }) : createHttpServer();
     this.server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.onRequest(req, res));
     this.server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => void this.onUpgrade(req, socket, head));
@@ -137,11 +139,12 @@ export class IngressServer {
     this.server.closeAllConnections?.();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.proxy.close();
+    this.pool.close();
   }
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const accept = req.headers.accept;
-    const trace: RequestTrace = { startedAt: Date.now(), startedMs: performance.now(), bytes: 0, woke: false };
+    const trace: RequestTrace = { startedAt: Date.now(), startedMs: performance.now(), bytes: 0, woke: false, closed: false };
     this.traces.set(req, trace);
     try {
       const host = this.parseHost(req);
@@ -156,12 +159,27 @@ export class IngressServer {
           return;
         }
       }
-      const route = await this.connect(host, trace);
-      this.forward(req, route);
-      this.proxy.web(req, res, { target: { host: route.slotAddress, port: host.port }, agent: new DialedAgent(route.socket) });
+      const target = await this.route(host, trace);
+      // The client left while it waited (a wake, a slow lookup): nothing to send on. Proxied anyway, the
+      // request's connection would stay open into the sandbox, holding every later pause up.
+      if (trace.closed) return;
+      this.forward(req, 'request');
+      this.proxy.web(req, res, { target: { host: target.slotAddress, port: host.port }, agent: this.pool.agentFor(target) }, (err) => {
+        void this.upstreamFailed(err, host).then((error) => {
+          if (!res.headersSent && !trace.closed) trace.bytes += sendError(res, error, accept);
+          else res.destroy();
+        });
+      });
     } catch (err) {
       trace.bytes += sendError(res, this.asError(err), accept);
     }
+  }
+
+  /** What a failed upstream request answers: a refused dial explained, anything else `UPSTREAM_ERROR`. */
+  private async upstreamFailed(err: Error, host: IngressHost): Promise<RamifyError> {
+    if (err instanceof DialError) return this.explain(host, err);
+    this.options.onError?.(err, { sandboxId: host.sandboxId, port: host.port });
+    return new RamifyError('UPSTREAM_ERROR', `the connection to the sandbox's server failed: ${err.message}`);
   }
 
   /** Hold the sandbox while the request (or WebSocket, `done` its socket) lasts; log it when it ends. */
@@ -172,6 +190,7 @@ export class IngressServer {
     const method = req.method ?? 'GET';
     const client = req.socket.remoteAddress ?? '';
     done.once('close', () => {
+      trace.closed = true;
       release();
       const upgraded = !('writeHead' in done);
       const status = upgraded ? (trace.status ?? 0) : done.headersSent ? done.statusCode : 0;
@@ -183,16 +202,25 @@ export class IngressServer {
 
   private async onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
-    const trace: RequestTrace = { startedAt: Date.now(), startedMs: performance.now(), bytes: 0, woke: false };
+    const trace: RequestTrace = { startedAt: Date.now(), startedMs: performance.now(), bytes: 0, woke: false, closed: false };
     try {
       const host = this.parseHost(req);
       this.track(req, host, trace, socket);
       const { access, token } = await this.options.backend.target(host.sandboxId, host.port);
       if (access === 'token') this.checkToken(req, token as string);
-      const route = await this.connect(host, trace);
-      this.forward(req, route);
+      const target = await this.route(host, trace);
+      // A connection of its own, dialed first so that a refusal is answered (explained) before the
+      // upgrade is under way: an upgraded socket never returns to a pool.
+      const upstream = await this.dial(target).catch(async (err: unknown) => {
+        throw err instanceof DialError ? await this.explain(host, err) : err;
+      });
+      if (trace.closed) {
+        upstream.destroy();
+        return;
+      }
+      this.forward(req, 'upgrade');
       trace.status = 101;
-      this.proxy.ws(req, socket, head, { target: { host: route.slotAddress, port: host.port }, agent: new DialedAgent(route.socket) });
+      this.proxy.ws(req, socket, head, { target: { host: target.slotAddress, port: host.port }, agent: this.pool.agentWith(target, upstream) });
     } catch (err) {
       const error = this.asError(err);
       trace.status = error.status;
@@ -224,17 +252,41 @@ export class IngressServer {
   }
 
   /**
-   * Close every connection the ingress holds into `sandboxId` (its clients see them end): a checkpoint
-   * that needs a quiet network would otherwise wait for them. A client's next request wakes the sandbox.
-   * @returns how many were closed.
+   * Close every connection the ingress holds into `sandboxId`, idle pooled ones and ones serving a request
+   * or a WebSocket (their clients see them end): a checkpoint that needs a quiet network would otherwise
+   * wait for them. Until the sandbox runs again ({@link sandboxState} `running`) its requests get
+   * connections that close after one response, so none is left idle while the checkpoint waits. A
+   * client's next request wakes the sandbox.
+   * @returns how many were closed, and how many of those were idle in the pool.
    */
-  dropConnections(sandboxId: string): number {
+  dropConnections(sandboxId: string): UpstreamConnections {
+    const idle = this.pool.drain(sandboxId);
     const open = this.upstreams.get(sandboxId);
-    if (!open) return 0;
-    const count = open.size;
-    for (const socket of open) socket.destroy();
+    const count = open?.size ?? 0;
+    for (const socket of open ?? []) socket.destroy();
     this.upstreams.delete(sandboxId);
-    return count;
+    return { open: Math.max(count, idle), idle };
+  }
+
+  /**
+   * A sandbox's new state (core's state events). Leaving `running` (pausing, paused, killed, ...) retires
+   * its pool: idle connections closed, none reused after a pause; `running` lets it pool again.
+   */
+  sandboxState(sandboxId: string, state: SandboxState): void {
+    if (state === 'running') {
+      this.pool.allow(sandboxId);
+      return;
+    }
+    this.pool.retire(sandboxId);
+    if (state === 'killed') {
+      this.pool.allow(sandboxId);
+      this.retryRefusedUntil.delete(sandboxId);
+    }
+  }
+
+  /** Connections the ingress holds into `sandboxId` now. */
+  connectionsInto(sandboxId: string): UpstreamConnections {
+    return { open: this.upstreams.get(sandboxId)?.size ?? 0, idle: this.pool.idleCount(sandboxId) };
   }
 
   private remember(sandboxId: string, socket: Socket): void {
@@ -247,24 +299,34 @@ export class IngressServer {
     });
   }
 
-  /** Wake if needed, then connect to the port through the dialer, explaining a refusal. */
-  private async connect(host: IngressHost, trace: RequestTrace): Promise<Route> {
+  /** Wake the sandbox if needed: where its port is now. */
+  private async route(host: IngressHost, trace: RequestTrace): Promise<UpstreamTarget> {
     const { slotAddress, woke } = await this.options.backend.running(host.sandboxId);
     trace.woke = woke;
-    const retryUntil = woke ? Date.now() + (this.options.wakeConnectRetryMs ?? 10_000) : 0;
+    if (woke) this.retryRefusedUntil.set(host.sandboxId, Date.now() + (this.options.wakeConnectRetryMs ?? 10_000));
+    return { sandboxId: host.sandboxId, port: host.port, slotAddress };
+  }
+
+  /**
+   * A new connection to the target through the dialer (the pool's source). Shortly after a wake, refused
+   * connections are retried while the restored server comes back.
+   * @throws DialError with the last dial's code.
+   */
+  private async dial(target: UpstreamTarget): Promise<Socket> {
     for (let delayMs = 50; ; delayMs = Math.min(delayMs * 2, 500)) {
       try {
-        const socket = await this.options.dialer.dial(slotAddress, host.port);
-        this.remember(host.sandboxId, socket);
-        return { host, slotAddress, socket };
+        const socket = await this.options.dialer.dial(target.slotAddress, target.port);
+        socket.on('error', () => socket.destroy());
+        this.remember(target.sandboxId, socket);
+        return socket;
       } catch (err) {
-        if (!(err instanceof DialError)) throw err;
+        const retryUntil = this.retryRefusedUntil.get(target.sandboxId) ?? 0;
         // A woken sandbox's server may need a moment to accept again: held, within the bound.
-        if (err.code === 'ECONNREFUSED' && Date.now() < retryUntil) {
+        if (err instanceof DialError && err.code === 'ECONNREFUSED' && Date.now() < retryUntil) {
           await new Promise((resolve) => setTimeout(resolve, delayMs));
           continue;
         }
-        throw await this.explain(host, err);
+        throw err;
       }
     }
   }
@@ -280,12 +342,12 @@ export class IngressServer {
     return new RamifyError('UPSTREAM_ERROR', `port ${port} of sandbox '${sandboxId}' refused the connection`, { id: sandboxId, port });
   }
 
-  /** Rewrite the request for the sandbox's server: forwarded headers, no token. */
-  private forward(req: IncomingMessage, route: Route): void {
+  /** Rewrite the request for the sandbox's server: forwarded headers, no token; a request's hop-by-hop headers dropped. */
+  private forward(req: IncomingMessage, kind: 'request' | 'upgrade'): void {
     const host = req.headers.host ?? '';
-    req.headers = upstreamHeaders(req.headers, { address: req.socket.remoteAddress ?? '', protocol: this.protocol, host }) as IncomingMessage['headers'];
+    const headers = upstreamHeaders(req.headers, { address: req.socket.remoteAddress ?? '', protocol: this.protocol, host });
+    req.headers = (kind === 'request' ? withoutHopByHop(headers) : headers) as IncomingMessage['headers'];
     req.url = withoutTokenParameter(req.url ?? '/');
-    route.socket.on('error', () => route.socket.destroy());
   }
 
   private asError(err: unknown): RamifyError {
