@@ -11,6 +11,7 @@ import { Transform, type Readable, type Writable } from 'node:stream';
 import { ReadStream, WriteStream } from 'node:tty';
 import { RamifyError, checkPtySize, type PtySize } from '@ramify/contracts';
 import { loadPtyAddon } from './pty-addon.js';
+import { signalResize } from './pty-winch.js';
 
 export type OutputFd = 1 | 2;
 
@@ -32,7 +33,8 @@ export interface ProcessIo {
   /** Calls `listener` once, when the process has exited (its output streams may still be open). */
   onExit(listener: (exit: RawExit) => void): void;
   /**
-   * Change the terminal's size; the kernel sends SIGWINCH to its foreground process group.
+   * Change the terminal's size; its foreground process group gets SIGWINCH (from the kernel, or from
+   * the agent where the kernel sends none: see `pty-winch.ts`).
    * @throws RamifyError NOT_A_PTY for pipes, PTY_SIZE_INVALID for a bad size.
    */
   resize(size: PtySize): void;
@@ -119,6 +121,7 @@ function startPty(spec: IoSpec, initial: PtySize): ProcessIo {
       const checked = checkPtySize(next);
       addon.resize(term.fd, checked.cols, checked.rows);
       size = checked;
+      signalResize(term.pid);
     },
   };
 }

@@ -33,7 +33,7 @@ export interface PtyAddon {
     helperPath: string,
     onExit: (code: number, signal: number) => void,
   ): { fd: number; pid: number; pty: string };
-  /** TIOCSWINSZ on the master `fd`: the kernel sends SIGWINCH to the terminal's foreground group. */
+  /** TIOCSWINSZ on the master `fd` (Linux then signals the foreground group; gVisor does not). */
   resize(fd: number, cols: number, rows: number): void;
 }
 
