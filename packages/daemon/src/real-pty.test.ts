@@ -35,8 +35,11 @@ class Screen {
   }
 }
 
-/** A bash at a prompt we can recognise (no rc files, whatever the template's). */
-const SHELL = { cmd: '/bin/bash --norc --noprofile -i', envs: { PS1: 'READY$ ' } };
+/**
+ * A bash at a prompt we can recognise (no rc files, whatever the template's). PS1 is set in the command,
+ * not in `envs`: the command runs under `bash -c`, and a non-interactive bash unsets PS1.
+ */
+const SHELL = { cmd: "PS1='READY$ ' exec /bin/bash --norc --noprofile -i" };
 
 describe('terminals (PTY) through a real daemon (gVisor)', { skip, timeout: 600_000 }, () => {
   let sbx: Sandbox;
@@ -67,9 +70,13 @@ describe('terminals (PTY) through a real daemon (gVisor)', { skip, timeout: 600_
     const term = await sbx.pty.create({ cmd: script, onData: screen.onData });
     await screen.waitFor('ready');
     assert.match(screen.text, /^24 80\nxterm-256color UTF-8\n/);
+    // bash runs a WINCH trap once its `read` returns (it restarts the read on SIGWINCH, on Linux too):
+    // an empty line after each resize lets it run. No trap output without the signal.
     await term.resize({ cols: 100, rows: 30 });
+    await term.sendInput('\r');
     await screen.waitFor('WINCH 30 100');
     await term.resize({ cols: 120, rows: 40 });
+    await term.sendInput('\r');
     await screen.waitFor('WINCH 40 120');
     await term.sendInput('q\r');
     await assert.rejects(term.wait(), (err: { result?: { exitCode: number } }) => err.result?.exitCode === 7);
@@ -111,7 +118,7 @@ describe('terminals (PTY) through a real daemon (gVisor)', { skip, timeout: 600_
     assert.ok(fork);
     const forked = new Screen();
     const inFork = await fork.pty.connect(term.pid, { onData: forked.onData });
-    await forked.waitFor('after 42', 2); // the replay: the command line and its output
+    await forked.waitFor('after 42'); // the replay of what the terminal printed before the fork
     await inFork.sendInput(`echo "in fork $((7*8))"\r`);
     await forked.waitFor('in fork 56');
     await inFork.sendInput('exit 3\r');
