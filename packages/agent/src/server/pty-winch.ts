@@ -5,9 +5,13 @@
  * learn of the resize. Where /proc names no foreground group, the agent signals every process group of
  * the terminal's session instead: the foreground one among them, and background jobs, which ignore
  * SIGWINCH unless they handle it (and then only re-read the size).
+ *
+ * The session is found from its leader down (`/proc/PID/task/TID/children`), never by reading all of
+ * /proc: that would look up the host's bridges, whose procfs entries runsc then never frees
+ * (see bridge-pids.ts), and a terminal may be resized often.
  */
-import { readFileSync } from 'node:fs';
-import { listProcStats, type ProcStat } from './proc-tree.js';
+import { readFileSync, readdirSync } from 'node:fs';
+import { parseProcStat, type ProcStat } from './proc-tree.js';
 
 /** Field 8 of /proc/PID/stat: the foreground group of the process's terminal (<= 0: none shown). */
 export function parseTpgid(statText: string): number {
@@ -18,7 +22,7 @@ export function parseTpgid(statText: string): number {
 
 /**
  * The process groups to signal after a resize of the terminal whose session `leader` leads: none when
- * the kernel shows a foreground group (it signalled it), else every live group of the session.
+ * the kernel shows a foreground group (it signalled it), else every live group of the session in `stats`.
  */
 export function winchGroups(leader: number, leaderTpgid: number, stats: readonly ProcStat[]): number[] {
   if (leaderTpgid > 0) return [];
@@ -35,11 +39,33 @@ export function signalResize(leader: number): void {
   } catch {
     return; // The leader is gone; nothing reads the size any more.
   }
-  for (const group of winchGroups(leader, tpgid, listProcStats())) {
+  if (tpgid > 0) return;
+  for (const group of winchGroups(leader, tpgid, descendantStats(leader))) {
     try {
       process.kill(-group, 'SIGWINCH');
     } catch {
       // The group ended meanwhile.
     }
   }
+}
+
+/** `/proc/PID/stat` of `root` and of its descendants (processes that end meanwhile are skipped). */
+function descendantStats(root: number): ProcStat[] {
+  const out: ProcStat[] = [];
+  const seen = new Set<number>();
+  for (const queue = [root]; queue.length > 0; ) {
+    const pid = queue.pop() as number;
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    try {
+      const stat = parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+      if (stat) out.push(stat);
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ')) if (child.trim()) queue.push(Number(child));
+      }
+    } catch {
+      // Ended between the lookups.
+    }
+  }
+  return out;
 }
