@@ -2,13 +2,15 @@
  * Terminals (PTYs) end to end through a REAL daemon (gVisor, the real agent and its node-pty addon),
  * driven with the SDK's `sbx.pty`: complete output, output before the exit, the default size and
  * resizes seen by a WINCH trap, typed errors for bad input, and a terminal idle at a bash prompt across
- * pause/resume and fork. Skipped, with the reason, when not root, without runsc, or without the rootfs.
+ * pause/resume and fork; on a QEMU microVM, the size, resizes and pause/resume once more. Each part is
+ * skipped, with the reason, when not root, without its runtime's tools, or without the rootfs.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { RuntimeName } from '@ramify/contracts';
 import { Sandbox, type PtyHandle } from '@ramify/sdk';
 import { serve, type RamifyServer } from './serve.js';
 import { apiCaller, realRuntimeSkip, registerRootfsTemplate, stopRealDaemon, until } from './real-test-support.js';
@@ -20,7 +22,8 @@ let dataDir: string;
 let server: RamifyServer | undefined;
 let key = '';
 const call = apiCaller(() => server?.url, () => key);
-const conn = (): { apiUrl: string; apiKey: string } => ({ apiUrl: server?.url ?? '', apiKey: key });
+/** SDK connection; requests may take minutes (a microVM's checkpoint under TCG on a loaded machine). */
+const conn = (): { apiUrl: string; apiKey: string; requestTimeoutMs: number } => ({ apiUrl: server?.url ?? '', apiKey: key, requestTimeoutMs: 600_000 });
 
 /** A terminal's output as text, with the terminal's `\r\n` made `\n`. */
 class Screen {
@@ -41,19 +44,71 @@ class Screen {
  */
 const SHELL = { cmd: "PS1='READY$ ' exec /bin/bash --norc --noprofile -i" };
 
+/**
+ * A real daemon opening only `runtime`, with the base rootfs as template `tpl_pty`, and one sandbox of it;
+ * or why the daemon reports the runtime unavailable.
+ */
+async function openDaemon(runtime: RuntimeName, prefix: string): Promise<Sandbox | string> {
+  dataDir = await mkdtemp(join(tmpdir(), 'ramify-pty-e2e-'));
+  server = await serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: [runtime], network: { prefix } });
+  key = server.newApiKey ?? '';
+  const unavailable = server.core.unavailableRuntimes?.[runtime];
+  if (unavailable !== undefined) return `the daemon reports ${runtime} unavailable: ${unavailable}`;
+  await registerRootfsTemplate(server.core, rootfs as string, { templateId: 'tpl_pty', snapshotId: 'snap_pty_base' });
+  return Sandbox.create({ template: 'tpl_pty', ...conn() });
+}
+
+/** The sandbox `openDaemon` gave, or fail with its reason. */
+function opened(got: Sandbox | string): Sandbox {
+  if (typeof got === 'string') throw new Error(got);
+  return got;
+}
+
+async function closeDaemon(): Promise<void> {
+  if (server) await stopRealDaemon(server, call);
+  server = undefined;
+  await rm(dataDir, { recursive: true, force: true });
+}
+
+/** `stty size` is 24 80 by default; each resize reaches the program as SIGWINCH and a new size. */
+async function checkSizeAndResize(sbx: Sandbox): Promise<void> {
+  const screen = new Screen();
+  const script = `trap 'echo "WINCH $(stty size)"' WINCH; stty size; echo "$TERM $(locale charmap)"; echo ready; while read -r line; do [ "$line" = q ] && exit 7; done`;
+  const term = await sbx.pty.create({ cmd: script, onData: screen.onData });
+  await screen.waitFor('ready');
+  assert.match(screen.text, /^24 80\nxterm-256color UTF-8\n/);
+  // bash runs a WINCH trap once its `read` returns (it restarts the read on SIGWINCH, on Linux too):
+  // an empty line after each resize lets it run. No trap output without the signal.
+  await term.resize({ cols: 100, rows: 30 });
+  await term.sendInput('\r');
+  await screen.waitFor('WINCH 30 100');
+  await term.resize({ cols: 120, rows: 40 });
+  await term.sendInput('\r');
+  await screen.waitFor('WINCH 40 120');
+  await term.sendInput('q\r');
+  await assert.rejects(term.wait(), (err: { result?: { exitCode: number } }) => err.result?.exitCode === 7);
+  const info = (await sbx.commands.list()).find((p) => p.pid === term.pid);
+  assert.deepEqual(info?.pty, { cols: 120, rows: 40 });
+}
+
+/** A shell waiting at its prompt, then paused and resumed: it still answers. Returns it and its screen. */
+async function shellAcrossPause(sbx: Sandbox): Promise<{ term: PtyHandle; screen: Screen }> {
+  const screen = new Screen();
+  const term = await sbx.pty.create({ ...SHELL, onData: screen.onData });
+  await screen.waitFor('READY$ ');
+  await sbx.pause();
+  await sbx.resume();
+  await term.sendInput('echo "after $((6*7))"\r');
+  await screen.waitFor('after 42');
+  return { term, screen };
+}
+
 describe('terminals (PTY) through a real daemon (gVisor)', { skip, timeout: 600_000 }, () => {
   let sbx: Sandbox;
   before(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'ramify-pty-e2e-'));
-    server = await serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: 'rmfp' } });
-    key = server.newApiKey ?? '';
-    await registerRootfsTemplate(server.core, rootfs as string, { templateId: 'tpl_pty', snapshotId: 'snap_pty_base' });
-    sbx = await Sandbox.create({ template: 'tpl_pty', ...conn() });
+    sbx = opened(await openDaemon('gvisor', 'rmfp'));
   });
-  after(async () => {
-    if (server) await stopRealDaemon(server, call);
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  after(closeDaemon);
 
   test('seq 1 100000 arrives complete, and 200,000 bytes written just before exit all arrive before the exit', async () => {
     const seq = new Screen();
@@ -65,23 +120,7 @@ describe('terminals (PTY) through a real daemon (gVisor)', { skip, timeout: 600_
   });
 
   test('80x24 by default, xterm-256color and UTF-8; a resize reaches the program (WINCH trap, stty size)', async () => {
-    const screen = new Screen();
-    const script = `trap 'echo "WINCH $(stty size)"' WINCH; stty size; echo "$TERM $(locale charmap)"; echo ready; while read -r line; do [ "$line" = q ] && exit 7; done`;
-    const term = await sbx.pty.create({ cmd: script, onData: screen.onData });
-    await screen.waitFor('ready');
-    assert.match(screen.text, /^24 80\nxterm-256color UTF-8\n/);
-    // bash runs a WINCH trap once its `read` returns (it restarts the read on SIGWINCH, on Linux too):
-    // an empty line after each resize lets it run. No trap output without the signal.
-    await term.resize({ cols: 100, rows: 30 });
-    await term.sendInput('\r');
-    await screen.waitFor('WINCH 30 100');
-    await term.resize({ cols: 120, rows: 40 });
-    await term.sendInput('\r');
-    await screen.waitFor('WINCH 40 120');
-    await term.sendInput('q\r');
-    await assert.rejects(term.wait(), (err: { result?: { exitCode: number } }) => err.result?.exitCode === 7);
-    const info = (await sbx.commands.list()).find((p) => p.pid === term.pid);
-    assert.deepEqual(info?.pty, { cols: 120, rows: 40 });
+    await checkSizeAndResize(sbx);
   });
 
   test('bad input: typed errors with their status', async () => {
@@ -106,14 +145,21 @@ describe('terminals (PTY) through a real daemon (gVisor)', { skip, timeout: 600_
     await assert.rejects(killed.pty.create({ onData: () => undefined }), { code: 'SANDBOX_NOT_FOUND' });
   });
 
-  test('a terminal idle at a bash prompt survives pause/resume and fork; a new one works too', async () => {
+  test('a terminal busy printing while the sandbox pauses and resumes goes on printing', async () => {
     const screen = new Screen();
-    const term: PtyHandle = await sbx.pty.create({ ...SHELL, onData: screen.onData });
-    await screen.waitFor('READY$ ');
+    const term = await sbx.pty.create({ cmd: 'i=0; while :; do i=$((i+1)); echo "n $i"; done', onData: screen.onData });
+    await screen.waitFor('\nn 1000\n');
     await sbx.pause();
     await sbx.resume();
-    await term.sendInput('echo "after $((6*7))"\r');
-    await screen.waitFor('after 42');
+    const seen = screen.text.length;
+    await until(async () => screen.text.length > seen + 10_000, 'the terminal printed on after the resume');
+    const lines = screen.text.split('\n').slice(0, -1);
+    assert.deepEqual(lines.slice(0, 2000), Array.from({ length: 2000 }, (_, i) => `n ${i + 1}`)); // nothing lost or doubled
+    assert.equal(await term.kill(), true);
+  });
+
+  test('a terminal idle at a bash prompt survives pause/resume and fork; a new one works too', async () => {
+    const { term, screen } = await shellAcrossPause(sbx);
     const [fork] = await sbx.fork({ count: 1 });
     assert.ok(fork);
     const forked = new Screen();
@@ -131,5 +177,23 @@ describe('terminals (PTY) through a real daemon (gVisor)', { skip, timeout: 600_
     await term.sendInput('exit 0\r');
     await term.wait();
     await fork.kill();
+  });
+});
+
+const microvmSkip = realRuntimeSkip(rootfs, ['qemu-system-x86_64', 'qemu-img']);
+
+describe('terminals (PTY) through a real daemon (QEMU microVM: the guest kernel signals resizes)', { skip: microvmSkip, timeout: 900_000 }, () => {
+  let sbx: Sandbox | string;
+  before(async () => {
+    sbx = await openDaemon('microvm', 'rmfv');
+  });
+  after(closeDaemon);
+
+  test('80x24 by default, resizes reach the program; a shell at its prompt survives pause/resume', async (t) => {
+    if (typeof sbx === 'string') return t.skip(sbx);
+    await checkSizeAndResize(sbx);
+    const { term } = await shellAcrossPause(sbx);
+    await term.sendInput('exit 0\r');
+    await term.wait();
   });
 });

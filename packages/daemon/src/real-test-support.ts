@@ -52,18 +52,22 @@ export async function until(check: () => Promise<boolean>, what: string, limitMs
   }
 }
 
-/** Boot `rootfs`, checkpoint it idle, and register it as template `base` with the given ids. */
+/**
+ * Boot `rootfs` on the daemon's default runtime (`core.runtimes[0]`: gVisor, or the microVM runtime of
+ * a daemon that opened only that), checkpoint it idle, and register it as template `base` with the given ids.
+ */
 export async function registerRootfsTemplate(core: Core, rootfs: string, ids: { templateId: string; snapshotId: string }): Promise<void> {
   const { templateId, snapshotId } = ids;
+  const runtime = core.runtimes[0]!;
   const manifest = await buildImage(
     { rootfsDir: rootfs, snapshotId, templateId, run: [], envs: {}, onPhase: () => undefined, onLine: () => undefined },
-    { runtime: core.runtimes[0]!, network: core.network, slots: core.store, storage: core.storage, connectAgent: core.connectAgent },
+    { runtime, network: core.network, slots: core.store, storage: core.storage, connectAgent: core.connectAgent },
   );
   await core.store.insertSnapshot({
-    id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId, sandboxId: null,
+    id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: runtime.name, templateId, sandboxId: null,
     parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir: rootfs, envs: null, egress: null,
   });
-  await core.store.putTemplate({ id: templateId, name: 'base', runtime: 'gvisor', specHash: templateId, snapshotId, images: [{ runtime: 'gvisor', snapshotId }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
+  await core.store.putTemplate({ id: templateId, name: 'base', runtime: runtime.name, specHash: templateId, snapshotId, images: [{ runtime: runtime.name, snapshotId }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
 }
 
 /** Kill every sandbox of `server` through the API, close it, and remove its namespaces and host table. */
