@@ -2,12 +2,10 @@
 // Build (or reuse) the `base` template's root filesystem layers in the shared cache, without booting,
 // and print the rootfs directory on the last line. Used by scripts/run-tests.mjs for runtime tests.
 // Cache: $RAMIFY_CACHE_DIR or /var/cache/ramify (content-addressed; reused across runs and daemons).
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AGENT_BUNDLE_PATH } from '@ramify/agent';
 import {
-  BASE_TEMPLATE_SPEC, DEFAULT_DEBIAN_MIRRORS, LayerCache, buildFilesLayer, computeLayerKeys, debootstrap,
+  BASE_TEMPLATE_SPEC, DEFAULT_DEBIAN_MIRRORS, LayerCache, agentFilesSha256, buildFilesLayer, computeLayerKeys, debootstrap,
   hostDebianArch, resolveTemplate,
 } from '@ramify/template-builder';
 
@@ -17,7 +15,7 @@ const resolved = await resolveTemplate(BASE_TEMPLATE_SPEC, async () => null);
 const keys = computeLayerKeys(resolved, {
   arch: await hostDebianArch(),
   mirrors: DEFAULT_DEBIAN_MIRRORS,
-  agentBundleSha256: createHash('sha256').update(await readFile(AGENT_BUNDLE_PATH)).digest('hex'),
+  agentBundleSha256: await agentFilesSha256(AGENT_BUNDLE_PATH),
   runtime: 'gvisor',
 });
 const log = (line) => process.stderr.write(`  ${line}\n`);

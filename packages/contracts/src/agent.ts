@@ -6,6 +6,7 @@
  * virtio-serial port.
  */
 import type { FileInfo, ProcessInfo } from './api.js';
+import type { PtySize } from './pty.js';
 
 export interface AgentStartOptions {
   /** Run by `/bin/bash -c` in its own process group. */
@@ -19,7 +20,14 @@ export interface AgentStartOptions {
   /** Keep stdin open for {@link AgentSession.sendStdin}; default false: stdin is closed at once. */
   stdin?: boolean;
   user?: string;
+  /**
+   * Start it on a pseudo-terminal of this size instead of pipes: its stdin, stdout and stderr are the
+   * terminal, all output arrives as stdout (fd 1), input goes through `sendStdin`, and `resize` changes
+   * the size (the program gets SIGWINCH). `TERM` defaults to `xterm-256color` and `LANG` to `C.UTF-8`.
+   */
+  pty?: PtySize;
 }
+
 
 export interface AgentOutputHandlers {
   onStdout?: (chunk: Uint8Array) => void;
@@ -142,6 +150,11 @@ export interface AgentSession {
   closeStdin(pid: number): Promise<void>;
   /** Signal the process group. */
   signal(pid: number, signal: NodeJS.Signals): Promise<void>;
+  /**
+   * Change the terminal size of a process started with `pty` (its foreground group gets SIGWINCH).
+   * Rejects `PROCESS_NOT_FOUND`, `NOT_A_PTY`, `PROCESS_EXITED`, `PTY_SIZE_INVALID`.
+   */
+  resize(pid: number, size: PtySize): Promise<void>;
   listProcesses(): Promise<ProcessInfo[]>;
 
   /** Stream a file's exact bytes. Rejects `FILE_NOT_FOUND` / `IS_A_DIRECTORY`. */

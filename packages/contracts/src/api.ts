@@ -430,8 +430,35 @@ export const ProcessInfo = z.object({
   /** Bytes produced so far on each stream (offsets for re-attach). */
   stdoutBytes: z.number().int(),
   stderrBytes: z.number().int(),
+  /** The terminal's size, for a process started on one (a PTY); absent for pipes. */
+  pty: z.object({ cols: z.number().int(), rows: z.number().int() }).optional(),
 });
 export type ProcessInfo = z.infer<typeof ProcessInfo>;
+
+/**
+ * A terminal: a process started on a pseudo-terminal of `cols` x `rows` (default 80x24; each 1..1000,
+ * else 400 PTY_SIZE_INVALID). `cmd` defaults to a login shell, `/bin/bash -i -l`. Its environment has
+ * `TERM=xterm-256color` and `LANG=C.UTF-8` unless `envs` (or the sandbox's) say otherwise. No deadline
+ * unless `timeoutMs`. All its output is stdout; input goes to its stdin (the terminal).
+ */
+export const PtyRequest = z.strictObject({
+  cols: z.number().int().optional(),
+  rows: z.number().int().optional(),
+  cmd: z.string().min(1).max(1 << 20).optional(),
+  cwd: z.string().max(4096).optional(),
+  envs: EnvMap.optional(),
+  timeoutMs: z.number().int().min(0).max(MAX_SANDBOX_TIMEOUT_MS).optional(),
+  user: z.string().max(64).optional(),
+});
+export type PtyRequest = z.infer<typeof PtyRequest>;
+
+/** A terminal's new size (each 1..1000, else 400 PTY_SIZE_INVALID). */
+export const ResizeRequest = z.strictObject({ cols: z.number().int(), rows: z.number().int() });
+export type ResizeRequest = z.infer<typeof ResizeRequest>;
+
+/** A started terminal: its pid (attach with the process stream) and size. */
+export const PtyInfo = z.object({ pid: z.number().int(), cols: z.number().int(), rows: z.number().int() });
+export type PtyInfo = z.infer<typeof PtyInfo>;
 
 export const SignalRequest = z.strictObject({ signal: z.enum(['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGSTOP', 'SIGCONT']) });
 
@@ -552,13 +579,18 @@ export const AuditEntry = z.object({
 export type AuditEntry = z.infer<typeof AuditEntry>;
 
 /**
- * WebSocket stream framing (`/v1/sandboxes/{id}/commands/stream`, `/v1/sandboxes/{id}/processes/{pid}/stream`).
+ * WebSocket stream framing (`/v1/sandboxes/{id}/commands/stream`, `/v1/sandboxes/{id}/pty/stream`,
+ * `/v1/sandboxes/{id}/processes/{pid}/stream`).
  * Binary frames carry bytes: first byte is the channel ({@link StreamChannel}), the rest is payload.
  * Text frames carry JSON control messages ({@link StreamControl}).
  */
 export const StreamChannel = { stdin: 0, stdout: 1, stderr: 2 } as const;
 export type StreamControl =
   | { type: 'start'; request: CommandRequest }
+  /** First frame of a terminal stream (`/v1/sandboxes/{id}/pty/stream`). */
+  | { type: 'startPty'; request: PtyRequest }
+  /** Resize the stream's terminal (terminal and process streams of a PTY); a bad size answers `error`. */
+  | { type: 'resize'; cols: number; rows: number }
   /**
    * Always the first frame of a stream (daemons before it may send output first). `maxOutputBytes`: the
    * daemon's per-stream limit of command results, bytes, which the SDK applies to the results it

@@ -31,6 +31,10 @@ export const ERROR_CODES = {
    */
   PROCESS_EXITED: 409,
   CONFLICT: 409,
+  /** A terminal size outside 1..1000 columns or rows (details: `cols`, `rows`, `max`). */
+  PTY_SIZE_INVALID: 400,
+  /** The process was started without a terminal, so it cannot be resized (details: `pid`). */
+  NOT_A_PTY: 409,
   PAYLOAD_TOO_LARGE: 413,
   /**
    * No room for the data: a microVM's root disk is full, or a gVisor sandbox's memory (where its file

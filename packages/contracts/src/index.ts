@@ -3,3 +3,4 @@ export * from './api.js';
 export * from './agent.js';
 export * from './output-capture.js';
 export * from "./routes.js";
+export * from "./pty.js";

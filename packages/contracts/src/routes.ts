@@ -33,7 +33,10 @@
  * | POST | /v1/sandboxes/:id/processes/:pid/signal | SignalRequest | 204 |
  * | GET  | /v1/sandboxes/:id/processes/:pid/wait | | `{ exitCode, signal, error }` (long poll until exit) |
  * | WS   | /v1/sandboxes/:id/commands/stream | first text frame `{type:'start', request}` | `{type:'started', pid, maxOutputBytes}` first, every output byte, exit; see StreamControl |
- * | WS   | /v1/sandboxes/:id/processes/:pid/stream?stdout=N&stderr=N | | replay from offsets, then live |
+ * | WS   | /v1/sandboxes/:id/processes/:pid/stream?stdout=N&stderr=N | | replay from offsets, then live; `{type:'resize', cols, rows}` for a PTY |
+ * | POST | /v1/sandboxes/:id/pty | PtyRequest | 201 PtyInfo (a terminal; attach with the process stream) |
+ * | WS   | /v1/sandboxes/:id/pty/stream | first text frame `{type:'startPty', request: PtyRequest}` | `{type:'started', pid}` first, output (channel 1), exit; input on channel 0, `{type:'resize', cols, rows}` |
+ * | POST | /v1/sandboxes/:id/processes/:pid/resize | ResizeRequest | 204; 400 PTY_SIZE_INVALID, 404 PROCESS_NOT_FOUND, 409 NOT_A_PTY or PROCESS_EXITED |
  * | GET  | /v1/sandboxes/:id/files?path=P | | raw bytes, streamed |
  * | PUT  | /v1/sandboxes/:id/files?path=P | raw bytes, streamed | FileInfo |
  * | GET  | /v1/sandboxes/:id/files/list?path=P&depth=N | | `{ entries: FileInfo[] }` |

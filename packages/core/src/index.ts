@@ -39,6 +39,7 @@ export { reconcile, type ReconcileReport } from './lifecycle/reconcile.js';
 export type { ReconcileOutcome } from './lifecycle/reconcile-sandbox.js';
 
 export * from './sandbox/commands.js';
+export * from './sandbox/terminals.js';
 export * from './sandbox/files.js';
 export { agentFor } from './sandbox/agent-access.js';
 

@@ -20,7 +20,7 @@ import { fileRoutes } from './routes/files.js';
 import { metaRoutes } from './routes/meta.js';
 import { processRoutes } from './routes/processes.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
-import { mountStreams } from './routes/streams.js';
+import { mountStreams } from './routes/streams/index.js';
 
 export interface BuildAppOptions {
   core: Core;

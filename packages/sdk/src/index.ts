@@ -12,6 +12,7 @@ export { Sandbox, type SandboxOpts, type SandboxListOpts } from './sandbox.js';
 export { SandboxPaginator, type SandboxListFilter } from './paginator.js';
 export { Commands, type CommandStartOpts, type CommandConnectOpts, type StdinData } from './commands/commands.js';
 export { CommandHandle, MAX_STREAM_RECONNECTS } from './commands/handle.js';
+export { Pty, PtyHandle, type PtyCreateOpts, type PtyConnectOpts, type PtySize } from './commands/pty.js';
 export type { OutputCallbacks } from './commands/output.js';
 export type { ProcessSignal } from './commands/process-routes.js';
 export { Files, type WriteData, type ReadFormat, type ReadOpts } from './files.js';

@@ -10,6 +10,7 @@ import {
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
 import { Commands } from './commands/commands.js';
+import { Pty } from './commands/pty.js';
 import { Files } from './files.js';
 import { InvalidStateError, SandboxNotFoundError } from './errors.js';
 import { SandboxPaginator, type SandboxListFilter } from './paginator.js';
@@ -75,6 +76,8 @@ export class Sandbox {
   readonly sandboxId: string;
   /** Run commands and manage processes. */
   readonly commands: Commands;
+  /** Terminals (PTYs): processes started with a size, typed into and resized. */
+  readonly pty: Pty;
   /** Read and write files. */
   readonly files: Files;
   private readonly api: ApiClient;
@@ -86,6 +89,7 @@ export class Sandbox {
     this.api = api;
     this.ingress = ingress;
     this.commands = new Commands(api, sandboxId);
+    this.pty = new Pty(api, sandboxId);
     this.files = new Files(api, sandboxId);
   }
 

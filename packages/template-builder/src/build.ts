@@ -8,13 +8,11 @@
  */
 import { RamifyError, isRamifyError, type TemplateBuildEvent, type TemplateSpec } from '@ramify/contracts';
 import { newTemplateId, type SnapshotManifest } from '@ramify/core';
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { DEFAULT_DEBIAN_MIRRORS } from './base-spec.js';
 import { computeLayerKeys, type LayerKeys } from './cache-keys.js';
 import { buildFilesLayer } from './files-layer.js';
+import { agentFilesSha256 } from './agent-files.js';
 import { buildImage, type ImageBuildDeps } from './image-layer.js';
 import { LayerCache, type Layer } from './layer-cache.js';
 import { resolveTemplate, type ResolvedTemplate } from './resolve.js';
@@ -99,7 +97,7 @@ async function build(spec: TemplateSpec, deps: TemplateBuildDeps, onEvent: (even
   const keys = computeLayerKeys(resolved, {
     arch: await hostDebianArch(),
     mirrors,
-    agentBundleSha256: await agentBundleSha256(deps.agentBundlePath),
+    agentBundleSha256: await agentFilesSha256(deps.agentBundlePath),
     runtime: deps.runtime.name,
     ...(deps.runtime.imageFormat ? { imageFormat: deps.runtime.imageFormat } : {}),
   });
@@ -215,12 +213,3 @@ async function hasSnapshot(deps: TemplateBuildDeps, snapshotId: string): Promise
   }
 }
 
-async function agentBundleSha256(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  try {
-    await pipeline(createReadStream(path), hash);
-  } catch (error) {
-    throw new RamifyError('TEMPLATE_BUILD_FAILED', `cannot read the agent bundle at ${path} (build @ramify/agent first): ${(error as Error).message}`, { step: 'files' });
-  }
-  return hash.digest('hex');
-}

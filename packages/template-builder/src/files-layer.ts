@@ -3,18 +3,19 @@
  * the root filesystem sandboxes of the template run on (read-only to them).
  *
  * Ramify's pieces, placed after the user's files so they cannot be lost:
- * - `/opt/ramify/agent.mjs` (the agent bundle) and the `/run/ramify` directory for its socket;
+ * - `/opt/ramify/agent.mjs` (the agent bundle), its native addon under `/opt/ramify/node_modules/`
+ *   (see agent-files.ts) and the `/run/ramify` directory for its socket;
  * - `/etc/hosts` with localhost, a neutral `/etc/hostname`, and an `/etc/resolv.conf` placeholder
  *   that the runtime bind-mounts over (the target of a bind mount must exist);
  * - `/root` as root's home (mode 0700).
  */
 import { readFile } from 'node:fs/promises';
+import { AGENT_GUEST_PATH, agentFiles } from './agent-files.js';
 import type { ResolvedFile } from './resolve.js';
 import { ensureDirInRoot, writeFileInRoot } from './root-paths.js';
 import { runTool } from './run-tool.js';
 
-/** Where the agent bundle lives inside a template. */
-export const AGENT_GUEST_PATH = '/opt/ramify/agent.mjs';
+export { AGENT_GUEST_PATH } from './agent-files.js';
 /** Directory of the agent's unix socket inside a sandbox. */
 export const AGENT_RUN_DIR = '/run/ramify';
 
@@ -43,7 +44,9 @@ export async function buildFilesLayer(targetDir: string, options: FilesLayerOpti
     await writeFileInRoot(targetDir, file.path, file.data, file.mode);
     log(`placed ${file.path} (${file.data.length} bytes, mode ${file.mode.toString(8).padStart(4, '0')})`);
   }
-  await writeFileInRoot(targetDir, AGENT_GUEST_PATH, await readFile(options.agentBundlePath), 0o644);
+  for (const file of await agentFiles(options.agentBundlePath)) {
+    await writeFileInRoot(targetDir, file.guestPath, await readFile(file.hostPath), file.hostPath.endsWith('.node') ? 0o755 : 0o644);
+  }
   await ensureDirInRoot(targetDir, AGENT_RUN_DIR);
   await ensureDirInRoot(targetDir, '/root', 0o700);
   log(`placed the agent at ${AGENT_GUEST_PATH}`);

@@ -12,3 +12,4 @@ export { computeLayerKeys, LAYER_RECIPE_VERSIONS, type LayerKeys, type LayerKeyI
 export { LayerCache, type Layer, type LayerKind } from './layer-cache.js';
 export { debootstrap, mmdebstrapArgv, hostDebianArch, type DebootstrapOptions } from './rootfs-layer.js';
 export { buildFilesLayer, AGENT_GUEST_PATH, AGENT_RUN_DIR, type FilesLayerOptions } from './files-layer.js';
+export { agentFiles, agentFilesSha256, type AgentFile } from './agent-files.js';

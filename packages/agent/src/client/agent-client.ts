@@ -18,6 +18,7 @@ import {
   type NetworkEndpointReport,
   type QuiesceReport,
   type ProcessInfo,
+  type PtySize,
   type StreamOffsets,
 } from '@ramify/contracts';
 import type { ChunkQueue } from '../protocol/chunk-queue.js';
@@ -168,6 +169,10 @@ export class AgentClient implements AgentSession {
 
   async signal(pid: number, signal: NodeJS.Signals): Promise<void> {
     await this.call('signal', { pid, signal });
+  }
+
+  async resize(pid: number, size: PtySize): Promise<void> {
+    await this.call('resize', { pid, cols: size.cols, rows: size.rows });
   }
 
   listProcesses(): Promise<ProcessInfo[]> {

@@ -10,7 +10,7 @@
  *   by file transfers. The receiver grants `credit` in bytes; the sender never has more than the granted
  *   bytes in flight, so neither side buffers a whole file.
  */
-import type { AgentEvent, AgentExit, AgentIdentity, AgentStartOptions, FileInfo, NetworkEndpointReport, ProcessInfo, QuiesceReport, StreamOffsets } from '@ramify/contracts';
+import type { AgentEvent, AgentExit, AgentIdentity, AgentStartOptions, FileInfo, NetworkEndpointReport, ProcessInfo, PtySize, QuiesceReport, StreamOffsets } from '@ramify/contracts';
 
 /** Protocol version announced by `ping`; bumped on incompatible changes. */
 export const PROTOCOL_VERSION = 1;
@@ -55,6 +55,8 @@ export interface AgentMethods {
   stdin: { params: { pid: number; data: Uint8Array }; result: Record<string, never> };
   closeStdin: { params: { pid: number }; result: Record<string, never> };
   signal: { params: { pid: number; signal: string }; result: Record<string, never> };
+  /** Resize the terminal of a process started with `pty` (checked: `PTY_SIZE_INVALID`, `NOT_A_PTY`). */
+  resize: { params: { pid: number } & PtySize; result: Record<string, never> };
   listProcesses: { params: Record<string, never>; result: ProcessInfo[] };
   /** Opens the file, answers with its size, then sends it on stream `sid` (initial credit `window`). */
   readFile: { params: { path: string; sid: number; window: number }; result: { size: number } };

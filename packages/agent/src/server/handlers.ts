@@ -80,6 +80,10 @@ export function createHandler({ table, identity, freezer, events, roomForFiles, 
       table.get(int(p, 'pid')).closeStdin();
       return {};
     },
+    resize: async (p) => {
+      table.get(int(p, 'pid')).resize({ cols: p.cols as number, rows: p.rows as number });
+      return {};
+    },
     signal: async (p) => {
       if (typeof p.signal !== 'string') throw new RamifyError('BAD_REQUEST', "'signal' must be a string like SIGTERM");
       table.get(int(p, 'pid')).signal(p.signal);

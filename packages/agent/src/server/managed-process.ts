@@ -1,6 +1,6 @@
 /**
- * One process started by the agent: `/bin/bash -c cmd` in its own process group, its output kept in two
- * bounded rings with absolute offsets, any number of subscribers reading from those rings at their own
+ * One process started by the agent: `/bin/bash -c cmd` in its own process group (on pipes, or on a
+ * terminal: see `process-io.ts`), its output kept in two bounded rings with absolute offsets, any number of subscribers reading from those rings at their own
  * pace, stdin (when asked for), signals, a deadline that kills the whole tree, and its exit.
  *
  * Flow control: the child's pipes are read continuously into the rings, except when an attached
@@ -9,13 +9,13 @@
  * as with any slow pipe) until subscribers catch up. Without subscribers nothing is paused and old
  * bytes are dropped.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import type { Readable } from 'node:stream';
-import { RamifyError, type AgentExit, type ProcessInfo } from '@ramify/contracts';
+import type { Readable, Writable } from 'node:stream';
+import { RamifyError, type AgentExit, type ProcessInfo, type PtySize } from '@ramify/contracts';
 import { OutputRing } from './output-ring.js';
 import { killTree } from './proc-tree.js';
+import { startIo, type OutputFd, type ProcessIo, type RawExit } from './process-io.js';
 
-export type OutputFd = 1 | 2;
+export type { OutputFd } from './process-io.js';
 
 /** Largest chunk one pipe read delivers (libuv reads at most 64 KiB at a time). */
 const PIPE_READ_MAX_BYTES = 64 * 1024;
@@ -38,6 +38,8 @@ export interface SpawnSpec {
   uid?: number;
   gid?: number;
   keepStdin: boolean;
+  /** Start it on a terminal of this size (stdout carries all its output; stdin is the terminal). */
+  pty?: PtySize;
   /** 0 = no deadline. */
   timeoutMs: number;
   ringBytes: number;
@@ -73,17 +75,17 @@ export class ManagedProcess {
   /** Ring ends at the moment of {@link exit}: subscribers get output up to here, then the exit. */
   finalEnds: Record<OutputFd, number> | undefined;
 
-  private readonly child: ChildProcess;
+  private readonly io: ProcessIo;
   private readonly subscribers = new Set<OutputSubscriber>();
   private readonly exitWaiters: Array<(exit: AgentExit) => void> = [];
-  private readonly openPipes = new Set<OutputFd>([1, 2]);
+  private readonly openPipes = new Set<OutputFd>();
   private readonly paused = new Set<OutputFd>();
   /**
    * Chunks read from a paused pipe, not yet in the ring. Node may deliver data after `pause()` (and
    * resumes child stdio by itself when the child exits), so pausing alone cannot bound the ring's lag.
    */
   private readonly held: Record<OutputFd, Buffer[]> = { 1: [], 2: [] };
-  private rawExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  private rawExit: RawExit | undefined;
   /** Resolves when the process exited (before its pipes closed). */
   private readonly rawExited: Promise<void>;
   private timedOut = false;
@@ -99,7 +101,7 @@ export class ManagedProcess {
 
   /**
    * Spawn the process. `onFinished` runs once when {@link exit} is set.
-   * @throws RamifyError INTERNAL when the kernel refuses to start /bin/bash.
+   * @throws RamifyError INTERNAL when the kernel refuses to start /bin/bash; PTY_SIZE_INVALID.
    */
   constructor(private readonly spec: SpawnSpec, onFinished: (p: ManagedProcess) => void) {
     this.cmd = spec.cmd;
@@ -109,29 +111,20 @@ export class ManagedProcess {
     this.pauseAtBytes = Math.max(0, Math.min(spec.ringBytes / 2, spec.ringBytes - PIPE_READ_MAX_BYTES));
     this.resumeAtBytes = Math.min(spec.ringBytes / 4, this.pauseAtBytes);
     const [file, args]: [string, string[]] = spec.resetOomScore ? ['/bin/sh', [...RESET_OOM_SCORE_ARGV, spec.cmd]] : ['/bin/bash', ['-c', spec.cmd]];
-    this.child = spawn(file, args, {
-      cwd: spec.cwd,
-      env: spec.env,
-      detached: true,
-      uid: spec.uid,
-      gid: spec.gid,
-      stdio: [spec.keepStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    });
-    if (this.child.pid === undefined) {
-      this.child.on('error', () => undefined);
-      throw new RamifyError('INTERNAL', `could not start /bin/bash for '${spec.cmd}'`);
-    }
-    this.pid = this.child.pid;
-    this.stdinOpen = spec.keepStdin;
-    this.child.on('error', () => undefined);
-    this.child.stdin?.on('error', () => {
+    this.io = startIo({ file, args, cwd: spec.cwd, env: spec.env, uid: spec.uid, gid: spec.gid, keepStdin: spec.keepStdin, pty: spec.pty });
+    this.pid = this.io.pid;
+    this.stdinOpen = this.io.input !== null;
+    // A terminal's input is its master, also the output stream: its errors are the output's.
+    if (!spec.pty) this.io.input?.on('error', () => {
       this.stdinOpen = false;
     });
-    this.wire(1, this.child.stdout as Readable);
-    this.wire(2, this.child.stderr as Readable);
+    for (const [fd, stream] of this.io.outputs) {
+      this.openPipes.add(fd);
+      this.wire(fd, stream);
+    }
     let onRawExit!: () => void;
     this.rawExited = new Promise((resolve) => (onRawExit = resolve));
-    this.child.on('exit', (code, signal) => {
+    this.io.onExit(({ code, signal }) => {
       this.rawExit = { code, signal };
       onRawExit();
       if (this.deadline) clearTimeout(this.deadline);
@@ -158,7 +151,20 @@ export class ManagedProcess {
       error: this.exit?.error ?? null,
       stdoutBytes: this.rings[1].end,
       stderrBytes: this.rings[2].end,
+      ...(this.io.size ? { pty: { ...this.io.size } } : {}),
     };
+  }
+
+  /**
+   * Resize its terminal (its foreground process group gets SIGWINCH).
+   * @throws RamifyError NOT_A_PTY (started on pipes), PROCESS_EXITED (details as {@link sendStdin}),
+   *   PTY_SIZE_INVALID.
+   */
+  resize(size: PtySize): void {
+    if (!this.spec.pty) throw new RamifyError('NOT_A_PTY', `process ${this.pid} was started without a terminal`, { pid: this.pid });
+    const exited = this.exitedError('its terminal is gone');
+    if (exited) throw exited;
+    this.io.resize(size);
   }
 
   /**
@@ -219,8 +225,12 @@ export class ManagedProcess {
     throw this.exitedError() ?? new RamifyError('INVALID_STATE', `stdin of process ${this.pid} was closed by the process: ${failure.message}`, { pid: this.pid });
   }
 
-  /** Close stdin (EOF for the process). @throws RamifyError PROCESS_EXITED, INVALID_STATE like {@link sendStdin}. */
+  /**
+   * Close stdin (EOF for the process). @throws RamifyError PROCESS_EXITED, INVALID_STATE like {@link
+   * sendStdin}; INVALID_STATE on a terminal (send Ctrl-D, byte 4, instead: closing would hang it up).
+   */
   closeStdin(): void {
+    if (this.spec.pty) throw new RamifyError('INVALID_STATE', `process ${this.pid} runs on a terminal: send Ctrl-D (byte 4) for end of input`, { pid: this.pid });
     this.requireStdin().end();
     this.stdinOpen = false;
   }
@@ -241,24 +251,25 @@ export class ManagedProcess {
     }
   }
 
-  private requireStdin(): NonNullable<ChildProcess['stdin']> {
-    if (!this.spec.keepStdin || !this.child.stdin) throw new RamifyError('INVALID_STATE', `process ${this.pid} was started without stdin`, { pid: this.pid });
+  private requireStdin(): Writable {
+    const input = this.io.input;
+    if (!input) throw new RamifyError('INVALID_STATE', `process ${this.pid} was started without stdin`, { pid: this.pid });
     const exited = this.exitedError();
     if (exited) throw exited;
-    if (!this.stdinOpen || this.child.stdin.destroyed) throw new RamifyError('INVALID_STATE', `stdin of process ${this.pid} is closed`, { pid: this.pid });
-    return this.child.stdin;
+    if (!this.stdinOpen || input.destroyed) throw new RamifyError('INVALID_STATE', `stdin of process ${this.pid} is closed`, { pid: this.pid });
+    return input;
   }
 
   /** `PROCESS_EXITED` naming how the process ended, once it has (its pipes may still be open); else undefined. */
-  private exitedError(): RamifyError | undefined {
+  private exitedError(what = 'its stdin is gone'): RamifyError | undefined {
     if (!this.rawExit) return undefined;
     const { code, signal } = this.rawExit;
     const how = this.timedOut ? 'was killed at its deadline' : signal ? `was killed by ${signal}` : code !== null ? `exited with code ${code}` : 'exited';
-    return new RamifyError('PROCESS_EXITED', `process ${this.pid} ${how}; its stdin is gone`, { pid: this.pid, exitCode: code, signal });
+    return new RamifyError('PROCESS_EXITED', `process ${this.pid} ${how}; ${what}`, { pid: this.pid, exitCode: code, signal });
   }
 
-  private pipe(fd: OutputFd): Readable | null {
-    return fd === 1 ? this.child.stdout : this.child.stderr;
+  private pipe(fd: OutputFd): Readable | undefined {
+    return this.io.outputs.find(([n]) => n === fd)?.[1];
   }
 
   private wire(fd: OutputFd, stream: Readable): void {

@@ -4,7 +4,7 @@
  * start needs: cwd check, user lookup, environment merge.
  */
 import { stat } from 'node:fs/promises';
-import { RamifyError, type AgentStartOptions, type ProcessInfo } from '@ramify/contracts';
+import { RamifyError, checkPtySize, type AgentStartOptions, type ProcessInfo } from '@ramify/contracts';
 import { ManagedProcess } from './managed-process.js';
 import { collectTree, listProcStats, type ProcStat } from './proc-tree.js';
 import { lookupUser } from './users.js';
@@ -29,6 +29,8 @@ export interface ProcessTableOptions {
 }
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+/** A terminal's environment before the sandbox's and the call's envs: xterm's capabilities, UTF-8 text. */
+const TERMINAL_ENV = { TERM: 'xterm-256color', LANG: 'C.UTF-8' } as const;
 
 /** Sandbox-wide settings from `setIdentity`. */
 export interface SandboxIdentityState {
@@ -61,17 +63,21 @@ export class ProcessTable {
 
   /**
    * Start a process.
+   * With `pty`, on a terminal of that size, `TERM=xterm-256color` and `LANG=C.UTF-8` unless the
+   * sandbox's or the call's envs say otherwise.
    * @throws RamifyError CWD_NOT_FOUND (cwd missing or not a directory), BAD_REQUEST (unknown user or
-   *   bad options), INTERNAL (spawn failed).
+   *   bad options), PTY_SIZE_INVALID, INTERNAL (spawn failed).
    */
   async start(options: AgentStartOptions): Promise<ManagedProcess> {
     if (typeof options.cmd !== 'string') throw new RamifyError('BAD_REQUEST', 'cmd must be a string');
+    const pty = options.pty ? checkPtySize(options.pty) : undefined;
     const user = options.user ? await lookupUser(options.user) : undefined;
     const cwd = options.cwd || (user && user.uid !== 0 ? await homeOrRoot(user.home) : this.opts.defaultCwd);
     await assertDirectory(cwd);
     const env: Record<string, string> = { PATH: DEFAULT_PATH, ...this.opts.baseEnv };
     if (user) Object.assign(env, { HOME: user.home, USER: user.name, LOGNAME: user.name });
     else if (!env.HOME) env.HOME = '/root';
+    if (pty) Object.assign(env, TERMINAL_ENV);
     Object.assign(env, this.identity.envs, options.envs ?? {});
     if (this.identity.sandboxId) env.RAMIFY_SANDBOX_ID = this.identity.sandboxId;
     const timeoutMs = options.timeoutMs ?? 0;
@@ -83,7 +89,8 @@ export class ProcessTable {
         env,
         uid: user?.uid,
         gid: user?.gid,
-        keepStdin: options.stdin === true,
+        keepStdin: options.stdin === true || pty !== undefined,
+        pty,
         timeoutMs,
         ringBytes: this.opts.ringBytes,
         exitGraceMs: this.opts.exitGraceMs,

@@ -6,7 +6,7 @@
  * `sleep` (runs until signalled), `oom` (killed for running out of memory: SIGKILL, `error: 'oom'`, and
  * an `oom` event naming the last identity's sandbox), anything else (exit 0, no output).
  */
-import { RamifyError, type AgentEvent, type AgentExit, type AgentIdentity, type AgentOutputHandlers, type AgentSession, type AgentStartOptions, type FileInfo, type ProcessInfo } from '@ramify/contracts';
+import { RamifyError, checkPtySize, type AgentEvent, type AgentExit, type AgentIdentity, type AgentOutputHandlers, type AgentSession, type AgentStartOptions, type FileInfo, type ProcessInfo, type PtySize } from '@ramify/contracts';
 
 /** What a fake sandbox holds in "memory" (copied into checkpoints). */
 export interface FakeGuestState {
@@ -142,6 +142,13 @@ export class FakeAgentSession implements AgentSession {
   async signal(pid: number, signal: NodeJS.Signals): Promise<void> {
     this.#check();
     this.#finish(this.#process(pid), { exitCode: null, signal, error: null });
+  }
+
+  /** Checks the size and that the process is known; a fake has no terminal to resize. */
+  async resize(pid: number, size: PtySize): Promise<void> {
+    this.#check();
+    checkPtySize(size);
+    this.#process(pid);
   }
 
   async listProcesses(): Promise<ProcessInfo[]> {

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { buildOpenApi } from '../http/openapi.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { streamDocs } from './streams.js';
+import { streamDocs } from './streams/index.js';
 
 /** The daemon's version (from its package.json). */
 export const DAEMON_VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;

@@ -1,10 +1,10 @@
 /**
- * Command and process routes (HTTP): run, list, stdin (streamed raw bytes), close stdin, signal, wait.
- * The streaming variants are WebSocket routes (streams.ts).
+ * Command, terminal and process routes (HTTP): run, start a terminal, list, stdin (streamed raw bytes),
+ * close stdin, resize, signal, wait. The streaming variants are WebSocket routes (streams/).
  */
 import type { Readable } from 'node:stream';
-import { CommandRequest, CommandResult, ProcessInfo, RamifyError, SignalRequest } from '@ramify/contracts';
-import { closeStdin, listProcesses, runCommand, sendStdin, signalProcess, waitProcess } from '@ramify/core';
+import { CommandRequest, CommandResult, ProcessInfo, PtyInfo, PtyRequest, RamifyError, ResizeRequest, SignalRequest } from '@ramify/contracts';
+import { closeStdin, createPty, listProcesses, resizePty, runCommand, sendStdin, signalProcess, waitProcess } from '@ramify/core';
 import { z } from 'zod';
 import { IdParams, NoBody, PidParams, route, type RouteSpec } from '../http/route.js';
 
@@ -18,6 +18,20 @@ export const processRoutes: RouteSpec[] = [
       + 'keptBytes and totalBytes (what the process wrote). The exit code is the process\'s either way. To get every byte, run it over GET /v1/sandboxes/{id}/commands/stream.',
     action: 'command.run', params: IdParams, body: CommandRequest, response: z.union([CommandResult, z.object({ pid: z.number().int() })]),
     handler: async ({ core, params, body }) => runCommand(core, params.id, body),
+  }),
+  route({
+    method: 'POST', url: '/v1/sandboxes/:id/pty', summary: 'Start a terminal (a process on a pseudo-terminal); returns its pid and size',
+    description: 'Default size 80x24, each side 1..1000 (else 400 PTY_SIZE_INVALID); default command /bin/bash -i -l; TERM=xterm-256color and LANG=C.UTF-8 unless envs say otherwise. '
+      + 'Its output (stdout and stderr merged) waits in the agent\'s buffer: read it with GET /v1/sandboxes/{id}/processes/{pid}/stream, type with POST .../stdin, resize with POST .../resize. '
+      + 'Or open it over the WebSocket GET /v1/sandboxes/{id}/pty/stream.',
+    action: 'pty.create', params: IdParams, body: PtyRequest, response: PtyInfo, status: 201,
+    handler: async ({ core, params, body }) => createPty(core, params.id, body),
+  }),
+  route({
+    method: 'POST', url: '/v1/sandboxes/:id/processes/:pid/resize', summary: "Resize a terminal's window (the program gets SIGWINCH)",
+    description: 'Errors: 400 PTY_SIZE_INVALID (each side 1..1000); 404 PROCESS_NOT_FOUND; 409 NOT_A_PTY (started without a terminal); 409 PROCESS_EXITED.',
+    action: 'process.resize', params: PidParams, body: ResizeRequest, status: 204,
+    handler: async ({ core, params, body }) => resizePty(core, params.id, params.pid, body),
   }),
   route({
     method: 'GET', url: '/v1/sandboxes/:id/processes', summary: 'List processes', params: IdParams, response: z.object({ processes: z.array(ProcessInfo) }),

@@ -36,6 +36,11 @@ export class ProcessRoutes {
     return this.api.empty('POST', this.path(pid, '/stdin/close'));
   }
 
+  /** Resize a terminal (`PTY_SIZE_INVALID`, `NOT_A_PTY`, `PROCESS_NOT_FOUND`, `PROCESS_EXITED`). */
+  resize(pid: number, size: { cols: number; rows: number }): Promise<void> {
+    return this.api.empty('POST', this.path(pid, '/resize'), { json: { cols: size.cols, rows: size.rows } });
+  }
+
   signal(pid: number, signal: ProcessSignal): Promise<void> {
     return this.api.empty('POST', this.path(pid, '/signal'), { json: { signal } });
   }
