@@ -53,8 +53,11 @@ fi
 
 need=()
 # gcc and libc6-dev: the agent's tests compile a pty stand-in for a virtio port (packages/agent/test-native).
+# libnss-myhostname: resolves `*.localhost` (the ingress's default URLs) to loopback for every program
+# on the host, Node's fetch and getaddrinfo included, not just curl and browsers (its postinst adds
+# `myhostname` to the hosts line of /etc/nsswitch.conf).
 for pkg in mmdebstrap nftables iproute2 util-linux gcc libc6-dev ca-certificates \
-           ulogd2 ulogd2-json busybox-static cpio e2fsprogs procps python3 openssl \
+           ulogd2 ulogd2-json busybox-static cpio e2fsprogs procps python3 openssl libnss-myhostname \
            ${browser:+chromium}; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need+=("$pkg")
 done
