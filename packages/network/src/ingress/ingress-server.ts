@@ -241,10 +241,11 @@ export class IngressServer {
    */
   private checkToken(req: IncomingMessage, token: string): 'ok' | 'exchange' {
     const presented = presentedToken({ url: req.url ?? '/', headers: req.headers });
-    const required = new RamifyError('ACCESS_TOKEN_REQUIRED', 'this port needs the sandbox\'s access token: send header X-Ramify-Access-Token, or open the URL once with ?ramify_access_token=TOKEN (`ramify sandbox url ID PORT --json` gives it)');
-    if (!presented) throw required;
+    // Made only when thrown: an Error captures a stack, a cost every proxied request would pay.
+    const required = (): RamifyError => new RamifyError('ACCESS_TOKEN_REQUIRED', 'this port needs the sandbox\'s access token: send header X-Ramify-Access-Token, or open the URL once with ?ramify_access_token=TOKEN (`ramify sandbox url ID PORT --json` gives it)');
+    if (!presented) throw required();
     if (!isWellFormedToken(presented.value)) {
-      if (presented.source === 'cookie') throw required;
+      if (presented.source === 'cookie') throw required();
       throw new RamifyError('ACCESS_TOKEN_MALFORMED', `the access token in the ${presented.source === 'header' ? 'X-Ramify-Access-Token header' : 'ramify_access_token parameter'} is malformed (expected rit_ and 43 characters)`);
     }
     if (!tokensEqual(presented.value, token)) throw new RamifyError('ACCESS_TOKEN_INVALID', "the access token is not this sandbox's");
