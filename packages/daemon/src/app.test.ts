@@ -46,6 +46,14 @@ describe('HTTP edge with the fake runtime: auth, health, OpenAPI', () => {
     assert.equal(none.json().error.code, 'UNAUTHORIZED');
     const wrong = await bed.app.inject({ method: 'GET', url: '/v1/sandboxes', headers: { authorization: 'Bearer rmf_nope' } });
     assert.equal(wrong.statusCode, 401);
+    // The terminal routes are doors into a sandbox too: no key, or a wrong one, gets nothing.
+    for (const [url, payload] of [['/v1/sandboxes/sbx_x/pty', { cols: 80, rows: 24 }], ['/v1/sandboxes/sbx_x/processes/1/resize', { cols: 80, rows: 24 }]] as const) {
+      for (const headers of [{}, { authorization: 'Bearer rmf_nope' }]) {
+        const denied = await bed.app.inject({ method: 'POST', url, payload, headers });
+        assert.equal(denied.statusCode, 401, url);
+        assert.equal(denied.json().error.code, 'UNAUTHORIZED');
+      }
+    }
   });
 
   test('unknown routes are 404 ROUTE_NOT_FOUND', async () => {

@@ -153,5 +153,6 @@ describe('HTTP edge with the fake agent: WebSocket streams', () => {
 
   test('WebSocket routes need the API key', async () => {
     await assert.rejects(bed.app.injectWS(`/v1/sandboxes/${id}/commands/stream`, {}), /401|Unexpected server response/);
+    await assert.rejects(bed.app.injectWS(`/v1/sandboxes/${id}/pty/stream`, {}), /401|Unexpected server response/);
   });
 });

@@ -13,7 +13,7 @@ import type { Readable, Writable } from 'node:stream';
 import { RamifyError, type AgentExit, type ProcessInfo, type PtySize } from '@ramify/contracts';
 import { OutputRing } from './output-ring.js';
 import { killTree } from './proc-tree.js';
-import { startIo, type OutputFd, type ProcessIo, type RawExit } from './process-io.js';
+import { startIo, type IoSpec, type OutputFd, type ProcessIo, type RawExit } from './process-io.js';
 
 export type { OutputFd } from './process-io.js';
 
@@ -30,16 +30,13 @@ export interface OutputSubscriber {
   notify(): void;
 }
 
-/** Everything needed to spawn; resolved by the process table (env merged, user looked up, cwd checked). */
-export interface SpawnSpec {
+/**
+ * Everything needed to spawn; resolved by the process table (env merged, user looked up, cwd checked).
+ * The I/O fields are {@link IoSpec}'s (`pty`: stdout carries all the output; stdin is the terminal);
+ * `cmd` becomes its `file` and `args`.
+ */
+export interface SpawnSpec extends Omit<IoSpec, 'file' | 'args'> {
   cmd: string;
-  cwd: string;
-  env: Record<string, string>;
-  uid?: number;
-  gid?: number;
-  keepStdin: boolean;
-  /** Start it on a terminal of this size (stdout carries all its output; stdin is the terminal). */
-  pty?: PtySize;
   /** 0 = no deadline. */
   timeoutMs: number;
   ringBytes: number;

@@ -8,7 +8,7 @@ import { CommandExitError, ConnectionError, NotFoundError } from '../errors.js';
 import { CommandHandle, isSuccess } from './handle.js';
 import { OutputSink, type OutputCallbacks } from './output.js';
 import { ProcessRoutes } from './process-routes.js';
-import { openStreamSocket } from './stream-socket.js';
+import { openStreamSocket, startOnStream } from './stream-socket.js';
 
 /** Data to feed a process's stdin; it is sent in order and stdin is closed after the last chunk. */
 export type StdinData = string | Uint8Array | AsyncIterable<string | Uint8Array>;
@@ -138,18 +138,7 @@ export class Commands {
 
   private async runForeground(request: CommandRequest, opts: CommandStartOpts): Promise<CommandResult> {
     const sink = new OutputSink(opts);
-    let onPid!: (pid: number) => void;
-    const started = new Promise<number>((resolve) => { onPid = resolve; });
-    const socket = await openStreamSocket(this.api, `/sandboxes/${this.encodedId}/commands/stream`, undefined,
-      {
-        onData: (channel, bytes) => sink.push(channel, bytes),
-        onStarted: (pid, maxOutputBytes) => {
-          if (maxOutputBytes !== undefined) sink.limitTo(maxOutputBytes);
-          onPid(pid);
-        },
-      });
-    socket.sendControl({ type: 'start', request });
-    const first = await Promise.race([started.then((pid) => ({ pid })), socket.ended.then((end) => ({ end }))]);
+    const { socket, started, first } = await startOnStream(this.api, `/sandboxes/${this.encodedId}/commands/stream`, { type: 'start', request }, sink);
     if ('end' in first) {
       const { end } = first;
       if (end.kind === 'error') throw end.error;

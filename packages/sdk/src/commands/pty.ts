@@ -10,7 +10,7 @@ import { ConnectionError, NotFoundError } from '../errors.js';
 import { CommandHandle, type CommandHandleInit } from './handle.js';
 import { OutputSink } from './output.js';
 import { ProcessRoutes } from './process-routes.js';
-import { openStreamSocket } from './stream-socket.js';
+import { openStreamSocket, startOnStream } from './stream-socket.js';
 
 export type { PtySize } from '@ramify/contracts';
 
@@ -88,17 +88,7 @@ export class Pty {
       ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
     };
     const sink = new OutputSink({ onStdoutBytes: opts.onData });
-    let onPid!: (pid: number) => void;
-    const started = new Promise<number>((resolve) => { onPid = resolve; });
-    const socket = await openStreamSocket(this.api, `/sandboxes/${encodeURIComponent(this.sandboxId)}/pty/stream`, undefined, {
-      onData: (channel, bytes) => sink.push(channel, bytes),
-      onStarted: (pid, maxOutputBytes) => {
-        if (maxOutputBytes !== undefined) sink.limitTo(maxOutputBytes);
-        onPid(pid);
-      },
-    });
-    socket.sendControl({ type: 'startPty', request });
-    const first = await Promise.race([started.then((pid) => ({ pid })), socket.ended.then((end) => ({ end }))]);
+    const { socket, started, first } = await startOnStream(this.api, `/sandboxes/${encodeURIComponent(this.sandboxId)}/pty/stream`, { type: 'startPty', request }, sink);
     if ('end' in first) {
       if (first.end.kind === 'error') throw first.end.error;
       // A terminal that exits at once still sends `started` before its exit; a close without either is a drop.

@@ -144,3 +144,33 @@ export function openStreamSocket(api: ApiClient, path: string, query: Query | un
     });
   });
 }
+
+/** What {@link startOnStream} saw first: the process started (its pid), or the stream ended before that. */
+export type StreamStart = { pid: number } | { end: StreamEnd };
+
+/** Where a starting stream's frames go: the output sink's `push` and `limitTo` (`OutputSink`). */
+export interface StartSink {
+  push(channel: 'stdout' | 'stderr', bytes: Uint8Array): void;
+  limitTo(maxOutputBytes: number): void;
+}
+
+/**
+ * Open a stream route that starts a process (`/commands/stream`, `/pty/stream`), send its start message,
+ * and wait for the `started` frame or the stream's end, whichever comes first. `started` also settles
+ * after an end that overtook it (a process that exits at once still sends `started` before its exit).
+ * @throws what {@link openStreamSocket} throws.
+ */
+export async function startOnStream(api: ApiClient, path: string, start: StreamControl, sink: StartSink): Promise<{ socket: StreamSocket; started: Promise<number>; first: StreamStart }> {
+  let onPid!: (pid: number) => void;
+  const started = new Promise<number>((resolve) => { onPid = resolve; });
+  const socket = await openStreamSocket(api, path, undefined, {
+    onData: (channel, bytes) => sink.push(channel, bytes),
+    onStarted: (pid, maxOutputBytes) => {
+      if (maxOutputBytes !== undefined) sink.limitTo(maxOutputBytes);
+      onPid(pid);
+    },
+  });
+  socket.sendControl(start);
+  const first = await Promise.race([started.then((pid): StreamStart => ({ pid })), socket.ended.then((end): StreamStart => ({ end }))]);
+  return { socket, started, first };
+}
