@@ -8,10 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { constants as fsConstants, openSync } from 'node:fs';
 import { constants } from 'node:os';
 import { Transform, type Readable, type Writable } from 'node:stream';
-import { ReadStream, WriteStream } from 'node:tty';
+import { WriteStream } from 'node:tty';
 import { RamifyError, checkPtySize, type PtySize } from '@ramify/contracts';
 import { loadPtyAddon } from './pty-addon.js';
 import { signalResize } from './pty-winch.js';
+import { TerminalMaster } from './terminal-master.js';
 
 export type OutputFd = 1 | 2;
 
@@ -105,14 +106,14 @@ function startPty(spec: IoSpec, initial: PtySize): ProcessIo {
     throw new RamifyError('INTERNAL', `could not start ${spec.file} on a terminal: ${(err as Error).message}`);
   }
   // The master side: reading gives what the program writes, writing is typing.
-  const master = new ReadStream(term.fd);
+  const master = new TerminalMaster(term.fd);
   drain = new TerminalDrain(master, term.pty);
   if (exited) drain.exited();
   let size = initial;
   return {
     pid: term.pid,
     outputs: [[1, drain.output]],
-    input: master,
+    input: master.input,
     get size() {
       return size;
     },
@@ -142,7 +143,7 @@ class TerminalDrain {
   private watching = false;
   private tail = Buffer.alloc(0);
 
-  constructor(private readonly master: ReadStream, ptsPath: string) {
+  constructor(private readonly master: TerminalMaster, ptsPath: string) {
     try {
       this.hold = new WriteStream(openSync(ptsPath, fsConstants.O_RDWR | fsConstants.O_NOCTTY));
       this.hold.on('error', () => undefined);
@@ -150,8 +151,8 @@ class TerminalDrain {
       this.hold = undefined; // Without the hold the output still ends at EIO, possibly short.
     }
     this.output = new Transform({ transform: (chunk: Buffer, _enc, done) => done(null, this.scan(chunk)) });
-    master.on('error', () => this.output.end()); // EIO: every holder closed it.
-    master.pipe(this.output);
+    master.output.pipe(this.output); // Ends at EIO: every holder closed it.
+
   }
 
   /** The program exited: send the end mark after its output. */
@@ -179,8 +180,8 @@ class TerminalDrain {
     this.hold?.destroy();
     this.hold = undefined;
     queueMicrotask(() => {
-      this.master.unpipe(this.output);
-      this.master.destroy();
+      this.master.output.unpipe(this.output);
+      this.master.close();
       this.output.end();
     });
   }
