@@ -59,7 +59,8 @@ export async function startIngress(core: Core, options: IngressOptions, network:
   const backend: IngressBackend = {
     target: async (sandboxId, port) => {
       const t = await ingressTarget(core, sandboxId, port);
-      return { access: t.access, token: t.token };
+      const slotAddress = t.record.state === 'running' && t.record.slot !== null ? slotAddresses(layout, t.record.slot).slotAddress : null;
+      return { access: t.access, token: t.token, slotAddress };
     },
     running: async (sandboxId) => {
       const { record, woke } = await wakeForIngress(core, sandboxId, core.options.ingressWakeTimeoutMs);
