@@ -15,16 +15,14 @@
 // and tables afterwards. Needs the packages built and the base rootfs (built once into the shared cache,
 // as `npm test` does; or RAMIFY_TEST_ROOTFS). Run it under the real-tests lock:
 //   flock /tmp/ramify-real-tests.lock node bench/interactive/run.mjs [--keystrokes 200] [--rounds 4] [--warmup 20] [--only echo]
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { Sandbox } from '@ramify/sdk';
-import { serve } from '../../packages/daemon/dist/serve.js';
-import { apiCaller, registerRootfsTemplate, stopRealDaemon, until } from '../../packages/daemon/dist/real-test-support.js';
-import { forceCleanup } from '../../packages/daemon/dist/real-egress-support.js';
+import { until } from '../../packages/daemon/dist/real-test-support.js';
+import { startBenchDaemon } from '../support/in-process-daemon.mjs';
 
 const { values } = parseArgs({ options: {
   keystrokes: { type: 'string', default: '200' }, rounds: { type: 'string', default: '4' }, warmup: { type: 'string', default: '20' }, only: { type: 'string' },
@@ -33,7 +31,6 @@ const KEYSTROKES = Number(values.keystrokes);
 const ROUNDS = Number(values.rounds);
 const WARMUP = Number(values.warmup);
 const PREFIX = 'rmki';
-const root = new URL('../..', import.meta.url).pathname;
 
 // ---- shared: percentiles, rounds, the printer ----
 
@@ -243,22 +240,12 @@ const SECTIONS = { echo: echoSection };
 
 // ---- the run ----
 
-let rootfs = process.env.RAMIFY_TEST_ROOTFS;
-if (!rootfs) {
-  const r = spawnSync(process.execPath, [join(root, 'scripts/prepare-test-rootfs.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
-  if (r.status !== 0) throw new Error('could not prepare the base root filesystem');
-  rootfs = r.stdout.trim().split('\n').pop();
-}
 const chosen = values.only ? values.only.split(',') : Object.keys(SECTIONS);
 for (const name of chosen) if (!SECTIONS[name]) throw new Error(`--only: no section '${name}' (sections: ${Object.keys(SECTIONS).join(', ')})`);
 
-const dataDir = await mkdtemp(join(tmpdir(), 'ramify-bench-interactive-'));
-const server = await serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX } });
-const key = server.newApiKey ?? '';
-const call = apiCaller(() => server.url, () => key);
+const { server, key, call, dataDir, stop } = await startBenchDaemon({ prefix: PREFIX, name: 'interactive' });
 try {
-  await registerRootfsTemplate(server.core, rootfs, { templateId: 'tpl_rmki', snapshotId: 'snap_rmki_base' });
-  const sbx = await Sandbox.create({ template: 'tpl_rmki', timeoutMs: 3_600_000, apiUrl: server.url, apiKey: key });
+  const sbx = await Sandbox.create({ template: 'base', timeoutMs: 3_600_000, apiUrl: server.url, apiKey: key });
   const runtime = server.core.runtimes[0];
   console.log(`bench/interactive: ${runtime.name} (${runtime.version ?? '?'}), one sandbox of the base rootfs, daemon in-process, load average ${loadavg()[0].toFixed(1)}`);
   console.log(`echo: ${KEYSTROKES} keystrokes per row, one at a time, in ${ROUNDS} rounds (rows in rotating order) after ${WARMUP} warm-up each`);
@@ -266,11 +253,5 @@ try {
   for (const name of chosen) rows.push(...await SECTIONS[name]({ server, key, dataDir, sbx, call }));
   printLatencyRows(rows);
 } finally {
-  // A daemon that cannot be stopped through its API still leaves nothing behind.
-  await stopRealDaemon(server, call).catch(async (err) => {
-    console.error(`stopping the daemon failed (${err.message}); removing what it made by force`);
-    await server.close().catch(() => undefined);
-    await forceCleanup(PREFIX, dataDir);
-  });
-  await rm(dataDir, { recursive: true, force: true });
+  await stop();
 }
