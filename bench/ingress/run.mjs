@@ -13,18 +13,15 @@
 // built and the base rootfs (built once into the shared cache, as `npm test` does; or RAMIFY_TEST_ROOTFS).
 // Run it under the real-tests lock: flock /tmp/ramify-real-tests.lock node bench/ingress/run.mjs
 //   node bench/ingress/run.mjs [--duration 10] [--connections 10] [--probes 500] [--wakes 5] [--rounds 3]
-import { execFile, spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { request } from 'node:http';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_INGRESS_UID, layoutForPrefix, slotAddresses } from '@ramify/network';
-import { serve } from '../../packages/daemon/dist/serve.js';
 import { HTTP_SERVER_PY } from '../../packages/daemon/dist/real-ingress-servers.js';
-import { apiCaller, registerRootfsTemplate, stopRealDaemon, until } from '../../packages/daemon/dist/real-test-support.js';
-import { forceCleanup } from '../../packages/daemon/dist/real-egress-support.js';
+import { until } from '../../packages/daemon/dist/real-test-support.js';
+import { startBenchDaemon } from '../support/in-process-daemon.mjs';
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '10' }, probes: { type: 'string', default: '500' }, wakes: { type: 'string', default: '5' }, rounds: { type: 'string', default: '3' } } });
 const PREFIX = 'rmiw';
@@ -32,19 +29,8 @@ const root = new URL('../..', import.meta.url).pathname;
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const verdict = (ok) => (ok ? 'ok' : 'MISSED');
 
-let rootfs = process.env.RAMIFY_TEST_ROOTFS;
-if (!rootfs) {
-  const r = spawnSync(process.execPath, [join(root, 'scripts/prepare-test-rootfs.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
-  if (r.status !== 0) throw new Error('could not prepare the base root filesystem');
-  rootfs = r.stdout.trim().split('\n').pop();
-}
-
-const dataDir = await mkdtemp(join(tmpdir(), 'ramify-bench-ingress-'));
-const server = await serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX }, ingress: { host: '127.0.0.1', port: 0 } });
-const key = server.newApiKey ?? '';
-const call = apiCaller(() => server.url, () => key);
+const { server, key, call, stop } = await startBenchDaemon({ prefix: PREFIX, name: 'ingress', options: { ingress: { host: '127.0.0.1', port: 0 } } });
 try {
-  await registerRootfsTemplate(server.core, rootfs, { templateId: 'tpl_rmiw', snapshotId: 'snap_rmiw_base' });
   const created = await call('POST', '/v1/sandboxes', { timeoutMs: 3_600_000, ports: [8000], cpuCount: 1 });
   if (created.status !== 201) throw new Error(JSON.stringify(created.json));
   const id = created.json.id;
@@ -144,11 +130,5 @@ try {
   console.log(`resume alone (POST /resume): median ${resume.toFixed(0)} ms`);
   console.log(`wake/resume: ${(wake / resume).toFixed(2)}x (target <= 1.2x: ${verdict(wake / resume <= 1.2)})`);
 } finally {
-  // A daemon that cannot be stopped through its API still leaves nothing behind.
-  await stopRealDaemon(server, call).catch(async (err) => {
-    console.error(`stopping the daemon failed (${err.message}); removing what it made by force`);
-    await server.close().catch(() => undefined);
-    await forceCleanup(PREFIX, dataDir);
-  });
-  await rm(dataDir, { recursive: true, force: true });
+  await stop();
 }
