@@ -48,7 +48,8 @@ export async function startIngress(core: Core, options: IngressOptions, network:
   let stopWatch = (): void => undefined;
   if ((options.firewall ?? 'install') === 'install') {
     await installIngressFirewall(firewall);
-    // Re-installed within ~2 s if it disappears: while it is gone any host process could reach slot ports.
+    // Re-installed as soon as nft reports it deleted (a 2 s poll while the monitor is down): while it is
+    // gone any host process could reach slot ports.
     stopWatch = watchIngressFirewall(firewall, {
       ...(options.watchIntervalMs !== undefined ? { intervalMs: options.watchIntervalMs } : {}),
       onReinstall: () => core.logger.warn('ingress: the ingress firewall table was gone; re-installed it', { table: `inet ${network.prefix}_ingress` }),
