@@ -10,6 +10,7 @@ import { plainIds, templateLabels, type TemplateLabel } from '../output/template
 import { registerExec } from './sandbox-exec.js';
 import { registerProcesses } from './sandbox-processes.js';
 import { registerFiles } from './sandbox-files.js';
+import { registerSync } from './sandbox-sync.js';
 import { DENY_ALL, collectRule, registerEgress } from './sandbox-egress.js';
 import { registerPorts } from './sandbox-ports.js';
 
@@ -158,6 +159,7 @@ TEMPLATE is the template's name; 'tpl_... (deleted)': that template has since be
     }));
 
   registerFiles(sandbox, env);
+  registerSync(sandbox, env);
   registerEgress(sandbox, env);
   registerPorts(sandbox, env);
 }
