@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pack } from 'tar-stream';
 import { conflictName, decide, sideChange, type ResolvedSide, type SyncAction, type SyncedEntry } from './reconcile.js';
@@ -40,6 +41,8 @@ export interface PassContext {
 /** Paths per tar, and bytes, at most. */
 const BATCH_PATHS = 2000;
 const BATCH_BYTES = 64 << 20;
+/** Files up to this size are read whole into the tar; larger ones are streamed. */
+const SMALL_FILE_BYTES = 1 << 20;
 
 /** Run a pass over `scope`. @returns the paths to look at again (skipped by a guard). */
 export async function runPass(ctx: PassContext, scope: 'all' | ReadonlySet<string>): Promise<Set<string>> {
@@ -165,8 +168,7 @@ async function pushAll(ctx: PassContext, pushes: Decided[], ops: RemoteOp[], aga
     if (batchOps.length === 0) continue;
     if (pushes.length > 0) ctx.onProgress?.({ phase: 'upload', done, total: pushes.length });
     const hashes = new Map<string, string>();
-    const { skipped, kept } = await ctx.remote.apply(batchOps, batch.length > 0 ? packBatch(ctx.localRoot, batch, hashes) : undefined);
-    const posted = await ctx.remote.stat(batch.map((d) => d.path).filter((p) => !skipped.has(p)));
+    const { skipped, kept, after: posted } = await ctx.remote.apply(batchOps, batch.length > 0 ? packBatch(ctx.localRoot, batch, hashes) : undefined);
     for (const o of batchOps) {
       if (skipped.has(o.path)) {
         again.add(o.path);
@@ -202,7 +204,12 @@ function packBatch(root: string, batch: Decided[], hashes: Map<string, string>):
         const header = { name: d.path, mode: e.mode, mtime: new Date(Number(BigInt(e.mtime) / 1_000_000n)) };
         if (e.kind === 'dir') tar.entry({ ...header, type: 'directory' });
         else if (e.kind === 'symlink') tar.entry({ ...header, type: 'symlink', linkname: e.target ?? '' });
-        else {
+        else if (e.size <= SMALL_FILE_BYTES) {
+          const bytes = await readFile(join(root, d.path));
+          if (bytes.byteLength !== e.size) throw new Error(`${d.path} changed while being read`);
+          hashes.set(d.path, createHash('sha256').update(bytes).digest('hex'));
+          tar.entry({ ...header, type: 'file', size: e.size }, bytes);
+        } else {
           const digest = createHash('sha256');
           const sink = tar.entry({ ...header, type: 'file', size: e.size });
           for await (const chunk of createReadStream(join(root, d.path))) {
@@ -218,7 +225,23 @@ function packBatch(root: string, batch: Decided[], hashes: Map<string, string>):
       tar.destroy(err as Error);
     }
   })();
-  return tar as unknown as AsyncIterable<Uint8Array>;
+  return coalesce(tar as unknown as AsyncIterable<Uint8Array>);
+}
+
+/** Chunks of at least 256 KiB (a tar of small files comes in 512-byte pieces; each would be one upload frame). */
+async function* coalesce(source: AsyncIterable<Uint8Array>, min = 256 << 10): AsyncIterable<Uint8Array> {
+  let parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of source) {
+    parts.push(chunk);
+    size += chunk.byteLength;
+    if (size >= min) {
+      yield Buffer.concat(parts);
+      parts = [];
+      size = 0;
+    }
+  }
+  if (size > 0) yield Buffer.concat(parts);
 }
 
 async function pullAll(ctx: PassContext, pulls: Map<string, TreeEntry>, local: Map<string, TreeEntry>, again: Set<string>): Promise<void> {

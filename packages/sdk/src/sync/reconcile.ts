@@ -21,7 +21,7 @@ export interface SyncedEntry {
   remote: { size: number; mtime: string };
 }
 
-/** How one side stands against the base. `maybe`: a file's size or mtime moved; its hash decides. */
+/** How one side stands against the base. `maybe`: a file's mtime moved, not its size; its hash decides. */
 export type SideChange = 'none' | 'created' | 'deleted' | 'changed' | 'maybe';
 
 /** How `entry` (one side's, `side`) stands against `base`. */
@@ -33,7 +33,8 @@ export function sideChange(entry: TreeEntry | undefined, base: SyncedEntry | und
   if (entry.mode !== base.mode) return 'changed';
   if (entry.kind === 'dir') return 'none';
   const seen = base[side];
-  return entry.size === seen.size && entry.mtime === seen.mtime ? 'none' : 'maybe';
+  if (entry.size !== seen.size) return 'changed';
+  return entry.mtime === seen.mtime ? 'none' : 'maybe';
 }
 
 export type SyncAction =

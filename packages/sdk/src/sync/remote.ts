@@ -26,39 +26,45 @@ export function expectation(entry: TreeEntry | undefined): string {
   return `${entry.kind === 'file' ? 'f' : 'l'}:${entry.size}:${entry.mtime}`;
 }
 
-/** The guard + apply script (bash): reads `op\0path\0expect\0[to\0]` records on stdin. */
+/**
+ * The guard + apply script (bash): reads `op\0path\0expect\0to\0` records on stdin (`to` empty but for
+ * `mv`). Whole arrays are read with `mapfile` (bash's `read` costs ~0.2 ms a field in a sandbox).
+ */
 const APPLY_SCRIPT = `
 set -u
 cd -- "$ROOT" || exit 3
-ops=(); paths=(); exps=(); tos=()
-while IFS= read -r -d '' op && IFS= read -r -d '' p && IFS= read -r -d '' e; do
-  t=''; if [ "$op" = mv ]; then IFS= read -r -d '' t; fi
-  ops+=("$op"); paths+=("$p"); exps+=("$e"); tos+=("$t")
-done
+tmp=$(mktemp); cat > "$tmp"
+mapfile -d '' -t R < "$tmp"
 declare -A cur ok
+paths=()
+for ((i = 0; i + 3 < \${#R[@]}; i += 4)); do paths+=("\${R[i+1]}"); done
 if [ \${#paths[@]} -gt 0 ]; then
-  while IFS= read -r -d '' y && IFS= read -r -d '' p && IFS= read -r -d '' s && IFS= read -r -d '' m; do
-    case "$y" in d) cur[$p]=d ;; f) cur[$p]="f:$s:$m" ;; l) cur[$p]="l:$s:$m" ;; *) cur[$p]="?" ;; esac
-  done < <(printf '%s\\0' "\${paths[@]}" | find -files0-from - -maxdepth 0 -printf '%y\\0%p\\0%s\\0%T@\\0' 2>/dev/null)
+  printf '%s\\0' "\${paths[@]}" | find -files0-from - -maxdepth 0 -printf '%y\\0%p\\0%s\\0%T@\\0' 2>/dev/null > "$tmp"
+  mapfile -d '' -t C < "$tmp"
+  for ((i = 0; i + 3 < \${#C[@]}; i += 4)); do
+    case "\${C[i]}" in d) cur[\${C[i+1]}]=d ;; f) cur[\${C[i+1]}]="f:\${C[i+2]}:\${C[i+3]}" ;; l) cur[\${C[i+1]}]="l:\${C[i+2]}:\${C[i+3]}" ;; *) cur[\${C[i+1]}]="?" ;; esac
+  done
 fi
-list=$(mktemp)
-for i in "\${!paths[@]}"; do
-  p=\${paths[$i]}
+puts=()
+for ((i = 0; i + 3 < \${#R[@]}; i += 4)); do
+  op=\${R[i]}; p=\${R[i+1]}
   if [ -z "\${ok[$p]+x}" ]; then
-    if [ "\${cur[$p]:--}" = "\${exps[$i]}" ]; then ok[$p]=1; else ok[$p]=0; printf 'skip\\0%s\\0' "$p"; fi
+    if [ "\${cur[$p]:--}" = "\${R[i+2]}" ]; then ok[$p]=1; else ok[$p]=0; printf 'skip\\0%s\\0' "$p"; fi
   fi
   [ "\${ok[$p]}" = 1 ] || continue
-  case "\${ops[$i]}" in
-    mv) mv -fT -- "$p" "\${tos[$i]}" && printf 'moved\\0%s\\0' "\${tos[$i]}" ;;
+  case "$op" in
+    mv) mv -fT -- "$p" "\${R[i+3]}" ;;
     del) if [ -d "$p" ] && [ ! -L "$p" ]; then rmdir -- "$p" 2>/dev/null || printf 'kept\\0%s\\0' "$p"; else rm -f -- "$p"; fi ;;
-    put) printf '%s\\0' "\${p#./}" >> "$list" ;;
+    put) puts+=("\${p#./}") ;;
   esac
 done
 rc=0
-if [ -s "$list" ]; then
-  tar -x -f "$TAR" --null --verbatim-files-from --no-recursion --no-same-owner --overwrite -T "$list" || rc=$?
+if [ \${#puts[@]} -gt 0 ]; then
+  printf '%s\\0' "\${puts[@]}" > "$tmp"
+  tar -x -f "$TAR" --null --verbatim-files-from --no-recursion --no-same-owner --overwrite -T "$tmp" || rc=$?
+  printf './%s\\0' "\${puts[@]}" | find -files0-from - -maxdepth 0 -printf 'stat\\0${FIND_FORMAT}' 2>/dev/null
 fi
-rm -f -- "$list" "$TAR"
+rm -f -- "$tmp" "$TAR"
 exit $rc
 `;
 
@@ -91,7 +97,8 @@ export class RemoteTree {
     const n = paths.length;
     const script = [
       'cd -- "$ROOT" || exit 3',
-      "mapfile -d '' -t all",
+      'list=$(mktemp); cat > "$list"',
+      "mapfile -d '' -t all < \"$list\"; rm -f -- \"$list\"",
       `[ ${n} -gt 0 ] && printf '%s\\0' "\${all[@]:0:${n}}" | find -files0-from - -maxdepth 0 -printf '${FIND_FORMAT}' 2>/dev/null`,
       `[ \${#all[@]} -gt ${n} ] && printf '%s\\0' "\${all[@]:${n}}" | find -files0-from - -mindepth 1 -printf '${FIND_FORMAT}' 2>/dev/null`,
       'true',
@@ -114,22 +121,31 @@ export class RemoteTree {
   /**
    * Apply `ops` (`mv` first, then `del` in the order given, then the `put`s from `tar`'s members) with
    * the guard; `tar` (the bytes of the members `put` names, relative to the root) is uploaded first.
-   * @returns the paths skipped because they changed meanwhile, and the directories kept because not empty.
+   * @returns the paths skipped because they changed meanwhile, the directories kept because not empty,
+   *   and what each path put is now.
    */
-  async apply(ops: readonly RemoteOp[], tar: AsyncIterable<Uint8Array> | undefined): Promise<{ skipped: Set<string>; kept: Set<string> }> {
+  async apply(ops: readonly RemoteOp[], tar: AsyncIterable<Uint8Array> | undefined): Promise<{ skipped: Set<string>; kept: Set<string>; after: Map<string, TreeEntry> }> {
     const tarPath = `/tmp/.ramify-sync-${randomBytes(6).toString('hex')}.tar`;
     if (tar) await this.sbx.files.write(tarPath, tar);
-    const records = ops.flatMap((o) => (o.op === 'mv' ? [o.op, `./${o.path}`, o.expect, `./${o.to}`] : [o.op, `./${o.path}`, o.expect]));
+    const records = ops.flatMap((o) => [o.op, `./${o.path}`, o.expect, o.op === 'mv' ? `./${o.to}` : '']);
     const stdout = await this.run(APPLY_SCRIPT, nulList(records, false), { TAR: tarPath });
     const skipped = new Set<string>();
     const kept = new Set<string>();
+    const stats: string[] = [];
     const fields = stdout.split('\0');
-    for (let i = 0; i + 1 < fields.length; i += 2) {
+    for (let i = 0; i + 1 < fields.length; ) {
+      const tag = fields[i];
+      if (tag === 'stat') {
+        stats.push(...fields.slice(i + 1, i + 7));
+        i += 7;
+        continue;
+      }
       const path = fields[i + 1]!.replace(/^\.\//, '');
-      if (fields[i] === 'skip') skipped.add(path);
-      else if (fields[i] === 'kept') kept.add(path);
+      if (tag === 'skip') skipped.add(path);
+      else if (tag === 'kept') kept.add(path);
+      i += 2;
     }
-    return { skipped, kept };
+    return { skipped, kept, after: parseFind(`${stats.join('\0')}\0`) };
   }
 
   /**
