@@ -4,7 +4,7 @@
  * told when the agent channel under it closes (a pause, a kill): the watch goes on in the sandbox, and
  * the client re-attaches once it runs again.
  */
-import type { AgentWatchHandlers, WatchInfo, WatchOptions } from '@ramify/contracts';
+import { RamifyError, isRamifyError, type AgentWatchHandlers, type WatchInfo, type WatchOptions } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { agentFor } from './agent-access.js';
 import type { StreamSubscription } from './commands.js';
@@ -24,7 +24,9 @@ export async function startWatch(core: Core, sandboxId: string, options: WatchOp
   const session = await agentFor(core, sandboxId);
   const unwatch = handlers.onDisconnect ? core.sessions.whenClosed(session, handlers.onDisconnect) : () => undefined;
   try {
-    const started = await session.watch(options, handlers);
+    const started = await session.watch(options, handlers).catch((err: unknown) => {
+      throw olderAgent(err);
+    });
     return { watchId: started.watchId, path: started.path, recursive: started.recursive, nextSeq: started.nextSeq, detach: () => (unwatch(), started.detach()) };
   } catch (err) {
     unwatch();
@@ -57,4 +59,10 @@ export async function attachWatch(
 /** Stop a watch. @throws RamifyError `WATCH_NOT_FOUND`, and as {@link startWatch}. */
 export async function stopWatch(core: Core, sandboxId: string, watchId: string): Promise<void> {
   await (await agentFor(core, sandboxId)).stopWatch(watchId);
+}
+
+/** An agent older than watching answers `BAD_REQUEST` (unknown method): say what to do about it. */
+function olderAgent(err: unknown): unknown {
+  if (!isRamifyError(err) || err.code !== 'BAD_REQUEST' || !err.message.includes("unknown agent method 'watch'")) return err;
+  return new RamifyError('WATCH_UNAVAILABLE', 'this sandbox was made from a template built before file watching: rebuild the template (ramify template build) and create the sandbox again');
 }
