@@ -6,38 +6,27 @@
  * Skipped, with the reason, when not root, without the runtime's tools, or without the rootfs.
  */
 import { after, before, describe, test } from 'node:test';
-import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import assert from 'node:assert/strict';
 import type { RuntimeName } from '@ramify/contracts';
 import { Sandbox, type FilesystemEvent, type WatchHandle } from '@ramify/sdk';
-import { serve, type RamifyServer } from './serve.js';
-import { apiCaller, realRuntimeSkip, registerRootfsTemplate, stopRealDaemon, until } from './real-test-support.js';
+import { openRealDaemon, realRuntimeSkip, until, type RealDaemon } from './real-test-support.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
 const skip = realRuntimeSkip(rootfs, ['runsc']);
 
-let dataDir: string;
-let server: RamifyServer | undefined;
-let key = '';
-const call = apiCaller(() => server?.url, () => key);
-const conn = (): { apiUrl: string; apiKey: string; requestTimeoutMs: number } => ({ apiUrl: server?.url ?? '', apiKey: key, requestTimeoutMs: 600_000 });
+let daemon: RealDaemon | undefined;
+const conn = (): RealDaemon['conn'] => daemon!.conn;
 
 async function openDaemon(runtime: RuntimeName): Promise<Sandbox> {
-  dataDir = await mkdtemp(join(tmpdir(), 'ramify-watch-e2e-'));
-  server = await serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: [runtime], network: { prefix: 'rwsy' } });
-  key = server.newApiKey ?? '';
-  const unavailable = server.core.unavailableRuntimes?.[runtime];
-  if (unavailable !== undefined) throw new Error(`the daemon reports ${runtime} unavailable: ${unavailable}`);
-  await registerRootfsTemplate(server.core, rootfs as string, { templateId: 'tpl_watch', snapshotId: 'snap_watch_base' });
+  daemon = await openRealDaemon({ runtime, prefix: 'rwsy', rootfs: rootfs as string, templateId: 'tpl_watch' });
   return Sandbox.create({ template: 'tpl_watch', ...conn() });
 }
 
 async function closeDaemon(): Promise<void> {
-  if (server) await stopRealDaemon(server, call);
-  server = undefined;
-  await rm(dataDir, { recursive: true, force: true });
+  await daemon?.close();
+  daemon = undefined;
 }
 
 /** Events as `type name[/]` lines, collected from a watch. */
@@ -131,6 +120,23 @@ describe('watching files through a real daemon (gVisor)', { skip, timeout: 600_0
     assert.match(String(exit), /removed/);
   });
 
+  test('the CLI: `files watch` prints one line per event and ends cleanly on Ctrl-C', async () => {
+    await sh(sbx, 'mkdir -p /root/cli-watch');
+    const child = spawn(process.execPath, [join(import.meta.dirname, '../../cli/dist/main.js'), 'sandbox', 'files', 'watch', sbx.sandboxId, '/root/cli-watch', '-r'], {
+      env: { ...process.env, RAMIFY_API_URL: conn().apiUrl, RAMIFY_API_KEY: conn().apiKey }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    // The watch is in place once a change made now is reported; make one until it is.
+    await until(async () => {
+      await sh(sbx, 'echo x >> /root/cli-watch/probe');
+      return out.includes('write probe');
+    }, 'the CLI printed a write');
+    child.kill('SIGINT');
+    assert.equal(await exited, 0);
+  });
+
   test('bad input: a missing path, a file, a stopped watch: typed errors', async () => {
     await assert.rejects(sbx.files.watchDir('/root/no-such-dir', () => undefined), { code: 'FILE_NOT_FOUND' });
     await sh(sbx, 'echo x > /root/a-file');
@@ -138,7 +144,7 @@ describe('watching files through a real daemon (gVisor)', { skip, timeout: 600_0
     await sh(sbx, 'mkdir -p /root/stopme');
     const handle = await sbx.files.watchDir('/root/stopme', () => undefined);
     await handle.stop();
-    const again = await call('DELETE', `/v1/sandboxes/${sbx.sandboxId}/files/watch/${handle.watchId}`);
+    const again = await daemon!.call('DELETE', `/v1/sandboxes/${sbx.sandboxId}/files/watch/${handle.watchId}`);
     assert.deepEqual([again.status, again.json.error.code], [404, 'WATCH_NOT_FOUND']);
     const killed = await Sandbox.create({ template: 'tpl_watch', ...conn() });
     await killed.kill();
