@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { RuntimeName } from '@ramify/contracts';
 import type { Core } from '@ramify/core';
 import { buildImage } from '@ramify/template-builder';
+import { forceCleanup } from './real-egress-support.js';
 import { serve, type RamifyServer } from './serve.js';
 
 /** Why a real-runtime test cannot run here (`false` when it can): root, the tools, `RAMIFY_TEST_ROOTFS`. */
@@ -108,7 +109,12 @@ export async function openRealDaemon(options: { runtime: RuntimeName; prefix: st
   const key = server.newApiKey ?? '';
   const call = apiCaller(() => server.url, () => key);
   const close = async (): Promise<void> => {
-    await stopRealDaemon(server, call);
+    // A daemon that cannot be stopped through its API (a test broke it) still leaves nothing behind,
+    // and the test process can exit (an open server would keep it, and the real-tests lock, forever).
+    await stopRealDaemon(server, call).catch(async () => {
+      await server.close().catch(() => undefined);
+      await forceCleanup(options.prefix, dataDir);
+    });
     await rm(dataDir, { recursive: true, force: true });
   };
   const unavailable = server.core.unavailableRuntimes?.[options.runtime];
