@@ -44,15 +44,20 @@ const BATCH_BYTES = 64 << 20;
 /** Files up to this size are read whole into the tar; larger ones are streamed. */
 const SMALL_FILE_BYTES = 1 << 20;
 
-/** Run a pass over `scope`. @returns the paths to look at again (skipped by a guard). */
-export async function runPass(ctx: PassContext, scope: 'all' | ReadonlySet<string>): Promise<Set<string>> {
-  const { local, remote } = await readSides(ctx, scope);
+/**
+ * Run a pass over `scope` (or all). Paths in `remoteChanged` are read in the sandbox; the others only
+ * changed locally as far as anyone knows, so the sandbox is taken to be as in the base (one command
+ * less, and the guard catches it if not). @returns the paths to look at again (skipped by a guard),
+ * to be read on both sides next time.
+ */
+export async function runPass(ctx: PassContext, scope: 'all' | ReadonlySet<string>, remoteChanged: ReadonlySet<string> = new Set()): Promise<Set<string>> {
+  const { local, remote } = await readSides(ctx, scope, remoteChanged);
   const paths = new Set(scope === 'all' ? [...local.keys(), ...remote.keys(), ...ctx.state.keys()] : [...scope, ...local.keys(), ...remote.keys()]);
   const decided = await decideAll(ctx, [...paths].filter((p) => ctx.keep(p, (local.get(p) ?? remote.get(p))?.kind === 'dir')).sort(), local, remote);
   return carryOut(ctx, decided, local, remote);
 }
 
-async function readSides(ctx: PassContext, scope: 'all' | ReadonlySet<string>): Promise<{ local: Map<string, TreeEntry>; remote: Map<string, TreeEntry> }> {
+async function readSides(ctx: PassContext, scope: 'all' | ReadonlySet<string>, remoteChanged: ReadonlySet<string>): Promise<{ local: Map<string, TreeEntry>; remote: Map<string, TreeEntry> }> {
   const keepEntries = (m: Map<string, TreeEntry>): Map<string, TreeEntry> => new Map([...m].filter(([p, e]) => ctx.keep(p, e.kind === 'dir') && ancestorsKept(ctx.keep, p)));
   if (scope === 'all') {
     ctx.onProgress?.({ phase: 'scan', done: 0, total: 0 });
@@ -67,7 +72,20 @@ async function readSides(ctx: PassContext, scope: 'all' | ReadonlySet<string>): 
     if (entry) local.set(p, entry);
     if (entry?.kind === 'dir' && !ctx.state.has(p)) for (const [q, e] of await scanLocal(ctx.localRoot, ctx.keep, p)) local.set(q, e);
   }));
-  return { local: keepEntries(local), remote: keepEntries(await ctx.remote.stat(paths, fresh)) };
+  const asRead = paths.filter((p) => remoteChanged.has(p));
+  const remote = await ctx.remote.stat(asRead, fresh.filter((p) => remoteChanged.has(p)));
+  for (const p of paths) {
+    const base = ctx.state.get(p);
+    if (!remoteChanged.has(p) && base) remote.set(p, asInBase(base));
+  }
+  return { local: keepEntries(local), remote: keepEntries(remote) };
+}
+
+/** The sandbox's entry as the base recorded it. */
+function asInBase(base: SyncedEntry): TreeEntry {
+  const entry: TreeEntry = { kind: base.kind, size: base.remote.size, mtime: base.remote.mtime, mode: base.mode };
+  if (base.kind === 'symlink') entry.target = base.hash.slice(2);
+  return entry;
 }
 
 /** Every parent directory of `rel` is carried too (an ignored directory's contents are ignored). */

@@ -77,6 +77,8 @@ class Session implements SyncSession {
   #markReady!: (err?: Error) => void;
   #finish!: (err?: Error) => void;
   #dirty = new Set<string>();
+  /** Dirty paths the sandbox's watch (or a guard) named: read in the sandbox by the next pass. */
+  #remoteDirty = new Set<string>();
   #full = true;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
@@ -130,7 +132,7 @@ class Session implements SyncSession {
     await new Promise<void>((resolve) => local.once('ready', () => resolve()));
     this.#local = local;
     this.#remoteWatch = await this.sbx.files.watchDir(this.ctx.remote.root, (event) => {
-      if (event.name !== '' && this.ctx.keep(event.name, event.isDir)) this.#mark(event.name);
+      if (event.name !== '' && this.ctx.keep(event.name, event.isDir)) this.#mark(event.name, 'remote');
     }, {
       recursive: true,
       onOverflow: () => this.#markAll(),
@@ -140,9 +142,10 @@ class Session implements SyncSession {
     });
   }
 
-  #mark(path: string): void {
+  #mark(path: string, side: 'local' | 'remote' = 'local'): void {
     if (path === '' || path.startsWith('..')) return;
     this.#dirty.add(path);
+    if (side === 'remote') this.#remoteDirty.add(path);
     this.#schedule(SYNC_DEBOUNCE_MS);
   }
 
@@ -174,17 +177,23 @@ class Session implements SyncSession {
     while (!this.#stopped && (this.#full || this.#dirty.size > 0)) {
       const full = this.#full;
       const scope = new Set(this.#dirty);
+      const remoteChanged = new Set(this.#remoteDirty);
       this.#full = false;
       this.#dirty.clear();
+      this.#remoteDirty.clear();
       try {
-        const again = await runPass(this.ctx, full ? 'all' : scope);
+        const again = await runPass(this.ctx, full ? 'all' : scope, remoteChanged);
         await saveState(this.meta.file, this.meta, this.ctx.state);
-        for (const p of again) this.#dirty.add(p);
+        for (const p of again) this.#mark(p, 'remote');
         if (full) this.#markReady();
         if (again.size > 0) await sleep(SYNC_DEBOUNCE_MS);
       } catch (err) {
         if (full) this.#full = true;
-        for (const p of scope) this.#dirty.add(p);
+        // After a failure neither side is known: read both next time.
+        for (const p of scope) {
+          this.#dirty.add(p);
+          this.#remoteDirty.add(p);
+        }
         await saveState(this.meta.file, this.meta, this.ctx.state).catch(() => undefined);
         if (!(await this.#recoverable(err))) return;
       }
