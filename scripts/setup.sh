@@ -56,8 +56,9 @@ need=()
 # libnss-myhostname: resolves `*.localhost` (the ingress's default URLs) to loopback for every program
 # on the host, Node's fetch and getaddrinfo included, not just curl and browsers (its postinst adds
 # `myhostname` to the hosts line of /etc/nsswitch.conf).
+# tmux: the real test of `ramify sandbox shell` drives the CLI in a tmux session (real-shell-tmux.test.ts).
 for pkg in mmdebstrap nftables iproute2 util-linux gcc libc6-dev ca-certificates \
-           ulogd2 ulogd2-json busybox-static cpio e2fsprogs procps python3 openssl libnss-myhostname \
+           ulogd2 ulogd2-json busybox-static cpio e2fsprogs procps python3 openssl libnss-myhostname tmux \
            ${browser:+chromium}; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need+=("$pkg")
 done

@@ -3,7 +3,8 @@
 // TCP_NODELAY: packages/daemon/src/real-ingress-servers.ts) in one gVisor sandbox:
 //  1. requests/s through the ingress URL (token header) against straight to the sandbox's slot address
 //     [ingress >= 0.8x direct], and p50/p99 latency of one request at a time on a keep-alive connection
-//     [p50 added by the ingress <= 1 ms]. Load: autocannon (10 connections, keep-alive to whatever it talks
+//     [p50 added by the ingress <= 1 ms], with a bare Node HTTP proxy as a third column (bare-proxy.mjs: the
+//     floor any user-space hop has on this machine). Load: autocannon (10 connections, keep-alive to whatever it talks
 //     to); the ingress reuses pooled upstream connections (see docs/design/INGRESS.md).
 //  2. time from the first request to a paused sandbox until its answer (wake on request) against
 //     `POST /resume` alone [<= 1.2x].
@@ -12,18 +13,15 @@
 // built and the base rootfs (built once into the shared cache, as `npm test` does; or RAMIFY_TEST_ROOTFS).
 // Run it under the real-tests lock: flock /tmp/ramify-real-tests.lock node bench/ingress/run.mjs
 //   node bench/ingress/run.mjs [--duration 10] [--connections 10] [--probes 500] [--wakes 5] [--rounds 3]
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { request } from 'node:http';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_INGRESS_UID, layoutForPrefix, slotAddresses } from '@ramify/network';
-import { serve } from '../../packages/daemon/dist/serve.js';
 import { HTTP_SERVER_PY } from '../../packages/daemon/dist/real-ingress-servers.js';
-import { apiCaller, registerRootfsTemplate, stopRealDaemon, until } from '../../packages/daemon/dist/real-test-support.js';
-import { forceCleanup } from '../../packages/daemon/dist/real-egress-support.js';
+import { until } from '../../packages/daemon/dist/real-test-support.js';
+import { startBenchDaemon } from '../support/in-process-daemon.mjs';
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '10' }, probes: { type: 'string', default: '500' }, wakes: { type: 'string', default: '5' }, rounds: { type: 'string', default: '3' } } });
 const PREFIX = 'rmiw';
@@ -31,19 +29,8 @@ const root = new URL('../..', import.meta.url).pathname;
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const verdict = (ok) => (ok ? 'ok' : 'MISSED');
 
-let rootfs = process.env.RAMIFY_TEST_ROOTFS;
-if (!rootfs) {
-  const r = spawnSync(process.execPath, [join(root, 'scripts/prepare-test-rootfs.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
-  if (r.status !== 0) throw new Error('could not prepare the base root filesystem');
-  rootfs = r.stdout.trim().split('\n').pop();
-}
-
-const dataDir = await mkdtemp(join(tmpdir(), 'ramify-bench-ingress-'));
-const server = await serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX }, ingress: { host: '127.0.0.1', port: 0 } });
-const key = server.newApiKey ?? '';
-const call = apiCaller(() => server.url, () => key);
+const { server, key, call, stop } = await startBenchDaemon({ prefix: PREFIX, name: 'ingress', options: { ingress: { host: '127.0.0.1', port: 0 } } });
 try {
-  await registerRootfsTemplate(server.core, rootfs, { templateId: 'tpl_rmiw', snapshotId: 'snap_rmiw_base' });
   const created = await call('POST', '/v1/sandboxes', { timeoutMs: 3_600_000, ports: [8000], cpuCount: 1 });
   if (created.status !== 201) throw new Error(JSON.stringify(created.json));
   const id = created.json.id;
@@ -70,33 +57,48 @@ try {
     const { stdout } = await promisify(execFile)(process.execPath, [join(root, 'bench/ingress/load.mjs'), JSON.stringify(job)], { uid: DEFAULT_INGRESS_UID, gid: DEFAULT_INGRESS_UID, encoding: 'utf8', cwd: root, timeout: 300_000 });
     return JSON.parse(stdout.trim().split('\n').pop());
   };
-  // Rounds, alternating which path goes first, so that load from outside the bench (2 cores, shared)
-  // falls on both columns alike; each target is judged on the median of its per-round figures.
+  // The raw mechanism: one bare Node HTTP hop in a process of its own (bare-proxy.mjs), to tell what any
+  // user-space proxy costs on this machine from what the ingress adds on top of it.
+  const bare = spawn(process.execPath, [join(root, 'bench/ingress/bare-proxy.mjs'), slotAddress, '8000'], { uid: DEFAULT_INGRESS_UID, gid: DEFAULT_INGRESS_UID, stdio: ['ignore', 'pipe', 'inherit'] });
+  const barePort = await new Promise((resolve, reject) => {
+    bare.stdout.once('data', (d) => resolve(Number(String(d).trim())));
+    bare.once('exit', (code) => reject(new Error(`bare-proxy.mjs exited with ${code}`)));
+  });
+  // Rounds, rotating which path goes first, so that load from outside the bench (2 cores, shared)
+  // falls on every column alike; each target is judged on the median of its per-round figures.
   const rounds = [];
-  for (let i = 0; i < Number(values.rounds); i++) {
-    const directOnce = () => measure(`http://${slotAddress}:8000/index.html`, { host: `${slotAddress}:8000` });
-    const ingressOnce = () => measure(`http://127.0.0.1:${ingressPort}/index.html`, { host, 'x-ramify-access-token': token });
-    let direct;
-    let viaIngress;
-    if (i % 2 === 0) {
-      direct = await directOnce();
-      viaIngress = await ingressOnce();
-    } else {
-      viaIngress = await ingressOnce();
-      direct = await directOnce();
+  try {
+    for (let i = 0; i < Number(values.rounds); i++) {
+      const paths = {
+        direct: () => measure(`http://${slotAddress}:8000/index.html`, { host: `${slotAddress}:8000` }),
+        bare: () => measure(`http://127.0.0.1:${barePort}/index.html`, { host: `${slotAddress}:8000` }),
+        viaIngress: () => measure(`http://127.0.0.1:${ingressPort}/index.html`, { host, 'x-ramify-access-token': token }),
+      };
+      const order = Object.keys(paths);
+      const got = {};
+      for (let k = 0; k < order.length; k++) {
+        const name = order[(i + k) % order.length];
+        got[name] = await paths[name]();
+      }
+      const { direct, bare: viaBare, viaIngress } = got;
+      rounds.push({ direct, viaBare, viaIngress, ratio: viaIngress.rps / direct.rps, added: viaIngress.p50 - direct.p50, bareAdded: viaBare.p50 - direct.p50 });
     }
-    rounds.push({ direct, viaIngress, ratio: viaIngress.rps / direct.rps, added: viaIngress.p50 - direct.p50 });
+  } finally {
+    bare.kill();
   }
   console.log(`same server (python3 http.server, TCP_NODELAY, in gVisor, 1 cpu), ${values.rounds} rounds of: ${values.connections} connections x ${values.duration} s, then ${values.probes} sequential requests on one keep-alive connection (latency)`);
   const row = (m) => `${m.rps.toFixed(0)} req/s   p50 ${m.p50.toFixed(3)} ms   p99 ${m.p99.toFixed(3)} ms   (non-2xx ${m.non2xx}, errors ${m.errors})`;
   for (const [i, r] of rounds.entries()) {
     console.log(`  round ${i + 1}: direct to ${slotAddress}:8000   ${row(r.direct)}`);
+    console.log(`           through a bare Node proxy  ${row(r.viaBare)}   (p50 +${r.bareAdded.toFixed(3)} ms)`);
     console.log(`           through the ingress URL    ${row(r.viaIngress)}   (${r.ratio.toFixed(2)}x, p50 +${r.added.toFixed(3)} ms)`);
   }
+  const bareAdded = median(rounds.map((r) => r.bareAdded));
   const ratio = median(rounds.map((r) => r.ratio));
   const added = median(rounds.map((r) => r.added));
   console.log(`throughput ingress/direct: median ${ratio.toFixed(2)}x (target >= 0.8x: ${verdict(ratio >= 0.8)})`);
   console.log(`p50 added by the ingress: median ${added.toFixed(3)} ms (target <= 1 ms: ${verdict(added <= 1)})`);
+  console.log(`  of which a bare Node HTTP hop adds ${bareAdded.toFixed(3)} ms (the raw mechanism), the ingress's own work ${(added - bareAdded).toFixed(3)} ms`);
 
   const wakes = [];
   const resumes = [];
@@ -128,11 +130,5 @@ try {
   console.log(`resume alone (POST /resume): median ${resume.toFixed(0)} ms`);
   console.log(`wake/resume: ${(wake / resume).toFixed(2)}x (target <= 1.2x: ${verdict(wake / resume <= 1.2)})`);
 } finally {
-  // A daemon that cannot be stopped through its API still leaves nothing behind.
-  await stopRealDaemon(server, call).catch(async (err) => {
-    console.error(`stopping the daemon failed (${err.message}); removing what it made by force`);
-    await server.close().catch(() => undefined);
-    await forceCleanup(PREFIX, dataDir);
-  });
-  await rm(dataDir, { recursive: true, force: true });
+  await stop();
 }

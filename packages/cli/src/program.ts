@@ -29,7 +29,7 @@ export function createProgram(env: CliEnv): Command {
     })
     .addHelpText('after', `
 Exit codes: 0 ok; 1 the API or a local file failed (CODE: message on stderr); 2 usage error;
-sandbox exec: the command's own exit code (see 'ramify sandbox exec --help').`);
+sandbox exec and shell: the command's or shell's own exit code (see their --help).`);
   registerServe(program, env);
   registerSandbox(program, env);
   registerTemplate(program, env);

@@ -48,7 +48,8 @@ export async function startIngress(core: Core, options: IngressOptions, network:
   let stopWatch = (): void => undefined;
   if ((options.firewall ?? 'install') === 'install') {
     await installIngressFirewall(firewall);
-    // Re-installed within ~2 s if it disappears: while it is gone any host process could reach slot ports.
+    // Re-installed as soon as nft reports it deleted (a 2 s poll while the monitor is down): while it is
+    // gone any host process could reach slot ports.
     stopWatch = watchIngressFirewall(firewall, {
       ...(options.watchIntervalMs !== undefined ? { intervalMs: options.watchIntervalMs } : {}),
       onReinstall: () => core.logger.warn('ingress: the ingress firewall table was gone; re-installed it', { table: `inet ${network.prefix}_ingress` }),
@@ -59,7 +60,8 @@ export async function startIngress(core: Core, options: IngressOptions, network:
   const backend: IngressBackend = {
     target: async (sandboxId, port) => {
       const t = await ingressTarget(core, sandboxId, port);
-      return { access: t.access, token: t.token };
+      const slotAddress = t.record.state === 'running' && t.record.slot !== null ? slotAddresses(layout, t.record.slot).slotAddress : null;
+      return { access: t.access, token: t.token, slotAddress };
     },
     running: async (sandboxId) => {
       const { record, woke } = await wakeForIngress(core, sandboxId, core.options.ingressWakeTimeoutMs);

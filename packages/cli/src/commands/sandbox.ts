@@ -9,6 +9,7 @@ import { formatDuration, formatRelative } from '../output/format.js';
 import { plainIds, templateLabels, type TemplateLabel } from '../output/template-labels.js';
 import { registerExec } from './sandbox-exec.js';
 import { registerProcesses } from './sandbox-processes.js';
+import { registerShell } from './sandbox-shell.js';
 import { registerFiles } from './sandbox-files.js';
 import { registerSync } from './sandbox-sync.js';
 import { DENY_ALL, collectRule, registerEgress } from './sandbox-egress.js';
@@ -115,6 +116,7 @@ TEMPLATE is the template's name; 'tpl_... (deleted)': that template has since be
 
   registerExec(sandbox, env);
   registerProcesses(sandbox, env);
+  registerShell(sandbox, env);
 
   sandbox.command('pause').argument('<id>', 'sandbox id').description('checkpoint memory, processes and files; the timeout stops (resume starts a fresh timeout)')
     .action(action(env, async (ctx, id: string) => {

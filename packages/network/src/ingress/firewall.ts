@@ -56,8 +56,8 @@ export async function ingressFirewallInstalled(prefix: string): Promise<boolean>
 }
 
 /**
- * Re-install the table whenever it is gone (a `nft flush ruleset`, a hand-deleted table), checked every
- * `intervalMs` (default 2000), as the egress watchdog does for its table. Returns the function that stops it.
+ * Re-install the table whenever it is gone (a `nft flush ruleset`, a hand-deleted table), checked when the
+ * kernel reports a deletion (`table-watch.ts`), as the egress watchdog does for its table. Returns the function that stops it.
  */
 export function watchIngressFirewall(spec: IngressFirewallSpec, options: TableWatchOptions = {}): () => void {
   return watchTable(async () => {

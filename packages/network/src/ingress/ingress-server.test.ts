@@ -28,8 +28,9 @@ let open = 0;
 const backend: IngressBackend = {
   target: async (sandboxId, port) => {
     if (sandboxId !== ID) throw new RamifyError('SANDBOX_NOT_FOUND', 'no such sandbox');
-    if (port === upstreamPort) return { access: 'token', token: TOKEN };
-    if (port === 1) return { access: 'public', token: null };
+    // Running (the address comes with the lookup) on one port; through `running` on the other.
+    if (port === upstreamPort) return { access: 'token', token: TOKEN, slotAddress: '127.0.0.1' };
+    if (port === 1) return { access: 'public', token: null, slotAddress: null };
     throw new RamifyError('PORT_NOT_EXPOSED', 'not exposed');
   },
   running: async () => ({ slotAddress: '127.0.0.1', woke: false }),

@@ -34,8 +34,12 @@ import { UpstreamPool, type UpstreamPoolOptions, type UpstreamTarget } from './u
 
 /** What the ingress asks of the daemon (implemented over core's use-cases). Errors are RamifyErrors. */
 export interface IngressBackend {
-  /** The port's access and the sandbox's token (token access). @throws SANDBOX_NOT_FOUND, SANDBOX_KILLED, PORT_NOT_EXPOSED. */
-  target(sandboxId: string, port: number): Promise<{ access: PortAccess; token: string | null }>;
+  /**
+   * The port's access, the sandbox's token (token access), and its slot address when it runs now (null
+   * otherwise: {@link running} wakes it). One lookup per request on the hot path.
+   * @throws SANDBOX_NOT_FOUND, SANDBOX_KILLED, PORT_NOT_EXPOSED.
+   */
+  target(sandboxId: string, port: number): Promise<{ access: PortAccess; token: string | null; slotAddress: string | null }>;
   /** Resolve once the sandbox runs (waking it when paused): its slot address, and whether it was woken. @throws SANDBOX_PAUSED, SANDBOX_WAKING, ... */
   running(sandboxId: string): Promise<{ slotAddress: string; woke: boolean }>;
   /** What listens on `port` inside the running sandbox. */
@@ -149,7 +153,7 @@ export class IngressServer {
     try {
       const host = this.parseHost(req);
       this.track(req, host, trace, res);
-      const { access, token } = await this.options.backend.target(host.sandboxId, host.port);
+      const { access, token, slotAddress } = await this.options.backend.target(host.sandboxId, host.port);
       if (access === 'token') {
         const granted = this.checkToken(req, token as string);
         if (granted === 'exchange' && (req.method === 'GET' || req.method === 'HEAD')) {
@@ -159,7 +163,7 @@ export class IngressServer {
           return;
         }
       }
-      const target = await this.route(host, trace);
+      const target = slotAddress !== null ? { sandboxId: host.sandboxId, port: host.port, slotAddress } : await this.route(host, trace);
       // The client left while it waited (a wake, a slow lookup): nothing to send on. Proxied anyway, the
       // request's connection would stay open into the sandbox, holding every later pause up.
       if (trace.closed) return;

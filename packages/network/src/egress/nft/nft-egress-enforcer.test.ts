@@ -247,8 +247,8 @@ test('a removed policy grant stops a resolved address when the name is no longer
 
 test('remove() closes the slot; a re-installed table after an outside flush keeps every policy', async () => {
   await setPolicy([`${WEB}:80`]);
+  // Not asserted gone in between: the watchdog hears of the deletion (nft monitor) and may already be back.
   await runChecked(['nft', 'delete', 'table', 'inet', PREFIX]);
-  assert.equal(await egress.enforcer.isInstalled(), false);
   const deadline = Date.now() + 5000;
   while (!(await egress.enforcer.isInstalled()) && Date.now() < deadline) await sleep(100);
   assert.equal(await egress.enforcer.isInstalled(), true, 'the watchdog re-installed the table');

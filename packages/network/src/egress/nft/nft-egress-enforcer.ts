@@ -10,8 +10,8 @@
  * Fail-closed notes: a slot that was never `apply`d is dropped (its veth/address pair is not in `spoof`).
  * With the table it installs the route guard (`route-guard.ts`: policy-routing rules that refuse slot traffic
  * the table has not marked), so if the table is removed from outside (`nft flush ruleset`), even while the
- * daemon is down, nothing from a slot leaves the host until the table is back. {@link watch} notices within
- * one interval (default 2 s) and re-installs the table with every policy; DNS grants are lost then (sandboxes
+ * daemon is down, nothing from a slot leaves the host until the table is back. {@link watch} hears of the
+ * deletion from `nft monitor`/`ip monitor rule` (a 2 s poll while those are down: `table-watch.ts`) and re-installs the table with every policy; DNS grants are lost then (sandboxes
  * resolve again). The guard stays when the daemon stops; only {@link uninstall} removes it.
  */
 import { writeFile } from 'node:fs/promises';
@@ -132,7 +132,8 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
   }
 
   /**
-   * Check every `intervalMs` (default 2000) that the table and the route guard are installed, re-installing them if not.
+   * Check that the table and the route guard are installed, re-installing them if not: whenever the kernel
+   * reports a deletion, and on a slow safety timer (see `table-watch.ts`; `intervalMs` while a monitor is down).
    * Returns a stop function. `onReinstall` hears about each re-install, `onError` about failures.
    */
   watch(options: TableWatchOptions = {}): () => void {
