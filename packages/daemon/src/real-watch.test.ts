@@ -52,7 +52,9 @@ async function checkOrder(sbx: Sandbox, dir: string): Promise<void> {
   const handle = await sbx.files.watchDir(dir, events.onEvent);
   await sh(sbx, `cd ${dir} && echo one > f && echo two >> f && mv f g && rm g`);
   await events.waitFor('remove g');
-  assert.deepEqual(events.lines(), ['create f', 'write f', 'write f', 'rename f', 'create g', 'remove g']);
+  // The kernel merges an event into an identical one still unread (inotify(7)): two writes may be one.
+  const merged = events.lines().filter((line, i, all) => line !== all[i - 1]);
+  assert.deepEqual(merged, ['create f', 'write f', 'rename f', 'create g', 'remove g']);
   assert.equal(events.all[0]?.path, `${dir}/f`);
   await handle.stop();
 }
