@@ -9,7 +9,7 @@
 //        (keystrokes as WebSocket frames instead of HTTP requests; the daemon's agent session alone; the
 //        agent channel's ping), so the table shows where a keystroke's time goes. Every row is measured
 //        in rounds, the rows' order rotating each round, so load from outside falls on all of them alike.
-// Sections to come (issue 11): SSH echo, scp throughput against the files API, sync latency. Each is one
+// Sections to come (issue 11): SSH echo, scp throughput against the files API. Sync latency: sync.mjs. Each is one
 // function `(ctx) => rows` for the shared printer, registered in SECTIONS at the end.
 // Its own daemon in-process (prefix `rmki`, a temp data dir), as root; removes its sandboxes, namespaces
 // and tables afterwards. Needs the packages built and the base rootfs (built once into the shared cache,
@@ -23,6 +23,7 @@ import WebSocket from 'ws';
 import { Sandbox } from '@ramify/sdk';
 import { until } from '../../packages/daemon/dist/real-test-support.js';
 import { startBenchDaemon } from '../support/in-process-daemon.mjs';
+import { syncSection } from './sync.mjs';
 
 const { values } = parseArgs({ options: {
   keystrokes: { type: 'string', default: '200' }, rounds: { type: 'string', default: '4' }, warmup: { type: 'string', default: '20' }, only: { type: 'string' },
@@ -236,7 +237,7 @@ async function echoSection(ctx) {
 
 // Further sections (SSH echo, scp vs files API, sync latency) go here: `async (ctx) => rows`, printed
 // with printLatencyRows (or a throughput printer beside it).
-const SECTIONS = { echo: echoSection };
+const SECTIONS = { echo: echoSection, sync: (ctx) => syncSection(ctx) };
 
 // ---- the run ----
 

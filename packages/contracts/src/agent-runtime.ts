@@ -4,3 +4,4 @@
  */
 export * from './errors.js';
 export * from './pty.js';
+export * from './watch.js';

@@ -7,6 +7,7 @@
  */
 import type { FileInfo, ProcessInfo } from './api.js';
 import type { PtySize } from './pty.js';
+import type { WatchEndReason, WatchInfo, WatchOptions, WatchWireEvent } from './watch.js';
 
 export interface AgentStartOptions {
   /** Run by `/bin/bash -c` in its own process group. */
@@ -87,6 +88,14 @@ export interface OomKillEvent {
 /** What the agent pushes unasked (today only {@link OomKillEvent}). */
 export type AgentEvent = OomKillEvent;
 
+/** Where a watch's events go (see `watch.ts`). */
+export interface AgentWatchHandlers {
+  /** Events in order, each numbered (`seq`); a gap marker (`type: 'overflow'`) says where some are missing. */
+  onEvents?: (events: WatchWireEvent[]) => void;
+  /** Called once when the watch ends (then nothing more arrives); `message` says more for `failed`. */
+  onEnd?: (end: { reason: WatchEndReason; message?: string }) => void;
+}
+
 /** Byte offsets into a process's stdout/stderr, as counted from its first byte. */
 export interface StreamOffsets {
   stdout: number;
@@ -156,6 +165,22 @@ export interface AgentSession {
    */
   resize(pid: number, size: PtySize): Promise<void>;
   listProcesses(): Promise<ProcessInfo[]>;
+
+  /**
+   * Start watching a directory; `handlers` get its events from the first. The watch belongs to the
+   * agent: it outlives this channel (a checkpoint, a lost connection) until stopped, ended, or nobody
+   * listened for `WATCH_ORPHAN_MS`. Resolves once the kernel's watches are in place, so every change
+   * after it is reported. Rejects `FILE_NOT_FOUND`, `NOT_A_DIRECTORY`, `WATCH_UNAVAILABLE`.
+   */
+  watch(options: WatchOptions, handlers: AgentWatchHandlers): Promise<WatchInfo & { detach: () => void }>;
+  /**
+   * Listen to a watch again from event `from` (its `seq`): replays what the agent still holds, then live
+   * events. Returns the sequence number actually replayed from; when the agent no longer held `from`, the
+   * replay starts with a gap marker. Rejects `WATCH_NOT_FOUND`.
+   */
+  attachWatch(watchId: string, from: number, handlers: AgentWatchHandlers): Promise<{ from: number; path: string; recursive: boolean; detach: () => void }>;
+  /** Stop a watch (its listeners get `onEnd` `stopped`). Rejects `WATCH_NOT_FOUND`. */
+  stopWatch(watchId: string): Promise<void>;
 
   /** Stream a file's exact bytes. Rejects `FILE_NOT_FOUND` / `IS_A_DIRECTORY`. */
   readFile(path: string): AsyncIterable<Uint8Array>;

@@ -35,6 +35,13 @@ export const ERROR_CODES = {
   PTY_SIZE_INVALID: 400,
   /** The process was started without a terminal, so it cannot be resized (details: `pid`). */
   NOT_A_PTY: 409,
+  /** No watch with that id in the sandbox (stopped, expired, or never started there); details: `watchId`. */
+  WATCH_NOT_FOUND: 404,
+  /**
+   * The sandbox cannot watch files: its template predates watching (no `inotifywait` from Debian's
+   * `inotify-tools`: rebuild the template), or the kernel refused (inotify limits); the message says which.
+   */
+  WATCH_UNAVAILABLE: 409,
   PAYLOAD_TOO_LARGE: 413,
   /**
    * No room for the data: a microVM's root disk is full, or a gVisor sandbox's memory (where its file

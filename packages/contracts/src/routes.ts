@@ -44,6 +44,9 @@
  * | POST | /v1/sandboxes/:id/files/mkdir | MkdirRequest | FileInfo |
  * | POST | /v1/sandboxes/:id/files/remove | RemoveRequest | 204 |
  * | POST | /v1/sandboxes/:id/files/rename | RenameRequest | FileInfo |
+ * | WS   | /v1/sandboxes/:id/files/watch?path=P&recursive=B | | WatchControl: `{type:'watching', watchId, from}` first, `events`, `end`; `{type:'stop'}` from the client; 404 FILE_NOT_FOUND, 400 NOT_A_DIRECTORY, 409 WATCH_UNAVAILABLE |
+ * | WS   | /v1/sandboxes/:id/files/watch/:watchId?from=N | | re-attach: replay from sequence number N (an `overflow` marker where events are missing), then live |
+ * | DELETE | /v1/sandboxes/:id/files/watch/:watchId | | 204; 404 WATCH_NOT_FOUND |
  * | GET  | /v1/snapshots | | `{ snapshots: SnapshotInfo[] }` |
  * | GET  | /v1/snapshots/:id | | SnapshotInfo |
  * | DELETE | /v1/snapshots/:id | | 204 (409 while a sandbox still needs it) |

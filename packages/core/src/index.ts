@@ -41,6 +41,7 @@ export type { ReconcileOutcome } from './lifecycle/reconcile-sandbox.js';
 export * from './sandbox/commands.js';
 export * from './sandbox/terminals.js';
 export * from './sandbox/files.js';
+export * from './sandbox/watches.js';
 export { agentFor } from './sandbox/agent-access.js';
 
 export * from './egress/policy.js';

@@ -5,8 +5,14 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RuntimeName } from '@ramify/contracts';
 import type { Core } from '@ramify/core';
 import { buildImage } from '@ramify/template-builder';
+import { forceCleanup } from './real-egress-support.js';
+import { serve, type RamifyServer } from './serve.js';
 
 /** Why a real-runtime test cannot run here (`false` when it can): root, the tools, `RAMIFY_TEST_ROOTFS`. */
 export function realRuntimeSkip(rootfs: string | undefined, tools: string[] = ['runsc']): string | false {
@@ -79,4 +85,43 @@ export async function stopRealDaemon(
   const network = server.core.network as { destroyAll?: () => Promise<void> };
   await server.close();
   await network.destroyAll?.();
+}
+
+/** A real in-process daemon with the base rootfs registered as a template (see {@link openRealDaemon}). */
+export interface RealDaemon {
+  server: RamifyServer;
+  /** Its data directory (a temp dir, removed by {@link close}). */
+  dataDir: string;
+  /** SDK connection options: this daemon, its key, requests allowed minutes (a checkpoint on a loaded machine). */
+  conn: { apiUrl: string; apiKey: string; requestTimeoutMs: number };
+  call: (method: string, path: string, body?: unknown) => Promise<ApiReply>;
+  /** Kill its sandboxes, close it, remove its namespaces and data directory. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serve a daemon opening only `runtime` under network prefix `prefix`, with `rootfs` registered as
+ * template `templateId`. @throws Error when the daemon reports the runtime unavailable.
+ */
+export async function openRealDaemon(options: { runtime: RuntimeName; prefix: string; rootfs: string; templateId: string }): Promise<RealDaemon> {
+  const dataDir = await mkdtemp(join(tmpdir(), `ramify-${options.prefix}-e2e-`));
+  const server = await serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: [options.runtime], network: { prefix: options.prefix } });
+  const key = server.newApiKey ?? '';
+  const call = apiCaller(() => server.url, () => key);
+  const close = async (): Promise<void> => {
+    // A daemon that cannot be stopped through its API (a test broke it) still leaves nothing behind,
+    // and the test process can exit (an open server would keep it, and the real-tests lock, forever).
+    await stopRealDaemon(server, call).catch(async () => {
+      await server.close().catch(() => undefined);
+      await forceCleanup(options.prefix, dataDir);
+    });
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  const unavailable = server.core.unavailableRuntimes?.[options.runtime];
+  if (unavailable !== undefined) {
+    await close();
+    throw new Error(`the daemon reports ${options.runtime} unavailable: ${unavailable}`);
+  }
+  await registerRootfsTemplate(server.core, options.rootfs, { templateId: options.templateId, snapshotId: `snap_${options.templateId}` });
+  return { server, dataDir, conn: { apiUrl: server.url, apiKey: key, requestTimeoutMs: 600_000 }, call, close };
 }

@@ -122,7 +122,7 @@ export function errorFromCode(code: string, message: string, details?: Record<st
   const c = code as ErrorCode;
   switch (c) {
     case 'SANDBOX_NOT_FOUND': return new SandboxNotFoundError(message, details);
-    case 'TEMPLATE_NOT_FOUND': case 'SNAPSHOT_NOT_FOUND': case 'PROCESS_NOT_FOUND': case 'FILE_NOT_FOUND':
+    case 'TEMPLATE_NOT_FOUND': case 'SNAPSHOT_NOT_FOUND': case 'PROCESS_NOT_FOUND': case 'FILE_NOT_FOUND': case 'WATCH_NOT_FOUND':
       return new NotFoundError(c, message, details);
     case 'UNAUTHORIZED': case 'FORBIDDEN': return new AuthenticationError(c, message, details);
     case 'INVALID_STATE': case 'CHECKPOINT_BLOCKED': case 'PROCESS_EXITED': return new InvalidStateError(c, message, details);

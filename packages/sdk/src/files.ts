@@ -6,6 +6,7 @@
 import type { FileInfo } from '@ramify/contracts';
 import type { ApiClient } from './http.js';
 import { NotFoundError, NotUtf8Error, RamifyError, type ConnectionError } from './errors.js';
+import { WatchHandle, type FilesystemEvent, type WatchOpts } from './watch.js';
 
 /**
  * What {@link Files.write} accepts. A string is written as UTF-8. A `Blob` (e.g. `fs.openAsBlob(path)`,
@@ -169,5 +170,17 @@ export class Files {
   /** Move/rename. Returns the info at the new path. */
   rename(oldPath: string, newPath: string): Promise<FileInfo> {
     return this.api.json<FileInfo>('POST', this.path('/rename'), { json: { from: oldPath, to: newPath } });
+  }
+
+  /**
+   * Watch a directory: `onEvent` gets each change (`create`, `write`, `remove`, `rename` (the old name;
+   * the new one follows as `create`), `chmod`) in the order the sandbox's kernel reported them, `name`
+   * relative to `path`. Resolves once watching (every later change is reported). Survives pause/resume:
+   * changes made while the stream was down arrive after the resume; `opts.onOverflow` says where some
+   * may be missing. Throws `FILE_NOT_FOUND`, `NOT_A_DIRECTORY` (a file), `WATCH_UNAVAILABLE` (a template
+   * built before watching: rebuild it), `INVALID_STATE` (paused).
+   */
+  watchDir(path: string, onEvent: (event: FilesystemEvent) => void | Promise<void>, opts: WatchOpts = {}): Promise<WatchHandle> {
+    return new WatchHandle({ api: this.api, sandboxId: this.sandboxId, onEvent, opts }).start(path);
   }
 }

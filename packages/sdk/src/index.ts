@@ -16,6 +16,8 @@ export { Pty, PtyHandle, type PtyCreateOpts, type PtyConnectOpts, type PtySize }
 export type { OutputCallbacks } from './commands/output.js';
 export type { ProcessSignal } from './commands/process-routes.js';
 export { Files, type WriteData, type ReadFormat, type ReadOpts } from './files.js';
+export { syncDir, SYNC_DEBOUNCE_MS, DEFAULT_IGNORES, IGNORE_FILE, statePath, type SyncOpts, type SyncSession, type SyncChange, type SyncProgress } from './sync/index.js';
+export { WatchHandle, type WatchOpts, type WatchOverflow, type FilesystemEvent, type FilesystemEventType, type WatchGapReason } from './watch.js';
 export {
   explore, pickWinner, ExploreFailedError,
   type Strategy, type ExploreOpts, type ExploreReport, type ExploreEntry, type ExploreWinner, type ExploreFailure,

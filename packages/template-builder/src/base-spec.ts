@@ -16,9 +16,10 @@ export const DEFAULT_DEBIAN_MIRRORS: readonly string[] = [
 /**
  * Packages in every root template, whatever its spec says: the agent runs on `nodejs` under `tini`;
  * `procps`, `iproute2` and `hostname` are what the agent uses to apply a sandbox's identity;
- * `ca-certificates` and `netbase` (/etc/services, /etc/protocols) make ordinary networking work.
+ * `ca-certificates` and `netbase` (/etc/services, /etc/protocols) make ordinary networking work;
+ * `inotify-tools` gives the agent `inotifywait`, which reads the kernel's inotify events for `files.watchDir`.
  */
-export const REQUIRED_PACKAGES: readonly string[] = ['ca-certificates', 'hostname', 'iproute2', 'netbase', 'nodejs', 'procps', 'socat', 'tini'];
+export const REQUIRED_PACKAGES: readonly string[] = ['ca-certificates', 'hostname', 'inotify-tools', 'iproute2', 'netbase', 'nodejs', 'procps', 'socat', 'tini'];
 
 /** The built-in `base` template: used for `from: base` (and `create` without a template) until someone builds their own `base`. */
 export const BASE_TEMPLATE_SPEC: TemplateSpec = {

@@ -14,12 +14,15 @@ import {
   type AgentOutputHandlers,
   type AgentSession,
   type AgentStartOptions,
+  type AgentWatchHandlers,
   type FileInfo,
   type NetworkEndpointReport,
   type QuiesceReport,
   type ProcessInfo,
   type PtySize,
   type StreamOffsets,
+  type WatchInfo,
+  type WatchOptions,
 } from '@ramify/contracts';
 import type { ChunkQueue } from '../protocol/chunk-queue.js';
 import { StreamClosedError, type CreditGate } from '../protocol/credit.js';
@@ -53,6 +56,7 @@ export class AgentClient implements AgentSession {
   private readonly decoder = new FrameDecoder();
   private readonly pending = new Map<number, Pending>();
   private readonly subs = new Map<number, AgentOutputHandlers>();
+  private readonly watchSubs = new Map<number, AgentWatchHandlers>();
   private readonly downloads = new Map<number, ChunkQueue>();
   private readonly uploads = new Map<number, CreditGate>();
   private readonly closeListeners: Array<(reason: string) => void> = [];
@@ -179,6 +183,41 @@ export class AgentClient implements AgentSession {
     return this.call('listProcesses', {});
   }
 
+  async watch(options: WatchOptions, handlers: AgentWatchHandlers): Promise<WatchInfo & { detach: () => void }> {
+    const sub = this.nextId++;
+    this.watchSubs.set(sub, handlers);
+    try {
+      const info = await this.call('watch', { path: options.path, recursive: options.recursive === true, sub });
+      return { ...info, detach: this.watchDetacher(sub) };
+    } catch (err) {
+      this.watchSubs.delete(sub);
+      throw err;
+    }
+  }
+
+  async attachWatch(watchId: string, from: number, handlers: AgentWatchHandlers): Promise<{ from: number; path: string; recursive: boolean; detach: () => void }> {
+    const sub = this.nextId++;
+    this.watchSubs.set(sub, handlers);
+    try {
+      const result = await this.call('watchAttach', { watchId, from, sub });
+      return { from: result.from, path: result.path, recursive: result.recursive, detach: this.watchDetacher(sub) };
+    } catch (err) {
+      this.watchSubs.delete(sub);
+      throw err;
+    }
+  }
+
+  async stopWatch(watchId: string): Promise<void> {
+    await this.call('watchStop', { watchId });
+  }
+
+  private watchDetacher(sub: number): () => void {
+    return () => {
+      if (!this.watchSubs.delete(sub) || this.closed) return;
+      this.call('detach', { sub }).catch(() => undefined);
+    };
+  }
+
   readFile(path: string): AsyncIterable<Uint8Array> {
     return download(this.transfers, path);
   }
@@ -294,6 +333,16 @@ export class AgentClient implements AgentSession {
         guard(() => h?.onExit?.(msg.exit));
         return;
       }
+      case 'fsev':
+        if (msg.t === 'fsev') guard(() => this.watchSubs.get(msg.sub)?.onEvents?.(msg.events));
+        return;
+      case 'fsend': {
+        if (msg.t !== 'fsend') return;
+        const h = this.watchSubs.get(msg.sub);
+        this.watchSubs.delete(msg.sub);
+        guard(() => h?.onEnd?.(msg.message === undefined ? { reason: msg.reason } : { reason: msg.reason, message: msg.message }));
+        return;
+      }
       case 'event':
         if (msg.t === 'event' && typeof msg.event === 'object' && msg.event !== null) {
           if (this.eventListeners.size === 0 && this.earlyEvents.push(msg.event) > 64) this.earlyEvents.shift();
@@ -324,6 +373,7 @@ export class AgentClient implements AgentSession {
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
     this.subs.clear();
+    this.watchSubs.clear();
     for (const q of this.downloads.values()) q.end(err);
     this.downloads.clear();
     for (const g of this.uploads.values()) g.close(reason);

@@ -4,13 +4,14 @@
  * - `req` / `res`: request and response matched by a numeric `id` chosen by the client.
  * - `out` / `exit`: events pushed by the agent for a subscription `sub` (an id chosen by the client
  *   when it starts or attaches to a process). `off` is the absolute byte offset of `data` in the stream.
+ * - `fsev` / `fsend`: events of a watch for a subscription `sub`, and its end.
  * - `event`: something the agent reports unasked (an OOM kill), to every open connection; clients that
  *   do not know the tag ignore it.
  * - `data` / `end` / `credit` / `cancel`: a flow-controlled byte stream `sid` (chosen by the client) used
  *   by file transfers. The receiver grants `credit` in bytes; the sender never has more than the granted
  *   bytes in flight, so neither side buffers a whole file.
  */
-import type { AgentEvent, AgentExit, AgentIdentity, AgentStartOptions, FileInfo, NetworkEndpointReport, ProcessInfo, PtySize, QuiesceReport, StreamOffsets } from '@ramify/contracts';
+import type { AgentEvent, AgentExit, AgentIdentity, AgentStartOptions, FileInfo, NetworkEndpointReport, ProcessInfo, PtySize, QuiesceReport, StreamOffsets, WatchEndReason, WatchInfo, WatchOptions, WatchWireEvent } from '@ramify/contracts';
 
 /** Protocol version announced by `ping`; bumped on incompatible changes. */
 export const PROTOCOL_VERSION = 1;
@@ -67,6 +68,11 @@ export interface AgentMethods {
   mkdir: { params: { path: string }; result: FileInfo };
   remove: { params: { path: string }; result: Record<string, never> };
   rename: { params: { from: string; to: string }; result: FileInfo };
+  /** Start a watch and listen to it as subscription `sub` (`fsev` / `fsend` messages). */
+  watch: { params: WatchOptions & { sub: number }; result: WatchInfo };
+  /** Listen to a watch again from sequence number `from`. */
+  watchAttach: { params: { watchId: string; from: number; sub: number }; result: { from: number; path: string; recursive: boolean } };
+  watchStop: { params: { watchId: string }; result: Record<string, never> };
   networkEndpoints: { params: Record<string, never>; result: NetworkEndpointReport };
   quiesceNetwork: { params: Record<string, never>; result: QuiesceReport };
 }
@@ -83,6 +89,10 @@ export interface OutputMessage { t: 'out'; sub: number; fd: 1 | 2; off: number; 
 export interface ExitMessage { t: 'exit'; sub: number; exit: AgentExit }
 /** An {@link AgentEvent} (e.g. a process killed for running out of memory). */
 export interface EventMessage { t: 'event'; event: AgentEvent }
+/** Events of the watch listened to as subscription `sub`, in order. */
+export interface WatchEventsMessage { t: 'fsev'; sub: number; events: WatchWireEvent[] }
+/** The watch of subscription `sub` ended; the subscription ends. */
+export interface WatchEndMessage { t: 'fsend'; sub: number; reason: WatchEndReason; message?: string }
 export interface StreamDataMessage { t: 'data'; sid: number; data: Uint8Array }
 /** End of stream `sid`; with `e` when the sender failed (the receiver discards what it got). */
 export interface StreamEndMessage { t: 'end'; sid: number; e?: WireError }
@@ -93,7 +103,7 @@ export interface StreamCancelMessage { t: 'cancel'; sid: number }
 
 export type StreamMessage = StreamDataMessage | StreamEndMessage | StreamCreditMessage | StreamCancelMessage;
 export type ClientMessage = RequestMessage | StreamMessage;
-export type AgentMessage = ResponseMessage | OutputMessage | ExitMessage | EventMessage | StreamMessage;
+export type AgentMessage = ResponseMessage | OutputMessage | ExitMessage | EventMessage | WatchEventsMessage | WatchEndMessage | StreamMessage;
 
 /** Narrow an unknown decoded value to a message with a string tag `t`. */
 export function messageTag(value: unknown): string | undefined {

@@ -17,6 +17,7 @@ import { OomWatch, type OomKillerMode } from './memory/oom-watch.js';
 import { ProcessTable, type ProcessTableOptions, type SandboxIdentityState } from './process-table.js';
 import { ProcessFreezer } from './quiesce.js';
 import { readRootDisk } from './root-disk.js';
+import { WatchTable } from './watch/watch-table.js';
 import { serveVirtioPort, type VirtioPortOptions, type VirtioPortServer } from './virtio-port.js';
 
 export interface AgentServerOptions extends Omit<ProcessTableOptions, 'resetOomScore' | 'onKilled'> {
@@ -93,7 +94,7 @@ export async function startAgentServer(options: AgentServerOptions): Promise<Run
   const table = new ProcessTable(identity, { ...options, resetOomScore: oom.resetOomScore, onKilled: () => oom.commandKilled() });
   oom.start(table);
   const freezer = new ProcessFreezer({ spareCommandLinesWith: bridges, bridges: bridgePids });
-  const handle = createHandler({ table, identity, freezer, events, roomForFiles: (bytes) => oom.roomForFiles(bytes), identityApplied: () => oom.identityApplied() });
+  const handle = createHandler({ table, identity, freezer, events, watches: new WatchTable(), roomForFiles: (bytes) => oom.roomForFiles(bytes), identityApplied: () => oom.identityApplied() });
   // A new host connection means a checkpoint is over (restored, or failed): what was frozen for it goes on.
   const connect = (channel: Duplex): AgentConnection => {
     bridgePids?.prune();

@@ -27,6 +27,8 @@ class Subscription implements OutputSubscriber {
 export class AgentConnection implements FrameSink {
   readonly streams = new StreamRegistry();
   private readonly subs = new Map<number, Subscription>();
+  /** Subscriptions other than process output (watches): what ends each, by subscription id. */
+  private readonly cleanups = new Map<number, () => void>();
   private readonly decoder = new FrameDecoder();
   private closed = false;
   private readonly closeListeners: Array<() => void> = [];
@@ -77,7 +79,17 @@ export class AgentConnection implements FrameSink {
     proc.subscribe(sub);
   }
 
+  /** Run `cleanup` once when subscription `id` is unsubscribed or the connection closes (at once if it has). */
+  onUnsubscribe(id: number, cleanup: () => void): void {
+    this.unsubscribe(id);
+    if (this.closed) cleanup();
+    else this.cleanups.set(id, cleanup);
+  }
+
   unsubscribe(id: number): void {
+    const cleanup = this.cleanups.get(id);
+    this.cleanups.delete(id);
+    cleanup?.();
     const sub = this.subs.get(id);
     if (!sub) return;
     this.subs.delete(id);
@@ -175,7 +187,7 @@ export class AgentConnection implements FrameSink {
   private teardown(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const id of [...this.subs.keys()]) this.unsubscribe(id);
+    for (const id of [...this.subs.keys(), ...this.cleanups.keys()]) this.unsubscribe(id);
     this.streams.closeAll('connection closed');
     for (const listener of this.closeListeners.splice(0)) listener();
   }

@@ -12,12 +12,19 @@ import { applyIdentity } from './identity.js';
 import { networkEndpoints } from './net-endpoints.js';
 import type { ProcessTable, SandboxIdentityState } from './process-table.js';
 import { quiesceNetwork, type ProcessFreezer } from './quiesce.js';
+import type { WatchTable } from './watch/watch-table.js';
 
 type Params = Record<string, unknown>;
 
 function int(p: Params, key: string): number {
   const v = p[key];
   if (typeof v !== 'number' || !Number.isInteger(v)) throw new RamifyError('BAD_REQUEST', `'${key}' must be an integer`);
+  return v;
+}
+
+function str(p: Params, key: string): string {
+  const v = p[key];
+  if (typeof v !== 'string' || v.length === 0) throw new RamifyError('BAD_REQUEST', `'${key}' must be a non-empty string`);
   return v;
 }
 
@@ -33,6 +40,7 @@ export interface HandlerDeps {
   identity: SandboxIdentityState;
   freezer: ProcessFreezer;
   events: AgentEvents;
+  watches: WatchTable;
   /** Whether `bytes` more of file data fit in the sandbox (uploads stop with `NO_SPACE` before they would not). */
   roomForFiles?: (bytes: number) => boolean;
   /** Called after every identity was applied (the OOM watch fits /dev/shm to the memory this restore has). */
@@ -40,7 +48,7 @@ export interface HandlerDeps {
 }
 
 /** Build the request handler over the state every connection shares. */
-export function createHandler({ table, identity, freezer, events, roomForFiles, identityApplied }: HandlerDeps) {
+export function createHandler({ table, identity, freezer, events, watches, roomForFiles, identityApplied }: HandlerDeps) {
   const methods: Record<MethodName, (p: Params, conn: AgentConnection) => Promise<unknown>> = {
     ping: async () => ({ protocol: PROTOCOL_VERSION, node: process.version, agentPid: process.pid }),
     setIdentity: async (p) => {
@@ -101,6 +109,12 @@ export function createHandler({ table, identity, freezer, events, roomForFiles, 
       return {};
     },
     rename: (p) => renamePath(resolvePath(p.from), resolvePath(p.to)),
+    watch: (p, conn) => watches.start({ path: String(p.path ?? ''), recursive: p.recursive === true }, conn, int(p, 'sub')),
+    watchAttach: async (p, conn) => watches.attach(str(p, 'watchId'), int(p, 'from'), conn, int(p, 'sub')),
+    watchStop: async (p) => {
+      watches.stop(str(p, 'watchId'));
+      return {};
+    },
     networkEndpoints: () => networkEndpoints(),
     quiesceNetwork: () => quiesceNetwork(freezer),
   };

@@ -159,6 +159,24 @@ export function registerFiles(sandbox: Command, env: CliEnv): void {
       ctx.output({ path, created }, () => '');
     }));
 
+  files.command('watch').argument('<id>', 'sandbox id').argument('<path>', 'directory to watch')
+    .description('print changes under a directory as they happen, until Ctrl-C (create, write, remove, rename, chmod)')
+    .option('-r, --recursive', 'watch subdirectories too')
+    .addHelpText('after', '\nOne line per event: TYPE NAME (a directory ends with /); --json: one JSON object per line. A rename is\nits old name, then a create of the new one. The watch survives pause/resume; a line "overflow REASON"\nmarks where events may be missing. Errors: FILE_NOT_FOUND, NOT_A_DIRECTORY, WATCH_UNAVAILABLE.')
+    .action(action(env, async (ctx, id: string, path: string, opts: { recursive?: boolean }) => {
+      let finished!: (err?: Error) => void;
+      const done = new Promise<void>((resolve, reject) => (finished = (err) => (err ? reject(err) : resolve())));
+      const handle = await Sandbox.fromId(id, ctx.connection).files.watchDir(path, (e) => ctx.print(ctx.json ? JSON.stringify(e) : `${e.type} ${e.name}${e.isDir ? '/' : ''}`), {
+        recursive: opts.recursive === true,
+        onOverflow: (o) => ctx.print(ctx.json ? JSON.stringify({ type: 'overflow', ...o }) : `overflow ${o.reason}`),
+        onExit: (err) => finished(err),
+      });
+      const stop = (): void => void handle.stop();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      await done.finally(() => (process.off('SIGINT', stop), process.off('SIGTERM', stop)));
+    }));
+
   files.command('mv').argument('<id>', 'sandbox id').argument('<from>', 'source path').argument('<to>', 'destination path').description('move or rename')
     .action(action(env, async (ctx, id: string, from: string, to: string) => {
       const info = await Sandbox.fromId(id, ctx.connection).files.rename(from, to);

@@ -11,6 +11,7 @@ import { registerExec } from './sandbox-exec.js';
 import { registerProcesses } from './sandbox-processes.js';
 import { registerShell } from './sandbox-shell.js';
 import { registerFiles } from './sandbox-files.js';
+import { registerSync } from './sandbox-sync.js';
 import { DENY_ALL, collectRule, registerEgress } from './sandbox-egress.js';
 import { registerPorts } from './sandbox-ports.js';
 
@@ -160,6 +161,7 @@ TEMPLATE is the template's name; 'tpl_... (deleted)': that template has since be
     }));
 
   registerFiles(sandbox, env);
+  registerSync(sandbox, env);
   registerEgress(sandbox, env);
   registerPorts(sandbox, env);
 }

@@ -4,9 +4,13 @@
  * endpoints (to drive the quiet-network rule) and a tiny command language:
  * `echo TEXT` (stdout TEXT\n, exit 0), `fail N` (stderr, exit N), `cat` (echo stdin until closed),
  * `sleep` (runs until signalled), `oom` (killed for running out of memory: SIGKILL, `error: 'oom'`, and
- * an `oom` event naming the last identity's sandbox), anything else (exit 0, no output).
+ * an `oom` event naming the last identity's sandbox), anything else (exit 0, no output). A watch sees
+ * the fake's own file calls (write, remove, rename) under its path; it lives in this session only.
  */
-import { RamifyError, checkPtySize, type AgentEvent, type AgentExit, type AgentIdentity, type AgentOutputHandlers, type AgentSession, type AgentStartOptions, type FileInfo, type ProcessInfo, type PtySize } from '@ramify/contracts';
+import {
+  RamifyError, checkPtySize, type AgentEvent, type AgentExit, type AgentIdentity, type AgentOutputHandlers, type AgentSession, type AgentStartOptions,
+  type AgentWatchHandlers, type FileInfo, type FilesystemEventType, type ProcessInfo, type PtySize, type WatchInfo, type WatchOptions,
+} from '@ramify/contracts';
 
 /** What a fake sandbox holds in "memory" (copied into checkpoints). */
 export interface FakeGuestState {
@@ -36,6 +40,7 @@ export class FakeAgentSession implements AgentSession {
   #eventListeners = new Set<(event: AgentEvent) => void>();
   #processes = new Map<number, FakeProcess>();
   #nextPid = 100;
+  #watches = new Map<string, { path: string; seq: number; handlers: Set<AgentWatchHandlers> }>();
 
   constructor(guest: FakeGuestState) {
     this.guest = guest;
@@ -167,6 +172,40 @@ export class FakeAgentSession implements AgentSession {
     }));
   }
 
+  async watch(options: WatchOptions, handlers: AgentWatchHandlers): Promise<WatchInfo & { detach: () => void }> {
+    this.#check();
+    if (this.guest.files[options.path] !== undefined) throw new RamifyError('NOT_A_DIRECTORY', `not a directory: ${options.path}`, { path: options.path });
+    const watchId = `w${this.#watches.size + 1}`;
+    const watch = { path: options.path, seq: 1, handlers: new Set([handlers]) };
+    this.#watches.set(watchId, watch);
+    return { watchId, path: options.path, recursive: options.recursive === true, nextSeq: 1, detach: () => watch.handlers.delete(handlers) };
+  }
+
+  /** Live events only (the fake keeps none to replay). */
+  async attachWatch(watchId: string, from: number, handlers: AgentWatchHandlers): Promise<{ from: number; path: string; recursive: boolean; detach: () => void }> {
+    this.#check();
+    const watch = this.#watches.get(watchId);
+    if (!watch) throw new RamifyError('WATCH_NOT_FOUND', `no watch '${watchId}'`, { watchId });
+    watch.handlers.add(handlers);
+    return { from: Math.max(from, watch.seq), path: watch.path, recursive: false, detach: () => watch.handlers.delete(handlers) };
+  }
+
+  async stopWatch(watchId: string): Promise<void> {
+    this.#check();
+    const watch = this.#watches.get(watchId);
+    if (!watch) throw new RamifyError('WATCH_NOT_FOUND', `no watch '${watchId}'`, { watchId });
+    this.#watches.delete(watchId);
+    for (const h of watch.handlers) h.onEnd?.({ reason: 'stopped' });
+  }
+
+  #notify(type: FilesystemEventType, path: string): void {
+    for (const watch of this.#watches.values()) {
+      if (!path.startsWith(`${watch.path}/`)) continue;
+      const event = { type, name: path.slice(watch.path.length + 1), path, isDir: false, seq: watch.seq++ };
+      for (const h of watch.handlers) h.onEvents?.([event]);
+    }
+  }
+
   readFile(path: string): AsyncIterable<Uint8Array> {
     const guest = this.guest;
     const check = () => this.#check();
@@ -182,7 +221,9 @@ export class FakeAgentSession implements AgentSession {
     this.#check();
     const chunks: Uint8Array[] = [];
     for await (const chunk of data) chunks.push(chunk);
+    const existed = this.guest.files[path] !== undefined;
     this.guest.files[path] = Buffer.concat(chunks).toString('utf8');
+    this.#notify(existed ? 'write' : 'create', path);
     return this.stat(path);
   }
 
@@ -206,6 +247,7 @@ export class FakeAgentSession implements AgentSession {
 
   async remove(path: string): Promise<void> {
     this.#check();
+    if (this.guest.files[path] !== undefined) this.#notify('remove', path);
     delete this.guest.files[path];
   }
 
@@ -215,6 +257,8 @@ export class FakeAgentSession implements AgentSession {
     if (content === undefined) throw new RamifyError('FILE_NOT_FOUND', `file '${from}' not found`);
     delete this.guest.files[from];
     this.guest.files[to] = content;
+    this.#notify('rename', from);
+    this.#notify('create', to);
     return this.stat(to);
   }
 

@@ -3,7 +3,7 @@
  */
 import { Readable } from 'node:stream';
 import { FileInfo, ListFilesQuery, MkdirRequest, PathQuery, RamifyError, RemoveRequest, RenameRequest } from '@ramify/contracts';
-import { listDir, makeDir, readFile, removePath, renamePath, statPath, writeFile } from '@ramify/core';
+import { listDir, makeDir, readFile, removePath, renamePath, statPath, stopWatch, writeFile } from '@ramify/core';
 import { z } from 'zod';
 import { IdParams, route, type RouteSpec } from '../http/route.js';
 import { isStream } from './processes.js';
@@ -44,5 +44,10 @@ export const fileRoutes: RouteSpec[] = [
   route({
     method: 'POST', url: '/v1/sandboxes/:id/files/rename', summary: 'Rename a path', action: 'file.rename', params: IdParams, body: RenameRequest, response: FileInfo,
     handler: async ({ core, params, body }) => renamePath(core, params.id, body.from, body.to),
+  }),
+  route({
+    method: 'DELETE', url: '/v1/sandboxes/:id/files/watch/:watchId', summary: 'Stop a watch (its streams get {type:"end", reason:"stopped"})', action: 'files.unwatch',
+    params: IdParams.extend({ watchId: z.string().min(1).max(64) }), status: 204,
+    handler: async ({ core, params }) => stopWatch(core, params.id, params.watchId),
   }),
 ];

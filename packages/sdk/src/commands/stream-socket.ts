@@ -3,6 +3,7 @@
  * speaking the contract's framing: binary frames are `[channel byte, ...payload]` (1 stdout, 2 stderr,
  * 0 stdin from the client), text frames are JSON {@link StreamControl} messages.
  */
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
 import { StreamChannel, type StreamControl } from '@ramify/contracts';
 import type { ApiClient, Query } from '../http.js';
@@ -117,15 +118,7 @@ export function openStreamSocket(api: ApiClient, path: string, query: Query | un
 
   return new Promise<StreamSocket>((resolve, reject) => {
     let opened = false;
-    ws.on('unexpected-response', (req, res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        reject(api.withAuthHint(errorFromResponse(res.statusCode ?? 500, Buffer.concat(chunks).toString('utf8'), `WebSocket ${path}`)));
-        req.destroy();
-      });
-      res.on('error', (err) => reject(api.connectionError(err)));
-    });
+    ws.on('unexpected-response', (req, res) => rejectRefusedUpgrade(api, path, req, res, reject));
     ws.on('open', () => {
       opened = true;
       resolve(socket);
@@ -143,6 +136,17 @@ export function openStreamSocket(api: ApiClient, path: string, query: Query | un
       else settleEnd({ kind: 'dropped', reason: `closed with ${code}${reason.length ? ` ${reason.toString('utf8')}` : ''}` });
     });
   });
+}
+
+/** Reject with the API's error body of a refused WebSocket upgrade (`unexpected-response`). */
+export function rejectRefusedUpgrade(api: ApiClient, path: string, req: ClientRequest, res: IncomingMessage, reject: (err: Error) => void): void {
+  const chunks: Buffer[] = [];
+  res.on('data', (c: Buffer) => chunks.push(c));
+  res.on('end', () => {
+    reject(api.withAuthHint(errorFromResponse(res.statusCode ?? 500, Buffer.concat(chunks).toString('utf8'), `WebSocket ${path}`)));
+    req.destroy();
+  });
+  res.on('error', (err) => reject(api.connectionError(err)));
 }
 
 /** What {@link startOnStream} saw first: the process started (its pid), or the stream ended before that. */
