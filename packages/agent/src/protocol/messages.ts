@@ -10,7 +10,7 @@
  *   by file transfers. The receiver grants `credit` in bytes; the sender never has more than the granted
  *   bytes in flight, so neither side buffers a whole file.
  */
-import type { AgentEvent, AgentExit, AgentIdentity, AgentStartOptions, FileInfo, NetworkEndpointReport, ProcessInfo, PtySize, QuiesceReport, StreamOffsets } from '@ramify/contracts';
+import type { AgentEvent, AgentExit, AgentIdentity, AgentStartOptions, FileAttributes, FileInfo, NetworkEndpointReport, ProcessInfo, PtySize, QuiesceReport, StreamOffsets } from '@ramify/contracts';
 
 /** Protocol version announced by `ping`; bumped on incompatible changes. */
 export const PROTOCOL_VERSION = 1;
@@ -67,6 +67,9 @@ export interface AgentMethods {
   mkdir: { params: { path: string }; result: FileInfo };
   remove: { params: { path: string }; result: Record<string, never> };
   rename: { params: { from: string; to: string }; result: FileInfo };
+  setAttributes: { params: { path: string } & FileAttributes; result: FileInfo };
+  readLink: { params: { path: string }; result: { target: string } };
+  symlink: { params: { target: string; path: string }; result: FileInfo };
   networkEndpoints: { params: Record<string, never>; result: NetworkEndpointReport };
   quiesceNetwork: { params: Record<string, never>; result: QuiesceReport };
 }
