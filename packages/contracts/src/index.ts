@@ -4,3 +4,4 @@ export * from './agent.js';
 export * from './output-capture.js';
 export * from "./routes.js";
 export * from "./pty.js";
+export * from "./ssh.js";
