@@ -97,6 +97,7 @@ export class WriteHandle {
   #earlyBytes = 0;
   #next = 0;
   #failure: unknown = null;
+  #drain: Promise<void> | null = null;
   /** Attributes asked for while open (FSETSTAT), applied once the file is in place. */
   readonly afterClose: FileAttributes = {};
 
@@ -144,15 +145,17 @@ export class WriteHandle {
     if (this.#failure) throw this.#failure;
   }
 
-  /** Resolves when the stream drains or closes. */
+  /** Resolves when the stream drains or closes; WRITEs waiting at once share one wait. */
   #drained(): Promise<void> {
-    return new Promise((resolve) => {
+    this.#drain ??= new Promise<void>((resolve) => {
       const done = (): void => {
         this.#stream.off('drain', done).off('close', done);
+        this.#drain = null;
         resolve();
       };
       this.#stream.on('drain', done).on('close', done);
     });
+    return this.#drain;
   }
 
   /**
