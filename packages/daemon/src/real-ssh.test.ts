@@ -135,7 +135,7 @@ describe('SSH gateway through a real daemon (gVisor) and OpenSSH', { skip, timeo
     assert.equal((await ssh(['head -c 100000 /dev/zero'])).raw.length, 100_000);
   });
 
-  test('scp up and down a 50 MB file (SFTP), sha256 equal; legacy scp -O too', async () => {
+  test('scp up and down a 50 MB file (SFTP), sha256 equal; over an existing file; legacy scp -O too', async () => {
     const local = join(work, 'big.bin');
     const data = Buffer.alloc(50_000_000);
     for (let i = 0; i < data.length; i += 4) data.writeUInt32LE((i * 2654435761) >>> 0, i);
@@ -148,10 +148,16 @@ describe('SSH gateway through a real daemon (gVisor) and OpenSSH', { skip, timeo
     assert.equal(down.code, 0, down.stderr);
     assert.equal(sha256(await readFile(join(work, 'down.bin'))), sha256(data));
     await rm(join(work, 'down.bin'));
+    // Over an existing, longer file: OpenSSH writes in place without truncating, then sets the size.
+    const over = join(work, 'over.txt');
+    await writeFile(over, 'shorter\n');
+    assert.equal((await scp([over, `${sandboxId}@127.0.0.1:/root/big.bin`])).code, 0);
+    assert.equal(await sh(sandboxId, 'cat /root/big.bin'), 'shorter\n');
 
     const small = join(work, 'legacy.txt');
     await writeFile(small, 'legacy scp\n');
     assert.equal((await scp(['-O', small, `${sandboxId}@127.0.0.1:/root/legacy.txt`])).code, 0);
+    assert.equal((await scp(['-O', local, `${sandboxId}@127.0.0.1:/root/big.bin`])).code, 0);
     assert.equal((await scp(['-O', `${sandboxId}@127.0.0.1:/root/big.bin`, join(work, 'legacy-down.bin')])).code, 0);
     assert.equal(await sh(sandboxId, 'cat /root/legacy.txt'), 'legacy scp\n');
     assert.equal(sha256(await readFile(join(work, 'legacy-down.bin'))), sha256(data));

@@ -49,3 +49,32 @@ test('WRITEs out of order arrive in order; a range written twice or a gap is ref
   await gap.write(10, Buffer.from('late'));
   await assert.rejects(gap.close(), /gap at offset 0/);
 });
+
+test('writing over a longer file keeps its tail unless a size cuts it; APPEND continues at its end', async () => {
+  const original = Buffer.from('0123456789abcdef');
+  const uploads: Buffer[] = [];
+  const upload = async (stream: AsyncIterable<Uint8Array>): Promise<FileInfo> => {
+    const parts: Buffer[] = [];
+    for await (const chunk of stream) parts.push(Buffer.from(chunk));
+    uploads.push(Buffer.concat(parts));
+    return { ...INFO, size: uploads.at(-1)!.length };
+  };
+  const kept = { size: original.length, read: async () => chunked(original, 5) };
+
+  const inPlace = new WriteHandle('/f', upload, kept);
+  await inPlace.write(0, Buffer.from('XYZ'));
+  await inPlace.close();
+  assert.equal(uploads.at(-1)!.toString(), 'XYZ3456789abcdef', 'the bytes past the last written are the original’s');
+
+  const cut = new WriteHandle('/f', upload, kept);
+  await cut.write(0, Buffer.from('XYZ'));
+  cut.afterClose.size = 3; // scp: FSETSTAT size after the last WRITE
+  await cut.close();
+  assert.equal(uploads.at(-1)!.toString(), 'XYZ', 'nothing copied when the size cuts it off');
+
+  const appended = new WriteHandle('/f', upload, kept);
+  await appended.appendToOriginal();
+  await appended.write(original.length, Buffer.from('+more'));
+  await appended.close();
+  assert.equal(uploads.at(-1)!.toString(), '0123456789abcdef+more');
+});

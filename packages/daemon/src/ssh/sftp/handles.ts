@@ -4,8 +4,10 @@
  * `sftp get/put` and `scp` move files: READs and WRITEs at increasing offsets, many in flight. So a read
  * handle serves READs from one download stream, keeping a window of what it served for re-reads; a write
  * handle feeds one upload stream in offset order (WRITEs that arrive early wait, bounded) and the file
- * appears, whole, at CLOSE. Seeking back past the window, writing a range twice, or leaving a gap fails
- * with a message saying so.
+ * appears, whole, at CLOSE. Writing over an existing file without truncating it (OpenSSH >= 8.x's `put`
+ * and `scp` do so, then set the size) keeps the original's bytes past the last one written, copied into
+ * the upload at CLOSE; APPEND copies the original first. Seeking back past the window, writing a range
+ * twice, or leaving a gap fails with a message saying so.
  */
 import { PassThrough } from 'node:stream';
 import { RamifyError, type FileAttributes, type FileInfo } from '@ramify/contracts';
@@ -101,8 +103,15 @@ export class WriteHandle {
   /** Attributes asked for while open (FSETSTAT), applied once the file is in place. */
   readonly afterClose: FileAttributes = {};
 
-  /** @param upload starts the agent's upload of `path` from the given stream. */
-  constructor(readonly path: string, upload: (data: AsyncIterable<Uint8Array>) => Promise<FileInfo>) {
+  /**
+   * @param upload starts the agent's upload of `path` from the given stream.
+   * @param original the file being written over (not truncated): its size and a reader of its bytes.
+   */
+  constructor(
+    readonly path: string,
+    upload: (data: AsyncIterable<Uint8Array>) => Promise<FileInfo>,
+    private readonly original: { size: number; read(): Promise<AsyncIterable<Uint8Array>> } | null = null,
+  ) {
     // Errors reach the upload through its iterator; this listener keeps a late one from being unhandled.
     this.#stream.on('error', () => undefined);
     this.#result = upload(this.#stream);
@@ -158,8 +167,14 @@ export class WriteHandle {
     return this.#drain;
   }
 
+  /** APPEND: the original's bytes go first, so WRITEs continue at its end. */
+  async appendToOriginal(): Promise<void> {
+    if (this.original && this.#next === 0) await this.#copyOriginal(0);
+  }
+
   /**
-   * End the upload: the file is renamed into place whole.
+   * End the upload: the file is renamed into place whole. Written over an original that was longer, its
+   * bytes past the last one written follow (unless a size asked for meanwhile cuts them off anyway).
    * @throws RamifyError BAD_REQUEST when a gap is left (WRITEs beyond one never written); the upload's error.
    */
   async close(): Promise<FileInfo> {
@@ -167,8 +182,25 @@ export class WriteHandle {
       this.abort(new RamifyError('BAD_REQUEST', `${this.path} has a gap at offset ${this.#next}: nothing was written there; the file was not written`));
       throw this.#failure;
     }
+    const cutTo = this.afterClose.size;
+    if (this.original && this.#next < this.original.size && !(cutTo !== undefined && cutTo <= this.#next)) await this.#copyOriginal(this.#next);
     this.#stream.end();
     return this.#result;
+  }
+
+  /** Feed the original file's bytes from offset `from` to its end into the upload, with backpressure. */
+  async #copyOriginal(from: number): Promise<void> {
+    if (!this.original) return;
+    let at = 0;
+    for await (const chunk of await this.original.read()) {
+      const end = at + chunk.byteLength;
+      if (end > from) {
+        this.#push(Buffer.from(chunk.subarray(Math.max(0, from - at))));
+        if (this.#stream.writableNeedDrain) await Promise.race([this.#drained(), this.#ended]);
+        if (this.#failure) throw this.#failure;
+      }
+      at = end;
+    }
   }
 
   /** Give up: the upload fails and the file is left as it was. */

@@ -87,16 +87,16 @@ export function serveSftp(scope: SftpScope, sftp: SFTPWrapper): void {
     if (existing) {
       if (flags & OPEN_MODE.EXCL) throw new RamifyError('FILE_EXISTS', `already exists: ${path}`);
       if (existing.info.type === 'dir') throw new RamifyError('IS_A_DIRECTORY', `is a directory: ${path}`);
-      if (!(flags & OPEN_MODE.TRUNC) && existing.info.size > 0) {
-        throw new Unsupported(`${path}: files are written whole here: open it with truncate (as sftp put and scp do); appending, resuming and writing in place are not supported`);
-      }
     } else if (!(flags & OPEN_MODE.CREAT)) {
       throw new RamifyError('FILE_NOT_FOUND', `no such file: ${path}`);
     }
     const target = existing?.path ?? path;
-    // An existing file keeps its mode (as open(2) with O_TRUNC does); a new one gets the client's, masked.
+    // An existing file keeps its mode (as open(2) without O_CREAT's effect does); a new one gets the client's, masked.
     const mode = existing ? existing.info.mode : (typeof attrs.mode === 'number' ? attrs.mode : 0o666) & 0o7777 & ~UMASK;
-    return new WriteHandle(target, (data) => writeFile(core, id, target, data, { mode }));
+    const kept = existing && !(flags & OPEN_MODE.TRUNC) && existing.info.size > 0 ? { size: existing.info.size, read: () => readFile(core, id, target) } : null;
+    const handle = new WriteHandle(target, (data) => writeFile(core, id, target, data, { mode }), kept);
+    if (flags & OPEN_MODE.APPEND) await handle.appendToOriginal();
+    return handle;
   };
 
   sftp.on('OPEN', (reqid, filename, flags, attrs) => onPath(reqid, async () => {
@@ -145,8 +145,10 @@ export function serveSftp(scope: SftpScope, sftp: SFTPWrapper): void {
     const { key, handle } = handleOf(buf);
     handles.delete(key);
     if (handle.kind === 'write') {
-      await handle.close();
-      if (changesSomething(handle.afterClose)) await setFileAttributes(core, id, handle.path, handle.afterClose);
+      const written = await handle.close();
+      const { size, ...rest } = handle.afterClose;
+      const after = size === undefined || size === written.size ? rest : handle.afterClose;
+      if (changesSomething(after)) await setFileAttributes(core, id, handle.path, after);
     } else if (handle.kind === 'read') await handle.close();
     ok(reqid);
   }));
