@@ -9,22 +9,22 @@
 //        files API (`curl -T` / `curl -o` on PUT/GET /v1/sandboxes/{id}/files) [scp >= 0.5x the files
 //        API, each direction], sha256 checked after every transfer; rounds alternating the order, each
 //        judged on the median of its rounds.
-// Written to sit beside bench/interactive/run.mjs (branch h/shell): `echoSection` and `scpSection` have
-// its section shape, `(ctx) => rows`; run alone, this file starts its own daemon.
-// Its own daemon in-process (prefix `rmks`, a temp data dir, SSH on a free loopback port), as root;
+// Beside bench/interactive/run.mjs (the PTY echo): `echoSection` and `scpSection` take one context
+// (daemon, sandbox, ssh options) and return printed lines; this file runs them with its own daemon
+// (bench/support/in-process-daemon.mjs, prefix `rmks`, SSH on a free loopback port), as root, and
 // removes its sandboxes, namespaces and tables afterwards. Needs the packages built, the base rootfs (as
 // `npm test` builds it, or RAMIFY_TEST_ROOTFS), ssh, scp, ssh-keygen and curl. Under the real-tests lock:
 //   flock /tmp/ramify-real-tests.lock node bench/interactive/ssh.mjs [--keystrokes 200] [--rounds 4] [--mb 100] [--transfers 3]
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash, randomFillSync } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { serve } from '../../packages/daemon/dist/serve.js';
-import { apiCaller, registerRootfsTemplate, stopRealDaemon, until } from '../../packages/daemon/dist/real-test-support.js';
-import { forceCleanup } from '../../packages/daemon/dist/real-egress-support.js';
+import { until } from '../../packages/daemon/dist/real-test-support.js';
+import { EchoCounter } from '../support/echo-counter.mjs';
+import { startBenchDaemon } from '../support/in-process-daemon.mjs';
 
 const { values } = parseArgs({ options: {
   keystrokes: { type: 'string', default: '200' }, rounds: { type: 'string', default: '4' }, warmup: { type: 'string', default: '20' },
@@ -34,7 +34,6 @@ const KEYSTROKES = Number(values.keystrokes);
 const ROUNDS = Number(values.rounds);
 const WARMUP = Number(values.warmup);
 const PREFIX = 'rmks';
-const root = new URL('../..', import.meta.url).pathname;
 const verdict = (ok) => (ok ? 'ok' : 'MISSED');
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 /** Nearest-rank percentile (q in 0..1). */
@@ -53,28 +52,6 @@ function run(command, args) {
 }
 
 // ---- echo: one byte at a time through a child's stdin, until it is back on its stdout ----
-
-/** Bytes received, with a wait that wakes on the data event itself (no polling). */
-class EchoCounter {
-  received = 0;
-  #wake = () => undefined;
-  add(n) {
-    this.received += n;
-    this.#wake();
-  }
-  past(count, what, limitMs = 10_000) {
-    if (this.received > count) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting until ${what}`)), limitMs);
-      this.#wake = () => {
-        if (this.received <= count) return;
-        clearTimeout(timer);
-        this.#wake = () => undefined;
-        resolve();
-      };
-    });
-  }
-}
 
 /**
  * A child echoing what it is sent (`args`); ready once `readyMark` came out (then counting echoed bytes).
@@ -201,20 +178,10 @@ export async function scpSection({ server, key, sandboxId, ssh, work, call }) {
 
 // ---- run alone ----
 
-let rootfs = process.env.RAMIFY_TEST_ROOTFS;
-if (!rootfs) {
-  const r = spawnSync(process.execPath, [join(root, 'scripts/prepare-test-rootfs.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
-  if (r.status !== 0) throw new Error('could not prepare the base root filesystem');
-  rootfs = r.stdout.trim().split('\n').pop();
-}
-const dataDir = await mkdtemp(join(tmpdir(), 'ramify-bench-ssh-'));
+const { server, key, call, dataDir, stop } = await startBenchDaemon({ prefix: PREFIX, name: 'ssh', options: { ssh: { host: '127.0.0.1', port: 0 } } });
 const work = await mkdtemp(join(tmpdir(), 'ramify-bench-ssh-work-'));
-const server = await serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX }, ssh: { host: '127.0.0.1', port: 0 } });
-const key = server.newApiKey ?? '';
-const call = apiCaller(() => server.url, () => key);
 try {
-  await registerRootfsTemplate(server.core, rootfs, { templateId: `tpl_${PREFIX}`, snapshotId: `snap_${PREFIX}_base` });
-  const created = await call('POST', '/v1/sandboxes', { template: `tpl_${PREFIX}`, timeoutMs: 3_600_000 });
+  const created = await call('POST', '/v1/sandboxes', { template: 'base', timeoutMs: 3_600_000 });
   if (created.status !== 201) throw new Error(JSON.stringify(created.json));
   const sandboxId = created.json.id;
   const identity = join(work, 'id_bench');
@@ -233,11 +200,6 @@ try {
   console.log(`scp: ${values.mb} MB of random bytes, ${values.transfers} rounds each way (alternating which goes first), median per way, sha256 checked after each transfer`);
   for (const line of await scpSection(ctx)) console.log(`  ${line}`);
 } finally {
-  await stopRealDaemon(server, call).catch(async (err) => {
-    console.error(`stopping the daemon failed (${err.message}); removing what it made by force`);
-    await server.close().catch(() => undefined);
-    await forceCleanup(PREFIX, dataDir);
-  });
-  await rm(dataDir, { recursive: true, force: true });
+  await stop();
   await rm(work, { recursive: true, force: true });
 }
