@@ -57,8 +57,10 @@ need=()
 # on the host, Node's fetch and getaddrinfo included, not just curl and browsers (its postinst adds
 # `myhostname` to the hosts line of /etc/nsswitch.conf).
 # tmux: the real test of `ramify sandbox shell` drives the CLI in a tmux session (real-shell-tmux.test.ts).
+# openssh-client and rsync: the SSH gateway's tests drive it with the real ssh, scp, sftp and rsync.
 for pkg in mmdebstrap nftables iproute2 util-linux gcc libc6-dev ca-certificates \
            ulogd2 ulogd2-json busybox-static cpio e2fsprogs procps python3 openssl libnss-myhostname tmux \
+           openssh-client rsync \
            ${browser:+chromium}; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need+=("$pkg")
 done

@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { Sandbox } from '@ramify/sdk';
 import { until } from '../../packages/daemon/dist/real-test-support.js';
+import { EchoCounter } from '../support/echo-counter.mjs';
 import { startBenchDaemon } from '../support/in-process-daemon.mjs';
 import { syncSection } from './sync.mjs';
 
@@ -82,30 +83,7 @@ function printLatencyRows(rows) {
   for (const line of [header, ...cells]) console.log(line.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd());
 }
 
-// ---- keystrokes: an echo counter and the round-trip loop ----
-
-/** Bytes that came back, with a wait for more that wakes on the data event itself (no polling). */
-class EchoCounter {
-  received = 0;
-  #wake = () => undefined;
-  add(n) {
-    this.received += n;
-    this.#wake();
-  }
-  /** Resolves once more than `count` bytes came back; rejects naming `what` after `limitMs`. */
-  past(count, what, limitMs = 10_000) {
-    if (this.received > count) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting until ${what}`)), limitMs);
-      this.#wake = () => {
-        if (this.received <= count) return;
-        clearTimeout(timer);
-        this.#wake = () => undefined;
-        resolve();
-      };
-    });
-  }
-}
+// ---- keystrokes: the round-trip loop (the echo counter: bench/support/echo-counter.mjs) ----
 
 /**
  * A keystroke prober: `send(byte)` puts one byte on its way, `echoes` counts what came back; each

@@ -7,6 +7,7 @@ import { registerSandbox } from './commands/sandbox.js';
 import { registerTemplate } from './commands/template.js';
 import { registerSnapshot } from './commands/snapshot.js';
 import { registerDemo } from './commands/demo.js';
+import { registerSshKeys } from './commands/ssh.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -34,6 +35,7 @@ sandbox exec and shell: the command's or shell's own exit code (see their --help
   registerSandbox(program, env);
   registerTemplate(program, env);
   registerSnapshot(program, env);
+  registerSshKeys(program, env);
   registerDemo(program, env);
   return program;
 }

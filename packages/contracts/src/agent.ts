@@ -96,6 +96,17 @@ export interface AgentWatchHandlers {
   onEnd?: (end: { reason: WatchEndReason; message?: string }) => void;
 }
 
+/** Attributes {@link AgentSession.setAttributes} changes; absent ones are left as they are. */
+export interface FileAttributes {
+  /** Permission bits, 0 to 0o7777. */
+  mode?: number;
+  /** Access and modification times, ms since the epoch; both or neither. */
+  atimeMs?: number;
+  mtimeMs?: number;
+  /** New size, bytes (truncate or extend with zeros). */
+  size?: number;
+}
+
 /** Byte offsets into a process's stdout/stderr, as counted from its first byte. */
 export interface StreamOffsets {
   stdout: number;
@@ -192,6 +203,16 @@ export interface AgentSession {
   /** Recursive. */
   remove(path: string): Promise<void>;
   rename(from: string, to: string): Promise<FileInfo>;
+  /**
+   * Change what `attributes` gives of a path (symlinks followed): permission bits (chmod), access and
+   * modification times (utimes; both or neither), size (truncate). Agents older than this method reject
+   * `BAD_REQUEST`. Rejects `FILE_NOT_FOUND`, `FORBIDDEN`, `BAD_REQUEST` (a bad value).
+   */
+  setAttributes(path: string, attributes: FileAttributes): Promise<FileInfo>;
+  /** The target of the symlink at `path`, as stored. Rejects `FILE_NOT_FOUND`, `BAD_REQUEST` (not a symlink). */
+  readLink(path: string): Promise<string>;
+  /** Make a symlink at `path` to `target` (stored as given). Rejects `FILE_EXISTS`, `FILE_NOT_FOUND` (no parent). */
+  symlink(target: string, path: string): Promise<FileInfo>;
 
   /** Connected non-loopback TCP endpoints, read from /proc/net/tcp{,6} inside the sandbox. */
   networkEndpoints(): Promise<NetworkEndpointReport>;

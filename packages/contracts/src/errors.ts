@@ -95,6 +95,14 @@ export const ERROR_CODES = {
   UPSTREAM_LOOPBACK_ONLY: 502,
   /** The connection to the sandbox's server failed or broke (reset, timeout). */
   UPSTREAM_ERROR: 502,
+  // SSH gateway (see docs/design/SSH.md).
+  /** Not one OpenSSH public key line of a supported type (`ssh-ed25519 AAAA...`): a private key, garbage, several lines. */
+  SSH_KEY_INVALID: 400,
+  SSH_KEY_NOT_FOUND: 404,
+  /** This public key is registered already (details: `id`, `fingerprint`). */
+  SSH_KEY_EXISTS: 409,
+  /** The daemon serves no SSH gateway (`ramify serve --ssh-listen off`), so no SSH access can be given. */
+  SSH_UNAVAILABLE: 503,
 } as const satisfies Record<string, number>;
 
 /** One of {@link ERROR_CODES}' keys. */

@@ -5,3 +5,4 @@ export * from './output-capture.js';
 export * from "./routes.js";
 export * from "./pty.js";
 export * from './watch.js';
+export * from './ssh.js';

@@ -54,6 +54,10 @@
  * | POST | /v1/templates?runtime=gvisor,microvm | TemplateSpec (+ `files[].content` inlined by the client); `runtime` (optional) picks the runtimes to build images for (default every runtime the daemon has) | NDJSON stream of TemplateBuildEvent |
  * | DELETE | /v1/templates/:id | (id or name) | 204 (409 while a live sandbox or another template needs it) |
  * | GET  | /v1/audit?limit=N&sandboxId=ID | | `{ entries: AuditEntry[] }` |
+ * | POST | /v1/ssh-keys | AddSshKeyRequest | 201 SshKeyInfo; 400 SSH_KEY_INVALID, 409 SSH_KEY_EXISTS |
+ * | GET  | /v1/ssh-keys | | ListSshKeysResponse |
+ * | DELETE | /v1/ssh-keys/:keyId | | 204; 404 SSH_KEY_NOT_FOUND |
+ * | POST | /v1/sandboxes/:id/ssh-access | SshAccessRequest (`{ ttlMs? }`) | 201 SshAccessInfo (`{ host, port, user, token, command, expiresAt }`); 503 SSH_UNAVAILABLE |
  *
  * On a WebSocket, a failure before the stream starts is a text frame `{type:'error', code, message}`
  * followed by close code 1008 (client error) or 1011 (server error).

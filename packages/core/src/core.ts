@@ -14,6 +14,7 @@ import type { Runtime } from './ports/runtime.js';
 import type { SnapshotStorage } from './ports/snapshot-storage.js';
 import type { Store } from './ports/store.js';
 import type { TemplateBuilder } from './ports/template-builder.js';
+import type { SshEndpoint } from './ssh/access.js';
 import { BufferedEgressLog } from './egress/buffered-egress-log.js';
 import { SandboxActivity } from './idle/activity.js';
 import { BufferedIngressLog } from './ingress/ingress-log.js';
@@ -60,6 +61,8 @@ export interface CoreOptions {
   timeoutRetryMs: number;
   /** Where port URLs point (the daemon's ingress listener); null when the daemon serves no ingress. */
   ingress: IngressEndpoint | null;
+  /** Where SSH clients reach the daemon's gateway; null when the daemon serves none. */
+  ssh: SshEndpoint | null;
   /**
    * How long a request to a paused sandbox waits for its wake (auto-resume) before it is answered 503 with
    * `Retry-After` (the resume goes on), ms. Default 30000.
@@ -96,6 +99,7 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
   timeoutRetryMs: 30_000,
   ingress: null,
+  ssh: null,
   ingressWakeTimeoutMs: 30_000,
   autoPauseSweepMs: 1_000,
   autoPauseCpuThreshold: 0.1,

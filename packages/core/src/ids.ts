@@ -15,6 +15,9 @@ export const newTemplateId = (): string => `tpl_${next()}`;
 /** `key_<ulid>` (the id of an API key, not the key). */
 export const newApiKeyId = (): string => `key_${next()}`;
 
+/** `sshk_<ulid>` (a registered SSH public key). */
+export const newSshKeyId = (): string => `sshk_${next()}`;
+
 /** The hostname a sandbox sees: its id, lower-cased, with `-` for `_` (a valid DNS label). */
 export function hostnameFor(sandboxId: string): string {
   return sandboxId.toLowerCase().replace(/_/g, '-');

@@ -56,5 +56,6 @@ export * from './access/api-keys.js';
 export * from './access/audit.js';
 
 export * from './ingress/index.js';
+export * from './ssh/index.js';
 export * from './idle/index.js';
 export { BufferedLog, DEFAULT_LOG_BUFFER, type BufferedLogOptions, type BufferedLogStats } from './log/buffered-log.js';

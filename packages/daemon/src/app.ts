@@ -20,6 +20,7 @@ import { fileRoutes } from './routes/files.js';
 import { metaRoutes } from './routes/meta.js';
 import { processRoutes } from './routes/processes.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
+import { sshRoutes } from './routes/ssh.js';
 import { mountStreams } from './routes/streams/index.js';
 
 export interface BuildAppOptions {
@@ -29,7 +30,7 @@ export interface BuildAppOptions {
 }
 
 /** Every declarative route of the API (WebSockets are mounted separately). */
-export const API_ROUTES: readonly RouteSpec[] = [...sandboxRoutes, ...portRoutes, ...egressRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes];
+export const API_ROUTES: readonly RouteSpec[] = [...sandboxRoutes, ...portRoutes, ...egressRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes, ...sshRoutes];
 
 /** Build (not start) the app; `app.inject` drives it in-process, `app.listen` serves it. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {

@@ -5,6 +5,7 @@ export { serve, adaptLogger, type ServeOptions, type RamifyServer } from './serv
 export { buildApp, API_ROUTES, type BuildAppOptions } from './app.js';
 export { compose, type ComposeOptions, type ComposeOverrides, type Composition, type NetworkOptions } from './compose.js';
 export type { GvisorOptions, MicrovmOptions } from './runtimes.js';
+export type { SshOptions } from './ssh/gateway.js';
 export { ensureApiKey } from './api-key-bootstrap.js';
 export { resolveDataDir, resolveCacheDir, resolveMaxOutputBytes, DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT, API_KEY_FILE } from './config.js';
 export { toHttpError, type HttpError } from './http/errors.js';

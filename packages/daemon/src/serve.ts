@@ -12,6 +12,7 @@ import { buildApp } from './app.js';
 import { compose, type ComposeOptions } from './compose.js';
 import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './config.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
+import { startSshGateway, type RunningSshGateway, type SshOptions } from './ssh/gateway.js';
 
 export interface ServeOptions {
   /** Default: `RAMIFY_HOME`, else `/var/lib/ramify`. */
@@ -50,6 +51,11 @@ export interface ServeOptions {
    * one on 127.0.0.1:7424, domain `localhost`, unless told `--ingress-listen off`).
    */
   ingress?: IngressOptions;
+  /**
+   * The SSH gateway (`ssh -p PORT <sandboxId>@HOST`); absent: none (`ramify serve` starts one on
+   * 127.0.0.1:2222 unless told `--ssh-listen off`). Its host key is made once in the data directory.
+   */
+  ssh?: SshOptions;
 }
 
 export interface RamifyServer {
@@ -60,6 +66,8 @@ export interface RamifyServer {
   core: Core;
   /** The ingress listener (`host:port`) and where port URLs point; null without one. */
   ingress: { address: string; url: string } | null;
+  /** The SSH gateway: `host:port` listened on, where clients dial, and the host key's fingerprint; null without one. */
+  ssh: { address: string; host: string; port: number; fingerprint: string } | null;
   /** The API key made on this start (first start only), else null. */
   newApiKey: string | null;
   /** One line per runtime: `gvisor: runsc ...`, `microvm: QEMU 7.2, TCG (why)`, or `microvm unavailable: why`. */
@@ -84,6 +92,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const activity = new ActivityPersister(core);
   let app: FastifyInstance | undefined;
   let ingress: RunningIngress | undefined;
+  let ssh: RunningSshGateway | undefined;
   try {
     const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
     const newApiKey = await ensureApiKey({ store: core.store, clock: core.clock, dataDir, print });
@@ -94,6 +103,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     autoPause.start();
     activity.start();
     if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
+    if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf' });
     app = await buildApp({ core, loggerInstance: log });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     logger.info('ramify serving', { url: address, dataDir });
@@ -105,8 +115,10 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       core,
       newApiKey,
       ingress: ingress ? { address: ingress.address, url: `${ingress.endpoint.protocol}://<port>-<sandboxId>.${ingress.endpoint.domain}${ingress.endpoint.port === null ? '' : `:${ingress.endpoint.port}`}` } : null,
+      ssh: ssh ? { address: ssh.address, host: ssh.endpoint.host, port: ssh.endpoint.port, fingerprint: ssh.fingerprint } : null,
       runtimeSummary: runtimeSummary(core),
       close: async () => {
+        await ssh?.close();
         await ingress?.close();
         await listening.close();
         await scheduler.stop();
@@ -120,6 +132,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     };
   } catch (err) {
     await app?.close().catch(() => undefined);
+    await ssh?.close().catch(() => undefined);
     await ingress?.close().catch(() => undefined);
     await scheduler.stop();
     await liveness.stop();

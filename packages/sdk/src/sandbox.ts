@@ -5,7 +5,7 @@
 import {
   RamifyError,
   type AutoPause, type CreateSandboxRequest, type EgressLogEntry, type EgressLogResponse, type EgressPolicyInfo, type EgressPolicyRequest, type ForkResponse, type IngressEndpoint, type IngressLogResponse,
-  type PortAccess, type PortInfo, type PortSpec, type PortsInfo, type PortUrlInfo, type RuntimeName, type SandboxInfo, type SnapshotInfo, type TimeoutAction,
+  type PortAccess, type PortInfo, type PortSpec, type PortsInfo, type PortUrlInfo, type RuntimeName, type SandboxInfo, type SnapshotInfo, type SshAccessInfo, type TimeoutAction,
 } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
@@ -317,5 +317,14 @@ export class Sandbox {
    */
   getIngressLog(opts: { limit?: number } = {}): Promise<IngressLogResponse> {
     return this.api.json<IngressLogResponse>('GET', sandboxPath(this.sandboxId, '/ingress/log'), { query: { limit: opts.limit } });
+  }
+
+  /**
+   * A short-lived token opening this sandbox over SSH, and a ready command: `ssh -p 2222 <id>+<token>@host`
+   * (`ttlMs` 60000-86400000, default 1 h; the token is stored hashed and shown only here).
+   * @throws `SSH_UNAVAILABLE` (the daemon serves no SSH gateway), `SANDBOX_NOT_FOUND` (also when killed).
+   */
+  getSshAccess(opts: { ttlMs?: number } = {}): Promise<SshAccessInfo> {
+    return this.api.json<SshAccessInfo>('POST', sandboxPath(this.sandboxId, '/ssh-access'), { json: opts.ttlMs !== undefined ? { ttlMs: opts.ttlMs } : {} });
   }
 }

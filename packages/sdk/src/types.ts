@@ -7,4 +7,5 @@ export type {
   ProcessInfo, CommandResult, CommandCapture, CapturedStream, RuntimeName, TimeoutAction, AuditEntry, StreamOffsets, StreamControl,
   EgressPolicyInfo, EgressPolicyRequest, EgressMode, EgressLogEntry, SnapshotEgress,
   AutoPause, IngressLogEntry, IngressLogResponse, ExposedPort, IngressEndpoint, PortAccess, PortInfo, PortSpec, PortsInfo, PortUrlInfo, SnapshotIngress,
+  SshKeyInfo, SshAccessInfo,
 } from '@ramify/contracts';

@@ -296,4 +296,33 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE sandboxes ADD COLUMN last_active_at INTEGER;
     `,
   },
+  {
+    // Named for merges: renumber freely if another branch took 15 (nothing depends on the number).
+    version: 15,
+    name: 'ssh-keys-and-tokens',
+    // The SSH gateway's credentials. Registered public keys, each with the API key that registered it (its
+    // owner; no foreign key: a revoked API key's rows stay), unique by fingerprint. Short-lived access
+    // tokens: only a sha256 of each, the one sandbox it opens (gone with the sandbox row; a kill deletes
+    // them too) and its expiry.
+    sql: `
+      CREATE TABLE ssh_keys (
+        id TEXT PRIMARY KEY,
+        owner_api_key_id TEXT,
+        name TEXT NOT NULL,
+        type TEXT NOT NULL,
+        fingerprint TEXT NOT NULL UNIQUE,
+        public_key TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE TABLE ssh_tokens (
+        hash TEXT PRIMARY KEY,
+        sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+        owner_api_key_id TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX ssh_tokens_expiry ON ssh_tokens(expires_at);
+      CREATE INDEX ssh_tokens_sandbox ON ssh_tokens(sandbox_id);
+    `,
+  },
 ];

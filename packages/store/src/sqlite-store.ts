@@ -19,6 +19,8 @@ import type {
   SandboxRecord,
   SlotLease,
   SnapshotRecord,
+  SshKeyRecord,
+  SshTokenRecord,
   Store,
   TemplateRecord,
 } from '@ramify/core';
@@ -30,6 +32,7 @@ import { DEFAULT_EGRESS_LOG_MAX_ENTRIES, EgressLogRows } from './egress-log.js';
 import { DEFAULT_INGRESS_LOG_MAX_ENTRIES, IngressLogRows } from './ingress-log.js';
 import { SandboxRows } from './sandboxes.js';
 import { SnapshotRows, TemplateRows } from './snapshots.js';
+import { SshRows } from './ssh.js';
 
 export interface SqliteStoreOptions {
   /** Database file (created with its directory when absent), or `:memory:`. */
@@ -57,6 +60,7 @@ export class SqliteStore implements Store {
   readonly #egressLog: EgressLogRows;
   readonly #ingressLog: IngressLogRows;
   readonly #tokens: AccessTokenRows;
+  readonly #ssh: SshRows;
 
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
   constructor(options: SqliteStoreOptions) {
@@ -70,6 +74,7 @@ export class SqliteStore implements Store {
     this.#egress = new EgressPolicyRows(this.db);
     this.#egressLog = new EgressLogRows(this.db, options.egressLogMaxEntries ?? DEFAULT_EGRESS_LOG_MAX_ENTRIES);
     this.#tokens = new AccessTokenRows(this.db);
+    this.#ssh = new SshRows(this.db);
     this.#ingressLog = new IngressLogRows(this.db, options.ingressLogMaxEntries ?? DEFAULT_INGRESS_LOG_MAX_ENTRIES);
   }
 
@@ -86,6 +91,7 @@ export class SqliteStore implements Store {
       if (patch.state === 'killed') {
         this.#egressLog.deleteFor(id);
         this.#ingressLog.deleteFor(id);
+        this.#ssh.deleteTokensOf(id);
       }
       return updated;
     })();
@@ -204,6 +210,25 @@ export class SqliteStore implements Store {
 
   async recordActivity(entries: readonly SandboxActivityRecord[]): Promise<void> {
     this.#sandboxes.recordActivity(entries);
+  }
+
+  async insertSshKey(record: SshKeyRecord): Promise<void> {
+    this.#ssh.insertKey(record);
+  }
+  async listSshKeys(): Promise<SshKeyRecord[]> {
+    return this.#ssh.listKeys();
+  }
+  async findSshKeyByFingerprint(fingerprint: string): Promise<SshKeyRecord | null> {
+    return this.#ssh.keyByFingerprint(fingerprint);
+  }
+  async deleteSshKey(id: string): Promise<boolean> {
+    return this.#ssh.deleteKey(id);
+  }
+  async insertSshToken(record: SshTokenRecord): Promise<void> {
+    this.#ssh.insertToken(record);
+  }
+  async findSshToken(hash: string): Promise<SshTokenRecord | null> {
+    return this.#ssh.tokenByHash(hash);
   }
 
   async close(): Promise<void> {

@@ -21,8 +21,12 @@ export const DEFAULT_DEBIAN_MIRRORS: readonly string[] = [
  */
 export const REQUIRED_PACKAGES: readonly string[] = ['ca-certificates', 'hostname', 'inotify-tools', 'iproute2', 'netbase', 'nodejs', 'procps', 'socat', 'tini'];
 
-/** The built-in `base` template: used for `from: base` (and `create` without a template) until someone builds their own `base`. */
+/**
+ * The built-in `base` template: used for `from: base` (and `create` without a template) until someone
+ * builds their own `base`. `rsync` serves `rsync -e 'ssh -p 2222'` through the SSH gateway (it runs on
+ * both ends); `openssh-client` gives `scp -O` (legacy scp runs `scp -t` at the far end) and git over SSH.
+ */
 export const BASE_TEMPLATE_SPEC: TemplateSpec = {
   name: 'base',
-  packages: ['curl', 'git', 'less', 'python3', 'python3-pip', 'python3-venv', ...REQUIRED_PACKAGES],
+  packages: ['curl', 'git', 'less', 'openssh-client', 'python3', 'python3-pip', 'python3-venv', 'rsync', ...REQUIRED_PACKAGES],
 };

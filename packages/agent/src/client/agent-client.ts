@@ -15,6 +15,7 @@ import {
   type AgentSession,
   type AgentStartOptions,
   type AgentWatchHandlers,
+  type FileAttributes,
   type FileInfo,
   type NetworkEndpointReport,
   type QuiesceReport,
@@ -244,6 +245,18 @@ export class AgentClient implements AgentSession {
 
   rename(from: string, to: string): Promise<FileInfo> {
     return this.call('rename', { from, to });
+  }
+
+  setAttributes(path: string, attributes: FileAttributes): Promise<FileInfo> {
+    return this.call('setAttributes', { ...attributes, path });
+  }
+
+  async readLink(path: string): Promise<string> {
+    return (await this.call('readLink', { path })).target;
+  }
+
+  symlink(target: string, path: string): Promise<FileInfo> {
+    return this.call('symlink', { target, path });
   }
 
   networkEndpoints(): Promise<NetworkEndpointReport> {

@@ -11,7 +11,7 @@
  *   by file transfers. The receiver grants `credit` in bytes; the sender never has more than the granted
  *   bytes in flight, so neither side buffers a whole file.
  */
-import type { AgentEvent, AgentExit, AgentIdentity, AgentStartOptions, FileInfo, NetworkEndpointReport, ProcessInfo, PtySize, QuiesceReport, StreamOffsets, WatchEndReason, WatchInfo, WatchOptions, WatchWireEvent } from '@ramify/contracts';
+import type { AgentEvent, AgentExit, AgentIdentity, AgentStartOptions, FileAttributes, FileInfo, NetworkEndpointReport, ProcessInfo, PtySize, QuiesceReport, StreamOffsets, WatchEndReason, WatchInfo, WatchOptions, WatchWireEvent } from '@ramify/contracts';
 
 /** Protocol version announced by `ping`; bumped on incompatible changes. */
 export const PROTOCOL_VERSION = 1;
@@ -73,6 +73,9 @@ export interface AgentMethods {
   /** Listen to a watch again from sequence number `from`. */
   watchAttach: { params: { watchId: string; from: number; sub: number }; result: { from: number; path: string; recursive: boolean } };
   watchStop: { params: { watchId: string }; result: Record<string, never> };
+  setAttributes: { params: { path: string } & FileAttributes; result: FileInfo };
+  readLink: { params: { path: string }; result: { target: string } };
+  symlink: { params: { target: string; path: string }; result: FileInfo };
   networkEndpoints: { params: Record<string, never>; result: NetworkEndpointReport };
   quiesceNetwork: { params: Record<string, never>; result: QuiesceReport };
 }

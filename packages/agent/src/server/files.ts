@@ -3,7 +3,7 @@
  * `RamifyError`s whose message names the path: FILE_NOT_FOUND, IS_A_DIRECTORY, NOT_A_DIRECTORY,
  * FILE_EXISTS, FORBIDDEN, BAD_REQUEST.
  */
-import { lstat, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readlink, rename, rm, stat, symlink, truncate, utimes } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { RamifyError, type FileInfo } from '@ramify/contracts';
@@ -140,4 +140,53 @@ export async function renamePath(from: string, to: string): Promise<FileInfo> {
     throw fsError(err, `${from} -> ${to}`);
   }
   return statPath(to);
+}
+
+/** A number param: absent is undefined; anything else must be a finite number in `min..max`. */
+function optionalNumber(params: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
+  const v = params[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) throw new RamifyError('BAD_REQUEST', `'${key}' must be a number in ${min}..${max}`);
+  return v;
+}
+
+/**
+ * Change a path's permission bits, times (ms; both or neither) and size, each only when given (symlinks
+ * followed, as chmod, utimes and truncate do). Returns the path's lstat after.
+ * @throws RamifyError BAD_REQUEST for a bad value, FILE_NOT_FOUND, FORBIDDEN, ...
+ */
+export async function setAttributes(path: string, params: Record<string, unknown>): Promise<FileInfo> {
+  const mode = optionalNumber(params, 'mode', 0, 0o7777);
+  const atimeMs = optionalNumber(params, 'atimeMs', 0, 8.64e15);
+  const mtimeMs = optionalNumber(params, 'mtimeMs', 0, 8.64e15);
+  const size = optionalNumber(params, 'size', 0, Number.MAX_SAFE_INTEGER);
+  if ((atimeMs === undefined) !== (mtimeMs === undefined)) throw new RamifyError('BAD_REQUEST', "'atimeMs' and 'mtimeMs' go together");
+  try {
+    if (size !== undefined) await truncate(path, size);
+    if (mode !== undefined) await chmod(path, mode);
+    if (atimeMs !== undefined && mtimeMs !== undefined) await utimes(path, atimeMs / 1000, mtimeMs / 1000);
+  } catch (err) {
+    throw fsError(err, path);
+  }
+  return statPath(path);
+}
+
+/** The target of the symlink at `path`. @throws RamifyError FILE_NOT_FOUND, BAD_REQUEST (not a symlink). */
+export async function readLink(path: string): Promise<string> {
+  try {
+    return await readlink(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EINVAL') throw new RamifyError('BAD_REQUEST', `not a symlink: ${path}`, { path });
+    throw fsError(err, path);
+  }
+}
+
+/** Make a symlink at `path` pointing to `target` (as given). @throws RamifyError FILE_EXISTS, FILE_NOT_FOUND (no parent). */
+export async function makeSymlink(target: string, path: string): Promise<FileInfo> {
+  try {
+    await symlink(target, path);
+  } catch (err) {
+    throw fsError(err, path);
+  }
+  return statPath(path);
 }

@@ -7,7 +7,7 @@ import { PROTOCOL_VERSION, type MethodName } from '../protocol/messages.js';
 import type { AgentEvents } from './agent-events.js';
 import type { AgentConnection } from './connection.js';
 import { receiveFile, sendFile } from './file-transfer.js';
-import { listDir, makeDir, removePath, renamePath, resolvePath, statPath } from './files.js';
+import { listDir, makeDir, makeSymlink, readLink, removePath, renamePath, resolvePath, setAttributes, statPath } from './files.js';
 import { applyIdentity } from './identity.js';
 import { networkEndpoints } from './net-endpoints.js';
 import type { ProcessTable, SandboxIdentityState } from './process-table.js';
@@ -114,6 +114,12 @@ export function createHandler({ table, identity, freezer, events, watches, roomF
     watchStop: async (p) => {
       watches.stop(str(p, 'watchId'));
       return {};
+    },
+    setAttributes: (p) => setAttributes(resolvePath(p.path), p),
+    readLink: async (p) => ({ target: await readLink(resolvePath(p.path)) }),
+    symlink: async (p) => {
+      if (typeof p.target !== 'string' || p.target.length === 0 || p.target.includes('\0')) throw new RamifyError('BAD_REQUEST', "'target' must be a non-empty string without NUL");
+      return makeSymlink(p.target, resolvePath(p.path));
     },
     networkEndpoints: () => networkEndpoints(),
     quiesceNetwork: () => quiesceNetwork(freezer),

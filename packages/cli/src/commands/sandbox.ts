@@ -14,6 +14,7 @@ import { registerFiles } from './sandbox-files.js';
 import { registerSync } from './sandbox-sync.js';
 import { DENY_ALL, collectRule, registerEgress } from './sandbox-egress.js';
 import { registerPorts } from './sandbox-ports.js';
+import { registerSshAccess } from './ssh.js';
 
 /** Default and largest `list --limit` (the API's page size default and maximum). */
 const DEFAULT_LIST_LIMIT = 100;
@@ -164,4 +165,5 @@ TEMPLATE is the template's name; 'tpl_... (deleted)': that template has since be
   registerSync(sandbox, env);
   registerEgress(sandbox, env);
   registerPorts(sandbox, env);
+  registerSshAccess(sandbox, env);
 }

@@ -13,7 +13,11 @@ interface DaemonModule {
   serve(options: {
     host?: string; port?: number; dataDir?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
-  }): Promise<{ url: string; dataDir: string; runtimeSummary: string[]; ingress: { address: string; url: string } | null; close(): Promise<void> }>;
+    ssh?: { host?: string; port?: number };
+  }): Promise<{
+    url: string; dataDir: string; runtimeSummary: string[]; ingress: { address: string; url: string } | null;
+    ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(): Promise<void>;
+  }>;
 }
 
 async function loadDaemon(): Promise<DaemonModule> {
@@ -44,10 +48,25 @@ interface ServeFlags {
   ingressDomain?: string;
   ingressTlsCert?: string;
   ingressTlsKey?: string;
+  /** `--ssh-listen ADDR:PORT` or `off`. */
+  sshListen?: string;
 }
 
 /** Default `--ingress-listen`: loopback only. */
 const DEFAULT_INGRESS_LISTEN = '127.0.0.1:7424';
+/** Default `--ssh-listen`: loopback only. */
+const DEFAULT_SSH_LISTEN = '127.0.0.1:2222';
+
+/**
+ * `ADDR:PORT` (`[v6]:PORT` too) of a `--*-listen` flag.
+ * @throws RamifyError VALIDATION_FAILED naming `flag` otherwise.
+ */
+function listenAddress(flag: string, value: string, example: string): { host: string; port: number } {
+  const m = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) throw new RamifyError('VALIDATION_FAILED', `${flag} '${value}' is not ADDR:PORT (e.g. ${example}) or 'off'`);
+  return { host: m[1] as string, port };
+}
 
 /**
  * The ingress options of `ramify serve`'s flags; null for `--ingress-listen off`.
@@ -56,15 +75,19 @@ const DEFAULT_INGRESS_LISTEN = '127.0.0.1:7424';
 function ingressOptions(opts: ServeFlags): { host: string; port: number; domain?: string; tls?: { certFile: string; keyFile: string } } | null {
   const listen = opts.ingressListen ?? DEFAULT_INGRESS_LISTEN;
   if (listen === 'off') return null;
-  const m = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(listen);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535) throw new RamifyError('VALIDATION_FAILED', `--ingress-listen '${listen}' is not ADDR:PORT (e.g. 127.0.0.1:7424, 0.0.0.0:443) or 'off'`);
+  const { host, port } = listenAddress('--ingress-listen', listen, '127.0.0.1:7424, 0.0.0.0:443');
   if ((opts.ingressTlsCert === undefined) !== (opts.ingressTlsKey === undefined)) throw new RamifyError('VALIDATION_FAILED', '--ingress-tls-cert and --ingress-tls-key go together');
   return {
-    host: m[1] as string, port,
+    host, port,
     ...(opts.ingressDomain ? { domain: opts.ingressDomain } : {}),
     ...(opts.ingressTlsCert && opts.ingressTlsKey ? { tls: { certFile: opts.ingressTlsCert, keyFile: opts.ingressTlsKey } } : {}),
   };
+}
+
+/** The SSH gateway options of `ramify serve`'s flags; null for `--ssh-listen off`. @throws RamifyError VALIDATION_FAILED. */
+function sshOptions(opts: ServeFlags): { host: string; port: number } | null {
+  const listen = opts.sshListen ?? DEFAULT_SSH_LISTEN;
+  return listen === 'off' ? null : listenAddress('--ssh-listen', listen, '127.0.0.1:2222, 0.0.0.0:22');
 }
 
 /** Register `serve` on `program`. */
@@ -81,6 +104,7 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--ingress-domain <domain>', "domain of port URLs, http://<port>-<sandboxId>.<domain>:<port>/ (default 'localhost': *.localhost resolves to loopback in curl and browsers)")
     .option('--ingress-tls-cert <file>', 'PEM certificate (a wildcard *.<domain>) to serve port URLs over HTTPS, with --ingress-tls-key')
     .option('--ingress-tls-key <file>', 'PEM key of --ingress-tls-cert')
+    .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory`)
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
       if (opts.detach) {
         const { url, started } = await serveDetached(opts);
@@ -94,9 +118,11 @@ export function registerServe(program: Command, env: CliEnv): void {
       const { serve } = await loadDaemon();
       const microvm = opts.microvmMemory !== undefined ? { imageMemoryMB: opts.microvmMemory } : undefined;
       const ingress = ingressOptions(opts);
-      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}) });
+      const ssh = sshOptions(opts);
+      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}) });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
       if (server.ingress) ctx.note(`ramify: port URLs ${server.ingress.url} (listening on ${server.ingress.address})`);
+      if (server.ssh) ctx.note(`ramify: ssh -p ${server.ssh.port} <sandboxId>@${server.ssh.host} (listening on ${server.ssh.address}; host key ${server.ssh.fingerprint})`);
       for (const line of server.runtimeSummary) ctx.note(`ramify: runtime ${line}`);
       await new Promise<void>((resolve) => {
         const stop = (): void => {
@@ -138,6 +164,7 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.ingressDomain) args.push('--ingress-domain', opts.ingressDomain);
   if (opts.ingressTlsCert) args.push('--ingress-tls-cert', opts.ingressTlsCert);
   if (opts.ingressTlsKey) args.push('--ingress-tls-key', opts.ingressTlsKey);
+  if (opts.sshListen) args.push('--ssh-listen', opts.sshListen);
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log] });
   child.unref();
   closeSync(log);

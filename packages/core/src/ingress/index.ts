@@ -3,6 +3,6 @@ export { NO_INGRESS, checkPort, copyIngress, effectiveAutoResume, parsePortSpecs
 export { ACCESS_TOKEN_BYTES, isWellFormedToken, newAccessToken, sandboxAccessToken, tokensEqual } from './access-token.js';
 export { exposePort, setAutoResume, unexposePort } from './expose.js';
 export { getPortUrl, ingressEndpoint, listPorts, toPortsInfo } from './get-ports.js';
-export { ingressTarget, wakeForIngress, type IngressTarget } from './ingress-target.js';
+export { ingressTarget, wakeForIngress, wakeForSsh, type IngressTarget } from './ingress-target.js';
 export { BufferedIngressLog, getIngressLog, toIngressLogEntry, INGRESS_LOG_DEFAULT_LIMIT, INGRESS_LOG_MAX_LIMIT, INGRESS_LOG_MAX_PATH, type BufferedIngressLogOptions } from './ingress-log.js';
 export { diagnoseListeners, isLoopbackHex, listeningAddresses, sandboxListeners, type ListenerDiagnosis } from './listeners.js';

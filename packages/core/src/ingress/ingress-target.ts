@@ -43,7 +43,24 @@ const waking = new WeakMap<Core, Map<string, Promise<SandboxRecord>>>();
  * @throws RamifyError `SANDBOX_PAUSED` (autoResume off), `SANDBOX_WAKING` (not running within `boundMs`;
  *   details `retryAfterSeconds`), `SANDBOX_KILLED`, `SANDBOX_FAILED` (state `error`), and the resume's errors.
  */
-export async function wakeForIngress(core: Core, sandboxId: string, boundMs: number): Promise<{ record: SandboxRecord; woke: boolean }> {
+export function wakeForIngress(core: Core, sandboxId: string, boundMs: number): Promise<{ record: SandboxRecord; woke: boolean }> {
+  return wakeFor(core, sandboxId, boundMs, 'ingress');
+}
+
+/**
+ * As {@link wakeForIngress}, for an SSH connection that authenticated for `sandboxId`: a paused sandbox is
+ * resumed whatever its autoResume (the caller holds a key or token for it, as an API caller resuming it
+ * does), sharing a resume already in flight; not counted as an ingress wake-up.
+ * @throws RamifyError `SANDBOX_WAKING`, `SANDBOX_KILLED`, `SANDBOX_FAILED`, and the resume's errors.
+ */
+export function wakeForSsh(core: Core, sandboxId: string, boundMs: number): Promise<{ record: SandboxRecord; woke: boolean }> {
+  return wakeFor(core, sandboxId, boundMs, 'ssh');
+}
+
+/** Which edge wakes a sandbox: the ingress (autoResume decides, wakes are counted) or SSH (always). */
+type WakingEdge = 'ingress' | 'ssh';
+
+async function wakeFor(core: Core, sandboxId: string, boundMs: number, edge: WakingEdge): Promise<{ record: SandboxRecord; woke: boolean }> {
   const first = await core.store.getSandbox(sandboxId);
   if (first?.state === 'running') return { record: first, woke: false };
   let timer: NodeJS.Timeout | undefined;
@@ -53,36 +70,40 @@ export async function wakeForIngress(core: Core, sandboxId: string, boundMs: num
     }, boundMs);
   });
   try {
-    return { record: await Promise.race([untilRunning(core, sandboxId), bound]), woke: true };
+    return { record: await Promise.race([untilRunning(core, sandboxId, edge), bound]), woke: true };
   } finally {
     clearTimeout(timer);
   }
 }
 
-async function untilRunning(core: Core, sandboxId: string): Promise<SandboxRecord> {
+async function untilRunning(core: Core, sandboxId: string, edge: WakingEdge): Promise<SandboxRecord> {
   for (;;) {
     const record = await core.store.getSandbox(sandboxId);
     if (!record || isTerminal(record.state) || record.state === 'killing') throw new RamifyError('SANDBOX_KILLED', `sandbox '${sandboxId}' was killed`, { id: sandboxId });
     if (record.state === 'running') return record;
     if (record.state === 'error') throw new RamifyError('SANDBOX_FAILED', `sandbox '${sandboxId}' failed: ${record.error ?? 'no reason recorded'}`, { id: sandboxId, reason: record.error });
     if (record.state === 'paused') {
-      if (!effectiveAutoResume(record.ingress)) {
+      if (edge === 'ingress' && !effectiveAutoResume(record.ingress)) {
         throw new RamifyError('SANDBOX_PAUSED', `sandbox '${sandboxId}' is paused and its autoResume is off; resume it (\`ramify sandbox resume ${sandboxId}\`)`, { id: sandboxId });
       }
-      return sharedResume(core, sandboxId);
+      return sharedResume(core, sandboxId, edge);
     }
     // creating, pausing, resuming: the operation holds the sandbox's lock; look again once it is done.
     await core.locks.run(sandboxId, async () => undefined);
   }
 }
 
-function sharedResume(core: Core, sandboxId: string): Promise<SandboxRecord> {
+function sharedResume(core: Core, sandboxId: string, edge: WakingEdge): Promise<SandboxRecord> {
   let inFlight = waking.get(core);
   if (!inFlight) waking.set(core, (inFlight = new Map()));
   const existing = inFlight.get(sandboxId);
   if (existing) return existing;
   const resume = resumeSandbox(core, sandboxId).finally(() => inFlight.delete(sandboxId));
   inFlight.set(sandboxId, resume);
+  if (edge === 'ssh') {
+    core.logger.info('ssh: waking a paused sandbox for a connection', { sandboxId });
+    return resume;
+  }
   core.logger.info('ingress: waking a paused sandbox for a request', { sandboxId });
   core.store.recordIngressWake(sandboxId, core.clock.now()).catch((err: unknown) => core.logger.warn('ingress: counting a wake failed', { sandboxId, error: err instanceof Error ? err.message : String(err) }));
   return resume;

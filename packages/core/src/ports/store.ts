@@ -284,6 +284,37 @@ export interface IngressWakes {
   lastAt: number | null;
 }
 
+/** A registered SSH public key (see core's `ssh/keys.ts`). */
+export interface SshKeyRecord {
+  /** `sshk_<ulid>`. */
+  id: string;
+  /**
+   * The API key that registered it (its owner). Today every API key sees every sandbox, so a key opens
+   * every sandbox; this is what a later per-owner scope will check. Null when not known.
+   */
+  ownerApiKeyId: string | null;
+  name: string;
+  /** Key algorithm, e.g. `ssh-ed25519`. */
+  type: string;
+  /** `SHA256:` + unpadded base64 of the key blob's sha256; unique among registered keys. */
+  fingerprint: string;
+  /** `type base64`, without a comment. */
+  publicKey: string;
+  createdAt: number;
+}
+
+/** A short-lived SSH access token of one sandbox (see core's `ssh/access.ts`); the token itself is never stored. */
+export interface SshTokenRecord {
+  /** sha256 (hex) of the token. */
+  hash: string;
+  sandboxId: string;
+  /** The API key that asked for it. */
+  ownerApiKeyId: string | null;
+  createdAt: number;
+  /** ms since the epoch; refused from then on. */
+  expiresAt: number;
+}
+
 export interface SlotLease {
   slot: number;
   sandboxId: string;
@@ -295,7 +326,7 @@ export interface Store {
   getSandbox(id: string): Promise<SandboxRecord | null>;
   /**
    * Apply `patch` atomically and return the updated record. A patch to `killed` also deletes the sandbox's
-   * egress log in the same write. Rejects `SANDBOX_NOT_FOUND`.
+   * egress and ingress logs and its SSH access tokens in the same write. Rejects `SANDBOX_NOT_FOUND`.
    */
   updateSandbox(id: string, patch: SandboxPatch): Promise<SandboxRecord>;
   /** Sandboxes in creation order (oldest first), filtered and paginated. Rejects `VALIDATION_FAILED` for a bad cursor. */
@@ -391,6 +422,21 @@ export interface Store {
    * sandbox's figure backwards; unknown sandboxes are skipped.
    */
   recordActivity(entries: readonly SandboxActivityRecord[]): Promise<void>;
+
+  /** Rejects `SSH_KEY_EXISTS` (details `id`, `fingerprint`) when a key with this fingerprint is registered. */
+  insertSshKey(record: SshKeyRecord): Promise<void>;
+  /** Oldest first. */
+  listSshKeys(): Promise<SshKeyRecord[]>;
+  findSshKeyByFingerprint(fingerprint: string): Promise<SshKeyRecord | null>;
+  /** @returns whether a key was deleted. */
+  deleteSshKey(id: string): Promise<boolean>;
+  /**
+   * Store a token record, and drop every token expired at `record.createdAt` in the same transaction.
+   * Rejects `SANDBOX_NOT_FOUND` for an unknown sandbox. A kill of the sandbox deletes its tokens.
+   */
+  insertSshToken(record: SshTokenRecord): Promise<void>;
+  /** The token record with this hash (expired or not), or null. */
+  findSshToken(hash: string): Promise<SshTokenRecord | null>;
 
   close(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 /**
  * Use-cases: files of a running sandbox (pass-throughs to its agent). Contents are streamed both ways.
  */
-import type { FileInfo } from '@ramify/contracts';
+import type { FileAttributes, FileInfo } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { agentFor } from './agent-access.js';
 
@@ -57,4 +57,22 @@ export async function removePath(core: Core, sandboxId: string, path: string): P
 
 export async function renamePath(core: Core, sandboxId: string, from: string, to: string): Promise<FileInfo> {
   return (await agentFor(core, sandboxId)).rename(from, to);
+}
+
+/**
+ * Change a path's permission bits, times or size (what `attributes` gives; symlinks followed).
+ * @throws RamifyError `FILE_NOT_FOUND`, `FORBIDDEN`, `BAD_REQUEST` (also from agents older than the call).
+ */
+export async function setFileAttributes(core: Core, sandboxId: string, path: string, attributes: FileAttributes): Promise<FileInfo> {
+  return (await agentFor(core, sandboxId)).setAttributes(path, attributes);
+}
+
+/** The target of a symlink, as stored. @throws RamifyError `FILE_NOT_FOUND`, `BAD_REQUEST` (not a symlink). */
+export async function readLink(core: Core, sandboxId: string, path: string): Promise<string> {
+  return (await agentFor(core, sandboxId)).readLink(path);
+}
+
+/** Make a symlink at `path` to `target`. @throws RamifyError `FILE_EXISTS`, `FILE_NOT_FOUND` (no parent). */
+export async function makeSymlink(core: Core, sandboxId: string, target: string, path: string): Promise<FileInfo> {
+  return (await agentFor(core, sandboxId)).symlink(target, path);
 }

@@ -262,6 +262,20 @@ export class FakeAgentSession implements AgentSession {
     return this.stat(to);
   }
 
+  async setAttributes(path: string): Promise<FileInfo> {
+    return this.stat(path);
+  }
+
+  async readLink(path: string): Promise<string> {
+    this.#check();
+    throw new RamifyError('BAD_REQUEST', `not a symlink: ${path}`);
+  }
+
+  async symlink(_target: string, path: string): Promise<FileInfo> {
+    this.#check();
+    throw new RamifyError('BAD_REQUEST', `the fake agent has no symlinks: ${path}`);
+  }
+
   async networkEndpoints(): Promise<{ endpoints: string[] }> {
     this.#check();
     return { endpoints: [...this.guest.endpoints] };

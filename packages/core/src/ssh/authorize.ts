@@ -1,0 +1,57 @@
+/**
+ * Use-cases of the SSH gateway's authentication: who is asking for which sandbox (the user name), and
+ * whether a public key or a token opens it. Nothing else opens a sandbox: an unknown, killed or failed
+ * sandbox, an unregistered key, a token that is malformed, expired or another sandbox's are all refused,
+ * with no hint which (the gateway answers every refusal the same way).
+ */
+import { SSH_TOKEN_USER_SEPARATOR } from '@ramify/contracts';
+import type { Core } from '../core.js';
+import { isTerminal } from '../lifecycle/state-machine.js';
+import type { SshKeyRecord } from '../ports/store.js';
+import { hashSshToken, isWellFormedSshToken } from './access.js';
+
+/** What an SSH user name asks for. */
+export interface SshUser {
+  sandboxId: string;
+  /** The token after `+`, when the user name carries one. */
+  token: string | null;
+}
+
+const SANDBOX_ID = /^sbx[_-]([0-9A-Za-z]{26})$/;
+
+/**
+ * Read `sbx_<ulid>` or `sbx_<ulid>+<token>` (the id also lower-cased or with `-`, as in host names:
+ * it is normalised to `sbx_` + upper case). Null when the name is not of that form.
+ */
+export function parseSshUser(user: string): SshUser | null {
+  const at = user.indexOf(SSH_TOKEN_USER_SEPARATOR);
+  const idPart = at < 0 ? user : user.slice(0, at);
+  const m = SANDBOX_ID.exec(idPart);
+  if (!m) return null;
+  return { sandboxId: `sbx_${m[1]!.toUpperCase()}`, token: at < 0 ? null : user.slice(at + 1) };
+}
+
+/** Whether the sandbox can be opened at all: it exists and is neither killed, being killed nor failed. */
+async function openable(core: Pick<Core, 'store'>, sandboxId: string): Promise<boolean> {
+  const record = await core.store.getSandbox(sandboxId);
+  return record !== null && !isTerminal(record.state) && record.state !== 'killing' && record.state !== 'error';
+}
+
+/**
+ * The registered key with `fingerprint` when it opens `sandboxId`, else null. A key opens its owner's
+ * sandboxes; every API key sees every sandbox today, so any registered key opens any openable sandbox.
+ * (Per-owner scoping goes here once sandboxes record their owner: compare `ownerApiKeyId`.)
+ */
+export async function sshKeyOpens(core: Pick<Core, 'store'>, sandboxId: string, fingerprint: string): Promise<SshKeyRecord | null> {
+  const key = await core.store.findSshKeyByFingerprint(fingerprint);
+  if (!key || !(await openable(core, sandboxId))) return null;
+  return key;
+}
+
+/** Whether `token` is a live token of `sandboxId` (well-formed, stored for that sandbox, not expired). */
+export async function sshTokenOpens(core: Pick<Core, 'store' | 'clock'>, sandboxId: string, token: string): Promise<boolean> {
+  if (!isWellFormedSshToken(token)) return false;
+  const record = await core.store.findSshToken(hashSshToken(token));
+  if (!record || record.sandboxId !== sandboxId || core.clock.now() >= record.expiresAt) return false;
+  return openable(core, sandboxId);
+}

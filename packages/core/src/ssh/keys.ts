@@ -1,0 +1,60 @@
+/**
+ * Use-cases: SSH public keys registered through the API. A key belongs to the API key that registered it
+ * (its owner) and opens that owner's sandboxes; today every API key sees every sandbox, so a registered
+ * key opens every sandbox (see docs/design/SSH.md and {@link sshKeyOpens}). The key's text is parsed
+ * at the edge (the daemon's SSH module, with ssh2's parser); core stores what it is given.
+ */
+import { RamifyError, type SshKeyInfo } from '@ramify/contracts';
+import type { Core } from '../core.js';
+import { newSshKeyId } from '../ids.js';
+import type { SshKeyRecord } from '../ports/store.js';
+
+/** A public key as the edge parsed it. */
+export interface ParsedSshPublicKey {
+  /** Key algorithm, e.g. `ssh-ed25519`. */
+  type: string;
+  /** `SHA256:` + unpadded base64 of the blob's sha256. */
+  fingerprint: string;
+  /** `type base64`. */
+  publicKey: string;
+  /** The comment after the key ('' when none). */
+  comment: string;
+}
+
+/**
+ * Register `key` for `ownerApiKeyId`; stored before it resolves. The name defaults to the key's
+ * comment, else its fingerprint.
+ * @throws RamifyError `SSH_KEY_EXISTS` when the same key is registered already.
+ */
+export async function addSshKey(core: Pick<Core, 'store' | 'clock'>, input: { key: ParsedSshPublicKey; name?: string; ownerApiKeyId: string | null }): Promise<SshKeyRecord> {
+  const { key } = input;
+  const record: SshKeyRecord = {
+    id: newSshKeyId(),
+    ownerApiKeyId: input.ownerApiKeyId,
+    name: input.name ?? (key.comment.slice(0, 128) || key.fingerprint),
+    type: key.type,
+    fingerprint: key.fingerprint,
+    publicKey: key.publicKey,
+    createdAt: core.clock.now(),
+  };
+  await core.store.insertSshKey(record);
+  return record;
+}
+
+/** Every registered key, oldest first. */
+export function listSshKeys(core: Pick<Core, 'store'>): Promise<SshKeyRecord[]> {
+  return core.store.listSshKeys();
+}
+
+/**
+ * Unregister a key: from then on it opens nothing (connections already open stay open).
+ * @throws RamifyError `SSH_KEY_NOT_FOUND`.
+ */
+export async function removeSshKey(core: Pick<Core, 'store'>, id: string): Promise<void> {
+  if (!(await core.store.deleteSshKey(id))) throw new RamifyError('SSH_KEY_NOT_FOUND', `SSH key '${id}' not found`, { id });
+}
+
+/** The API shape of a key. */
+export function toSshKeyInfo(r: SshKeyRecord): SshKeyInfo {
+  return { id: r.id, name: r.name, type: r.type, fingerprint: r.fingerprint, publicKey: r.publicKey, ownerApiKeyId: r.ownerApiKeyId, createdAt: new Date(r.createdAt).toISOString() };
+}
