@@ -9,14 +9,17 @@
 //        (keystrokes as WebSocket frames instead of HTTP requests; the daemon's agent session alone; the
 //        agent channel's ping), so the table shows where a keystroke's time goes. Every row is measured
 //        in rounds, the rows' order rotating each round, so load from outside falls on all of them alike.
-// Sections to come (issue 11): SSH echo, scp throughput against the files API. Sync latency: sync.mjs. Each is one
-// function `(ctx) => rows` for the shared printer, registered in SECTIONS at the end.
+//  sync: local write -> visible in the sandbox through `syncDir` [p50 <= 1 s] (sync.mjs).
+//  ssh:  keystroke echo through the SSH gateway with OpenSSH [p50 <= 10 ms] and scp against the files API
+//        for the same 100 MB file [>= 0.5x] (ssh.mjs, which also runs alone), printed after the table.
+// Each section is one function of a shared context, registered in SECTIONS at the end (`--only a,b`).
 // Its own daemon in-process (prefix `rmki`, a temp data dir), as root; removes its sandboxes, namespaces
 // and tables afterwards. Needs the packages built and the base rootfs (built once into the shared cache,
 // as `npm test` does; or RAMIFY_TEST_ROOTFS). Run it under the real-tests lock:
 //   flock /tmp/ramify-real-tests.lock node bench/interactive/run.mjs [--keystrokes 200] [--rounds 4] [--warmup 20] [--only echo]
 import { spawn } from 'node:child_process';
-import { loadavg } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
@@ -25,6 +28,7 @@ import { until } from '../../packages/daemon/dist/real-test-support.js';
 import { EchoCounter } from '../support/echo-counter.mjs';
 import { startBenchDaemon } from '../support/in-process-daemon.mjs';
 import { syncSection } from './sync.mjs';
+import { benchSshAccess, echoSection as sshEchoSection, scpSection } from './ssh.mjs';
 
 const { values } = parseArgs({ options: {
   keystrokes: { type: 'string', default: '200' }, rounds: { type: 'string', default: '4' }, warmup: { type: 'string', default: '20' }, only: { type: 'string' },
@@ -215,14 +219,14 @@ async function echoSection(ctx) {
 
 // Further sections (SSH echo, scp vs files API, sync latency) go here: `async (ctx) => rows`, printed
 // with printLatencyRows (or a throughput printer beside it).
-const SECTIONS = { echo: echoSection, sync: (ctx) => syncSection(ctx) };
+const SECTIONS = { echo: echoSection, sync: (ctx) => syncSection(ctx), ssh: async () => [] };
 
 // ---- the run ----
 
 const chosen = values.only ? values.only.split(',') : Object.keys(SECTIONS);
 for (const name of chosen) if (!SECTIONS[name]) throw new Error(`--only: no section '${name}' (sections: ${Object.keys(SECTIONS).join(', ')})`);
 
-const { server, key, call, dataDir, stop } = await startBenchDaemon({ prefix: PREFIX, name: 'interactive' });
+const { server, key, call, dataDir, stop } = await startBenchDaemon({ prefix: PREFIX, name: 'interactive', options: { ssh: { host: '127.0.0.1', port: 0 } } });
 try {
   const sbx = await Sandbox.create({ template: 'base', timeoutMs: 3_600_000, apiUrl: server.url, apiKey: key });
   const runtime = server.core.runtimes[0];
@@ -231,6 +235,17 @@ try {
   const rows = [];
   for (const name of chosen) rows.push(...await SECTIONS[name]({ server, key, dataDir, sbx, call }));
   printLatencyRows(rows);
+  if (chosen.includes('ssh')) {
+    // The SSH half (bench/interactive/ssh.mjs): keystroke echo through the gateway and scp against the files API.
+    const work = await mkdtemp(join(tmpdir(), 'ramify-bench-interactive-ssh-'));
+    try {
+      const ctx = { server, key, call, dataDir, sandboxId: sbx.sandboxId, ssh: await benchSshAccess({ server, call, work }), work };
+      console.log('ssh: the real OpenSSH client through the gateway (bench/interactive/ssh.mjs)');
+      for (const line of [...await sshEchoSection(ctx), ...await scpSection(ctx)]) console.log(`  ${line}`);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
 } finally {
   await stop();
 }

@@ -21,12 +21,14 @@ import { createReadStream } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { until } from '../../packages/daemon/dist/real-test-support.js';
 import { EchoCounter } from '../support/echo-counter.mjs';
 import { startBenchDaemon } from '../support/in-process-daemon.mjs';
 
-const { values } = parseArgs({ options: {
+// Not strict: bench/interactive/run.mjs imports the sections with its own options on the command line.
+const { values } = parseArgs({ strict: false, options: {
   keystrokes: { type: 'string', default: '200' }, rounds: { type: 'string', default: '4' }, warmup: { type: 'string', default: '20' },
   mb: { type: 'string', default: '100' }, transfers: { type: 'string', default: '3' },
 } });
@@ -176,22 +178,28 @@ export async function scpSection({ server, key, sandboxId, ssh, work, call }) {
   return lines;
 }
 
+/** SSH options for the bench: a new key in `work`, registered with the daemon (started with `ssh`). */
+export async function benchSshAccess({ server, call, work }) {
+  const identity = join(work, 'id_bench');
+  await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', identity]);
+  const added = await call('POST', '/v1/ssh-keys', { publicKey: await readFile(`${identity}.pub`, 'utf8') });
+  if (added.status !== 201) throw new Error(JSON.stringify(added.json));
+  return {
+    port: server.ssh.port,
+    options: ['-F', '/dev/null', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR', '-o', 'IdentityAgent=none', '-o', 'IdentitiesOnly=yes', '-i', identity],
+  };
+}
+
 // ---- run alone ----
 
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
 const { server, key, call, dataDir, stop } = await startBenchDaemon({ prefix: PREFIX, name: 'ssh', options: { ssh: { host: '127.0.0.1', port: 0 } } });
 const work = await mkdtemp(join(tmpdir(), 'ramify-bench-ssh-work-'));
 try {
   const created = await call('POST', '/v1/sandboxes', { template: 'base', timeoutMs: 3_600_000 });
   if (created.status !== 201) throw new Error(JSON.stringify(created.json));
   const sandboxId = created.json.id;
-  const identity = join(work, 'id_bench');
-  await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', identity]);
-  const added = await call('POST', '/v1/ssh-keys', { publicKey: await readFile(`${identity}.pub`, 'utf8') });
-  if (added.status !== 201) throw new Error(JSON.stringify(added.json));
-  const ssh = {
-    port: server.ssh.port,
-    options: ['-F', '/dev/null', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR', '-o', 'IdentityAgent=none', '-o', 'IdentitiesOnly=yes', '-i', identity],
-  };
+  const ssh = await benchSshAccess({ server, call, work });
   const runtime = server.core.runtimes[0];
   console.log(`bench/interactive/ssh: ${runtime.name} (${runtime.summary ?? '?'}), one sandbox of the base rootfs, daemon in-process, OpenSSH client, load average ${loadavg()[0].toFixed(1)}`);
   const ctx = { server, key, call, dataDir, sandboxId, ssh, work };
@@ -202,4 +210,5 @@ try {
 } finally {
   await stop();
   await rm(work, { recursive: true, force: true });
+}
 }
