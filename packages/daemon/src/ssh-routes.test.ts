@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
-import ssh2 from 'ssh2';
+import { generateEd25519Key } from './ssh/keys.js';
 import { createViaApi, httpTestBed, type HttpTestBed } from './test-support.js';
 
 let bed: HttpTestBed;
@@ -17,7 +17,7 @@ afterEach(async () => {
 
 /** A fresh ed25519 public key line, as a `.pub` file holds it. */
 function publicKeyLine(comment: string): string {
-  return ssh2.utils.generateKeyPairSync('ed25519', { comment }).public.trim();
+  return generateEd25519Key(comment).public.trim();
 }
 
 test('ssh-keys: add (owner recorded, audited), list, 409 for the same key, 400 for a malformed one, delete, 404', async () => {

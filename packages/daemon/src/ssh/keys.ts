@@ -20,6 +20,21 @@ export function fingerprintOf(blob: Uint8Array): string {
 }
 
 /**
+ * A new ed25519 key pair in OpenSSH format that ssh2's own parser reads back. ssh2's `generateKeyPairSync`
+ * strips every leading zero byte of the public key, so about one key in 256 comes out malformed (a
+ * 31-byte public key) and `parseKey` rejects it; such a pair is thrown away and another made.
+ * @returns `{ private, public }`, the private key (PEM-armoured OpenSSH) and the `.pub` line.
+ */
+export function generateEd25519Key(comment: string): { private: string; public: string } {
+  for (;;) {
+    const pair = generateKeyPairSync('ed25519', { comment });
+    const priv = parseKey(pair.private);
+    const pub = parseKey(pair.public);
+    if (!(priv instanceof Error) && !(pub instanceof Error) && pub.getPublicSSH().length === 51) return pair;
+  }
+}
+
+/**
  * The gateway's host key: read from `<dataDir>/ssh_host_ed25519_key`, or made (ed25519) and written there
  * first (0600, through a temporary file and a rename, so a crash never leaves half a key). Clients pin
  * it, so it is made once and kept.
@@ -33,7 +48,7 @@ export async function loadHostKey(dataDir: string): Promise<{ privateKey: string
     throw err;
   });
   if (privateKey === null) {
-    privateKey = generateKeyPairSync('ed25519', { comment: 'ramify-ssh-gateway' }).private;
+    privateKey = generateEd25519Key('ramify-ssh-gateway').private;
     const tmp = `${path}.${process.pid}.tmp`;
     await writeFile(tmp, privateKey, { mode: 0o600, flush: true });
     await rename(tmp, path);
