@@ -10,7 +10,9 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { RamifyError } from '@ramify/contracts';
+import { tokenVerifier } from '@ramify/core';
 import { IngressDialer } from './dialer.js';
+import { HoldCount, throughIngress } from './ingress-test-support.js';
 import { IngressServer, type IngressBackend, type IngressRequestRecord } from './ingress-server.js';
 
 const skip = process.getuid?.() !== 0 ? 'needs root (the dialer runs under its own uid)' : false;
@@ -23,39 +25,24 @@ let ingress: IngressServer;
 const dialer = new IngressDialer();
 const seen: Array<Record<string, string | string[] | undefined>> = [];
 const logged: IngressRequestRecord[] = [];
-let open = 0;
+const holds = new HoldCount();
 
 const backend: IngressBackend = {
   target: async (sandboxId, port) => {
     if (sandboxId !== ID) throw new RamifyError('SANDBOX_NOT_FOUND', 'no such sandbox');
     // Running (the address comes with the lookup) on one port; through `running` on the other.
-    if (port === upstreamPort) return { access: 'token', token: TOKEN, slotAddress: '127.0.0.1' };
-    if (port === 1) return { access: 'public', token: null, slotAddress: null };
+    if (port === upstreamPort) return { access: 'token', tokenVerifier: tokenVerifier(TOKEN), slotAddress: '127.0.0.1' };
+    if (port === 1) return { access: 'public', tokenVerifier: null, slotAddress: null };
     throw new RamifyError('PORT_NOT_EXPOSED', 'not exposed');
   },
   running: async () => ({ slotAddress: '127.0.0.1', woke: false }),
   listeners: async () => 'none',
-  hold: () => {
-    open += 1;
-    let done = false;
-    return () => {
-      if (!done) open -= 1;
-      done = true;
-    };
-  },
+  hold: holds.hold,
   log: (entry) => logged.push(entry),
 };
 
 function get(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: ingressPort, path, headers: { host: `${port}-${ID.toLowerCase()}.localhost:${ingressPort}`, ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  return throughIngress(ingressPort, `${port}-${ID.toLowerCase()}.localhost:${ingressPort}`, path, headers);
 }
 
 before(async () => {
@@ -137,12 +124,12 @@ test('each request is held while it runs and logged once done: status, body byte
   await get(upstreamPort, '/nope');
   const ws = new WebSocket(`ws://127.0.0.1:${ingressPort}/ws`, { headers: { host: `${upstreamPort}-${ID.toLowerCase()}.localhost:${ingressPort}`, 'x-ramify-access-token': TOKEN } });
   await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-  assert.ok(open >= 1, 'an open WebSocket holds its sandbox');
+  assert.ok(holds.open >= 1, 'an open WebSocket holds its sandbox');
   ws.close();
   await new Promise((resolve) => ws.once('close', resolve));
   const find = (path: string): IngressRequestRecord | undefined => logged.find((e) => e.path === path);
-  for (let i = 0; i < 100 && (!find('/ws') || open > 0); i++) await new Promise((resolve) => setTimeout(resolve, 20));
-  assert.equal(open, 0, 'every hold released');
+  for (let i = 0; i < 100 && (!find('/ws') || holds.open > 0); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(holds.open, 0, 'every hold released');
   const [ok, redirect, denied, upgrade] = ['/logged?q=1', '/x', '/nope', '/ws'].map(find);
   assert.deepEqual([ok?.status, ok?.path, ok?.bytes, ok?.method, ok?.client, ok?.sandboxId, ok?.woke], [200, '/logged?q=1', 'hello /logged?q=1'.length, 'GET', '127.0.0.1', ID, false]);
   assert.deepEqual([redirect?.status, redirect?.path], [302, '/x'], 'the token parameter is never logged');
@@ -151,3 +138,4 @@ test('each request is held while it runs and logged once done: status, body byte
   assert.deepEqual([upgrade?.status, upgrade?.path], [101, '/ws']);
   assert.ok(logged.every((e) => e.durationMs >= 0 && !JSON.stringify(e).includes(TOKEN)));
 });
+

@@ -25,8 +25,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
 import { isRamifyError, RamifyError, type PortAccess, type SandboxState } from '@ramify/contracts';
-import { isWellFormedToken, tokensEqual, type IngressLogRecord, type ListenerDiagnosis } from '@ramify/core';
-import { accessCookie, presentedToken, upstreamHeaders, withoutHopByHop, withoutTokenParameter } from './access.js';
+import { isWellFormedToken, matchesVerifier, type IngressLogRecord, type ListenerDiagnosis } from '@ramify/core';
+import { accessCookie, presentedToken, upstreamHeaders, withoutHopByHop, withoutTokenParameter, type PresentedToken } from './access.js';
 import { sendError, sendUpgradeError } from './answers.js';
 import { DialError, type IngressDialer } from './dialer.js';
 import { isIngressHost, parseIngressHost, type IngressHost } from './host.js';
@@ -35,11 +35,12 @@ import { UpstreamPool, type UpstreamPoolOptions, type UpstreamTarget } from './u
 /** What the ingress asks of the daemon (implemented over core's use-cases). Errors are RamifyErrors. */
 export interface IngressBackend {
   /**
-   * The port's access, the sandbox's token (token access), and its slot address when it runs now (null
-   * otherwise: {@link running} wakes it). One lookup per request on the hot path.
+   * The port's access, the verifier of the sandbox's token (token access: core's `tokenVerifier`, the
+   * token's SHA-256), and its slot address when it runs now (null otherwise: {@link running} wakes it).
+   * One lookup per request on the hot path (in the ingress's thread: its route cache, see ./thread/).
    * @throws SANDBOX_NOT_FOUND, SANDBOX_KILLED, PORT_NOT_EXPOSED.
    */
-  target(sandboxId: string, port: number): Promise<{ access: PortAccess; token: string | null; slotAddress: string | null }>;
+  target(sandboxId: string, port: number): Promise<IngressTargetInfo>;
   /** Resolve once the sandbox runs (waking it when paused): its slot address, and whether it was woken. @throws SANDBOX_PAUSED, SANDBOX_WAKING, ... */
   running(sandboxId: string): Promise<{ slotAddress: string; woke: boolean }>;
   /** What listens on `port` inside the running sandbox. */
@@ -48,6 +49,15 @@ export interface IngressBackend {
   hold(sandboxId: string): () => void;
   /** Record a finished request in the sandbox's ingress log. Never throws, never waits. */
   log(entry: IngressRequestRecord): void;
+}
+
+/** What {@link IngressBackend.target} says of a sandbox's port. */
+export interface IngressTargetInfo {
+  access: PortAccess;
+  /** For token access: what the presented token must match (core's `matchesVerifier`); else null. */
+  tokenVerifier: string | null;
+  /** The slot address when the sandbox runs now; null: ask {@link IngressBackend.running}. */
+  slotAddress: string | null;
 }
 
 /**
@@ -153,12 +163,12 @@ export class IngressServer {
     try {
       const host = this.parseHost(req);
       this.track(req, host, trace, res);
-      const { access, token, slotAddress } = await this.options.backend.target(host.sandboxId, host.port);
+      const { access, tokenVerifier, slotAddress } = await this.options.backend.target(host.sandboxId, host.port);
       if (access === 'token') {
-        const granted = this.checkToken(req, token as string);
-        if (granted === 'exchange' && (req.method === 'GET' || req.method === 'HEAD')) {
+        const granted = this.checkToken(req, tokenVerifier as string);
+        if (granted.source === 'query' && (req.method === 'GET' || req.method === 'HEAD')) {
           // Once: the token goes into a host-only HttpOnly cookie and out of the URL.
-          res.writeHead(302, { location: withoutTokenParameter(req.url ?? '/'), 'set-cookie': accessCookie(token as string, { secure: this.protocol === 'https' }), 'cache-control': 'no-store', 'content-length': 0 });
+          res.writeHead(302, { location: withoutTokenParameter(req.url ?? '/'), 'set-cookie': accessCookie(granted.value, { secure: this.protocol === 'https' }), 'cache-control': 'no-store', 'content-length': 0 });
           res.end();
           return;
         }
@@ -210,8 +220,8 @@ export class IngressServer {
     try {
       const host = this.parseHost(req);
       this.track(req, host, trace, socket);
-      const { access, token } = await this.options.backend.target(host.sandboxId, host.port);
-      if (access === 'token') this.checkToken(req, token as string);
+      const { access, tokenVerifier } = await this.options.backend.target(host.sandboxId, host.port);
+      if (access === 'token') this.checkToken(req, tokenVerifier as string);
       const target = await this.route(host, trace);
       // A connection of its own, dialed first so that a refusal is answered (explained) before the
       // upgrade is under way: an upgraded socket never returns to a pool.
@@ -240,10 +250,11 @@ export class IngressServer {
   }
 
   /**
-   * Whether the request's token is the sandbox's: `ok`, or `exchange` (right, and given as a query parameter).
+   * The request's token, when it is the sandbox's (matches `verifier`); given as a query parameter
+   * (`source` `query`), a GET is answered with the cookie exchange.
    * @throws RamifyError `ACCESS_TOKEN_REQUIRED` (none; a malformed cookie counts as none), `ACCESS_TOKEN_MALFORMED`, `ACCESS_TOKEN_INVALID`.
    */
-  private checkToken(req: IncomingMessage, token: string): 'ok' | 'exchange' {
+  private checkToken(req: IncomingMessage, verifier: string): PresentedToken {
     const presented = presentedToken({ url: req.url ?? '/', headers: req.headers });
     // Made only when thrown: an Error captures a stack, a cost every proxied request would pay.
     const required = (): RamifyError => new RamifyError('ACCESS_TOKEN_REQUIRED', 'this port needs the sandbox\'s access token: send header X-Ramify-Access-Token, or open the URL once with ?ramify_access_token=TOKEN (`ramify sandbox url ID PORT --json` gives it)');
@@ -252,8 +263,8 @@ export class IngressServer {
       if (presented.source === 'cookie') throw required();
       throw new RamifyError('ACCESS_TOKEN_MALFORMED', `the access token in the ${presented.source === 'header' ? 'X-Ramify-Access-Token header' : 'ramify_access_token parameter'} is malformed (expected rit_ and 43 characters)`);
     }
-    if (!tokensEqual(presented.value, token)) throw new RamifyError('ACCESS_TOKEN_INVALID', "the access token is not this sandbox's");
-    return presented.source === 'query' ? 'exchange' : 'ok';
+    if (!matchesVerifier(presented.value, verifier)) throw new RamifyError('ACCESS_TOKEN_INVALID', "the access token is not this sandbox's");
+    return presented;
   }
 
   /**
