@@ -57,6 +57,8 @@ interface Incarnation {
 }
 
 const RESTART_DELAY_MS = 1000;
+/** How long {@link IngressThread.close} waits for the thread to close its connections before it stops it. */
+const CLOSE_TIMEOUT_MS = 5000;
 
 export class IngressThread {
   /** The address and port listened on (as bound: port 0 resolved), once the thread listens. Rejects with the listen error. */
@@ -108,12 +110,19 @@ export class IngressThread {
     await this.control('flush', {}, null);
   }
 
-  /** Stop listening and close every connection; the last holds and log entries reach the backend, then the thread ends. */
+  /**
+   * Stop listening and close every connection; the last holds and log entries reach the backend, then the
+   * thread ends (stopped after 5 s if it has not closed by then).
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     const { worker } = this.current;
-    await this.control('close', {}, null).catch(() => undefined);
+    // A connection that will not close (an upgraded socket nobody ends) must not hold the daemon's shutdown.
+    let timer: NodeJS.Timeout | undefined;
+    const givenUp = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), CLOSE_TIMEOUT_MS)));
+    await Promise.race([this.control('close', {}, null), givenUp]);
+    clearTimeout(timer);
     await worker.terminate();
     this.releaseAll();
   }
