@@ -90,10 +90,11 @@ export class ApiClient {
       clearTimeout(timer);
     }
     if (res.ok) return res;
-    // Refused before the upload ended: stop sending, so its connection is dropped, not reused with the
-    // rest of the body still queued on it (undici would send the next request behind it).
-    cutUpload?.(new Error(`${what} was answered ${res.status} before its body was sent`));
+    // Refused before the upload ended: once the answer is read, stop sending, so its connection is
+    // dropped, not reused with the rest of the body still queued on it (undici would send the next
+    // request behind it).
     const text = await res.text().catch(() => '');
+    cutUpload?.(new Error(`${what} was answered ${res.status} before its body was sent`));
     throw this.withAuthHint(errorFromResponse(res.status, text, what));
   }
 
