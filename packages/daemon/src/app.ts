@@ -11,6 +11,7 @@ import { activityHook } from './http/activity.js';
 import { auditHook } from './http/audit.js';
 import { authHook } from './http/auth.js';
 import { toHttpError } from './http/errors.js';
+import { mcpToolHook } from './http/mcp-tool.js';
 import { freshRequestContext } from './http/request-context.js';
 import { mountRoutes, type RouteSpec } from './http/route.js';
 import { catalogRoutes } from './routes/catalog.js';
@@ -47,6 +48,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     request.ramify = freshRequestContext();
   });
   app.addHook('onRequest', authHook(core.store, core.clock));
+  app.addHook('onRequest', mcpToolHook());
   app.addHook('onRequest', activityHook(core));
   app.addHook('onResponse', auditHook(core.store, core.clock, core.logger));
 
