@@ -23,6 +23,7 @@ import { processRoutes } from './routes/processes.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
 import { sshRoutes } from './routes/ssh.js';
 import { mountStreams } from './routes/streams/index.js';
+import { mcpDocs, mountMcp } from './routes/mcp.js';
 
 export interface BuildAppOptions {
   core: Core;
@@ -80,7 +81,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   // Frames carry stdin chunks and control messages; 16 MiB bounds one frame, not a stream.
   await app.register(websocket, { options: { maxPayload: 16 << 20 } });
-  mountRoutes(app, core, [...metaRoutes(API_ROUTES), ...API_ROUTES]);
+  mountRoutes(app, core, [...metaRoutes(API_ROUTES, mcpDocs), ...API_ROUTES]);
   mountStreams(app, core);
+  mountMcp(app);
   return app;
 }
