@@ -61,8 +61,9 @@ const HINTS: Partial<Record<ErrorCode, (err: RamifyError) => ErrorHint>> = {
 };
 
 const field = (err: RamifyError): string => {
-  const f = err.details?.field ?? err.details?.rule;
-  return typeof f === 'string' ? ` '${f}'` : '';
+  const { field: f, rule } = err.details ?? {};
+  if (typeof f === 'string') return ` '${f}'`;
+  return typeof rule === 'string' ? ` (the egress rule '${rule}')` : '';
 };
 const endpoints = (err: RamifyError): string => {
   const list = err.details?.endpoints;
