@@ -4,7 +4,7 @@ import { createRamifyMcpServer, type RamifyMcpOptions } from './server.js';
 
 /** Options of {@link serveStdio}. */
 export interface StdioOptions extends RamifyMcpOptions {
-  stdin?: NodeJS.ReadableStream & { pause(): unknown };
+  stdin?: NodeJS.ReadableStream;
   stdout?: NodeJS.WritableStream;
 }
 

@@ -25,6 +25,6 @@ Resources: ramify://sandboxes, ramify://sandboxes/{id}, ramify://templates.`)
     .action(action(env, async (ctx) => {
       const conn = resolveConnection(ctx.connection);
       ctx.note(`ramify mcp: serving ${RAMIFY_TOOLS.length} tools on stdio for ${conn.apiUrl}${conn.hasApiKey ? '' : ' (no API key configured: set RAMIFY_API_KEY)'}`);
-      await serveStdio({ connection: ctx.connection, stdin: env.stdin as NodeJS.ReadableStream & { pause(): unknown }, stdout: env.stdout });
+      await serveStdio({ connection: ctx.connection, stdin: env.stdin, stdout: env.stdout });
     }));
 }
