@@ -325,4 +325,13 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX ssh_tokens_sandbox ON ssh_tokens(sandbox_id);
     `,
   },
+  {
+    // Named for merges: renumber freely if another branch took 16 (nothing depends on the number).
+    version: 16,
+    name: 'audit-mcp-tool',
+    // The MCP tool an audited API call was made for (header x-ramify-mcp-tool); null for every older entry.
+    sql: `
+      ALTER TABLE audit_log ADD COLUMN tool TEXT;
+    `,
+  },
 ];
