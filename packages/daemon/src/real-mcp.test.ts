@@ -37,13 +37,25 @@ async function ok(client: Client, name: string, args: Record<string, unknown>): 
 }
 
 /** Run the inspector's CLI mode against `ramify mcp` (asynchronously: the daemon answers from this process). */
-function inspector(daemon: RealDaemon, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(INSPECTOR, ['--cli', '-e', `RAMIFY_API_URL=${daemon.conn.apiUrl}`, '-e', `RAMIFY_API_KEY=${daemon.conn.apiKey}`, ...args, '--', process.execPath, CLI, 'mcp'], { stdio: ['ignore', 'pipe', 'pipe'] });
+function inspector(daemon: RealDaemon, args: string[]): Promise<Ran> {
+  return collect(INSPECTOR, ['--cli', '-e', `RAMIFY_API_URL=${daemon.conn.apiUrl}`, '-e', `RAMIFY_API_KEY=${daemon.conn.apiKey}`, ...args, '--', process.execPath, CLI, 'mcp']);
+}
+
+interface Ran { code: number | null; stdout: string; stderr: string }
+
+/** Run a program to its end, asynchronously (the daemon answers from this very process), with its output. */
+function collect(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Ran> {
+  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+/** The built CLI against `daemon`. */
+function runCli(daemon: RealDaemon, args: string[]): Promise<Ran> {
+  return collect(process.execPath, [CLI, ...args], { ...process.env, RAMIFY_API_URL: daemon.conn.apiUrl, RAMIFY_API_KEY: daemon.conn.apiKey });
 }
 
 describe('MCP server through a real daemon (gVisor): stdio, Streamable HTTP and the inspector', { skip, timeout: 600_000 }, () => {
@@ -187,6 +199,11 @@ describe('MCP server through a real daemon (gVisor): stdio, Streamable HTTP and 
     assert.ok(entries.filter((e) => e.tool !== null).every((e) => e.apiKeyId === keyId));
     const explore = entries.filter((e) => e.tool === 'sandbox_explore');
     assert.ok(explore.some((e) => e.action === 'sandbox.fork' && e.sandboxId === sandboxId), 'the fork explore made');
+    // The CLI shows the same: `ramify audit --sandbox ID` names the tools.
+    const cli = await runCli(daemon, ['audit', '--sandbox', sandboxId, '--limit', '1000']);
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.match(cli.stdout, /^AT\s+KEY\s+TOOL\s+ACTION/);
+    assert.match(cli.stdout, /sandbox_explore\s+sandbox\.fork/);
 
     assert.equal((await ok(stdio, 'sandbox_kill', { sandboxId })).killed, true);
     assert.deepEqual((await ok(stdio, 'sandbox_list', {})).sandboxes, []);

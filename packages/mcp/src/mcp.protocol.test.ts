@@ -51,7 +51,7 @@ describe('protocol: tools/list', () => {
     const run = byName.get('command_run')!.inputSchema as Schema;
     assert.deepEqual(run.required, ['sandboxId', 'command']);
     for (const p of ['timeoutMs', 'cwd', 'envs']) assert.ok(p in run.properties, p);
-    assert.deepEqual(byName.get('sandbox_fork')!.inputSchema.required, ['sandboxId', 'count', 'confirm']);
+    assert.deepEqual(byName.get('sandbox_fork')!.inputSchema.required, ['sandboxId', 'count']);
     assert.equal(byName.get('sandbox_list')!.annotations?.readOnlyHint, true);
     assert.equal(byName.get('sandbox_kill')!.annotations?.destructiveHint, true);
     assert.equal(byName.get('sandbox_kill')!.annotations?.idempotentHint, true);
@@ -133,12 +133,26 @@ describe('protocol: tool calls', () => {
   test('sandbox_fork without confirm forks nothing and says what it would cost', async () => {
     const id = await newSandbox();
     const forksBefore = bed.fixture.requests.filter((q) => q.path.endsWith('/fork')).length;
-    const r = await bed.call('sandbox_fork', { sandboxId: id, count: 2, confirm: false });
-    assert.equal(r.isError, true);
-    assert.match(textOf(r), /would start 2 new sandboxes of 512 MB each \(1024 MB in all\): call again with confirm: true/);
+    for (const args of [{ confirm: false }, {}]) {
+      const r = await bed.call('sandbox_fork', { sandboxId: id, count: 2, ...args });
+      assert.notEqual(r.isError, true, 'a dry run, not an error');
+      assert.match(textOf(r), /would start 2 new sandboxes of 512 MB each \(1024 MB in all\); nothing was started: call again with confirm: true/);
+      assert.deepEqual(r.structuredContent, { sandboxId: id, confirmed: false, wouldStart: 2, memoryMBEach: 512, memoryMBTotal: 1024 });
+    }
     assert.equal(bed.fixture.requests.filter((q) => q.path.endsWith('/fork')).length, forksBefore);
     const ok = await bed.call('sandbox_fork', { sandboxId: id, count: 2, confirm: true });
     assert.equal((ok.structuredContent as { forks: string[] }).forks.length, 2);
+  });
+
+  test('egress_set with no rules and no mode is refused, naming mode; nothing is changed', async () => {
+    const id = await newSandbox();
+    const before = bed.fixture.requests.filter((q) => q.path.endsWith('/egress')).length;
+    for (const args of [{}, { rules: [] }]) {
+      const r = await bed.call('egress_set', { sandboxId: id, ...args });
+      assert.equal(r.isError, true);
+      assert.match(textOf(r), /^VALIDATION_FAILED: no rules and no mode: say mode: 'deny-all'/);
+    }
+    assert.equal(bed.fixture.requests.filter((q) => q.path.endsWith('/egress')).length, before);
   });
 
   test('command_start, then command_output from offsets, then command_kill', async () => {

@@ -16,4 +16,4 @@ export const envs = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'envir
 /** A sandbox lifetime, ms. */
 export const lifetimeMs = z.number().int().min(1).max(MAX_SANDBOX_TIMEOUT_MS);
 /** Each fork is a whole sandbox: the caller says it means it. */
-export const confirm = z.boolean().describe('must be true: each fork is a new running sandbox with its own memory and CPU');
+export const confirm = z.boolean().default(false).describe('true to start the forks (each is a new running sandbox with its own memory and CPU); absent or false: nothing is started, the cost is returned');

@@ -1,7 +1,7 @@
 /** Governance of a sandbox's outbound network: read and replace its egress policy, read what it did. */
 import { z } from 'zod';
 import { EgressMode } from '@ramify/contracts';
-import type { EgressLogEntry, EgressPolicyInfo } from '@ramify/sdk';
+import { RamifyError, type EgressLogEntry, type EgressPolicyInfo } from '@ramify/sdk';
 import { sandboxId } from './args.js';
 import { defineTool, READ_ONLY, type Tool } from './tool.js';
 
@@ -32,11 +32,15 @@ const egressSet = defineTool({
   description: "Replace a sandbox's outbound network policy live: allow rules (host, *.host, host:port, ip, cidr, *), or mode deny-all or open.",
   input: z.strictObject({
     sandboxId,
-    rules: z.array(z.string().max(300)).max(1000).optional().describe("allow rules, in order: 'pypi.org', '*.github.com', 'example.com:443', '10.0.0.0/8', '*'; [] opens egress"),
-    mode: EgressMode.optional().describe("deny-all (nothing leaves), open, or allowlist (with rules); default: allowlist with rules, open without"),
+    rules: z.array(z.string().max(300)).max(1000).optional().describe("allow rules, in order: 'pypi.org', '*.github.com', 'example.com:443', '10.0.0.0/8', '*' (an allowlist: everything else is denied)"),
+    mode: EgressMode.optional().describe("deny-all (nothing leaves), open (everything but the host, other sandboxes and metadata addresses), or allowlist (with rules, the default when rules are given); needed when no rules are given"),
   }),
   hints: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
   async run(args, ctx) {
+    // The API takes no rules as 'open'; a model sending [] most likely means 'nothing': make it say which.
+    if (args.mode === undefined && (args.rules === undefined || args.rules.length === 0)) {
+      throw new RamifyError('VALIDATION_FAILED', "no rules and no mode: say mode: 'deny-all' to let nothing out, or mode: 'open' to open egress", { field: 'mode' });
+    }
     const policy = await ctx.sandbox(args.sandboxId).setEgress({ ...(args.mode !== undefined ? { mode: args.mode } : {}), ...(args.rules !== undefined ? { rules: args.rules } : {}) });
     return { text: `egress now ${policyText(policy)}`, data: { policy } };
   },

@@ -10,21 +10,25 @@ import { cutForModel } from '../cut.js';
 import { jsonSafe } from '../results.js';
 import { confirm, sandboxId } from './args.js';
 import { DEFAULT_COMMAND_TIMEOUT_MS } from './commands.js';
-import { defineTool, type Tool } from './tool.js';
+import { defineTool, type Tool, type ToolOutput } from './tool.js';
 
 /** Most strategies one `sandbox_explore` runs (each is a running sandbox while it runs). */
 export const MAX_STRATEGIES = 16;
 /** Bytes of the winner's stdout shown. */
 const WINNER_OUTPUT_BYTES = 4096;
 
-function notConfirmed(what: string, count: number, memoryMB: number): RamifyError {
-  return new RamifyError('VALIDATION_FAILED', `${what} would start ${count} new sandbox${count === 1 ? '' : 'es'} of ${memoryMB} MB each (${count * memoryMB} MB in all): call again with confirm: true`, { field: 'confirm' });
+/** The answer to a fork or explore without `confirm: true`: nothing started, what it would cost (a dry run, not an error). */
+function costOnly(what: string, sandboxId: string, count: number, memoryMB: number): ToolOutput {
+  return {
+    text: `${what} would start ${count} new sandbox${count === 1 ? '' : 'es'} of ${memoryMB} MB each (${count * memoryMB} MB in all); nothing was started: call again with confirm: true`,
+    data: { sandboxId, confirmed: false, wouldStart: count, memoryMBEach: memoryMB, memoryMBTotal: count * memoryMB },
+  };
 }
 
 const sandboxFork = defineTool({
   name: 'sandbox_fork',
   title: 'Fork a sandbox',
-  description: `Copy a sandbox into count new running sandboxes (max ${MAX_FORK_COUNT}) with the same memory, processes and files; each costs a sandbox, so confirm must be true.`,
+  description: `Copy a sandbox into count new running sandboxes (max ${MAX_FORK_COUNT}) with the same memory, processes and files; each costs a sandbox, without confirm: true it only says what it would cost.`,
   input: z.strictObject({
     sandboxId,
     count: z.number().int().min(1).max(MAX_FORK_COUNT).describe(`how many copies (1-${MAX_FORK_COUNT})`),
@@ -33,7 +37,7 @@ const sandboxFork = defineTool({
   hints: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   async run(args, ctx) {
     const source = ctx.sandbox(args.sandboxId);
-    if (!args.confirm) throw notConfirmed('sandbox_fork', args.count, (await source.getInfo()).memoryMB);
+    if (!args.confirm) return costOnly('sandbox_fork', args.sandboxId, args.count, (await source.getInfo()).memoryMB);
     const forks = await source.fork({ count: args.count });
     const ids = forks.map((f) => f.sandboxId);
     return { text: `forked ${args.sandboxId} into ${ids.length}: ${ids.join(', ')}`, data: { sandboxId: args.sandboxId, forks: ids } };
@@ -76,7 +80,7 @@ const sandboxExplore = defineTool({
       throw new RamifyError('VALIDATION_FAILED', 'give exactly one of scoreCommand (prints a number) and expectedOutput (text stdout must contain)', { field: scoreCommand === undefined ? 'scoreCommand' : 'expectedOutput' });
     }
     const source = ctx.sandbox(args.sandboxId);
-    if (!args.confirm) throw notConfirmed('sandbox_explore', args.strategies.length, (await source.getInfo()).memoryMB);
+    if (!args.confirm) return costOnly('sandbox_explore', args.sandboxId, args.strategies.length, (await source.getInfo()).memoryMB);
     const strategies: Strategy<CommandResult>[] = args.strategies.map((s, i) => ({
       name: s.name ?? `s${i + 1}`,
       run: (sbx: Sandbox) => sbx.commands.run(s.command, { timeoutMs }),
