@@ -70,10 +70,10 @@ export async function registerRootfsTemplate(core: Core, rootfs: string, ids: { 
     { runtime, network: core.network, slots: core.store, storage: core.storage, connectAgent: core.connectAgent },
   );
   await core.store.insertSnapshot({
-    id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: runtime.name, templateId, sandboxId: null,
+    id: snapshotId, teamId: 'default', name: null, kind: 'template', status: 'ready', runtime: runtime.name, templateId, sandboxId: null,
     parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir: rootfs, envs: null, egress: null,
   });
-  await core.store.putTemplate({ id: templateId, name: 'base', runtime: runtime.name, specHash: templateId, snapshotId, images: [{ runtime: runtime.name, snapshotId }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
+  await core.store.putTemplate({ id: templateId, teamId: 'default', name: 'base', runtime: runtime.name, specHash: templateId, snapshotId, images: [{ runtime: runtime.name, snapshotId }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
 }
 
 /** Kill every sandbox of `server` through the API, close it, and remove its namespaces and host table. */
