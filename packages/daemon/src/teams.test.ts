@@ -230,6 +230,15 @@ describe('team scoping', () => {
     assert.equal((await call(bed.auth, 'POST', '/v1/sandboxes', {})).status, 201, "the default team's room is its own");
   });
 
+  test('the OpenAPI document has the team and key routes and the 429 code', async () => {
+    const doc = (await bed.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
+    for (const [path, method] of [['/v1/teams', 'post'], ['/v1/teams', 'get'], ['/v1/teams/{team}', 'patch'], ['/v1/keys', 'post'], ['/v1/keys', 'get'], ['/v1/keys/{keyId}', 'delete']]) {
+      assert.ok(doc.paths[path]?.[method], `${method} ${path}`);
+    }
+    assert.deepEqual(doc.paths['/v1/keys'].post.requestBody.content['application/json'].schema.properties.role.enum, ['admin', 'member']);
+    assert.ok(doc.components.schemas.Error.properties.error.properties.code.enum.includes('QUOTA_EXCEEDED'));
+  });
+
   test('every route naming an id is scoped: a route the scope does not know fails at start-up', () => {
     for (const r of API_ROUTES) assert.doesNotThrow(() => scopeOf(r.url, r.auth ?? true), r.url);
     assert.throws(() => scopeOf('/v1/networks/:id', true), /nothing scopes it/);
