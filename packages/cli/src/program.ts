@@ -10,6 +10,7 @@ import { registerDemo } from './commands/demo.js';
 import { registerSshKeys } from './commands/ssh.js';
 import { registerTeams } from './commands/team.js';
 import { registerKeys } from './commands/key.js';
+import { registerMcp } from './commands/mcp.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -40,6 +41,7 @@ sandbox exec and shell: the command's or shell's own exit code (see their --help
   registerSshKeys(program, env);
   registerTeams(program, env);
   registerKeys(program, env);
+  registerMcp(program, env);
   registerDemo(program, env);
   return program;
 }

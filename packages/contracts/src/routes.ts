@@ -68,6 +68,10 @@
  * | POST | /v1/keys | CreateApiKeyRequest (`{ team?, role?, name?, ttlMs? }`) | 201 CreatedApiKey (the secret in `key`, this once); 403 FORBIDDEN for a member key, 404 TEAM_NOT_FOUND |
  * | GET  | /v1/keys?team=T | | ListApiKeysResponse (never a secret); 403 FORBIDDEN for a member key |
  * | DELETE | /v1/keys/:keyId | | 204 (revoked: 401 from its next request); 404 API_KEY_NOT_FOUND, 409 CONFLICT (the default team's last admin key) |
+ * | POST | /mcp | MCP JSON-RPC (Streamable HTTP, stateless; `@ramify/mcp`) | 200 JSON-RPC response as application/json, 202 for notifications; GET/DELETE 405 |
+ *
+ * Any request may carry `MCP_TOOL_HEADER` (api.ts: `x-ramify-mcp-tool: <tool>`, set by `@ramify/mcp`): it is then
+ * audited with the tool (`AuditEntry.tool`), reads included; a malformed value is 400 VALIDATION_FAILED.
  *
  * On a WebSocket, a failure before the stream starts is a text frame `{type:'error', code, message}`
  * followed by close code 1008 (client error) or 1011 (server error).

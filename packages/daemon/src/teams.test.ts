@@ -5,6 +5,8 @@
  */
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { WebSocket } from 'ws';
 import { API_ROUTES } from './app.js';
 import { scopeOf } from './http/scope.js';
@@ -228,6 +230,29 @@ describe('team scoping', () => {
     const team = (await call(a, 'GET', '/v1/teams/team-a')).body;
     assert.deepEqual(team.usage, { running: 2, memoryMB: 1024 });
     assert.equal((await call(bed.auth, 'POST', '/v1/sandboxes', {})).status, 201, "the default team's room is its own");
+  });
+
+  test("MCP with a member key: the tools see the key's team only (another team's sandbox is SANDBOX_NOT_FOUND)", async () => {
+    const a = await teamWithKey('team-a');
+    const b = await teamWithKey('team-b');
+    const sbx = (await call(a, 'POST', '/v1/sandboxes', {})).body;
+    const url = await bed.app.listen({ host: '127.0.0.1', port: 0 });
+    const client = new Client({ name: 'teams-test', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: b } }));
+    try {
+      const listed = await client.callTool({ name: 'sandbox_list', arguments: {} });
+      assert.deepEqual((listed.structuredContent as { sandboxes: unknown[] }).sandboxes, []);
+      for (const [name, args] of [['sandbox_get', {}], ['command_run', { command: 'true' }], ['files_read', { path: '/root/hello.txt' }], ['sandbox_fork', { count: 1, confirm: true }]] as const) {
+        const res = await client.callTool({ name, arguments: { sandboxId: sbx.id, ...args } });
+        assert.equal(res.isError, true, name);
+        assert.equal((res.structuredContent as { error: { code: string } }).error.code, 'SANDBOX_NOT_FOUND', name);
+      }
+      const made = await client.callTool({ name: 'sandbox_create', arguments: {} });
+      assert.equal(made.isError, undefined, JSON.stringify(made));
+      assert.equal((await bed.world.store.getSandbox((made.structuredContent as { sandboxId: string }).sandboxId))?.teamId, 'team-b', "its sandboxes are the key's team's");
+    } finally {
+      await client.close();
+    }
   });
 
   test('the OpenAPI document has the team and key routes and the 429 code', async () => {

@@ -1,5 +1,5 @@
 /**
- * API key (each a team's, migration 16), audit log and slot lease rows.
+ * API key (each a team's, migration 17), audit log and slot lease rows.
  */
 import { RamifyError } from '@ramify/contracts';
 import type { ApiKeyRecord, AuditQuery, AuditRecord, SlotLease } from '@ramify/core';
@@ -79,6 +79,7 @@ interface AuditRow {
   sandbox_id: string | null;
   status: number;
   error_code: string | null;
+  tool: string | null;
 }
 
 export class AuditRows {
@@ -88,8 +89,8 @@ export class AuditRows {
   }
   append(e: Omit<AuditRecord, 'id'>): number {
     const result = this.#db
-      .prepare('INSERT INTO audit_log (at, api_key_id, team_id, method, path, action, sandbox_id, status, error_code) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(e.at, e.apiKeyId, e.teamId, e.method, e.path, e.action, e.sandboxId, e.status, e.errorCode);
+      .prepare('INSERT INTO audit_log (at, api_key_id, team_id, method, path, action, sandbox_id, status, error_code, tool) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(e.at, e.apiKeyId, e.teamId, e.method, e.path, e.action, e.sandboxId, e.status, e.errorCode, e.tool);
     return Number(result.lastInsertRowid);
   }
   list(query: AuditQuery): AuditRecord[] {
@@ -120,6 +121,7 @@ export class AuditRows {
       sandboxId: r.sandbox_id,
       status: r.status,
       errorCode: r.error_code,
+      tool: r.tool,
     }));
   }
 }

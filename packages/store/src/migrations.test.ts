@@ -330,10 +330,10 @@ describe('migration 10: snapshot-egress (real SQLite file)', () => {
   });
 });
 
-describe('migration 16: teams (real SQLite file)', () => {
-  test('everything of a version-15 database goes to the default team; keys become its admin keys; names become unique per team', async () => {
-    const path = join(dir, 'v15.db');
-    const db = openDatabase(path, MIGRATIONS.filter((m) => m.version <= 15));
+describe('migration 17: teams (real SQLite file)', () => {
+  test('everything of a version-16 database goes to the default team; keys become its admin keys; names become unique per team', async () => {
+    const path = join(dir, 'v16.db');
+    const db = openDatabase(path, MIGRATIONS.filter((m) => m.version <= 16));
     db.prepare(`INSERT INTO templates (id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at) VALUES ('tpl_1', 'base', 'gvisor', 'h', 'snap_tpl', NULL, 1, '/r', 1)`).run();
     db.prepare(
       `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, rootfs_dir, egress)
@@ -351,7 +351,7 @@ describe('migration 16: teams (real SQLite file)', () => {
 
     const store = new SqliteStore({ path });
     try {
-      assert.ok(MIGRATIONS.some((m) => m.version === 16 && m.name === 'teams'));
+      assert.ok(MIGRATIONS.some((m) => m.version === 17 && m.name === 'teams'));
       assert.deepEqual((await store.listTeams()).map((t) => [t.id, t.quota]), [['default', { maxRunning: null, maxMemoryMB: null, maxForksPerCall: null }]]);
       assert.equal((await store.getSandbox('sbx_1'))?.teamId, 'default');
       assert.equal((await store.getTemplate('tpl_1'))?.teamId, 'default');

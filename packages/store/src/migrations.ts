@@ -328,6 +328,15 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     // Named for merges: renumber freely if another branch took 16 (nothing depends on the number).
     version: 16,
+    name: 'audit-mcp-tool',
+    // The MCP tool an audited API call was made for (header x-ramify-mcp-tool); null for every older entry.
+    sql: `
+      ALTER TABLE audit_log ADD COLUMN tool TEXT;
+    `,
+  },
+  {
+    // Named for merges: renumber freely if another branch took 17 (nothing depends on the number).
+    version: 17,
     name: 'teams',
     // Teams (docs/design/TEAMS.md): every sandbox, snapshot, template, SSH key and API key belongs to one.
     // Everything that exists goes to the 'default' team, whose templates are shared with every team, and
@@ -353,7 +362,7 @@ export const MIGRATIONS: readonly Migration[] = [
         OR sandbox_id IN (SELECT id FROM sandboxes);
       CREATE INDEX audit_log_team ON audit_log(team_id, id);
 
-      CREATE TABLE api_keys_v16 (
+      CREATE TABLE api_keys_v17 (
         id TEXT PRIMARY KEY,
         team_id TEXT NOT NULL REFERENCES teams(id),
         role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
@@ -365,13 +374,13 @@ export const MIGRATIONS: readonly Migration[] = [
         expires_at INTEGER,
         revoked_at INTEGER
       );
-      INSERT INTO api_keys_v16 (id, team_id, role, name, hash, prefix, created_at, last_used_at, expires_at, revoked_at)
+      INSERT INTO api_keys_v17 (id, team_id, role, name, hash, prefix, created_at, last_used_at, expires_at, revoked_at)
         SELECT id, 'default', 'admin', name, hash, prefix, created_at, last_used_at, NULL, revoked_at FROM api_keys;
       DROP TABLE api_keys;
-      ALTER TABLE api_keys_v16 RENAME TO api_keys;
+      ALTER TABLE api_keys_v17 RENAME TO api_keys;
       CREATE INDEX api_keys_team ON api_keys(team_id, created_at);
 
-      CREATE TABLE snapshots_v16 (
+      CREATE TABLE snapshots_v17 (
         id TEXT PRIMARY KEY,
         team_id TEXT NOT NULL,
         name TEXT,
@@ -395,17 +404,17 @@ export const MIGRATIONS: readonly Migration[] = [
         auto_pause TEXT CHECK (auto_pause IS NULL OR (json_valid(auto_pause) AND json_type(auto_pause, '$.idleMs') = 'integer')),
         UNIQUE (team_id, name)
       );
-      INSERT INTO snapshots_v16 (id, team_id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb,
+      INSERT INTO snapshots_v17 (id, team_id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb,
           rootfs_dir, disk_size_mb, envs, egress, ingress, auto_pause)
         SELECT id, 'default', name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb,
           rootfs_dir, disk_size_mb, envs, egress, ingress, auto_pause FROM snapshots;
       DROP TABLE snapshots;
-      ALTER TABLE snapshots_v16 RENAME TO snapshots;
+      ALTER TABLE snapshots_v17 RENAME TO snapshots;
       CREATE INDEX snapshots_sandbox ON snapshots(sandbox_id);
       CREATE TRIGGER snapshots_rootfs_dir_required BEFORE INSERT ON snapshots WHEN NEW.rootfs_dir = ''
         BEGIN SELECT RAISE(ABORT, 'snapshots.rootfs_dir is required'); END;
 
-      CREATE TABLE templates_v16 (
+      CREATE TABLE templates_v17 (
         id TEXT PRIMARY KEY,
         team_id TEXT NOT NULL,
         name TEXT NOT NULL,
@@ -420,12 +429,12 @@ export const MIGRATIONS: readonly Migration[] = [
         envs TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(envs) AND json_type(envs) = 'object'),
         UNIQUE (team_id, name)
       );
-      INSERT INTO templates_v16 (id, team_id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at, images, envs)
+      INSERT INTO templates_v17 (id, team_id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at, images, envs)
         SELECT id, 'default', name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at, images, envs FROM templates;
       DROP TABLE templates;
-      ALTER TABLE templates_v16 RENAME TO templates;
+      ALTER TABLE templates_v17 RENAME TO templates;
 
-      CREATE TABLE ssh_keys_v16 (
+      CREATE TABLE ssh_keys_v17 (
         id TEXT PRIMARY KEY,
         team_id TEXT NOT NULL,
         owner_api_key_id TEXT,
@@ -436,10 +445,10 @@ export const MIGRATIONS: readonly Migration[] = [
         created_at INTEGER NOT NULL,
         UNIQUE (team_id, fingerprint)
       );
-      INSERT INTO ssh_keys_v16 (id, team_id, owner_api_key_id, name, type, fingerprint, public_key, created_at)
+      INSERT INTO ssh_keys_v17 (id, team_id, owner_api_key_id, name, type, fingerprint, public_key, created_at)
         SELECT id, 'default', owner_api_key_id, name, type, fingerprint, public_key, created_at FROM ssh_keys;
       DROP TABLE ssh_keys;
-      ALTER TABLE ssh_keys_v16 RENAME TO ssh_keys;
+      ALTER TABLE ssh_keys_v17 RENAME TO ssh_keys;
     `,
   },
 ];

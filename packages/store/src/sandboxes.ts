@@ -9,7 +9,7 @@ import { conflictOnConstraint, requireRootfs, type Db } from './db.js';
 
 interface SandboxRow {
   id: string;
-  /** Migration 16 ('default' for rows from before it). */
+  /** Migration 17 ('default' for rows from before it). */
   team_id: string;
   state: string;
   runtime: string;

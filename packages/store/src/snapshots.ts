@@ -1,5 +1,5 @@
 /**
- * Snapshot and template rows. Both belong to a team (migration 16); names are unique per team.
+ * Snapshot and template rows. Both belong to a team (migration 17); names are unique per team.
  */
 import { RamifyError, type AutoPause } from '@ramify/contracts';
 import type { CanonicalEgressPolicy, SandboxIngress, SnapshotRecord, TemplateRecord } from '@ramify/core';

@@ -1,5 +1,5 @@
 /**
- * Team rows (migration 16): the id, when it was made, and its quota (a NULL column: no limit).
+ * Team rows (migration 17): the id, when it was made, and its quota (a NULL column: no limit).
  */
 import { RamifyError } from '@ramify/contracts';
 import type { TeamRecord } from '@ramify/core';

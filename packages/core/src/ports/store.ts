@@ -249,6 +249,8 @@ export interface AuditRecord {
   sandboxId: string | null;
   status: number;
   errorCode: string | null;
+  /** The MCP tool the call was made for (`x-ramify-mcp-tool`), null for other callers and events. */
+  tool: string | null;
 }
 
 export interface AuditQuery {

@@ -17,6 +17,8 @@ export interface RequestContext {
    * sends it as its error frame after the upgrade, as any failure before a stream starts.
    */
   scopeError: unknown;
+  /** The MCP tool the call is made for (header `x-ramify-mcp-tool`, see mcp-tool.ts); null otherwise. */
+  tool: string | null;
 }
 
 declare module 'fastify' {
@@ -26,7 +28,7 @@ declare module 'fastify' {
 }
 
 export function freshRequestContext(): RequestContext {
-  return { actor: null, sandboxId: null, errorCode: null, scopeError: null };
+  return { actor: null, sandboxId: null, errorCode: null, scopeError: null, tool: null };
 }
 
 /**
