@@ -199,6 +199,9 @@ describe('team scoping', () => {
     assert.deepEqual((await call(b, 'GET', '/v1/templates')).body.templates.map((t: { name: string; team: string }) => [t.name, t.team]), [['base', 'default']]);
     assert.equal((await call(b, 'POST', '/v1/sandboxes', { template: 'base' })).status, 201);
     assert.equal((await call(b, 'DELETE', '/v1/templates/base')).body.error.code, 'FORBIDDEN');
+    const baseImage = (await call(b, 'GET', '/v1/snapshots')).body.snapshots.find((s: { kind: string }) => s.kind === 'template');
+    assert.equal(baseImage?.team, 'default', "the shared template's image is listed for every team");
+    assert.equal((await call(b, 'DELETE', `/v1/snapshots/${baseImage.id}`)).body.error.code, 'FORBIDDEN');
     // A team's own template: only it sees and uses it (by name or id).
     const base = await bed.world.store.findTemplateByName('base', 'default');
     assert.ok(base);
