@@ -262,6 +262,8 @@ export const SandboxInfo = z.object({
   ingress: IngressEndpoint.nullable(),
   /** Idle auto-pause; null when off. */
   autoPause: AutoPause.nullable(),
+  /** The team it belongs to (its creator's key's; a fork's is its parent's). */
+  team: z.string(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfo>;
 
@@ -306,6 +308,8 @@ export const SnapshotInfo = z.object({
   ingress: SnapshotIngress.nullable(),
   /** The idle auto-pause a sandbox created from it starts with (unless the request gives `autoPause`); null: off, or none recorded. */
   autoPause: AutoPause.nullable().describe("idle auto-pause a sandbox created from this snapshot starts with (unless the create gives autoPause); null: off or none recorded"),
+  /** The team it belongs to (its sandbox's; a template image: its template's). */
+  team: z.string(),
 });
 export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
 
@@ -506,6 +510,8 @@ export const TemplateInfo = z.object({
   envs: EnvMap,
   sizeBytes: z.number().int(),
   createdAt: z.string(),
+  /** The team that built it; the `default` team's templates are shared: every team lists and uses them. */
+  team: z.string(),
 });
 export type TemplateInfo = z.infer<typeof TemplateInfo>;
 
@@ -570,6 +576,8 @@ export const AuditEntry = z.object({
   id: z.number().int(),
   at: z.string(),
   apiKeyId: z.string().nullable(),
+  /** The caller's team; null when the call carried no valid key. */
+  team: z.string().nullable(),
   method: z.string(),
   path: z.string(),
   action: z.string(),

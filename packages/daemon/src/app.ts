@@ -1,6 +1,6 @@
 /**
  * The HTTP app: Fastify with the API's content-type parsers (JSON up to 1 MiB, raw streams passed through
- * unbuffered), bearer auth, audit, the one error handler, every route of `/v1` (contracts' routes.ts) and
+ * unbuffered), bearer auth, team scoping, audit, the one error handler, every route of `/v1` (contracts' routes.ts) and
  * the WebSocket streams. No business logic here: each handler calls one core use-case.
  */
 import websocket from '@fastify/websocket';
@@ -13,6 +13,7 @@ import { authHook } from './http/auth.js';
 import { toHttpError } from './http/errors.js';
 import { mcpToolHook } from './http/mcp-tool.js';
 import { freshRequestContext } from './http/request-context.js';
+import { scopeHook } from './http/scope.js';
 import { mountRoutes, type RouteSpec } from './http/route.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { egressRoutes } from './routes/egress.js';
@@ -22,6 +23,7 @@ import { metaRoutes } from './routes/meta.js';
 import { processRoutes } from './routes/processes.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
 import { sshRoutes } from './routes/ssh.js';
+import { teamRoutes } from './routes/teams.js';
 import { mountStreams } from './routes/streams/index.js';
 import { mcpDocs, mountMcp } from './routes/mcp.js';
 
@@ -32,7 +34,7 @@ export interface BuildAppOptions {
 }
 
 /** Every declarative route of the API (WebSockets are mounted separately). */
-export const API_ROUTES: readonly RouteSpec[] = [...sandboxRoutes, ...portRoutes, ...egressRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes, ...sshRoutes];
+export const API_ROUTES: readonly RouteSpec[] = [...sandboxRoutes, ...portRoutes, ...egressRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes, ...sshRoutes, ...teamRoutes];
 
 /** Build (not start) the app; `app.inject` drives it in-process, `app.listen` serves it. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
@@ -50,6 +52,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   });
   app.addHook('onRequest', authHook(core.store, core.clock));
   app.addHook('onRequest', mcpToolHook());
+  // After the tool hook: a call refused for another team's sandbox is still audited with its tool.
+  app.addHook('onRequest', scopeHook(core));
   app.addHook('onRequest', activityHook(core));
   app.addHook('onResponse', auditHook(core.store, core.clock, core.logger));
 

@@ -1,8 +1,8 @@
 /**
  * Audit: one entry per call of a mutating route (its config names an `action`) and per call an MCP tool
  * made (`x-ramify-mcp-tool`, see mcp-tool.ts; a read's action is `read`), written when the response has
- * been sent, with who (API key id, null when unauthenticated), what (method, path, action, sandbox, MCP
- * tool), when, and the outcome (status, error code).
+ * been sent, with who (API key id and its team, null when unauthenticated), what (method, path, action,
+ * sandbox, MCP tool), when, and the outcome (status, error code).
  */
 import { recordAudit, type Clock, type Logger, type Store } from '@ramify/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -31,7 +31,8 @@ export async function writeAudit(
   const params = (request.params ?? {}) as { id?: unknown };
   const ok = await recordAudit(store, {
     at: clock.now(),
-    apiKeyId: request.ramify.apiKeyId,
+    apiKeyId: request.ramify.actor?.keyId ?? null,
+    teamId: request.ramify.actor?.teamId ?? null,
     method: request.method,
     path: request.url.split('?')[0],
     action: outcome.action,

@@ -1,6 +1,8 @@
 /**
  * Bearer API key authentication (`Authorization: Bearer rmf_...`) for every route whose config does not
- * say `auth: false`. A missing, malformed, unknown or revoked key is 401 `UNAUTHORIZED`.
+ * say `auth: false`. A missing, malformed, unknown, revoked or expired key is 401 `UNAUTHORIZED` (a
+ * revoked or expired key from its very next request: nothing is cached). The key resolves to the caller,
+ * `{ keyId, teamId, role }`, on `request.ramify.actor`.
  */
 import { RamifyError } from '@ramify/contracts';
 import { verifyApiKey, type Clock, type Store } from '@ramify/core';
@@ -23,10 +25,10 @@ export function authHook(store: Store, clock: Clock): (request: FastifyRequest) 
     if (!config || config.auth === false || config.auth === undefined) return;
     const token = bearerToken(request);
     if (token === undefined) throw new RamifyError('UNAUTHORIZED', 'missing API key: send Authorization: Bearer rmf_...');
-    const key = await verifyApiKey(store, token);
-    if (!key) throw new RamifyError('UNAUTHORIZED', 'invalid API key');
-    request.ramify.apiKeyId = key.id;
     const now = clock.now();
+    const key = await verifyApiKey(store, token, now);
+    if (!key) throw new RamifyError('UNAUTHORIZED', 'invalid API key (unknown, revoked or expired)');
+    request.ramify.actor = { keyId: key.id, teamId: key.teamId, role: key.role };
     if (key.lastUsedAt === null || now - key.lastUsedAt > TOUCH_INTERVAL_MS) await store.touchApiKey(key.id, now);
   };
 }

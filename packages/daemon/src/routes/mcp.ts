@@ -10,6 +10,7 @@ import { handleMcpPost, methodNotAllowed } from '@ramify/mcp';
 import type { ExtraOperation } from '../http/openapi.js';
 import type { RouteConfig } from '../http/route.js';
 import { bearerToken } from '../http/auth.js';
+import { scopeOf } from '../http/scope.js';
 
 /** Path of the MCP endpoint. */
 export const MCP_PATH = '/mcp';
@@ -34,7 +35,8 @@ function selfUrl(request: FastifyRequest): string {
 
 /** Register `/mcp` (POST; GET and DELETE answer 405). */
 export function mountMcp(app: FastifyInstance): void {
-  const config: RouteConfig = { auth: true };
+  // The tools call this API with the caller's key: each call is scoped to its team there.
+  const config: RouteConfig = { auth: true, scope: scopeOf(MCP_PATH, true) };
   app.post(MCP_PATH, { config, bodyLimit: MCP_BODY_LIMIT }, async (request, reply) => {
     const apiKey = bearerToken(request) ?? '';
     const json = /^application\/json\b/i.test(request.headers['content-type'] ?? '');
