@@ -1,12 +1,12 @@
 /** Parsers for option and argument values (commander `argParser`s); bad input is a usage error (exit 2). */
 import { InvalidArgumentError } from 'commander';
 
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/** `300000`, `500ms`, `30s`, `10m`, `2h` → milliseconds (plain numbers are milliseconds). */
+/** `300000`, `500ms`, `30s`, `10m`, `2h`, `30d` → milliseconds (plain numbers are milliseconds). */
 export function parseDuration(value: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim());
-  if (!m) throw new InvalidArgumentError('expected a duration like 300000 (ms), 30s, 10m or 2h');
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(value.trim());
+  if (!m) throw new InvalidArgumentError('expected a duration like 300000 (ms), 30s, 10m, 2h or 30d');
   return Math.round(Number(m[1]) * UNITS[m[2] ?? 'ms']);
 }
 

@@ -8,6 +8,10 @@ import { registerTemplate } from './commands/template.js';
 import { registerSnapshot } from './commands/snapshot.js';
 import { registerDemo } from './commands/demo.js';
 import { registerSshKeys } from './commands/ssh.js';
+import { registerTeams } from './commands/team.js';
+import { registerKeys } from './commands/key.js';
+import { registerMcp } from './commands/mcp.js';
+import { registerAudit } from './commands/audit.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -36,6 +40,10 @@ sandbox exec and shell: the command's or shell's own exit code (see their --help
   registerTemplate(program, env);
   registerSnapshot(program, env);
   registerSshKeys(program, env);
+  registerTeams(program, env);
+  registerKeys(program, env);
+  registerMcp(program, env);
+  registerAudit(program, env);
   registerDemo(program, env);
   return program;
 }

@@ -262,6 +262,8 @@ export const SandboxInfo = z.object({
   ingress: IngressEndpoint.nullable(),
   /** Idle auto-pause; null when off. */
   autoPause: AutoPause.nullable(),
+  /** The team it belongs to (its creator's key's; a fork's is its parent's). */
+  team: z.string(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfo>;
 
@@ -306,6 +308,8 @@ export const SnapshotInfo = z.object({
   ingress: SnapshotIngress.nullable(),
   /** The idle auto-pause a sandbox created from it starts with (unless the request gives `autoPause`); null: off, or none recorded. */
   autoPause: AutoPause.nullable().describe("idle auto-pause a sandbox created from this snapshot starts with (unless the create gives autoPause); null: off or none recorded"),
+  /** The team it belongs to (its sandbox's; a template image: its template's). */
+  team: z.string(),
 });
 export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
 
@@ -506,6 +510,8 @@ export const TemplateInfo = z.object({
   envs: EnvMap,
   sizeBytes: z.number().int(),
   createdAt: z.string(),
+  /** The team that built it; the `default` team's templates are shared: every team lists and uses them. */
+  team: z.string(),
 });
 export type TemplateInfo = z.infer<typeof TemplateInfo>;
 
@@ -561,22 +567,36 @@ export const TemplateBuildEvent = z.discriminatedUnion('type', [
 export type TemplateBuildEvent = z.infer<typeof TemplateBuildEvent>;
 
 /**
- * One audit log entry: a mutating API call (method, path, HTTP status), or something a running sandbox
- * reported (method `EVENT`, status 0; today action `sandbox.oom`, error code `COMMAND_OOM`: a process
- * killed because the sandbox ran out of memory, `path` naming it).
+ * One audit log entry: a mutating API call (method, path, HTTP status), any API call an MCP tool made
+ * (`tool` set; a read's action is `read`), or something a running sandbox reported (method `EVENT`,
+ * status 0; today action `sandbox.oom`, error code `COMMAND_OOM`: a process killed because the sandbox
+ * ran out of memory, `path` naming it).
  */
 export const AuditEntry = z.object({
   id: z.number().int(),
   at: z.string(),
   apiKeyId: z.string().nullable(),
+  /** The caller's team; null when the call carried no valid key. */
+  team: z.string().nullable(),
   method: z.string(),
   path: z.string(),
   action: z.string(),
   sandboxId: z.string().nullable(),
   status: z.number().int(),
   errorCode: z.string().nullable(),
+  /** The MCP tool whose call made this API call (its {@link MCP_TOOL_HEADER} header), e.g. `command_run`; null otherwise. */
+  tool: z.string().nullable(),
 });
 export type AuditEntry = z.infer<typeof AuditEntry>;
+
+/**
+ * Header naming the MCP tool an API call is made for (`@ramify/mcp` sets it on every call of a tool):
+ * such a call is audited even when it is a read, with the tool in `AuditEntry.tool`. Its value matches
+ * {@link MCP_TOOL_NAME}; anything else is a 400 `VALIDATION_FAILED`.
+ */
+export const MCP_TOOL_HEADER = 'x-ramify-mcp-tool';
+/** An MCP tool name as the audit log takes it: lower-case letters, digits and `_`, at most 64. */
+export const MCP_TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
 /**
  * WebSocket stream framing (`/v1/sandboxes/{id}/commands/stream`, `/v1/sandboxes/{id}/pty/stream`,

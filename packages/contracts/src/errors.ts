@@ -103,6 +103,16 @@ export const ERROR_CODES = {
   SSH_KEY_EXISTS: 409,
   /** The daemon serves no SSH gateway (`ramify serve --ssh-listen off`), so no SSH access can be given. */
   SSH_UNAVAILABLE: 503,
+  // Teams and API keys (see docs/design/TEAMS.md).
+  /** No team of that id that this key may see (another team's is 404 too: no existence leak). */
+  TEAM_NOT_FOUND: 404,
+  /** No API key of that id in the caller's reach. */
+  API_KEY_NOT_FOUND: 404,
+  /**
+   * The team's quota does not allow this call; nothing was created or started. details: `team`, `limit`
+   * (`maxRunning`, `maxMemoryMB` or `maxForksPerCall`), `max`, `current` (in use now) and `requested`.
+   */
+  QUOTA_EXCEEDED: 429,
 } as const satisfies Record<string, number>;
 
 /** One of {@link ERROR_CODES}' keys. */

@@ -1,7 +1,10 @@
 /**
  * The REST route table of `/v1`: the single list both the daemon (which serves it) and the SDK (which
- * calls it) follow. Bodies and responses are the schemas in `api.ts`. All routes but `GET /v1/health`
- * need `Authorization: Bearer rmf_...`. Errors are `ErrorBody` with the status of their code.
+ * calls it) follow. Bodies and responses are the schemas in `api.ts` (`teams.ts`, `ssh.ts`). All routes but
+ * `GET /v1/health` need `Authorization: Bearer rmf_...`; the key belongs to a team and sees only that
+ * team's sandboxes, snapshots, templates and SSH keys (another team's id is 404 as an unknown one; lists
+ * hold the team's own; docs/design/TEAMS.md). Errors are `ErrorBody` with the status of their code; a
+ * create, fork or resume over the team's quota is 429 QUOTA_EXCEEDED.
  *
  * | method | path | body / query | response |
  * |---|---|---|---|
@@ -58,6 +61,17 @@
  * | GET  | /v1/ssh-keys | | ListSshKeysResponse |
  * | DELETE | /v1/ssh-keys/:keyId | | 204; 404 SSH_KEY_NOT_FOUND |
  * | POST | /v1/sandboxes/:id/ssh-access | SshAccessRequest (`{ ttlMs? }`) | 201 SshAccessInfo (`{ host, port, user, token, command, expiresAt }`); 503 SSH_UNAVAILABLE |
+ * | POST | /v1/teams | CreateTeamRequest (`{ id, quota? }`) | 201 TeamInfo; 403 FORBIDDEN unless an admin key of the default team, 409 CONFLICT |
+ * | GET  | /v1/teams | | ListTeamsResponse (the default team's admin keys: every team; else the caller's) |
+ * | GET  | /v1/teams/:team | | TeamInfo (`{ id, createdAt, quota, usage }`); 404 TEAM_NOT_FOUND |
+ * | PATCH | /v1/teams/:team | UpdateTeamRequest (`{ quota: { maxRunning?, maxMemoryMB?, maxForksPerCall? } }`, null = no limit) | TeamInfo; 403 FORBIDDEN |
+ * | POST | /v1/keys | CreateApiKeyRequest (`{ team?, role?, name?, ttlMs? }`) | 201 CreatedApiKey (the secret in `key`, this once); 403 FORBIDDEN for a member key, 404 TEAM_NOT_FOUND |
+ * | GET  | /v1/keys?team=T | | ListApiKeysResponse (never a secret); 403 FORBIDDEN for a member key |
+ * | DELETE | /v1/keys/:keyId | | 204 (revoked: 401 from its next request); 404 API_KEY_NOT_FOUND, 409 CONFLICT (the default team's last admin key) |
+ * | POST | /mcp | MCP JSON-RPC (Streamable HTTP, stateless; `@ramify/mcp`) | 200 JSON-RPC response as application/json, 202 for notifications; GET/DELETE 405 |
+ *
+ * Any request may carry `MCP_TOOL_HEADER` (api.ts: `x-ramify-mcp-tool: <tool>`, set by `@ramify/mcp`): it is then
+ * audited with the tool (`AuditEntry.tool`), reads included; a malformed value is 400 VALIDATION_FAILED.
  *
  * On a WebSocket, a failure before the stream starts is a text frame `{type:'error', code, message}`
  * followed by close code 1008 (client error) or 1011 (server error).

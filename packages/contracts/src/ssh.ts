@@ -27,7 +27,7 @@ export const AddSshKeyRequest = z.strictObject({
 });
 export type AddSshKeyRequest = z.infer<typeof AddSshKeyRequest>;
 
-/** A registered public key. The key opens its owner's sandboxes (today: every sandbox, see SSH.md). */
+/** A registered public key. It opens its team's sandboxes (see SSH.md and TEAMS.md). */
 export const SshKeyInfo = z.object({
   /** `sshk_<ulid>`. */
   id: z.string(),
@@ -38,8 +38,10 @@ export const SshKeyInfo = z.object({
   fingerprint: z.string(),
   /** The key as registered, `type base64` (the comment is dropped). */
   publicKey: z.string(),
-  /** The id of the API key that registered it (its owner); null when not known. */
+  /** The id of the API key that registered it; null when not known. */
   ownerApiKeyId: z.string().nullable(),
+  /** The team it belongs to (its registering key's): it opens that team's sandboxes only. */
+  team: z.string(),
   /** ISO time. */
   createdAt: z.string(),
 });

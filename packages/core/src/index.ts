@@ -52,8 +52,11 @@ export { BufferedEgressLog, DEFAULT_EGRESS_LOG_BUFFER, type BufferedEgressLogOpt
 
 export * from './catalog/snapshots.js';
 export * from './catalog/templates.js';
+export * from './access/actor.js';
 export * from './access/api-keys.js';
 export * from './access/audit.js';
+export * from './teams/teams.js';
+export { teamUsage, withinQuota, checkForkCount, HOLDING_STATES, type SandboxDemand, type TeamUsage } from './teams/quota.js';
 
 export * from './ingress/index.js';
 export * from './ssh/index.js';

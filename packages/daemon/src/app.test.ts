@@ -76,7 +76,7 @@ describe('HTTP edge with the fake runtime: validation and error mapping', () => 
     assert.match(query.json().error.message, /query: unknown field 'colour'/);
     const state = await bed.app.inject({ method: 'GET', url: '/v1/sandboxes?state=running,asleep', headers: bed.auth });
     assert.match(state.json().error.message, /asleep/);
-    const fork = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes/sbx_x/fork', headers: bed.auth, payload: { count: 100 } });
+    const fork = await bed.app.inject({ method: 'POST', url: `/v1/sandboxes/${(await create()).id}/fork`, headers: bed.auth, payload: { count: 100 } });
     assert.match(fork.json().error.message, /body\.count/);
   });
 
@@ -185,7 +185,7 @@ describe('HTTP edge with the fake runtime: lifecycle routes and audit', () => {
 
 describe('HTTP edge with the fake runtime: template envs', () => {
   test('GET /v1/templates shows a template envs; a sandbox created from it gets them, the request envs winning per key', async () => {
-    const base = await bed.world.store.findTemplateByName('base');
+    const base = await bed.world.store.findTemplateByName('base', 'default');
     assert.ok(base);
     await bed.world.store.putTemplate({ ...base, envs: { DATA_DIR: '/srv/data', MODE: 'tpl' } });
     const listed = (await bed.app.inject({ method: 'GET', url: '/v1/templates', headers: bed.auth })).json().templates;

@@ -1,6 +1,6 @@
 /**
  * The HTTP app: Fastify with the API's content-type parsers (JSON up to 1 MiB, raw streams passed through
- * unbuffered), bearer auth, audit, the one error handler, every route of `/v1` (contracts' routes.ts) and
+ * unbuffered), bearer auth, team scoping, audit, the one error handler, every route of `/v1` (contracts' routes.ts) and
  * the WebSocket streams. No business logic here: each handler calls one core use-case.
  */
 import websocket from '@fastify/websocket';
@@ -11,7 +11,9 @@ import { activityHook } from './http/activity.js';
 import { auditHook } from './http/audit.js';
 import { authHook } from './http/auth.js';
 import { toHttpError } from './http/errors.js';
+import { mcpToolHook } from './http/mcp-tool.js';
 import { freshRequestContext } from './http/request-context.js';
+import { scopeHook } from './http/scope.js';
 import { mountRoutes, type RouteSpec } from './http/route.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { egressRoutes } from './routes/egress.js';
@@ -21,7 +23,9 @@ import { metaRoutes } from './routes/meta.js';
 import { processRoutes } from './routes/processes.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
 import { sshRoutes } from './routes/ssh.js';
+import { teamRoutes } from './routes/teams.js';
 import { mountStreams } from './routes/streams/index.js';
+import { mcpDocs, mountMcp } from './routes/mcp.js';
 
 export interface BuildAppOptions {
   core: Core;
@@ -30,7 +34,7 @@ export interface BuildAppOptions {
 }
 
 /** Every declarative route of the API (WebSockets are mounted separately). */
-export const API_ROUTES: readonly RouteSpec[] = [...sandboxRoutes, ...portRoutes, ...egressRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes, ...sshRoutes];
+export const API_ROUTES: readonly RouteSpec[] = [...sandboxRoutes, ...portRoutes, ...egressRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes, ...sshRoutes, ...teamRoutes];
 
 /** Build (not start) the app; `app.inject` drives it in-process, `app.listen` serves it. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
@@ -47,6 +51,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     request.ramify = freshRequestContext();
   });
   app.addHook('onRequest', authHook(core.store, core.clock));
+  app.addHook('onRequest', mcpToolHook());
+  // After the tool hook: a call refused for another team's sandbox is still audited with its tool.
+  app.addHook('onRequest', scopeHook(core));
   app.addHook('onRequest', activityHook(core));
   app.addHook('onResponse', auditHook(core.store, core.clock, core.logger));
 
@@ -69,6 +76,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       core.logger.error(mapped.unexpected ? 'unexpected error' : 'request failed', { method: request.method, url: request.url, code: mapped.body.error.code, error: detail });
     }
     if (request.ramify) request.ramify.errorCode = mapped.body.error.code;
+    // A request that failed before its body was read whole (an upload cut off by a pause) leaves unread
+    // bytes on its connection: close it after the answer. A client reusing it would queue its next
+    // request behind them, and undici does (a resume stuck behind a dead upload until its timeout).
+    if (!request.raw.complete) void reply.header('connection', 'close');
     return reply.code(mapped.status).send(mapped.body);
   });
   app.setNotFoundHandler((request, reply) => {
@@ -78,7 +89,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   // Frames carry stdin chunks and control messages; 16 MiB bounds one frame, not a stream.
   await app.register(websocket, { options: { maxPayload: 16 << 20 } });
-  mountRoutes(app, core, [...metaRoutes(API_ROUTES), ...API_ROUTES]);
+  mountRoutes(app, core, [...metaRoutes(API_ROUTES, mcpDocs), ...API_ROUTES]);
   mountStreams(app, core);
+  mountMcp(app);
   return app;
 }

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, open, readFile, readlink, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Sandbox, syncDir, type SyncChange, type SyncSession } from '@ramify/sdk';
@@ -131,17 +131,20 @@ describe('two-way sync through a real daemon (gVisor)', { skip, timeout: 900_000
     const local = join(work, 'paused');
     await mkdir(local, { recursive: true });
     let pausing: Promise<unknown> | undefined;
-    let failures = 0;
+    let writing = false;
+    const failures: string[] = [];
     const session: SyncSession = await syncDir(sbx, local, '/root/paused', {
-      // The pause is asked for as the pass starts its upload: it lands in the middle of it.
+      // The pause is asked for as the first pass after the writes began starts its upload: it lands in
+      // the middle of it. (The 300 files may come in more than one pass, so no size is required.)
       onProgress: (p) => {
-        if (p.phase === 'upload' && p.done === 0 && p.total >= 300 && !pausing) pausing = sbx.pause();
+        if (writing && p.phase === 'upload' && p.done === 0 && !pausing) pausing = sbx.pause();
       },
-      onError: () => void failures++,
+      onError: (err) => void failures.push(err.message),
     });
     try {
       await session.ready;
       const files = Array.from({ length: 300 }, (_, i) => [`batch/f${i}.bin`, randomBytes(4096)] as const);
+      writing = true;
       await mkdir(join(local, 'batch'));
       await Promise.all(files.map(([name, data]) => writeFile(join(local, name), data)));
       await until(async () => pausing !== undefined, 'the upload started');
@@ -155,7 +158,7 @@ describe('two-way sync through a real daemon (gVisor)', { skip, timeout: 900_000
       await until(async () => (await run('ls /root/paused/batch | wc -l')).trim() === '300', 'all 300 files reached the sandbox', 120_000);
       const remoteSums = await run('cd /root/paused && sha256sum batch/*');
       for (const [name, data] of files) assert.ok(remoteSums.includes(`${sha(data)}  ${name}`), name);
-      assert.equal(failures, 0, 'a pause is waited for, not reported as a failure');
+      assert.deepEqual(failures, [], 'a pause is waited for, not reported as a failure');
     } finally {
       await session.stop();
     }
@@ -173,6 +176,49 @@ describe('two-way sync through a real daemon (gVisor)', { skip, timeout: 900_000
     const cli = await runCli(['sandbox', 'sync', join(work, 'bad'), `${sbx.sandboxId}:/root/a-file`, '--once'], daemon.conn);
     assert.equal(cli.status, 1, cli.stderr);
     assert.match(cli.stderr, /not a directory/);
+    // A target that is not <id>:<absolute dir> is a usage error (exit 2), before anything is read.
+    for (const target of [sbx.sandboxId, `${sbx.sandboxId}:relative`]) {
+      const usage = await runCli(['sandbox', 'sync', join(work, 'bad'), target, '--once'], daemon.conn);
+      assert.equal(usage.status, 2, `${target}: ${usage.stderr}`);
+      assert.match(usage.stderr, /expected <id>:<absolute remote dir>/);
+    }
+  });
+
+  test('a local file still growing while it is synced: the session goes on and ends with its final bytes', async () => {
+    const local = join(work, 'growing');
+    await mkdir(local, { recursive: true });
+    const failures: string[] = [];
+    const session = await syncDir(sbx, local, '/root/growing', { onError: (err) => void failures.push(err.message) });
+    try {
+      await session.ready;
+      // 30 pieces of 200 KiB, 50 ms apart: passes read the file (streamed once it is over 1 MiB) while it grows.
+      const pieces = Array.from({ length: 30 }, () => randomBytes(200 << 10));
+      const handle = await open(join(local, 'grow.bin'), 'w');
+      for (const piece of pieces) {
+        await handle.write(piece);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await handle.close();
+      const want = sha(Buffer.concat(pieces));
+      await until(async () => (await run('sha256sum /root/growing/grow.bin 2>/dev/null || true')).startsWith(want), 'the final bytes reached the sandbox', 60_000);
+      assert.deepEqual(failures, []);
+    } finally {
+      await session.stop();
+    }
+  });
+
+  test('the CLI refuses to start on a paused sandbox unless --resume, which resumes it', async () => {
+    const local = join(work, 'resume');
+    await mkdir(local, { recursive: true });
+    await writeFile(join(local, 'r.txt'), 'r\n');
+    await sbx.pause();
+    const refused = await runCli(['sandbox', 'sync', local, `${sbx.sandboxId}:/root/resume`, '--once'], daemon.conn);
+    assert.equal(refused.status, 1, refused.stderr);
+    assert.match(refused.stderr, /paused.*--resume/);
+    assert.equal((await sbx.getInfo()).state, 'paused');
+    const resumed = await runCli(['sandbox', 'sync', local, `${sbx.sandboxId}:/root/resume`, '--once', '--resume'], daemon.conn);
+    assert.equal(resumed.status, 0, resumed.stderr);
+    assert.equal(await remoteText('/root/resume/r.txt'), 'r\n');
   });
 
   test('the CLI: --once with --ignore and .ramifyignore, one JSON line per change', async () => {

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RuntimeName } from '@ramify/contracts';
-import type { Core } from '@ramify/core';
+import { killSandbox, type Core } from '@ramify/core';
 import { buildImage } from '@ramify/template-builder';
 import { forceCleanup } from './real-egress-support.js';
 import { serve, type RamifyServer } from './serve.js';
@@ -70,18 +70,22 @@ export async function registerRootfsTemplate(core: Core, rootfs: string, ids: { 
     { runtime, network: core.network, slots: core.store, storage: core.storage, connectAgent: core.connectAgent },
   );
   await core.store.insertSnapshot({
-    id: snapshotId, name: null, kind: 'template', status: 'ready', runtime: runtime.name, templateId, sandboxId: null,
+    id: snapshotId, teamId: 'default', name: null, kind: 'template', status: 'ready', runtime: runtime.name, templateId, sandboxId: null,
     parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir: rootfs, envs: null, egress: null,
   });
-  await core.store.putTemplate({ id: templateId, name: 'base', runtime: runtime.name, specHash: templateId, snapshotId, images: [{ runtime: runtime.name, snapshotId }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
+  await core.store.putTemplate({ id: templateId, teamId: 'default', name: 'base', runtime: runtime.name, specHash: templateId, snapshotId, images: [{ runtime: runtime.name, snapshotId }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
 }
 
-/** Kill every sandbox of `server` through the API, close it, and remove its namespaces and host table. */
+/** Kill every sandbox of `server` (its key's team's through the API, any other team's through core), close it, and remove its namespaces and host table. */
 export async function stopRealDaemon(
-  server: { close(): Promise<void>; core: { network: unknown } },
+  server: { close(): Promise<void>; core: Core },
   call: (method: string, path: string, body?: unknown) => Promise<ApiReply>,
 ): Promise<void> {
   for (const s of (await call('GET', '/v1/sandboxes')).json?.sandboxes ?? []) await call('DELETE', `/v1/sandboxes/${s.id}`);
+  // The key sees its own team's sandboxes only: other teams' go through core.
+  for (const s of (await server.core.store.listSandboxes({ limit: 1000 })).sandboxes) {
+    if (s.state !== 'killed') await killSandbox(server.core, s.id).catch(() => undefined);
+  }
   const network = server.core.network as { destroyAll?: () => Promise<void> };
   await server.close();
   await network.destroyAll?.();

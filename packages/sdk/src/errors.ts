@@ -117,12 +117,23 @@ export class CommandExitError extends RamifyError {
   get error(): string | null { return this.result.error; }
 }
 
+/**
+ * The team's quota does not allow the call (`QUOTA_EXCEEDED`, 429); nothing was created or started.
+ * `details`: `team`, `limit` (`maxRunning`, `maxMemoryMB`, `maxForksPerCall`), `max`, `current`, `requested`.
+ */
+export class QuotaExceededError extends RamifyError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('QUOTA_EXCEEDED', message, details);
+    this.name = 'QuotaExceededError';
+  }
+}
+
 /** Build the most specific error class for `code`. Unknown codes (a newer daemon) stay plain `RamifyError`s. */
 export function errorFromCode(code: string, message: string, details?: Record<string, unknown>): RamifyError {
   const c = code as ErrorCode;
   switch (c) {
     case 'SANDBOX_NOT_FOUND': return new SandboxNotFoundError(message, details);
-    case 'TEMPLATE_NOT_FOUND': case 'SNAPSHOT_NOT_FOUND': case 'PROCESS_NOT_FOUND': case 'FILE_NOT_FOUND': case 'WATCH_NOT_FOUND':
+    case 'TEMPLATE_NOT_FOUND': case 'SNAPSHOT_NOT_FOUND': case 'PROCESS_NOT_FOUND': case 'FILE_NOT_FOUND': case 'WATCH_NOT_FOUND': case 'TEAM_NOT_FOUND': case 'API_KEY_NOT_FOUND':
       return new NotFoundError(c, message, details);
     case 'UNAUTHORIZED': case 'FORBIDDEN': return new AuthenticationError(c, message, details);
     case 'INVALID_STATE': case 'CHECKPOINT_BLOCKED': case 'PROCESS_EXITED': return new InvalidStateError(c, message, details);
@@ -130,6 +141,7 @@ export function errorFromCode(code: string, message: string, details?: Record<st
     case 'REQUEST_TIMEOUT': case 'COMMAND_TIMEOUT': return new TimeoutError(c, message, details);
     case 'API_UNREACHABLE': return new ConnectionError(message, details);
     case 'NOT_UTF8': return new NotUtf8Error(message, details);
+    case 'QUOTA_EXCEEDED': return new QuotaExceededError(message, details);
     default: return new RamifyError(c, message, details);
   }
 }

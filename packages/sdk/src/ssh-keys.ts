@@ -1,7 +1,6 @@
 /**
  * SSH public keys registered with the daemon's SSH gateway (`ssh -p 2222 <sandboxId>@host`). A key
- * belongs to the API key that registers it and opens that owner's sandboxes (today every sandbox: API
- * keys are not scoped yet). Plain functions taking {@link ConnectionOpts} last, like `listTemplates`.
+ * belongs to the team of the API key that registers it and opens that team's sandboxes only. Plain functions taking {@link ConnectionOpts} last, like `listTemplates`.
  * Per-sandbox tokens are `sbx.getSshAccess()`.
  */
 import type { ListSshKeysResponse, SshKeyInfo } from '@ramify/contracts';

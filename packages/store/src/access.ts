@@ -1,5 +1,5 @@
 /**
- * API key, audit log and slot lease rows.
+ * API key (each a team's, migration 17), audit log and slot lease rows.
  */
 import { RamifyError } from '@ramify/contracts';
 import type { ApiKeyRecord, AuditQuery, AuditRecord, SlotLease } from '@ramify/core';
@@ -7,21 +7,27 @@ import { conflictOnConstraint, type Db } from './db.js';
 
 interface ApiKeyRow {
   id: string;
+  team_id: string;
+  role: string;
   name: string;
   hash: string;
   prefix: string;
   created_at: number;
   last_used_at: number | null;
+  expires_at: number | null;
   revoked_at: number | null;
 }
 
 const keyFromRow = (r: ApiKeyRow): ApiKeyRecord => ({
   id: r.id,
+  teamId: r.team_id,
+  role: r.role as ApiKeyRecord['role'],
   name: r.name,
   hash: r.hash,
   prefix: r.prefix,
   createdAt: r.created_at,
   lastUsedAt: r.last_used_at,
+  expiresAt: r.expires_at,
   revokedAt: r.revoked_at,
 });
 
@@ -33,9 +39,10 @@ export class ApiKeyRows {
   insert(k: ApiKeyRecord): void {
     try {
       this.#db
-        .prepare('INSERT INTO api_keys (id, name, hash, prefix, created_at, last_used_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-        .run(k.id, k.name, k.hash, k.prefix, k.createdAt, k.lastUsedAt, k.revokedAt);
+        .prepare('INSERT INTO api_keys (id, team_id, role, name, hash, prefix, created_at, last_used_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+        .run(k.id, k.teamId, k.role, k.name, k.hash, k.prefix, k.createdAt, k.lastUsedAt, k.expiresAt, k.revokedAt);
     } catch (err) {
+      if ((err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new RamifyError('TEAM_NOT_FOUND', `team '${k.teamId}' not found`, { id: k.teamId });
       conflictOnConstraint(err, `API key '${k.id}' already exists`);
     }
   }
@@ -43,8 +50,15 @@ export class ApiKeyRows {
     const row = this.#db.prepare('SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL').get(hash) as ApiKeyRow | undefined;
     return row ? keyFromRow(row) : null;
   }
-  list(): ApiKeyRecord[] {
-    return (this.#db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all() as ApiKeyRow[]).map(keyFromRow);
+  get(id: string): ApiKeyRecord | null {
+    const row = this.#db.prepare('SELECT * FROM api_keys WHERE id = ?').get(id) as ApiKeyRow | undefined;
+    return row ? keyFromRow(row) : null;
+  }
+  list(filter: { teamId?: string } = {}): ApiKeyRecord[] {
+    const rows = filter.teamId === undefined
+      ? this.#db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all()
+      : this.#db.prepare('SELECT * FROM api_keys WHERE team_id = ? ORDER BY created_at, id').all(filter.teamId);
+    return (rows as ApiKeyRow[]).map(keyFromRow);
   }
   touch(id: string, at: number): void {
     this.#db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?').run(at, id);
@@ -58,12 +72,14 @@ interface AuditRow {
   id: number;
   at: number;
   api_key_id: string | null;
+  team_id: string | null;
   method: string;
   path: string;
   action: string;
   sandbox_id: string | null;
   status: number;
   error_code: string | null;
+  tool: string | null;
 }
 
 export class AuditRows {
@@ -73,8 +89,8 @@ export class AuditRows {
   }
   append(e: Omit<AuditRecord, 'id'>): number {
     const result = this.#db
-      .prepare('INSERT INTO audit_log (at, api_key_id, method, path, action, sandbox_id, status, error_code) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(e.at, e.apiKeyId, e.method, e.path, e.action, e.sandboxId, e.status, e.errorCode);
+      .prepare('INSERT INTO audit_log (at, api_key_id, team_id, method, path, action, sandbox_id, status, error_code, tool) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(e.at, e.apiKeyId, e.teamId, e.method, e.path, e.action, e.sandboxId, e.status, e.errorCode, e.tool);
     return Number(result.lastInsertRowid);
   }
   list(query: AuditQuery): AuditRecord[] {
@@ -83,6 +99,10 @@ export class AuditRows {
     if (query.sandboxId !== undefined) {
       where.push('sandbox_id = ?');
       params.push(query.sandboxId);
+    }
+    if (query.teamId !== undefined) {
+      where.push(query.withAnonymous ? '(team_id = ? OR team_id IS NULL)' : 'team_id = ?');
+      params.push(query.teamId);
     }
     if (query.beforeId !== undefined) {
       where.push('id < ?');
@@ -94,12 +114,14 @@ export class AuditRows {
       id: r.id,
       at: r.at,
       apiKeyId: r.api_key_id,
+      teamId: r.team_id,
       method: r.method,
       path: r.path,
       action: r.action,
       sandboxId: r.sandbox_id,
       status: r.status,
       errorCode: r.error_code,
+      tool: r.tool,
     }));
   }
 }

@@ -18,7 +18,7 @@ before(() => {
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const sandbox = (id: string): SandboxRecord => ({
-  id, state: 'running', runtime: 'gvisor', templateId: 'tpl_1', sourceSnapshotId: 'snap_tpl', rootfsDir: '/r', parentId: null,
+  id, teamId: 'default', state: 'running', runtime: 'gvisor', templateId: 'tpl_1', sourceSnapshotId: 'snap_tpl', rootfsDir: '/r', parentId: null,
   cpuCount: 1, memoryMB: 512, diskSizeMB: null, metadata: {}, envs: {}, createdAt: 1, timeoutMs: 300_000, onTimeout: 'pause',
   endAt: null, slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null, lastActiveAt: null,
 });

@@ -75,7 +75,7 @@ describe('migration 2: pin-rootfs-dir (real SQLite file)', () => {
     try {
       await assert.rejects(
         store.insertSnapshot({
-          id: 'snap_x', name: null, kind: 'pause', status: 'ready', runtime: 'gvisor', templateId: 't', sandboxId: null,
+          id: 'snap_x', teamId: 'default', name: null, kind: 'pause', status: 'ready', runtime: 'gvisor', templateId: 't', sandboxId: null,
           parentSnapshotId: null, sizeBytes: 1, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: '', envs: null, egress: null,
         }),
         { code: 'INTERNAL' },
@@ -84,8 +84,8 @@ describe('migration 2: pin-rootfs-dir (real SQLite file)', () => {
         () =>
           store.db
             .prepare(
-              `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb)
-               VALUES ('snap_y', NULL, 'pause', 'ready', 'gvisor', 't', NULL, NULL, 1, 1, 1, 1)`,
+              `INSERT INTO snapshots (id, team_id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb)
+               VALUES ('snap_y', 'default', NULL, 'pause', 'ready', 'gvisor', 't', NULL, NULL, 1, 1, 1, 1)`,
             )
             .run(),
         /snapshots\.rootfs_dir is required/,
@@ -187,7 +187,7 @@ describe('migration 7: template-envs (real SQLite file)', () => {
       assert.ok(old);
       // A rebuild records the envs.
       await store.putTemplate({ ...old, envs: { DATA_DIR: '/srv/data' } });
-      assert.deepEqual((await store.findTemplateByName('old'))?.envs, { DATA_DIR: '/srv/data' });
+      assert.deepEqual((await store.findTemplateByName('old', 'default'))?.envs, { DATA_DIR: '/srv/data' });
       assert.throws(() => store.db.prepare(`UPDATE templates SET envs = '["a"]' WHERE id = 'tpl_old'`).run(), /CHECK constraint/);
       assert.throws(() => store.db.prepare(`UPDATE templates SET envs = 'nope' WHERE id = 'tpl_old'`).run(), /CHECK constraint|malformed JSON/);
     } finally {
@@ -215,7 +215,7 @@ describe('migration 8: snapshot-envs (real SQLite file)', () => {
       const old = await store.getSnapshot('snap_old');
       assert.ok(old);
       assert.equal(old.envs, null);
-      assert.equal((await store.findSnapshotByName('golden'))?.envs, null);
+      assert.equal((await store.findSnapshotByName('golden', 'default'))?.envs, null);
       assert.deepEqual((await store.listSnapshots()).map((s) => s.envs), [null]);
 
       // New rows: recorded envs round-trip; null stays null.
@@ -303,7 +303,7 @@ describe('migration 10: snapshot-egress (real SQLite file)', () => {
     const store = new SqliteStore({ path });
     try {
       assert.ok(MIGRATIONS.some((m) => m.version === 10 && m.name === 'snapshot-egress'));
-      assert.deepEqual((await store.findSnapshotByName('sealed'))?.egress, { mode: 'deny-all', rules: [] }, 'a killed sandbox keeps its row and policy');
+      assert.deepEqual((await store.findSnapshotByName('sealed', 'default'))?.egress, { mode: 'deny-all', rules: [] }, 'a killed sandbox keeps its row and policy');
       assert.deepEqual((await store.getSnapshot('snap_allow'))?.egress, { mode: 'allowlist', rules: ['pypi.org', '10.0.0.0/8:22'] });
       assert.deepEqual((await store.getSnapshot('snap_open'))?.egress, { mode: 'open', rules: [] }, 'a sandbox without a policy row never set one: open');
       assert.equal((await store.getSnapshot('snap_orphan'))?.egress, null, 'nothing to go on');
@@ -324,6 +324,62 @@ describe('migration 10: snapshot-egress (real SQLite file)', () => {
       for (const bad of ['["a"]', 'nope', '{"mode":"none","rules":[]}', '{"mode":"deny-all","rules":["a.example.com"]}', '{"mode":"allowlist","rules":[]}', '{"mode":"open"}']) {
         assert.throws(() => store.db.prepare(`UPDATE snapshots SET egress = ? WHERE id = 'snap_open'`).run(bad), /CHECK constraint|malformed JSON/, bad);
       }
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('migration 17: teams (real SQLite file)', () => {
+  test('everything of a version-16 database goes to the default team; keys become its admin keys; names become unique per team', async () => {
+    const path = join(dir, 'v16.db');
+    const db = openDatabase(path, MIGRATIONS.filter((m) => m.version <= 16));
+    db.prepare(`INSERT INTO templates (id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at) VALUES ('tpl_1', 'base', 'gvisor', 'h', 'snap_tpl', NULL, 1, '/r', 1)`).run();
+    db.prepare(
+      `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, rootfs_dir, egress)
+       VALUES ('snap_named', 'golden', 'named', 'ready', 'gvisor', 'tpl_1', NULL, NULL, 1, 1, 1, 512, '/r', '{"mode":"deny-all","rules":[]}')`,
+    ).run();
+    db.prepare(
+      `INSERT INTO sandboxes (id, state, runtime, template_id, source_snapshot_id, parent_id, cpu_count, memory_mb, metadata, envs, created_at,
+         timeout_ms, on_timeout, end_at, slot, paused_snapshot_id, error, operation, updated_at, rootfs_dir)
+       VALUES ('sbx_1', 'running', 'gvisor', 'tpl_1', 'snap_tpl', NULL, 1, 512, '{}', '{}', 1, 1000, 'pause', NULL, NULL, NULL, NULL, NULL, 1, '/r')`,
+    ).run();
+    db.prepare(`INSERT INTO api_keys (id, name, hash, prefix, created_at, last_used_at, revoked_at) VALUES ('key_1', 'default', 'h1', 'rmf_abcd', 1, 5, NULL)`).run();
+    db.prepare(`INSERT INTO ssh_keys (id, owner_api_key_id, name, type, fingerprint, public_key, created_at) VALUES ('sshk_1', 'key_1', 'me', 'ssh-ed25519', 'SHA256:x', 'ssh-ed25519 AAAA', 1)`).run();
+    db.prepare(`INSERT INTO audit_log (at, api_key_id, method, path, action, sandbox_id, status, error_code) VALUES (1, 'key_1', 'POST', '/v1/sandboxes', 'sandbox.create', 'sbx_1', 201, NULL)`).run();
+    db.close();
+
+    const store = new SqliteStore({ path });
+    try {
+      assert.ok(MIGRATIONS.some((m) => m.version === 17 && m.name === 'teams'));
+      assert.deepEqual((await store.listTeams()).map((t) => [t.id, t.quota]), [['default', { maxRunning: null, maxMemoryMB: null, maxForksPerCall: null }]]);
+      assert.equal((await store.getSandbox('sbx_1'))?.teamId, 'default');
+      assert.equal((await store.getTemplate('tpl_1'))?.teamId, 'default');
+      const named = await store.findSnapshotByName('golden', 'default');
+      assert.equal(named?.teamId, 'default');
+      assert.deepEqual(named?.egress, { mode: 'deny-all', rules: [] }, 'the rebuilt table kept the row whole');
+      const key = await store.findApiKeyByHash('h1');
+      assert.deepEqual([key?.teamId, key?.role, key?.expiresAt, key?.lastUsedAt], ['default', 'admin', null, 5]);
+      assert.equal((await store.findSshKeyByFingerprint('SHA256:x', 'default'))?.id, 'sshk_1');
+      assert.deepEqual((await store.listAudit({ teamId: 'default' })).map((e) => e.action), ['sandbox.create']);
+
+      // Per-team names: another team may use the same snapshot name, template name and SSH key; the same team may not.
+      await store.insertTeam({ id: 'acme', createdAt: 2, quota: { maxRunning: null, maxMemoryMB: null, maxForksPerCall: null } });
+      assert.ok(named);
+      await store.insertSnapshot({ ...named, id: 'snap_acme', teamId: 'acme' });
+      await assert.rejects(store.insertSnapshot({ ...named, id: 'snap_dup' }), { code: 'CONFLICT' });
+      assert.equal((await store.findSnapshotByName('golden', 'acme'))?.id, 'snap_acme');
+      const template = await store.getTemplate('tpl_1');
+      assert.ok(template);
+      await store.putTemplate({ ...template, id: 'tpl_acme', teamId: 'acme' });
+      await assert.rejects(store.putTemplate({ ...template, id: 'tpl_dup' }), { code: 'CONFLICT' });
+      assert.equal((await store.findTemplateByName('base', 'acme'))?.id, 'tpl_acme');
+      await store.insertSshKey({ id: 'sshk_2', teamId: 'acme', ownerApiKeyId: null, name: 'me', type: 'ssh-ed25519', fingerprint: 'SHA256:x', publicKey: 'ssh-ed25519 AAAA', createdAt: 2 });
+      // The rebuilt tables keep their checks: a snapshot row must name its rootfs, egress must be well-formed.
+      assert.throws(() => store.db.prepare(`UPDATE snapshots SET egress = 'nope' WHERE id = 'snap_named'`).run(), /CHECK constraint|malformed JSON/);
+      await assert.rejects(store.insertSnapshot({ ...named, id: 'snap_norootfs', name: null, rootfsDir: '' }), { code: 'INTERNAL' });
+      assert.throws(() => store.db.prepare(`INSERT INTO teams (id, created_at) VALUES ('Bad Team', 1)`).run(), /CHECK constraint/);
+      assert.throws(() => store.db.prepare(`UPDATE teams SET max_running = -1 WHERE id = 'acme'`).run(), /CHECK constraint/);
     } finally {
       await store.close();
     }

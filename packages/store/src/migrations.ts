@@ -325,4 +325,130 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX ssh_tokens_sandbox ON ssh_tokens(sandbox_id);
     `,
   },
+  {
+    // Named for merges: renumber freely if another branch took 16 (nothing depends on the number).
+    version: 16,
+    name: 'audit-mcp-tool',
+    // The MCP tool an audited API call was made for (header x-ramify-mcp-tool); null for every older entry.
+    sql: `
+      ALTER TABLE audit_log ADD COLUMN tool TEXT;
+    `,
+  },
+  {
+    // Named for merges: renumber freely if another branch took 17 (nothing depends on the number).
+    version: 17,
+    name: 'teams',
+    // Teams (docs/design/TEAMS.md): every sandbox, snapshot, template, SSH key and API key belongs to one.
+    // Everything that exists goes to the 'default' team, whose templates are shared with every team, and
+    // every existing API key becomes an admin key of it: a single user notices nothing. Names of snapshots
+    // and templates and SSH fingerprints become unique per team (the tables are rebuilt: SQLite cannot
+    // drop a UNIQUE column constraint); new API keys name their role and may expire. The audit log records
+    // the caller's team. A quota field NULL is no limit.
+    sql: `
+      CREATE TABLE teams (
+        id TEXT PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 63 AND id GLOB '[a-z0-9]*' AND id NOT GLOB '*[^a-z0-9-]*'),
+        created_at INTEGER NOT NULL,
+        max_running INTEGER CHECK (max_running IS NULL OR max_running >= 0),
+        max_memory_mb INTEGER CHECK (max_memory_mb IS NULL OR max_memory_mb >= 0),
+        max_forks_per_call INTEGER CHECK (max_forks_per_call IS NULL OR max_forks_per_call >= 0)
+      );
+      INSERT INTO teams (id, created_at) VALUES ('default', CAST(strftime('%s', 'now') AS INTEGER) * 1000);
+
+      ALTER TABLE sandboxes ADD COLUMN team_id TEXT NOT NULL DEFAULT 'default';
+      CREATE INDEX sandboxes_team ON sandboxes(team_id, state);
+
+      ALTER TABLE audit_log ADD COLUMN team_id TEXT;
+      UPDATE audit_log SET team_id = 'default' WHERE api_key_id IS NOT NULL
+        OR sandbox_id IN (SELECT id FROM sandboxes);
+      CREATE INDEX audit_log_team ON audit_log(team_id, id);
+
+      CREATE TABLE api_keys_v17 (
+        id TEXT PRIMARY KEY,
+        team_id TEXT NOT NULL REFERENCES teams(id),
+        role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
+        name TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        prefix TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        last_used_at INTEGER,
+        expires_at INTEGER,
+        revoked_at INTEGER
+      );
+      INSERT INTO api_keys_v17 (id, team_id, role, name, hash, prefix, created_at, last_used_at, expires_at, revoked_at)
+        SELECT id, 'default', 'admin', name, hash, prefix, created_at, last_used_at, NULL, revoked_at FROM api_keys;
+      DROP TABLE api_keys;
+      ALTER TABLE api_keys_v17 RENAME TO api_keys;
+      CREATE INDEX api_keys_team ON api_keys(team_id, created_at);
+
+      CREATE TABLE snapshots_v17 (
+        id TEXT PRIMARY KEY,
+        team_id TEXT NOT NULL,
+        name TEXT,
+        kind TEXT NOT NULL,
+        status TEXT NOT NULL,
+        runtime TEXT NOT NULL,
+        template_id TEXT NOT NULL,
+        sandbox_id TEXT,
+        parent_snapshot_id TEXT,
+        size_bytes INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        cpu_count INTEGER NOT NULL,
+        memory_mb INTEGER NOT NULL,
+        rootfs_dir TEXT NOT NULL DEFAULT '',
+        disk_size_mb INTEGER CHECK (disk_size_mb IS NULL OR disk_size_mb > 0),
+        envs TEXT CHECK (envs IS NULL OR (json_valid(envs) AND json_type(envs) = 'object')),
+        egress TEXT CHECK (egress IS NULL OR COALESCE(
+          json_valid(egress) AND json_type(egress, '$.rules') = 'array' AND json_extract(egress, '$.mode') IN ('open', 'allowlist', 'deny-all')
+          AND (json_extract(egress, '$.mode') = 'allowlist') = (json_array_length(egress, '$.rules') > 0), 0)),
+        ingress TEXT CHECK (ingress IS NULL OR (json_valid(ingress) AND json_type(ingress, '$.ports') = 'array')),
+        auto_pause TEXT CHECK (auto_pause IS NULL OR (json_valid(auto_pause) AND json_type(auto_pause, '$.idleMs') = 'integer')),
+        UNIQUE (team_id, name)
+      );
+      INSERT INTO snapshots_v17 (id, team_id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb,
+          rootfs_dir, disk_size_mb, envs, egress, ingress, auto_pause)
+        SELECT id, 'default', name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb,
+          rootfs_dir, disk_size_mb, envs, egress, ingress, auto_pause FROM snapshots;
+      DROP TABLE snapshots;
+      ALTER TABLE snapshots_v17 RENAME TO snapshots;
+      CREATE INDEX snapshots_sandbox ON snapshots(sandbox_id);
+      CREATE TRIGGER snapshots_rootfs_dir_required BEFORE INSERT ON snapshots WHEN NEW.rootfs_dir = ''
+        BEGIN SELECT RAISE(ABORT, 'snapshots.rootfs_dir is required'); END;
+
+      CREATE TABLE templates_v17 (
+        id TEXT PRIMARY KEY,
+        team_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        runtime TEXT NOT NULL,
+        spec_hash TEXT NOT NULL,
+        snapshot_id TEXT NOT NULL,
+        parent TEXT,
+        size_bytes INTEGER NOT NULL,
+        rootfs_dir TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        images TEXT NOT NULL DEFAULT '[]',
+        envs TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(envs) AND json_type(envs) = 'object'),
+        UNIQUE (team_id, name)
+      );
+      INSERT INTO templates_v17 (id, team_id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at, images, envs)
+        SELECT id, 'default', name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at, images, envs FROM templates;
+      DROP TABLE templates;
+      ALTER TABLE templates_v17 RENAME TO templates;
+
+      CREATE TABLE ssh_keys_v17 (
+        id TEXT PRIMARY KEY,
+        team_id TEXT NOT NULL,
+        owner_api_key_id TEXT,
+        name TEXT NOT NULL,
+        type TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        public_key TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        UNIQUE (team_id, fingerprint)
+      );
+      INSERT INTO ssh_keys_v17 (id, team_id, owner_api_key_id, name, type, fingerprint, public_key, created_at)
+        SELECT id, 'default', owner_api_key_id, name, type, fingerprint, public_key, created_at FROM ssh_keys;
+      DROP TABLE ssh_keys;
+      ALTER TABLE ssh_keys_v17 RENAME TO ssh_keys;
+    `,
+  },
 ];

@@ -3,11 +3,14 @@
  * (JSON, returned as is) and in `sandbox_metadata` (one row per pair, for filters).
  */
 import { RamifyError } from '@ramify/contracts';
+import type { SandboxState } from '@ramify/contracts';
 import type { SandboxActivityRecord, SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord } from '@ramify/core';
 import { conflictOnConstraint, requireRootfs, type Db } from './db.js';
 
 interface SandboxRow {
   id: string;
+  /** Migration 17 ('default' for rows from before it). */
+  team_id: string;
   state: string;
   runtime: string;
   template_id: string;
@@ -36,6 +39,7 @@ interface SandboxRow {
 }
 
 const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
+  teamId: 'team_id',
   state: 'state',
   runtime: 'runtime',
   templateId: 'template_id',
@@ -64,6 +68,7 @@ const JSON_FIELDS = new Set(['metadata', 'envs', 'operation', 'ingress', 'autoPa
 function fromRow(row: SandboxRow): SandboxRecord {
   return {
     id: row.id,
+    teamId: row.team_id,
     state: row.state as SandboxRecord['state'],
     runtime: row.runtime as SandboxRecord['runtime'],
     templateId: row.template_id,
@@ -162,6 +167,10 @@ export class SandboxRows {
     const limit = Math.min(Math.max(query.limit ?? 100, 1), 1000);
     const where: string[] = [];
     const params: unknown[] = [];
+    if (query.teamId !== undefined) {
+      where.push('s.team_id = ?');
+      params.push(query.teamId);
+    }
     if (query.states && query.states.length > 0) {
       where.push(`s.state IN (${query.states.map(() => '?').join(', ')})`);
       params.push(...query.states);
@@ -184,6 +193,16 @@ export class SandboxRows {
     const page = rows.slice(0, limit).map(fromRow);
     const last = page[page.length - 1];
     return { sandboxes: page, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
+  }
+
+  /**
+   * The team's sandboxes in one of `states`, and its paused ones inside a fork or snapshot of a running
+   * sandbox (they are back in a moment): what its quota counts.
+   */
+  resourceHolders(teamId: string, states: readonly SandboxState[]): Array<{ id: string; memoryMB: number }> {
+    const sql = `SELECT id, memory_mb FROM sandboxes WHERE team_id = ? AND (state IN (${states.map(() => '?').join(', ') || "''"})
+      OR (state = 'paused' AND operation IS NOT NULL AND json_extract(operation, '$.parentWasRunning') = 1)) ORDER BY id`;
+    return (this.#db.prepare(sql).all(teamId, ...states) as Array<{ id: string; memory_mb: number }>).map((r) => ({ id: r.id, memoryMB: r.memory_mb }));
   }
 
   /** Non-killed sandboxes that reference a snapshot. */

@@ -1,5 +1,5 @@
 /**
- * Snapshot and template rows.
+ * Snapshot and template rows. Both belong to a team (migration 17); names are unique per team.
  */
 import { RamifyError, type AutoPause } from '@ramify/contracts';
 import type { CanonicalEgressPolicy, SandboxIngress, SnapshotRecord, TemplateRecord } from '@ramify/core';
@@ -7,6 +7,7 @@ import { conflictOnConstraint, requireRootfs, type Db } from './db.js';
 
 interface SnapshotRow {
   id: string;
+  team_id: string;
   name: string | null;
   kind: string;
   status: string;
@@ -32,6 +33,7 @@ interface SnapshotRow {
 
 const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
   id: r.id,
+  teamId: r.team_id,
   name: r.name,
   kind: r.kind as SnapshotRecord['kind'],
   status: r.status as SnapshotRecord['status'],
@@ -72,12 +74,12 @@ export class SnapshotRows {
     try {
       this.#db
         .prepare(
-          `INSERT INTO snapshots (id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, disk_size_mb, rootfs_dir,
+          `INSERT INTO snapshots (id, team_id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, disk_size_mb, rootfs_dir,
              envs, egress, ingress, auto_pause)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(
-          s.id, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.diskSizeMB, s.rootfsDir,
+          s.id, s.teamId, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.diskSizeMB, s.rootfsDir,
           envsColumn(s.envs), egressColumn(s.egress), ingressColumn(s.ingress), autoPauseColumn(s.autoPause),
         );
     } catch (err) {
@@ -90,8 +92,8 @@ export class SnapshotRows {
     return row ? snapshotFromRow(row) : null;
   }
 
-  byName(name: string): SnapshotRecord | null {
-    const row = this.#db.prepare('SELECT * FROM snapshots WHERE name = ?').get(name) as SnapshotRow | undefined;
+  byName(name: string, teamId: string): SnapshotRecord | null {
+    const row = this.#db.prepare('SELECT * FROM snapshots WHERE team_id = ? AND name = ?').get(teamId, name) as SnapshotRow | undefined;
     return row ? snapshotFromRow(row) : null;
   }
 
@@ -142,6 +144,7 @@ export class SnapshotRows {
 
 interface TemplateRow {
   id: string;
+  team_id: string;
   name: string;
   runtime: string;
   spec_hash: string;
@@ -164,6 +167,7 @@ function templateImages(t: TemplateRecord): TemplateRecord['images'] {
 
 const templateFromRow = (r: TemplateRow): TemplateRecord => ({
   id: r.id,
+  teamId: r.team_id,
   name: r.name,
   runtime: r.runtime as TemplateRecord['runtime'],
   specHash: r.spec_hash,
@@ -186,12 +190,12 @@ export class TemplateRows {
     try {
       this.#db
         .prepare(
-          `INSERT INTO templates (id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at, images, envs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          `INSERT INTO templates (id, team_id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at, images, envs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT(id) DO UPDATE SET name = excluded.name, runtime = excluded.runtime, spec_hash = excluded.spec_hash, snapshot_id = excluded.snapshot_id,
              parent = excluded.parent, size_bytes = excluded.size_bytes, rootfs_dir = excluded.rootfs_dir, created_at = excluded.created_at, images = excluded.images,
              envs = excluded.envs`,
         )
-        .run(t.id, t.name, t.runtime, t.specHash, t.snapshotId, t.parent, t.sizeBytes, t.rootfsDir, t.createdAt, JSON.stringify(templateImages(t)), JSON.stringify(t.envs));
+        .run(t.id, t.teamId, t.name, t.runtime, t.specHash, t.snapshotId, t.parent, t.sizeBytes, t.rootfsDir, t.createdAt, JSON.stringify(templateImages(t)), JSON.stringify(t.envs));
     } catch (err) {
       conflictOnConstraint(err, `a template named '${t.name}' already exists`);
     }
@@ -202,13 +206,13 @@ export class TemplateRows {
     return row ? templateFromRow(row) : null;
   }
 
-  byName(name: string): TemplateRecord | null {
-    const row = this.#db.prepare('SELECT * FROM templates WHERE name = ?').get(name) as TemplateRow | undefined;
+  byName(name: string, teamId: string): TemplateRecord | null {
+    const row = this.#db.prepare('SELECT * FROM templates WHERE team_id = ? AND name = ?').get(teamId, name) as TemplateRow | undefined;
     return row ? templateFromRow(row) : null;
   }
 
   list(): TemplateRecord[] {
-    return (this.#db.prepare('SELECT * FROM templates ORDER BY name').all() as TemplateRow[]).map(templateFromRow);
+    return (this.#db.prepare('SELECT * FROM templates ORDER BY name, team_id').all() as TemplateRow[]).map(templateFromRow);
   }
 
   delete(id: string): void {

@@ -17,6 +17,7 @@ function sandbox(overrides: Partial<SandboxRecord> = {}): SandboxRecord {
   seq += 1;
   return {
     id: `sbx_${String(seq).padStart(26, '0')}`,
+    teamId: 'default',
     state: 'running',
     runtime: 'gvisor',
     templateId: 'tpl_1',
@@ -47,6 +48,7 @@ function snapshot(overrides: Partial<SnapshotRecord> = {}): SnapshotRecord {
   seq += 1;
   return {
     id: `snap_${seq}`,
+    teamId: 'default',
     name: null,
     kind: 'pause',
     status: 'ready',
@@ -167,7 +169,7 @@ describe('SqliteStore (real SQLite file)', () => {
     const s1 = snapshot({ name: 'golden', kind: 'named' });
     await store.insertSnapshot(s1);
     await assert.rejects(store.insertSnapshot(snapshot({ name: 'golden' })), { code: 'CONFLICT' });
-    assert.equal((await store.findSnapshotByName('golden'))?.id, s1.id);
+    assert.equal((await store.findSnapshotByName('golden', 'default'))?.id, s1.id);
     const s2 = snapshot({ status: 'pending' });
     await store.insertSnapshot(s2);
     await assert.rejects(store.updateSnapshot(s2.id, { name: 'golden' }), { code: 'CONFLICT' });
@@ -185,7 +187,7 @@ describe('SqliteStore (real SQLite file)', () => {
     const child = sandbox({ sourceSnapshotId: s2.id });
     const dead = sandbox({ state: 'killed', sourceSnapshotId: s2.id });
     for (const r of [paused, child, dead]) await store.insertSandbox(r);
-    await store.putTemplate({ id: 'tpl_x', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: s1.id, images: [], parent: null, envs: {}, sizeBytes: 1, rootfsDir: '/r', createdAt: 1 });
+    await store.putTemplate({ id: 'tpl_x', teamId: 'default', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: s1.id, images: [], parent: null, envs: {}, sizeBytes: 1, rootfsDir: '/r', createdAt: 1 });
     assert.deepEqual(await store.snapshotReferences(s2.id), { pausedBy: [paused.id], sourceOf: [child.id], templates: [] });
     assert.deepEqual(await store.snapshotReferences(s1.id), { pausedBy: [], sourceOf: [], templates: ['tpl_x'] });
     assert.deepEqual((await store.listSnapshots({ kinds: ['named'] })).map((s) => s.id), [s1.id]);
@@ -196,10 +198,10 @@ describe('SqliteStore (real SQLite file)', () => {
 
   test('templates: upsert by id, unique names', async () => {
     const store = new SqliteStore({ path: join(dir, 'tpl.db') });
-    const t = { id: 'tpl_a', name: 'base', runtime: 'gvisor' as const, specHash: 'h1', snapshotId: 'snap_1', images: [], parent: null, envs: {}, sizeBytes: 1, rootfsDir: '/r', createdAt: 1 };
+    const t = { id: 'tpl_a', teamId: 'default', name: 'base', runtime: 'gvisor' as const, specHash: 'h1', snapshotId: 'snap_1', images: [], parent: null, envs: {}, sizeBytes: 1, rootfsDir: '/r', createdAt: 1 };
     await store.putTemplate(t);
     await store.putTemplate({ ...t, specHash: 'h2' });
-    assert.equal((await store.findTemplateByName('base'))?.specHash, 'h2');
+    assert.equal((await store.findTemplateByName('base', 'default'))?.specHash, 'h2');
     await assert.rejects(store.putTemplate({ ...t, id: 'tpl_b' }), { code: 'CONFLICT' });
     assert.equal((await store.listTemplates()).length, 1);
     // One image per runtime; the default one first; any of them is a reference to its snapshot.
@@ -210,15 +212,15 @@ describe('SqliteStore (real SQLite file)', () => {
     await store.putTemplate({ ...t, envs: { DATA_DIR: '/srv/data', EMPTY: '' } });
     assert.deepEqual((await store.getTemplate('tpl_a'))?.envs, { DATA_DIR: '/srv/data', EMPTY: '' });
     await store.putTemplate({ ...t, envs: { B: '2' } });
-    assert.deepEqual((await store.findTemplateByName('base'))?.envs, { B: '2' });
+    assert.deepEqual((await store.findTemplateByName('base', 'default'))?.envs, { B: '2' });
     await store.close();
   });
 
   test('audit log appends with increasing ids and lists newest first, filtered by sandbox', async () => {
     const path = join(dir, 'audit.db');
     const store = new SqliteStore({ path });
-    const base = { at: 1, apiKeyId: 'key_1', method: 'POST', path: '/v1/sandboxes', action: 'sandbox.create', status: 201, errorCode: null };
-    const a = await store.appendAudit({ ...base, sandboxId: 'sbx_1' });
+    const base = { at: 1, apiKeyId: 'key_1', teamId: 'default', method: 'POST', path: '/v1/sandboxes', action: 'sandbox.create', status: 201, errorCode: null, tool: null };
+    const a = await store.appendAudit({ ...base, sandboxId: 'sbx_1', tool: 'sandbox_create' });
     const b = await store.appendAudit({ ...base, sandboxId: 'sbx_2', status: 409, errorCode: 'INVALID_STATE' });
     const c = await store.appendAudit({ ...base, sandboxId: 'sbx_1' });
     assert.ok(a < b && b < c);
@@ -227,12 +229,24 @@ describe('SqliteStore (real SQLite file)', () => {
     assert.deepEqual((await reopened.listAudit({})).map((e) => e.id), [c, b, a]);
     assert.deepEqual((await reopened.listAudit({ sandboxId: 'sbx_1' })).map((e) => e.id), [c, a]);
     assert.deepEqual((await reopened.listAudit({ limit: 1, beforeId: c })).map((e) => e.errorCode), ['INVALID_STATE']);
+    assert.deepEqual((await reopened.listAudit({})).map((e) => e.tool), [null, null, 'sandbox_create']);
+    const other = await reopened.appendAudit({ ...base, teamId: 'acme', sandboxId: 'sbx_3' });
+    assert.deepEqual((await reopened.listAudit({ teamId: 'acme' })).map((e) => e.id), [other]);
+    assert.deepEqual((await reopened.listAudit({ teamId: 'default' })).map((e) => e.id), [c, b, a]);
     await reopened.close();
   });
 
-  test('api keys: lookup by hash, revocation hides a key', async () => {
+  test('api keys: lookup by hash, team and role kept, listed per team, revocation hides a key', async () => {
     const store = new SqliteStore({ path: join(dir, 'keys.db') });
-    await store.insertApiKey({ id: 'key_1', name: 'default', hash: 'abc', prefix: 'rmf_abcd', createdAt: 1, lastUsedAt: null, revokedAt: null });
+    await store.insertApiKey({ id: 'key_1', teamId: 'default', role: 'admin', name: 'default', hash: 'abc', prefix: 'rmf_abcd', createdAt: 1, lastUsedAt: null, expiresAt: null, revokedAt: null });
+    await assert.rejects(
+      store.insertApiKey({ id: 'key_2', teamId: 'nope', role: 'member', name: 'm', hash: 'def', prefix: 'rmf_defg', createdAt: 2, lastUsedAt: null, expiresAt: 9, revokedAt: null }),
+      { code: 'TEAM_NOT_FOUND' },
+    );
+    await store.insertTeam({ id: 'acme', createdAt: 1, quota: { maxRunning: 2, maxMemoryMB: null, maxForksPerCall: 4 } });
+    await store.insertApiKey({ id: 'key_2', teamId: 'acme', role: 'member', name: 'm', hash: 'def', prefix: 'rmf_defg', createdAt: 2, lastUsedAt: null, expiresAt: 9, revokedAt: null });
+    assert.deepEqual(await store.getApiKey('key_2'), { id: 'key_2', teamId: 'acme', role: 'member', name: 'm', hash: 'def', prefix: 'rmf_defg', createdAt: 2, lastUsedAt: null, expiresAt: 9, revokedAt: null });
+    assert.deepEqual((await store.listApiKeys({ teamId: 'acme' })).map((k) => k.id), ['key_2']);
     assert.equal((await store.findApiKeyByHash('abc'))?.id, 'key_1');
     await store.touchApiKey('key_1', 5);
     assert.equal((await store.listApiKeys())[0].lastUsedAt, 5);

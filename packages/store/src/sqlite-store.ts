@@ -22,8 +22,10 @@ import type {
   SshKeyRecord,
   SshTokenRecord,
   Store,
+  TeamRecord,
   TemplateRecord,
 } from '@ramify/core';
+import type { SandboxState, TeamQuota } from '@ramify/contracts';
 import { ApiKeyRows, AuditRows, SlotRows } from './access.js';
 import { openDatabase, type Db } from './db.js';
 import { AccessTokenRows } from './access-tokens.js';
@@ -33,6 +35,7 @@ import { DEFAULT_INGRESS_LOG_MAX_ENTRIES, IngressLogRows } from './ingress-log.j
 import { SandboxRows } from './sandboxes.js';
 import { SnapshotRows, TemplateRows } from './snapshots.js';
 import { SshRows } from './ssh.js';
+import { TeamRows } from './teams.js';
 
 export interface SqliteStoreOptions {
   /** Database file (created with its directory when absent), or `:memory:`. */
@@ -61,6 +64,7 @@ export class SqliteStore implements Store {
   readonly #ingressLog: IngressLogRows;
   readonly #tokens: AccessTokenRows;
   readonly #ssh: SshRows;
+  readonly #teams: TeamRows;
 
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
   constructor(options: SqliteStoreOptions) {
@@ -75,6 +79,7 @@ export class SqliteStore implements Store {
     this.#egressLog = new EgressLogRows(this.db, options.egressLogMaxEntries ?? DEFAULT_EGRESS_LOG_MAX_ENTRIES);
     this.#tokens = new AccessTokenRows(this.db);
     this.#ssh = new SshRows(this.db);
+    this.#teams = new TeamRows(this.db);
     this.#ingressLog = new IngressLogRows(this.db, options.ingressLogMaxEntries ?? DEFAULT_INGRESS_LOG_MAX_ENTRIES);
   }
 
@@ -99,6 +104,22 @@ export class SqliteStore implements Store {
   async listSandboxes(query: SandboxQuery): Promise<SandboxPage> {
     return this.#sandboxes.list(query);
   }
+  async listResourceHolders(teamId: string, states: readonly SandboxState[]): Promise<Array<{ id: string; memoryMB: number }>> {
+    return this.#sandboxes.resourceHolders(teamId, states);
+  }
+
+  async insertTeam(record: TeamRecord): Promise<void> {
+    this.#teams.insert(record);
+  }
+  async getTeam(id: string): Promise<TeamRecord | null> {
+    return this.#teams.get(id);
+  }
+  async listTeams(): Promise<TeamRecord[]> {
+    return this.#teams.list();
+  }
+  async setTeamQuota(id: string, quota: TeamQuota): Promise<TeamRecord> {
+    return this.#teams.setQuota(id, quota);
+  }
 
   async insertSnapshot(record: SnapshotRecord): Promise<void> {
     this.#snapshots.insert(record);
@@ -106,8 +127,8 @@ export class SqliteStore implements Store {
   async getSnapshot(id: string): Promise<SnapshotRecord | null> {
     return this.#snapshots.get(id);
   }
-  async findSnapshotByName(name: string): Promise<SnapshotRecord | null> {
-    return this.#snapshots.byName(name);
+  async findSnapshotByName(name: string, teamId: string): Promise<SnapshotRecord | null> {
+    return this.#snapshots.byName(name, teamId);
   }
   async updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause'>>): Promise<SnapshotRecord> {
     return this.#snapshots.update(id, patch);
@@ -128,8 +149,8 @@ export class SqliteStore implements Store {
   async getTemplate(id: string): Promise<TemplateRecord | null> {
     return this.#templates.get(id);
   }
-  async findTemplateByName(name: string): Promise<TemplateRecord | null> {
-    return this.#templates.byName(name);
+  async findTemplateByName(name: string, teamId: string): Promise<TemplateRecord | null> {
+    return this.#templates.byName(name, teamId);
   }
   async listTemplates(): Promise<TemplateRecord[]> {
     return this.#templates.list();
@@ -144,8 +165,11 @@ export class SqliteStore implements Store {
   async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | null> {
     return this.#keys.byHash(hash);
   }
-  async listApiKeys(): Promise<ApiKeyRecord[]> {
-    return this.#keys.list();
+  async getApiKey(id: string): Promise<ApiKeyRecord | null> {
+    return this.#keys.get(id);
+  }
+  async listApiKeys(filter?: { teamId?: string }): Promise<ApiKeyRecord[]> {
+    return this.#keys.list(filter);
   }
   async touchApiKey(id: string, at: number): Promise<void> {
     this.#keys.touch(id, at);
@@ -215,14 +239,14 @@ export class SqliteStore implements Store {
   async insertSshKey(record: SshKeyRecord): Promise<void> {
     this.#ssh.insertKey(record);
   }
-  async listSshKeys(): Promise<SshKeyRecord[]> {
-    return this.#ssh.listKeys();
+  async listSshKeys(teamId?: string): Promise<SshKeyRecord[]> {
+    return this.#ssh.listKeys(teamId);
   }
-  async findSshKeyByFingerprint(fingerprint: string): Promise<SshKeyRecord | null> {
-    return this.#ssh.keyByFingerprint(fingerprint);
+  async findSshKeyByFingerprint(fingerprint: string, teamId: string): Promise<SshKeyRecord | null> {
+    return this.#ssh.keyByFingerprint(fingerprint, teamId);
   }
-  async deleteSshKey(id: string): Promise<boolean> {
-    return this.#ssh.deleteKey(id);
+  async deleteSshKey(id: string, teamId: string): Promise<boolean> {
+    return this.#ssh.deleteKey(id, teamId);
   }
   async insertSshToken(record: SshTokenRecord): Promise<void> {
     this.#ssh.insertToken(record);

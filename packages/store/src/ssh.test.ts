@@ -12,26 +12,32 @@ before(() => {
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const sandbox = (id: string) => ({
-  id, state: 'running' as const, runtime: 'gvisor' as const, templateId: 'tpl_1', sourceSnapshotId: 'snap_tpl', rootfsDir: '/r', parentId: null,
+  id, teamId: 'default', state: 'running' as const, runtime: 'gvisor' as const, templateId: 'tpl_1', sourceSnapshotId: 'snap_tpl', rootfsDir: '/r', parentId: null,
   cpuCount: 1, memoryMB: 512, diskSizeMB: null, metadata: {}, envs: {}, createdAt: 1, timeoutMs: 300_000, onTimeout: 'pause' as const,
   endAt: null, slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null, lastActiveAt: null,
 });
 
-const key = (id: string, fingerprint: string) => ({ id, ownerApiKeyId: 'key_1', name: id, type: 'ssh-ed25519', fingerprint, publicKey: `ssh-ed25519 ${id}`, createdAt: 1 });
+const key = (id: string, fingerprint: string, teamId = 'default') => ({ id, teamId, ownerApiKeyId: 'key_1', name: id, type: 'ssh-ed25519', fingerprint, publicKey: `ssh-ed25519 ${id}`, createdAt: 1 });
 
-test('SSH keys: stored across a reopen, unique by fingerprint, deleted once', async () => {
+test('SSH keys: stored across a reopen, unique by fingerprint within a team, deleted once and only by their team', async () => {
   const path = join(dir, 'keys.db');
   const store = new SqliteStore({ path });
+  await store.insertTeam({ id: 'acme', createdAt: 1, quota: { maxRunning: null, maxMemoryMB: null, maxForksPerCall: null } });
   await store.insertSshKey(key('sshk_a', 'SHA256:a'));
   await assert.rejects(store.insertSshKey(key('sshk_b', 'SHA256:a')), (err: { code?: string; details?: { id?: string } }) => err.code === 'SSH_KEY_EXISTS' && err.details?.id === 'sshk_a');
   await store.insertSshKey(key('sshk_c', 'SHA256:c'));
+  await store.insertSshKey(key('sshk_d', 'SHA256:a', 'acme'));
   await store.close();
   const reopened = new SqliteStore({ path });
-  assert.deepEqual((await reopened.listSshKeys()).map((k) => k.id), ['sshk_a', 'sshk_c']);
-  assert.equal((await reopened.findSshKeyByFingerprint('SHA256:c'))?.ownerApiKeyId, 'key_1');
-  assert.equal(await reopened.deleteSshKey('sshk_a'), true);
-  assert.equal(await reopened.deleteSshKey('sshk_a'), false);
-  assert.equal(await reopened.findSshKeyByFingerprint('SHA256:a'), null);
+  assert.deepEqual((await reopened.listSshKeys()).map((k) => k.id), ['sshk_a', 'sshk_c', 'sshk_d']);
+  assert.deepEqual((await reopened.listSshKeys('acme')).map((k) => k.id), ['sshk_d']);
+  assert.equal((await reopened.findSshKeyByFingerprint('SHA256:c', 'default'))?.ownerApiKeyId, 'key_1');
+  assert.equal((await reopened.findSshKeyByFingerprint('SHA256:a', 'acme'))?.id, 'sshk_d', "each team's own key of the same fingerprint");
+  assert.equal(await reopened.findSshKeyByFingerprint('SHA256:c', 'acme'), null);
+  assert.equal(await reopened.deleteSshKey('sshk_a', 'acme'), false, "another team's key is not deleted");
+  assert.equal(await reopened.deleteSshKey('sshk_a', 'default'), true);
+  assert.equal(await reopened.deleteSshKey('sshk_a', 'default'), false);
+  assert.equal(await reopened.findSshKeyByFingerprint('SHA256:a', 'default'), null);
   await reopened.close();
 });
 

@@ -1,5 +1,5 @@
 /**
- * SSH gateway rows: registered public keys (unique by fingerprint) and short-lived access tokens (by the
+ * SSH gateway rows: registered public keys (each a team's, unique by fingerprint within it) and short-lived access tokens (by the
  * token's sha256; see core's `ssh/`). Each call is one statement or one short transaction.
  */
 import { RamifyError } from '@ramify/contracts';
@@ -8,6 +8,7 @@ import type { Db } from './db.js';
 
 interface SshKeyRow {
   id: string;
+  team_id: string;
   owner_api_key_id: string | null;
   name: string;
   type: string;
@@ -25,7 +26,7 @@ interface SshTokenRow {
 }
 
 const keyFromRow = (r: SshKeyRow): SshKeyRecord => ({
-  id: r.id, ownerApiKeyId: r.owner_api_key_id, name: r.name, type: r.type, fingerprint: r.fingerprint, publicKey: r.public_key, createdAt: r.created_at,
+  id: r.id, teamId: r.team_id, ownerApiKeyId: r.owner_api_key_id, name: r.name, type: r.type, fingerprint: r.fingerprint, publicKey: r.public_key, createdAt: r.created_at,
 });
 
 const constraint = (err: unknown): string => String((err as { code?: unknown }).code ?? '');
@@ -36,32 +37,35 @@ export class SshRows {
     this.#db = db;
   }
 
-  /** @throws RamifyError SSH_KEY_EXISTS when the fingerprint is registered already. */
+  /** @throws RamifyError SSH_KEY_EXISTS when the team has the fingerprint registered already. */
   insertKey(k: SshKeyRecord): void {
     try {
       this.#db
-        .prepare('INSERT INTO ssh_keys (id, owner_api_key_id, name, type, fingerprint, public_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-        .run(k.id, k.ownerApiKeyId, k.name, k.type, k.fingerprint, k.publicKey, k.createdAt);
+        .prepare('INSERT INTO ssh_keys (id, team_id, owner_api_key_id, name, type, fingerprint, public_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+        .run(k.id, k.teamId, k.ownerApiKeyId, k.name, k.type, k.fingerprint, k.publicKey, k.createdAt);
     } catch (err) {
       if (!constraint(err).startsWith('SQLITE_CONSTRAINT')) throw err;
-      const existing = this.keyByFingerprint(k.fingerprint);
+      const existing = this.keyByFingerprint(k.fingerprint, k.teamId);
       throw new RamifyError('SSH_KEY_EXISTS', `this public key (${k.fingerprint}) is registered already${existing ? ` as '${existing.id}'` : ''}`, {
         fingerprint: k.fingerprint, ...(existing ? { id: existing.id } : {}),
       });
     }
   }
 
-  listKeys(): SshKeyRecord[] {
-    return (this.#db.prepare('SELECT * FROM ssh_keys ORDER BY created_at, id').all() as SshKeyRow[]).map(keyFromRow);
+  listKeys(teamId?: string): SshKeyRecord[] {
+    const rows = teamId === undefined
+      ? this.#db.prepare('SELECT * FROM ssh_keys ORDER BY created_at, id').all()
+      : this.#db.prepare('SELECT * FROM ssh_keys WHERE team_id = ? ORDER BY created_at, id').all(teamId);
+    return (rows as SshKeyRow[]).map(keyFromRow);
   }
 
-  keyByFingerprint(fingerprint: string): SshKeyRecord | null {
-    const row = this.#db.prepare('SELECT * FROM ssh_keys WHERE fingerprint = ?').get(fingerprint) as SshKeyRow | undefined;
+  keyByFingerprint(fingerprint: string, teamId: string): SshKeyRecord | null {
+    const row = this.#db.prepare('SELECT * FROM ssh_keys WHERE team_id = ? AND fingerprint = ?').get(teamId, fingerprint) as SshKeyRow | undefined;
     return row ? keyFromRow(row) : null;
   }
 
-  deleteKey(id: string): boolean {
-    return this.#db.prepare('DELETE FROM ssh_keys WHERE id = ?').run(id).changes > 0;
+  deleteKey(id: string, teamId: string): boolean {
+    return this.#db.prepare('DELETE FROM ssh_keys WHERE id = ? AND team_id = ?').run(id, teamId).changes > 0;
   }
 
   /** Store the token and drop the ones expired by its creation, in one transaction. @throws RamifyError SANDBOX_NOT_FOUND. */

@@ -20,12 +20,14 @@ import { debootstrap, hostDebianArch } from './rootfs-layer.js';
 import { validateTemplateSpec } from './spec.js';
 
 /**
- * Where the builder finds built templates by name (to resolve `from` and to keep a rebuilt template's
- * id). The daemon's Store satisfies it as is.
+ * Where the builder finds built templates by name, as the team it builds for sees them (to keep a rebuilt
+ * template's id, and to resolve `from`). `LocalTemplateBuilder` answers it from the Store.
  */
 export interface TemplateRegistry {
-  /** The current template called `name`, or null. */
+  /** The team's own current template called `name`, or null (a rebuild keeps its id). */
   findTemplateByName(name: string): Promise<{ id: string; specHash: string } | null>;
+  /** The template `from: name` means: the team's own, else a shared one; null when neither exists. Default {@link findTemplateByName}. */
+  findParentTemplate?(name: string): Promise<{ id: string; specHash: string } | null>;
 }
 
 export interface TemplateBuildDeps extends ImageBuildDeps {
@@ -90,7 +92,7 @@ async function build(spec: TemplateSpec, deps: TemplateBuildDeps, onEvent: (even
   const cache = new LayerCache(join(deps.dataDir, 'templates'));
   const existing = await deps.registry.findTemplateByName(valid.name);
   const resolved = await resolveTemplate(valid, async (name) => {
-    const parent = await deps.registry.findTemplateByName(name);
+    const parent = deps.registry.findParentTemplate ? await deps.registry.findParentTemplate(name) : await deps.registry.findTemplateByName(name);
     return parent ? cache.loadSpec(parent.specHash) : null;
   });
   const mirrors = deps.mirrors ?? DEFAULT_DEBIAN_MIRRORS;

@@ -4,12 +4,15 @@
  * layers are shared; each runtime boots and checkpoints its own image) and registers the result in the
  * Store: each image as a `template` snapshot row, then the template row (same id as the previous build of
  * that name) listing every runtime's image made on the same root filesystem, and the flattened `envs`
- * (the parent's overridden by the spec's) that every sandbox of the template starts with.
+ * (the parent's overridden by the spec's) that every sandbox of the template starts with. A template
+ * belongs to the team it is built for (`TemplateBuildOptions.teamId`, default the default team, whose
+ * templates are shared): its name and an earlier build are that team's, `from` is the team's own
+ * template or a shared one (docs/design/TEAMS.md).
  */
-import { RamifyError, type TemplateBuildEvent, type TemplateSpec } from '@ramify/contracts';
+import { DEFAULT_TEAM, RamifyError, type TemplateBuildEvent, type TemplateSpec } from '@ramify/contracts';
 import type { Runtime, Store, TemplateBuildOptions, TemplateBuilder, TemplateRecord } from '@ramify/core';
 import { join } from 'node:path';
-import { buildTemplate, type BuiltTemplate, type TemplateBuildDeps } from './build.js';
+import { buildTemplate, type BuiltTemplate, type TemplateBuildDeps, type TemplateRegistry } from './build.js';
 import { LayerCache } from './layer-cache.js';
 
 /** The Store calls the builder makes. */
@@ -39,16 +42,21 @@ export class LocalTemplateBuilder implements TemplateBuilder {
       return runtime;
     });
     if (runtimes.length === 0) throw new RamifyError('RUNTIME_UNAVAILABLE', 'no runtime is available on this host to build templates');
+    const teamId = options.teamId ?? DEFAULT_TEAM;
+    const registry: TemplateRegistry = {
+      findTemplateByName: (name) => store.findTemplateByName(name, teamId),
+      findParentTemplate: async (name) => (await store.findTemplateByName(name, teamId)) ?? (await store.findTemplateByName(name, DEFAULT_TEAM)),
+    };
     const builds: BuiltTemplate[] = [];
     for (const runtime of runtimes) {
       // With several runtimes each one's steps are named after it ("microvm: boot"), so progress reads unambiguously.
       const onRuntimeEvent: typeof onEvent =
         runtimes.length > 1 ? (event) => onEvent(event.type === 'step' ? { ...event, step: `${runtime.name}: ${event.step}` } : event) : onEvent;
-      const built = await buildTemplate(spec, { ...deps, runtime, registry: store, slots: store, signal: options.signal }, onRuntimeEvent);
-      await this.registerImage(built);
+      const built = await buildTemplate(spec, { ...deps, runtime, registry, slots: store, signal: options.signal }, onRuntimeEvent);
+      await this.registerImage(built, teamId);
       builds.push(built);
     }
-    return this.registerTemplate(builds);
+    return this.registerTemplate(builds, teamId);
   }
 
   /**
@@ -59,14 +67,15 @@ export class LocalTemplateBuilder implements TemplateBuilder {
     return new LayerCache(join(this.options.dataDir, 'templates')).sweepTemporary();
   }
 
-  /** Insert (or refresh) the `template` snapshot row of one runtime's image. */
-  private async registerImage(built: BuiltTemplate): Promise<void> {
+  /** Insert (or refresh) the `template` snapshot row of one runtime's image (a new row is `teamId`'s). */
+  private async registerImage(built: BuiltTemplate, teamId: string): Promise<void> {
     const { store } = this.options;
     const resources = this.options.resources ?? { cpuCount: 1, memoryMB: 1024, diskSizeMB: null };
     const row = await store.getSnapshot(built.snapshotId);
     if (!row) {
       await store.insertSnapshot({
         id: built.snapshotId,
+        teamId,
         name: null,
         kind: 'template',
         status: 'ready',
@@ -96,10 +105,10 @@ export class LocalTemplateBuilder implements TemplateBuilder {
    * Write the template row: this build's images, plus images of other runtimes the row already lists
    * that were made on the same root filesystem (a rebuild that changed the rootfs drops them).
    */
-  private async registerTemplate(builds: BuiltTemplate[]): Promise<TemplateRecord> {
+  private async registerTemplate(builds: BuiltTemplate[], teamId: string): Promise<TemplateRecord> {
     const { store } = this.options;
     const first = builds[0] as BuiltTemplate;
-    const current = await store.findTemplateByName(first.name);
+    const current = await store.findTemplateByName(first.name, teamId);
     const images = builds.map((b) => ({ runtime: b.snapshot.runtime, snapshotId: b.snapshotId }));
     const sameRootfs = current !== null && current.id === first.templateId && current.rootfsDir === first.rootfsDir;
     const sameImages = sameRootfs && images.every((n) => current.images.some((i) => i.runtime === n.runtime && i.snapshotId === n.snapshotId));
@@ -109,6 +118,7 @@ export class LocalTemplateBuilder implements TemplateBuilder {
     const keepDefault = current && kept.some((i) => i.runtime === current.runtime);
     const record: TemplateRecord = {
       id: first.templateId,
+      teamId,
       name: first.name,
       runtime: keepDefault ? current.runtime : first.snapshot.runtime,
       specHash: keepDefault ? current.specHash : first.specHash,

@@ -18,8 +18,9 @@ export const SSH_HELP = `Connect with plain OpenSSH (the daemon's gateway listen
   scp -P 2222 file sbx_01...@127.0.0.1:/root/       files (SFTP; 'scp -O' works too); sftp -P 2222 ...
   rsync -a -e 'ssh -p 2222' dir/ sbx_01...@127.0.0.1:/root/dir/
   ssh -p 2222 -N -L 8000:localhost:8000 sbx_01...@127.0.0.1   a port of the sandbox on your machine
-Credentials: a public key registered with 'ramify ssh-key add ~/.ssh/id_ed25519.pub' opens every
-sandbox; 'ramify sandbox ssh-access ID' prints a command with a short-lived token for one sandbox.
+Credentials: a public key registered with 'ramify ssh-key add ~/.ssh/id_ed25519.pub' opens the
+sandboxes of your API key's team; 'ramify sandbox ssh-access ID' prints a command with a short-lived
+token for one sandbox.
 A paused sandbox is resumed by the connection.`;
 
 function keysTable(keys: SshKeyInfo[]): string {
@@ -39,7 +40,7 @@ export function registerSshKeys(program: Command, env: CliEnv): void {
 
   keys.command('add').argument('<file.pub>', "a public key file, e.g. ~/.ssh/id_ed25519.pub ('-' reads stdin)")
     .option('--name <name>', "a label (default the key's comment)")
-    .description('register a public key: it opens your sandboxes over SSH (today: every sandbox), the sandbox id as user name')
+    .description("register a public key: it opens your team's sandboxes over SSH, the sandbox id as user name")
     .action(action(env, async (ctx, file: string, opts: { name?: string }) => {
       const text = file === '-' ? await readStream(env.stdin) : await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
         if (err.code === 'ENOENT') throw new RamifyError('FILE_NOT_FOUND', `local file ${file} does not exist`);
@@ -49,7 +50,7 @@ export function registerSshKeys(program: Command, env: CliEnv): void {
       ctx.output(key, () => `${key.id} ${key.type} ${key.fingerprint} (${key.name})`);
     }));
 
-  keys.command('list').description('registered public keys (--json: each with its id)')
+  keys.command('list').description("your team's registered public keys (--json: each with its id)")
     .action(action(env, async (ctx) => {
       const list = await listSshKeys(ctx.connection);
       ctx.output({ keys: list }, () => keysTable(list));

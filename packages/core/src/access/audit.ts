@@ -14,7 +14,7 @@ export async function recordAudit(store: Store, entry: Omit<AuditRecord, 'id'>):
   }
 }
 
-/** Entries, newest first, in API shape. */
+/** Entries, newest first, in API shape (`query.teamId`: only that team's; the API always passes the caller's). */
 export async function listAudit(store: Store, query: AuditQuery): Promise<AuditEntry[]> {
-  return (await store.listAudit(query)).map((r) => ({ ...r, at: new Date(r.at).toISOString() }));
+  return (await store.listAudit(query)).map(({ teamId, ...r }) => ({ ...r, team: teamId, at: new Date(r.at).toISOString() }));
 }

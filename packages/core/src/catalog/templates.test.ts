@@ -35,7 +35,7 @@ function conflictNaming(...needed: RegExp[]): (err: unknown) => boolean {
 
 describe('template images a rebuild replaced', () => {
   test('are kept while a sandbox made from them lives, collected at its kill; unreferenced ones go at reconcile', async () => {
-    const template = await w.store.findTemplateByName('base');
+    const template = await w.store.findTemplateByName('base', 'default');
     assert.ok(template);
     const old = template.snapshotId;
     const sbx = await createSandbox(w.core, {});
@@ -58,7 +58,7 @@ describe('template images a rebuild replaced', () => {
 
 describe('deleteTemplate', () => {
   test('refused while a running or paused sandbox was made from it; once they are killed, row, images and files go', async () => {
-    const template = await w.store.findTemplateByName('base');
+    const template = await w.store.findTemplateByName('base', 'default');
     assert.ok(template);
     const imageDir = (await w.storage.open(template.snapshotId)).imageDir;
     const running = await createSandbox(w.core, {});
@@ -67,7 +67,7 @@ describe('deleteTemplate', () => {
       deleteTemplate(w.core, 'base'),
       conflictNaming(new RegExp(`sandbox ${running.id}`), new RegExp(`sandbox ${paused.id}`), /; kill those sandboxes first$/),
     );
-    assert.ok(await w.store.findTemplateByName('base'), 'a refused delete changes nothing');
+    assert.ok(await w.store.findTemplateByName('base', 'default'), 'a refused delete changes nothing');
 
     await killSandbox(w.core, running.id);
     await killSandbox(w.core, paused.id);
@@ -80,7 +80,7 @@ describe('deleteTemplate', () => {
   });
 
   test('refused while another template is built from it; the message asks only for what applies', async () => {
-    const base = await w.store.findTemplateByName('base');
+    const base = await w.store.findTemplateByName('base', 'default');
     assert.ok(base);
     await w.store.putTemplate({ ...base, id: 'tpl_child', name: 'child', parent: 'base' });
     await assert.rejects(deleteTemplate(w.core, 'base'), conflictNaming(/needed by template child \(built from it\); delete that template first$/));

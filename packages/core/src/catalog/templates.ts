@@ -1,14 +1,32 @@
 /**
- * Use-cases: list and build templates.
+ * Use-cases: list, build and delete templates, and which templates a team sees (docs/design/TEAMS.md):
+ * its own, plus the shared ones (the default team's). A team's own template of a shared one's name
+ * shadows it for that team. Names are unique per team.
  */
 import { RamifyError, type RuntimeName, type TemplateBuildEvent, type TemplateSpec } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
+import { DEFAULT_TEAM_ID } from '../access/actor.js';
 import { collectSnapshots } from '../lifecycle/snapshot-gc.js';
 import type { TemplateRecord } from '../ports/store.js';
 
-/** Every template, by name. */
-export async function listTemplates(core: Core): Promise<TemplateRecord[]> {
-  return core.store.listTemplates();
+/** Whether `teamId` may see (list, use) `template`: its own, or a shared one. */
+export function templateVisibleTo(template: TemplateRecord, teamId: string): boolean {
+  return template.teamId === teamId || template.teamId === DEFAULT_TEAM_ID;
+}
+
+/**
+ * The template `nameOrId` as `teamId` sees it: by id when visible, else by name (the team's own first,
+ * then the shared one); null otherwise.
+ */
+export async function findVisibleTemplate(core: Pick<Core, 'store'>, nameOrId: string, teamId: string): Promise<TemplateRecord | null> {
+  const byId = await core.store.getTemplate(nameOrId);
+  if (byId && templateVisibleTo(byId, teamId)) return byId;
+  return (await core.store.findTemplateByName(nameOrId, teamId)) ?? (teamId === DEFAULT_TEAM_ID ? null : await core.store.findTemplateByName(nameOrId, DEFAULT_TEAM_ID));
+}
+
+/** The templates `teamId` (default the default team) sees, by name: its own and the shared ones. */
+export async function listTemplates(core: Core, teamId: string = DEFAULT_TEAM_ID): Promise<TemplateRecord[]> {
+  return (await core.store.listTemplates()).filter((t) => templateVisibleTo(t, teamId));
 }
 
 /**
@@ -21,18 +39,20 @@ export function assertCanBuildTemplates(core: Core, runtimes?: RuntimeName[]): v
 }
 
 /**
- * Build (or reuse) a template, reporting progress to `onEvent`. Images of the previous build that the
- * new one replaced are deleted once no live sandbox was made from them.
+ * Build (or reuse) a template of `options.teamId` (default the default team: a shared template),
+ * reporting progress to `onEvent`. Images of the previous build that the new one replaced are deleted
+ * once no live sandbox was made from them.
  * @throws RamifyError `RUNTIME_UNAVAILABLE` when no builder is wired, and the builder's errors.
  */
 export async function buildTemplate(
   core: Core,
   spec: TemplateSpec,
-  options: { onEvent: (event: TemplateBuildEvent) => void; signal?: AbortSignal; runtimes?: RuntimeName[] },
+  options: { onEvent: (event: TemplateBuildEvent) => void; signal?: AbortSignal; runtimes?: RuntimeName[]; teamId?: string },
 ): Promise<TemplateRecord> {
   assertCanBuildTemplates(core, options.runtimes);
-  const before = await core.store.findTemplateByName(spec.name);
-  const built = await (core.templateBuilder as NonNullable<Core['templateBuilder']>).build(spec, options);
+  const teamId = options.teamId ?? DEFAULT_TEAM_ID;
+  const before = await core.store.findTemplateByName(spec.name, teamId);
+  const built = await (core.templateBuilder as NonNullable<Core['templateBuilder']>).build(spec, { ...options, teamId });
   // Images the rebuild replaced go once no live sandbox was made from them.
   const kept = new Set(built.images.map((i) => i.snapshotId));
   await collectSnapshots(core, (before?.images ?? []).map((i) => i.snapshotId).filter((id) => !kept.has(id)));
@@ -40,7 +60,8 @@ export async function buildTemplate(
 }
 
 /**
- * Delete a template (by id or name) and its booted-and-idle images, files and rows. Sandboxes and
+ * Delete one of `teamId`'s templates (by id or name; default the default team's) and its booted-and-idle images, files and rows.
+ * A shared template seen by another team is refused (`FORBIDDEN`): only the default team deletes it. Sandboxes and
  * snapshots made from it are independent of it afterwards only when none is alive: the delete is refused
  * while a running or paused sandbox was created from one of its images, or another template names it as
  * its parent (rebuilding that one needs it). The template's root filesystem stays in the build cache
@@ -48,13 +69,18 @@ export async function buildTemplate(
  * delete leaves unreferenced image files, never a template whose images are gone.
  * @throws RamifyError `TEMPLATE_NOT_FOUND`; `CONFLICT` naming what still needs it.
  */
-export async function deleteTemplate(core: Core, nameOrId: string): Promise<void> {
-  const template = (await core.store.getTemplate(nameOrId)) ?? (await core.store.findTemplateByName(nameOrId));
+export async function deleteTemplate(core: Core, nameOrId: string, teamId: string = DEFAULT_TEAM_ID): Promise<void> {
+  const template = await findVisibleTemplate(core, nameOrId, teamId);
   if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${nameOrId}' not found`, { id: nameOrId });
+  if (template.teamId !== teamId) {
+    throw new RamifyError('FORBIDDEN', `template '${template.name}' is shared (the '${DEFAULT_TEAM_ID}' team's): only that team's keys delete it`, { id: template.id });
+  }
   const imageIds = [...new Set([template.snapshotId, ...template.images.map((i) => i.snapshotId)])];
   const children: string[] = [];
   for (const other of await core.store.listTemplates()) {
-    if (other.id !== template.id && other.parent === template.name) children.push(`template ${other.name} (built from it)`);
+    // A child names its parent by name, resolved in its own team first, then among the shared templates.
+    const resolvesHere = other.teamId === template.teamId || (template.teamId === DEFAULT_TEAM_ID && !(await core.store.findTemplateByName(template.name, other.teamId)));
+    if (other.id !== template.id && other.parent === template.name && resolvesHere) children.push(`template ${other.name} (built from it)`);
   }
   const sandboxes = new Set<string>();
   for (const id of imageIds) {

@@ -145,6 +145,7 @@ export async function forkPointRunning(core: Core, record: SandboxRecord, plan: 
 async function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, plan: Pick<CheckpointPlan, 'kind' | 'name'>): Promise<SnapshotRecord> {
   return {
     id: snapshotId,
+    teamId: record.teamId,
     name: plan.name ?? null,
     kind: plan.kind,
     status: 'pending',

@@ -4,6 +4,10 @@
  */
 import { RamifyError, type AutoPause, type CreateSandboxRequest, type RuntimeName } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
+import { DEFAULT_TEAM_ID } from '../access/actor.js';
+import { findVisibleSnapshot } from '../catalog/snapshots.js';
+import { findVisibleTemplate } from '../catalog/templates.js';
+import { withinQuota } from '../teams/quota.js';
 import { normaliseEgressPolicy, type CanonicalEgressPolicy } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
 import { checkAutoPause } from '../idle/set-auto-pause.js';
@@ -25,12 +29,16 @@ import { startSandbox } from './start.js';
  * Its exposed ports are the request's `ports` (validated first too), else from a snapshot the ones it
  * recorded; it gets an access token of its own. Its idle auto-pause is the request's `autoPause` (null: off),
  * else a snapshot's recorded one, else off.
- * @throws RamifyError `VALIDATION_FAILED` (a bad egress rule, named, or mode; a bad or repeated port; both template and snapshot; a runtime
+ * It belongs to `owner.teamId` (default the default team): templates and snapshots are looked up as that
+ * team sees them (its own, and the shared templates), and its quota must have room (checked before
+ * anything is made).
+ * @throws RamifyError `QUOTA_EXCEEDED` (nothing made), `VALIDATION_FAILED` (a bad egress rule, named, or mode; a bad or repeated port; both template and snapshot; a runtime
  *   that does not match the snapshot; a `diskSizeMB` or `memoryMB` the runtime or its image cannot give), `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_BUILT` (the template has no image
  *   for the runtime asked for), `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
  *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
  */
-export async function createSandbox(core: Core, request: CreateSandboxRequest): Promise<SandboxRecord> {
+export async function createSandbox(core: Core, request: CreateSandboxRequest, owner: { teamId?: string } = {}): Promise<SandboxRecord> {
+  const teamId = owner.teamId ?? DEFAULT_TEAM_ID;
   const egress = request.egress === undefined ? undefined : normaliseEgressPolicy(request.egress);
   const ports = request.ports === undefined ? undefined : parsePortSpecs(request.ports);
   const askedAutoPause = request.autoPause === undefined ? undefined : checkAutoPause(request.autoPause);
@@ -39,8 +47,8 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
   }
   const source =
     request.snapshot !== undefined
-      ? await fromSnapshot(core, request.snapshot)
-      : await fromTemplate(core, request.template ?? core.options.defaultTemplate, request.runtime);
+      ? await fromSnapshot(core, request.snapshot, teamId)
+      : await fromTemplate(core, request.template ?? core.options.defaultTemplate, request.runtime, teamId);
   if (request.runtime !== undefined && request.runtime !== source.runtime) {
     throw new RamifyError('VALIDATION_FAILED', `runtime '${request.runtime}' does not match the image's runtime '${source.runtime}'`, { field: 'runtime' });
   }
@@ -53,9 +61,10 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
   if (egress === undefined && source.egress === null) {
     core.logger.warn('the snapshot recorded no egress policy (taken before policies were recorded, its sandbox gone): the sandbox starts open', { snapshotId: source.snapshotId, sandboxId: id });
   }
-  return core.locks.run(id, () =>
+  return withinQuota(core, teamId, [{ id, memoryMB }], () => core.locks.run(id, () =>
     startSandbox(core, {
       id,
+      teamId,
       runtime: source.runtime,
       templateId: source.templateId,
       sourceSnapshotId: source.snapshotId,
@@ -72,7 +81,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest): 
       egress: egress ?? source.egress ?? undefined,
       ingress: sandboxIngress(source.ingress, ports, request.autoResume),
     }),
-  );
+  ));
 }
 
 /**
@@ -141,8 +150,8 @@ function resolveDiskSize(runtime: RuntimeName, rootDisk: RuntimeCapabilities['ro
  * The template's image for `runtime`; without one, the image of this daemon's default runtime when the
  * template has it, else the template's default image.
  */
-async function fromTemplate(core: Core, nameOrId: string, runtime: RuntimeName | undefined): Promise<Source> {
-  const template: TemplateRecord | null = (await core.store.getTemplate(nameOrId)) ?? (await core.store.findTemplateByName(nameOrId));
+async function fromTemplate(core: Core, nameOrId: string, runtime: RuntimeName | undefined, teamId: string): Promise<Source> {
+  const template: TemplateRecord | null = await findVisibleTemplate(core, nameOrId, teamId);
   if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${nameOrId}' not found`, { id: nameOrId });
   const images = template.images.length > 0 ? template.images : [{ runtime: template.runtime, snapshotId: template.snapshotId }];
   const wanted = runtime ?? core.runtimes[0]?.name;
@@ -161,8 +170,8 @@ async function fromTemplate(core: Core, nameOrId: string, runtime: RuntimeName |
   return { runtime: image.runtime, templateId: template.id, snapshotId: image.snapshotId, rootfsDir: template.rootfsDir, baseEnvs: template.envs };
 }
 
-async function fromSnapshot(core: Core, idOrName: string): Promise<Source> {
-  const snapshot: SnapshotRecord | null = (await core.store.getSnapshot(idOrName)) ?? (await core.store.findSnapshotByName(idOrName));
+async function fromSnapshot(core: Core, idOrName: string, teamId: string): Promise<Source> {
+  const snapshot: SnapshotRecord | null = await findVisibleSnapshot(core, idOrName, teamId);
   if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${idOrName}' not found`, { id: idOrName });
   if (snapshot.status !== 'ready') throw new RamifyError('CONFLICT', `snapshot '${idOrName}' is still being written; retry in a moment`, { id: snapshot.id });
   return {

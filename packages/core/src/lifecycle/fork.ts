@@ -16,6 +16,7 @@ import { runtimeFor, type Core } from '../core.js';
 import { newSandboxId } from '../ids.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import type { SandboxRecord } from '../ports/store.js';
+import { checkForkCount, withinQuota } from '../teams/quota.js';
 import { checkpointRunning, forkPointRunning } from './checkpoint.js';
 import { finishKill } from './kill.js';
 import { loadSandbox, messageOf, transition } from './records.js';
@@ -30,8 +31,10 @@ export interface ForkInput {
 }
 
 /**
+ * The children belong to the parent's team, and its quota must have room for them (checked before the
+ * parent is touched).
  * @returns the children, all `running`, in id order.
- * @throws RamifyError `VALIDATION_FAILED` (count), `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CHECKPOINT_BLOCKED`
+ * @throws RamifyError `VALIDATION_FAILED` (count), `QUOTA_EXCEEDED` (nothing forked), `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CHECKPOINT_BLOCKED`
  *   (the parent keeps running), and the first child's restore error (no child is left running then).
  */
 export async function forkSandbox(core: Core, sandboxId: string, input: ForkInput): Promise<SandboxRecord[]> {
@@ -39,41 +42,49 @@ export async function forkSandbox(core: Core, sandboxId: string, input: ForkInpu
     throw new RamifyError('VALIDATION_FAILED', `count must be an integer from 1 to ${MAX_FORK_COUNT}`, { field: 'count' });
   }
   return core.locks.run(sandboxId, async () => {
-    let parent = await loadSandbox(core, sandboxId);
+    const loaded = await loadSandbox(core, sandboxId);
+    await checkForkCount(core, loaded.teamId, input.count);
     const childIds = Array.from({ length: input.count }, () => newSandboxId());
-    let parentRestore: Promise<SandboxRecord> | null = null;
-    const keepsRunning = runtimeFor(core, parent.runtime).checkpointKeepRunning !== undefined;
-    if (checkpointSourceFor(sandboxId, parent.state) === 'checkpoint-first' && keepsRunning) {
-      // The runtime takes the fork point in place: the parent never stops being `running`.
-      parent = (await forkPointRunning(core, parent, { operation: (snapshotId) => ({ kind: 'fork', snapshotId, childIds, parentWasRunning: true }) })).record;
-    } else if (checkpointSourceFor(sandboxId, parent.state) === 'checkpoint-first') {
-      const endAt = parent.endAt ?? core.clock.now() + parent.timeoutMs;
-      parent = (
-        await checkpointRunning(core, parent, {
-          kind: 'fork',
-          operation: (snapshotId) => ({ kind: 'fork', snapshotId, childIds, parentWasRunning: true }),
-          afterwards: 'operation-continues',
-        })
-      ).record;
-      // The parent comes back while its children start: the restores overlap.
-      parentRestore = restoreParent(core, parent, endAt);
-    } else {
-      parent = await core.store.updateSandbox(sandboxId, {
-        operation: { kind: 'fork', snapshotId: parent.pausedSnapshotId as string, childIds, parentWasRunning: false },
-      });
-    }
-    const operation = parent.operation;
-    if (operation?.kind !== 'fork') throw new RamifyError('INTERNAL', `fork of '${sandboxId}' lost its operation record`);
-    try {
-      const egress = (await core.store.getEgressPolicy(sandboxId)) ?? undefined;
-      const [children] = await Promise.allSettled([startChildren(core, parent, { snapshotId: operation.snapshotId, childIds, egress }), parentRestore]);
-      if (children.status === 'rejected') throw children.reason;
-      return children.value;
-    } finally {
-      await core.store.updateSandbox(sandboxId, { operation: null });
-      await collectSnapshots(core, [operation.snapshotId]);
-    }
+    return withinQuota(core, loaded.teamId, childIds.map((id) => ({ id, memoryMB: loaded.memoryMB })), () => forkUnderLock(core, loaded, childIds));
   });
+}
+
+/** The fork itself, under the parent's lock, its children admitted by the team's quota. */
+async function forkUnderLock(core: Core, loaded: SandboxRecord, childIds: string[]): Promise<SandboxRecord[]> {
+  const sandboxId = loaded.id;
+  let parent = loaded;
+  let parentRestore: Promise<SandboxRecord> | null = null;
+  const keepsRunning = runtimeFor(core, parent.runtime).checkpointKeepRunning !== undefined;
+  if (checkpointSourceFor(sandboxId, parent.state) === 'checkpoint-first' && keepsRunning) {
+    // The runtime takes the fork point in place: the parent never stops being `running`.
+    parent = (await forkPointRunning(core, parent, { operation: (snapshotId) => ({ kind: 'fork', snapshotId, childIds, parentWasRunning: true }) })).record;
+  } else if (checkpointSourceFor(sandboxId, parent.state) === 'checkpoint-first') {
+    const endAt = parent.endAt ?? core.clock.now() + parent.timeoutMs;
+    parent = (
+      await checkpointRunning(core, parent, {
+        kind: 'fork',
+        operation: (snapshotId) => ({ kind: 'fork', snapshotId, childIds, parentWasRunning: true }),
+        afterwards: 'operation-continues',
+      })
+    ).record;
+    // The parent comes back while its children start: the restores overlap.
+    parentRestore = restoreParent(core, parent, endAt);
+  } else {
+    parent = await core.store.updateSandbox(sandboxId, {
+      operation: { kind: 'fork', snapshotId: parent.pausedSnapshotId as string, childIds, parentWasRunning: false },
+    });
+  }
+  const operation = parent.operation;
+  if (operation?.kind !== 'fork') throw new RamifyError('INTERNAL', `fork of '${sandboxId}' lost its operation record`);
+  try {
+    const egress = (await core.store.getEgressPolicy(sandboxId)) ?? undefined;
+    const [children] = await Promise.allSettled([startChildren(core, parent, { snapshotId: operation.snapshotId, childIds, egress }), parentRestore]);
+    if (children.status === 'rejected') throw children.reason;
+    return children.value;
+  } finally {
+    await core.store.updateSandbox(sandboxId, { operation: null });
+    await collectSnapshots(core, [operation.snapshotId]);
+  }
 }
 
 /** Restore the parent after its fork checkpoint; if that fails it stays paused (resumable) and the fork goes on. */
@@ -100,6 +111,7 @@ async function startChildren(core: Core, parent: SandboxRecord, plan: ChildPlan)
     core.locks.run(id, () =>
       startSandbox(core, {
         id,
+        teamId: parent.teamId,
         runtime: parent.runtime,
         templateId: parent.templateId,
         sourceSnapshotId: snapshotId,

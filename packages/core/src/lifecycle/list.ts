@@ -8,6 +8,8 @@ import { toSandboxInfo } from './records.js';
 import { defaultListedStates } from './state-machine.js';
 
 export interface ListSandboxesInput {
+  /** Only this team's sandboxes (the API always passes the caller's); absent: every team's. */
+  teamId?: string;
   /** Default: every state but `killed`. */
   states?: SandboxState[];
   /** All pairs must match. */
@@ -49,6 +51,7 @@ export function parseListQuery(query: { state?: string; metadata?: string; limit
  */
 export async function listSandboxes(core: Core, input: ListSandboxesInput): Promise<ListSandboxesResponse> {
   const page = await core.store.listSandboxes({
+    ...(input.teamId !== undefined ? { teamId: input.teamId } : {}),
     states: input.states ?? defaultListedStates(),
     metadata: input.metadata,
     limit: input.limit ?? 100,

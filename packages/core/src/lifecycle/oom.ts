@@ -22,15 +22,19 @@ export async function recordAgentEvent(core: Pick<Core, 'store' | 'logger' | 'ev
   const { type: _type, sandboxId: _id, at: _guestAt, ...kill } = event;
   core.logger.warn('process killed: the sandbox ran out of memory', { sandboxId, ...kill });
   core.events.emitOom({ sandboxId, at, ...kill });
+  // The sandbox's team sees the entry in its audit log.
+  const teamId = (await core.store.getSandbox(sandboxId).catch(() => null))?.teamId ?? null;
   const written = await recordAudit(core.store, {
     at,
     apiKeyId: null,
+    teamId,
     method: 'EVENT',
     path: `/v1/sandboxes/${sandboxId}/processes/${event.pid}`,
     action: OOM_AUDIT_ACTION,
     sandboxId,
     status: 0,
     errorCode: 'COMMAND_OOM',
+    tool: null,
   });
   if (!written) core.logger.error('audit write failed', { action: OOM_AUDIT_ACTION, sandboxId });
 }

@@ -182,7 +182,7 @@ describe('reconcile after a restart (fake runtime)', () => {
     void killSandbox(w1.core, sbx.id);
     await crashed;
     await w1.runtime.boot({ sandboxId: 'sbx_ghost', rootfsDir: '/', resources: { cpuCount: 1, memoryMB: 1, diskSizeMB: null }, hostname: 'g', network: await w1.network.attach('sbx_ghost', 99) });
-    await w1.store.insertSnapshot({ id: 'snap_half', name: null, kind: 'pause', status: 'pending', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null, parentSnapshotId: null, sizeBytes: 0, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: w1.rootfsDir, envs: null, egress: null });
+    await w1.store.insertSnapshot({ id: 'snap_half', teamId: 'default', name: null, kind: 'pause', status: 'pending', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null, parentSnapshotId: null, sizeBytes: 0, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: w1.rootfsDir, envs: null, egress: null });
     const w2 = await restart(w1);
     const report = await reconcile(w2.core);
     assert.equal((await getSandbox(w2.core, sbx.id)).state, 'killed');

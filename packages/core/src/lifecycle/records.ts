@@ -55,6 +55,7 @@ export function toSandboxInfo(record: SandboxRecord, ingress: IngressEndpoint | 
     autoResume: effectiveAutoResume(record.ingress),
     ingress: ingress === null ? null : { ...ingress },
     autoPause: record.autoPause === null ? null : { ...record.autoPause },
+    team: record.teamId,
   };
 }
 
@@ -73,6 +74,7 @@ export function toSnapshotInfo(record: SnapshotRecord): SnapshotInfo {
     egress: record.egress === null ? null : { mode: record.egress.mode, rules: [...record.egress.rules] },
     ingress: record.ingress ? { ports: sortPorts(record.ingress.ports), autoResume: record.ingress.autoResume } : null,
     autoPause: record.autoPause ? { ...record.autoPause } : null,
+    team: record.teamId,
   };
 }
 
@@ -89,6 +91,7 @@ export function toTemplateInfo(record: TemplateRecord): TemplateInfo {
     envs: { ...record.envs },
     sizeBytes: record.sizeBytes,
     createdAt: iso(record.createdAt),
+    team: record.teamId,
   };
 }
 

@@ -44,7 +44,7 @@ async function rebuildTemplate(): Promise<string> {
   await writeFile(join(imageDir, 'guest.json'), JSON.stringify({ files: { '/root/rebuilt.txt': 'v2' }, endpoints: [], identities: [] }));
   const manifest = await w.storage.commit({ snapshotId: 'snap_tpl_2', runtime: 'gvisor', templateId: 'tpl_base', parentSnapshotId: null });
   await w.store.insertSnapshot({
-    id: 'snap_tpl_2', name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null,
+    id: 'snap_tpl_2', teamId: 'default', name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null,
     parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 2, cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir, envs: null, egress: null,
   });
   const template = await w.store.getTemplate('tpl_base');

@@ -37,10 +37,10 @@ describe('runtime choice on create', () => {
   });
 
   test('without a runtime the default runtime\'s image is used; an explicit runtime picks its own image', async () => {
-    const template = await w.store.findTemplateByName('base');
+    const template = await w.store.findTemplateByName('base', 'default');
     assert.ok(template);
     await w.store.putTemplate({ ...template, images: [...template.images, { runtime: 'microvm', snapshotId: 'snap_vm' }] });
-    const stored = await w.store.findTemplateByName('base');
+    const stored = await w.store.findTemplateByName('base', 'default');
     assert.deepEqual(stored?.images.map((i) => i.runtime), ['gvisor', 'microvm']);
     const plain = await createSandbox(w.core, {});
     assert.equal(plain.runtime, 'gvisor');

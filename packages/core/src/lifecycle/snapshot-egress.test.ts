@@ -88,8 +88,8 @@ describe('snapshot egress (fake runtime)', () => {
       assert.deepEqual(await policyOf(sbx.id), expected, `${snapshot} with ${JSON.stringify(egress)}`);
       assert.equal(w.egress.modeOf(sbx.id), expected.mode);
     }
-    assert.deepEqual((await w.store.findSnapshotByName('sealed'))?.egress, { mode: 'deny-all', rules: [] });
-    assert.deepEqual((await w.store.findSnapshotByName('allow'))?.egress, { mode: 'allowlist', rules: ['pypi.org'] });
+    assert.deepEqual((await w.store.findSnapshotByName('sealed', 'default'))?.egress, { mode: 'deny-all', rules: [] });
+    assert.deepEqual((await w.store.findSnapshotByName('allow', 'default'))?.egress, { mode: 'allowlist', rules: ['pypi.org'] });
     // A bad override fails the create before anything starts, as without a snapshot.
     await assert.rejects(createSandbox(w.core, { snapshot: 'sealed', egress: ['none'] }), { code: 'VALIDATION_FAILED' });
   });
@@ -138,7 +138,7 @@ describe('snapshot egress (fake runtime)', () => {
     const warnings: string[] = [];
     const core = createCore({ ...w.core, logger: recordingLogger(warnings) });
     try {
-      const base = await w.store.findTemplateByName('base');
+      const base = await w.store.findTemplateByName('base', 'default');
       const image = await w.store.getSnapshot(base?.snapshotId ?? '');
       assert.equal(image?.egress, null);
       assert.equal(toSnapshotInfo(image!).egress, null);

@@ -54,7 +54,7 @@ describe('snapshot envs (fake runtime)', () => {
     const sbx = await createSandbox(w.core, { snapshot: 'golden', envs: { MODE: 'mine', TOKEN: '', EXTRA: '1' } });
     assert.deepEqual(sbx.envs, { DATA_DIR: '/srv/data', MODE: 'mine', TOKEN: '', EXTRA: '1' });
     assert.deepEqual(lastGuestEnvs(w, sbx.id), { DATA_DIR: '/srv/data', MODE: 'mine', TOKEN: '', EXTRA: '1' });
-    assert.deepEqual((await w.store.findSnapshotByName('golden'))?.envs, source.envs);
+    assert.deepEqual((await w.store.findSnapshotByName('golden', 'default'))?.envs, source.envs);
   });
 
   test('the recorded envs outlive the template', async () => {
@@ -117,7 +117,7 @@ describe('snapshot envs (fake runtime)', () => {
 
   test('a template image used as a snapshot gives the template envs', async () => {
     await setTemplateEnvs(w, { MODE: 'tpl' });
-    const base = await w.store.findTemplateByName('base');
+    const base = await w.store.findTemplateByName('base', 'default');
     assert.equal((await w.store.getSnapshot(base?.snapshotId ?? ''))?.envs, null);
     assert.deepEqual((await createSandbox(w.core, { snapshot: base?.snapshotId ?? '', envs: { A: '1' } })).envs, { MODE: 'tpl', A: '1' });
   });

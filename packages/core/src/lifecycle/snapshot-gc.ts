@@ -7,6 +7,7 @@
  */
 import { RamifyError } from '@ramify/contracts';
 import type { Core } from '../core.js';
+import { DEFAULT_TEAM_ID } from '../access/actor.js';
 import { messageOf } from './records.js';
 
 /** Delete those of `snapshotIds` that are not `named` and that nothing references. Never throws. */
@@ -27,12 +28,17 @@ export async function collectSnapshots(core: Core, snapshotIds: Array<string | n
 }
 
 /**
- * Delete a snapshot (by id or name) on request.
- * @throws RamifyError `SNAPSHOT_NOT_FOUND`; `CONFLICT` while a paused sandbox resumes from it or a template is built on it.
+ * Delete one of `teamId`'s snapshots (by id or name; default the default team's) on request. Another
+ * team's snapshot is not found; a shared template's image, which every team sees, is refused (its
+ * template goes with `deleteTemplate`, by the default team).
+ * @throws RamifyError `SNAPSHOT_NOT_FOUND`; `FORBIDDEN` (a shared image); `CONFLICT` while a paused sandbox resumes from it or a template is built on it.
  */
-export async function deleteSnapshot(core: Core, idOrName: string): Promise<void> {
-  const snapshot = (await core.store.getSnapshot(idOrName)) ?? (await core.store.findSnapshotByName(idOrName));
+export async function deleteSnapshot(core: Core, idOrName: string, teamId: string = DEFAULT_TEAM_ID): Promise<void> {
+  const byId = await core.store.getSnapshot(idOrName);
+  const shared = byId?.kind === 'template' && byId.teamId === DEFAULT_TEAM_ID;
+  const snapshot = byId && (byId.teamId === teamId || shared) ? byId : await core.store.findSnapshotByName(idOrName, teamId);
   if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${idOrName}' not found`, { id: idOrName });
+  if (snapshot.teamId !== teamId) throw new RamifyError('FORBIDDEN', `snapshot '${snapshot.id}' is a shared template's image: only the '${DEFAULT_TEAM_ID}' team deletes it (with its template)`, { id: snapshot.id });
   const snapshotId = snapshot.id;
   const refs = await core.store.snapshotReferences(snapshotId);
   const blockers = [...refs.pausedBy.map((id) => `paused sandbox ${id}`), ...refs.templates.map((id) => `template ${id}`)];

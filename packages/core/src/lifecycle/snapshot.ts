@@ -14,7 +14,7 @@ import { restorePaused } from './restore-paused.js';
 import { checkpointSourceFor } from './state-machine.js';
 
 export interface SnapshotInput {
-  /** Unique among snapshots; 1-128 of [a-zA-Z0-9._-]. */
+  /** Unique among the team's snapshots; 1-128 of [a-zA-Z0-9._-]. */
   name: string;
 }
 
@@ -26,7 +26,7 @@ export interface SnapshotInput {
 export async function snapshotSandbox(core: Core, sandboxId: string, input: SnapshotInput): Promise<SnapshotRecord> {
   return core.locks.run(sandboxId, async () => {
     const record = await loadSandbox(core, sandboxId);
-    if (await core.store.findSnapshotByName(input.name)) {
+    if (await core.store.findSnapshotByName(input.name, record.teamId)) {
       throw new RamifyError('CONFLICT', `a snapshot named '${input.name}' already exists`, { name: input.name });
     }
     if (checkpointSourceFor(sandboxId, record.state) === 'pause-image') return nameThePauseImage(core, record, input.name);

@@ -20,7 +20,7 @@ import { messageOf, transition } from './records.js';
 /** The part of a new sandbox's record its creator chooses; the rest is filled in here. */
 export type NewSandbox = Pick<
   SandboxRecord,
-  'id' | 'runtime' | 'templateId' | 'sourceSnapshotId' | 'rootfsDir' | 'parentId' | 'cpuCount' | 'memoryMB' | 'diskSizeMB' | 'metadata' | 'envs' | 'timeoutMs' | 'onTimeout' | 'autoPause'
+  'id' | 'teamId' | 'runtime' | 'templateId' | 'sourceSnapshotId' | 'rootfsDir' | 'parentId' | 'cpuCount' | 'memoryMB' | 'diskSizeMB' | 'metadata' | 'envs' | 'timeoutMs' | 'onTimeout' | 'autoPause'
 > & {
   sourceSnapshotId: string;
   /** Normalised egress policy to store for it (a fork child gets a copy of its parent's); absent = none set (open). */

@@ -47,7 +47,7 @@ describe('template envs (fake runtime)', () => {
     assert.deepEqual(sbx.envs, { DATA_DIR: '', MODE: 'mine', EXTRA: '1' });
     assert.deepEqual(lastGuestEnvs(w, sbx.id), { DATA_DIR: '', MODE: 'mine', EXTRA: '1' });
     // The template record is not modified by the merge.
-    assert.deepEqual((await w.store.findTemplateByName('base'))?.envs, { DATA_DIR: '/srv/data', MODE: 'tpl' });
+    assert.deepEqual((await w.store.findTemplateByName('base', 'default'))?.envs, { DATA_DIR: '/srv/data', MODE: 'tpl' });
   });
 
   test('fixed at create: a later change of the template does not reach the sandbox on resume', async () => {

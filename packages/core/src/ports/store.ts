@@ -1,5 +1,5 @@
 /**
- * The Store port: durable state of the control plane (sandboxes, snapshots, templates, API keys, the audit
+ * The Store port: durable state of the control plane (teams, sandboxes, snapshots, templates, API keys, the audit
  * log, network slot allocation, egress policies and egress logs). `@ramify/store` implements it on SQLite; a Postgres implementation
  * serves several API hosts later. Every call is async (Postgres) but cheap (one indexed statement or one
  * short transaction). Times are ms since the epoch.
@@ -8,7 +8,7 @@
  * it in the same write that records the outcome, so after a crash `reconcile` finds every half-done
  * operation and rolls it forward or back. A write has happened when its promise resolved.
  */
-import type { AutoPause, EgressLogEntry, ExposedPort, RuntimeName, SandboxState, SnapshotInfo, TimeoutAction } from '@ramify/contracts';
+import type { ApiKeyRole, AutoPause, EgressLogEntry, ExposedPort, RuntimeName, SandboxState, SnapshotInfo, TeamQuota, TimeoutAction } from '@ramify/contracts';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
 
 /**
@@ -35,6 +35,11 @@ export type SandboxOperation =
 /** Everything needed to describe and reconcile one sandbox. */
 export interface SandboxRecord {
   id: string;
+  /**
+   * The team it belongs to, fixed at creation (the creating key's team; a fork child's is its parent's).
+   * Every API call naming it checks this first (another team's sandbox is not found).
+   */
+  teamId: string;
   state: SandboxState;
   runtime: RuntimeName;
   templateId: string;
@@ -86,9 +91,11 @@ export interface SandboxRecord {
 }
 
 /** Fields of a sandbox that change after creation. */
-export type SandboxPatch = Partial<Omit<SandboxRecord, 'id' | 'runtime' | 'templateId' | 'rootfsDir' | 'createdAt' | 'parentId'>>;
+export type SandboxPatch = Partial<Omit<SandboxRecord, 'id' | 'teamId' | 'runtime' | 'templateId' | 'rootfsDir' | 'createdAt' | 'parentId'>>;
 
 export interface SandboxQuery {
+  /** Only this team's sandboxes; absent = every team's (the daemon's own sweeps). */
+  teamId?: string;
   /** Only these states; empty/absent = every state. */
   states?: SandboxState[];
   /** Every pair must match exactly. */
@@ -114,7 +121,12 @@ export type SnapshotStatus = 'pending' | 'ready';
 
 export interface SnapshotRecord {
   id: string;
-  /** Unique among snapshots when set. */
+  /**
+   * The team it belongs to: its sandbox's; a template image's: the team of the template that first
+   * registered it (images are keyed by content, so two teams' identical builds share one).
+   */
+  teamId: string;
+  /** Unique among the team's snapshots when set. */
   name: string | null;
   kind: SnapshotInfo['kind'];
   status: SnapshotStatus;
@@ -165,7 +177,12 @@ export interface SnapshotRecord {
 
 export interface TemplateRecord {
   id: string;
-  /** Unique. */
+  /**
+   * The team that built it. The default team's templates are shared: every team lists and uses them
+   * (only the default team rebuilds or deletes them); any other team's are its own.
+   */
+  teamId: string;
+  /** Unique within its team. */
   name: string;
   /** Runtime of the default image (sandboxes that do not ask for a runtime). */
   runtime: RuntimeName;
@@ -195,6 +212,9 @@ export interface TemplateRecord {
 
 export interface ApiKeyRecord {
   id: string;
+  /** The team whose resources the key sees and touches (only those). */
+  teamId: string;
+  role: ApiKeyRole;
   name: string;
   /** sha256 (hex) of the full key; the key itself is never stored. */
   hash: string;
@@ -202,7 +222,17 @@ export interface ApiKeyRecord {
   prefix: string;
   createdAt: number;
   lastUsedAt: number | null;
+  /** ms; refused from then on. Null: until revoked. */
+  expiresAt: number | null;
   revokedAt: number | null;
+}
+
+/** A team: its id (a slug people type, also its name) and its quota. */
+export interface TeamRecord {
+  id: string;
+  createdAt: number;
+  /** Limits; a null field is no limit. */
+  quota: TeamQuota;
 }
 
 export interface AuditRecord {
@@ -210,6 +240,8 @@ export interface AuditRecord {
   id: number;
   at: number;
   apiKeyId: string | null;
+  /** The caller's team; null when the call carried no valid key. */
+  teamId: string | null;
   method: string;
   path: string;
   /** e.g. `sandbox.pause`. */
@@ -217,12 +249,18 @@ export interface AuditRecord {
   sandboxId: string | null;
   status: number;
   errorCode: string | null;
+  /** The MCP tool the call was made for (`x-ramify-mcp-tool`), null for other callers and events. */
+  tool: string | null;
 }
 
 export interface AuditQuery {
   /** Newest first; default 100, capped at 1000. */
   limit?: number;
   sandboxId?: string;
+  /** Only this team's entries. */
+  teamId?: string;
+  /** With `teamId`: also the entries of calls that carried no valid key (team null). */
+  withAnonymous?: boolean;
   /** Only entries with an id below this one (paging backwards). */
   beforeId?: number;
 }
@@ -288,15 +326,14 @@ export interface IngressWakes {
 export interface SshKeyRecord {
   /** `sshk_<ulid>`. */
   id: string;
-  /**
-   * The API key that registered it (its owner). Today every API key sees every sandbox, so a key opens
-   * every sandbox; this is what a later per-owner scope will check. Null when not known.
-   */
+  /** The team it belongs to: it opens that team's sandboxes only. Unique with `fingerprint`. */
+  teamId: string;
+  /** The API key that registered it; null when not known. */
   ownerApiKeyId: string | null;
   name: string;
   /** Key algorithm, e.g. `ssh-ed25519`. */
   type: string;
-  /** `SHA256:` + unpadded base64 of the key blob's sha256; unique among registered keys. */
+  /** `SHA256:` + unpadded base64 of the key blob's sha256; unique among the team's keys. */
   fingerprint: string;
   /** `type base64`, without a comment. */
   publicKey: string;
@@ -331,11 +368,26 @@ export interface Store {
   updateSandbox(id: string, patch: SandboxPatch): Promise<SandboxRecord>;
   /** Sandboxes in creation order (oldest first), filtered and paginated. Rejects `VALIDATION_FAILED` for a bad cursor. */
   listSandboxes(query: SandboxQuery): Promise<SandboxPage>;
+  /**
+   * The team's sandboxes that hold resources now (quota accounting): those in one of `states`, and those
+   * paused only for a moment inside a fork or snapshot of a running sandbox (operation `parentWasRunning`).
+   * Cost: one indexed query.
+   */
+  listResourceHolders(teamId: string, states: readonly SandboxState[]): Promise<Array<{ id: string; memoryMB: number }>>;
 
-  /** Rejects `CONFLICT` when the id or the name is taken. */
+  /** Rejects `CONFLICT` when the id is taken. */
+  insertTeam(record: TeamRecord): Promise<void>;
+  getTeam(id: string): Promise<TeamRecord | null>;
+  /** By id. */
+  listTeams(): Promise<TeamRecord[]>;
+  /** Replace the team's quota; returns the team. Rejects `TEAM_NOT_FOUND`. */
+  setTeamQuota(id: string, quota: TeamQuota): Promise<TeamRecord>;
+
+  /** Rejects `CONFLICT` when the id, or the name within the team, is taken. */
   insertSnapshot(record: SnapshotRecord): Promise<void>;
   getSnapshot(id: string): Promise<SnapshotRecord | null>;
-  findSnapshotByName(name: string): Promise<SnapshotRecord | null>;
+  /** The team's snapshot with this name (names are unique per team). */
+  findSnapshotByName(name: string, teamId: string): Promise<SnapshotRecord | null>;
   /** Rejects `SNAPSHOT_NOT_FOUND`, or `CONFLICT` when a new name is taken. */
   updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause'>>): Promise<SnapshotRecord>;
   /** Newest first. */
@@ -348,17 +400,20 @@ export interface Store {
    */
   snapshotReferences(snapshotId: string): Promise<{ pausedBy: string[]; sourceOf: string[]; templates: string[] }>;
 
-  /** Insert or replace by id. Rejects `CONFLICT` when another template has the name. */
+  /** Insert or replace by id. Rejects `CONFLICT` when another template of the team has the name. */
   putTemplate(record: TemplateRecord): Promise<void>;
   getTemplate(id: string): Promise<TemplateRecord | null>;
-  findTemplateByName(name: string): Promise<TemplateRecord | null>;
+  /** The team's own template with this name (names are unique per team; shared templates are the default team's). */
+  findTemplateByName(name: string, teamId: string): Promise<TemplateRecord | null>;
   listTemplates(): Promise<TemplateRecord[]>;
   deleteTemplate(id: string): Promise<void>;
 
   insertApiKey(record: ApiKeyRecord): Promise<void>;
-  /** The un-revoked key with this hash, or null. */
+  /** The un-revoked key with this hash, or null (expired ones too: the caller checks `expiresAt`). */
   findApiKeyByHash(hash: string): Promise<ApiKeyRecord | null>;
-  listApiKeys(): Promise<ApiKeyRecord[]>;
+  getApiKey(id: string): Promise<ApiKeyRecord | null>;
+  /** Oldest first; only the team's when `teamId` is given. */
+  listApiKeys(filter?: { teamId?: string }): Promise<ApiKeyRecord[]>;
   touchApiKey(id: string, at: number): Promise<void>;
   revokeApiKey(id: string, at: number): Promise<void>;
 
@@ -423,13 +478,14 @@ export interface Store {
    */
   recordActivity(entries: readonly SandboxActivityRecord[]): Promise<void>;
 
-  /** Rejects `SSH_KEY_EXISTS` (details `id`, `fingerprint`) when a key with this fingerprint is registered. */
+  /** Rejects `SSH_KEY_EXISTS` (details `id`, `fingerprint`) when the team has a key with this fingerprint. */
   insertSshKey(record: SshKeyRecord): Promise<void>;
-  /** Oldest first. */
-  listSshKeys(): Promise<SshKeyRecord[]>;
-  findSshKeyByFingerprint(fingerprint: string): Promise<SshKeyRecord | null>;
-  /** @returns whether a key was deleted. */
-  deleteSshKey(id: string): Promise<boolean>;
+  /** Oldest first; only the team's when `teamId` is given. */
+  listSshKeys(teamId?: string): Promise<SshKeyRecord[]>;
+  /** The team's key with this fingerprint. */
+  findSshKeyByFingerprint(fingerprint: string, teamId: string): Promise<SshKeyRecord | null>;
+  /** Delete the team's key `id`. @returns whether a key was deleted (false for another team's). */
+  deleteSshKey(id: string, teamId: string): Promise<boolean>;
   /**
    * Store a token record, and drop every token expired at `record.createdAt` in the same transaction.
    * Rejects `SANDBOX_NOT_FOUND` for an unknown sandbox. A kill of the sandbox deletes its tokens.

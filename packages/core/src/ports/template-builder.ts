@@ -16,6 +16,11 @@ export interface TemplateBuildOptions {
    * builder has. Images for other runtimes made on the same root filesystem are kept.
    */
   runtimes?: RuntimeName[];
+  /**
+   * The team the template is built for (default the default team, whose templates are shared): the
+   * name, an earlier build of it and a `from` parent are looked up as that team sees them.
+   */
+  teamId?: string;
 }
 
 export interface TemplateBuilder {

@@ -7,7 +7,7 @@
 import { SSH_TOKEN_USER_SEPARATOR } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { isTerminal } from '../lifecycle/state-machine.js';
-import type { SshKeyRecord } from '../ports/store.js';
+import type { SandboxRecord, SshKeyRecord } from '../ports/store.js';
 import { hashSshToken, isWellFormedSshToken } from './access.js';
 
 /** What an SSH user name asks for. */
@@ -31,21 +31,20 @@ export function parseSshUser(user: string): SshUser | null {
   return { sandboxId: `sbx_${m[1]!.toUpperCase()}`, token: at < 0 ? null : user.slice(at + 1) };
 }
 
-/** Whether the sandbox can be opened at all: it exists and is neither killed, being killed nor failed. */
-async function openable(core: Pick<Core, 'store'>, sandboxId: string): Promise<boolean> {
+/** The sandbox when it can be opened at all: it exists and is neither killed, being killed nor failed. */
+async function openable(core: Pick<Core, 'store'>, sandboxId: string): Promise<SandboxRecord | null> {
   const record = await core.store.getSandbox(sandboxId);
-  return record !== null && !isTerminal(record.state) && record.state !== 'killing' && record.state !== 'error';
+  return record !== null && !isTerminal(record.state) && record.state !== 'killing' && record.state !== 'error' ? record : null;
 }
 
 /**
- * The registered key with `fingerprint` when it opens `sandboxId`, else null. A key opens its owner's
- * sandboxes; every API key sees every sandbox today, so any registered key opens any openable sandbox.
- * (Per-owner scoping goes here once sandboxes record their owner: compare `ownerApiKeyId`.)
+ * The registered key with `fingerprint` when it opens `sandboxId`, else null. A key opens its team's
+ * sandboxes only: it is looked up among the keys of the sandbox's team (another team's key, or a key
+ * registered by no team of this sandbox, opens nothing).
  */
 export async function sshKeyOpens(core: Pick<Core, 'store'>, sandboxId: string, fingerprint: string): Promise<SshKeyRecord | null> {
-  const key = await core.store.findSshKeyByFingerprint(fingerprint);
-  if (!key || !(await openable(core, sandboxId))) return null;
-  return key;
+  const sandbox = await openable(core, sandboxId);
+  return sandbox ? core.store.findSshKeyByFingerprint(fingerprint, sandbox.teamId) : null;
 }
 
 /** Whether `token` is a live token of `sandboxId` (well-formed, stored for that sandbox, not expired). */
@@ -53,5 +52,5 @@ export async function sshTokenOpens(core: Pick<Core, 'store' | 'clock'>, sandbox
   if (!isWellFormedSshToken(token)) return false;
   const record = await core.store.findSshToken(hashSshToken(token));
   if (!record || record.sandboxId !== sandboxId || core.clock.now() >= record.expiresAt) return false;
-  return openable(core, sandboxId);
+  return (await openable(core, sandboxId)) !== null;
 }

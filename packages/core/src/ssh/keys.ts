@@ -1,13 +1,14 @@
 /**
- * Use-cases: SSH public keys registered through the API. A key belongs to the API key that registered it
- * (its owner) and opens that owner's sandboxes; today every API key sees every sandbox, so a registered
- * key opens every sandbox (see docs/design/SSH.md and {@link sshKeyOpens}). The key's text is parsed
- * at the edge (the daemon's SSH module, with ssh2's parser); core stores what it is given.
+ * Use-cases: SSH public keys registered through the API. A key belongs to the team of the API key that
+ * registered it and opens that team's sandboxes only (see docs/design/SSH.md, docs/design/TEAMS.md and
+ * {@link sshKeyOpens}); another team's key is not found. The key's text is parsed at the edge (the
+ * daemon's SSH module, with ssh2's parser); core stores what it is given.
  */
 import { RamifyError, type SshKeyInfo } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { newSshKeyId } from '../ids.js';
 import type { SshKeyRecord } from '../ports/store.js';
+import { DEFAULT_TEAM_ID } from '../access/actor.js';
 
 /** A public key as the edge parsed it. */
 export interface ParsedSshPublicKey {
@@ -22,14 +23,18 @@ export interface ParsedSshPublicKey {
 }
 
 /**
- * Register `key` for `ownerApiKeyId`; stored before it resolves. The name defaults to the key's
- * comment, else its fingerprint.
- * @throws RamifyError `SSH_KEY_EXISTS` when the same key is registered already.
+ * Register `key` for `ownerApiKeyId`'s team `teamId` (default the default team); stored before it
+ * resolves. The name defaults to the key's comment, else its fingerprint.
+ * @throws RamifyError `SSH_KEY_EXISTS` when the team has the same key registered already.
  */
-export async function addSshKey(core: Pick<Core, 'store' | 'clock'>, input: { key: ParsedSshPublicKey; name?: string; ownerApiKeyId: string | null }): Promise<SshKeyRecord> {
+export async function addSshKey(
+  core: Pick<Core, 'store' | 'clock'>,
+  input: { key: ParsedSshPublicKey; name?: string; ownerApiKeyId: string | null; teamId?: string },
+): Promise<SshKeyRecord> {
   const { key } = input;
   const record: SshKeyRecord = {
     id: newSshKeyId(),
+    teamId: input.teamId ?? DEFAULT_TEAM_ID,
     ownerApiKeyId: input.ownerApiKeyId,
     name: input.name ?? (key.comment.slice(0, 128) || key.fingerprint),
     type: key.type,
@@ -41,20 +46,20 @@ export async function addSshKey(core: Pick<Core, 'store' | 'clock'>, input: { ke
   return record;
 }
 
-/** Every registered key, oldest first. */
-export function listSshKeys(core: Pick<Core, 'store'>): Promise<SshKeyRecord[]> {
-  return core.store.listSshKeys();
+/** The team's registered keys (default the default team's), oldest first. */
+export function listSshKeys(core: Pick<Core, 'store'>, teamId: string = DEFAULT_TEAM_ID): Promise<SshKeyRecord[]> {
+  return core.store.listSshKeys(teamId);
 }
 
 /**
- * Unregister a key: from then on it opens nothing (connections already open stay open).
- * @throws RamifyError `SSH_KEY_NOT_FOUND`.
+ * Unregister one of the team's keys: from then on it opens nothing (connections already open stay open).
+ * @throws RamifyError `SSH_KEY_NOT_FOUND` (also another team's).
  */
-export async function removeSshKey(core: Pick<Core, 'store'>, id: string): Promise<void> {
-  if (!(await core.store.deleteSshKey(id))) throw new RamifyError('SSH_KEY_NOT_FOUND', `SSH key '${id}' not found`, { id });
+export async function removeSshKey(core: Pick<Core, 'store'>, id: string, teamId: string = DEFAULT_TEAM_ID): Promise<void> {
+  if (!(await core.store.deleteSshKey(id, teamId))) throw new RamifyError('SSH_KEY_NOT_FOUND', `SSH key '${id}' not found`, { id });
 }
 
 /** The API shape of a key. */
 export function toSshKeyInfo(r: SshKeyRecord): SshKeyInfo {
-  return { id: r.id, name: r.name, type: r.type, fingerprint: r.fingerprint, publicKey: r.publicKey, ownerApiKeyId: r.ownerApiKeyId, createdAt: new Date(r.createdAt).toISOString() };
+  return { id: r.id, name: r.name, type: r.type, fingerprint: r.fingerprint, publicKey: r.publicKey, ownerApiKeyId: r.ownerApiKeyId, team: r.teamId, createdAt: new Date(r.createdAt).toISOString() };
 }

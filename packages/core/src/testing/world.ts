@@ -54,10 +54,10 @@ export async function seedTemplate(store: Store, storage: SnapshotStorage, guest
   await writeFile(join(imageDir, 'guest.json'), JSON.stringify(guest));
   const manifest = await storage.commit({ snapshotId: 'snap_tpl', runtime: 'gvisor', templateId: 'tpl_base', parentSnapshotId: null });
   await store.insertSnapshot({
-    id: 'snap_tpl', name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null,
+    id: 'snap_tpl', teamId: 'default', name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null,
     parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 1, cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir, envs: null, egress: null,
   });
-  await store.putTemplate({ id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: 'snap_tpl', images: [{ runtime: 'gvisor', snapshotId: 'snap_tpl' }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir, createdAt: 1 });
+  await store.putTemplate({ id: 'tpl_base', teamId: 'default', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: 'snap_tpl', images: [{ runtime: 'gvisor', snapshotId: 'snap_tpl' }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir, createdAt: 1 });
 }
 
 /** A fresh world; `reopen` builds a second core over the same store file, storage and runtime (a daemon restart). */
@@ -99,7 +99,7 @@ export async function createTestWorld(options: Partial<CoreOptions> = {}, reuse?
 
 /** Give the world's template `name` (default the seeded `base`) these envs (what a build of a spec with `envs` records). */
 export async function setTemplateEnvs(w: TestWorld, envs: Record<string, string>, name = 'base'): Promise<void> {
-  const template = await w.store.findTemplateByName(name);
+  const template = await w.store.findTemplateByName(name, 'default');
   if (!template) throw new Error(`no template ${name} in the test world`);
   await w.store.putTemplate({ ...template, envs });
 }

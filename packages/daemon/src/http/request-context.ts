@@ -1,12 +1,24 @@
 /**
- * Per-request state shared by the hooks: who called (API key id), what the audit entry should say, and
- * the error code the error handler produced.
+ * Per-request state shared by the hooks: who called (the API key and its team and role, see
+ * docs/design/TEAMS.md), what the audit entry should say, and the error code the error handler produced.
  */
+import { RamifyError } from '@ramify/contracts';
+import type { Actor } from '@ramify/core';
+import type { FastifyRequest } from 'fastify';
+
 export interface RequestContext {
-  apiKeyId: string | null;
+  /** The authenticated caller; null on routes without auth, or before the auth hook ran. */
+  actor: Actor | null;
   /** Set by handlers whose sandbox is not in the path (create, fork). */
   sandboxId: string | null;
   errorCode: string | null;
+  /**
+   * A WebSocket route's refusal by the scope hook (another team's or an unknown sandbox): the stream
+   * sends it as its error frame after the upgrade, as any failure before a stream starts.
+   */
+  scopeError: unknown;
+  /** The MCP tool the call is made for (header `x-ramify-mcp-tool`, see mcp-tool.ts); null otherwise. */
+  tool: string | null;
 }
 
 declare module 'fastify' {
@@ -16,5 +28,15 @@ declare module 'fastify' {
 }
 
 export function freshRequestContext(): RequestContext {
-  return { apiKeyId: null, sandboxId: null, errorCode: null };
+  return { actor: null, sandboxId: null, errorCode: null, scopeError: null, tool: null };
+}
+
+/**
+ * The authenticated caller of `request`.
+ * @throws RamifyError `UNAUTHORIZED` when the request carried no valid key (never on an authenticated route).
+ */
+export function callerOf(request: FastifyRequest): Actor {
+  const actor = request.ramify?.actor;
+  if (!actor) throw new RamifyError('UNAUTHORIZED', 'missing API key: send Authorization: Bearer rmf_...');
+  return actor;
 }

@@ -4,13 +4,20 @@
  * Fastify with the shared validation; {@link buildOpenApi} documents the same list.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Core } from '@ramify/core';
+import type { Actor, Core } from '@ramify/core';
 import { z } from 'zod';
+import { callerOf } from './request-context.js';
+import { scopeOf, type RouteScope } from './scope.js';
 import { validate } from './validate.js';
 
-/** What a handler gets: the validated request parts and the core context. */
+/** What a handler gets: the validated request parts, the caller and the core context. */
 export interface RouteContext<B, Q, P> {
   core: Core;
+  /**
+   * The authenticated caller (its key, team and role); reading it on a route without auth throws
+   * `UNAUTHORIZED`. A sandbox in the path is the caller's team's already (http/scope.ts).
+   */
+  readonly actor: Actor;
   body: B;
   query: Q;
   params: P;
@@ -19,7 +26,7 @@ export interface RouteContext<B, Q, P> {
 }
 
 export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, P extends z.ZodType = z.ZodType> {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Fastify path, e.g. `/v1/sandboxes/:id`. */
   url: string;
   summary: string;
@@ -47,16 +54,22 @@ export function route<B extends z.ZodType = z.ZodUndefined, Q extends z.ZodType 
   return spec as unknown as RouteSpec;
 }
 
-/** Per-route settings read by the auth and audit hooks. */
+/** Per-route settings read by the auth, scope and audit hooks. */
 export interface RouteConfig {
   action?: string;
   auth: boolean;
+  /** How its path ids are scoped to the caller's team (see http/scope.ts). */
+  scope: RouteScope;
 }
 
-/** Register every route on `app`. */
+/**
+ * Register every route on `app`.
+ * @throws Error for a route naming an id nothing scopes to the caller's team (see {@link scopeOf}).
+ */
 export function mountRoutes(app: FastifyInstance, core: Core, routes: readonly RouteSpec[]): void {
   for (const spec of routes) {
-    const config: RouteConfig = { action: spec.action, auth: spec.auth ?? true };
+    const auth = spec.auth ?? true;
+    const config: RouteConfig = { action: spec.action, auth, scope: scopeOf(spec.url, auth) };
     app.route({
       method: spec.method,
       url: spec.url,
@@ -66,7 +79,7 @@ export function mountRoutes(app: FastifyInstance, core: Core, routes: readonly R
         const body = spec.body === 'raw' ? (request.body ?? request.raw) : spec.body ? validate(spec.body, request.body ?? {}, 'body') : undefined;
         const query = spec.query ? validate(spec.query, request.query ?? {}, 'query') : undefined;
         const params = spec.params ? validate(spec.params, request.params, 'params') : undefined;
-        const result = await spec.handler({ core, body, query, params, request, reply });
+        const result = await spec.handler({ core, body, query, params, request, reply, get actor() { return callerOf(request); } });
         if (reply.sent) return reply;
         reply.code(spec.status ?? 200);
         return spec.status === 204 ? reply.send() : reply.send(result);

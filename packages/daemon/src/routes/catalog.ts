@@ -3,7 +3,7 @@
  */
 import { PassThrough } from 'node:stream';
 import { AuditEntry, SnapshotInfo, TemplateBuildQuery, TemplateInfo, TemplateSpec, isRamifyError, type TemplateBuildEvent } from '@ramify/contracts';
-import { assertCanBuildTemplates, buildTemplate, deleteSnapshot, deleteTemplate, getSnapshot, listAudit, listSnapshots, listTemplates, toSnapshotInfo, toTemplateInfo } from '@ramify/core';
+import { assertCanBuildTemplates, buildTemplate, isOperator, deleteSnapshot, deleteTemplate, getSnapshot, listAudit, listSnapshots, listTemplates, toSnapshotInfo, toTemplateInfo } from '@ramify/core';
 import { z } from 'zod';
 import { IdParams, route, type RouteSpec } from '../http/route.js';
 
@@ -11,26 +11,26 @@ const AuditQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(10
 
 export const catalogRoutes: RouteSpec[] = [
   route({
-    method: 'GET', url: '/v1/snapshots', summary: 'List snapshots', response: z.object({ snapshots: z.array(SnapshotInfo) }),
-    handler: async ({ core }) => ({ snapshots: (await listSnapshots(core)).map(toSnapshotInfo) }),
+    method: 'GET', url: '/v1/snapshots', summary: "List the team's snapshots (and the shared templates' images)", response: z.object({ snapshots: z.array(SnapshotInfo) }),
+    handler: async ({ core, actor }) => ({ snapshots: (await listSnapshots(core, { teamId: actor.teamId })).map(toSnapshotInfo) }),
   }),
   route({
     method: 'GET', url: '/v1/snapshots/:id', summary: 'Get a snapshot (by id or name)', params: IdParams, response: SnapshotInfo,
-    handler: async ({ core, params }) => toSnapshotInfo(await getSnapshot(core, params.id)),
+    handler: async ({ core, params, actor }) => toSnapshotInfo(await getSnapshot(core, params.id, actor.teamId)),
   }),
   route({
     method: 'DELETE', url: '/v1/snapshots/:id', summary: 'Delete a snapshot (409 while a sandbox or template needs it)', action: 'snapshot.delete',
     params: IdParams, status: 204,
-    handler: async ({ core, params }) => deleteSnapshot(core, params.id),
+    handler: async ({ core, params, actor }) => deleteSnapshot(core, params.id, actor.teamId),
   }),
   route({
-    method: 'GET', url: '/v1/templates', summary: 'List templates', response: z.object({ templates: z.array(TemplateInfo) }),
-    handler: async ({ core }) => ({ templates: (await listTemplates(core)).map(toTemplateInfo) }),
+    method: 'GET', url: '/v1/templates', summary: "List the templates the team may use: its own and the shared ones (the default team's)", response: z.object({ templates: z.array(TemplateInfo) }),
+    handler: async ({ core, actor }) => ({ templates: (await listTemplates(core, actor.teamId)).map(toTemplateInfo) }),
   }),
   route({
-    method: 'POST', url: '/v1/templates', summary: 'Build a template; the response is an NDJSON stream of TemplateBuildEvent', action: 'template.build',
+    method: 'POST', url: '/v1/templates', summary: "Build a template of the caller's team (the default team's are shared with every team); the response is an NDJSON stream of TemplateBuildEvent", action: 'template.build',
     body: TemplateSpec, query: TemplateBuildQuery, response: 'ndjson',
-    handler: async ({ core, body, query, request, reply }) => {
+    handler: async ({ core, body, query, request, reply, actor }) => {
       const runtimes = query.runtime;
       assertCanBuildTemplates(core, runtimes);
       const out = new PassThrough();
@@ -38,7 +38,7 @@ export const catalogRoutes: RouteSpec[] = [
       reply.raw.on('close', () => reply.raw.writableFinished || abort.abort());
       const send = (event: TemplateBuildEvent): boolean => out.write(`${JSON.stringify(event)}\n`);
       const started = Date.now();
-      void buildTemplate(core, body, { onEvent: send, signal: abort.signal, ...(runtimes ? { runtimes } : {}) })
+      void buildTemplate(core, body, { onEvent: send, signal: abort.signal, teamId: actor.teamId, ...(runtimes ? { runtimes } : {}) })
         .then((template) => send({ type: 'done', template: toTemplateInfo(template), elapsedMs: Date.now() - started }))
         .catch((err: unknown) => {
           const code = isRamifyError(err) ? err.code : 'INTERNAL';
@@ -51,12 +51,16 @@ export const catalogRoutes: RouteSpec[] = [
     },
   }),
   route({
-    method: 'DELETE', url: '/v1/templates/:id', summary: 'Delete a template and its images (409 while a live sandbox or another template needs it)', action: 'template.delete',
+    method: 'DELETE', url: '/v1/templates/:id', summary: "Delete one of the team's templates and its images (409 while a live sandbox or another template needs it; 403 for a shared one)", action: 'template.delete',
     params: IdParams, status: 204,
-    handler: async ({ core, params }) => deleteTemplate(core, params.id),
+    handler: async ({ core, params, actor }) => deleteTemplate(core, params.id, actor.teamId),
   }),
   route({
-    method: 'GET', url: '/v1/audit', summary: 'Audit log, newest first', query: AuditQuery, response: z.object({ entries: z.array(AuditEntry) }),
-    handler: async ({ core, query }) => ({ entries: await listAudit(core.store, { limit: query.limit ?? 100, sandboxId: query.sandboxId }) }),
+    method: 'GET', url: '/v1/audit',
+    summary: "The team's audit log (its keys' calls), newest first; the default team's admin keys also see calls that carried no valid key",
+    query: AuditQuery, response: z.object({ entries: z.array(AuditEntry) }),
+    handler: async ({ core, query, actor }) => ({
+      entries: await listAudit(core.store, { limit: query.limit ?? 100, sandboxId: query.sandboxId, teamId: actor.teamId, withAnonymous: isOperator(actor) }),
+    }),
   }),
 ];

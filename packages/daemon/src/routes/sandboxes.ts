@@ -1,5 +1,6 @@
 /**
- * Sandbox lifecycle routes: create, list, get, kill, pause, resume, fork, snapshot, timeout.
+ * Sandbox lifecycle routes: create, list, get, kill, pause, resume, fork, snapshot, timeout. A sandbox
+ * belongs to its creator's team (a fork's children to its parent's); the scope hook checks the path's.
  */
 import { CreateSandboxRequest, ForkRequest, ForkResponse, ListSandboxesQuery, ListSandboxesResponse, MAX_SANDBOX_TIMEOUT_MS, SandboxInfo, SetTimeoutRequest, SnapshotInfo, SnapshotRequest } from '@ramify/contracts';
 import {
@@ -25,16 +26,16 @@ export const sandboxRoutes: RouteSpec[] = [
   route({
     method: 'POST', url: '/v1/sandboxes', summary: 'Create a sandbox from a template or snapshot', action: 'sandbox.create',
     body: CreateSandboxRequest, response: SandboxInfo, status: 201,
-    handler: async ({ core, body, request }) => {
-      const record = await createSandbox(core, body);
+    handler: async ({ core, body, request, actor }) => {
+      const record = await createSandbox(core, body, { teamId: actor.teamId });
       request.ramify.sandboxId = record.id;
       return toSandboxInfo(record, core.options.ingress);
     },
   }),
   route({
-    method: 'GET', url: '/v1/sandboxes', summary: 'List sandboxes (filter by state and metadata, paginated)',
+    method: 'GET', url: '/v1/sandboxes', summary: "List the caller's team's sandboxes (filter by state and metadata, paginated)",
     query: ListSandboxesQuery, response: ListSandboxesResponse,
-    handler: async ({ core, query }) => listSandboxes(core, parseListQuery(query)),
+    handler: async ({ core, query, actor }) => listSandboxes(core, { ...parseListQuery(query), teamId: actor.teamId }),
   }),
   route({
     method: 'GET', url: '/v1/sandboxes/:id', summary: 'Get a sandbox', params: IdParams, response: SandboxInfo,

@@ -212,6 +212,14 @@ async function pushAll(ctx: PassContext, pushes: Decided[], ops: RemoteOp[], aga
   }
 }
 
+/** A local file changed between the pass's look at it and its read: the pass is redone, nothing reported. */
+export class LocalChangedError extends Error {
+  constructor(readonly path: string) {
+    super(`${path} changed while being read`);
+    this.name = 'LocalChangedError';
+  }
+}
+
 /** A tar of `batch`'s local entries (files hashed as they are read, into `hashes`). */
 function packBatch(root: string, batch: Decided[], hashes: Map<string, string>): AsyncIterable<Uint8Array> {
   const tar = pack();
@@ -224,16 +232,25 @@ function packBatch(root: string, batch: Decided[], hashes: Map<string, string>):
         else if (e.kind === 'symlink') tar.entry({ ...header, type: 'symlink', linkname: e.target ?? '' });
         else if (e.size <= SMALL_FILE_BYTES) {
           const bytes = await readFile(join(root, d.path));
-          if (bytes.byteLength !== e.size) throw new Error(`${d.path} changed while being read`);
+          if (bytes.byteLength !== e.size) throw new LocalChangedError(d.path);
           hashes.set(d.path, createHash('sha256').update(bytes).digest('hex'));
           tar.entry({ ...header, type: 'file', size: e.size }, bytes);
         } else {
+          // Exactly the size the pass saw: a file still growing gives its first e.size bytes (the next
+          // pass sees it changed and sends it again), a shrunk one is a LocalChangedError. tar-stream's
+          // entry fails with 'Size mismatch' otherwise, an error nobody would hear.
           const digest = createHash('sha256');
           const sink = tar.entry({ ...header, type: 'file', size: e.size });
-          for await (const chunk of createReadStream(join(root, d.path))) {
+          let sinkError: Error | undefined;
+          sink.on('error', (err: Error) => (sinkError = err));
+          let read = 0;
+          for await (const chunk of createReadStream(join(root, d.path), { end: e.size - 1 })) {
+            read += (chunk as Buffer).byteLength;
             digest.update(chunk as Buffer);
             if (!sink.write(chunk as Buffer)) await new Promise<void>((r) => sink.once('drain', () => r()));
+            if (sinkError) throw sinkError;
           }
+          if (read !== e.size) throw new LocalChangedError(d.path);
           await new Promise<void>((resolve, reject) => sink.end((err?: Error | null) => (err ? reject(err) : resolve())));
           hashes.set(d.path, digest.digest('hex'));
         }

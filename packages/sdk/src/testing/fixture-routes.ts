@@ -164,7 +164,7 @@ export function httpRoutes(state: FixtureState): Route[] {
         id: `tpl_${spec.name}`, name: spec.name, runtime: 'gvisor', specHash: JSON.stringify(spec).length.toString(16), snapshotId: `snap_${spec.name}`,
         images: [{ runtime: 'gvisor', snapshotId: `snap_${spec.name}` }],
         parent: spec.from ?? null, envs: { ...(spec.from === undefined ? {} : state.templates.get(spec.from)?.envs), ...spec.envs },
-        sizeBytes: 1 << 20, createdAt: new Date().toISOString(),
+        sizeBytes: 1 << 20, createdAt: new Date().toISOString(), team: 'default',
       };
       state.templates.set(spec.name, template);
       send({ type: 'done', template, elapsedMs: 1 });

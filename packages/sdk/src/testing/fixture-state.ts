@@ -51,7 +51,7 @@ export class FixtureState {
   readonly sandboxes = new Map<string, FixtureSandbox>();
   readonly snapshots = new Map<string, SnapshotInfo>();
   readonly templates = new Map<string, TemplateInfo>([['base', {
-    id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h0', snapshotId: 'snap_base', images: [{ runtime: 'gvisor', snapshotId: 'snap_base' }], parent: null, envs: {}, sizeBytes: 1 << 20, createdAt: now(),
+    id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h0', snapshotId: 'snap_base', images: [{ runtime: 'gvisor', snapshotId: 'snap_base' }], parent: null, envs: {}, sizeBytes: 1 << 20, createdAt: now(), team: 'default',
   }]]);
   private counter = 0;
 
@@ -88,7 +88,7 @@ export class FixtureState {
       id: this.id('sbx'), state: 'running', runtime: 'gvisor', templateId: parent?.info.templateId ?? `tpl_${template}`,
       sourceSnapshotId: parent ? this.id('snap') : source?.id ?? null, parentId: parent?.info.id ?? null,
       cpuCount: req.cpuCount ?? 1, memoryMB: req.memoryMB ?? 512, diskSizeMB: req.diskSizeMB ?? null, metadata: { ...(parent?.info.metadata ?? {}), ...(req.metadata ?? {}) },
-      createdAt: now(), endAt: new Date(Date.now() + timeoutMs).toISOString(), timeoutMs, onTimeout: req.onTimeout ?? 'kill', error: null,
+      createdAt: now(), endAt: new Date(Date.now() + timeoutMs).toISOString(), timeoutMs, onTimeout: req.onTimeout ?? 'kill', error: null, team: 'default',
       ...(parent
         ? { ports: parent.info.ports.map((p) => ({ ...p })), autoResume: parent.info.autoResume, autoPause: parent.info.autoPause, ingress: parent.info.ingress }
         : startingPorts({ ...req, autoPause: req.autoPause === undefined ? source?.autoPause : req.autoPause })),
@@ -111,7 +111,7 @@ export class FixtureState {
   snapshot(sbx: FixtureSandbox, name: string): SnapshotInfo {
     const snap: SnapshotInfo = {
       id: this.id('snap'), name, kind: 'named', runtime: 'gvisor', templateId: sbx.info.templateId, sandboxId: sbx.info.id,
-      parentSnapshotId: sbx.info.sourceSnapshotId, sizeBytes: 4096, createdAt: now(),
+      parentSnapshotId: sbx.info.sourceSnapshotId, sizeBytes: 4096, createdAt: now(), team: 'default',
       egress: { mode: sbx.egress?.mode ?? 'open', rules: [...(sbx.egress?.rules ?? [])] },
       ingress: null,
       autoPause: sbx.info.autoPause ? { ...sbx.info.autoPause } : null,

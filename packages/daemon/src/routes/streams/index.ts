@@ -5,11 +5,13 @@
  * frames.ts has what they share: framing, input, errors.
  */
 import type { Core } from '@ramify/core';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { WebSocket } from 'ws';
 import type { ExtraOperation } from '../../http/openapi.js';
 import type { RouteConfig } from '../../http/route.js';
+import { scopeOf } from '../../http/scope.js';
 import { commandStream } from './commands.js';
-import { STARTED_DOC } from './frames.js';
+import { fail, STARTED_DOC } from './frames.js';
 import { processStream } from './processes.js';
 import { ptyStream } from './terminals.js';
 import { watchStream } from './watch.js';
@@ -31,12 +33,27 @@ export const streamDocs: ExtraOperation[] = [
   },
 ];
 
-/** Register the WebSocket routes (the websocket plugin must be registered first). */
+type Serve = (core: Core, socket: WebSocket, request: FastifyRequest) => void;
+
+const STREAMS: ReadonlyArray<[string, Serve]> = [
+  ['/v1/sandboxes/:id/commands/stream', commandStream],
+  ['/v1/sandboxes/:id/processes/:pid/stream', processStream],
+  ['/v1/sandboxes/:id/pty/stream', ptyStream],
+  ['/v1/sandboxes/:id/files/watch', watchStream],
+  ['/v1/sandboxes/:id/files/watch/:watchId', watchStream],
+];
+
+/**
+ * Register the WebSocket routes (the websocket plugin must be registered first). Each is scoped to its
+ * sandbox's team by the scope hook: a refusal there (another team's sandbox, or an unknown one) is sent
+ * as the stream's error frame, as any failure before a stream starts.
+ */
 export function mountStreams(app: FastifyInstance, core: Core): void {
-  const config: RouteConfig = { auth: true };
-  app.get('/v1/sandboxes/:id/commands/stream', { websocket: true, config }, (socket, request) => commandStream(core, socket, request));
-  app.get('/v1/sandboxes/:id/processes/:pid/stream', { websocket: true, config }, (socket, request) => processStream(core, socket, request));
-  app.get('/v1/sandboxes/:id/pty/stream', { websocket: true, config }, (socket, request) => ptyStream(core, socket, request));
-  app.get('/v1/sandboxes/:id/files/watch', { websocket: true, config }, (socket, request) => watchStream(core, socket, request));
-  app.get('/v1/sandboxes/:id/files/watch/:watchId', { websocket: true, config }, (socket, request) => watchStream(core, socket, request));
+  for (const [url, serve] of STREAMS) {
+    const config: RouteConfig = { auth: true, scope: scopeOf(url, true) };
+    app.get(url, { websocket: true, config }, (socket, request) => {
+      if (request.ramify.scopeError) return fail(core, socket, request.ramify.scopeError);
+      serve(core, socket, request);
+    });
+  }
 }
