@@ -103,6 +103,14 @@ export const ERROR_CODES = {
   SSH_KEY_EXISTS: 409,
   /** The daemon serves no SSH gateway (`ramify serve --ssh-listen off`), so no SSH access can be given. */
   SSH_UNAVAILABLE: 503,
+  // Private networks (see docs/design/NETWORKS.md).
+  NETWORK_NOT_FOUND: 404,
+  /** A network with this name exists already (details: `name`, `id`). */
+  NETWORK_EXISTS: 409,
+  /** The network still has sandboxes on it (details: `sandboxes`, their ids): detach or kill them first. */
+  NETWORK_IN_USE: 409,
+  /** Another sandbox on the network has this alias (details: `network`, `alias`, `sandboxId`). */
+  NETWORK_ALIAS_TAKEN: 409,
 } as const satisfies Record<string, number>;
 
 /** One of {@link ERROR_CODES}' keys. */

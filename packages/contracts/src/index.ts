@@ -6,3 +6,4 @@ export * from "./routes.js";
 export * from "./pty.js";
 export * from './watch.js';
 export * from './ssh.js';
+export * from './networks.js';

@@ -12,12 +12,16 @@ import type {
   EgressPolicyRecord,
   IngressLogRecord,
   IngressWakes,
+  NetworkMemberRecord,
+  NetworkMembership,
+  NetworkRecord,
   SandboxActivityRecord,
   SandboxPage,
   SandboxPatch,
   SandboxQuery,
   SandboxRecord,
   SlotLease,
+  SnapshotPatch,
   SnapshotRecord,
   SshKeyRecord,
   SshTokenRecord,
@@ -33,6 +37,7 @@ import { DEFAULT_INGRESS_LOG_MAX_ENTRIES, IngressLogRows } from './ingress-log.j
 import { SandboxRows } from './sandboxes.js';
 import { SnapshotRows, TemplateRows } from './snapshots.js';
 import { SshRows } from './ssh.js';
+import { NetworkRows } from './networks.js';
 
 export interface SqliteStoreOptions {
   /** Database file (created with its directory when absent), or `:memory:`. */
@@ -61,6 +66,7 @@ export class SqliteStore implements Store {
   readonly #ingressLog: IngressLogRows;
   readonly #tokens: AccessTokenRows;
   readonly #ssh: SshRows;
+  readonly #networks: NetworkRows;
 
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
   constructor(options: SqliteStoreOptions) {
@@ -75,6 +81,7 @@ export class SqliteStore implements Store {
     this.#egressLog = new EgressLogRows(this.db, options.egressLogMaxEntries ?? DEFAULT_EGRESS_LOG_MAX_ENTRIES);
     this.#tokens = new AccessTokenRows(this.db);
     this.#ssh = new SshRows(this.db);
+    this.#networks = new NetworkRows(this.db);
     this.#ingressLog = new IngressLogRows(this.db, options.ingressLogMaxEntries ?? DEFAULT_INGRESS_LOG_MAX_ENTRIES);
   }
 
@@ -92,6 +99,7 @@ export class SqliteStore implements Store {
         this.#egressLog.deleteFor(id);
         this.#ingressLog.deleteFor(id);
         this.#ssh.deleteTokensOf(id);
+        this.#networks.deleteMembershipsOf(id);
       }
       return updated;
     })();
@@ -109,7 +117,7 @@ export class SqliteStore implements Store {
   async findSnapshotByName(name: string): Promise<SnapshotRecord | null> {
     return this.#snapshots.byName(name);
   }
-  async updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause'>>): Promise<SnapshotRecord> {
+  async updateSnapshot(id: string, patch: SnapshotPatch): Promise<SnapshotRecord> {
     return this.#snapshots.update(id, patch);
   }
   async listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]> {
@@ -229,6 +237,34 @@ export class SqliteStore implements Store {
   }
   async findSshToken(hash: string): Promise<SshTokenRecord | null> {
     return this.#ssh.tokenByHash(hash);
+  }
+
+  async insertNetwork(record: NetworkRecord): Promise<void> {
+    this.#networks.insert(record);
+  }
+  async getNetwork(id: string): Promise<NetworkRecord | null> {
+    return this.#networks.get(id);
+  }
+  async findNetworkByName(name: string): Promise<NetworkRecord | null> {
+    return this.#networks.byName(name);
+  }
+  async listNetworks(): Promise<NetworkRecord[]> {
+    return this.#networks.list();
+  }
+  async deleteNetwork(id: string): Promise<void> {
+    this.#networks.delete(id);
+  }
+  async addNetworkMember(member: NetworkMemberRecord): Promise<void> {
+    this.#networks.addMember(member);
+  }
+  async removeNetworkMember(networkId: string, sandboxId: string): Promise<boolean> {
+    return this.#networks.removeMember(networkId, sandboxId);
+  }
+  async networksOfSandbox(sandboxId: string): Promise<NetworkMembership[]> {
+    return this.#networks.ofSandbox(sandboxId);
+  }
+  async membersOfNetwork(networkId: string): Promise<NetworkMembership[]> {
+    return this.#networks.members(networkId);
   }
 
   async close(): Promise<void> {

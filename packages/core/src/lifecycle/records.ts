@@ -73,6 +73,7 @@ export function toSnapshotInfo(record: SnapshotRecord): SnapshotInfo {
     egress: record.egress === null ? null : { mode: record.egress.mode, rules: [...record.egress.rules] },
     ingress: record.ingress ? { ports: sortPorts(record.ingress.ports), autoResume: record.ingress.autoResume } : null,
     autoPause: record.autoPause ? { ...record.autoPause } : null,
+    networks: record.networks ? record.networks.map((n) => ({ network: n.network, alias: n.alias })) : null,
   };
 }
 
