@@ -8,6 +8,7 @@ import { registerTemplate } from './commands/template.js';
 import { registerSnapshot } from './commands/snapshot.js';
 import { registerDemo } from './commands/demo.js';
 import { registerSshKeys } from './commands/ssh.js';
+import { registerNetworks } from './commands/network.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -36,6 +37,7 @@ sandbox exec and shell: the command's or shell's own exit code (see their --help
   registerTemplate(program, env);
   registerSnapshot(program, env);
   registerSshKeys(program, env);
+  registerNetworks(program, env);
   registerDemo(program, env);
   return program;
 }

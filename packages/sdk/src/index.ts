@@ -27,6 +27,7 @@ export {
   getHealth, listSnapshots, getSnapshot, deleteSnapshot, listTemplates, buildTemplate, deleteTemplate, listAudit, type BuildTemplateOpts,
 } from './admin.js';
 export { addSshKey, listSshKeys, removeSshKey } from './ssh-keys.js';
+export { Network, SandboxNetworks } from './networks.js';
 export {
   resolveConnection, ConnectionConfig, DEFAULT_REQUEST_TIMEOUT_MS, SYSTEM_API_KEY_FILE,
   type ConnectionOpts, type ConnectionSettings, type ConnectionEnvironment,

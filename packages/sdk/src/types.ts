@@ -8,4 +8,5 @@ export type {
   EgressPolicyInfo, EgressPolicyRequest, EgressMode, EgressLogEntry, SnapshotEgress,
   AutoPause, IngressLogEntry, IngressLogResponse, ExposedPort, IngressEndpoint, PortAccess, PortInfo, PortSpec, PortsInfo, PortUrlInfo, SnapshotIngress,
   SshKeyInfo, SshAccessInfo,
+  NetworkInfo, NetworkMemberInfo, NetworkJoinRequest, SandboxNetworkInfo, SnapshotNetworks, EgressPeer,
 } from '@ramify/contracts';
