@@ -70,6 +70,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       core.logger.error(mapped.unexpected ? 'unexpected error' : 'request failed', { method: request.method, url: request.url, code: mapped.body.error.code, error: detail });
     }
     if (request.ramify) request.ramify.errorCode = mapped.body.error.code;
+    // A request that failed before its body was read whole (an upload cut off by a pause) leaves unread
+    // bytes on its connection: close it after the answer. A client reusing it would queue its next
+    // request behind them, and undici does (a resume stuck behind a dead upload until its timeout).
+    if (!request.raw.complete) void reply.header('connection', 'close');
     return reply.code(mapped.status).send(mapped.body);
   });
   app.setNotFoundHandler((request, reply) => {

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_MAX_OUTPUT_BYTES, StreamChannel } from '@ramify/contracts';
 import { WebSocket } from 'ws';
+import { Sandbox } from '@ramify/sdk';
 import { serve, type RamifyServer } from './serve.js';
 import { apiCaller, realRuntimeSkip, registerRootfsTemplate, stopRealDaemon } from './real-test-support.js';
 
@@ -147,6 +148,25 @@ describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 
     const out = frames.filter(Buffer.isBuffer).map((f) => f.subarray(1).toString()).join('');
     assert.equal(out, 'got hello\n');
     assert.equal(JSON.parse(frames.at(-1) as string).exitCode, 0);
+  });
+
+  test('stdin data given to commands.run arrives whole though the sandbox pauses and resumes between its chunks (SDK)', async () => {
+    const sbx = await Sandbox.create({ template: 'tpl_e2e', apiUrl: server!.url, apiKey: key, requestTimeoutMs: 600_000 });
+    try {
+      let resumed: Promise<unknown> | undefined;
+      async function* chunks(): AsyncIterable<string> {
+        yield 'first\n';
+        await sbx.pause(); // The next chunk and the close meet a paused, then a resuming, sandbox.
+        resumed = sbx.resume();
+        yield 'second\n';
+      }
+      // Before stdin-feed.ts the refused chunk and close were dropped: `cat` waited for EOF forever.
+      const result = await sbx.commands.run('cat', { stdin: chunks(), timeoutMs: 120_000 });
+      assert.equal(result.stdout, 'first\nsecond\n');
+      await resumed;
+    } finally {
+      await sbx.kill();
+    }
   });
 
   test('open TCP connections refuse the pause (409 CHECKPOINT_BLOCKED) and the sandbox keeps running; a restart re-attaches it', async () => {

@@ -158,9 +158,8 @@ describe('terminals (PTY) through a real daemon (gVisor)', { skip, timeout: 600_
     assert.equal(await term.kill(), true);
   });
 
-  // todo: a known bug, not fixed yet: a shell at its prompt sometimes dies across a pause/resume
-  // (docs/design/TERMINALS.md, "Open"). The case still runs and reports; it does not fail the suite.
-  // Before terminal-master.ts, a shell went silent within a few of these cycles (gVisor's reads of 0).
+  // Before terminal-master.ts, a shell went silent within a few of these cycles (gVisor's reads of 0
+  // from a terminal master after a restore: docs/design/TERMINALS.md).
   test('five times over: a new shell at its prompt, a pause/resume, and it answers the next line', async () => {
     for (let cycle = 0; cycle < 5; cycle++) {
       const { term, screen } = await shellAcrossPause(sbx);

@@ -59,13 +59,19 @@ export class ApiClient {
     const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
     const headers: Record<string, string> = { ...this.authHeaders() };
     const init: StreamingRequestInit = { method, headers, signal };
+    let cutUpload: ((reason: Error) => void) | undefined;
     if (opts.json !== undefined) {
       headers['content-type'] = 'application/json';
       init.body = JSON.stringify(opts.json);
     } else if (opts.body !== undefined) {
       headers['content-type'] = opts.contentType ?? 'application/octet-stream';
       init.body = opts.body as BodyInit; // Uint8Array<ArrayBufferLike> is a valid body; TS 5.9's lib is stricter than fetch
-      if (opts.body instanceof ReadableStream) init.duplex = 'half';
+      if (opts.body instanceof ReadableStream) {
+        const upload = cuttable(opts.body);
+        init.body = upload.stream;
+        cutUpload = upload.cut;
+        init.duplex = 'half';
+      }
       // fetch tees the body to be able to follow a redirect unless redirects are errors, and the tee's
       // unread branch keeps every chunk: a streamed upload would be held whole (nodejs/undici#4058).
       // The API never redirects, and a stream body could not be replayed across a redirect anyway.
@@ -84,7 +90,11 @@ export class ApiClient {
       clearTimeout(timer);
     }
     if (res.ok) return res;
+    // Refused before the upload ended: once the answer is read, stop sending, so its connection is
+    // dropped, not reused with the rest of the body still queued on it (undici would send the next
+    // request behind it).
     const text = await res.text().catch(() => '');
+    cutUpload?.(new Error(`${what} was answered ${res.status} before its body was sent`));
     throw this.withAuthHint(errorFromResponse(res.status, text, what));
   }
 
@@ -118,4 +128,15 @@ export class ApiClient {
     }
     return err;
   }
+}
+
+/**
+ * `source` passed through a stream that {@link cut} can fail: the request's body errors, so fetch
+ * drops the connection, and `source` is cancelled.
+ */
+function cuttable(source: ReadableStream<Uint8Array>): { stream: ReadableStream<Uint8Array>; cut: (reason: Error) => void } {
+  let controller!: TransformStreamDefaultController<Uint8Array>;
+  const pipe = new TransformStream<Uint8Array, Uint8Array>({ start: (c) => void (controller = c) });
+  source.pipeTo(pipe.writable).catch(() => undefined);
+  return { stream: pipe.readable, cut: (reason) => controller.error(reason) };
 }

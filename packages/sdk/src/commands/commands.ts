@@ -8,10 +8,10 @@ import { CommandExitError, ConnectionError, NotFoundError } from '../errors.js';
 import { CommandHandle, isSuccess } from './handle.js';
 import { OutputSink, type OutputCallbacks } from './output.js';
 import { ProcessRoutes } from './process-routes.js';
+import { feedStdin, type StdinData } from './stdin-feed.js';
 import { openStreamSocket, startOnStream } from './stream-socket.js';
 
-/** Data to feed a process's stdin; it is sent in order and stdin is closed after the last chunk. */
-export type StdinData = string | Uint8Array | AsyncIterable<string | Uint8Array>;
+export type { StdinData } from './stdin-feed.js';
 
 /** Options of {@link Commands.run}. */
 export interface CommandStartOpts extends OutputCallbacks {
@@ -158,14 +158,9 @@ export class Commands {
     return handle.wait();
   }
 
-  /** Send `stdin` data in the background, then close stdin. Failures (e.g. the process already exited) are ignored. */
+  /** Send `stdin` data in the background, then close stdin, across pauses (stdin-feed.ts). */
   private feedStdin(handle: CommandHandle, stdin: CommandStartOpts['stdin']): void {
     if (stdin === undefined || typeof stdin === 'boolean') return;
-    const feed = async (): Promise<void> => {
-      if (typeof stdin === 'string' || stdin instanceof Uint8Array) await handle.sendStdin(stdin);
-      else for await (const chunk of stdin) await handle.sendStdin(chunk);
-      await handle.closeStdin();
-    };
-    feed().catch(() => undefined);
+    void feedStdin(handle, this.routes, stdin);
   }
 }

@@ -212,6 +212,14 @@ async function pushAll(ctx: PassContext, pushes: Decided[], ops: RemoteOp[], aga
   }
 }
 
+/** A local file changed between the pass's look at it and its read: the pass is redone, nothing reported. */
+export class LocalChangedError extends Error {
+  constructor(readonly path: string) {
+    super(`${path} changed while being read`);
+    this.name = 'LocalChangedError';
+  }
+}
+
 /** A tar of `batch`'s local entries (files hashed as they are read, into `hashes`). */
 function packBatch(root: string, batch: Decided[], hashes: Map<string, string>): AsyncIterable<Uint8Array> {
   const tar = pack();
@@ -224,7 +232,7 @@ function packBatch(root: string, batch: Decided[], hashes: Map<string, string>):
         else if (e.kind === 'symlink') tar.entry({ ...header, type: 'symlink', linkname: e.target ?? '' });
         else if (e.size <= SMALL_FILE_BYTES) {
           const bytes = await readFile(join(root, d.path));
-          if (bytes.byteLength !== e.size) throw new Error(`${d.path} changed while being read`);
+          if (bytes.byteLength !== e.size) throw new LocalChangedError(d.path);
           hashes.set(d.path, createHash('sha256').update(bytes).digest('hex'));
           tar.entry({ ...header, type: 'file', size: e.size }, bytes);
         } else {

@@ -2,7 +2,8 @@
  * The sandbox side of a sync, through the files and commands APIs: listing with GNU `find`, hashing
  * with `sha256sum`, and moving many files at once as one tar (packed and unpacked here with
  * `tar-stream`; GNU tar in the sandbox, which every Debian template has). Lists of paths go to the
- * commands on stdin, NUL-separated; paths are passed as `./rel`, so none is read as an option.
+ * commands as a file written first and read as stdin, NUL-separated; paths are passed as `./rel`, so
+ * none is read as an option.
  *
  * Every change the sync makes in the sandbox is guarded: the script first checks each path is still
  * what the pass saw (type, size, mtime), and leaves the ones that are not alone (reported `skip`), so a
@@ -163,9 +164,18 @@ export class RemoteTree {
     }
   }
 
-  /** Run a bash script in the sandbox with `ROOT` (and `envs`) set and `stdin` fed; its stdout. @throws RamifyError on a non-zero exit. */
+  /**
+   * Run a bash script in the sandbox with `ROOT` (and `envs`) set and `stdin` as its standard input; its
+   * stdout. The input goes first as a file (`files.write`), not through the process's stdin: a pause
+   * between the start and the stdin's close would leave the command waiting for an EOF that never
+   * comes, where a failed upload just fails the pass, which is redone.
+   * @throws RamifyError on a non-zero exit, and the API's errors.
+   */
   private async run(script: string, stdin?: Uint8Array, envs: Record<string, string> = {}): Promise<string> {
-    const result = await this.sbx.commands.run(script, { envs: { ROOT: this.root, ...envs }, timeoutMs: 0, ...(stdin ? { stdin } : {}) });
+    if (stdin === undefined) return (await this.sbx.commands.run(script, { envs: { ROOT: this.root, ...envs }, timeoutMs: 0 })).stdout;
+    const input = `/tmp/.ramify-sync-${randomBytes(6).toString('hex')}.in`;
+    await this.sbx.files.write(input, stdin);
+    const result = await this.sbx.commands.run(`exec < "$IN"; rm -f -- "$IN"\n${script}`, { envs: { ROOT: this.root, IN: input, ...envs }, timeoutMs: 0 });
     return result.stdout;
   }
 }

@@ -14,7 +14,7 @@ import { RamifyError, isRamifyError } from '../errors.js';
 import type { WatchHandle } from '../watch.js';
 import { loadIgnoreRules, type KeepPath } from './ignore-rules.js';
 import { ensureLocalRoot } from './local.js';
-import { runPass, type PassContext, type SyncChange, type SyncProgress } from './pass.js';
+import { LocalChangedError, runPass, type PassContext, type SyncChange, type SyncProgress } from './pass.js';
 import { loadState, saveState, statePath } from './state.js';
 import { RemoteTree } from './remote.js';
 
@@ -203,6 +203,11 @@ class Session implements SyncSession {
   /** After a failed pass: wait while the sandbox is paused, or a moment; false when the session ended. */
   async #recoverable(err: unknown): Promise<boolean> {
     const error = err instanceof Error ? err : new Error(String(err));
+    // Someone is still writing the file: not a failure, the next pass (after the writes settle) takes it.
+    if (err instanceof LocalChangedError) {
+      await sleep(SYNC_DEBOUNCE_MS);
+      return !this.#stopped;
+    }
     if (!isRamifyError(err) || !WAIT_CODES.has(err.code)) {
       if (this.opts.once === true || (isRamifyError(err) && (err.code === 'SANDBOX_NOT_FOUND' || err.code === 'SANDBOX_FAILED'))) return this.#fail(error);
       this.opts.onError?.(error);
