@@ -45,8 +45,8 @@ function snapshotText(s: SnapshotInfo, template: TemplateLabel): string {
   const head = renderFields([
     ['id', s.id], ['name', s.name ?? '-'], ['kind', s.kind], ['runtime', s.runtime], ['template', template(s.templateId)], ['sandbox', s.sandboxId ?? '-'],
     ['parent', s.parentSnapshotId ?? '-'], ['size', formatBytes(s.sizeBytes)], ['created', `${s.createdAt} (${formatRelative(s.createdAt)})`],
-    ['auto-pause', s.autoPause ? `after ${formatDuration(s.autoPause.idleMs)} idle` : 'off'], ['egress', egress],
-    ['networks', networksCell(s.networks)],
+    ['auto-pause', s.autoPause ? `after ${formatDuration(s.autoPause.idleMs)} idle` : 'off'], ['networks', networksCell(s.networks)],
+    ['egress', egress],
   ]);
   return s.egress === null || s.egress.rules.length === 0 ? head : `${head}\negress rules:\n${s.egress.rules.map((r) => `  ${r}`).join('\n')}`;
 }
