@@ -9,6 +9,7 @@ import { registerSnapshot } from './commands/snapshot.js';
 import { registerDemo } from './commands/demo.js';
 import { registerSshKeys } from './commands/ssh.js';
 import { registerNetworks } from './commands/network.js';
+import { registerMcp } from './commands/mcp.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -38,6 +39,7 @@ sandbox exec and shell: the command's or shell's own exit code (see their --help
   registerSnapshot(program, env);
   registerSshKeys(program, env);
   registerNetworks(program, env);
+  registerMcp(program, env);
   registerDemo(program, env);
   return program;
 }

@@ -583,9 +583,10 @@ export const TemplateBuildEvent = z.discriminatedUnion('type', [
 export type TemplateBuildEvent = z.infer<typeof TemplateBuildEvent>;
 
 /**
- * One audit log entry: a mutating API call (method, path, HTTP status), or something a running sandbox
- * reported (method `EVENT`, status 0; today action `sandbox.oom`, error code `COMMAND_OOM`: a process
- * killed because the sandbox ran out of memory, `path` naming it).
+ * One audit log entry: a mutating API call (method, path, HTTP status), any API call an MCP tool made
+ * (`tool` set; a read's action is `read`), or something a running sandbox reported (method `EVENT`,
+ * status 0; today action `sandbox.oom`, error code `COMMAND_OOM`: a process killed because the sandbox
+ * ran out of memory, `path` naming it).
  */
 export const AuditEntry = z.object({
   id: z.number().int(),
@@ -597,8 +598,19 @@ export const AuditEntry = z.object({
   sandboxId: z.string().nullable(),
   status: z.number().int(),
   errorCode: z.string().nullable(),
+  /** The MCP tool whose call made this API call (its {@link MCP_TOOL_HEADER} header), e.g. `command_run`; null otherwise. */
+  tool: z.string().nullable(),
 });
 export type AuditEntry = z.infer<typeof AuditEntry>;
+
+/**
+ * Header naming the MCP tool an API call is made for (`@ramify/mcp` sets it on every call of a tool):
+ * such a call is audited even when it is a read, with the tool in `AuditEntry.tool`. Its value matches
+ * {@link MCP_TOOL_NAME}; anything else is a 400 `VALIDATION_FAILED`.
+ */
+export const MCP_TOOL_HEADER = 'x-ramify-mcp-tool';
+/** An MCP tool name as the audit log takes it: lower-case letters, digits and `_`, at most 64. */
+export const MCP_TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
 /**
  * WebSocket stream framing (`/v1/sandboxes/{id}/commands/stream`, `/v1/sandboxes/{id}/pty/stream`,

@@ -65,6 +65,10 @@
  * | GET  | /v1/ssh-keys | | ListSshKeysResponse |
  * | DELETE | /v1/ssh-keys/:keyId | | 204; 404 SSH_KEY_NOT_FOUND |
  * | POST | /v1/sandboxes/:id/ssh-access | SshAccessRequest (`{ ttlMs? }`) | 201 SshAccessInfo (`{ host, port, user, token, command, expiresAt }`); 503 SSH_UNAVAILABLE |
+ * | POST | /mcp | MCP JSON-RPC (Streamable HTTP, stateless; `@ramify/mcp`) | 200 JSON-RPC response as application/json, 202 for notifications; GET/DELETE 405 |
+ *
+ * Any request may carry `MCP_TOOL_HEADER` (api.ts: `x-ramify-mcp-tool: <tool>`, set by `@ramify/mcp`): it is then
+ * audited with the tool (`AuditEntry.tool`), reads included; a malformed value is 400 VALIDATION_FAILED.
  *
  * On a WebSocket, a failure before the stream starts is a text frame `{type:'error', code, message}`
  * followed by close code 1008 (client error) or 1011 (server error).

@@ -11,6 +11,7 @@ import { activityHook } from './http/activity.js';
 import { auditHook } from './http/audit.js';
 import { authHook } from './http/auth.js';
 import { toHttpError } from './http/errors.js';
+import { mcpToolHook } from './http/mcp-tool.js';
 import { freshRequestContext } from './http/request-context.js';
 import { mountRoutes, type RouteSpec } from './http/route.js';
 import { catalogRoutes } from './routes/catalog.js';
@@ -23,6 +24,7 @@ import { processRoutes } from './routes/processes.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
 import { sshRoutes } from './routes/ssh.js';
 import { mountStreams } from './routes/streams/index.js';
+import { mcpDocs, mountMcp } from './routes/mcp.js';
 
 export interface BuildAppOptions {
   core: Core;
@@ -48,6 +50,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     request.ramify = freshRequestContext();
   });
   app.addHook('onRequest', authHook(core.store, core.clock));
+  app.addHook('onRequest', mcpToolHook());
   app.addHook('onRequest', activityHook(core));
   app.addHook('onResponse', auditHook(core.store, core.clock, core.logger));
 
@@ -83,7 +86,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   // Frames carry stdin chunks and control messages; 16 MiB bounds one frame, not a stream.
   await app.register(websocket, { options: { maxPayload: 16 << 20 } });
-  mountRoutes(app, core, [...metaRoutes(API_ROUTES), ...API_ROUTES]);
+  mountRoutes(app, core, [...metaRoutes(API_ROUTES, mcpDocs), ...API_ROUTES]);
   mountStreams(app, core);
+  mountMcp(app);
   return app;
 }

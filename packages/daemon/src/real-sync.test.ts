@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, open, readFile, readlink, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Sandbox, syncDir, type SyncChange, type SyncSession } from '@ramify/sdk';
@@ -176,6 +176,49 @@ describe('two-way sync through a real daemon (gVisor)', { skip, timeout: 900_000
     const cli = await runCli(['sandbox', 'sync', join(work, 'bad'), `${sbx.sandboxId}:/root/a-file`, '--once'], daemon.conn);
     assert.equal(cli.status, 1, cli.stderr);
     assert.match(cli.stderr, /not a directory/);
+    // A target that is not <id>:<absolute dir> is a usage error (exit 2), before anything is read.
+    for (const target of [sbx.sandboxId, `${sbx.sandboxId}:relative`]) {
+      const usage = await runCli(['sandbox', 'sync', join(work, 'bad'), target, '--once'], daemon.conn);
+      assert.equal(usage.status, 2, `${target}: ${usage.stderr}`);
+      assert.match(usage.stderr, /expected <id>:<absolute remote dir>/);
+    }
+  });
+
+  test('a local file still growing while it is synced: the session goes on and ends with its final bytes', async () => {
+    const local = join(work, 'growing');
+    await mkdir(local, { recursive: true });
+    const failures: string[] = [];
+    const session = await syncDir(sbx, local, '/root/growing', { onError: (err) => void failures.push(err.message) });
+    try {
+      await session.ready;
+      // 30 pieces of 200 KiB, 50 ms apart: passes read the file (streamed once it is over 1 MiB) while it grows.
+      const pieces = Array.from({ length: 30 }, () => randomBytes(200 << 10));
+      const handle = await open(join(local, 'grow.bin'), 'w');
+      for (const piece of pieces) {
+        await handle.write(piece);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await handle.close();
+      const want = sha(Buffer.concat(pieces));
+      await until(async () => (await run('sha256sum /root/growing/grow.bin 2>/dev/null || true')).startsWith(want), 'the final bytes reached the sandbox', 60_000);
+      assert.deepEqual(failures, []);
+    } finally {
+      await session.stop();
+    }
+  });
+
+  test('the CLI refuses to start on a paused sandbox unless --resume, which resumes it', async () => {
+    const local = join(work, 'resume');
+    await mkdir(local, { recursive: true });
+    await writeFile(join(local, 'r.txt'), 'r\n');
+    await sbx.pause();
+    const refused = await runCli(['sandbox', 'sync', local, `${sbx.sandboxId}:/root/resume`, '--once'], daemon.conn);
+    assert.equal(refused.status, 1, refused.stderr);
+    assert.match(refused.stderr, /paused.*--resume/);
+    assert.equal((await sbx.getInfo()).state, 'paused');
+    const resumed = await runCli(['sandbox', 'sync', local, `${sbx.sandboxId}:/root/resume`, '--once', '--resume'], daemon.conn);
+    assert.equal(resumed.status, 0, resumed.stderr);
+    assert.equal(await remoteText('/root/resume/r.txt'), 'r\n');
   });
 
   test('the CLI: --once with --ignore and .ramifyignore, one JSON line per change', async () => {

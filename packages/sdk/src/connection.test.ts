@@ -8,7 +8,7 @@ const envOf = (env: Record<string, string>, files: Record<string, string> = {}):
 
 test('resolveConnection: defaults to loopback:7423 and no key', () => {
   const c = resolveConnection({}, envOf({}));
-  assert.deepEqual({ ...c }, { apiUrl: 'http://127.0.0.1:7423', requestTimeoutMs: 60_000, hasApiKey: false });
+  assert.deepEqual({ ...c }, { apiUrl: 'http://127.0.0.1:7423', requestTimeoutMs: 60_000, hasApiKey: false, headers: {} });
   assert.equal(c.revealApiKey(), undefined);
 });
 
@@ -27,7 +27,13 @@ test('ConnectionConfig: the key is reachable only through revealApiKey()', () =>
   const c = resolveConnection({ apiKey: 'rmf_hidden' }, envOf({}));
   assert.equal(c.hasApiKey, true);
   assert.equal(c.revealApiKey(), 'rmf_hidden');
-  assert.deepEqual(Object.keys(c).sort(), ['apiUrl', 'hasApiKey', 'requestTimeoutMs']);
+  assert.deepEqual(Object.keys(c).sort(), ['apiUrl', 'hasApiKey', 'headers', 'requestTimeoutMs']);
   assert.ok(!JSON.stringify(c).includes('rmf_hidden'));
   assert.equal(resolveConnection({ apiKey: '' }, envOf({})).hasApiKey, false);
+});
+
+test('resolveConnection: extra headers are kept, an authorization among them is not (the key is apiKey)', () => {
+  const c = resolveConnection({ apiKey: 'rmf_k', headers: { 'x-ramify-mcp-tool': 'command_run', Authorization: 'Bearer rmf_other' } }, envOf({}));
+  assert.deepEqual(c.headers, { 'x-ramify-mcp-tool': 'command_run' });
+  assert.equal(c.revealApiKey(), 'rmf_k');
 });

@@ -17,6 +17,12 @@ export interface ConnectionOpts {
   apiKey?: string;
   /** Per-request deadline for control-plane calls, ms (until response headers). Default 60000; 0 = none. */
   requestTimeoutMs?: number;
+  /**
+   * Extra headers sent on every request and WebSocket of the handle (as E2B's `headers`), e.g. the
+   * `x-ramify-mcp-tool` tag the MCP server puts on its calls for the audit log. `authorization` is
+   * ignored here: the key is {@link apiKey}.
+   */
+  headers?: Record<string, string>;
 }
 
 /** The plain values a {@link ConnectionConfig} is built from. */
@@ -25,6 +31,8 @@ export interface ConnectionSettings {
   apiUrl: string;
   apiKey: string | undefined;
   requestTimeoutMs: number;
+  /** Extra headers of every request (see {@link ConnectionOpts.headers}); default none. */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -40,11 +48,14 @@ export class ConnectionConfig {
   readonly requestTimeoutMs: number;
   /** True when a key is configured (safe to log; the key itself is not a property). */
   readonly hasApiKey: boolean;
+  /** Extra headers of every request and WebSocket (never `authorization`). */
+  readonly headers: Readonly<Record<string, string>>;
   readonly #apiKey: string | undefined;
 
   constructor(settings: ConnectionSettings) {
     this.apiUrl = settings.apiUrl;
     this.requestTimeoutMs = settings.requestTimeoutMs;
+    this.headers = Object.fromEntries(Object.entries(settings.headers ?? {}).filter(([name]) => name.toLowerCase() !== 'authorization'));
     this.hasApiKey = settings.apiKey !== undefined && settings.apiKey !== '';
     this.#apiKey = settings.apiKey;
   }
@@ -95,5 +106,6 @@ export function resolveConnection(opts: ConnectionOpts = {}, environment: Connec
     apiUrl: rawUrl.replace(/\/+$/, ''),
     apiKey,
     requestTimeoutMs: opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    ...(opts.headers ? { headers: opts.headers } : {}),
   });
 }

@@ -41,10 +41,10 @@ export class ApiClient {
     return this.url(path, query).replace(/^http/, 'ws');
   }
 
-  /** Headers every request carries (the bearer key when one is configured). */
+  /** Headers every request and WebSocket carries: the connection's extra headers and the bearer key when one is configured. */
   authHeaders(): Record<string, string> {
     const key = this.config.revealApiKey();
-    return key ? { authorization: `Bearer ${key}` } : {};
+    return key ? { ...this.config.headers, authorization: `Bearer ${key}` } : { ...this.config.headers };
   }
 
   /**

@@ -111,8 +111,8 @@ export class Sandbox {
   static async create(template: string, opts?: Omit<SandboxOpts, 'template'>): Promise<Sandbox>;
   static async create(templateOrOpts: string | SandboxOpts = {}, more: Omit<SandboxOpts, 'template'> = {}): Promise<Sandbox> {
     const opts: SandboxOpts = typeof templateOrOpts === 'string' ? { ...more, template: templateOrOpts } : templateOrOpts;
-    const { apiUrl, apiKey, requestTimeoutMs, ...rest } = opts;
-    const api = new ApiClient(resolveConnection({ apiUrl, apiKey, requestTimeoutMs }));
+    const { apiUrl, apiKey, requestTimeoutMs, headers, ...rest } = opts;
+    const api = new ApiClient(resolveConnection({ apiUrl, apiKey, requestTimeoutMs, headers }));
     const body: CreateSandboxRequest = { ...rest };
     if (body.template === undefined && body.snapshot === undefined) body.template = 'base';
     const info = await api.json<SandboxInfo>('POST', '/sandboxes', { json: body });
@@ -136,8 +136,8 @@ export class Sandbox {
 
   /** List sandboxes page by page: `const p = Sandbox.list(); while (p.hasNext) items.push(...await p.nextItems())`, or `for await (const info of Sandbox.list())`. */
   static list(opts: SandboxListOpts = {}): SandboxPaginator {
-    const { apiUrl, apiKey, requestTimeoutMs, ...filter } = opts;
-    return new SandboxPaginator(new ApiClient(resolveConnection({ apiUrl, apiKey, requestTimeoutMs })), filter);
+    const { apiUrl, apiKey, requestTimeoutMs, headers, ...filter } = opts;
+    return new SandboxPaginator(new ApiClient(resolveConnection({ apiUrl, apiKey, requestTimeoutMs, headers })), filter);
   }
 
   /** Kill a sandbox. Resolves true when killed (or already killed), false if it does not exist. */

@@ -64,6 +64,7 @@ interface AuditRow {
   sandbox_id: string | null;
   status: number;
   error_code: string | null;
+  tool: string | null;
 }
 
 export class AuditRows {
@@ -73,8 +74,8 @@ export class AuditRows {
   }
   append(e: Omit<AuditRecord, 'id'>): number {
     const result = this.#db
-      .prepare('INSERT INTO audit_log (at, api_key_id, method, path, action, sandbox_id, status, error_code) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(e.at, e.apiKeyId, e.method, e.path, e.action, e.sandboxId, e.status, e.errorCode);
+      .prepare('INSERT INTO audit_log (at, api_key_id, method, path, action, sandbox_id, status, error_code, tool) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(e.at, e.apiKeyId, e.method, e.path, e.action, e.sandboxId, e.status, e.errorCode, e.tool);
     return Number(result.lastInsertRowid);
   }
   list(query: AuditQuery): AuditRecord[] {
@@ -100,6 +101,7 @@ export class AuditRows {
       sandboxId: r.sandbox_id,
       status: r.status,
       errorCode: r.error_code,
+      tool: r.tool,
     }));
   }
 }

@@ -22,7 +22,7 @@ const fromRow = (r: Record<string, unknown>): EgressLogRecord => ({
   ...(typeof r.peer_sandbox_id === 'string' ? { peer: { sandboxId: r.peer_sandbox_id, network: (r.peer_network as string | null) ?? null } } : {}),
 });
 
-/** The egress log table (migration 4; the peer columns: migration 16). */
+/** The egress log table (migration 4; the peer columns: migration 17). */
 export class EgressLogRows extends BoundedLogRows<EgressLogRecord> {
   constructor(db: Db, maxEntries: number) {
     super(db, {

@@ -328,6 +328,15 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     // Named for merges: renumber freely if another branch took 16 (nothing depends on the number).
     version: 16,
+    name: 'audit-mcp-tool',
+    // The MCP tool an audited API call was made for (header x-ramify-mcp-tool); null for every older entry.
+    sql: `
+      ALTER TABLE audit_log ADD COLUMN tool TEXT;
+    `,
+  },
+  {
+    // Named for merges: renumber freely if another branch took 17 (nothing depends on the number).
+    version: 17,
     name: 'private-networks',
     // Private networks (docs/design/NETWORKS.md): named networks, unique by name; which sandbox is on which
     // network under which alias (unique per network; the rows go with their sandbox row, and a kill deletes

@@ -1,5 +1,5 @@
 /**
- * Private network rows (migration 16): networks, unique by name, and their members, one alias per
+ * Private network rows (migration 17): networks, unique by name, and their members, one alias per
  * sandbox and network, unique on the network. Each call is one statement or one short transaction.
  */
 import { RamifyError } from '@ramify/contracts';

@@ -28,7 +28,7 @@ interface SnapshotRow {
   ingress: string | null;
   /** JSON `{ idleMs }` of its sandbox's idle auto-pause (migration 13); NULL when off or not recorded. */
   auto_pause: string | null;
-  /** JSON `[{ network, alias }]` of the private networks its sandbox was on (migration 16); NULL when not recorded. */
+  /** JSON `[{ network, alias }]` of the private networks its sandbox was on (migration 17); NULL when not recorded. */
   networks: string | null;
 }
 

@@ -217,8 +217,8 @@ describe('SqliteStore (real SQLite file)', () => {
   test('audit log appends with increasing ids and lists newest first, filtered by sandbox', async () => {
     const path = join(dir, 'audit.db');
     const store = new SqliteStore({ path });
-    const base = { at: 1, apiKeyId: 'key_1', method: 'POST', path: '/v1/sandboxes', action: 'sandbox.create', status: 201, errorCode: null };
-    const a = await store.appendAudit({ ...base, sandboxId: 'sbx_1' });
+    const base = { at: 1, apiKeyId: 'key_1', method: 'POST', path: '/v1/sandboxes', action: 'sandbox.create', status: 201, errorCode: null, tool: null };
+    const a = await store.appendAudit({ ...base, sandboxId: 'sbx_1', tool: 'sandbox_create' });
     const b = await store.appendAudit({ ...base, sandboxId: 'sbx_2', status: 409, errorCode: 'INVALID_STATE' });
     const c = await store.appendAudit({ ...base, sandboxId: 'sbx_1' });
     assert.ok(a < b && b < c);
@@ -227,6 +227,7 @@ describe('SqliteStore (real SQLite file)', () => {
     assert.deepEqual((await reopened.listAudit({})).map((e) => e.id), [c, b, a]);
     assert.deepEqual((await reopened.listAudit({ sandboxId: 'sbx_1' })).map((e) => e.id), [c, a]);
     assert.deepEqual((await reopened.listAudit({ limit: 1, beforeId: c })).map((e) => e.errorCode), ['INVALID_STATE']);
+    assert.deepEqual((await reopened.listAudit({})).map((e) => e.tool), [null, null, 'sandbox_create']);
     await reopened.close();
   });
 

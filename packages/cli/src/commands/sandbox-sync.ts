@@ -3,7 +3,7 @@
  * change as it is carried over (`--json`: one JSON object per line) and every conflict on stderr too;
  * runs until Ctrl-C, or once with `--once`.
  */
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { RamifyError } from '@ramify/contracts';
 import { DEFAULT_IGNORES, IGNORE_FILE, Sandbox, syncDir, type SyncChange } from '@ramify/sdk';
 import { action, type CliContext, type CliEnv } from '../context.js';
@@ -11,12 +11,18 @@ import { StatusLine } from '../output/spinner.js';
 
 const ARROWS: Record<SyncChange['kind'], string> = { pushed: '->', pulled: '<-', deletedRemote: '-x', deletedLocal: 'x-', conflict: '!!' };
 
-/** `sbx_1:/root/app` → the id and the remote directory. @throws RamifyError BAD_REQUEST otherwise. */
-export function parseTarget(target: string): { id: string; remoteDir: string } {
+/** A parsed `<id>:<remote-dir>` argument. */
+export interface SyncTarget {
+  id: string;
+  remoteDir: string;
+}
+
+/** `sbx_1:/root/app` → the id and the remote directory. @throws InvalidArgumentError otherwise (a usage error: exit 2). */
+export function parseTarget(target: string): SyncTarget {
   const colon = target.indexOf(':');
   const id = target.slice(0, colon);
   const remoteDir = target.slice(colon + 1);
-  if (colon <= 0 || !remoteDir.startsWith('/')) throw new RamifyError('BAD_REQUEST', `expected <id>:<absolute remote dir> (e.g. sbx_01...:/root/app), got '${target}'`);
+  if (colon <= 0 || !remoteDir.startsWith('/')) throw new InvalidArgumentError(`expected <id>:<absolute remote dir> (e.g. sbx_01...:/root/app), got '${target}'`);
   return { id, remoteDir };
 }
 
@@ -25,13 +31,30 @@ function describe(change: SyncChange): string {
   return `${ARROWS[change.kind]} ${change.path}`;
 }
 
-async function runSync(ctx: CliContext, localDir: string, target: string, opts: { once?: boolean; ignore: string[] }): Promise<void> {
-  const { id, remoteDir } = parseTarget(target);
+interface SyncCliOpts {
+  once?: boolean;
+  resume?: boolean;
+  ignore: string[];
+}
+
+/** The sandbox to sync with: resumed first when paused and `--resume` was given, else a paused one is refused with the hint. */
+async function openSandbox(ctx: CliContext, id: string, resume: boolean): Promise<Sandbox> {
+  const sbx = Sandbox.fromId(id, ctx.connection);
+  const { state } = await sbx.getInfo();
+  if (state !== 'paused') return sbx;
+  if (!resume) throw new RamifyError('INVALID_STATE', `sandbox ${id} is paused: 'ramify sandbox sync --resume ...' resumes it and syncs (or 'ramify sandbox resume ${id}' first)`, { id, state });
+  await ctx.spin(`resuming ${id}`, () => sbx.resume());
+  ctx.note(`ramify: resumed ${id}`);
+  return sbx;
+}
+
+async function runSync(ctx: CliContext, localDir: string, { id, remoteDir }: SyncTarget, opts: SyncCliOpts): Promise<void> {
+  const sbx = await openSandbox(ctx, id, opts.resume === true);
   const counts = { pushed: 0, pulled: 0, deletedRemote: 0, deletedLocal: 0, conflict: 0 };
   const status = ctx.json ? undefined : new StatusLine('first sync: scanning both sides', ctx.env.stderr);
   let first = true;
   const started = Date.now();
-  const session = await syncDir(Sandbox.fromId(id, ctx.connection), localDir, remoteDir, {
+  const session = await syncDir(sbx, localDir, remoteDir, {
     once: opts.once === true,
     ignore: opts.ignore,
     onProgress: (p) => {
@@ -64,9 +87,10 @@ async function runSync(ctx: CliContext, localDir: string, target: string, opts: 
 
 /** Register `sync` on the `sandbox` command. */
 export function registerSync(sandbox: Command, env: CliEnv): void {
-  sandbox.command('sync').argument('<local-dir>', 'host directory (created when missing)').argument('<target>', '<id>:<remote-dir>, the sandbox directory (created when missing)')
+  sandbox.command('sync').argument('<local-dir>', 'host directory (created when missing)').argument('<target>', '<id>:<remote-dir>, the sandbox directory (created when missing)', parseTarget)
     .description('keep a host directory and a sandbox directory in sync, both ways, until Ctrl-C')
     .option('--once', 'reconcile once and exit (a two-way copy)')
+    .option('--resume', 'resume the sandbox first if it is paused (else a paused sandbox is refused)')
     .option('--ignore <glob>', `leave paths matching this gitignore-style pattern alone (repeatable; ${DEFAULT_IGNORES.slice(0, 2).join(', ')} and the patterns in <local-dir>/${IGNORE_FILE} always are)`, (v: string, all: string[]) => [...all, v], [])
     .addHelpText('after', [
       '',
@@ -75,12 +99,13 @@ export function registerSync(sandbox: Command, env: CliEnv): void {
       "versions are kept. The local version keeps the name on both sides; the sandbox's is renamed",
       'NAME.conflict (NAME.conflict.2, ... if taken) in the sandbox and copied here. A change beats a',
       'deletion. Each conflict is printed (stderr too). What was last in sync is kept in',
-      '<local-dir>/.ramify/sync/, so a restarted sync copies only what changed since. A paused sandbox is',
-      'waited for: the sync goes on when it runs again.',
+      '<local-dir>/.ramify/sync/, so a restarted sync copies only what changed since. A sandbox that pauses',
+      'while the sync runs is waited for: the sync goes on when it runs again. A sync is not started on a',
+      'paused sandbox unless --resume is given.',
       '',
       'Examples:',
       '  ramify sandbox sync ./app sbx_01...:/root/app',
       "  ramify sandbox sync ./app sbx_01...:/root/app --once --ignore 'dist/' --ignore '*.log'",
     ].join('\n'))
-    .action(action(env, (ctx, localDir: string, target: string, opts: { once?: boolean; ignore: string[] }) => runSync(ctx, localDir, target, opts)));
+    .action(action(env, (ctx, localDir: string, target: SyncTarget, opts: SyncCliOpts) => runSync(ctx, localDir, target, opts)));
 }

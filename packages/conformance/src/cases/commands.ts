@@ -107,7 +107,7 @@ export function registerCommandCases(ctx: SuiteContext): void {
       assert.equal((await sh(sbx, 'pwd', { cwd: '/tmp' })).trim(), '/tmp');
     });
 
-    test('a command deadline kills the whole tree, setsid grandchildren included', async () => {
+    test('a command deadline kills the whole tree, setsid grandchildren included', ctx.caseOptions('a command deadline kills the whole tree, setsid grandchildren included', { extended: true }), async () => {
       const tree = 'sleep 3101 & ( setsid sleep 3102 & wait ) & wait';
       const ps = async (): Promise<string> => sh(sbx, 'ps -eo pid,args');
       // Background: see the tree alive first, then the deadline fires.

@@ -138,7 +138,7 @@ export function registerLifecycleCases(ctx: SuiteContext): void {
       for (const s of [...forks, grandchild]) await s.kill();
     });
 
-    test('a snapshot of a resumed sandbox starts new sandboxes with its files and processes', async () => {
+    test('a snapshot of a resumed sandbox starts new sandboxes with its files and processes', ctx.caseOptions('a snapshot of a resumed sandbox starts new sandboxes with its files and processes', { extended: true }), async () => {
       await main.pause();
       await main.resume();
       await main.files.write('/root/snap.txt', 'in the snapshot');

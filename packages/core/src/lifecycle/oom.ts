@@ -31,6 +31,7 @@ export async function recordAgentEvent(core: Pick<Core, 'store' | 'logger' | 'ev
     sandboxId,
     status: 0,
     errorCode: 'COMMAND_OOM',
+    tool: null,
   });
   if (!written) core.logger.error('audit write failed', { action: OOM_AUDIT_ACTION, sandboxId });
 }

@@ -159,7 +159,7 @@ export interface SnapshotRecord {
   /**
    * The private networks its sandbox was on when it was taken (network name and alias; as `egress`).
    * Recorded only: a sandbox created from it joins none. Null or absent: none recorded (template images,
-   * rows from before schema migration 16).
+   * rows from before schema migration 17).
    */
   networks?: SnapshotNetworks | null;
   /**
@@ -249,6 +249,8 @@ export interface AuditRecord {
   sandboxId: string | null;
   status: number;
   errorCode: string | null;
+  /** The MCP tool the call was made for (`x-ramify-mcp-tool`), null for other callers and events. */
+  tool: string | null;
 }
 
 export interface AuditQuery {

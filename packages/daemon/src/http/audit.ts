@@ -1,18 +1,22 @@
 /**
- * Audit: one entry per call of a mutating route (its config names an `action`), written when the
- * response has been sent, with who (API key id, null when unauthenticated), what (method, path, action,
- * sandbox), when, and the outcome (status, error code).
+ * Audit: one entry per call of a mutating route (its config names an `action`) and per call an MCP tool
+ * made (`x-ramify-mcp-tool`, see mcp-tool.ts; a read's action is `read`), written when the response has
+ * been sent, with who (API key id, null when unauthenticated), what (method, path, action, sandbox, MCP
+ * tool), when, and the outcome (status, error code).
  */
 import { recordAudit, type Clock, type Logger, type Store } from '@ramify/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteConfig } from './route.js';
 
+/** Action of an audited call to a route that changes nothing (only MCP tools' reads are audited). */
+export const READ_ACTION = 'read';
+
 /** The onResponse hook. */
 export function auditHook(store: Store, clock: Clock, logger: Logger): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
   return async (request, reply) => {
     const config = request.routeOptions.config as Partial<RouteConfig> | undefined;
-    if (!config?.action) return;
-    await writeAudit(store, clock, logger, request, { action: config.action, status: reply.statusCode });
+    if (!config?.action && !request.ramify?.tool) return;
+    await writeAudit(store, clock, logger, request, { action: config?.action ?? READ_ACTION, status: reply.statusCode });
   };
 }
 
@@ -34,6 +38,7 @@ export async function writeAudit(
     sandboxId: typeof params.id === 'string' ? params.id : request.ramify.sandboxId,
     status: outcome.status,
     errorCode: outcome.errorCode ?? request.ramify.errorCode,
+    tool: request.ramify.tool,
   });
   if (!ok) logger.error('audit write failed', { method: request.method, path: request.url, action: outcome.action });
 }

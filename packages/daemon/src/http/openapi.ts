@@ -41,10 +41,12 @@ const EGRESS_NOTE = [
 
 /** Extra documented routes that are not in the declarative list (WebSockets). */
 export interface ExtraOperation {
-  method: 'get';
+  method: 'get' | 'post';
   path: string;
   summary: string;
   description: string;
+  /** OpenAPI responses; default a WebSocket upgrade (101). */
+  responses?: Record<string, unknown>;
 }
 
 /** Build the document. */
@@ -88,7 +90,7 @@ export function buildOpenApi(routes: readonly RouteSpec[], extras: readonly Extr
     };
   }
   for (const e of extras) {
-    (paths[e.path] ??= {})[e.method] = { summary: e.summary, description: e.description, responses: { '101': { description: 'switching to WebSocket' } } };
+    (paths[e.path] ??= {})[e.method] = { summary: e.summary, description: e.description, responses: e.responses ?? { '101': { description: 'switching to WebSocket' } } };
   }
   return {
     openapi: '3.1.0',

@@ -7,6 +7,8 @@ export interface RequestContext {
   /** Set by handlers whose sandbox is not in the path (create, fork). */
   sandboxId: string | null;
   errorCode: string | null;
+  /** The MCP tool the call is made for (header `x-ramify-mcp-tool`, see mcp-tool.ts); null otherwise. */
+  tool: string | null;
 }
 
 declare module 'fastify' {
@@ -16,5 +18,5 @@ declare module 'fastify' {
 }
 
 export function freshRequestContext(): RequestContext {
-  return { apiKeyId: null, sandboxId: null, errorCode: null };
+  return { apiKeyId: null, sandboxId: null, errorCode: null, tool: null };
 }

@@ -3,15 +3,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { buildOpenApi } from '../http/openapi.js';
+import { buildOpenApi, type ExtraOperation } from '../http/openapi.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { streamDocs } from './streams/index.js';
 
 /** The daemon's version (from its package.json). */
 export const DAEMON_VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-/** Health and OpenAPI routes; the document covers `documented` plus these two. */
-export function metaRoutes(documented: readonly RouteSpec[]): RouteSpec[] {
+/** Health and OpenAPI routes; the document covers `documented`, these two, the streams and `extras` (e.g. `/mcp`). */
+export function metaRoutes(documented: readonly RouteSpec[], extras: readonly ExtraOperation[] = []): RouteSpec[] {
   const meta: RouteSpec[] = [
     route({
       method: 'GET', url: '/v1/health', summary: 'Liveness and available runtimes', auth: false,
@@ -38,6 +38,6 @@ export function metaRoutes(documented: readonly RouteSpec[]): RouteSpec[] {
       handler: async () => document,
     }),
   ];
-  const document = buildOpenApi([...meta, ...documented], streamDocs, DAEMON_VERSION);
+  const document = buildOpenApi([...meta, ...documented], [...streamDocs, ...extras], DAEMON_VERSION);
   return meta;
 }

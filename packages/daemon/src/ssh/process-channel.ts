@@ -57,7 +57,11 @@ export async function bridgeProcess(core: Core, sandboxId: string, channel: Serv
     if (finished) return;
     finished = true;
     subscription?.detach();
-    if ('message' in exit && roles.stderr === 'channel') writeTo(channel.stderr, Buffer.from(`ramify: ${exit.message}\n`));
+    if ('message' in exit && roles.stderr === 'channel') {
+      // On a terminal the client's tty is raw: a bare \n would not return to the start of a line.
+      const note = spec.kind === 'terminal' ? `\r\nramify: ${exit.message}\r\n` : `ramify: ${exit.message}\n`;
+      writeTo(channel.stderr, Buffer.from(note));
+    }
     if (!closed) await Promise.all([flushed(channel, channel), roles.stderr === 'channel' ? flushed(channel, channel.stderr) : undefined]);
     if (roles.exit === 'send') sendExit(channel, exit);
     if (channel.writable) channel.end();

@@ -70,6 +70,8 @@ export class CommandHandle {
   get stderr(): string { return this.sink.stderr; }
   /** Exit code once the process has exited (and its output arrived); `null` before, or if killed by a signal. */
   get exitCode(): number | null { return this.exit?.exitCode ?? null; }
+  /** True once the process's exit arrived on this handle's stream (all its output before it); never true after {@link disconnect} alone. */
+  get exited(): boolean { return this.exit !== undefined; }
 
   /**
    * Wait for the process to exit. Resolves with the {@link CommandResult} (all output received) on exit

@@ -36,8 +36,8 @@ export interface PtyCreateOpts {
 
 /** Options of {@link Pty.connect}. */
 export interface PtyConnectOpts {
-  /** Every byte, replayed from `fromByte` (default: what the sandbox still holds) and then live. */
-  onData: (data: Uint8Array) => void;
+  /** Every byte, replayed from `fromByte` (default: what the sandbox still holds) and then live; none: output is only kept for `wait()`. */
+  onData?: (data: Uint8Array) => void;
   /** Replay from this output byte offset; default 0 (the sandbox keeps the last 8 MiB). */
   fromByte?: number;
 }
@@ -103,7 +103,7 @@ export class Pty {
    * Re-attach to a terminal (running, or exited and still remembered): replays its output from
    * `opts.fromByte`, then follows it live. Throws `PROCESS_NOT_FOUND`.
    */
-  async connect(pid: number, opts: PtyConnectOpts): Promise<PtyHandle> {
+  async connect(pid: number, opts: PtyConnectOpts = {}): Promise<PtyHandle> {
     const from = { stdout: opts.fromByte ?? 0, stderr: 0 };
     const sink = new OutputSink({ onStdoutBytes: opts.onData }, from);
     let onReady!: () => void;

@@ -105,5 +105,5 @@ export async function ensureLocalRoot(root: string): Promise<string | undefined>
     await mkdir(root, { recursive: true });
     return undefined;
   }
-  return st.isDirectory() ? undefined : `${root} is not a directory`;
+  return st.isDirectory() ? undefined : `${root} locally: it is a ${st.isSymbolicLink() ? 'symlink' : 'file'}, not a directory`;
 }

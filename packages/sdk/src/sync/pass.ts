@@ -236,12 +236,21 @@ function packBatch(root: string, batch: Decided[], hashes: Map<string, string>):
           hashes.set(d.path, createHash('sha256').update(bytes).digest('hex'));
           tar.entry({ ...header, type: 'file', size: e.size }, bytes);
         } else {
+          // Exactly the size the pass saw: a file still growing gives its first e.size bytes (the next
+          // pass sees it changed and sends it again), a shrunk one is a LocalChangedError. tar-stream's
+          // entry fails with 'Size mismatch' otherwise, an error nobody would hear.
           const digest = createHash('sha256');
           const sink = tar.entry({ ...header, type: 'file', size: e.size });
-          for await (const chunk of createReadStream(join(root, d.path))) {
+          let sinkError: Error | undefined;
+          sink.on('error', (err: Error) => (sinkError = err));
+          let read = 0;
+          for await (const chunk of createReadStream(join(root, d.path), { end: e.size - 1 })) {
+            read += (chunk as Buffer).byteLength;
             digest.update(chunk as Buffer);
             if (!sink.write(chunk as Buffer)) await new Promise<void>((r) => sink.once('drain', () => r()));
+            if (sinkError) throw sinkError;
           }
+          if (read !== e.size) throw new LocalChangedError(d.path);
           await new Promise<void>((resolve, reject) => sink.end((err?: Error | null) => (err ? reject(err) : resolve())));
           hashes.set(d.path, digest.digest('hex'));
         }

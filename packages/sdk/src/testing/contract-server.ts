@@ -38,6 +38,13 @@ export interface SeenRequest {
   path: string;
   query: Record<string, string>;
   ws: boolean;
+  /** The request's headers (lower-case names), the bearer key left out. */
+  headers: Record<string, string>;
+}
+
+/** `req`'s headers as strings, without `authorization`. */
+function seenHeaders(req: IncomingMessage): Record<string, string> {
+  return Object.fromEntries(Object.entries(req.headers).filter(([k, v]) => k !== 'authorization' && v !== undefined).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v)]));
 }
 
 /** A running fixture. */
@@ -136,7 +143,7 @@ export async function startContractServer(opts: ContractServerOptions = {}): Pro
 
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://fixture');
-    requests.push({ method: req.method ?? 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), ws: false });
+    requests.push({ method: req.method ?? 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), ws: false, headers: seenHeaders(req) });
     if (url.pathname !== '/v1/health' && !authorized(req)) return sendError(res, unauthorized);
     for (const route of routes) {
       const m = route.method === req.method ? route.pattern.exec(url.pathname) : null;
@@ -154,7 +161,7 @@ export async function startContractServer(opts: ContractServerOptions = {}): Pro
   const wss = new WebSocketServer({ noServer: true });
   server.on('upgrade', (req, socket, head) => {
     const url = new URL(req.url ?? '/', 'http://fixture');
-    requests.push({ method: 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), ws: true });
+    requests.push({ method: 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), ws: true, headers: seenHeaders(req) });
     const refuse = (err: RamifyError): void => {
       const body = JSON.stringify(err.toBody());
       socket.end(`HTTP/1.1 ${err.status} Refused\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);

@@ -1,0 +1,30 @@
+/** `ramify mcp`: serve Ramify's MCP tools on stdio (the process an MCP client such as Claude Code starts). */
+import type { Command } from 'commander';
+import { serveStdio, RAMIFY_TOOLS } from '@ramify/mcp';
+import { resolveConnection } from '@ramify/sdk';
+import { action, type CliEnv } from '../context.js';
+
+/** Register `mcp` on `program`. */
+export function registerMcp(program: Command, env: CliEnv): void {
+  program.command('mcp')
+    .description('serve Ramify as MCP tools on stdio (JSON-RPC on stdin/stdout) for Claude Code, Claude Desktop, Cursor, ...')
+    .addHelpText('after', `
+It talks to the daemon at --api-url (env RAMIFY_API_URL, default http://127.0.0.1:7423) with --api-key
+(env RAMIFY_API_KEY, else $RAMIFY_HOME/api-key or /var/lib/ramify/api-key). stdout carries only MCP
+messages; one note goes to stderr. It ends when the client closes stdin. The daemon also serves the same
+tools over Streamable HTTP at <api-url>/mcp (Authorization: Bearer <key>).
+
+Claude Code:     claude mcp add --env RAMIFY_API_KEY=rmf_... ramify -- ramify mcp
+  or over HTTP:  claude mcp add --transport http ramify http://127.0.0.1:7423/mcp --header "Authorization: Bearer rmf_..."
+Claude Desktop (claude_desktop_config.json), Cursor (.cursor/mcp.json):
+  { "mcpServers": { "ramify": { "command": "ramify", "args": ["mcp"],
+      "env": { "RAMIFY_API_URL": "http://127.0.0.1:7423", "RAMIFY_API_KEY": "rmf_..." } } } }
+
+Tools: ${RAMIFY_TOOLS.map((t) => t.name).join(', ')}.
+Resources: ramify://sandboxes, ramify://sandboxes/{id}, ramify://templates.`)
+    .action(action(env, async (ctx) => {
+      const conn = resolveConnection(ctx.connection);
+      ctx.note(`ramify mcp: serving ${RAMIFY_TOOLS.length} tools on stdio for ${conn.apiUrl}${conn.hasApiKey ? '' : ' (no API key configured: set RAMIFY_API_KEY)'}`);
+      await serveStdio({ connection: ctx.connection, stdin: env.stdin, stdout: env.stdout });
+    }));
+}

@@ -1,0 +1,121 @@
+/**
+ * The signature move: fork a sandbox into copies with the same memory, processes and files, and
+ * explore: one fork per strategy (a shell command), all run at once, each scored by a score command
+ * or an expected-output check, the winner kept and the others killed (the SDK's `explore`).
+ */
+import { z } from 'zod';
+import { MAX_FORK_COUNT } from '@ramify/contracts';
+import { explore, ExploreFailedError, RamifyError, type CommandResult, type ExploreReport, type ForkTreeNode, type Sandbox, type Strategy } from '@ramify/sdk';
+import { cutForModel } from '../cut.js';
+import { jsonSafe } from '../results.js';
+import { confirm, sandboxId } from './args.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS } from './commands.js';
+import { defineTool, type Tool } from './tool.js';
+
+/** Most strategies one `sandbox_explore` runs (each is a running sandbox while it runs). */
+export const MAX_STRATEGIES = 16;
+/** Bytes of the winner's stdout shown. */
+const WINNER_OUTPUT_BYTES = 4096;
+
+function notConfirmed(what: string, count: number, memoryMB: number): RamifyError {
+  return new RamifyError('VALIDATION_FAILED', `${what} would start ${count} new sandbox${count === 1 ? '' : 'es'} of ${memoryMB} MB each (${count * memoryMB} MB in all): call again with confirm: true`, { field: 'confirm' });
+}
+
+const sandboxFork = defineTool({
+  name: 'sandbox_fork',
+  title: 'Fork a sandbox',
+  description: `Copy a sandbox into count new running sandboxes (max ${MAX_FORK_COUNT}) with the same memory, processes and files; each costs a sandbox, so confirm must be true.`,
+  input: z.strictObject({
+    sandboxId,
+    count: z.number().int().min(1).max(MAX_FORK_COUNT).describe(`how many copies (1-${MAX_FORK_COUNT})`),
+    confirm,
+  }),
+  hints: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  async run(args, ctx) {
+    const source = ctx.sandbox(args.sandboxId);
+    if (!args.confirm) throw notConfirmed('sandbox_fork', args.count, (await source.getInfo()).memoryMB);
+    const forks = await source.fork({ count: args.count });
+    const ids = forks.map((f) => f.sandboxId);
+    return { text: `forked ${args.sandboxId} into ${ids.length}: ${ids.join(', ')}`, data: { sandboxId: args.sandboxId, forks: ids } };
+  },
+});
+
+/** The last number in `text` (a score command's stdout), or undefined. */
+export function lastNumber(text: string): number | undefined {
+  const all = text.match(/-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?/g);
+  return all ? Number(all[all.length - 1]) : undefined;
+}
+
+const tree = (node: ForkTreeNode): string =>
+  [`${node.sandboxId} (source)`, ...node.children.map((c, i) => {
+    const branch = i === node.children.length - 1 ? '└─' : '├─';
+    const how = c.error ? `failed: ${c.error}` : `score ${c.score}`;
+    return `${branch} ${c.sandboxId}  ${c.strategy}  ${how}  → ${c.outcome}`;
+  })].join('\n');
+
+const sandboxExplore = defineTool({
+  name: 'sandbox_explore',
+  title: 'Explore strategies in forks',
+  description: 'Try several shell-command strategies at once, each in its own fork of a sandbox; score each (scoreCommand or expectedOutput), keep the best fork, kill the rest.',
+  input: z.strictObject({
+    sandboxId,
+    strategies: z.array(z.strictObject({
+      name: z.string().min(1).max(64).optional().describe('label in the report; default s1, s2, ...'),
+      command: z.string().min(1).max(1 << 20).describe('shell command line of this strategy (bash -c); a non-zero exit fails it'),
+    })).min(1).max(MAX_STRATEGIES).describe(`1-${MAX_STRATEGIES} strategies, each run in its own fork`),
+    scoreCommand: z.string().min(1).max(1 << 20).optional().describe("run in each fork after its strategy; the last number it prints is the score (higher wins); a non-zero exit fails the strategy"),
+    expectedOutput: z.string().min(1).optional().describe("instead of scoreCommand: a strategy passes (score 1) when its stdout contains this text, else it fails"),
+    timeoutMs: z.number().int().min(1).max(3_600_000).default(DEFAULT_COMMAND_TIMEOUT_MS).describe(`deadline of each strategy's command and of the score command, ms (default ${DEFAULT_COMMAND_TIMEOUT_MS})`),
+    keep: z.enum(['winner', 'all', 'none']).default('winner').describe('which forks stay alive afterwards: winner (default), all, or none; the source is never touched'),
+    confirm,
+  }),
+  hints: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  async run(args, ctx) {
+    const { scoreCommand, expectedOutput, timeoutMs } = args;
+    if ((scoreCommand === undefined) === (expectedOutput === undefined)) {
+      throw new RamifyError('VALIDATION_FAILED', 'give exactly one of scoreCommand (prints a number) and expectedOutput (text stdout must contain)', { field: scoreCommand === undefined ? 'scoreCommand' : 'expectedOutput' });
+    }
+    const source = ctx.sandbox(args.sandboxId);
+    if (!args.confirm) throw notConfirmed('sandbox_explore', args.strategies.length, (await source.getInfo()).memoryMB);
+    const strategies: Strategy<CommandResult>[] = args.strategies.map((s, i) => ({
+      name: s.name ?? `s${i + 1}`,
+      run: (sbx: Sandbox) => sbx.commands.run(s.command, { timeoutMs }),
+    }));
+    const score = async (result: CommandResult, sbx: Sandbox): Promise<number> => {
+      if (expectedOutput !== undefined) {
+        if (!result.stdout.includes(expectedOutput)) throw new Error(`stdout does not contain the expected output ${JSON.stringify(expectedOutput)}`);
+        return 1;
+      }
+      const r = await sbx.commands.run(scoreCommand as string, { timeoutMs });
+      const n = lastNumber(r.stdout);
+      if (n === undefined) throw new Error(`scoreCommand printed no number: ${JSON.stringify(r.stdout.slice(-200))}`);
+      return n;
+    };
+    let report: ExploreReport<CommandResult>;
+    try {
+      report = await explore(source, strategies, { score, keep: args.keep });
+    } catch (err) {
+      if (err instanceof ExploreFailedError) throw new RamifyError('EXPLORE_FAILED', err.message, { entries: jsonSafe(err.entries) });
+      throw err;
+    }
+    const w = report.winner;
+    const winnerStdout = cutForModel(w.result.stdout, WINNER_OUTPUT_BYTES, `the whole of it: command_output on the winner (sandboxId ${w.sandbox.sandboxId}, pid ${w.result.pid})`).text;
+    const text = [
+      `winner: ${w.strategy} in ${w.sandbox.sandboxId} (score ${w.score}, ${Math.round(w.durationMs)} ms)${args.keep === 'none' ? ', killed (keep none)' : ', left running'}`,
+      tree(report.forkTree),
+      `--- winner's stdout ---`, winnerStdout,
+    ].join('\n');
+    return {
+      text,
+      data: jsonSafe({
+        sandboxId: args.sandboxId,
+        winner: { sandboxId: w.sandbox.sandboxId, strategy: w.strategy, score: w.score, durationMs: w.durationMs, exitCode: w.result.exitCode, stdout: winnerStdout },
+        entries: report.entries,
+        forkTree: report.forkTree,
+      }),
+    };
+  },
+});
+
+/** The fork tools. */
+export const forkTools: Tool[] = [sandboxFork, sandboxExplore];
