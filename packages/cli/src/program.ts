@@ -10,6 +10,7 @@ import { registerDemo } from './commands/demo.js';
 import { registerSshKeys } from './commands/ssh.js';
 import { registerTeams } from './commands/team.js';
 import { registerKeys } from './commands/key.js';
+import { registerNetworks } from './commands/network.js';
 import { registerMcp } from './commands/mcp.js';
 import { registerAudit } from './commands/audit.js';
 
@@ -42,6 +43,7 @@ sandbox exec and shell: the command's or shell's own exit code (see their --help
   registerSshKeys(program, env);
   registerTeams(program, env);
   registerKeys(program, env);
+  registerNetworks(program, env);
   registerMcp(program, env);
   registerAudit(program, env);
   registerDemo(program, env);

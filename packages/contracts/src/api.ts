@@ -4,6 +4,7 @@
  * Units: durations in milliseconds (`...Ms`), sizes in bytes unless the name says MB.
  */
 import { z } from 'zod';
+import { EgressPeer, MAX_NETWORKS_PER_SANDBOX, NetworkJoinRequest, SnapshotNetworks } from './networks.js';
 
 /** Lifecycle states; the legal transitions live in `@ramify/core` (one table, nothing else compares). */
 export const SandboxState = z.enum(['creating', 'running', 'pausing', 'paused', 'resuming', 'killing', 'killed', 'error']);
@@ -230,6 +231,13 @@ export const CreateSandboxRequest = z.strictObject({
    * (see {@link SnapshotInfo}`.autoPause`). A fork copies its parent's.
    */
   autoPause: AutoPause.nullable().optional().describe('pause once idle this long; null: off; absent: off, or from a snapshot what it recorded'),
+  /**
+   * Private networks to join before the sandbox runs (see `networks.ts`): each network (name or id) and
+   * the sandbox's alias there. Absent: none (also from a snapshot: a snapshot records its sandbox's
+   * networks but a sandbox created from it joins none unless asked). An unknown network is a 404
+   * `NETWORK_NOT_FOUND`, a taken alias a 409 `NETWORK_ALIAS_TAKEN`, before anything starts.
+   */
+  networks: z.array(NetworkJoinRequest).max(MAX_NETWORKS_PER_SANDBOX).optional().describe('private networks to join: [{ network, alias? }]; names <alias>.<network>.internal'),
 });
 export type CreateSandboxRequest = z.infer<typeof CreateSandboxRequest>;
 
@@ -278,7 +286,14 @@ export const ListSandboxesQuery = z.strictObject({
 export const ListSandboxesResponse = z.object({ sandboxes: z.array(SandboxInfo), nextToken: z.string().nullable() });
 export type ListSandboxesResponse = z.infer<typeof ListSandboxesResponse>;
 
-export const ForkRequest = z.strictObject({ count: z.number().int().min(1).max(MAX_FORK_COUNT) });
+export const ForkRequest = z.strictObject({
+  count: z.number().int().min(1).max(MAX_FORK_COUNT),
+  /**
+   * Whether each child joins its parent's private networks, under an alias derived from the parent's
+   * (`<parent alias>-<n>`, the lowest free n), so siblings and the parent find each other. Default true.
+   */
+  networks: z.boolean().optional().describe("children join the parent's networks as <parent alias>-<n> (default true); false: on no network"),
+});
 export const ForkResponse = z.object({ sandboxes: z.array(SandboxInfo) });
 export type ForkResponse = z.infer<typeof ForkResponse>;
 
@@ -310,6 +325,8 @@ export const SnapshotInfo = z.object({
   autoPause: AutoPause.nullable().describe("idle auto-pause a sandbox created from this snapshot starts with (unless the create gives autoPause); null: off or none recorded"),
   /** The team it belongs to (its sandbox's; a template image: its template's). */
   team: z.string(),
+  /** The private networks its sandbox was on when it was taken; recorded only (a sandbox created from it joins none). Null: none recorded. */
+  networks: SnapshotNetworks.nullable().describe('private networks its sandbox was on (recorded only: a sandbox created from the snapshot joins none); null: none recorded'),
 });
 export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
 
@@ -327,6 +344,11 @@ export const EgressLogEntry = z.object({
   verdict: z.enum(['allowed', 'denied']),
   /** The normalised rule that allowed it; null when denied (or allowed because egress is open). */
   rule: z.string().nullable(),
+  /**
+   * For a connection to another sandbox: that sandbox and the private network that allowed it (`network`
+   * null when refused: they share none). Absent from every other entry.
+   */
+  peer: EgressPeer.nullable().optional(),
 });
 export type EgressLogEntry = z.infer<typeof EgressLogEntry>;
 

@@ -113,6 +113,14 @@ export const ERROR_CODES = {
    * (`maxRunning`, `maxMemoryMB` or `maxForksPerCall`), `max`, `current` (in use now) and `requested`.
    */
   QUOTA_EXCEEDED: 429,
+  // Private networks (see docs/design/NETWORKS.md).
+  NETWORK_NOT_FOUND: 404,
+  /** A network with this name exists already (details: `name`, `id`). */
+  NETWORK_EXISTS: 409,
+  /** The network still has sandboxes on it (details: `sandboxes`, their ids): detach or kill them first. */
+  NETWORK_IN_USE: 409,
+  /** Another sandbox on the network has this alias (details: `network`, `alias`, `sandboxId`). */
+  NETWORK_ALIAS_TAKEN: 409,
 } as const satisfies Record<string, number>;
 
 /** One of {@link ERROR_CODES}' keys. */

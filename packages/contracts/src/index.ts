@@ -7,3 +7,4 @@ export * from "./pty.js";
 export * from './watch.js';
 export * from './ssh.js';
 export * from './teams.js';
+export * from './networks.js';

@@ -21,6 +21,9 @@
  * | POST | /v1/sandboxes/:id/timeout | SetTimeoutRequest | SandboxInfo |
  * | GET  | /v1/sandboxes/:id/egress | | EgressPolicyInfo |
  * | PUT  | /v1/sandboxes/:id/egress | SetEgressRequest | EgressPolicyInfo (atomic replace, live on running and paused sandboxes) |
+ * | GET  | /v1/sandboxes/:id/networks | | SandboxNetworksResponse (the private networks it is on) |
+ * | POST | /v1/sandboxes/:id/networks | NetworkJoinRequest (`{ network, alias? }`) | 201 SandboxNetworkInfo (live; reachable within a second); 404 NETWORK_NOT_FOUND, 409 NETWORK_ALIAS_TAKEN |
+ * | DELETE | /v1/sandboxes/:id/networks/:network | | 204 (leave the network, live: open connections to its members are cut; idempotent) |
  * | GET  | /v1/sandboxes/:id/ports | | PortsInfo (exposed ports with URLs, autoResume) |
  * | PUT  | /v1/sandboxes/:id/ports/:port | ExposePortRequest (`{ access? }`) | PortInfo (expose, or change its access) |
  * | DELETE | /v1/sandboxes/:id/ports/:port | | 204 (unexpose; idempotent) |
@@ -50,6 +53,10 @@
  * | WS   | /v1/sandboxes/:id/files/watch?path=P&recursive=B | | WatchControl: `{type:'watching', watchId, from}` first, `events`, `end`; `{type:'stop'}` from the client; 404 FILE_NOT_FOUND, 400 NOT_A_DIRECTORY, 409 WATCH_UNAVAILABLE |
  * | WS   | /v1/sandboxes/:id/files/watch/:watchId?from=N | | re-attach: replay from sequence number N (an `overflow` marker where events are missing), then live |
  * | DELETE | /v1/sandboxes/:id/files/watch/:watchId | | 204; 404 WATCH_NOT_FOUND |
+ * | POST | /v1/networks | CreateNetworkRequest (`{ name }`, a DNS label) | 201 NetworkInfo; 409 NETWORK_EXISTS |
+ * | GET  | /v1/networks | | ListNetworksResponse |
+ * | GET  | /v1/networks/:network | (name or id) | NetworkInfo (with its members); 404 NETWORK_NOT_FOUND |
+ * | DELETE | /v1/networks/:network | (name or id) | 204; 409 NETWORK_IN_USE naming its sandboxes (`details.sandboxes`) |
  * | GET  | /v1/snapshots | | `{ snapshots: SnapshotInfo[] }` |
  * | GET  | /v1/snapshots/:id | | SnapshotInfo |
  * | DELETE | /v1/snapshots/:id | | 204 (409 while a sandbox still needs it) |

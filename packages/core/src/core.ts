@@ -8,6 +8,7 @@ import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type IngressEndpoint, type Runti
 import type { ConnectAgent } from './ports/agent.js';
 import type { Clock } from './ports/clock.js';
 import type { EgressEnforcer } from './ports/egress.js';
+import type { PrivateNetworkEnforcer } from './ports/private-networks.js';
 import type { Logger } from './ports/logger.js';
 import type { SandboxNetwork } from './ports/network.js';
 import type { Runtime } from './ports/runtime.js';
@@ -125,6 +126,11 @@ export interface CoreDeps {
   templateBuilder?: TemplateBuilder;
   /** Absent when egress is not enforced on this host: policies are still validated and stored. */
   egressEnforcer?: EgressEnforcer;
+  /**
+   * Absent when private networks are not enforced on this host (no egress enforcement): networks can be
+   * created and listed, joining one is refused `RUNTIME_UNAVAILABLE`.
+   */
+  networkEnforcer?: PrivateNetworkEnforcer;
   /**
    * The egress log enforcement records verdicts into (it is the `EgressLogSink` to hand the
    * enforcer). Default: a {@link BufferedEgressLog} over `store` with default tunables. The composition root

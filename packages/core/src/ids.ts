@@ -15,6 +15,9 @@ export const newTemplateId = (): string => `tpl_${next()}`;
 /** `key_<ulid>` (the id of an API key, not the key). */
 export const newApiKeyId = (): string => `key_${next()}`;
 
+/** `net_<ulid>` (a private network). */
+export const newNetworkId = (): string => `net_${next()}`;
+
 /** `sshk_<ulid>` (a registered SSH public key). */
 export const newSshKeyId = (): string => `sshk_${next()}`;
 

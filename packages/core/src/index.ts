@@ -12,6 +12,7 @@ export * from './ports/agent.js';
 export * from './ports/logger.js';
 export * from './ports/template-builder.js';
 export * from './ports/egress.js';
+export * from './ports/private-networks.js';
 
 export * from './ids.js';
 export { createCore, runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps, type CoreOptions } from './core.js';
@@ -59,6 +60,7 @@ export * from './teams/teams.js';
 export { teamUsage, withinQuota, checkForkCount, HOLDING_STATES, type SandboxDemand, type TeamUsage } from './teams/quota.js';
 
 export * from './ingress/index.js';
+export * from './networks/index.js';
 export * from './ssh/index.js';
 export * from './idle/index.js';
 export { BufferedLog, DEFAULT_LOG_BUFFER, type BufferedLogOptions, type BufferedLogStats } from './log/buffered-log.js';

@@ -22,6 +22,7 @@ import {
   type CoreOptions,
   type EgressEnforcer,
   type Logger,
+  type PrivateNetworkEnforcer,
   type Runtime,
   type SandboxNetwork,
   type SnapshotStorage,
@@ -54,6 +55,7 @@ export interface ComposeOverrides {
   connectAgent?: ConnectAgent;
   templateBuilder?: TemplateBuilder | null;
   egressEnforcer?: EgressEnforcer;
+  networkEnforcer?: PrivateNetworkEnforcer;
 }
 
 export interface NetworkOptions {
@@ -143,10 +145,11 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
         ? new LocalTemplateBuilder({ store, dataDir: options.cacheDir, agentBundlePath: AGENT_BUNDLE_PATH, runtimes, network: withOpenEgress(network, hostEgress), storage, connectAgent: connect })
         : undefined;
 
-  // WIRING: the enforcer core calls (apply/remove); the SNI/Host proxy is not built yet.
+  // WIRING: the enforcers core calls (apply/remove): egress policies, and private networks on the same table.
   const egressEnforcer = overrides.egressEnforcer ?? hostEgress?.enforcer;
+  const networkEnforcer = overrides.networkEnforcer ?? hostEgress?.networks;
 
-  const core = createCore({ store, runtimes, unavailableRuntimes: opened.unavailable, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, egressLog, options: coreOptions });
+  const core = createCore({ store, runtimes, unavailableRuntimes: opened.unavailable, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, networkEnforcer, egressLog, options: coreOptions });
   return {
     core,
     close: async () => {

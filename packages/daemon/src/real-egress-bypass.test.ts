@@ -6,8 +6,11 @@
  * namespace, and by packet logs on the host behind the daemon's filter (forward: what got past
  * enforcement; input: what reached the host itself). Then the daemon is killed with SIGKILL, its table
  * deleted (as on a reboot), and a new daemon on the same data directory must block the same bypasses
- * and let the allowed destinations through again. Skipped, with the reason, when not root, without
- * runsc/nft, or without the prepared rootfs.
+ * and let the allowed destinations through again. Private networks (issue 12): the allowlisted sandbox
+ * is on network `na` with a sibling that is also on `nb`, where a third sandbox is; spoofing a member's
+ * address, reaching the other network via the host or via the shared sibling, and guessing slot addresses
+ * must all reach nothing. Skipped, with the reason, when not root, without runsc/nft, or without the
+ * prepared rootfs.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +20,8 @@ import { SandboxShell, type Probe, type ProbeResult } from './real-egress-probe.
 import { assertNothingReached, dnsNames } from './real-egress-evidence.js';
 import { EvidenceRig } from './real-egress-rig.js';
 import { NET, RULES, flowsTo, hostMainAddresses, resolverPort, slotOf } from './real-egress-support.js';
+import { ECHO_PORT, echoPeers, nameProbe, reachProbes, reached, startEcho } from './real-networks-support.js';
+import { layoutForPrefix, slotAddresses } from '@ramify/network';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
 const skip = realRuntimeSkip(rootfs, ['runsc', 'nft']);
@@ -28,9 +33,12 @@ const env = new EvidenceRig({ prefix: PREFIX, watch: { forward: 'rxewfwd', input
 const call = apiCaller(() => env.daemon?.url, () => env.daemon?.key ?? '');
 const shell = new SandboxShell(call, () => env.daemon?.url ?? '', () => env.daemon?.key ?? '');
 
-/** The sandbox under the allowlist, and an open-mode neighbour. */
+/** The sandbox under the allowlist (on network `na`), and an open-mode neighbour (on none). */
 let sbx = '';
 let neighbour = '';
+/** On `na` and `nb` (the allowlisted sandbox's only peer), and on `nb` only. */
+let sibling = '';
+let far = '';
 const slots: Record<string, { slotAddress: string; hostAddress: string }> = {};
 
 /** Host addresses a sandbox might try: the default-route interface's, the rig link's, its own and the neighbour's host-side slot addresses. */
@@ -172,6 +180,20 @@ describe('egress bypass suite from inside real gVisor sandboxes (daemon in a chi
     const open = await call('POST', '/v1/sandboxes', { timeoutMs: 1_800_000 });
     assert.equal(open.status, 201, JSON.stringify(open.json));
     neighbour = open.json.id;
+    for (const name of ['na', 'nb']) assert.equal((await call('POST', '/v1/networks', { name })).status, 201);
+    assert.equal((await call('POST', `/v1/sandboxes/${sbx}/networks`, { network: 'na', alias: 'sbx' })).status, 201);
+    const made = await Promise.all([
+      call('POST', '/v1/sandboxes', { timeoutMs: 1_800_000, networks: [{ network: 'na', alias: 'sib' }, { network: 'nb', alias: 'sib' }] }),
+      call('POST', '/v1/sandboxes', { timeoutMs: 1_800_000, networks: [{ network: 'nb', alias: 'far' }] }),
+    ]);
+    for (const r of made) assert.equal(r.status, 201, JSON.stringify(r.json));
+    [sibling, far] = made.map((r) => r.json.id as string);
+    for (const id of [sibling, far]) {
+      slots[id] = await slotOf(env.dataDir, PREFIX, id);
+      await startEcho(shell, id);
+    }
+    await startEcho(shell, sbx);
+    await startEcho(shell, neighbour);
     for (const id of [sbx, neighbour]) {
       slots[id] = await slotOf(env.dataDir, PREFIX, id);
       await shell.install(id);
@@ -230,6 +252,70 @@ describe('egress bypass suite from inside real gVisor sandboxes (daemon in a chi
     assert.equal((await call('GET', `/v1/sandboxes/${sbx}`)).json.state, 'running');
     await runMainBatch('after kill -9 and a flushed table');
     await checkSharedAddress('after kill -9 and a flushed table');
+  });
+
+  test('private networks: spoofing a member\'s address, reaching the other network via the host or via the shared sibling, guessing slot addresses: all refused', async () => {
+    await env.evidence!.clear();
+    const since = Date.now() - 1_000;
+    const own = slots[sbx]!;
+    // Members reach each other (the check can fail), and the sibling reaches both of its networks.
+    const base = await shell.probe(sbx, [...reachProbes('sib', 'sib.na.internal'), nameProbe('far-name', 'far.nb.internal'), nameProbe('sib-nb', 'sib.nb.internal')]);
+    assert.deepEqual(reached(base, 'sib'), { tcp: true, udp: true }, JSON.stringify(base));
+    assert.deepEqual([base['far-name']?.rcode, base['sib-nb']?.rcode], ['NXDOMAIN', 'NXDOMAIN'], `names of a network it is not on: ${JSON.stringify(base)}`);
+    assert.deepEqual(reached(await shell.probe(sibling, reachProbes('far', 'far.nb.internal')), 'far'), { tcp: true, udp: true }, 'the sibling reaches nb');
+
+    // Via the host: the host-side addresses of far's and the sibling's slots, the host's own, the resolver port.
+    const hostTargets = [...new Set([slots[far]!.hostAddress, slots[sibling]!.hostAddress, own.hostAddress, ...(await hostMainAddresses())])];
+    // Via the shared sibling: a route to far through the sibling's address (on-link, so the packet is sent at once).
+    const route = await shell.exec(sbx, `ip route add ${slots[far]!.slotAddress}/32 via ${slots[sibling]!.slotAddress} dev eth0 onlink && echo routed`);
+    // Guessing: every slot address of the first 32 slots.
+    const layout = layoutForPrefix(PREFIX);
+    const guesses = Array.from({ length: 32 }, (_, slot) => slotAddresses(layout, slot).slotAddress).filter((a) => a !== own.slotAddress);
+    let r: Record<string, ProbeResult>;
+    try {
+      r = await shell.probe(sbx, [
+        ...reachProbes('far-direct', slots[far]!.slotAddress),
+        ...hostTargets.flatMap((a, i) => reachProbes(`host-${i}`, a)),
+        ...guesses.map((a): Probe => ({ id: `guess-${a}`, kind: 'tcp', host: a, port: ECHO_PORT, send: 'g', timeoutS: 2 })),
+      ]);
+    } finally {
+      await shell.exec(sbx, `ip route del ${slots[far]!.slotAddress}/32 2>/dev/null; true`);
+    }
+    // Spoofing: the neighbour (on no network) takes the allowlisted member's address and tries its peer, and far.
+    const spoofSetup = await shell.exec(neighbour, `ip addr add ${own.slotAddress}/32 dev eth0 && echo added`);
+    let spoofed: Record<string, ProbeResult>;
+    try {
+      spoofed = await shell.probe(neighbour, [
+        { id: 'spoof-sib-tcp', kind: 'tcp', host: slots[sibling]!.slotAddress, port: ECHO_PORT, src: own.slotAddress, send: 's' },
+        { id: 'spoof-sib-udp', kind: 'udp', host: slots[sibling]!.slotAddress, port: ECHO_PORT, src: own.slotAddress, send: 's' },
+        { id: 'spoof-name', kind: 'dns', server: '10.254.0.53', name: 'sib.na.internal', src: own.slotAddress },
+        { id: 'raw-spoof', kind: 'raw', host: slots[sibling]!.slotAddress, port: ECHO_PORT, spoofSource: own.slotAddress, send: 'r' },
+        ...reachProbes('plain-sib', slots[sibling]!.slotAddress),
+        nameProbe('plain-name', 'sib.na.internal'),
+      ]);
+    } finally {
+      await shell.exec(neighbour, `ip addr del ${own.slotAddress}/32 dev eth0 2>/dev/null; true`);
+    }
+    const fromFar = await shell.probe(far, [...reachProbes('back', own.slotAddress), nameProbe('back-name', 'sbx.na.internal')]);
+    const ev = await env.evidence!.collect();
+    const why = `${JSON.stringify(r)}\nspoofed: ${JSON.stringify(spoofed)} (${spoofSetup.stdout}${spoofSetup.stderr})\nroute: ${route.stdout}${route.stderr}\nfar: ${JSON.stringify(fromFar)}`;
+
+    assert.deepEqual(reached(r, 'far-direct'), { tcp: false, udp: false }, `far by address: ${why}`);
+    for (const i of hostTargets.keys()) assert.deepEqual(reached(r, `host-${i}`), { tcp: false, udp: false }, `via the host (${hostTargets[i]}): ${why}`);
+    const answered = guesses.filter((a) => r[`guess-${a}`]?.recv === 'g');
+    assert.deepEqual(answered, [slots[sibling]!.slotAddress], `guessing slot addresses reaches only the one peer: ${why}`);
+    for (const id of ['spoof-sib-tcp', 'spoof-sib-udp', 'raw-spoof', 'plain-sib-tcp', 'plain-sib-udp']) assert.equal(spoofed[id]?.recv, undefined, `${id}: ${why}`);
+    assert.deepEqual(spoofed['spoof-name']?.answers ?? [], [], `a spoofed name query was answered: ${why}`);
+    assert.equal(spoofed['plain-name']?.rcode, 'NXDOMAIN', why);
+    assert.deepEqual(reached(fromFar, 'back'), { tcp: false, udp: false }, `far -> the allowlisted sandbox: ${why}`);
+    assert.equal(fromFar['back-name']?.rcode, 'NXDOMAIN', why);
+    // Nothing arrived where it must not: far heard only the sibling, the sibling only its two peers.
+    assert.deepEqual([...new Set((await echoPeers(shell, far, since)).map((p) => p.peer))], [slots[sibling]!.slotAddress], `far's echo server: ${why}`);
+    assert.deepEqual([...new Set((await echoPeers(shell, sibling, since)).map((p) => p.peer))], [own.slotAddress], `the sibling's echo server: ${why}`);
+    assert.deepEqual(await echoPeers(shell, neighbour, since), [], why);
+    assert.deepEqual(ev.passed.filter((f) => f.destination === slots[far]!.slotAddress && f.source !== slots[sibling]!.slotAddress), [], `a packet to far got past the host filter: ${why}`);
+    assert.deepEqual(ev.passed.filter((f) => f.source === slots[neighbour]!.slotAddress && [own.slotAddress, slots[sibling]!.slotAddress].includes(f.destination)), [], why);
+    assert.deepEqual(ev.toHost.filter((f) => f.port === ECHO_PORT), [], `packets reached the host's echo port: ${why}`);
   });
 
   test('root with CAP_NET_ADMIN: added addresses (spoofed sources), routes, IPv6 addresses and raw sockets get nothing out', async () => {

@@ -191,6 +191,21 @@ describe('MCP server through a real daemon (gVisor): stdio, Streamable HTTP and 
       (err: Error & { code?: unknown }) => err.code === 401);
   });
 
+  test('stdio: a private network: create, attach the sandbox, list shows its name, a second one is refused in use, detach, delete', async () => {
+    const created = await ok(stdio, 'network_create', { name: 'mcpnet' });
+    assert.equal(created.network.name, 'mcpnet');
+    const joined = await ok(stdio, 'network_attach', { sandboxId, network: 'mcpnet', alias: 'main' });
+    assert.equal(joined.membership.hostname, 'main.mcpnet.internal');
+    const listed = await ok(stdio, 'network_list', {});
+    assert.deepEqual(listed.networks.map((n: Data) => [n.name, n.members.map((m: Data) => m.sandboxId)]), [['mcpnet', [sandboxId]]]);
+    const inUse = (await stdio.callTool({ name: 'network_delete', arguments: { network: 'mcpnet' } })) as CallToolResult;
+    assert.equal(inUse.isError, true);
+    assert.match(text(inUse), /^NETWORK_IN_USE: .*sbx_/);
+    await ok(stdio, 'network_detach', { sandboxId, network: 'mcpnet' });
+    assert.equal((await ok(stdio, 'network_delete', { network: 'mcpnet' })).deleted, true);
+    assert.deepEqual((await ok(stdio, 'network_list', {})).networks, []);
+  });
+
   test('every tool call is in the audit log with the key and the tool; kill everything', async () => {
     const keyId = (await daemon.server.core.store.listApiKeys())[0]!.id;
     const entries = await listAudit({ ...daemon.conn, limit: 1000 });

@@ -41,7 +41,7 @@ describe('protocol: tools/list', () => {
       const schema = t.inputSchema as Schema;
       assert.equal(schema.type, 'object');
       assert.equal(schema.additionalProperties, false, t.name);
-      const scoped = !['sandbox_create', 'sandbox_list', 'snapshot_list'].includes(t.name);
+      const scoped = !['sandbox_create', 'sandbox_list', 'snapshot_list', 'network_create', 'network_list', 'network_delete'].includes(t.name);
       assert.equal(schema.required?.includes('sandboxId') ?? false, scoped, t.name);
       if (scoped) assert.equal(schema.properties.sandboxId?.type, 'string');
     }

@@ -3,3 +3,4 @@ export { DEFAULT_LAYOUT, DNS_SERVICE_ADDRESS, MAX_SLOT, layoutForPrefix, slotAdd
 export { run, runChecked, type RunResult } from './exec.js';
 export * from './egress/index.js';
 export * from './ingress/index.js';
+export * from './private/index.js';

@@ -28,6 +28,7 @@ export {
 } from './admin.js';
 export { addSshKey, listSshKeys, removeSshKey } from './ssh-keys.js';
 export { createTeam, listTeams, getTeam, setTeamQuota, createApiKey, listApiKeys, revokeApiKey, type CreateApiKeyOpts } from './teams.js';
+export { Network, SandboxNetworks } from './networks.js';
 export {
   resolveConnection, ConnectionConfig, DEFAULT_REQUEST_TIMEOUT_MS, SYSTEM_API_KEY_FILE,
   type ConnectionOpts, type ConnectionSettings, type ConnectionEnvironment,

@@ -4,7 +4,7 @@
  */
 import {
   RamifyError,
-  type AutoPause, type CreateSandboxRequest, type EgressLogEntry, type EgressLogResponse, type EgressPolicyInfo, type EgressPolicyRequest, type ForkResponse, type IngressEndpoint, type IngressLogResponse,
+  type AutoPause, type CreateSandboxRequest, type NetworkJoinRequest, type EgressLogEntry, type EgressLogResponse, type EgressPolicyInfo, type EgressPolicyRequest, type ForkResponse, type IngressEndpoint, type IngressLogResponse,
   type PortAccess, type PortInfo, type PortSpec, type PortsInfo, type PortUrlInfo, type RuntimeName, type SandboxInfo, type SnapshotInfo, type SshAccessInfo, type TimeoutAction,
 } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
@@ -12,6 +12,7 @@ import { ApiClient } from './http.js';
 import { Commands } from './commands/commands.js';
 import { Pty } from './commands/pty.js';
 import { Files } from './files.js';
+import { SandboxNetworks } from './networks.js';
 import { InvalidStateError, SandboxNotFoundError } from './errors.js';
 import { SandboxPaginator, type SandboxListFilter } from './paginator.js';
 import { explore, type ExploreOpts, type ExploreReport, type Strategy } from './explore.js';
@@ -63,6 +64,11 @@ export interface SandboxOpts extends ConnectionOpts {
    * {@link Sandbox.prototype.setAutoPause}.
    */
   autoPause?: AutoPause | null;
+  /**
+   * Private networks to join before it runs: `[{ network: 'n1' }, { network: 'n2', alias: 'worker' }]`
+   * (alias default `sbx-` and the id's last 8 characters). Not taken from a snapshot. See {@link Network}.
+   */
+  networks?: NetworkJoinRequest[];
 }
 
 /** Options of {@link Sandbox.list}. */
@@ -80,6 +86,8 @@ export class Sandbox {
   readonly pty: Pty;
   /** Read and write files. */
   readonly files: Files;
+  /** Its private networks: `attach(network, { alias })`, `detach(network)`, `list()`. */
+  readonly networks: SandboxNetworks;
   private readonly api: ApiClient;
   /** Where the daemon's port URLs point (from the sandbox's info); null when unknown or the daemon has no ingress. */
   private ingress: IngressEndpoint | null;
@@ -91,6 +99,7 @@ export class Sandbox {
     this.commands = new Commands(api, sandboxId);
     this.pty = new Pty(api, sandboxId);
     this.files = new Files(api, sandboxId);
+    this.networks = new SandboxNetworks(api, sandboxId);
   }
 
   /**
@@ -211,9 +220,14 @@ export class Sandbox {
     return this.api.json<SandboxInfo>('POST', sandboxPath(this.sandboxId, '/resume'), { json: body });
   }
 
-  /** Fork into `count` new sandboxes (max 64), each with this one's memory, processes and files. */
-  async fork(opts: { count?: number } = {}): Promise<Sandbox[]> {
-    const res = await this.api.json<ForkResponse>('POST', sandboxPath(this.sandboxId, '/fork'), { json: { count: opts.count ?? 1 } });
+  /**
+   * Fork into `count` new sandboxes (max 64), each with this one's memory, processes and files. Each joins
+   * this one's private networks as `<alias>-<n>` (siblings and parent find each other by name) unless
+   * `networks: false`.
+   */
+  async fork(opts: { count?: number; networks?: boolean } = {}): Promise<Sandbox[]> {
+    const json = { count: opts.count ?? 1, ...(opts.networks !== undefined ? { networks: opts.networks } : {}) };
+    const res = await this.api.json<ForkResponse>('POST', sandboxPath(this.sandboxId, '/fork'), { json });
     return res.sandboxes.map((info) => new Sandbox(info.id, this.api, info.ingress));
   }
 

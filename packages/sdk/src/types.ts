@@ -9,4 +9,5 @@ export type {
   AutoPause, IngressLogEntry, IngressLogResponse, ExposedPort, IngressEndpoint, PortAccess, PortInfo, PortSpec, PortsInfo, PortUrlInfo, SnapshotIngress,
   SshKeyInfo, SshAccessInfo,
   TeamInfo, TeamQuota, SetTeamQuotaRequest, ApiKeyInfo, ApiKeyRole, CreatedApiKey,
+  NetworkInfo, NetworkMemberInfo, NetworkJoinRequest, SandboxNetworkInfo, SnapshotNetworks, EgressPeer,
 } from '@ramify/contracts';

@@ -10,6 +10,7 @@ import { BoundedLogRows } from './bounded-log.js';
 export const DEFAULT_EGRESS_LOG_MAX_ENTRIES = 1000;
 
 const fromRow = (r: Record<string, unknown>): EgressLogRecord => ({
+  // Only entries about a connection between two sandboxes carry a peer.
   sandboxId: r.sandbox_id as string,
   at: r.at as number,
   protocol: r.protocol as EgressLogRecord['protocol'],
@@ -18,15 +19,16 @@ const fromRow = (r: Record<string, unknown>): EgressLogRecord => ({
   name: r.name as string | null,
   verdict: r.verdict as EgressLogRecord['verdict'],
   rule: r.rule as string | null,
+  ...(typeof r.peer_sandbox_id === 'string' ? { peer: { sandboxId: r.peer_sandbox_id, network: (r.peer_network as string | null) ?? null } } : {}),
 });
 
-/** The egress log table (migration 4). */
+/** The egress log table (migration 4; the peer columns: migration 17). */
 export class EgressLogRows extends BoundedLogRows<EgressLogRecord> {
   constructor(db: Db, maxEntries: number) {
     super(db, {
       table: 'egress_log',
-      columns: ['sandbox_id', 'at', 'protocol', 'destination', 'port', 'name', 'verdict', 'rule'],
-      toRow: (e) => [e.sandboxId, e.at, e.protocol, e.destination, e.port, e.name, e.verdict, e.rule],
+      columns: ['sandbox_id', 'at', 'protocol', 'destination', 'port', 'name', 'verdict', 'rule', 'peer_sandbox_id', 'peer_network'],
+      toRow: (e) => [e.sandboxId, e.at, e.protocol, e.destination, e.port, e.name, e.verdict, e.rule, e.peer?.sandboxId ?? null, e.peer?.network ?? null],
       fromRow,
     }, maxEntries);
   }

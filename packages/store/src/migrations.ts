@@ -451,4 +451,34 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE ssh_keys_v17 RENAME TO ssh_keys;
     `,
   },
+  {
+    version: 18,
+    name: 'private-networks',
+    // Private networks (docs/design/NETWORKS.md): named networks of a team, unique by name in it; which sandbox is on which
+    // network under which alias (unique per network; the rows go with their sandbox row, and a kill deletes
+    // them in the write that records it); the networks a snapshot's sandbox was on (JSON [{ network, alias }];
+    // NULL: not recorded, as every existing snapshot); and, per egress log entry, the other sandbox of a
+    // connection between two sandboxes and the network that allowed it.
+    sql: `
+      CREATE TABLE networks (
+        id TEXT PRIMARY KEY,
+        team_id TEXT NOT NULL REFERENCES teams(id),
+        name TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        UNIQUE (team_id, name)
+      );
+      CREATE TABLE network_members (
+        network_id TEXT NOT NULL REFERENCES networks(id),
+        sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+        alias TEXT NOT NULL,
+        attached_at INTEGER NOT NULL,
+        PRIMARY KEY (network_id, sandbox_id),
+        UNIQUE (network_id, alias)
+      );
+      CREATE INDEX network_members_sandbox ON network_members(sandbox_id);
+      ALTER TABLE snapshots ADD COLUMN networks TEXT CHECK (networks IS NULL OR (json_valid(networks) AND json_type(networks) = 'array'));
+      ALTER TABLE egress_log ADD COLUMN peer_sandbox_id TEXT;
+      ALTER TABLE egress_log ADD COLUMN peer_network TEXT;
+    `,
+  },
 ];

@@ -1,8 +1,8 @@
 /**
  * Snapshot and template rows. Both belong to a team (migration 17); names are unique per team.
  */
-import { RamifyError, type AutoPause } from '@ramify/contracts';
-import type { CanonicalEgressPolicy, SandboxIngress, SnapshotRecord, TemplateRecord } from '@ramify/core';
+import { RamifyError, type AutoPause, type SnapshotNetworks } from '@ramify/contracts';
+import type { CanonicalEgressPolicy, SandboxIngress, SnapshotPatch, SnapshotRecord, TemplateRecord } from '@ramify/core';
 import { conflictOnConstraint, requireRootfs, type Db } from './db.js';
 
 interface SnapshotRow {
@@ -29,6 +29,8 @@ interface SnapshotRow {
   ingress: string | null;
   /** JSON `{ idleMs }` of its sandbox's idle auto-pause (migration 13); NULL when off or not recorded. */
   auto_pause: string | null;
+  /** JSON `[{ network, alias }]` of the private networks its sandbox was on (migration 17); NULL when not recorded. */
+  networks: string | null;
 }
 
 const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
@@ -51,6 +53,7 @@ const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
   egress: r.egress === null ? null : (JSON.parse(r.egress) as CanonicalEgressPolicy),
   ingress: r.ingress === null ? null : (JSON.parse(r.ingress) as SandboxIngress),
   autoPause: r.auto_pause === null ? null : (JSON.parse(r.auto_pause) as AutoPause),
+  networks: r.networks === null ? null : (JSON.parse(r.networks) as SnapshotNetworks),
 });
 
 /** A record's envs as stored: a JSON object, or NULL when unknown. */
@@ -59,6 +62,9 @@ const envsColumn = (envs: SnapshotRecord['envs']): string | null => (envs === nu
 const ingressColumn = (ingress: SnapshotRecord['ingress']): string | null => (ingress ? JSON.stringify({ ports: ingress.ports, autoResume: ingress.autoResume }) : null);
 /** A record's idle auto-pause as stored: JSON `{ idleMs }`, or NULL when off or not recorded. */
 const autoPauseColumn = (autoPause: SnapshotRecord['autoPause']): string | null => (autoPause ? JSON.stringify({ idleMs: autoPause.idleMs }) : null);
+/** A record's networks as stored: JSON `[{ network, alias }]` (those fields only), or NULL when not recorded. */
+const networksColumn = (networks: SnapshotRecord['networks']): string | null =>
+  networks ? JSON.stringify(networks.map((n) => ({ network: n.network, alias: n.alias }))) : null;
 /** A record's egress policy as stored: JSON `{ mode, rules }` (nothing else of the object given), or NULL when none is recorded. */
 const egressColumn = (egress: SnapshotRecord['egress']): string | null => (egress === null ? null : JSON.stringify({ mode: egress.mode, rules: egress.rules }));
 
@@ -75,12 +81,12 @@ export class SnapshotRows {
       this.#db
         .prepare(
           `INSERT INTO snapshots (id, team_id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, disk_size_mb, rootfs_dir,
-             envs, egress, ingress, auto_pause)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             envs, egress, ingress, auto_pause, networks)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(
           s.id, s.teamId, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.diskSizeMB, s.rootfsDir,
-          envsColumn(s.envs), egressColumn(s.egress), ingressColumn(s.ingress), autoPauseColumn(s.autoPause),
+          envsColumn(s.envs), egressColumn(s.egress), ingressColumn(s.ingress), autoPauseColumn(s.autoPause), networksColumn(s.networks),
         );
     } catch (err) {
       conflictOnConstraint(err, s.name ? `a snapshot named '${s.name}' already exists` : `snapshot '${s.id}' already exists`);
@@ -97,14 +103,17 @@ export class SnapshotRows {
     return row ? snapshotFromRow(row) : null;
   }
 
-  update(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause'>>): SnapshotRecord {
-    const columns: Record<string, string> = { name: 'name', kind: 'kind', status: 'status', sizeBytes: 'size_bytes', envs: 'envs', egress: 'egress', ingress: 'ingress', autoPause: 'auto_pause' };
+  update(id: string, patch: SnapshotPatch): SnapshotRecord {
+    const columns: Record<string, string> = {
+      name: 'name', kind: 'kind', status: 'status', sizeBytes: 'size_bytes', envs: 'envs', egress: 'egress', ingress: 'ingress', autoPause: 'auto_pause', networks: 'networks',
+    };
     const fields = Object.keys(patch).filter((f) => f in columns && patch[f as keyof typeof patch] !== undefined);
     const jsonColumns: Record<string, () => string | null> = {
       envs: () => envsColumn(patch.envs ?? null),
       egress: () => egressColumn(patch.egress ?? null),
       ingress: () => ingressColumn(patch.ingress ?? null),
       autoPause: () => autoPauseColumn(patch.autoPause ?? null),
+      networks: () => networksColumn(patch.networks ?? null),
     };
     const value = (f: string): unknown => (jsonColumns[f] ? jsonColumns[f]() : patch[f as keyof typeof patch]);
     if (fields.length > 0) {

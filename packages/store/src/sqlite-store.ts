@@ -12,12 +12,16 @@ import type {
   EgressPolicyRecord,
   IngressLogRecord,
   IngressWakes,
+  NetworkMemberRecord,
+  NetworkMembership,
+  NetworkRecord,
   SandboxActivityRecord,
   SandboxPage,
   SandboxPatch,
   SandboxQuery,
   SandboxRecord,
   SlotLease,
+  SnapshotPatch,
   SnapshotRecord,
   SshKeyRecord,
   SshTokenRecord,
@@ -36,6 +40,7 @@ import { SandboxRows } from './sandboxes.js';
 import { SnapshotRows, TemplateRows } from './snapshots.js';
 import { SshRows } from './ssh.js';
 import { TeamRows } from './teams.js';
+import { NetworkRows } from './networks.js';
 
 export interface SqliteStoreOptions {
   /** Database file (created with its directory when absent), or `:memory:`. */
@@ -65,6 +70,7 @@ export class SqliteStore implements Store {
   readonly #tokens: AccessTokenRows;
   readonly #ssh: SshRows;
   readonly #teams: TeamRows;
+  readonly #networks: NetworkRows;
 
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
   constructor(options: SqliteStoreOptions) {
@@ -80,6 +86,7 @@ export class SqliteStore implements Store {
     this.#tokens = new AccessTokenRows(this.db);
     this.#ssh = new SshRows(this.db);
     this.#teams = new TeamRows(this.db);
+    this.#networks = new NetworkRows(this.db);
     this.#ingressLog = new IngressLogRows(this.db, options.ingressLogMaxEntries ?? DEFAULT_INGRESS_LOG_MAX_ENTRIES);
   }
 
@@ -97,6 +104,7 @@ export class SqliteStore implements Store {
         this.#egressLog.deleteFor(id);
         this.#ingressLog.deleteFor(id);
         this.#ssh.deleteTokensOf(id);
+        this.#networks.deleteMembershipsOf(id);
       }
       return updated;
     })();
@@ -130,7 +138,7 @@ export class SqliteStore implements Store {
   async findSnapshotByName(name: string, teamId: string): Promise<SnapshotRecord | null> {
     return this.#snapshots.byName(name, teamId);
   }
-  async updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause'>>): Promise<SnapshotRecord> {
+  async updateSnapshot(id: string, patch: SnapshotPatch): Promise<SnapshotRecord> {
     return this.#snapshots.update(id, patch);
   }
   async listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]> {
@@ -253,6 +261,34 @@ export class SqliteStore implements Store {
   }
   async findSshToken(hash: string): Promise<SshTokenRecord | null> {
     return this.#ssh.tokenByHash(hash);
+  }
+
+  async insertNetwork(record: NetworkRecord): Promise<void> {
+    this.#networks.insert(record);
+  }
+  async getNetwork(id: string): Promise<NetworkRecord | null> {
+    return this.#networks.get(id);
+  }
+  async findNetworkByName(teamId: string, name: string): Promise<NetworkRecord | null> {
+    return this.#networks.byName(teamId, name);
+  }
+  async listNetworks(teamId: string): Promise<NetworkRecord[]> {
+    return this.#networks.list(teamId);
+  }
+  async deleteNetwork(id: string): Promise<void> {
+    this.#networks.delete(id);
+  }
+  async addNetworkMember(member: NetworkMemberRecord): Promise<void> {
+    this.#networks.addMember(member);
+  }
+  async removeNetworkMember(networkId: string, sandboxId: string): Promise<boolean> {
+    return this.#networks.removeMember(networkId, sandboxId);
+  }
+  async networksOfSandbox(sandboxId: string): Promise<NetworkMembership[]> {
+    return this.#networks.ofSandbox(sandboxId);
+  }
+  async membersOfNetwork(networkId: string): Promise<NetworkMembership[]> {
+    return this.#networks.members(networkId);
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,6 @@
 /** `ramify sandbox ...`: lifecycle commands. `exec` and `files` live in their own modules. */
 import { Command, Option } from 'commander';
-import { Sandbox, type SandboxInfo, type SandboxState } from '@ramify/sdk';
+import { Sandbox, type NetworkJoinRequest, type SandboxInfo, type SandboxState } from '@ramify/sdk';
 import type { RuntimeName } from '@ramify/contracts';
 import { action, type CliContext, type CliEnv } from '../context.js';
 import { intIn, keyValue, oneOf, parseDuration } from '../parse.js';
@@ -15,6 +15,7 @@ import { registerSync } from './sandbox-sync.js';
 import { DENY_ALL, collectRule, registerEgress } from './sandbox-egress.js';
 import { registerPorts } from './sandbox-ports.js';
 import { registerSshAccess } from './ssh.js';
+import { collectNetwork, registerSandboxNetworks } from './network.js';
 
 /** Default and largest `list --limit` (the API's page size default and maximum). */
 const DEFAULT_LIST_LIMIT = 100;
@@ -68,18 +69,21 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .option('-p, --port <PORT>', "expose a port at its URL (token access; repeatable); see 'ramify sandbox url --help'", (v: string, prev: number[] = []) => [...prev, Number(v)])
     .option('--public-port <PORT>', 'expose a port with public access (no token; repeatable)', (v: string, prev: number[] = []) => [...prev, Number(v)])
     .option('--auto-pause <duration>', "pause once idle this long, e.g. 10m (10s to 24h), or 'off'; see 'ramify sandbox auto-pause --help'", (v: string) => (v === 'off' ? null : parseDuration(v)))
+    .option('--network <NAME[:ALIAS]>', "join a private network, as <alias>.<network>.internal (repeatable); see 'ramify network --help'", collectNetwork)
     .addHelpText('after', `
 From a snapshot (--snapshot) the sandbox starts with the egress policy, the ports and the auto-pause the
-snapshot recorded (see 'ramify snapshot get'); --egress or --deny-all, --port and --auto-pause replace them.`)
+snapshot recorded (see 'ramify snapshot get'); --egress or --deny-all, --port and --auto-pause replace them.
+It joins no private network the snapshot recorded: --network says which.`)
     .action(action(env, async (ctx, opts: { template?: string; snapshot?: string; timeout?: number; onTimeout?: 'pause' | 'kill';
       env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; disk?: number; runtime?: RuntimeName; egress?: string[]; denyAll?: boolean; port?: number[]; publicPort?: number[];
-      autoPause?: number | null }) => {
+      autoPause?: number | null; network?: NetworkJoinRequest[] }) => {
       const ports = [...(opts.port ?? []).map((port) => ({ port, access: 'token' as const })), ...(opts.publicPort ?? []).map((port) => ({ port, access: 'public' as const }))];
       const sbx = await ctx.spin('creating sandbox', () => Sandbox.create({
         ...ctx.connection, template: opts.template, snapshot: opts.snapshot, timeoutMs: opts.timeout, onTimeout: opts.onTimeout,
         envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, diskSizeMB: opts.disk, runtime: opts.runtime,
         egress: opts.denyAll ? DENY_ALL : opts.egress, ...(ports.length > 0 ? { ports } : {}),
         ...(opts.autoPause !== undefined ? { autoPause: opts.autoPause === null ? null : { idleMs: opts.autoPause } } : {}),
+        ...(opts.network ? { networks: opts.network } : {}),
       }));
       if (ctx.json) ctx.output(await sbx.getInfo(), () => '');
       else ctx.print(sbx.sandboxId);
@@ -134,8 +138,9 @@ TEMPLATE is the template's name; 'tpl_... (deleted)': that template has since be
 
   sandbox.command('fork').argument('<id>', 'sandbox id').description('fork into N new sandboxes (memory, processes, files); prints their ids')
     .option('-n, --count <n>', 'how many forks (1-64)', intIn(1, 64), 1)
-    .action(action(env, async (ctx, id: string, opts: { count: number }) => {
-      const forks = await ctx.spin(`forking ${id} x${opts.count}`, () => Sandbox.fromId(id, ctx.connection).fork({ count: opts.count }));
+    .option('--no-networks', "the forks join none of the parent's private networks (default: each joins them as <parent alias>-<n>)")
+    .action(action(env, async (ctx, id: string, opts: { count: number; networks: boolean }) => {
+      const forks = await ctx.spin(`forking ${id} x${opts.count}`, () => Sandbox.fromId(id, ctx.connection).fork({ count: opts.count, ...(opts.networks ? {} : { networks: false }) }));
       if (ctx.json) ctx.output(await Promise.all(forks.map((f) => f.getInfo())), () => '');
       else ctx.print(forks.map((f) => f.sandboxId).join('\n'));
     }));
@@ -166,4 +171,5 @@ TEMPLATE is the template's name; 'tpl_... (deleted)': that template has since be
   registerEgress(sandbox, env);
   registerPorts(sandbox, env);
   registerSshAccess(sandbox, env);
+  registerSandboxNetworks(sandbox, env);
 }

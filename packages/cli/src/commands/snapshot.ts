@@ -31,6 +31,13 @@ function snapshotTable(snaps: SnapshotInfo[], template: TemplateLabel): string {
     ]));
 }
 
+/** A snapshot's recorded private networks (recorded only: a sandbox made from it joins none). */
+function networksCell(networks: SnapshotInfo['networks']): string {
+  if (networks === null) return 'none recorded';
+  if (networks.length === 0) return 'none';
+  return `${networks.map((n) => `${n.alias}.${n.network}.internal`).join(', ')} (recorded; a sandbox made from it joins none)`;
+}
+
 function snapshotText(s: SnapshotInfo, template: TemplateLabel): string {
   const egress = s.egress === null
     ? `none recorded (${s.kind === 'template' ? 'a template image' : 'taken before policies were recorded, its sandbox gone'}): sandboxes made from it start open`
@@ -38,7 +45,8 @@ function snapshotText(s: SnapshotInfo, template: TemplateLabel): string {
   const head = renderFields([
     ['id', s.id], ['name', s.name ?? '-'], ['kind', s.kind], ['runtime', s.runtime], ['template', template(s.templateId)], ['sandbox', s.sandboxId ?? '-'],
     ['parent', s.parentSnapshotId ?? '-'], ['size', formatBytes(s.sizeBytes)], ['created', `${s.createdAt} (${formatRelative(s.createdAt)})`],
-    ['auto-pause', s.autoPause ? `after ${formatDuration(s.autoPause.idleMs)} idle` : 'off'], ['egress', egress],
+    ['auto-pause', s.autoPause ? `after ${formatDuration(s.autoPause.idleMs)} idle` : 'off'], ['networks', networksCell(s.networks)],
+    ['egress', egress],
   ]);
   return s.egress === null || s.egress.rules.length === 0 ? head : `${head}\negress rules:\n${s.egress.rules.map((r) => `  ${r}`).join('\n')}`;
 }

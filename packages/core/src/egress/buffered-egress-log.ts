@@ -51,5 +51,6 @@ function toRecord(v: EgressVerdict, clock: Clock): EgressLogRecord | null {
     name: typeof v.name === 'string' ? v.name : null,
     verdict: v.verdict,
     rule: typeof v.rule === 'string' ? v.rule : null,
+    ...(v.peer && typeof v.peer.sandboxId === 'string' ? { peer: { sandboxId: v.peer.sandboxId, network: typeof v.peer.network === 'string' ? v.peer.network : null } } : {}),
   };
 }

@@ -64,6 +64,17 @@ describe('getEgressLog over the buffered sink (fake runtime, real SQLite)', () =
     assert.equal((await getEgressLog(w.core, sbx.id, { limit: 0 })).length, 1, 'clamped to 1');
   });
 
+  test('an entry about another sandbox keeps its peer (and network) through the buffer and the store; others have none', async () => {
+    const a = await createSandbox(w.core, {});
+    const b = await createSandbox(w.core, {});
+    w.core.egressLog.record({ sandboxId: a.id, at: '2024-05-01T10:00:00.000Z', protocol: 'tcp', destination: '10.253.0.6', port: 7100, name: 'b.n1.internal', verdict: 'allowed', rule: null, peer: { sandboxId: b.id, network: 'n1' } });
+    w.core.egressLog.record({ sandboxId: a.id, at: '2024-05-01T10:00:01.000Z', protocol: 'udp', destination: '10.253.0.10', port: 7100, name: null, verdict: 'denied', rule: null, peer: { sandboxId: 'sbx_other', network: null } });
+    const log = await getEgressLog(w.core, a.id);
+    assert.deepEqual(log.map((e) => e.peer), [{ sandboxId: 'sbx_other', network: null }, { sandboxId: b.id, network: 'n1' }]);
+    w.core.egressLog.record(verdict(a.id, 1));
+    assert.equal('peer' in (await getEgressLog(w.core, a.id, { limit: 1 }))[0]!, false);
+  });
+
   test("a fork's verdicts land in its own log, not its parent's", async () => {
     const parent = await createSandbox(w.core, { egress: ['allowed.test'] });
     const [child] = await forkSandbox(w.core, parent.id, { count: 1 });

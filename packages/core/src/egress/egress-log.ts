@@ -30,7 +30,10 @@ export async function getEgressLog(core: Core, sandboxId: string, input: EgressL
   return (await core.store.listEgressLog(sandboxId, limit)).map(toEgressLogEntry);
 }
 
-/** The API shape of a stored entry (`at` as an ISO-8601 string). */
+/** The API shape of a stored entry (`at` as an ISO-8601 string; `peer` only when it is about another sandbox). */
 export function toEgressLogEntry(r: EgressLogRecord): EgressLogEntry {
-  return { at: new Date(r.at).toISOString(), protocol: r.protocol, destination: r.destination, port: r.port, name: r.name, verdict: r.verdict, rule: r.rule };
+  return {
+    at: new Date(r.at).toISOString(), protocol: r.protocol, destination: r.destination, port: r.port, name: r.name, verdict: r.verdict, rule: r.rule,
+    ...(r.peer ? { peer: { sandboxId: r.peer.sandboxId, network: r.peer.network } } : {}),
+  };
 }

@@ -1,9 +1,9 @@
 /**
  * The two halves every lifecycle operation is made of:
- * - {@link bringUp}: attach the network for the sandbox's slot → enforce its egress policy → restore an
+ * - {@link bringUp}: attach the network for the sandbox's slot → enforce its egress policy and private networks → restore an
  *   image → open the agent channel → give the sandbox its identity (clock, entropy, hostname, id, envs);
- * - {@link releaseResources}: close the channel, stop the runtime instance, drop the slot's egress
- *   enforcement, detach the network, free the slot.
+ * - {@link releaseResources}: close the channel, stop the runtime instance, drop the slot's private network
+ *   and egress enforcement, detach the network, free the slot.
  */
 import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
@@ -11,6 +11,7 @@ import { RamifyError, isRamifyError, type AgentIdentity } from '@ramify/contract
 import { runtimeFor, type Core } from '../core.js';
 import { releaseEgressEnforcement, enforceStoredEgressPolicy } from '../egress/enforcement.js';
 import { hostnameFor } from '../ids.js';
+import { enforceStoredNetworks, releaseNetworkEnforcement } from '../networks/enforcement.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { phaseTimer } from './phase-timer.js';
 import { messageOf } from './records.js';
@@ -59,6 +60,7 @@ async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string)
     phase('networkMs');
     // Before anything runs in the sandbox: its first packet already meets its policy.
     await enforceStoredEgressPolicy(core, record);
+    await enforceStoredNetworks(core, record);
     phase('egressMs');
     const { imageDir } = await core.storage.open(snapshotId);
     phase('openSnapshotMs');
@@ -108,7 +110,8 @@ export async function releaseResources(core: Core, record: SandboxRecord): Promi
       // A slot among the next ones to be handed out keeps its namespaces, ready for the next sandbox
       // (attach repairs the guest address); others are torn down.
       const keep = await isWarmSlot(core, slot, record.id);
-      await releaseEgressEnforcement(core, slot)
+      await releaseNetworkEnforcement(core, slot)
+        .then(() => releaseEgressEnforcement(core, slot))
         .then(() => (keep ? undefined : core.network.detach(slot)))
         .then(() => core.store.releaseSlot(record.id))
         .catch((err: unknown) => failures.push(`releasing network slot ${slot}: ${messageOf(err)}`));

@@ -17,6 +17,7 @@ import { runtimeFor, type Core } from '../core.js';
 import { newSnapshotId } from '../ids.js';
 import { storedEgressPolicy } from '../egress/get-egress.js';
 import { copyIngress } from '../ingress/ports.js';
+import { recordedNetworks } from '../networks/enforcement.js';
 import type { SandboxOperation, SandboxRecord, SnapshotRecord } from '../ports/store.js';
 import { bringUp, identityFor } from './bring-up.js';
 import { waitForNoConnections, waitForQuietNetwork } from './quiet-network.js';
@@ -139,7 +140,7 @@ export async function forkPointRunning(core: Core, record: SandboxRecord, plan: 
 
 /**
  * The `pending` row of a snapshot about to be taken of `record`, with a copy of its envs (the image's
- * environment), of its exposed ports, its idle auto-pause and its egress policy now (the caller holds its
+ * environment), of its exposed ports, its idle auto-pause, its egress policy and its private networks now (the caller holds its
  * lock, so no change comes in between).
  */
 async function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: string, plan: Pick<CheckpointPlan, 'kind' | 'name'>): Promise<SnapshotRecord> {
@@ -163,6 +164,7 @@ async function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: st
     egress: await storedEgressPolicy(core, record.id),
     ingress: copyIngress(record.ingress),
     autoPause: record.autoPause === null ? null : { ...record.autoPause },
+    networks: await recordedNetworks(core, record.id),
   };
 }
 

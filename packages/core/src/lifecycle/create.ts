@@ -12,6 +12,7 @@ import { normaliseEgressPolicy, type CanonicalEgressPolicy } from '../egress/pol
 import { newSandboxId } from '../ids.js';
 import { checkAutoPause } from '../idle/set-auto-pause.js';
 import { copyIngress, parsePortSpecs } from '../ingress/ports.js';
+import { planNetworkJoins } from '../networks/joins.js';
 import type { RuntimeCapabilities } from '../ports/runtime.js';
 import type { SandboxIngress, SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
 import { startSandbox } from './start.js';
@@ -28,11 +29,12 @@ import { startSandbox } from './start.js';
  * sandbox's image is restored, so the restored processes' first packet already meets it.
  * Its exposed ports are the request's `ports` (validated first too), else from a snapshot the ones it
  * recorded; it gets an access token of its own. Its idle auto-pause is the request's `autoPause` (null: off),
- * else a snapshot's recorded one, else off.
+ * else a snapshot's recorded one, else off. Its private networks are the request's `networks` only (a snapshot's
+ * recorded ones are not joined), checked before anything starts and enforced before its image is restored.
  * It belongs to `owner.teamId` (default the default team): templates and snapshots are looked up as that
  * team sees them (its own, and the shared templates), and its quota must have room (checked before
  * anything is made).
- * @throws RamifyError `QUOTA_EXCEEDED` (nothing made), `VALIDATION_FAILED` (a bad egress rule, named, or mode; a bad or repeated port; both template and snapshot; a runtime
+ * @throws RamifyError `QUOTA_EXCEEDED` (nothing made), `NETWORK_NOT_FOUND`, `NETWORK_ALIAS_TAKEN`, `VALIDATION_FAILED` (a bad egress rule, a bad alias, named, or mode; a bad or repeated port; both template and snapshot; a runtime
  *   that does not match the snapshot; a `diskSizeMB` or `memoryMB` the runtime or its image cannot give), `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_BUILT` (the template has no image
  *   for the runtime asked for), `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
  *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
@@ -58,6 +60,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest, o
   const memoryMB = request.memoryMB ?? source.memoryMB ?? core.options.defaultMemoryMB;
   if (runtime.checkResources) await runtime.checkResources({ cpuCount, memoryMB, diskSizeMB }, (await core.storage.open(source.snapshotId)).imageDir);
   const id = newSandboxId();
+  const networks = await planNetworkJoins(core, id, teamId, request.networks);
   if (egress === undefined && source.egress === null) {
     core.logger.warn('the snapshot recorded no egress policy (taken before policies were recorded, its sandbox gone): the sandbox starts open', { snapshotId: source.snapshotId, sandboxId: id });
   }
@@ -80,6 +83,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest, o
       autoPause: askedAutoPause !== undefined ? askedAutoPause : source.autoPause ? { ...source.autoPause } : null,
       egress: egress ?? source.egress ?? undefined,
       ingress: sandboxIngress(source.ingress, ports, request.autoResume),
+      networks,
     }),
   ));
 }

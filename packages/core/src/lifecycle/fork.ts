@@ -6,7 +6,8 @@
  * instance, stopped only while its state is copied. A paused parent's pause image is used as is and the
  * parent stays paused. Then the children are restored concurrently, each with a new id, a
  * new slot, fresh identity, its own copy of the parent's egress policy and exposed ports (with its own access token) (later changes to one do not
- * affect the other). All or nothing: if one child fails, the others are killed.
+ * affect the other), and a place on each of the parent's private networks under an alias derived from the
+ * parent's (`<alias>-<n>`), unless `networks: false`. All or nothing: if one child fails, the others are killed.
  *
  * The parent carries a `fork` operation (snapshot id and child ids) from before the runtime acts until
  * the children are up, so reconcile can finish or undo a fork cut short by a crash.
@@ -15,6 +16,7 @@ import { MAX_FORK_COUNT, RamifyError } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { newSandboxId } from '../ids.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
+import { forkNetworkJoins, type NetworkJoin } from '../networks/joins.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { checkForkCount, withinQuota } from '../teams/quota.js';
 import { checkpointRunning, forkPointRunning } from './checkpoint.js';
@@ -28,6 +30,11 @@ import { checkpointSourceFor, isTerminal } from './state-machine.js';
 export interface ForkInput {
   /** 1..MAX_FORK_COUNT. */
   count: number;
+  /**
+   * Whether each child joins its parent's private networks, as `<parent alias>-<n>` (the lowest free n), so
+   * siblings and the parent find each other by name. Default true; false: the children are on no network.
+   */
+  networks?: boolean;
 }
 
 /**
@@ -45,12 +52,12 @@ export async function forkSandbox(core: Core, sandboxId: string, input: ForkInpu
     const loaded = await loadSandbox(core, sandboxId);
     await checkForkCount(core, loaded.teamId, input.count);
     const childIds = Array.from({ length: input.count }, () => newSandboxId());
-    return withinQuota(core, loaded.teamId, childIds.map((id) => ({ id, memoryMB: loaded.memoryMB })), () => forkUnderLock(core, loaded, childIds));
+    return withinQuota(core, loaded.teamId, childIds.map((id) => ({ id, memoryMB: loaded.memoryMB })), () => forkUnderLock(core, loaded, childIds, input.networks !== false));
   });
 }
 
 /** The fork itself, under the parent's lock, its children admitted by the team's quota. */
-async function forkUnderLock(core: Core, loaded: SandboxRecord, childIds: string[]): Promise<SandboxRecord[]> {
+async function forkUnderLock(core: Core, loaded: SandboxRecord, childIds: string[], joinNetworks: boolean): Promise<SandboxRecord[]> {
   const sandboxId = loaded.id;
   let parent = loaded;
   let parentRestore: Promise<SandboxRecord> | null = null;
@@ -78,7 +85,8 @@ async function forkUnderLock(core: Core, loaded: SandboxRecord, childIds: string
   if (operation?.kind !== 'fork') throw new RamifyError('INTERNAL', `fork of '${sandboxId}' lost its operation record`);
   try {
     const egress = (await core.store.getEgressPolicy(sandboxId)) ?? undefined;
-    const [children] = await Promise.allSettled([startChildren(core, parent, { snapshotId: operation.snapshotId, childIds, egress }), parentRestore]);
+    const networks = joinNetworks ? await forkNetworkJoins(core, sandboxId, childIds) : new Map<string, NetworkJoin[]>();
+    const [children] = await Promise.allSettled([startChildren(core, parent, { snapshotId: operation.snapshotId, childIds, egress, networks }), parentRestore]);
     if (children.status === 'rejected') throw children.reason;
     return children.value;
   } finally {
@@ -103,10 +111,12 @@ interface ChildPlan {
   childIds: string[];
   /** The parent's egress policy at fork time (each child stores its own copy); undefined = never set. */
   egress: CanonicalEgressPolicy | undefined;
+  /** Per child id: the networks it joins (none when absent). */
+  networks: ReadonlyMap<string, readonly NetworkJoin[]>;
 }
 
 async function startChildren(core: Core, parent: SandboxRecord, plan: ChildPlan): Promise<SandboxRecord[]> {
-  const { snapshotId, childIds, egress } = plan;
+  const { snapshotId, childIds, egress, networks } = plan;
   const outcomes = await mapLimit(childIds, core.options.forkConcurrency, (id) =>
     core.locks.run(id, () =>
       startSandbox(core, {
@@ -130,6 +140,7 @@ async function startChildren(core: Core, parent: SandboxRecord, plan: ChildPlan)
         egress,
         // Its own URLs (its own id, its own token) for the same ports.
         ingress: parent.ingress,
+        networks: networks.get(id) ?? [],
       }),
     ),
   );

@@ -5,7 +5,7 @@
  *    parent is brought back to the state it had;
  * 2. every other live sandbox is reconciled by state (see reconcile-sandbox.ts): running ones re-attached,
  *    half-done operations rolled forward or back, paused ones left resumable;
- * 3. the egress policy of every running or paused sandbox is enforced again (a host reboot or a restart of
+ * 3. the egress policy and private networks of every running or paused sandbox are enforced again (a host reboot or a restart of
  *    the enforcement loses it; re-applying is idempotent);
  * 4. orphans are removed: runtime instances no live sandbox owns, network slots no live sandbox leases,
  *    slot leases of dead sandboxes, and `pending` snapshot rows (images never committed).
@@ -13,6 +13,7 @@
  */
 import type { Core } from '../core.js';
 import { enforceStoredEgressPolicy } from '../egress/enforcement.js';
+import { enforceStoredNetworks } from '../networks/enforcement.js';
 import type { Runtime } from '../ports/runtime.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { finishKill } from './kill.js';
@@ -114,6 +115,9 @@ async function reapplyEgressPolicies(core: Core): Promise<void> {
       if (!egressEnforced(record.state)) return;
       await enforceStoredEgressPolicy(core, record).catch((err: unknown) =>
         core.logger.error('reconcile: enforcing the egress policy failed', { sandboxId: record.id, error: messageOf(err) }),
+      );
+      await enforceStoredNetworks(core, record).catch((err: unknown) =>
+        core.logger.error('reconcile: enforcing the private networks failed', { sandboxId: record.id, error: messageOf(err) }),
       );
     });
   }

@@ -75,6 +75,7 @@ export function toSnapshotInfo(record: SnapshotRecord): SnapshotInfo {
     ingress: record.ingress ? { ports: sortPorts(record.ingress.ports), autoResume: record.ingress.autoResume } : null,
     autoPause: record.autoPause ? { ...record.autoPause } : null,
     team: record.teamId,
+    networks: record.networks ? record.networks.map((n) => ({ network: n.network, alias: n.alias })) : null,
   };
 }
 

@@ -7,6 +7,7 @@ import { RamifyError } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { storedEgressPolicy } from '../egress/get-egress.js';
 import { copyIngress } from '../ingress/ports.js';
+import { recordedNetworks } from '../networks/enforcement.js';
 import type { SandboxRecord, SnapshotRecord } from '../ports/store.js';
 import { checkpointRunning } from './checkpoint.js';
 import { loadSandbox, messageOf } from './records.js';
@@ -71,6 +72,7 @@ async function nameThePauseImage(core: Core, record: SandboxRecord, name: string
     egress,
     ingress: copyIngress(record.ingress),
     autoPause: record.autoPause === null ? null : { ...record.autoPause },
+    networks: await recordedNetworks(core, sandboxId),
     ...(image.envs === null ? { envs: { ...record.envs } } : {}),
   });
 }

@@ -10,12 +10,16 @@ import { isRamifyError } from '@ramify/contracts';
 import { prewarmFreeSlots } from './prewarm.js';
 import type { Core } from '../core.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
+import { joinNetworks, type NetworkJoin } from '../networks/joins.js';
 import { newAccessToken } from '../ingress/access-token.js';
 import { copyIngress, NO_INGRESS } from '../ingress/ports.js';
 import type { SandboxIngress, SandboxRecord } from '../ports/store.js';
 import { bringUp, releaseResources } from './bring-up.js';
 import { finishKill } from './kill.js';
 import { messageOf, transition } from './records.js';
+
+/** Errors of a step that refused the request as bad input (nothing ran): the sandbox ends `killed`, not `error`. */
+const REFUSED_AS_BAD_INPUT: ReadonlySet<string> = new Set(['VALIDATION_FAILED', 'NETWORK_NOT_FOUND', 'NETWORK_ALIAS_TAKEN']);
 
 /** The part of a new sandbox's record its creator chooses; the rest is filled in here. */
 export type NewSandbox = Pick<
@@ -27,6 +31,8 @@ export type NewSandbox = Pick<
   egress?: CanonicalEgressPolicy;
   /** Exposed ports and autoResume (a fork child's: a copy of its parent's); absent = none. */
   ingress?: SandboxIngress;
+  /** Private networks to join before it runs (checked by the caller; a fork child's: its parent's, derived aliases); absent = none. */
+  networks?: readonly NetworkJoin[];
 };
 
 /**
@@ -36,7 +42,7 @@ export type NewSandbox = Pick<
  *   `VALIDATION_FAILED` (bad input refused by a step; `error` with "kill failed" if releasing failed).
  */
 export async function startSandbox(core: Core, fresh: NewSandbox): Promise<SandboxRecord> {
-  const { egress, ingress, ...fields } = fresh;
+  const { egress, ingress, networks, ...fields } = fresh;
   let record: SandboxRecord = {
     ...fields,
     ingress: copyIngress(ingress ?? NO_INGRESS),
@@ -53,6 +59,7 @@ export async function startSandbox(core: Core, fresh: NewSandbox): Promise<Sandb
   core.events.emitState({ sandboxId: record.id, from: 'creating', to: 'creating', sandbox: record, at: record.createdAt });
   try {
     if (egress !== undefined) await core.store.putEgressPolicy(record.id, egress, record.createdAt);
+    if (networks) await joinNetworks(core, record.id, networks, record.createdAt);
     // Its own access token (a fork's differs from its parent's), stored before the sandbox is acknowledged.
     await core.store.ensureAccessToken(record.id, newAccessToken(core.entropy), record.createdAt);
     const slot = await core.store.allocateSlot(record.id);
@@ -60,7 +67,7 @@ export async function startSandbox(core: Core, fresh: NewSandbox): Promise<Sandb
     record = await core.store.updateSandbox(record.id, { slot });
     await bringUp(core, record, fresh.sourceSnapshotId);
   } catch (err) {
-    if (isRamifyError(err) && err.code === 'VALIDATION_FAILED') {
+    if (isRamifyError(err) && REFUSED_AS_BAD_INPUT.has(err.code)) {
       // The runtime refused the request as bad input (e.g. more memory than the image was booted with):
       // nothing ran, so no sandbox is left behind (it ends `killed`, the reason kept in its record).
       const killing = await transition(core, record, 'killing', { operation: { kind: 'kill' }, error: `create refused: ${messageOf(err)}` });

@@ -8,7 +8,7 @@
  * it in the same write that records the outcome, so after a crash `reconcile` finds every half-done
  * operation and rolls it forward or back. A write has happened when its promise resolved.
  */
-import type { ApiKeyRole, AutoPause, EgressLogEntry, ExposedPort, RuntimeName, SandboxState, SnapshotInfo, TeamQuota, TimeoutAction } from '@ramify/contracts';
+import type { ApiKeyRole, AutoPause, EgressLogEntry, EgressPeer, ExposedPort, RuntimeName, SandboxState, SnapshotInfo, SnapshotNetworks, TeamQuota, TimeoutAction } from '@ramify/contracts';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
 
 /**
@@ -169,10 +169,44 @@ export interface SnapshotRecord {
    */
   autoPause?: AutoPause | null;
   /**
+   * The private networks its sandbox was on when it was taken (network name and alias; as `egress`).
+   * Recorded only: a sandbox created from it joins none. Null or absent: none recorded (template images,
+   * rows from before schema migration 17).
+   */
+  networks?: SnapshotNetworks | null;
+  /**
    * Host directory of the root filesystem the image was made on (its sandbox's pinned one; a template
    * image's template rootfs). The image may only be restored on this directory.
    */
   rootfsDir: string;
+}
+
+/** The fields of a snapshot that change after it is inserted. */
+export type SnapshotPatch = Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause' | 'networks'>>;
+
+/** A private network (see core's `networks/`). */
+export interface NetworkRecord {
+  /** `net_<ulid>`. */
+  id: string;
+  /** The team it belongs to; only that team's sandboxes join it. */
+  teamId: string;
+  /** A DNS label, unique in its team. */
+  name: string;
+  createdAt: number;
+}
+
+/** One sandbox on one network, under an alias unique on that network. */
+export interface NetworkMemberRecord {
+  networkId: string;
+  sandboxId: string;
+  alias: string;
+  /** When it joined, ms. */
+  attachedAt: number;
+}
+
+/** A membership with its network's name (what enforcement and the API need). */
+export interface NetworkMembership extends NetworkMemberRecord {
+  network: string;
 }
 
 export interface TemplateRecord {
@@ -288,6 +322,8 @@ export interface EgressLogRecord {
   verdict: EgressLogEntry['verdict'];
   /** The normalised rule that allowed it; null when denied or open. */
   rule: string | null;
+  /** The other sandbox of a connection between two sandboxes (and the network that allowed it); absent or null otherwise. */
+  peer?: EgressPeer | null;
 }
 
 /**
@@ -363,7 +399,7 @@ export interface Store {
   getSandbox(id: string): Promise<SandboxRecord | null>;
   /**
    * Apply `patch` atomically and return the updated record. A patch to `killed` also deletes the sandbox's
-   * egress and ingress logs and its SSH access tokens in the same write. Rejects `SANDBOX_NOT_FOUND`.
+   * egress and ingress logs, its SSH access tokens and its network memberships in the same write. Rejects `SANDBOX_NOT_FOUND`.
    */
   updateSandbox(id: string, patch: SandboxPatch): Promise<SandboxRecord>;
   /** Sandboxes in creation order (oldest first), filtered and paginated. Rejects `VALIDATION_FAILED` for a bad cursor. */
@@ -389,7 +425,7 @@ export interface Store {
   /** The team's snapshot with this name (names are unique per team). */
   findSnapshotByName(name: string, teamId: string): Promise<SnapshotRecord | null>;
   /** Rejects `SNAPSHOT_NOT_FOUND`, or `CONFLICT` when a new name is taken. */
-  updateSnapshot(id: string, patch: Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause'>>): Promise<SnapshotRecord>;
+  updateSnapshot(id: string, patch: SnapshotPatch): Promise<SnapshotRecord>;
   /** Newest first. */
   listSnapshots(filter?: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] }): Promise<SnapshotRecord[]>;
   /** No-op when absent. */
@@ -493,6 +529,31 @@ export interface Store {
   insertSshToken(record: SshTokenRecord): Promise<void>;
   /** The token record with this hash (expired or not), or null. */
   findSshToken(hash: string): Promise<SshTokenRecord | null>;
+
+  /** Rejects `NETWORK_EXISTS` (details `name`, `id`) when the name is taken. */
+  insertNetwork(record: NetworkRecord): Promise<void>;
+  getNetwork(id: string): Promise<NetworkRecord | null>;
+  /** The team's network of that name, or null. */
+  findNetworkByName(teamId: string, name: string): Promise<NetworkRecord | null>;
+  /** The team's networks, oldest first. */
+  listNetworks(teamId: string): Promise<NetworkRecord[]>;
+  /**
+   * Delete the network if no sandbox is on it, in one transaction. Rejects `NETWORK_IN_USE` (details
+   * `sandboxes`: their ids) otherwise, `NETWORK_NOT_FOUND` when absent.
+   */
+  deleteNetwork(id: string): Promise<void>;
+  /**
+   * Put the sandbox on the network. Rejects `NETWORK_ALIAS_TAKEN` (details `network`, `alias`, `sandboxId`)
+   * when another member has the alias, `CONFLICT` when the sandbox is on it already, `NETWORK_NOT_FOUND`
+   * or `SANDBOX_NOT_FOUND` when either is gone.
+   */
+  addNetworkMember(member: NetworkMemberRecord): Promise<void>;
+  /** @returns whether the sandbox was on the network. */
+  removeNetworkMember(networkId: string, sandboxId: string): Promise<boolean>;
+  /** The networks a sandbox is on, in the order it joined them. */
+  networksOfSandbox(sandboxId: string): Promise<NetworkMembership[]>;
+  /** A network's members, by alias. */
+  membersOfNetwork(networkId: string): Promise<NetworkMembership[]>;
 
   close(): Promise<void>;
 }

@@ -11,6 +11,7 @@ import type { Store } from '../ports/store.js';
 import type { SnapshotStorage } from '../ports/snapshot-storage.js';
 import type { FakeGuestState } from './fake-agent.js';
 import { FakeEgressEnforcer } from './fake-egress.js';
+import { FakeNetworkEnforcer } from './fake-networks.js';
 import { DirSnapshotStorage, FakeNetwork, FakeRuntime, ManualClock } from './fake-ports.js';
 
 export interface TestWorld {
@@ -23,6 +24,8 @@ export interface TestWorld {
   clock: ManualClock;
   /** The egress enforcer wired into `core` (records policies per slot). */
   egress: FakeEgressEnforcer;
+  /** The private network enforcer wired into `core` (records memberships per slot). */
+  networks: FakeNetworkEnforcer;
   /** The `base` template's root filesystem: a real (empty) directory in `dir` the fake runtime never reads. */
   rootfsDir: string;
   /** Close sessions and the store (a daemon stop); the files stay. */
@@ -69,18 +72,19 @@ export async function createTestWorld(options: Partial<CoreOptions> = {}, reuse?
   const storage = reuse?.storage ?? new DirSnapshotStorage(join(dir, 'snapshots'));
   const clock = reuse?.clock ?? new ManualClock();
   const egress = reuse?.egress ?? new FakeEgressEnforcer();
+  const networks = reuse?.networks ?? new FakeNetworkEnforcer();
   const rootfsDir = reuse?.rootfsDir ?? join(dir, 'rootfs', 'base-1');
   if (!reuse) {
     await mkdir(rootfsDir, { recursive: true });
     await seedTemplate(store, storage, { files: { '/root/hello.txt': 'hi' }, endpoints: [], identities: [] }, { rootfsDir });
   }
   const core = createCore({
-    store, runtimes: [runtime], network, storage, clock, logger: silentLogger, connectAgent: runtime.connectAgent, egressEnforcer: egress,
+    store, runtimes: [runtime], network, storage, clock, logger: silentLogger, connectAgent: runtime.connectAgent, egressEnforcer: egress, networkEnforcer: networks,
     // No warm slot pool by default: tests see every namespace torn down on release (see prewarm.test.ts).
     options: { quietNetworkPollMs: 1_000, prewarmSlots: 0, ...options },
   });
   return {
-    dir, core, store, runtime, network, storage, clock, egress, rootfsDir,
+    dir, core, store, runtime, network, storage, clock, egress, networks, rootfsDir,
     close: async () => {
       await core.sessions.closeAll();
       await core.egressLog.close();

@@ -24,6 +24,7 @@ const SCOPED_BY_USE_CASE: ReadonlySet<string> = new Set([
   '/v1/ssh-keys/:keyId',
   '/v1/keys/:keyId',
   '/v1/teams/:team',
+  '/v1/networks/:network',
 ]);
 
 /**

@@ -1,11 +1,12 @@
 /**
- * Every tool the Ramify MCP server offers, by group. A new group (networks, when they land) is one file
+ * Every tool the Ramify MCP server offers, by group. A new group is one file
  * under tools/ exporting a `Tool[]`, added to {@link RAMIFY_TOOLS} here; register.ts needs no change.
  */
 import { commandTools } from './commands.js';
 import { egressTools } from './egress.js';
 import { fileTools } from './files.js';
 import { forkTools } from './fork.js';
+import { networkTools } from './networks.js';
 import { portTools } from './ports.js';
 import { sandboxTools } from './sandboxes.js';
 import { snapshotTools } from './snapshots.js';
@@ -20,4 +21,5 @@ export const RAMIFY_TOOLS: readonly Tool[] = [
   ...snapshotTools,
   ...egressTools,
   ...portTools,
+  ...networkTools,
 ];

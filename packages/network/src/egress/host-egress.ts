@@ -4,6 +4,8 @@
  *   find the sandbox behind a slot address there, and the {@link NftEgressEnforcer} writes it;
  * - the policy DNS resolver (listening on every host address at `resolverPort`; slots reach it only
  *   through the port-53 redirect), whose answers the enforcer turns into timed set elements before the reply;
+ * - private networks ({@link NftPrivateNetworks}: pairs of slots in the same table, written in the enforcer's
+ *   queue; the resolver answers `<alias>.<network>.internal` from their directory, and never upstream);
  * - the SNI/Host proxy ({@link EgressProxy}, one listener per original port 80/443 on every host address;
  *   allowlist-mode slots reach it only through the table's redirect); it resolves allowed names through the
  *   same upstreams and is re-checked after every policy change (connections no longer allowed are cut);
@@ -28,6 +30,9 @@ import { matchConnection } from './policy/policy-match.js';
 import { SlotPolicies, type SlotPolicyReader } from './policy/slot-policies.js';
 import { policyAtSource } from './policy/source-policy.js';
 import { DNS_SERVICE_ADDRESS, type SlotLayout } from '../slots.js';
+import { internalZone } from '../private/internal-zone.js';
+import { NetworkDirectory, type NetworkDirectoryReader } from '../private/network-directory.js';
+import { NftPrivateNetworks, peerElements } from '../private/nft-private-networks.js';
 
 /** Where an error reported to `onError` came from. */
 export type HostEgressErrorSource = DnsErrorSource | 'watchdog' | 'proxy' | 'nflog' | 'verdict' | 'policy-change';
@@ -69,6 +74,10 @@ export interface HostEgressOptions {
 
 export interface HostEgress {
   enforcer: NftEgressEnforcer;
+  /** Private networks on the same table (core's `PrivateNetworkEnforcer`). */
+  networks: NftPrivateNetworks;
+  /** Who is on which private network (what the resolver's `.internal` zone and the egress log read). */
+  directory: NetworkDirectoryReader;
   /** The slot → policy table the enforcer writes (which sandbox holds a slot, under which policy). */
   slots: SlotPolicyReader;
   resolver: PolicyDnsResolver;
@@ -102,6 +111,8 @@ export async function startHostEgress(options: HostEgressOptions): Promise<HostE
   const upstreams = options.upstreams ?? (await defaultUpstreams());
   const report = (source: HostEgressErrorSource) => (err: unknown): void => options.onError?.(err, source);
   const slots = new SlotPolicies(options.layout);
+  // Private networks: their directory is read by the resolver (`.internal`) and the log, written by `networks`.
+  const directory = new NetworkDirectory();
   // The one part wired late: the enforcer's table redirects to the resolver's and the proxy's ports, known only
   // once they listen, and it is the enforcer that opens the resolver's answers. No answer comes before it exists:
   // the resolver answers only sources in `slots`, and only the enforcer fills `slots`.
@@ -109,6 +120,7 @@ export async function startHostEgress(options: HostEgressOptions): Promise<HostE
   const verdicts = new EgressVerdicts({
     prefix: options.prefix,
     slots,
+    networks: directory,
     emit: (v) => options.onVerdict?.(v),
     onError: report('verdict'),
     intentWaitMs: 0,
@@ -120,6 +132,7 @@ export async function startHostEgress(options: HostEgressOptions): Promise<HostE
     upstreams,
     // A name is allowed by the first `*`/host/wildcard rule naming it (ports play no part).
     sandboxForSource: (address) => policyAtSource(slots, address, ruleForName),
+    localZone: internalZone(directory),
     onAnswer: async (event) => {
       if (!enforcer) throw new Error('egress enforcer not ready');
       await enforcer.grant(event);
@@ -170,6 +183,11 @@ export async function startHostEgress(options: HostEgressOptions): Promise<HostE
       ...(options.guardMark !== undefined ? { guardMark: options.guardMark } : {}),
       onChange: () => proxy.revalidate(),
       onChangeError: report('policy-change'),
+      extraElements: () => peerElements(directory),
+    });
+    const egressEnforcer = enforcer;
+    const networks = new NftPrivateNetworks({
+      prefix: options.prefix, directory, addressOf: (slot) => slots.addressOf(slot), exclusive: (change) => egressEnforcer.exclusive(change),
     });
     await enforcer.install();
     if (logging) {
@@ -191,7 +209,7 @@ export async function startHostEgress(options: HostEgressOptions): Promise<HostE
       ...(options.onReinstall ? { onReinstall: options.onReinstall } : {}),
       onError: report('watchdog'),
     });
-    return { enforcer, slots, resolver, proxy, proxyPorts, nflogGroup, nflog, dnsServiceAddress: DNS_SERVICE_ADDRESS, close: closeAll };
+    return { enforcer, networks, directory, slots, resolver, proxy, proxyPorts, nflogGroup, nflog, dnsServiceAddress: DNS_SERVICE_ADDRESS, close: closeAll };
   } catch (err) {
     await closeAll();
     throw err;

@@ -115,6 +115,7 @@ export class FixtureState {
       egress: { mode: sbx.egress?.mode ?? 'open', rules: [...(sbx.egress?.rules ?? [])] },
       ingress: null,
       autoPause: sbx.info.autoPause ? { ...sbx.info.autoPause } : null,
+      networks: null,
     };
     this.snapshots.set(snap.id, snap);
     return snap;

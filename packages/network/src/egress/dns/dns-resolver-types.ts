@@ -47,6 +47,21 @@ export interface DnsDroppedAddressesEvent {
   addresses: string[];
 }
 
+/** The resolver's own answer for a name of a local zone: `addresses` (IPv4; empty → NXDOMAIN) for `ttlSeconds`. */
+export interface LocalZoneAnswer {
+  addresses: string[];
+  ttlSeconds: number;
+}
+
+/**
+ * Names the resolver answers itself, never upstream (private networks' `.internal`, see
+ * `private/internal-zone.ts`), before and whatever the asker's egress policy.
+ */
+export interface LocalZone {
+  /** The answer to `name` (normalized) asked by the sandbox at `source`, or null when the name is not in the zone. */
+  answer(source: string, name: string): LocalZoneAnswer | null;
+}
+
 /** Where an internal error happened (for logging; the query was answered SERVFAIL). */
 export type DnsErrorSource = 'policy' | 'upstream' | 'hook' | 'report' | 'socket';
 
@@ -61,6 +76,8 @@ export interface PolicyDnsResolverOptions {
   sandboxForSource(address: string): DnsSandboxPolicy | null | Promise<DnsSandboxPolicy | null>;
   /** Awaited before an A answer with addresses is sent. A throw (or not settling before the query deadline) → SERVFAIL. */
   onAnswer(event: DnsAnswerEvent): void | Promise<void>;
+  /** Names answered here, never forwarded (see {@link LocalZone}); default none. */
+  localZone?: LocalZone;
   /** Called (not awaited) for each denied name. */
   onDenied?(event: DnsDeniedEvent): void;
   /** Called (not awaited) when blocked addresses were removed from an answer. */

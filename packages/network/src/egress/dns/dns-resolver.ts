@@ -16,9 +16,9 @@ import { EMPTY_ANSWER_TYPES, filterAnswer } from './dns-filter.js';
 import { queryUpstreams } from './dns-upstream.js';
 import {
   decodeMessage, encodeBareReply, encodeReply, frameForTcp, normalizeName, takeTcpFrames, udpLimitFor,
-  type DnsMessage, type Question, type ReplyContent,
+  type Answer, type DnsMessage, type Question, type ReplyContent,
 } from './dns-wire.js';
-import type { DnsErrorSource, DnsResolverStats, DnsSandboxPolicy, PolicyDnsResolverOptions } from './dns-resolver-types.js';
+import type { DnsErrorSource, DnsResolverStats, DnsSandboxPolicy, LocalZoneAnswer, PolicyDnsResolverOptions } from './dns-resolver-types.js';
 
 type Counters = Omit<DnsResolverStats, 'ownMs' | 'inFlight'>;
 /** Time spent outside the resolver while answering one query. */
@@ -200,6 +200,8 @@ export class PolicyDnsResolver {
       this.deny(policy, question.name, question.type);
       return { rcode: 'FORMERR', omitQuestion };
     }
+    const local = this.options.localZone?.answer(source, name);
+    if (local) return this.answerLocally(policy, { name, qtype: question.type }, local);
     const verdict = policy.allow(name);
     if (!verdict.allowed) {
       this.deny(policy, name, question.type);
@@ -260,6 +262,17 @@ export class PolicyDnsResolver {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** A local zone's answer: A records for an A question, no data for another type, NXDOMAIN for an unknown name. */
+  private answerLocally(policy: DnsSandboxPolicy, ask: { name: string; qtype: Question['type'] }, local: LocalZoneAnswer): ReplyContent {
+    if (local.addresses.length === 0) {
+      this.deny(policy, ask.name, ask.qtype);
+      return { rcode: 'NXDOMAIN' };
+    }
+    this.counters.answered++;
+    if (ask.qtype !== 'A') return { rcode: 'NOERROR' };
+    return { rcode: 'NOERROR', answers: local.addresses.map((data) => ({ type: 'A', name: ask.name, ttl: local.ttlSeconds, class: 'IN', data }) as Answer) };
   }
 
   private malformed(content: ReplyContent): ReplyContent {

@@ -55,7 +55,15 @@ export interface NftEgressEnforcerOptions {
    */
   onChange?(): Promise<unknown> | void;
   onChangeError?(error: unknown): void;
+  /**
+   * Elements other writers keep in the table's sets (private networks' `peers`, through {@link exclusive}),
+   * added back whenever the table is (re-)installed.
+   */
+  extraElements?(): readonly SetElement[];
 }
+
+/** Sends one `nft -f -` transaction (see {@link NftEgressEnforcer.exclusive}). */
+export type TableCommit = (lines: readonly string[]) => Promise<void>;
 
 /** What the enforcer put in the kernel for one slot. */
 interface SlotState extends SlotPolicy {
@@ -207,6 +215,15 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
     });
   }
 
+  /**
+   * Run `change` in the enforcer's queue (between its own changes, never during one): the way another writer
+   * of the table's sets (private networks) changes them. `commit` sends one transaction, re-installing the
+   * table first when it has vanished. Rejects with `change`'s error.
+   */
+  exclusive<T>(change: (commit: TableCommit) => Promise<T>): Promise<T> {
+    return this.serial(() => change((lines) => this.transaction([...lines])));
+  }
+
   private stateFor(entry: SlotPolicy): SlotState {
     const slotAddress = this.options.slots.addressOf(entry.slot);
     const veth = `${this.options.prefix}h${entry.slot}`;
@@ -231,7 +248,8 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       ...(this.options.nflogGroup !== undefined ? { nflogGroup: this.options.nflogGroup } : {}),
       guardMark: this.options.guardMark ?? ROUTE_GUARD_MARK,
     });
-    await runChecked(['nft', '-f', '-'], table + addElements(this.options.prefix, states.flatMap((s) => s.elements)).join('\n') + '\n');
+    const elements = [...states.flatMap((s) => s.elements), ...(this.options.extraElements?.() ?? [])];
+    await runChecked(['nft', '-f', '-'], table + addElements(this.options.prefix, elements).join('\n') + '\n');
     // After the table (which marks slot traffic): the guard never refuses traffic the table would allow.
     await installRouteGuard(this.guardSpec());
   }

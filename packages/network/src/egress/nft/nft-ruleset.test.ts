@@ -53,6 +53,16 @@ test('the table replaces the plain network table and redirects port 53 to the re
   assert.match(text, /ip saddr 10\.9\.0\.0\/16 oifname != "rmeh\*" masquerade/);
 });
 
+test('private networks: peer pairs pass right after anti-spoofing (before the blocked slot range) and are never redirected', () => {
+  const text = tableScript({ prefix: 'rme', slotRange: '10.9.0.0/16', resolverPort: 5300, dnsServiceAddress: '10.254.0.53', proxyPorts: { http: 8080, tls: 8443 } });
+  assert.match(text, /set peers \{ type ipv4_addr \. ipv4_addr; \}/);
+  const outbound = text.slice(text.indexOf('chain outbound'));
+  const order = ['!= @spoof goto deny', '@peers goto peer', '@blocked goto deny'].map((rule) => outbound.indexOf(rule));
+  assert.ok(order.every((i, k) => i >= 0 && (k === 0 || i > order[k - 1]!)), `outbound order: ${order.join(', ')}`);
+  const prerouting = text.slice(text.indexOf('chain prerouting'));
+  assert.ok(prerouting.indexOf('@peers accept') < prerouting.indexOf('dport 53 redirect'), 'peers before the DNS redirect');
+});
+
 test('the table keeps no TCP close state (runsc resets TIME_WAIT endpoints at a checkpoint)', () => {
   const text = tableScript({ prefix: 'rme', slotRange: '10.9.0.0/16', resolverPort: 5300, dnsServiceAddress: '10.254.0.53' });
   assert.doesNotMatch(text, /closing|tcp flags & fin/);

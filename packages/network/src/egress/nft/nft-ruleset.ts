@@ -13,6 +13,10 @@
  * - `blocked` (constant): destinations no policy can open (link-local/metadata, loopback, "this network",
  *   multicast/reserved, every slot address, the DNS service address).
  * - `private` (constant): private ranges, closed to open-mode slots; an address/CIDR rule can open them.
+ * - `peers`   (slot . slot): pairs of slots that share a private network, both orders (`private/`,
+ *   docs/design/NETWORKS.md). Checked right after anti-spoofing, before `blocked`, on every packet (both
+ *   directions): a pair allows everything between the two slots, and removing it cuts their connections.
+ *   Peer traffic is never redirected to the resolver or the proxy. Independent of the egress mode.
  * Both directions are checked against the sets on every packet, so removing an element cuts
  * established connections at once. IPv6 to or from slot veths is dropped. From slot veths the host
  * itself accepts only the (redirected) resolver and proxy ports and replies to connections the host opened.
@@ -25,7 +29,8 @@
  * every packet from a slot veth; the policy-routing rules of `route-guard.ts` refuse unmarked slot traffic,
  * so a missing table fails closed. The chain only marks; the filter chains decide.
  *
- * Verdict log: with an NFLOG group, the first packet of each allowed forwarded connection (`<prefix> a`),
+ * Verdict log: with an NFLOG group, the first packet of each allowed forwarded connection (`<prefix> a`; `<prefix> n`
+ * between peers),
  * every denied packet (`<prefix> d`) and the first packet of each proxied connection (`<prefix> p`, for
  * the original destination) are logged, rate-limited per slot veth.
  */
@@ -62,7 +67,7 @@ export interface EgressTableSpec {
 }
 
 /** Prefixes of the NFLOG messages, after `<table prefix> `: allowed, denied, redirected to the proxy. */
-export const NFLOG_KINDS = { allowed: 'a', denied: 'd', proxied: 'p' } as const;
+export const NFLOG_KINDS = { allowed: 'a', denied: 'd', proxied: 'p', peer: 'n' } as const;
 
 /** Private ranges (RFC 1918 and carrier-grade NAT): closed in open mode, reachable only through a rule naming them. */
 export const PRIVATE_RANGES: readonly string[] = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10'];
@@ -109,6 +114,7 @@ export function tableScript(spec: EgressTableSpec): string {
     `  set dnsport { type ipv4_addr . ipv4_addr . inet_service; flags interval, timeout; }`,
     `  set blocked { type ipv4_addr; flags interval; auto-merge; elements = { ${blocked} }; }`,
     `  set private { type ipv4_addr; flags interval; auto-merge; elements = { ${PRIVATE_RANGES.join(', ')} }; }`,
+    `  set peers { type ipv4_addr . ipv4_addr; }`,
     ...(logging ? Object.values(NFLOG_KINDS).map(rateSet) : []),
     // After others' mangle/dstnat marking (which may overwrite the whole mark), still before routing.
     ...(spec.guardMark !== undefined
@@ -119,6 +125,7 @@ export function tableScript(spec: EgressTableSpec): string {
       ]
       : []),
     `  chain prerouting { type nat hook prerouting priority dstnat; policy accept;`,
+    `    iifname ${veths} ip saddr . ip daddr @peers accept`,
     `    iifname ${veths} meta l4proto { tcp, udp } th dport 53 redirect to :${port}`,
     ...(proxy ? [`    iifname ${veths} tcp dport { 80, 443 } jump proxy_redirect`] : []),
     `  }`,
@@ -148,6 +155,7 @@ export function tableScript(spec: EgressTableSpec): string {
     `  }`,
     `  chain outbound {`,
     `    iifname . ip saddr != @spoof goto deny`,
+    `    ip saddr . ip daddr @peers goto peer`,
     `    ip daddr @blocked goto deny`,
     `    ip saddr @open ip daddr != @private goto allow`,
     `    ip saddr . ip daddr @net goto allow`,
@@ -158,6 +166,10 @@ export function tableScript(spec: EgressTableSpec): string {
     `  }`,
     `  chain allow {`,
     ...(logging ? [`    ct state new ${log('allowed', '50/second burst 100 packets')}`] : []),
+    `    accept`,
+    `  }`,
+    `  chain peer {`,
+    ...(logging ? [`    ct state new ${log('peer', '50/second burst 100 packets')}`] : []),
     `    accept`,
     `  }`,
     `  chain deny {`,
@@ -193,7 +205,7 @@ export function tableScript(spec: EgressTableSpec): string {
 
 /** One set element of a slot: `set` name and key text (without timeout). */
 export interface SetElement {
-  set: 'spoof' | 'open' | 'net' | 'netport' | 'dns' | 'dnsport';
+  set: 'spoof' | 'open' | 'net' | 'netport' | 'dns' | 'dnsport' | 'peers';
   key: string;
   /** Seconds; only for `dns`/`dnsport`. */
   timeoutSeconds?: number;

@@ -19,6 +19,7 @@ import type { NflogPacket } from '../nft/nflog-reader.js';
 import { NFLOG_KINDS } from '../nft/nft-ruleset.js';
 import { matchConnection } from '../policy/policy-match.js';
 import type { SlotPolicyReader } from '../policy/slot-policies.js';
+import type { NetworkDirectoryReader } from '../../private/network-directory.js';
 
 /** How verdicts find the sandbox behind a slot: the part of the slot → policy table they read. */
 export type SlotLookup = Pick<SlotPolicyReader, 'slotByAddress' | 'slotByNumber'>;
@@ -30,6 +31,11 @@ export interface EgressVerdictsOptions {
   /** Receives every verdict; a throw goes to `onError`. */
   emit(verdict: EgressVerdict): void;
   onError?(error: unknown): void;
+  /**
+   * Private networks: which network let two slots talk, and the destination's name there. With it, an
+   * entry about a packet to another sandbox's slot carries `peer` (that sandbox, and the network when allowed).
+   */
+  networks?: Pick<NetworkDirectoryReader, 'sharedNetwork' | 'hostnameOn'>;
   /** Window for reporting a repeated denied packet once; default 30000 ms. */
   repeatWindowMs?: number;
   /**
@@ -97,7 +103,8 @@ export class EgressVerdicts {
   /** One packet from the nftables log. */
   packet(packet: NflogPacket): void {
     if (packet.kind === NFLOG_KINDS.proxied) return this.rememberIntent(packet);
-    const verdict = packet.kind === NFLOG_KINDS.allowed ? 'allowed' : packet.kind === NFLOG_KINDS.denied ? 'denied' : null;
+    const allowedKinds: string[] = [NFLOG_KINDS.allowed, NFLOG_KINDS.peer];
+    const verdict = allowedKinds.includes(packet.kind) ? 'allowed' : packet.kind === NFLOG_KINDS.denied ? 'denied' : null;
     const protocol = PROTOCOLS[packet.protocol];
     if (verdict === null || protocol === undefined) return;
     const veth = this.vethPattern.exec(packet.inInterface);
@@ -115,7 +122,13 @@ export class EgressVerdicts {
         name = match.name ?? name;
       }
     }
-    this.emit({ sandboxId: slot.sandboxId, at: packet.at.toISOString(), protocol, destination: packet.destination, port, name, verdict, rule });
+    const entry: EgressVerdict = { sandboxId: slot.sandboxId, at: packet.at.toISOString(), protocol, destination: packet.destination, port, name, verdict, rule };
+    const target = this.options.slots.slotByAddress(packet.destination);
+    if (!target) return this.emit(entry);
+    // Between two sandboxes: allowed only by a network they share.
+    const network = verdict === 'allowed' ? (this.options.networks?.sharedNetwork(packet.source, packet.destination) ?? null) : null;
+    const hostname = network === null ? null : (this.options.networks?.hostnameOn(packet.destination, network) ?? null);
+    this.emit({ ...entry, name: hostname ?? entry.name, peer: { sandboxId: target.sandboxId, network } });
   }
 
   private emit(verdict: EgressVerdict): void {
