@@ -20,7 +20,7 @@ export { createCore, runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps,
 export * from './lifecycle/state-machine.js';
 export { KeyedLock } from './lifecycle/locks.js';
 export { AgentSessions, type AgentSessionsOptions } from './lifecycle/agent-sessions.js';
-export { SandboxEvents, type SandboxCheckpointingEvent, type SandboxOomEvent, type SandboxStateEvent } from './lifecycle/events.js';
+export { SandboxEvents, type SandboxCheckpointingEvent, type SandboxIngressEvent, type SandboxOomEvent, type SandboxStateEvent } from './lifecycle/events.js';
 export { OOM_AUDIT_ACTION, recordAgentEvent } from './lifecycle/oom.js';
 export { loadSandbox, transition, toSandboxInfo, toSnapshotInfo, toTemplateInfo } from './lifecycle/records.js';
 export { waitForQuietNetwork } from './lifecycle/quiet-network.js';

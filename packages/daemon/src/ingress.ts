@@ -1,11 +1,13 @@
 /**
- * The ingress edge of the daemon: the listener for port URLs (`@ramify/network`'s `IngressServer`) over
- * core's ingress use-cases, its dialer and its firewall table. Started by `serve()` when `ingress` is given.
+ * The ingress edge of the daemon: the listener for port URLs (`@ramify/network`'s `IngressThread`: the
+ * `IngressServer` on a thread of its own, with a route cache this module's {@link IngressRouteFeed} keeps
+ * in step) over core's ingress use-cases, and its firewall table. Started by `serve()` when `ingress` is given.
  */
 import { readFile } from 'node:fs/promises';
 import { DEFAULT_INGRESS_DOMAIN, RamifyError, type IngressEndpoint } from '@ramify/contracts';
-import { ingressTarget, sandboxListeners, wakeForIngress, type Core } from '@ramify/core';
-import { IngressDialer, IngressServer, installIngressFirewall, watchIngressFirewall, NamespaceNetwork, layoutForPrefix, slotAddresses, slotRange, type IngressBackend } from '@ramify/network';
+import { ingressTarget, sandboxListeners, tokenVerifier, wakeForIngress, type Core } from '@ramify/core';
+import { DEFAULT_INGRESS_UID, IngressThread, installIngressFirewall, watchIngressFirewall, NamespaceNetwork, layoutForPrefix, slotAddresses, slotRange, type IngressBackend } from '@ramify/network';
+import { IngressRouteFeed } from './ingress-routes.js';
 
 /** `ramify serve --ingress-*`. */
 export interface IngressOptions {
@@ -43,8 +45,8 @@ export interface RunningIngress {
  */
 export async function startIngress(core: Core, options: IngressOptions, network: { prefix: string }): Promise<RunningIngress> {
   const layout = core.network instanceof NamespaceNetwork ? core.network.layout : layoutForPrefix(network.prefix);
-  const dialer = new IngressDialer(options.uid === undefined ? {} : { uid: options.uid });
-  const firewall = { prefix: network.prefix, slotRange: slotRange(layout), dialerUid: dialer.uid };
+  const dialerUid = options.uid ?? DEFAULT_INGRESS_UID;
+  const firewall = { prefix: network.prefix, slotRange: slotRange(layout), dialerUid };
   let stopWatch = (): void => undefined;
   if ((options.firewall ?? 'install') === 'install') {
     await installIngressFirewall(firewall);
@@ -57,11 +59,12 @@ export async function startIngress(core: Core, options: IngressOptions, network:
     });
   }
   const tls = options.tls ? { cert: await readFile(options.tls.certFile), key: await readFile(options.tls.keyFile) } : undefined;
+  // What the ingress thread asks of core: only what its route cache cannot answer, wakes and diagnoses.
   const backend: IngressBackend = {
     target: async (sandboxId, port) => {
       const t = await ingressTarget(core, sandboxId, port);
       const slotAddress = t.record.state === 'running' && t.record.slot !== null ? slotAddresses(layout, t.record.slot).slotAddress : null;
-      return { access: t.access, token: t.token, slotAddress };
+      return { access: t.access, tokenVerifier: t.token === null ? null : tokenVerifier(t.token), slotAddress };
     },
     running: async (sandboxId) => {
       const { record, woke } = await wakeForIngress(core, sandboxId, core.options.ingressWakeTimeoutMs);
@@ -73,37 +76,37 @@ export async function startIngress(core: Core, options: IngressOptions, network:
     log: (entry) => core.ingressLog.record(entry),
   };
   const domain = options.domain ?? DEFAULT_INGRESS_DOMAIN;
-  const server = new IngressServer({
-    backend, dialer, domain, ...(tls ? { tls } : {}),
-    onError: (err, context) => core.logger.warn('ingress: request failed', { ...context, error: err instanceof Error ? err.message : String(err) }),
+  // The listener, the upstream pool and the dialer run on a thread of their own, off the daemon's event loop.
+  const thread = new IngressThread({
+    backend, domain, dialerUid, listen: { host: options.host ?? '127.0.0.1', port: options.port ?? 7424 }, ...(tls ? { tls } : {}),
+    onError: (err, context) => core.logger.warn('ingress: a request or the ingress thread failed', { ...context, error: err instanceof Error ? err.message : String(err) }),
   });
+  const feed = new IngressRouteFeed(core, layout, thread);
   const stopDropping = core.events.onCheckpointing(({ sandboxId }) => {
-    const dropped = server.dropConnections(sandboxId);
-    if (dropped.open > 0) core.logger.info('ingress: closed connections into a sandbox for its checkpoint', { sandboxId, connections: dropped.open, idle: dropped.idle });
+    void thread.dropConnections(sandboxId).then((dropped) => {
+      if (dropped.open > 0) core.logger.info('ingress: closed connections into a sandbox for its checkpoint', { sandboxId, connections: dropped.open, idle: dropped.idle });
+    });
   });
-  // The upstream pool follows the sandbox: retired when it leaves `running`, pooling again once it runs.
-  const stopFollowing = core.events.onState(({ sandboxId, to }) => server.sandboxState(sandboxId, to));
-  dialer.start();
-  const bound = await server.listen(options.host ?? '127.0.0.1', options.port ?? 7424).catch((err: unknown) => {
+  // A read of the ingress log sees the requests the thread has not sent over yet.
+  const stopPulling = core.ingressLog.addSource(() => thread.flush());
+  const stopAll = async (): Promise<void> => {
     stopWatch();
     stopDropping();
-    stopFollowing();
-    dialer.close();
+    stopPulling();
+    feed.stop();
+    await thread.close();
+  };
+  const bound = await feed.start().then(() => thread.ready).catch(async (err: unknown) => {
+    await stopAll();
     throw err;
   });
   const publicPort = options.publicPort ?? bound.port;
-  const endpoint: IngressEndpoint = { domain, protocol: server.protocol, port: publicPort === (server.protocol === 'https' ? 443 : 80) ? null : publicPort };
+  const endpoint: IngressEndpoint = { domain, protocol: thread.protocol, port: publicPort === (thread.protocol === 'https' ? 443 : 80) ? null : publicPort };
   core.options.ingress = endpoint;
-  core.logger.info('ingress serving', { address: `${bound.address}:${bound.port}`, domain, protocol: server.protocol, dialerUid: dialer.uid });
+  core.logger.info('ingress serving', { address: `${bound.address}:${bound.port}`, domain, protocol: thread.protocol, dialerUid });
   return {
     endpoint,
     address: `${bound.address}:${bound.port}`,
-    close: async () => {
-      stopWatch();
-      stopDropping();
-      stopFollowing();
-      await server.close();
-      dialer.close();
-    },
+    close: stopAll,
   };
 }

@@ -3,6 +3,7 @@
  * `rit_` + base64url (43 characters); made at create (a fork gets its own), stored before it is handed
  * out, compared in constant time, never logged.
  */
+import * as crypto from 'node:crypto';
 import { timingSafeEqual } from 'node:crypto';
 import type { Core } from '../core.js';
 
@@ -26,6 +27,25 @@ export function tokensEqual(presented: string, stored: string): boolean {
   const b = Buffer.from(stored, 'utf8');
   return a.length === b.length && timingSafeEqual(a, b);
 }
+
+/**
+ * What checks a token without holding it: the SHA-256 of the token, base64url (43 characters). The
+ * ingress's thread keeps only this (see docs/design/INGRESS.md, "Where the ingress runs").
+ */
+export function tokenVerifier(token: string): string {
+  return sha256(token).toString('base64url');
+}
+
+/** Whether `presented` is the token `verifier` was made from (constant-time on the digests). */
+export function matchesVerifier(presented: string, verifier: string): boolean {
+  const a = sha256(presented);
+  const b = Buffer.from(verifier, 'base64url');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+// One-shot `crypto.hash` (Node >= 20.12; no Hash object per call: it runs on every token request) or createHash.
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
+const sha256 = (s: string): Buffer => (oneShot ? oneShot('sha256', s, 'buffer') : crypto.createHash('sha256').update(s, 'utf8').digest());
 
 /**
  * The sandbox's token, made and stored now when it has none (sandboxes created before tokens existed).

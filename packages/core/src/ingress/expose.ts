@@ -1,7 +1,8 @@
 /**
  * Use-cases: expose a port, unexpose it, set autoResume. Each is validate → lock → check → persist →
- * acknowledge; nothing is enforced on the host (the ingress reads the stored ports on every request, and
- * the host firewall lets only the ingress's own connections reach any slot).
+ * emit (`events.onIngress`: the ingress's route cache follows, before the call is acknowledged) →
+ * acknowledge; nothing is enforced on the host (the host firewall lets only the ingress's own connections
+ * reach any slot).
  */
 import type { PortAccess } from '@ramify/contracts';
 import type { Core } from '../core.js';
@@ -26,7 +27,7 @@ export async function exposePort(core: Core, sandboxId: string, port: number, op
     // A token exists before a token port is acknowledged (sandboxes from before tokens get theirs here).
     if (access === 'token') await sandboxAccessToken(core, sandboxId);
     const ports = sortPorts([...record.ingress.ports.filter((p) => p.port !== port), { port, access }]);
-    return core.store.updateSandbox(sandboxId, { ingress: { ...record.ingress, ports } });
+    return stored(core, await core.store.updateSandbox(sandboxId, { ingress: { ...record.ingress, ports } }));
   });
 }
 
@@ -41,7 +42,7 @@ export async function unexposePort(core: Core, sandboxId: string, port: number):
     const record = await loadSandbox(core, sandboxId);
     assertNotKilled(sandboxId, record.state);
     if (!record.ingress.ports.some((p) => p.port === port)) return record;
-    return core.store.updateSandbox(sandboxId, { ingress: { ...record.ingress, ports: record.ingress.ports.filter((p) => p.port !== port) } });
+    return stored(core, await core.store.updateSandbox(sandboxId, { ingress: { ...record.ingress, ports: record.ingress.ports.filter((p) => p.port !== port) } }));
   });
 }
 
@@ -53,6 +54,12 @@ export async function setAutoResume(core: Core, sandboxId: string, autoResume: b
   return core.locks.run(sandboxId, async () => {
     const record = await loadSandbox(core, sandboxId);
     assertNotKilled(sandboxId, record.state);
-    return core.store.updateSandbox(sandboxId, { ingress: { ...record.ingress, autoResume } });
+    return stored(core, await core.store.updateSandbox(sandboxId, { ingress: { ...record.ingress, autoResume } }));
   });
+}
+
+/** Tell the listeners (the ingress) of a persisted change; returns the record. */
+function stored(core: Core, record: SandboxRecord): SandboxRecord {
+  core.events.emitIngress({ sandboxId: record.id, sandbox: record });
+  return record;
 }

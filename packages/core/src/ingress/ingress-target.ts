@@ -1,7 +1,7 @@
 /**
  * Use-cases of the ingress edge: which sandbox and port a request is for (and may it be reached), and
  * waking a paused sandbox for a request. The ingress server (in `@ramify/network`) calls these on every
- * request; it checks the token itself with {@link tokensEqual}.
+ * request it cannot answer from its route cache (see ./ingress-route.ts); it checks the token itself.
  */
 import { RamifyError, type PortAccess } from '@ramify/contracts';
 import type { Core } from '../core.js';
@@ -9,6 +9,7 @@ import { resumeSandbox } from '../lifecycle/resume.js';
 import { isTerminal } from '../lifecycle/state-machine.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { sandboxAccessToken } from './access-token.js';
+import { exposedAccess, sandboxNotFound } from './ingress-route.js';
 import { effectiveAutoResume } from './ports.js';
 
 /** What the ingress needs to serve one request. */
@@ -25,11 +26,9 @@ export interface IngressTarget {
  */
 export async function ingressTarget(core: Core, sandboxId: string, port: number): Promise<IngressTarget> {
   const record = await core.store.getSandbox(sandboxId);
-  if (!record) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
-  if (isTerminal(record.state) || record.state === 'killing') throw new RamifyError('SANDBOX_KILLED', `sandbox '${sandboxId}' was killed`, { id: sandboxId });
-  const exposed = record.ingress.ports.find((p) => p.port === port);
-  if (!exposed) throw new RamifyError('PORT_NOT_EXPOSED', `port ${port} of sandbox '${sandboxId}' is not exposed`, { id: sandboxId, port });
-  return { record, access: exposed.access, token: exposed.access === 'token' ? await sandboxAccessToken(core, sandboxId) : null };
+  if (!record) throw sandboxNotFound(sandboxId);
+  const access = exposedAccess(sandboxId, record.state, record.ingress.ports, port);
+  return { record, access, token: access === 'token' ? await sandboxAccessToken(core, sandboxId) : null };
 }
 
 /** Resumes in flight, per core: concurrent requests to one paused sandbox share one. */

@@ -1,6 +1,6 @@
 /**
  * Lifecycle events, emitted after a transition has been persisted (the dashboard and streams listen),
- * and what happens inside a running sandbox that its agent reports (a process killed for running out
+ * changes of a sandbox's ingress settings (persisted too), and what happens inside a running sandbox that its agent reports (a process killed for running out
  * of memory: `oom`).
  */
 import { EventEmitter } from 'node:events';
@@ -27,6 +27,12 @@ export interface SandboxOomEvent extends Omit<OomKillEvent, 'type' | 'sandboxId'
 export interface SandboxCheckpointingEvent {
   sandboxId: string;
   at: number;
+}
+
+/** A sandbox's exposed ports or autoResume changed (persisted; `sandbox` is the stored record). */
+export interface SandboxIngressEvent {
+  sandboxId: string;
+  sandbox: SandboxRecord;
 }
 
 /** Typed wrapper over an EventEmitter; listener errors are the listener's problem (they are caught and dropped). */
@@ -67,7 +73,16 @@ export class SandboxEvents {
     this.#emitter.emit('checkpointing', event);
   }
 
-  #on<E>(name: 'state' | 'oom' | 'checkpointing', listener: (event: E) => void): () => void {
+  /** Subscribe to changes of exposed ports and autoResume (the ingress's route cache follows them). */
+  onIngress(listener: (event: SandboxIngressEvent) => void): () => void {
+    return this.#on('ingress', listener);
+  }
+
+  emitIngress(event: SandboxIngressEvent): void {
+    this.#emitter.emit('ingress', event);
+  }
+
+  #on<E>(name: 'state' | 'oom' | 'checkpointing' | 'ingress', listener: (event: E) => void): () => void {
     const safe = (event: E): void => {
       try {
         listener(event);

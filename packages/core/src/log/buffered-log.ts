@@ -49,6 +49,7 @@ export class BufferedLog<I, R> {
   /** The last write in flight (writes are chained: one at a time, in order). Never rejects. */
   #writing: Promise<void> = Promise.resolve();
   #closed = false;
+  readonly #sources = new Set<() => Promise<void>>();
   #stored = 0;
   #dropped = 0;
   /** Drops since the last warning (logged at the next write, not per entry). */
@@ -76,8 +77,37 @@ export class BufferedLog<I, R> {
     }
   }
 
-  /** Write every pending entry now; resolves once they (and earlier batches) are in the store or dropped. Never rejects. */
-  flush(): Promise<void> {
+  /**
+   * Entries recorded elsewhere first (the ingress's thread batches its own): `pull` brings them in (it
+   * calls {@link record}) and resolves once it has. {@link flush} and {@link close} pull from every source
+   * first, so a read after a flush sees them. Returns the function that removes the source.
+   */
+  addSource(pull: () => Promise<void>): () => void {
+    this.#sources.add(pull);
+    return () => this.#sources.delete(pull);
+  }
+
+  /**
+   * Pull from the sources, then write every pending entry; resolves once they (and earlier batches) are
+   * in the store or dropped. Never rejects.
+   */
+  async flush(): Promise<void> {
+    await this.#pull();
+    return this.#flushPending();
+  }
+
+  /** Flush, then refuse further entries (they are dropped). Call before closing the store. */
+  async close(): Promise<void> {
+    await this.#pull();
+    this.#closed = true;
+    await this.#flushPending();
+  }
+
+  async #pull(): Promise<void> {
+    if (this.#sources.size > 0) await Promise.allSettled([...this.#sources].map((pull) => pull()));
+  }
+
+  #flushPending(): Promise<void> {
     if (this.#timer) {
       clearTimeout(this.#timer);
       this.#timer = null;
@@ -88,12 +118,6 @@ export class BufferedLog<I, R> {
       this.#writing = this.#writing.then(() => this.#write(batch));
     }
     return this.#writing;
-  }
-
-  /** Flush, then refuse further entries (they are dropped). Call before closing the store. */
-  async close(): Promise<void> {
-    this.#closed = true;
-    await this.flush();
   }
 
   stats(): BufferedLogStats {
@@ -107,7 +131,7 @@ export class BufferedLog<I, R> {
     this.#timerImmediate = delayMs === 0;
     this.#timer = setTimeout(() => {
       this.#timer = null;
-      void this.flush();
+      void this.#flushPending();
     }, delayMs);
     this.#timer.unref();
   }

@@ -41,8 +41,9 @@ export function presentedToken(request: AccessRequest): PresentedToken | null {
   return cookie !== undefined ? { value: cookie, source: 'cookie' } : null;
 }
 
-/** `url` (path and query) without the token query parameter. */
+/** `url` (path and query) without the token query parameter; `url` itself (not re-encoded) when it has none. */
 export function withoutTokenParameter(url: string): string {
+  if (!url.includes(ACCESS_TOKEN_QUERY)) return url;
   const parsed = new URL(url, 'http://ingress.invalid');
   parsed.searchParams.delete(ACCESS_TOKEN_QUERY);
   return `${parsed.pathname}${parsed.search}`;
@@ -56,16 +57,30 @@ export function accessCookie(token: string, options: { secure: boolean }): strin
 /**
  * The request headers as the sandbox's server gets them: no token header, the access cookie removed from
  * `Cookie` (the others kept as sent), and `X-Forwarded-For`/`-Proto`/`-Host` set by the ingress (any the
- * client sent are replaced: the ingress is the edge).
+ * client sent are replaced: the ingress is the edge). `hopByHop: 'drop'` (a plain request, not an upgrade)
+ * also leaves out the client connection's hop-by-hop headers (RFC 9110 §7.6.1: `Connection`, the headers
+ * it names, `Keep-Alive`): whether the ingress's connection to the sandbox stays open is the pool's
+ * business, not the client's (a client's `Connection: close` would close a pooled connection). An upgrade
+ * keeps them: its `Connection: Upgrade` must reach the server. One pass, a new object (runs per request).
  */
-export function upstreamHeaders(headers: Record<string, string | string[] | undefined>, client: { address: string; protocol: 'http' | 'https'; host: string }): Record<string, string | string[] | undefined> {
-  const out: Record<string, string | string[] | undefined> = { ...headers };
-  delete out[ACCESS_TOKEN_HEADER];
-  const cookieHeader = first(out.cookie);
-  if (cookieHeader !== undefined) {
+export function upstreamHeaders(headers: Record<string, string | string[] | undefined>, client: { address: string; protocol: 'http' | 'https'; host: string }, hopByHop: 'drop' | 'keep' = 'keep'): Record<string, string | string[] | undefined> {
+  const named = hopByHop === 'drop' ? connectionNamed(headers.connection) : null;
+  const out: Record<string, string | string[] | undefined> = {};
+  for (const name in headers) {
+    if (name === ACCESS_TOKEN_HEADER || name === 'x-forwarded-for' || name === 'x-forwarded-proto' || name === 'x-forwarded-host') continue;
+    if (named !== null && (name === 'connection' || name === 'keep-alive' || named.includes(name))) continue;
+    const value = headers[name];
+    if (name !== 'cookie') {
+      out[name] = value;
+      continue;
+    }
+    const cookieHeader = first(value);
+    if (cookieHeader === undefined || !cookieHeader.includes(`${ACCESS_COOKIE}=`)) {
+      out[name] = value;
+      continue;
+    }
     const kept = cookieHeader.split(';').map((c) => c.trim()).filter((c) => c !== '' && !c.startsWith(`${ACCESS_COOKIE}=`));
-    if (kept.length > 0) out.cookie = kept.join('; ');
-    else delete out.cookie;
+    if (kept.length > 0) out[name] = kept.join('; ');
   }
   out['x-forwarded-for'] = client.address;
   out['x-forwarded-proto'] = client.protocol;
@@ -73,15 +88,8 @@ export function upstreamHeaders(headers: Record<string, string | string[] | unde
   return out;
 }
 
-/**
- * The headers without the client connection's hop-by-hop ones (RFC 9110 §7.6.1: `Connection`, the
- * headers it names, `Keep-Alive`): whether the ingress's connection to the sandbox stays open is the
- * pool's business, not the client's (a client's `Connection: close` would close a pooled connection).
- * Not for an upgrade, whose `Connection: Upgrade` must reach the server.
- */
-export function withoutHopByHop(headers: Record<string, string | string[] | undefined>): Record<string, string | string[] | undefined> {
-  const out: Record<string, string | string[] | undefined> = { ...headers };
-  const named = [out.connection ?? []].flat().flatMap((v) => v.split(',')).map((v) => v.trim().toLowerCase());
-  for (const name of [...named, 'connection', 'keep-alive']) delete out[name];
-  return out;
+/** The header names a `Connection` header lists, lower-cased. */
+function connectionNamed(connection: string | string[] | undefined): string[] {
+  if (connection === undefined) return [];
+  return [connection].flat().flatMap((v) => v.split(',')).map((v) => v.trim().toLowerCase());
 }

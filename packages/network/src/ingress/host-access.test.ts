@@ -65,6 +65,16 @@ test('the sandbox server never sees the token; forwarded headers are the ingress
   assert.equal(out['x-forwarded-proto'], 'https');
   assert.equal(out['x-forwarded-host'], 'h');
   assert.equal(upstreamHeaders({ cookie: `${ACCESS_COOKIE}=rit_x` }, { address: '', protocol: 'http', host: '' }).cookie, undefined);
+  assert.equal(upstreamHeaders({ cookie: 'a=1' }, { address: '', protocol: 'http', host: '' }).cookie, 'a=1');
+});
+
+test('a plain request loses the client connection\'s hop-by-hop headers; an upgrade keeps them', () => {
+  const client = { address: '127.0.0.1', protocol: 'http' as const, host: 'h' };
+  const sent = { connection: 'close, X-Trace', 'keep-alive': 'timeout=5', 'x-trace': '1', accept: '*/*' };
+  assert.deepEqual(Object.keys(upstreamHeaders(sent, client, 'drop')).sort(), ['accept', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto']);
+  const upgrade = upstreamHeaders({ connection: 'Upgrade', upgrade: 'websocket' }, client, 'keep');
+  assert.deepEqual([upgrade.connection, upgrade.upgrade], ['Upgrade', 'websocket']);
+  assert.equal(withoutTokenParameter('/a//b?%41=1'), '/a//b?%41=1', 'a URL without the token is passed on as sent');
 });
 
 test('answers: JSON for API clients, HTML for browsers, Retry-After on 503', () => {

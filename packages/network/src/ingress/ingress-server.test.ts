@@ -6,11 +6,13 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, request, type Server } from 'node:http';
+import { Agent, createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { RamifyError } from '@ramify/contracts';
+import { tokenVerifier } from '@ramify/core';
 import { IngressDialer } from './dialer.js';
+import { HoldCount, throughIngress } from './ingress-test-support.js';
 import { IngressServer, type IngressBackend, type IngressRequestRecord } from './ingress-server.js';
 
 const skip = process.getuid?.() !== 0 ? 'needs root (the dialer runs under its own uid)' : false;
@@ -23,45 +25,50 @@ let ingress: IngressServer;
 const dialer = new IngressDialer();
 const seen: Array<Record<string, string | string[] | undefined>> = [];
 const logged: IngressRequestRecord[] = [];
-let open = 0;
+const holds = new HoldCount();
+let nextEvent: () => void = () => undefined;
+let upstreamLeft = false;
 
 const backend: IngressBackend = {
   target: async (sandboxId, port) => {
     if (sandboxId !== ID) throw new RamifyError('SANDBOX_NOT_FOUND', 'no such sandbox');
     // Running (the address comes with the lookup) on one port; through `running` on the other.
-    if (port === upstreamPort) return { access: 'token', token: TOKEN, slotAddress: '127.0.0.1' };
-    if (port === 1) return { access: 'public', token: null, slotAddress: null };
+    if (port === upstreamPort) return { access: 'token', tokenVerifier: tokenVerifier(TOKEN), slotAddress: '127.0.0.1' };
+    if (port === 1) return { access: 'public', tokenVerifier: null, slotAddress: null };
     throw new RamifyError('PORT_NOT_EXPOSED', 'not exposed');
   },
   running: async () => ({ slotAddress: '127.0.0.1', woke: false }),
   listeners: async () => 'none',
-  hold: () => {
-    open += 1;
-    let done = false;
-    return () => {
-      if (!done) open -= 1;
-      done = true;
-    };
-  },
+  hold: holds.hold,
   log: (entry) => logged.push(entry),
 };
 
 function get(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: ingressPort, path, headers: { host: `${port}-${ID.toLowerCase()}.localhost:${ingressPort}`, ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  return throughIngress(ingressPort, `${port}-${ID.toLowerCase()}.localhost:${ingressPort}`, path, headers);
 }
 
 before(async () => {
   if (skip) return;
   upstream = createServer((req, res) => {
     seen.push(req.headers);
+    if (req.url === '/events') {
+      // Server-sent events: one now, the next only once the test has seen the first.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: one\n\n');
+      nextEvent = () => res.end('data: two\n\n');
+      return;
+    }
+    if (req.url === '/forever') {
+      res.writeHead(200);
+      res.write('start');
+      req.socket.once('close', () => (upstreamLeft = true));
+      return;
+    }
+    if (req.url === '/closing') {
+      res.writeHead(200, { Connection: 'close', 'X-Custom-Case': 'kept', 'Keep-Alive': 'timeout=1' });
+      res.end('closing');
+      return;
+    }
     res.end(`hello ${req.url}`);
   });
   const wss = new WebSocketServer({ server: upstream });
@@ -137,12 +144,12 @@ test('each request is held while it runs and logged once done: status, body byte
   await get(upstreamPort, '/nope');
   const ws = new WebSocket(`ws://127.0.0.1:${ingressPort}/ws`, { headers: { host: `${upstreamPort}-${ID.toLowerCase()}.localhost:${ingressPort}`, 'x-ramify-access-token': TOKEN } });
   await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-  assert.ok(open >= 1, 'an open WebSocket holds its sandbox');
+  assert.ok(holds.open >= 1, 'an open WebSocket holds its sandbox');
   ws.close();
   await new Promise((resolve) => ws.once('close', resolve));
   const find = (path: string): IngressRequestRecord | undefined => logged.find((e) => e.path === path);
-  for (let i = 0; i < 100 && (!find('/ws') || open > 0); i++) await new Promise((resolve) => setTimeout(resolve, 20));
-  assert.equal(open, 0, 'every hold released');
+  for (let i = 0; i < 100 && (!find('/ws') || holds.open > 0); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(holds.open, 0, 'every hold released');
   const [ok, redirect, denied, upgrade] = ['/logged?q=1', '/x', '/nope', '/ws'].map(find);
   assert.deepEqual([ok?.status, ok?.path, ok?.bytes, ok?.method, ok?.client, ok?.sandboxId, ok?.woke], [200, '/logged?q=1', 'hello /logged?q=1'.length, 'GET', '127.0.0.1', ID, false]);
   assert.deepEqual([redirect?.status, redirect?.path], [302, '/x'], 'the token parameter is never logged');
@@ -150,4 +157,57 @@ test('each request is held while it runs and logged once done: status, body byte
   assert.ok((denied?.bytes ?? 0) > 0, 'the error body counts');
   assert.deepEqual([upgrade?.status, upgrade?.path], [101, '/ws']);
   assert.ok(logged.every((e) => e.durationMs >= 0 && !JSON.stringify(e).includes(TOKEN)));
+});
+
+test('streams: server-sent events pass one by one; a client that leaves mid-answer closes the upstream request', { skip }, async () => {
+  const host = `${upstreamPort}-${ID.toLowerCase()}.localhost:${ingressPort}`;
+  const events = await new Promise<string[]>((resolve, reject) => {
+    const got: string[] = [];
+    request({ host: '127.0.0.1', port: ingressPort, path: '/events', headers: { host, 'x-ramify-access-token': TOKEN } }, (res) => {
+      assert.equal(res.headers['content-type'], 'text/event-stream');
+      res.on('data', (c: Buffer) => {
+        got.push(c.toString());
+        if (got.length === 1) nextEvent();
+      });
+      res.on('end', () => resolve(got));
+    }).on('error', reject).end();
+  });
+  assert.deepEqual(events.join('').split('\n\n').filter(Boolean), ['data: one', 'data: two']);
+  assert.equal(events[0], 'data: one\n\n', 'the first event arrived before the second was written');
+  upstreamLeft = false;
+  await new Promise<void>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: ingressPort, path: '/forever', headers: { host, 'x-ramify-access-token': TOKEN } }, (res) => {
+      res.once('data', () => {
+        req.destroy();
+        resolve();
+      });
+    });
+    req.on('error', () => undefined);
+    req.end();
+  });
+  for (let i = 0; i < 100 && !upstreamLeft; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.ok(upstreamLeft, 'the connection serving the abandoned answer was closed');
+});
+
+test('the answer\'s hop-by-hop headers stay behind; the client\'s connection is the ingress\'s business', { skip }, async () => {
+  const host = `${upstreamPort}-${ID.toLowerCase()}.localhost:${ingressPort}`;
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const once = (path: string): Promise<{ raw: string[]; socket: unknown; body: string }> => new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port: ingressPort, path, agent, headers: { host, 'x-ramify-access-token': TOKEN } }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ raw: res.rawHeaders, socket: res.socket, body }));
+    }).on('error', reject).end();
+  });
+  const first = await once('/closing');
+  assert.equal(first.body, 'closing');
+  assert.ok(first.raw.includes('X-Custom-Case'), 'header case kept');
+  const connection = first.raw.findIndex((h) => h.toLowerCase() === 'connection');
+  assert.equal(first.raw[connection + 1], 'keep-alive', 'the sandbox server\'s Connection: close is not the client\'s');
+  const keepAlive = first.raw.findIndex((h) => h.toLowerCase() === 'keep-alive');
+  assert.notEqual(first.raw[keepAlive + 1], 'timeout=1', 'nor its Keep-Alive');
+  const second = await once('/again');
+  assert.equal(second.body, 'hello /again');
+  assert.equal(second.socket, first.socket, 'the client kept its connection');
+  agent.destroy();
 });

@@ -3,10 +3,11 @@
  * {@link IngressBackend} (the daemon's adapter to core). Per request: parse the Host → ask the backend
  * for the sandbox and port (404/410/404) → check the token (401/400/403; a query parameter is exchanged
  * for a cookie by a redirect) → wake the sandbox if paused (held until it runs; 503 + Retry-After past the
- * bound) → proxy with `http-proxy-3` over a kept-alive connection to the slot address from the
- * {@link UpstreamPool} (new ones come from the {@link IngressDialer}: the only sockets the ingress firewall
- * lets reach a slot): bodies streamed both ways with backpressure, never buffered (SSE too), WebSocket
- * upgrades piped as raw sockets (on a connection of their own), `X-Forwarded-For`/`-Proto`/`-Host` set. A
+ * bound) → proxy ({@link forwardRequest}: node:http both ways) over a kept-alive connection to the slot
+ * address from the {@link UpstreamPool} (new ones come from the {@link IngressDialer}: the only sockets the
+ * ingress firewall lets reach a slot): bodies streamed both ways with backpressure, never buffered (SSE
+ * too), WebSocket upgrades piped as raw sockets by `http-proxy-3` (on a connection of their own),
+ * `X-Forwarded-For`/`-Proto`/`-Host` set. A
  * refused connection is explained by asking the sandbox what listens on the port (502 "nothing listens"
  * or "bind 0.0.0.0"). A request whose client is gone before it is proxied is not sent on.
  *
@@ -25,21 +26,23 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
 import { isRamifyError, RamifyError, type PortAccess, type SandboxState } from '@ramify/contracts';
-import { isWellFormedToken, tokensEqual, type IngressLogRecord, type ListenerDiagnosis } from '@ramify/core';
-import { accessCookie, presentedToken, upstreamHeaders, withoutHopByHop, withoutTokenParameter } from './access.js';
+import { isWellFormedToken, matchesVerifier, type IngressLogRecord, type ListenerDiagnosis } from '@ramify/core';
+import { accessCookie, presentedToken, upstreamHeaders, withoutTokenParameter, type PresentedToken } from './access.js';
 import { sendError, sendUpgradeError } from './answers.js';
 import { DialError, type IngressDialer } from './dialer.js';
-import { isIngressHost, parseIngressHost, type IngressHost } from './host.js';
+import { forwardRequest } from './forward.js';
+import { isIngressHost, parseIngressHost, type BadIngressHost, type IngressHost } from './host.js';
 import { UpstreamPool, type UpstreamPoolOptions, type UpstreamTarget } from './upstream-pool.js';
 
 /** What the ingress asks of the daemon (implemented over core's use-cases). Errors are RamifyErrors. */
 export interface IngressBackend {
   /**
-   * The port's access, the sandbox's token (token access), and its slot address when it runs now (null
-   * otherwise: {@link running} wakes it). One lookup per request on the hot path.
+   * The port's access, the verifier of the sandbox's token (token access: core's `tokenVerifier`, the
+   * token's SHA-256), and its slot address when it runs now (null otherwise: {@link running} wakes it).
+   * One lookup per request on the hot path (in the ingress's thread: its route cache, see ./thread/).
    * @throws SANDBOX_NOT_FOUND, SANDBOX_KILLED, PORT_NOT_EXPOSED.
    */
-  target(sandboxId: string, port: number): Promise<{ access: PortAccess; token: string | null; slotAddress: string | null }>;
+  target(sandboxId: string, port: number): Promise<IngressTargetInfo>;
   /** Resolve once the sandbox runs (waking it when paused): its slot address, and whether it was woken. @throws SANDBOX_PAUSED, SANDBOX_WAKING, ... */
   running(sandboxId: string): Promise<{ slotAddress: string; woke: boolean }>;
   /** What listens on `port` inside the running sandbox. */
@@ -48,6 +51,15 @@ export interface IngressBackend {
   hold(sandboxId: string): () => void;
   /** Record a finished request in the sandbox's ingress log. Never throws, never waits. */
   log(entry: IngressRequestRecord): void;
+}
+
+/** What {@link IngressBackend.target} says of a sandbox's port. */
+export interface IngressTargetInfo {
+  access: PortAccess;
+  /** For token access: what the presented token must match (core's `matchesVerifier`); else null. */
+  tokenVerifier: string | null;
+  /** The slot address when the sandbox runs now; null: ask {@link IngressBackend.running}. */
+  slotAddress: string | null;
 }
 
 /**
@@ -92,17 +104,19 @@ export interface UpstreamConnections {
   idle: number;
 }
 
+const HOST_MEMO_SIZE = 1024;
+
 export class IngressServer {
   private readonly options: IngressServerOptions;
   private readonly server: Server;
   private readonly proxy = createProxyServer({ xfwd: false, changeOrigin: false, ws: true });
-  /** Log entries in the making, per request. */
-  private readonly traces = new WeakMap<IncomingMessage, RequestTrace>();
   /** Open connections into each sandbox (per sandbox id), for {@link dropConnections}. */
   private readonly upstreams = new Map<string, Set<Socket>>();
   private readonly pool: UpstreamPool;
   /** Until when refused connections are retried, per sandbox woken (ms since the epoch). */
   private readonly retryRefusedUntil = new Map<string, number>();
+  /** Host headers parsed lately (at most {@link HOST_MEMO_SIZE}). */
+  private readonly hosts = new Map<string, IngressHost | BadIngressHost>();
   readonly protocol: 'http' | 'https';
 
   constructor(options: IngressServerOptions) {
@@ -113,10 +127,6 @@ export class IngressServer {
     this.server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.onRequest(req, res));
     this.server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => void this.onUpgrade(req, socket, head));
     this.server.on('clientError', (_err, socket: Socket) => socket.destroy());
-    this.proxy.on('proxyRes', (proxyRes, req) => {
-      const trace = this.traces.get(req);
-      if (trace) proxyRes.on('data', (chunk: Buffer) => (trace.bytes += chunk.length));
-    });
     this.proxy.on('error', (err, _req, resOrSocket) => {
       this.options.onError?.(err, {});
       if (resOrSocket && 'writeHead' in resOrSocket) sendError(resOrSocket as ServerResponse, new RamifyError('UPSTREAM_ERROR', `the connection to the sandbox's server failed: ${err.message}`), undefined);
@@ -149,16 +159,15 @@ export class IngressServer {
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const accept = req.headers.accept;
     const trace: RequestTrace = { startedAt: Date.now(), startedMs: performance.now(), bytes: 0, woke: false, closed: false };
-    this.traces.set(req, trace);
     try {
       const host = this.parseHost(req);
       this.track(req, host, trace, res);
-      const { access, token, slotAddress } = await this.options.backend.target(host.sandboxId, host.port);
+      const { access, tokenVerifier, slotAddress } = await this.options.backend.target(host.sandboxId, host.port);
       if (access === 'token') {
-        const granted = this.checkToken(req, token as string);
-        if (granted === 'exchange' && (req.method === 'GET' || req.method === 'HEAD')) {
+        const granted = this.checkToken(req, tokenVerifier as string);
+        if (granted.source === 'query' && (req.method === 'GET' || req.method === 'HEAD')) {
           // Once: the token goes into a host-only HttpOnly cookie and out of the URL.
-          res.writeHead(302, { location: withoutTokenParameter(req.url ?? '/'), 'set-cookie': accessCookie(token as string, { secure: this.protocol === 'https' }), 'cache-control': 'no-store', 'content-length': 0 });
+          res.writeHead(302, { location: withoutTokenParameter(req.url ?? '/'), 'set-cookie': accessCookie(granted.value, { secure: this.protocol === 'https' }), 'cache-control': 'no-store', 'content-length': 0 });
           res.end();
           return;
         }
@@ -168,11 +177,14 @@ export class IngressServer {
       // request's connection would stay open into the sandbox, holding every later pause up.
       if (trace.closed) return;
       this.forward(req, 'request');
-      this.proxy.web(req, res, { target: { host: target.slotAddress, port: host.port }, agent: this.pool.agentFor(target) }, (err) => {
-        void this.upstreamFailed(err, host).then((error) => {
-          if (!res.headersSent && !trace.closed) trace.bytes += sendError(res, error, accept);
-          else res.destroy();
-        });
+      forwardRequest(req, res, { host: target.slotAddress, port: host.port, agent: this.pool.agentFor(target), path: req.url ?? '/', headers: req.headers }, {
+        onResponse: (answer) => answer.on('data', (chunk: Buffer) => (trace.bytes += chunk.length)),
+        onError: (err) => {
+          void this.upstreamFailed(err, host).then((error) => {
+            if (!res.headersSent && !trace.closed) trace.bytes += sendError(res, error, accept);
+            else res.destroy();
+          });
+        },
       });
     } catch (err) {
       trace.bytes += sendError(res, this.asError(err), accept);
@@ -210,8 +222,8 @@ export class IngressServer {
     try {
       const host = this.parseHost(req);
       this.track(req, host, trace, socket);
-      const { access, token } = await this.options.backend.target(host.sandboxId, host.port);
-      if (access === 'token') this.checkToken(req, token as string);
+      const { access, tokenVerifier } = await this.options.backend.target(host.sandboxId, host.port);
+      if (access === 'token') this.checkToken(req, tokenVerifier as string);
       const target = await this.route(host, trace);
       // A connection of its own, dialed first so that a refusal is answered (explained) before the
       // upgrade is under way: an upgraded socket never returns to a pool.
@@ -234,16 +246,24 @@ export class IngressServer {
 
   /** @throws RamifyError `INGRESS_HOST_INVALID`. */
   private parseHost(req: IncomingMessage): IngressHost {
-    const parsed = parseIngressHost(req.headers.host, this.options.domain);
+    const header = req.headers.host ?? '';
+    let parsed = this.hosts.get(header);
+    if (!parsed) {
+      parsed = parseIngressHost(req.headers.host, this.options.domain);
+      // Clients send the same few Host headers again and again; a bounded memo of the parse.
+      if (this.hosts.size >= HOST_MEMO_SIZE) this.hosts.clear();
+      this.hosts.set(header, parsed);
+    }
     if (!isIngressHost(parsed)) throw new RamifyError('INGRESS_HOST_INVALID', parsed.problem, { host: req.headers.host ?? null });
     return parsed;
   }
 
   /**
-   * Whether the request's token is the sandbox's: `ok`, or `exchange` (right, and given as a query parameter).
+   * The request's token, when it is the sandbox's (matches `verifier`); given as a query parameter
+   * (`source` `query`), a GET is answered with the cookie exchange.
    * @throws RamifyError `ACCESS_TOKEN_REQUIRED` (none; a malformed cookie counts as none), `ACCESS_TOKEN_MALFORMED`, `ACCESS_TOKEN_INVALID`.
    */
-  private checkToken(req: IncomingMessage, token: string): 'ok' | 'exchange' {
+  private checkToken(req: IncomingMessage, verifier: string): PresentedToken {
     const presented = presentedToken({ url: req.url ?? '/', headers: req.headers });
     // Made only when thrown: an Error captures a stack, a cost every proxied request would pay.
     const required = (): RamifyError => new RamifyError('ACCESS_TOKEN_REQUIRED', 'this port needs the sandbox\'s access token: send header X-Ramify-Access-Token, or open the URL once with ?ramify_access_token=TOKEN (`ramify sandbox url ID PORT --json` gives it)');
@@ -252,8 +272,8 @@ export class IngressServer {
       if (presented.source === 'cookie') throw required();
       throw new RamifyError('ACCESS_TOKEN_MALFORMED', `the access token in the ${presented.source === 'header' ? 'X-Ramify-Access-Token header' : 'ramify_access_token parameter'} is malformed (expected rit_ and 43 characters)`);
     }
-    if (!tokensEqual(presented.value, token)) throw new RamifyError('ACCESS_TOKEN_INVALID', "the access token is not this sandbox's");
-    return presented.source === 'query' ? 'exchange' : 'ok';
+    if (!matchesVerifier(presented.value, verifier)) throw new RamifyError('ACCESS_TOKEN_INVALID', "the access token is not this sandbox's");
+    return presented;
   }
 
   /**
@@ -350,8 +370,7 @@ export class IngressServer {
   /** Rewrite the request for the sandbox's server: forwarded headers, no token; a request's hop-by-hop headers dropped. */
   private forward(req: IncomingMessage, kind: 'request' | 'upgrade'): void {
     const host = req.headers.host ?? '';
-    const headers = upstreamHeaders(req.headers, { address: req.socket.remoteAddress ?? '', protocol: this.protocol, host });
-    req.headers = (kind === 'request' ? withoutHopByHop(headers) : headers) as IncomingMessage['headers'];
+    req.headers = upstreamHeaders(req.headers, { address: req.socket.remoteAddress ?? '', protocol: this.protocol, host }, kind === 'request' ? 'drop' : 'keep') as IncomingMessage['headers'];
     req.url = withoutTokenParameter(req.url ?? '/');
   }
 

@@ -40,7 +40,7 @@ let slowGate: Promise<void> = Promise.resolve();
 let slowReleased: () => void = () => undefined;
 
 const backend: IngressBackend = {
-  target: async () => ({ access: 'public', token: null, slotAddress: null }), // `running` decides (SLOW waits there)
+  target: async () => ({ access: 'public', tokenVerifier: null, slotAddress: null }), // `running` decides (SLOW waits there)
   running: async (sandboxId) => {
     if (sandboxId === SLOW) {
       slowCalled();
