@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { EgressPeer, MAX_NETWORKS_PER_SANDBOX, NetworkJoinRequest, SnapshotNetworks } from './networks.js';
+import { Budget } from './usage.js';
 
 /** Lifecycle states; the legal transitions live in `@ramify/core` (one table, nothing else compares). */
 export const SandboxState = z.enum(['creating', 'running', 'pausing', 'paused', 'resuming', 'killing', 'killed', 'error']);
@@ -238,6 +239,11 @@ export const CreateSandboxRequest = z.strictObject({
    * `NETWORK_NOT_FOUND`, a taken alias a 409 `NETWORK_ALIAS_TAKEN`, before anything starts.
    */
   networks: z.array(NetworkJoinRequest).max(MAX_NETWORKS_PER_SANDBOX).optional().describe('private networks to join: [{ network, alias? }]; names <alias>.<network>.internal'),
+  /**
+   * A budget for the sandbox and everything forked from it (see {@link Budget}): over `cpuSeconds` or
+   * `sandboxSeconds` the whole tree is paused; a fork past `maxSandboxes` is refused. Absent: none.
+   */
+  budget: Budget.optional().describe('limits of this sandbox and its forks: { cpuSeconds?, sandboxSeconds?, maxSandboxes? }'),
 });
 export type CreateSandboxRequest = z.infer<typeof CreateSandboxRequest>;
 

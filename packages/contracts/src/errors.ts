@@ -121,6 +121,13 @@ export const ERROR_CODES = {
   NETWORK_IN_USE: 409,
   /** Another sandbox on the network has this alias (details: `network`, `alias`, `sandboxId`). */
   NETWORK_ALIAS_TAKEN: 409,
+  // Budgets (see docs/design/USAGE.md).
+  /**
+   * The fork tree is over its budget (its sandboxes were paused), or this fork would take it over
+   * `maxSandboxes`; nothing was forked or resumed. details: `sandboxId` (the budget's root), `limit`
+   * (`cpuSeconds`, `sandboxSeconds` or `maxSandboxes`), `max`, `used`. Raise the budget to go on.
+   */
+  BUDGET_EXCEEDED: 429,
 } as const satisfies Record<string, number>;
 
 /** One of {@link ERROR_CODES}' keys. */

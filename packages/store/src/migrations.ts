@@ -481,4 +481,50 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE egress_log ADD COLUMN peer_network TEXT;
     `,
   },
+  {
+    version: 19,
+    name: 'metering',
+    // Metering and budgets (docs/design/USAGE.md): where each sandbox's metering stands (time written up to
+    // time_at; the last counter reading: when, of which runtime instance, its raw CPU and link byte counters,
+    // so the next reading, by any daemon, counts only what came after), metered amounts per sandbox and UTC
+    // hour (time in ms, CPU in µs, memory and disk as MiB·ms and byte·ms, bytes in and out, peak memory),
+    // and budgets set on sandboxes (limits, the tree's CPU and running time when set, the limit found exceeded).
+    sql: `
+      CREATE TABLE sandbox_meters (
+        sandbox_id TEXT PRIMARY KEY REFERENCES sandboxes(id) ON DELETE CASCADE,
+        time_at INTEGER NOT NULL,
+        sampled_at INTEGER,
+        instance TEXT,
+        cpu_us INTEGER,
+        net_in_bytes INTEGER,
+        net_out_bytes INTEGER
+      );
+      CREATE TABLE usage_hours (
+        sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+        hour INTEGER NOT NULL,
+        running_ms INTEGER NOT NULL DEFAULT 0,
+        paused_ms INTEGER NOT NULL DEFAULT 0,
+        cpu_us INTEGER NOT NULL DEFAULT 0,
+        memory_mib_ms REAL NOT NULL DEFAULT 0,
+        disk_byte_ms REAL NOT NULL DEFAULT 0,
+        net_in_bytes INTEGER NOT NULL DEFAULT 0,
+        net_out_bytes INTEGER NOT NULL DEFAULT 0,
+        memory_peak_bytes INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (sandbox_id, hour)
+      );
+      CREATE INDEX usage_hours_hour ON usage_hours(hour);
+      CREATE TABLE sandbox_budgets (
+        sandbox_id TEXT PRIMARY KEY REFERENCES sandboxes(id) ON DELETE CASCADE,
+        team_id TEXT NOT NULL,
+        cpu_seconds REAL CHECK (cpu_seconds IS NULL OR cpu_seconds > 0),
+        sandbox_seconds REAL CHECK (sandbox_seconds IS NULL OR sandbox_seconds > 0),
+        max_sandboxes INTEGER CHECK (max_sandboxes IS NULL OR max_sandboxes >= 1),
+        since INTEGER NOT NULL,
+        base_cpu_us INTEGER NOT NULL,
+        base_running_ms INTEGER NOT NULL,
+        exceeded TEXT CHECK (exceeded IS NULL OR exceeded IN ('cpuSeconds', 'sandboxSeconds')),
+        updated_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];

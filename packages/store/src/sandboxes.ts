@@ -205,6 +205,32 @@ export class SandboxRows {
     return (this.#db.prepare(sql).all(teamId, ...states) as Array<{ id: string; memory_mb: number }>).map((r) => ({ id: r.id, memoryMB: r.memory_mb }));
   }
 
+  /** The sandbox and its descendants (recursively, by `parent_id`), parents before children. */
+  subtree(rootId: string): SandboxRecord[] {
+    const rows = this.#db
+      .prepare(
+        `WITH RECURSIVE sub(id, depth) AS (SELECT id, 0 FROM sandboxes WHERE id = ?
+           UNION ALL SELECT s.id, sub.depth + 1 FROM sandboxes s JOIN sub ON s.parent_id = sub.id)
+         SELECT s.* FROM sandboxes s JOIN sub ON s.id = sub.id ORDER BY sub.depth, s.id`,
+      )
+      .all(rootId) as SandboxRow[];
+    return rows.map(fromRow);
+  }
+
+  /** Each given sandbox's root: the ancestor without a parent (itself when it has none). */
+  roots(ids: readonly string[]): Map<string, string> {
+    if (ids.length === 0) return new Map();
+    const rows = this.#db
+      .prepare(
+        `WITH RECURSIVE up(id, cur, parent) AS (
+           SELECT id, id, parent_id FROM sandboxes WHERE id IN (${ids.map(() => '?').join(', ')})
+           UNION ALL SELECT up.id, p.id, p.parent_id FROM up JOIN sandboxes p ON p.id = up.parent)
+         SELECT id, cur AS root FROM up WHERE parent IS NULL`,
+      )
+      .all(...ids) as Array<{ id: string; root: string }>;
+    return new Map(rows.map((r) => [r.id, r.root]));
+  }
+
   /** Non-killed sandboxes that reference a snapshot. */
   references(snapshotId: string): { pausedBy: string[]; sourceOf: string[] } {
     const ids = (column: string): string[] =>

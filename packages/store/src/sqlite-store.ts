@@ -28,6 +28,11 @@ import type {
   Store,
   TeamRecord,
   TemplateRecord,
+  BudgetRecord,
+  SandboxMeterRecord,
+  UsageSum,
+  UsageSumQuery,
+  UsageWrite,
 } from '@ramify/core';
 import type { SandboxState, TeamQuota } from '@ramify/contracts';
 import { ApiKeyRows, AuditRows, SlotRows } from './access.js';
@@ -41,6 +46,8 @@ import { SnapshotRows, TemplateRows } from './snapshots.js';
 import { SshRows } from './ssh.js';
 import { TeamRows } from './teams.js';
 import { NetworkRows } from './networks.js';
+import { UsageRows } from './usage.js';
+import { BudgetRows } from './budgets.js';
 
 export interface SqliteStoreOptions {
   /** Database file (created with its directory when absent), or `:memory:`. */
@@ -71,6 +78,8 @@ export class SqliteStore implements Store {
   readonly #ssh: SshRows;
   readonly #teams: TeamRows;
   readonly #networks: NetworkRows;
+  readonly #usage: UsageRows;
+  readonly #budgets: BudgetRows;
 
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
   constructor(options: SqliteStoreOptions) {
@@ -87,6 +96,8 @@ export class SqliteStore implements Store {
     this.#ssh = new SshRows(this.db);
     this.#teams = new TeamRows(this.db);
     this.#networks = new NetworkRows(this.db);
+    this.#usage = new UsageRows(this.db);
+    this.#budgets = new BudgetRows(this.db);
     this.#ingressLog = new IngressLogRows(this.db, options.ingressLogMaxEntries ?? DEFAULT_INGRESS_LOG_MAX_ENTRIES);
   }
 
@@ -289,6 +300,34 @@ export class SqliteStore implements Store {
   }
   async membersOfNetwork(networkId: string): Promise<NetworkMembership[]> {
     return this.#networks.members(networkId);
+  }
+
+  async getMeters(sandboxIds: readonly string[]): Promise<SandboxMeterRecord[]> {
+    return this.#usage.meters(sandboxIds);
+  }
+  async recordUsage(writes: readonly UsageWrite[]): Promise<void> {
+    this.#usage.record(writes);
+  }
+  async sumUsage(query: UsageSumQuery): Promise<UsageSum[]> {
+    return this.#usage.sum(query);
+  }
+  async treeRoots(sandboxIds: readonly string[]): Promise<Map<string, string>> {
+    return this.#sandboxes.roots(sandboxIds);
+  }
+  async subtree(rootId: string): Promise<SandboxRecord[]> {
+    return this.#sandboxes.subtree(rootId);
+  }
+  async putBudget(record: BudgetRecord): Promise<void> {
+    this.#budgets.put(record);
+  }
+  async getBudget(sandboxId: string): Promise<BudgetRecord | null> {
+    return this.#budgets.get(sandboxId);
+  }
+  async deleteBudget(sandboxId: string): Promise<void> {
+    this.#budgets.delete(sandboxId);
+  }
+  async budgetsCovering(sandboxIds: readonly string[]): Promise<BudgetRecord[]> {
+    return this.#budgets.covering(sandboxIds);
   }
 
   async close(): Promise<void> {

@@ -37,4 +37,16 @@ export interface SandboxNetwork {
    * leaves `attach` to build the slot as usual.
    */
   prewarm(slots: number[]): void;
+  /**
+   * Optional, cheap (two file reads, no process spawned; core's usage sampler calls it for each running
+   * sandbox): bytes that crossed the slot's link since its interface was made, from the sandbox's side:
+   * `inBytes` received by the sandbox, `outBytes` sent by it. Null when the slot has no link.
+   */
+  trafficBytes?(slot: number): Promise<SlotTraffic | null>;
+}
+
+/** Byte counters of a slot's link, from the sandbox's side (they start at 0 when the link is made). */
+export interface SlotTraffic {
+  inBytes: number;
+  outBytes: number;
 }

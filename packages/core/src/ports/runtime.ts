@@ -68,6 +68,27 @@ export interface RuntimeInstanceStatus {
   reason?: string;
 }
 
+/**
+ * Raw counters of one runtime instance of a sandbox, as the host sees them. Counters start near zero with
+ * each new instance (a restore, a resume): `instance` tells instances apart, so the sampler knows when to
+ * start counting again.
+ */
+export interface RuntimeUsage {
+  /** Names the instance (gVisor: its incarnation's container id; microVM: its QEMU process and start time). */
+  instance: string;
+  /**
+   * CPU time the instance has used so far, µs: every process of it, the runtime's own included (gVisor:
+   * its cgroup's `cpuacct.usage` / `cpu.stat`; microVM: the QEMU process's user + system time, `/proc/PID/stat`).
+   */
+  cpuTimeUs: number;
+  /** Memory it holds now, bytes (gVisor: its cgroup's usage, file changes included; microVM: QEMU's resident set); null when unknown. */
+  memoryUsedBytes: number | null;
+  /** The most it has held, bytes (gVisor: the cgroup's high-water mark; microVM: QEMU's `VmHWM`); null when unknown. */
+  memoryPeakBytes: number | null;
+  /** Bytes its own disk uses on the host (microVM: allocated bytes of its disk overlays); null without a disk of its own. */
+  diskUsedBytes: number | null;
+}
+
 export interface Runtime {
   readonly name: RuntimeName;
   readonly capabilities: RuntimeCapabilities;
@@ -131,12 +152,12 @@ export interface Runtime {
   isAlive?(sandboxId: string): Promise<boolean>;
 
   /**
-   * Optional, cheap (a file read; the auto-pause scheduler calls it every sweep for each running sandbox
-   * with `autoPause`): the CPU time the sandbox's current instance has used so far, µs (every process
-   * of it, the runtime's own included). A new instance (after a resume) starts again from about zero.
-   * Null when it cannot be read.
+   * Optional, cheap (a few file reads, no process spawned; core's usage sampler calls it every
+   * `usageSampleMs` for each running sandbox, and once more right before the instance is checkpointed or
+   * killed): the raw counters of the sandbox's current instance. Null when it has no instance or they
+   * cannot be read.
    */
-  cpuTimeUs?(sandboxId: string): Promise<number | null>;
+  usage?(sandboxId: string): Promise<RuntimeUsage | null>;
 
   /**
    * After a daemon restart: wait (bounded) until runtime commands on this sandbox that a previous daemon

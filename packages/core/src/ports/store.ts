@@ -388,6 +388,93 @@ export interface SshTokenRecord {
   expiresAt: number;
 }
 
+/**
+ * Where a sandbox's metering stands (core's `usage/`): its time figures are written up to `timeAt`, and its
+ * counters up to the reading taken at `sampledAt` (the raw counters of that reading kept, so the next
+ * reading, by this daemon or the next one, counts only what came after). No row: nothing written yet
+ * (time counts from the sandbox's `createdAt`, counters from zero).
+ */
+export interface SandboxMeterRecord {
+  sandboxId: string;
+  /** ms; running, paused, memory and disk time are written up to here. */
+  timeAt: number;
+  /** ms of the last counter reading; null: none yet. */
+  sampledAt: number | null;
+  /** The runtime instance that reading was of (`RuntimeUsage.instance`). */
+  instance: string | null;
+  /** Its raw CPU counter then, µs. */
+  cpuUs: number | null;
+  /** The slot link's raw byte counters then (sandbox side). */
+  netInBytes: number | null;
+  netOutBytes: number | null;
+}
+
+/** Metered amounts (of one sandbox in one UTC hour, or summed over a group). */
+export interface UsageAmounts {
+  /** Time in a holding state (creating, running, pausing, resuming), ms. */
+  runningMs: number;
+  pausedMs: number;
+  cpuUs: number;
+  /** `memoryMB` × running time, MiB·ms. */
+  memoryMiBMs: number;
+  /** Pause image bytes × paused time, byte·ms. */
+  diskByteMs: number;
+  netInBytes: number;
+  netOutBytes: number;
+  /** The most memory in use seen, bytes (a maximum, not a sum). */
+  memoryPeakBytes: number;
+}
+
+/** One write of a sandbox's metering: amounts added to UTC hours, and the meter's new position. */
+export interface UsageWrite {
+  sandboxId: string;
+  /** Added to the sandbox's hour rows (`hour`: ms at the start of a UTC hour); `memoryPeakBytes` is maxed, not added. */
+  hours: ReadonlyArray<{ hour: number } & Partial<UsageAmounts>>;
+  /** Meter fields to set; those absent are left as they are (a counter reading and a time write never overwrite each other). */
+  meter: Partial<Omit<SandboxMeterRecord, 'sandboxId'>>;
+}
+
+/** What {@link Store.sumUsage} sums. */
+export interface UsageSumQuery {
+  /** Only this team's sandboxes. */
+  teamId?: string;
+  /** Only these sandboxes. */
+  sandboxIds?: readonly string[];
+  /** Hours from (inclusive) and to (exclusive), ms at UTC hour starts. */
+  fromHour: number;
+  toHour: number;
+  /** One sum per sandbox and UTC day, instead of per sandbox. */
+  byDay: boolean;
+}
+
+/** One sandbox's summed amounts (over the query's hours, or one UTC day of them). */
+export interface UsageSum extends UsageAmounts {
+  sandboxId: string;
+  templateId: string;
+  teamId: string;
+  /** `YYYY-MM-DD` (UTC) when summed by day, else null. */
+  day: string | null;
+}
+
+/** A budget set on a sandbox: it covers the sandbox and every sandbox forked from it (core's `usage/budgets.ts`). */
+export interface BudgetRecord {
+  /** The sandbox it is set on (the root of the covered tree). */
+  sandboxId: string;
+  teamId: string;
+  /** Limits; null: no limit. */
+  cpuSeconds: number | null;
+  sandboxSeconds: number | null;
+  maxSandboxes: number | null;
+  /** When it was first set, ms: usage counts from here. */
+  since: number;
+  /** The tree's CPU time and running time when it was set (subtracted from its totals). */
+  baseCpuUs: number;
+  baseRunningMs: number;
+  /** The limit found exceeded (its event was emitted), or null. */
+  exceeded: 'cpuSeconds' | 'sandboxSeconds' | null;
+  updatedAt: number;
+}
+
 export interface SlotLease {
   slot: number;
   sandboxId: string;
@@ -554,6 +641,28 @@ export interface Store {
   networksOfSandbox(sandboxId: string): Promise<NetworkMembership[]>;
   /** A network's members, by alias. */
   membersOfNetwork(networkId: string): Promise<NetworkMembership[]>;
+
+  /** The meters of these sandboxes (absent ones have none yet). */
+  getMeters(sandboxIds: readonly string[]): Promise<SandboxMeterRecord[]>;
+  /**
+   * Apply metering writes in one transaction: hour amounts added (peak maxed), meter fields set. Writes of
+   * unknown sandboxes are skipped. Cost: a few indexed upserts per sandbox.
+   */
+  recordUsage(writes: readonly UsageWrite[]): Promise<void>;
+  /** Summed hour amounts per sandbox (and per UTC day when `byDay`), ordered by sandbox id and day. */
+  sumUsage(query: UsageSumQuery): Promise<UsageSum[]>;
+  /** The root (ancestor without a parent) of each given sandbox: id → root id. */
+  treeRoots(sandboxIds: readonly string[]): Promise<Map<string, string>>;
+  /** The sandbox and every sandbox forked from it, recursively (killed ones included), parents before children. */
+  subtree(rootId: string): Promise<SandboxRecord[]>;
+
+  /** Insert or replace the budget set on `record.sandboxId`. Rejects `SANDBOX_NOT_FOUND` for an unknown sandbox. */
+  putBudget(record: BudgetRecord): Promise<void>;
+  getBudget(sandboxId: string): Promise<BudgetRecord | null>;
+  /** No-op when absent. */
+  deleteBudget(sandboxId: string): Promise<void>;
+  /** The budgets covering any of these sandboxes: set on one of them or on one of their ancestors. */
+  budgetsCovering(sandboxIds: readonly string[]): Promise<BudgetRecord[]>;
 
   close(): Promise<void>;
 }
