@@ -1,7 +1,7 @@
 /**
  * The core context: the ports one daemon wires (store, runtimes, network, snapshot storage, agent
  * connector, clock, logger) plus the in-process state every use-case shares (per-sandbox locks, live
- * agent sessions, lifecycle events, the buffered egress log). Use-cases are plain functions taking this context first.
+ * agent sessions, lifecycle events, the buffered egress log, the usage meter). Use-cases are plain functions taking this context first.
  */
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type IngressEndpoint, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
@@ -25,6 +25,7 @@ import { SandboxEvents } from './lifecycle/events.js';
 import { KeyedLock } from './lifecycle/locks.js';
 import { recordAgentEvent } from './lifecycle/oom.js';
 import { agentReachable } from './lifecycle/state-machine.js';
+import { UsageMeter } from './usage/meter.js';
 
 /** Tunables; every field has a default (see {@link DEFAULT_CORE_OPTIONS}). */
 export interface CoreOptions {
@@ -82,6 +83,15 @@ export interface CoreOptions {
    * when it stops). Default 5000: a crash loses at most this much of the idle clock.
    */
   activityPersistMs: number;
+  /**
+   * How often the usage sampler reads every running sandbox's counters (CPU, memory, disk, bytes in and
+   * out), writes them to the store, takes a live metrics sample and checks budgets, ms. 0: metering off
+   * (nothing is metered, no metrics, budgets are not enforced; for benchmarks). Default 5000, as E2B's
+   * metrics. Auto-pause's CPU judgement averages over this interval.
+   */
+  usageSampleMs: number;
+  /** How long live metrics samples are kept (in memory), ms. Default 3600000 (an hour). */
+  metricsWindowMs: number;
 }
 
 export const DEFAULT_CORE_OPTIONS: CoreOptions = {
@@ -105,6 +115,8 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   autoPauseSweepMs: 1_000,
   autoPauseCpuThreshold: 0.1,
   activityPersistMs: 5_000,
+  usageSampleMs: 5_000,
+  metricsWindowMs: 3_600_000,
 };
 
 /** What the composition root provides. */
@@ -155,6 +167,8 @@ export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog'
   locks: KeyedLock;
   sessions: AgentSessions;
   events: SandboxEvents;
+  /** Metering (time and counters of every sandbox) and live metrics; see `usage/meter.ts`. */
+  meter: UsageMeter;
 }
 
 /** Build the core context from its ports. */
@@ -170,7 +184,9 @@ export function createCore(deps: CoreDeps): Core {
     locks: new KeyedLock(),
     events: new SandboxEvents(),
     sessions: undefined as unknown as AgentSessions,
+    meter: undefined as unknown as UsageMeter,
   };
+  core.meter = new UsageMeter(core);
   // A sandbox that starts or resumes begins its idle time then; a killed one is forgotten.
   core.events.onState((e) => {
     if (e.to === 'running') core.activity.touch(e.sandboxId);

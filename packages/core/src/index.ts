@@ -20,7 +20,7 @@ export { createCore, runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps,
 export * from './lifecycle/state-machine.js';
 export { KeyedLock } from './lifecycle/locks.js';
 export { AgentSessions, type AgentSessionsOptions } from './lifecycle/agent-sessions.js';
-export { SandboxEvents, type SandboxCheckpointingEvent, type SandboxIngressEvent, type SandboxOomEvent, type SandboxStateEvent } from './lifecycle/events.js';
+export { SandboxEvents, type SandboxBudgetEvent, type SandboxCheckpointingEvent, type SandboxIngressEvent, type SandboxOomEvent, type SandboxStateEvent } from './lifecycle/events.js';
 export { OOM_AUDIT_ACTION, recordAgentEvent } from './lifecycle/oom.js';
 export { loadSandbox, transition, toSandboxInfo, toSnapshotInfo, toTemplateInfo } from './lifecycle/records.js';
 export { waitForQuietNetwork } from './lifecycle/quiet-network.js';
@@ -63,4 +63,5 @@ export * from './ingress/index.js';
 export * from './networks/index.js';
 export * from './ssh/index.js';
 export * from './idle/index.js';
+export * from './usage/index.js';
 export { BufferedLog, DEFAULT_LOG_BUFFER, type BufferedLogOptions, type BufferedLogStats } from './log/buffered-log.js';

@@ -25,6 +25,7 @@ import { processRoutes } from './routes/processes.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
 import { sshRoutes } from './routes/ssh.js';
 import { teamRoutes } from './routes/teams.js';
+import { usageRoutes } from './routes/usage.js';
 import { mountStreams } from './routes/streams/index.js';
 import { mcpDocs, mountMcp } from './routes/mcp.js';
 
@@ -35,7 +36,7 @@ export interface BuildAppOptions {
 }
 
 /** Every declarative route of the API (WebSockets are mounted separately). */
-export const API_ROUTES: readonly RouteSpec[] = [...sandboxRoutes, ...portRoutes, ...egressRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes, ...sshRoutes, ...teamRoutes, ...networkRoutes];
+export const API_ROUTES: readonly RouteSpec[] = [...sandboxRoutes, ...portRoutes, ...egressRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes, ...sshRoutes, ...teamRoutes, ...networkRoutes, ...usageRoutes];
 
 /** Build (not start) the app; `app.inject` drives it in-process, `app.listen` serves it. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {

@@ -131,7 +131,7 @@ describe('ingress over TLS, idle auto-pause, the ingress log, the ingress table 
     const busySince = Date.now();
     const { host, token } = await urlOf(idle);
     const runtime = server!.core.runtimes[0] as GvisorRuntime;
-    const cpu = async (id: string): Promise<number> => (await runtime.cpuTimeUs(id)) ?? Number.NaN;
+    const cpu = async (id: string): Promise<number> => (await runtime.usage(id))?.cpuTimeUs ?? Number.NaN;
     const [idle0, busy0, t0] = [await cpu(idle), await cpu(busy), Date.now()];
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const seconds = (Date.now() - t0) / 1000;

@@ -1,11 +1,11 @@
 /**
  * `serve()`: start the daemon (what `ramify serve` runs). Order: data directory (0700) → compose the
  * ports → first-start API key → reconcile (re-attach running sandboxes, finish or undo half-done
- * operations, remove orphans) → timeout scheduler → HTTP + WebSocket listener.
+ * operations, remove orphans) → timeout, liveness, auto-pause and usage schedulers → HTTP + WebSocket listener.
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import { pino, type Logger as Pino } from 'pino';
-import { ActivityPersister, AutoPauseScheduler, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
+import { ActivityPersister, AutoPauseScheduler, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, UsageSampler, type Core, type Logger } from '@ramify/core';
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
@@ -90,6 +90,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const liveness = new LivenessMonitor(core);
   const autoPause = new AutoPauseScheduler(core);
   const activity = new ActivityPersister(core);
+  const usage = new UsageSampler(core);
   let app: FastifyInstance | undefined;
   let ingress: RunningIngress | undefined;
   let ssh: RunningSshGateway | undefined;
@@ -102,6 +103,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     liveness.start();
     autoPause.start();
     activity.start();
+    usage.start();
     if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
     if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf' });
     app = await buildApp({ core, loggerInstance: log });
@@ -124,6 +126,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
         await scheduler.stop();
         await liveness.stop();
         await autoPause.stop();
+        await usage.stop();
         // Last: the ingress and the API have released their holds, so the stored idle clocks are current.
         await activity.stop();
         await composition.close();
@@ -137,6 +140,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     await scheduler.stop();
     await liveness.stop();
     await autoPause.stop();
+    await usage.stop();
     await activity.stop();
     await composition.close();
     throw err;

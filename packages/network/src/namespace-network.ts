@@ -15,9 +15,9 @@
  * repairs it (runsc strips the guest address from eth0 when it takes the interface over).
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { RamifyError } from '@ramify/contracts';
-import type { NetworkAttachment, SandboxNetwork } from '@ramify/core';
+import type { NetworkAttachment, SandboxNetwork, SlotTraffic } from '@ramify/core';
 import { removeRouteGuard } from './egress/nft/route-guard.js';
 import { removeIngressFirewall } from './ingress/firewall.js';
 import { run, runChecked } from './exec.js';
@@ -241,6 +241,18 @@ export class NamespaceNetwork implements SandboxNetwork {
     await run(['ip', 'netns', 'delete', n.sandboxNs]);
     await run(['ip', 'netns', 'delete', n.routerNs]);
     await run(['ip', 'link', 'delete', n.hostVeth]);
+  }
+
+  /**
+   * Bytes through the slot's host-side veth (`<p>h<slot>`, in the host's namespace: two sysfs reads, no
+   * spawn). Every packet of the sandbox crosses it (egress, DNS, the ingress, private networks), so the
+   * host's receive counter is what the sandbox sent and its transmit counter what it received.
+   */
+  async trafficBytes(slot: number): Promise<SlotTraffic | null> {
+    const dir = `/sys/class/net/${this.names(slot).hostVeth}/statistics`;
+    const read = (name: string): Promise<number | null> => readFile(`${dir}/${name}`, 'utf8').then((t) => (/^\d+\s*$/.test(t) ? Number(t) : null), () => null);
+    const [rx, tx] = await Promise.all([read('rx_bytes'), read('tx_bytes')]);
+    return rx === null || tx === null ? null : { inBytes: tx, outBytes: rx };
   }
 
   async listSlots(): Promise<number[]> {

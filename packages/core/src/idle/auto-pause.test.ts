@@ -6,7 +6,7 @@
  * one starts with it unless the request gives its own); the idle clock across a daemon restart: the
  * activity persister writes last-use times in batches (not per touch) and once more when stopped, a start
  * or resume is stored with its state, a new core over the same store continues each sandbox's idle time
- * from the stored figure and judges CPU from its second reading on. FAKE runtime (its CPU figure set by
+ * from the stored figure and judges CPU from its second reading on (the usage sampler's). FAKE runtime (its CPU figure set by
  * the test), real SQLite store, manual clock.
  */
 import { afterEach, beforeEach, test } from 'node:test';
@@ -20,6 +20,7 @@ import { pauseSandbox } from '../lifecycle/pause.js';
 import { resumeSandbox } from '../lifecycle/resume.js';
 import { toSandboxInfo, toSnapshotInfo } from '../lifecycle/records.js';
 import { snapshotSandbox } from '../lifecycle/snapshot.js';
+import { UsageSampler } from '../usage/sampler.js';
 import { AutoPauseScheduler } from './auto-pause.js';
 import { ActivityPersister } from './persist-activity.js';
 import { setAutoPause } from './set-auto-pause.js';
@@ -32,6 +33,16 @@ afterEach(async () => {
   await w.dispose();
 });
 
+/**
+ * The auto-pause scheduler with the usage sampler (where its CPU figure comes from) run before each of its
+ * sweeps, as `serve` runs both on their timers: here one sample per sweep.
+ */
+function sampledScheduler(): { sweep(): Promise<void> } {
+  const autoPause = new AutoPauseScheduler(w.core);
+  const sampler = new UsageSampler(w.core);
+  return { sweep: async () => { await sampler.sweep(); await autoPause.sweep(); } };
+}
+
 const state = async (id: string): Promise<string> => (await getSandbox(w.core, id)).state;
 const stored = async (id: string): Promise<number | null | undefined> => (await w.store.getSandbox(id))?.lastActiveAt;
 
@@ -40,7 +51,7 @@ test('an idle sandbox is paused after idleMs; one without autoPause is not', asy
   const plain = await createSandbox(w.core, {});
   assert.deepEqual(toSandboxInfo(idle).autoPause, { idleMs: 60_000 });
   assert.equal(toSandboxInfo(plain).autoPause, null);
-  const scheduler = new AutoPauseScheduler(w.core);
+  const scheduler = sampledScheduler();
   await scheduler.sweep();
   w.clock.advance(59_000);
   await scheduler.sweep();
@@ -58,7 +69,7 @@ test('an idle sandbox is paused after idleMs; one without autoPause is not', asy
 
 test('a touch, an open hold (stream, ingress connection) or busy CPU keeps it running', async () => {
   const sbx = await createSandbox(w.core, { autoPause: { idleMs: 10_000 } });
-  const scheduler = new AutoPauseScheduler(w.core);
+  const scheduler = sampledScheduler();
   // An API call halfway restarts the idle time.
   w.clock.advance(6_000);
   w.core.activity.touch(sbx.id);
@@ -92,7 +103,7 @@ test('a touch, an open hold (stream, ingress connection) or busy CPU keeps it ru
 
 test('CPU under the threshold is idle', async () => {
   const sbx = await createSandbox(w.core, { autoPause: { idleMs: 10_000 } });
-  const scheduler = new AutoPauseScheduler(w.core);
+  const scheduler = sampledScheduler();
   let cpuUs = 0;
   for (let i = 0; i < 12; i++) {
     cpuUs += 40_000; // 0.04 cores
@@ -107,7 +118,7 @@ test('a blocked checkpoint leaves it running and is retried after timeoutRetryMs
   const sbx = await createSandbox(w.core, { autoPause: { idleMs: 10_000 } });
   const guest = w.runtime.guest(sbx.id);
   guest.endpoints.push('10.0.0.2:9 -> 1.2.3.4:443 ESTABLISHED');
-  const scheduler = new AutoPauseScheduler(w.core);
+  const scheduler = sampledScheduler();
   await scheduler.sweep();
   w.clock.advance(10_000);
   await scheduler.sweep();
@@ -127,7 +138,7 @@ test('the setting: validated, live, off with null, copied to forks, refused on a
   const sbx = await createSandbox(w.core, {});
   await assert.rejects(setAutoPause(w.core, sbx.id, { idleMs: 5 }), { code: 'VALIDATION_FAILED' });
   assert.equal((await getSandbox(w.core, sbx.id)).autoPause, null, 'nothing stored by a refused call');
-  const scheduler = new AutoPauseScheduler(w.core);
+  const scheduler = sampledScheduler();
   w.clock.advance(100_000);
   await scheduler.sweep();
   assert.equal(await state(sbx.id), 'running');
@@ -164,7 +175,7 @@ test('a named snapshot records autoPause; a sandbox from it starts with it unles
   assert.equal((await createSandbox(w.core, { snapshot: 'never-idle' })).autoPause, null);
   await assert.rejects(createSandbox(w.core, { snapshot: 'idle-20s', autoPause: { idleMs: 5 } }), { code: 'VALIDATION_FAILED' });
   // The recorded setting is the sandbox's: the scheduler pauses it.
-  const scheduler = new AutoPauseScheduler(w.core);
+  const scheduler = sampledScheduler();
   await scheduler.sweep();
   w.clock.advance(20_000);
   await scheduler.sweep();
@@ -209,7 +220,7 @@ test('after a restart the idle clock continues from the last use before it, not 
   w.clock.advance(10_000);
   await persister.stop(); // the daemon's shutdown writes it
   await restart();
-  const scheduler = new AutoPauseScheduler(w.core);
+  const scheduler = sampledScheduler();
   await scheduler.sweep();
   w.clock.advance(49_000);
   await scheduler.sweep();
@@ -230,7 +241,7 @@ test('a crash loses only the touches since the last periodic write', async () =>
   w.clock.advance(5_000);
   await restart(); // no stop: a crash
   assert.equal(await stored(sbx.id), 30_000 + (await getSandbox(w.core, sbx.id)).createdAt);
-  const scheduler = new AutoPauseScheduler(w.core);
+  const scheduler = sampledScheduler();
   await scheduler.sweep();
   w.clock.advance(49_000);
   await scheduler.sweep();
@@ -244,7 +255,7 @@ test('after a restart a long-idle but busy sandbox is not paused: CPU is judged 
   const sbx = await createSandbox(w.core, { autoPause: { idleMs: 10_000 } });
   w.clock.advance(100_000);
   await restart();
-  const scheduler = new AutoPauseScheduler(w.core);
+  const scheduler = sampledScheduler();
   let cpuUs = 1_000_000;
   w.runtime.cpuUs.set(sbx.id, cpuUs);
   await scheduler.sweep();

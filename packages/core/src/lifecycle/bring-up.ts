@@ -101,6 +101,8 @@ export async function releaseResources(core: Core, record: SandboxRecord): Promi
   const failures: string[] = [];
   await core.sessions.drop(record.id);
   const runtime = core.runtimes.find((r) => r.name === record.runtime);
+  // The instance's last counter reading (CPU, bytes in and out): its counters go with it.
+  await core.meter.beforeStop(record);
   if (runtime) await runtime.kill(record.id).catch((err: unknown) => failures.push(`runtime kill: ${messageOf(err)}`));
   if (record.slot !== null) {
     const slot = record.slot;

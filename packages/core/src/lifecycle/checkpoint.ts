@@ -72,6 +72,8 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
   let sizeBytes: number;
   try {
     const { imageDir } = await core.storage.prepare(snapshotId);
+    // The instance's last counter reading: its counters go with it.
+    await core.meter.beforeStop(current);
     await runtime.checkpoint(record.id, imageDir);
     phase('checkpointMs');
     const manifest = await core.storage.commit({ snapshotId, runtime: record.runtime, templateId: record.templateId, parentSnapshotId: record.sourceSnapshotId });

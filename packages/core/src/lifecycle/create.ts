@@ -8,6 +8,7 @@ import { DEFAULT_TEAM_ID } from '../access/actor.js';
 import { findVisibleSnapshot } from '../catalog/snapshots.js';
 import { findVisibleTemplate } from '../catalog/templates.js';
 import { withinQuota } from '../teams/quota.js';
+import { assertSnapshotWithinBudget } from '../usage/budget-guard.js';
 import { normaliseEgressPolicy, type CanonicalEgressPolicy } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
 import { checkAutoPause } from '../idle/set-auto-pause.js';
@@ -31,10 +32,12 @@ import { startSandbox } from './start.js';
  * recorded; it gets an access token of its own. Its idle auto-pause is the request's `autoPause` (null: off),
  * else a snapshot's recorded one, else off. Its private networks are the request's `networks` only (a snapshot's
  * recorded ones are not joined), checked before anything starts and enforced before its image is restored.
+ * Its `budget` (limits of it and its forks) is stored with it before it runs; a create from a snapshot of
+ * a sandbox whose fork tree is over its budget is refused.
  * It belongs to `owner.teamId` (default the default team): templates and snapshots are looked up as that
  * team sees them (its own, and the shared templates), and its quota must have room (checked before
  * anything is made).
- * @throws RamifyError `QUOTA_EXCEEDED` (nothing made), `NETWORK_NOT_FOUND`, `NETWORK_ALIAS_TAKEN`, `VALIDATION_FAILED` (a bad egress rule, a bad alias, named, or mode; a bad or repeated port; both template and snapshot; a runtime
+ * @throws RamifyError `QUOTA_EXCEEDED`, `BUDGET_EXCEEDED` (nothing made), `NETWORK_NOT_FOUND`, `NETWORK_ALIAS_TAKEN`, `VALIDATION_FAILED` (a bad egress rule, a bad alias, named, or mode; a bad or repeated port; both template and snapshot; a runtime
  *   that does not match the snapshot; a `diskSizeMB` or `memoryMB` the runtime or its image cannot give), `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_BUILT` (the template has no image
  *   for the runtime asked for), `SNAPSHOT_NOT_FOUND`, `CONFLICT` (snapshot still being written),
  *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
@@ -51,6 +54,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest, o
     request.snapshot !== undefined
       ? await fromSnapshot(core, request.snapshot, teamId)
       : await fromTemplate(core, request.template ?? core.options.defaultTemplate, request.runtime, teamId);
+  await assertSnapshotWithinBudget(core, source.sandboxId ?? null);
   if (request.runtime !== undefined && request.runtime !== source.runtime) {
     throw new RamifyError('VALIDATION_FAILED', `runtime '${request.runtime}' does not match the image's runtime '${source.runtime}'`, { field: 'runtime' });
   }
@@ -84,6 +88,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest, o
       egress: egress ?? source.egress ?? undefined,
       ingress: sandboxIngress(source.ingress, ports, request.autoResume),
       networks,
+      budget: request.budget,
     }),
   ));
 }
@@ -122,6 +127,8 @@ interface Source {
   ingress?: SandboxIngress | null;
   /** The idle auto-pause a snapshot recorded; absent or null: off. */
   autoPause?: AutoPause | null;
+  /** The sandbox a snapshot was taken of (null for template images); absent: from a template. */
+  sandboxId?: string | null;
 }
 
 /**
@@ -190,6 +197,7 @@ async function fromSnapshot(core: Core, idOrName: string, teamId: string): Promi
     egress: snapshot.egress === null ? (snapshot.kind === 'template' ? undefined : null) : { mode: snapshot.egress.mode, rules: [...snapshot.egress.rules] },
     ingress: snapshot.ingress ?? null,
     autoPause: snapshot.autoPause ?? null,
+    sandboxId: snapshot.sandboxId,
   };
 }
 

@@ -1,6 +1,6 @@
 /**
  * Lifecycle events, emitted after a transition has been persisted (the dashboard and streams listen),
- * changes of a sandbox's ingress settings (persisted too), and what happens inside a running sandbox that its agent reports (a process killed for running out
+ * changes of a sandbox's ingress settings (persisted too), fork trees found over their budget, and what happens inside a running sandbox that its agent reports (a process killed for running out
  * of memory: `oom`).
  */
 import { EventEmitter } from 'node:events';
@@ -33,6 +33,23 @@ export interface SandboxCheckpointingEvent {
 export interface SandboxIngressEvent {
   sandboxId: string;
   sandbox: SandboxRecord;
+}
+
+/**
+ * A fork tree went over its budget (cpuSeconds or sandboxSeconds): its running sandboxes are being paused,
+ * and forks and resumes in it are refused until the budget is raised. Emitted once per crossing (persisted
+ * with the budget first).
+ */
+export interface SandboxBudgetEvent {
+  /** The sandbox the budget is set on: the root of the tree it covers. */
+  rootId: string;
+  teamId: string;
+  /** The limit gone over. */
+  limit: 'cpuSeconds' | 'sandboxSeconds';
+  /** Its value, and what the tree had used when it was found over it (seconds, since the budget was set). */
+  max: number;
+  used: number;
+  at: number;
 }
 
 /** Typed wrapper over an EventEmitter; listener errors are the listener's problem (they are caught and dropped). */
@@ -82,7 +99,16 @@ export class SandboxEvents {
     this.#emitter.emit('ingress', event);
   }
 
-  #on<E>(name: 'state' | 'oom' | 'checkpointing' | 'ingress', listener: (event: E) => void): () => void {
+  /** Subscribe to budgets found exceeded; returns the unsubscribe function. */
+  onBudget(listener: (event: SandboxBudgetEvent) => void): () => void {
+    return this.#on('budget', listener);
+  }
+
+  emitBudget(event: SandboxBudgetEvent): void {
+    this.#emitter.emit('budget', event);
+  }
+
+  #on<E>(name: 'state' | 'oom' | 'checkpointing' | 'ingress' | 'budget', listener: (event: E) => void): () => void {
     const safe = (event: E): void => {
       try {
         listener(event);

@@ -19,6 +19,7 @@ import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import { forkNetworkJoins, type NetworkJoin } from '../networks/joins.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { checkForkCount, withinQuota } from '../teams/quota.js';
+import { withinBudget } from '../usage/budget-guard.js';
 import { checkpointRunning, forkPointRunning } from './checkpoint.js';
 import { finishKill } from './kill.js';
 import { loadSandbox, messageOf, transition } from './records.js';
@@ -38,10 +39,11 @@ export interface ForkInput {
 }
 
 /**
- * The children belong to the parent's team, and its quota must have room for them (checked before the
- * parent is touched).
+ * The children belong to the parent's team, and its quota must have room for them; every budget covering
+ * the parent must allow them (none exceeded, `maxSandboxes` not passed). Both are checked before the parent
+ * is touched.
  * @returns the children, all `running`, in id order.
- * @throws RamifyError `VALIDATION_FAILED` (count), `QUOTA_EXCEEDED` (nothing forked), `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CHECKPOINT_BLOCKED`
+ * @throws RamifyError `VALIDATION_FAILED` (count), `QUOTA_EXCEEDED`, `BUDGET_EXCEEDED` (nothing forked), `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CHECKPOINT_BLOCKED`
  *   (the parent keeps running), and the first child's restore error (no child is left running then).
  */
 export async function forkSandbox(core: Core, sandboxId: string, input: ForkInput): Promise<SandboxRecord[]> {
@@ -52,7 +54,8 @@ export async function forkSandbox(core: Core, sandboxId: string, input: ForkInpu
     const loaded = await loadSandbox(core, sandboxId);
     await checkForkCount(core, loaded.teamId, input.count);
     const childIds = Array.from({ length: input.count }, () => newSandboxId());
-    return withinQuota(core, loaded.teamId, childIds.map((id) => ({ id, memoryMB: loaded.memoryMB })), () => forkUnderLock(core, loaded, childIds, input.networks !== false));
+    return withinQuota(core, loaded.teamId, childIds.map((id) => ({ id, memoryMB: loaded.memoryMB })), () =>
+      withinBudget(core, sandboxId, childIds, () => forkUnderLock(core, loaded, childIds, input.networks !== false)));
   });
 }
 

@@ -20,11 +20,14 @@ export async function loadSandbox(core: Pick<Core, 'store'>, sandboxId: string):
 
 /**
  * Move `record` to `to` (checked against the transition table), persist it together with `patch`, then
- * emit the event. Returns the persisted record.
+ * emit the event. Returns the persisted record. When the state's meter class changes the meter writes the
+ * time spent in the old one first (and a new instance gets its first counter reading when it starts running).
  * @throws RamifyError `INVALID_STATE` for an illegal transition (nothing is written then).
  */
-export async function transition(core: Pick<Core, 'store' | 'events' | 'clock'>, record: SandboxRecord, to: SandboxState, patch: SandboxPatch = {}): Promise<SandboxRecord> {
+export async function transition(core: Pick<Core, 'store' | 'events' | 'clock' | 'meter'>, record: SandboxRecord, to: SandboxState, patch: SandboxPatch = {}): Promise<SandboxRecord> {
   assertTransition(record.id, record.state, to);
+  // The meter closes the old state's time first (usage/meter.ts): a crash in between leaves both consistent.
+  await core.meter.beforeTransition(record, to);
   // A start or resume is use (idle auto-pause): its time is stored with the state, so a restart right after it keeps it.
   const updated = await core.store.updateSandbox(record.id, { ...patch, state: to, ...(to === 'running' ? { lastActiveAt: core.clock.now() } : {}) });
   core.events.emitState({ sandboxId: record.id, from: record.state, to, sandbox: updated, at: core.clock.now() });

@@ -5,6 +5,7 @@
 import type { Core } from '../core.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { withinQuota } from '../teams/quota.js';
+import { withinBudget } from '../usage/budget-guard.js';
 import { loadSandbox } from './records.js';
 import { restorePaused } from './restore-paused.js';
 import { alreadyIn } from './state-machine.js';
@@ -16,9 +17,10 @@ export interface ResumeInput {
 
 /**
  * Resume the sandbox; when it is already running only `timeoutMs` (if given) is applied. A paused one
- * counts against its team's quota again: it must have room (auto-resume by the ingress or SSH too).
+ * counts against its team's quota again: it must have room (auto-resume by the ingress or SSH too); and no
+ * budget covering it may be exceeded (its tree was paused for it: raise the budget first).
  * @returns the record, now `running`.
- * @throws RamifyError `SANDBOX_NOT_FOUND`, `QUOTA_EXCEEDED` (it stays paused), `INVALID_STATE`, the restore's errors (the sandbox stays `paused`).
+ * @throws RamifyError `SANDBOX_NOT_FOUND`, `QUOTA_EXCEEDED`, `BUDGET_EXCEEDED` (it stays paused), `INVALID_STATE`, the restore's errors (the sandbox stays `paused`).
  */
 export async function resumeSandbox(core: Core, sandboxId: string, input: ResumeInput = {}): Promise<SandboxRecord> {
   return core.locks.run(sandboxId, async () => {
@@ -28,7 +30,8 @@ export async function resumeSandbox(core: Core, sandboxId: string, input: Resume
       return input.timeoutMs === undefined ? record : core.store.updateSandbox(sandboxId, { timeoutMs: input.timeoutMs, endAt: core.clock.now() + input.timeoutMs });
     }
     const timeoutMs = input.timeoutMs ?? record.timeoutMs;
-    return withinQuota(core, record.teamId, [{ id: record.id, memoryMB: record.memoryMB }], () =>
-      restorePaused(core, record, { endAt: core.clock.now() + timeoutMs, timeoutMs, afterwards: 'operation-done' }));
+    return withinBudget(core, sandboxId, [], () =>
+      withinQuota(core, record.teamId, [{ id: record.id, memoryMB: record.memoryMB }], () =>
+        restorePaused(core, record, { endAt: core.clock.now() + timeoutMs, timeoutMs, afterwards: 'operation-done' })));
   });
 }

@@ -1,12 +1,13 @@
 /**
  * Starting a new sandbox from an image, shared by create and by each child of a fork:
- * record `creating` (with a `create` operation and its exposed ports) → store its egress policy and a new access token → lease a slot → attach network
+ * record `creating` (with a `create` operation and its exposed ports) → store its budget, egress policy and a new access token → lease a slot → attach network
  * → enforce the egress policy → restore → agent →
  * identity → `running` with its timeout clock started. On failure everything it took is released and
  * the sandbox ends in `error` with the reason; when the runtime refused the request as bad input
  * (`VALIDATION_FAILED`) it ends `killed` instead, so a rejected create leaves nothing to clean up.
  */
-import { isRamifyError } from '@ramify/contracts';
+import { isRamifyError, type Budget } from '@ramify/contracts';
+import { newSandboxBudget } from '../usage/budgets.js';
 import { prewarmFreeSlots } from './prewarm.js';
 import type { Core } from '../core.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
@@ -33,6 +34,8 @@ export type NewSandbox = Pick<
   ingress?: SandboxIngress;
   /** Private networks to join before it runs (checked by the caller; a fork child's: its parent's, derived aliases); absent = none. */
   networks?: readonly NetworkJoin[];
+  /** A budget for it and its forks (create only), stored before it runs; absent = none. */
+  budget?: Budget;
 };
 
 /**
@@ -42,7 +45,7 @@ export type NewSandbox = Pick<
  *   `VALIDATION_FAILED` (bad input refused by a step; `error` with "kill failed" if releasing failed).
  */
 export async function startSandbox(core: Core, fresh: NewSandbox): Promise<SandboxRecord> {
-  const { egress, ingress, networks, ...fields } = fresh;
+  const { egress, ingress, networks, budget, ...fields } = fresh;
   let record: SandboxRecord = {
     ...fields,
     ingress: copyIngress(ingress ?? NO_INGRESS),
@@ -58,6 +61,7 @@ export async function startSandbox(core: Core, fresh: NewSandbox): Promise<Sandb
   await core.store.insertSandbox(record);
   core.events.emitState({ sandboxId: record.id, from: 'creating', to: 'creating', sandbox: record, at: record.createdAt });
   try {
+    if (budget !== undefined) await core.store.putBudget(newSandboxBudget(record.id, record.teamId, budget, record.createdAt));
     if (egress !== undefined) await core.store.putEgressPolicy(record.id, egress, record.createdAt);
     if (networks) await joinNetworks(core, record.id, networks, record.createdAt);
     // Its own access token (a fork's differs from its parent's), stored before the sandbox is acknowledged.

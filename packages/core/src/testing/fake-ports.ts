@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { PassThrough, type Duplex } from 'node:stream';
 import { RamifyError, type AgentSession, type RuntimeName } from '@ramify/contracts';
 import type { Clock } from '../ports/clock.js';
-import type { NetworkAttachment, SandboxNetwork } from '../ports/network.js';
-import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec } from '../ports/runtime.js';
+import type { NetworkAttachment, SandboxNetwork, SlotTraffic } from '../ports/network.js';
+import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, RuntimeUsage } from '../ports/runtime.js';
 import { SNAPSHOT_FORMAT_VERSION, type SnapshotManifest, type SnapshotStorage } from '../ports/snapshot-storage.js';
 import { FakeAgentSession, type FakeGuestState } from './fake-agent.js';
 
@@ -48,6 +48,7 @@ export class FakeRuntime implements Runtime {
 
   async boot(spec: RuntimeSandboxSpec): Promise<void> {
     this.calls.push(`boot ${spec.sandboxId}`);
+    this.#starts.set(spec.sandboxId, (this.#starts.get(spec.sandboxId) ?? 0) + 1);
     this.instances.set(spec.sandboxId, { guest: { files: {}, endpoints: [], identities: [] }, spec, sessions: [] });
   }
 
@@ -63,6 +64,9 @@ export class FakeRuntime implements Runtime {
     if (this.refuseAllRestores) throw new RamifyError('VALIDATION_FAILED', `fake: memoryMB ${spec.resources.memoryMB} is more than the image allows`, { field: 'memoryMB' });
     if (this.failAllRestores || this.failRestoreOf.delete(spec.sandboxId)) throw new Error(`fake restore of ${spec.sandboxId} failed`);
     if (this.instances.has(spec.sandboxId)) throw new Error(`fake: ${spec.sandboxId} already exists`);
+    // A new instance: its counters start from zero.
+    this.#starts.set(spec.sandboxId, (this.#starts.get(spec.sandboxId) ?? 0) + 1);
+    this.cpuUs.delete(spec.sandboxId);
     const guest = JSON.parse(await readFile(join(imageDir, 'guest.json'), 'utf8')) as FakeGuestState;
     this.instances.set(spec.sandboxId, { guest, spec, sessions: [] });
     this.#dead.delete(spec.sandboxId);
@@ -131,11 +135,18 @@ export class FakeRuntime implements Runtime {
     for (const session of instance.sessions) session.shutdown(`instance died: ${reason}`);
   }
 
-  /** CPU time used so far per sandbox, µs, as a test sets it ({@link cpuTimeUs}); absent: 0. */
+  /** CPU time used so far per sandbox by its current instance, µs, as a test sets it ({@link usage}); absent: 0. A restore resets it. */
   readonly cpuUs = new Map<string, number>();
+  /** Memory in use per sandbox, bytes, as a test sets it; absent: 64 MiB. */
+  readonly memoryUsed = new Map<string, number>();
+  /** Instances started per sandbox (boots and restores): names each instance. */
+  readonly #starts = new Map<string, number>();
 
-  async cpuTimeUs(sandboxId: string): Promise<number | null> {
-    return this.instances.has(sandboxId) ? (this.cpuUs.get(sandboxId) ?? 0) : null;
+  /** The counters a test set: the instance is `<id>#<n>` (n counts its boots and restores). */
+  async usage(sandboxId: string): Promise<RuntimeUsage | null> {
+    if (!this.instances.has(sandboxId)) return null;
+    const used = this.memoryUsed.get(sandboxId) ?? 64 * 1024 * 1024;
+    return { instance: `${sandboxId}#${this.#starts.get(sandboxId) ?? 0}`, cpuTimeUs: this.cpuUs.get(sandboxId) ?? 0, memoryUsedBytes: used, memoryPeakBytes: used, diskUsedBytes: null };
   }
 
   /** False once {@link die} was called for the sandbox (as the real runtimes see their processes gone). */
@@ -193,6 +204,13 @@ export class FakeKeepRunningRuntime extends FakeRuntime {
 export class FakeNetwork implements SandboxNetwork {
   readonly attached = new Map<number, string>();
   readonly calls: string[] = [];
+  /** Byte counters of each slot's link, as a test sets them; absent: none (null). */
+  readonly traffic = new Map<number, SlotTraffic>();
+
+  async trafficBytes(slot: number): Promise<SlotTraffic | null> {
+    const t = this.traffic.get(slot);
+    return t ? { ...t } : null;
+  }
 
   async attach(sandboxId: string, slot: number): Promise<NetworkAttachment> {
     this.calls.push(`attach ${slot} ${sandboxId}`);

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { ChildStream } from './child-stream.js';
 import { RamifyError } from '@ramify/contracts';
-import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec } from '@ramify/core';
-import { cgroupCpuUsageUs } from './cpu-usage.js';
+import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, RuntimeUsage } from '@ramify/core';
+import { cgroupCpuUsageUs, cgroupMemoryUsage } from './cpu-usage.js';
 import { cgroupMemoryFiles, headroomMB, withCheckpointRoom, withHeadroom } from './memory-headroom.js';
 import { buildOciSpec } from './oci-spec.js';
 import { MIN_RUNSC_RELEASE, Runsc, runscReason, runscRelease, runscVersion, type RunscPlatform } from './runsc.js';
@@ -332,11 +332,17 @@ export class GvisorRuntime implements Runtime {
     return processLives(pid, inst.containerId);
   }
 
-  /** CPU time of the current incarnation, µs, from its cgroup's CPU accounting; null without cgroups or an instance. */
-  async cpuTimeUs(sandboxId: string): Promise<number | null> {
+  /**
+   * Counters of the current incarnation (the instance is its container id) from its cgroup: CPU time and
+   * memory (cpu-usage.ts); no disk of its own. Null without cgroups, an instance or a readable CPU figure.
+   */
+  async usage(sandboxId: string): Promise<RuntimeUsage | null> {
     const inst = await this.instance(sandboxId);
     const cgroup = inst ? this.cgroupPath(inst.containerId) : null;
-    return cgroup ? cgroupCpuUsageUs(cgroup) : null;
+    if (!inst || !cgroup) return null;
+    const [cpuTimeUs, memory] = await Promise.all([cgroupCpuUsageUs(cgroup), cgroupMemoryUsage(cgroup)]);
+    if (cpuTimeUs === null) return null;
+    return { instance: inst.containerId, cpuTimeUs, memoryUsedBytes: memory.usedBytes, memoryPeakBytes: memory.peakBytes, diskUsedBytes: null };
   }
 
   /** `oom` when the sandbox's cgroup recorded an OOM kill, else `exited`. */

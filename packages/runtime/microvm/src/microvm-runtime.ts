@@ -29,11 +29,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { openVirtioChannel } from '@ramify/agent';
 import { HeldAgentSockets } from './held-agent-sockets.js';
 import { RamifyError, type RuntimeName } from '@ramify/contracts';
-import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, SandboxResources } from '@ramify/core';
+import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, RuntimeUsage, SandboxResources } from '@ramify/core';
 import { qemuRelease, qemuVersion, type AccelerationChoice } from './acceleration.js';
 import { finishCheckpointFiles, finishInterruptedForkPoint, checkpointInstance, forkPointInstance, undoCheckpoint } from './checkpoint.js';
 import { CpuQuotas, detectCgroupLayout } from './cpu-quota.js';
-import { processCpuUs } from './cpu-usage.js';
+import { allocatedBytes, processUsage } from './cpu-usage.js';
 import { createOverlay, diskGrowth, diskVirtualSizeBytes, ensureBaseDisk, linkOrCopy, MAX_DISK_SIZE_MB, ROOT_DRIVE_ID } from './disks.js';
 import type { GuestKernel } from './guest-kernel.js';
 import { prepareGuestLink, readGuestAddressing, removeGuestLink } from './guest-link.js';
@@ -415,10 +415,16 @@ export class MicrovmRuntime implements Runtime {
     return isQemuOf(inst.pid, this.env.dirs.dir(sandboxId) + '/');
   }
 
-  /** CPU time of the instance's QEMU process, µs (`/proc/<pid>/stat`); null when it has none. */
-  async cpuTimeUs(sandboxId: string): Promise<number | null> {
+  /**
+   * Counters of the instance's QEMU process (cpu-usage.ts): the instance is its pid and start time, CPU
+   * time and memory from `/proc/<pid>`, disk from its overlay files' allocated bytes. Null when it has none.
+   */
+  async usage(sandboxId: string): Promise<RuntimeUsage | null> {
     const inst = await this.env.dirs.read(sandboxId);
-    return inst && inst.pid > 0 ? processCpuUs(inst.pid) : null;
+    const proc = inst && inst.pid > 0 ? await processUsage(inst.pid) : null;
+    if (!inst || !proc) return null;
+    const diskUsedBytes = await allocatedBytes([this.env.dirs.file(sandboxId, 'overlay'), this.env.dirs.file(sandboxId, 'lower')]);
+    return { instance: `qemu:${inst.pid}:${proc.startTicks}`, cpuTimeUs: proc.cpuUs, memoryUsedBytes: proc.rssBytes, memoryPeakBytes: proc.hwmBytes, diskUsedBytes };
   }
 
   /** `kernel panic` when the console shows one, else `exited`. */
