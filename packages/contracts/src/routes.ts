@@ -4,7 +4,8 @@
  * `GET /v1/health` need `Authorization: Bearer rmf_...`; the key belongs to a team and sees only that
  * team's sandboxes, snapshots, templates and SSH keys (another team's id is 404 as an unknown one; lists
  * hold the team's own; docs/design/TEAMS.md). Errors are `ErrorBody` with the status of their code; a
- * create, fork or resume over the team's quota is 429 QUOTA_EXCEEDED.
+ * create, fork or resume over the team's quota is 429 QUOTA_EXCEEDED; a fork or resume in a fork tree over
+ * its budget (`CreateSandboxRequest.budget`, docs/design/USAGE.md) is 429 BUDGET_EXCEEDED.
  *
  * | method | path | body / query | response |
  * |---|---|---|---|
@@ -75,6 +76,12 @@
  * | POST | /v1/keys | CreateApiKeyRequest (`{ team?, role?, name?, ttlMs? }`) | 201 CreatedApiKey (the secret in `key`, this once); 403 FORBIDDEN for a member key, 404 TEAM_NOT_FOUND |
  * | GET  | /v1/keys?team=T | | ListApiKeysResponse (never a secret); 403 FORBIDDEN for a member key |
  * | DELETE | /v1/keys/:keyId | | 204 (revoked: 401 from its next request); 404 API_KEY_NOT_FOUND, 409 CONFLICT (the default team's last admin key) |
+ * | GET  | /v1/usage | UsageQuery (`?from&to&groupBy=sandbox\|tree\|template\|team\|day&sandboxId`; times ISO 8601 or ms) | UsageResponse (the caller's team's metered usage over whole UTC hours, live sandboxes up to now) |
+ * | GET  | /v1/sandboxes/:id/metrics | MetricsQuery (`?start&end`) | SandboxMetricsResponse (`{ metrics: SandboxMetric[] }`: E2B's fields, every 5 s while running, the last hour, in memory) |
+ * | GET  | /v1/sandboxes/:id/tree | | SandboxTreeResponse (the fork tree from its root: each node's state, usage, budget) |
+ * | GET  | /v1/sandboxes/:id/budget | | SandboxBudgetsResponse (the budgets covering it: its own, then its ancestors', with what their trees used) |
+ * | PATCH | /v1/sandboxes/:id/budget | SetBudgetRequest (`{ cpuSeconds?, sandboxSeconds?, maxSandboxes? }`, null = no limit) | BudgetInfo (a new budget counts from now; raised above what was used, the tree may resume) |
+ * | DELETE | /v1/sandboxes/:id/budget | | 204 (idempotent) |
  * | POST | /mcp | MCP JSON-RPC (Streamable HTTP, stateless; `@ramify/mcp`) | 200 JSON-RPC response as application/json, 202 for notifications; GET/DELETE 405 |
  *
  * Any request may carry `MCP_TOOL_HEADER` (api.ts: `x-ramify-mcp-tool: <tool>`, set by `@ramify/mcp`): it is then
