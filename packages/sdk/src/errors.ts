@@ -128,6 +128,18 @@ export class QuotaExceededError extends RamifyError {
   }
 }
 
+/**
+ * The fork tree is over its budget, or a fork would take it over `maxSandboxes` (`BUDGET_EXCEEDED`, 429);
+ * nothing was forked or resumed. `details`: `sandboxId` (the budget's root), `limit`, `max`, `used`.
+ * Raise it with `sbx.setBudget(...)`.
+ */
+export class BudgetExceededError extends RamifyError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('BUDGET_EXCEEDED', message, details);
+    this.name = 'BudgetExceededError';
+  }
+}
+
 /** Build the most specific error class for `code`. Unknown codes (a newer daemon) stay plain `RamifyError`s. */
 export function errorFromCode(code: string, message: string, details?: Record<string, unknown>): RamifyError {
   const c = code as ErrorCode;
@@ -142,6 +154,7 @@ export function errorFromCode(code: string, message: string, details?: Record<st
     case 'API_UNREACHABLE': return new ConnectionError(message, details);
     case 'NOT_UTF8': return new NotUtf8Error(message, details);
     case 'QUOTA_EXCEEDED': return new QuotaExceededError(message, details);
+    case 'BUDGET_EXCEEDED': return new BudgetExceededError(message, details);
     default: return new RamifyError(c, message, details);
   }
 }

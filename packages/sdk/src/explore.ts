@@ -2,7 +2,7 @@
  * Best-of-N exploration: fork a sandbox once per strategy, try every strategy at the same time from the
  * same starting point (memory, processes, files), score the outcomes, keep the best sandbox.
  */
-import { MAX_FORK_COUNT } from '@ramify/contracts';
+import { MAX_FORK_COUNT, type Budget } from '@ramify/contracts';
 import { RamifyError, isRamifyError } from './errors.js';
 import type { Sandbox } from './sandbox.js';
 
@@ -22,6 +22,16 @@ export interface ExploreOpts<T> {
   score: (result: T, sbx: Sandbox) => number | Promise<number>;
   /** Which forks stay alive afterwards: the `winner` (default), `all`, or `none`. The source is never touched. */
   keep?: 'winner' | 'all' | 'none';
+  /**
+   * Limits of the exploration, set on the source before it forks (`source.setBudget`): its tree (the source
+   * and its forks) counts from then (a budget the source had keeps its start, with these limits). Over
+   * cpuSeconds or sandboxSeconds the daemon pauses the tree, never kills it: explore then stops waiting for
+   * the strategies still running (their entries fail with `BUDGET_EXCEEDED`, their forks stay `paused`,
+   * resumable once `source.setBudget` raises the limit) and reports on the ones that finished.
+   */
+  budget?: Budget;
+  /** How often explore looks at the budget while strategies run, ms; default 1000. */
+  budgetPollMs?: number;
 }
 
 /**
@@ -29,9 +39,11 @@ export interface ExploreOpts<T> {
  * {@link ExploreEntry.error}). `winner`: the winning strategy's fork, left running (`keep` `winner` or
  * `all`). `kept`: any other fork with `keep: 'all'`, failed ones included, left running. `killed`:
  * every other fork, i.e. each loser or failed strategy with `keep: 'winner'`, and every fork (the
- * winner's too) with `keep: 'none'`. There is no separate "failed" outcome.
+ * winner's too) with `keep: 'none'`. `paused`: the exploration's budget ran out before its strategy
+ * ended: the daemon paused the fork and it is left paused, whatever `keep` says (raise the budget with
+ * `source.setBudget(...)` and resume it to go on). There is no separate "failed" outcome.
  */
-export type ForkOutcome = 'winner' | 'kept' | 'killed';
+export type ForkOutcome = 'winner' | 'kept' | 'killed' | 'paused';
 
 /** A failure, as recorded in a report. */
 export interface ExploreFailure {
@@ -100,7 +112,30 @@ export class ExploreFailedError extends RamifyError {
 const failure = (err: unknown): ExploreFailure =>
   isRamifyError(err) ? { code: err.code, message: err.message } : { message: err instanceof Error ? err.message : String(err) };
 
-interface Attempt<T> { entry: ExploreEntry; sandbox: Sandbox; result?: T }
+interface Attempt<T> { entry: ExploreEntry; sandbox: Sandbox; result?: T; stoppedByBudget?: boolean }
+
+/**
+ * Resolves with the failure to record once the source's own budget is found exceeded (polled every
+ * `pollMs`); never, once `stop` is called first.
+ */
+function budgetRunsOut(source: Sandbox, pollMs: number): { exceeded: Promise<ExploreFailure>; stop: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const exceeded = new Promise<ExploreFailure>((resolve) => {
+    const look = async (): Promise<void> => {
+      const own = (await source.getBudgets().catch(() => [])).find((b) => b.sandboxId === source.sandboxId);
+      if (stopped) return;
+      if (own?.exceeded) {
+        const used = own.exceeded === 'cpuSeconds' ? own.used.cpuSeconds : own.used.sandboxSeconds;
+        resolve({ code: 'BUDGET_EXCEEDED', message: `the exploration's budget ran out (${own.exceeded} ${used} of ${own.limits[own.exceeded]}): its fork was paused` });
+        return;
+      }
+      timer = setTimeout(() => void look(), pollMs);
+    };
+    timer = setTimeout(() => void look(), pollMs);
+  });
+  return { exceeded, stop: () => { stopped = true; clearTimeout(timer); } };
+}
 
 async function attempt<T>(strategy: Strategy<T>, sandbox: Sandbox, opts: ExploreOpts<T>): Promise<Attempt<T>> {
   const entry: ExploreEntry = { name: strategy.name, sandboxId: sandbox.sandboxId, score: -Infinity, durationMs: 0, outcome: 'killed' };
@@ -143,22 +178,34 @@ export function pickWinner(entries: readonly Pick<ExploreEntry, 'score' | 'durat
  * like any loser's (`outcome` `killed`, or `kept` with `keep: 'all'`; see {@link ForkOutcome}). A
  * failed kill is recorded in the entry's `killError`, not thrown. Throws
  * {@link ExploreFailedError} when every strategy failed, `BAD_REQUEST` for 0 or more than 64
- * strategies, and the API's error when the fork fails.
+ * strategies, and the API's error when the fork fails (`BUDGET_EXCEEDED` when the budget is already out).
+ * With `opts.budget`, see {@link ExploreOpts.budget}: strategies stopped by it fail and keep their forks paused.
  */
 export async function explore<T>(source: Sandbox, strategies: Strategy<T>[], opts: ExploreOpts<T>): Promise<ExploreReport<T>> {
   if (strategies.length === 0 || strategies.length > MAX_FORK_COUNT) {
     throw new RamifyError('BAD_REQUEST', `explore needs 1 to ${MAX_FORK_COUNT} strategies, got ${strategies.length}`);
   }
+  if (opts.budget) await source.setBudget(opts.budget);
   const forks = await source.fork({ count: strategies.length });
   if (forks.length !== strategies.length) {
     await Promise.allSettled(forks.map((f) => f.kill()));
     throw new RamifyError('INTERNAL', `fork returned ${forks.length} sandboxes for ${strategies.length} strategies`);
   }
-  const attempts = await Promise.all(strategies.map((s, i) => attempt(s, forks[i], opts)));
+  const budget = opts.budget ? budgetRunsOut(source, opts.budgetPollMs ?? 1000) : null;
+  const started = performance.now();
+  const attempts = await Promise.all(strategies.map((s, i) => {
+    const running = attempt(s, forks[i], opts);
+    if (!budget) return running;
+    const stopped = budget.exceeded.then((error): Attempt<T> => ({
+      entry: { name: s.name, sandboxId: forks[i].sandboxId, score: -Infinity, durationMs: performance.now() - started, outcome: 'paused', error }, sandbox: forks[i], stoppedByBudget: true,
+    }));
+    return Promise.race([running, stopped]);
+  })).finally(() => budget?.stop());
   const entries = attempts.map((a) => a.entry);
   const winnerIndex = pickWinner(entries);
   const keep = opts.keep ?? 'winner';
   await Promise.all(attempts.map(async (a, i) => {
+    if (a.stoppedByBudget) return;
     const isWinner = i === winnerIndex;
     if (keep === 'all' || (keep === 'winner' && isWinner)) {
       a.entry.outcome = isWinner ? 'winner' : 'kept';

@@ -29,13 +29,14 @@ export {
 export { addSshKey, listSshKeys, removeSshKey } from './ssh-keys.js';
 export { createTeam, listTeams, getTeam, setTeamQuota, createApiKey, listApiKeys, revokeApiKey, type CreateApiKeyOpts } from './teams.js';
 export { Network, SandboxNetworks } from './networks.js';
+export { getUsage, type UsageOpts, type SandboxMetrics, type TimeArg } from './usage.js';
 export {
   resolveConnection, ConnectionConfig, DEFAULT_REQUEST_TIMEOUT_MS, SYSTEM_API_KEY_FILE,
   type ConnectionOpts, type ConnectionSettings, type ConnectionEnvironment,
 } from './connection.js';
 export {
   RamifyError, isRamifyError, NotFoundError, SandboxNotFoundError, AuthenticationError, InvalidStateError, TimeoutError,
-  SandboxFailedError, ConnectionError, NotUtf8Error, QuotaExceededError, CommandExitError, errorFromCode, type ErrorCode, type ErrorBody,
+  SandboxFailedError, ConnectionError, NotUtf8Error, QuotaExceededError, BudgetExceededError, CommandExitError, errorFromCode, type ErrorCode, type ErrorBody,
 } from './errors.js';
 export type * from './types.js';
 /** Default per-stream limit of a command result, bytes (a daemon may set its own: `CommandResult.capture.limitBytes`). */

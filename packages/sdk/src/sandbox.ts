@@ -6,6 +6,7 @@ import {
   RamifyError,
   type AutoPause, type CreateSandboxRequest, type NetworkJoinRequest, type EgressLogEntry, type EgressLogResponse, type EgressPolicyInfo, type EgressPolicyRequest, type ForkResponse, type IngressEndpoint, type IngressLogResponse,
   type PortAccess, type PortInfo, type PortSpec, type PortsInfo, type PortUrlInfo, type RuntimeName, type SandboxInfo, type SnapshotInfo, type SshAccessInfo, type TimeoutAction,
+  type Budget, type BudgetInfo, type SandboxTreeResponse, type UsageFigures, type UsageResponse,
 } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
@@ -16,6 +17,7 @@ import { SandboxNetworks } from './networks.js';
 import { InvalidStateError, SandboxNotFoundError } from './errors.js';
 import { SandboxPaginator, type SandboxListFilter } from './paginator.js';
 import { explore, type ExploreOpts, type ExploreReport, type Strategy } from './explore.js';
+import { deleteBudget, fetchBudgets, fetchMetrics, fetchSandboxUsage, fetchTree, getUsage, patchBudget, type SandboxMetrics, type TimeArg, type UsageOpts } from './usage.js';
 
 /** Options of {@link Sandbox.create}. */
 export interface SandboxOpts extends ConnectionOpts {
@@ -69,6 +71,12 @@ export interface SandboxOpts extends ConnectionOpts {
    * (alias default `sbx-` and the id's last 8 characters). Not taken from a snapshot. See {@link Network}.
    */
   networks?: NetworkJoinRequest[];
+  /**
+   * Limits of this sandbox and everything forked from it: `{ cpuSeconds?, sandboxSeconds?, maxSandboxes? }`.
+   * Over cpuSeconds or sandboxSeconds the whole tree is paused (never killed) and forks and resumes in it
+   * throw `BudgetExceededError` until {@link Sandbox.prototype.setBudget} raises it.
+   */
+  budget?: Budget;
 }
 
 /** Options of {@link Sandbox.list}. */
@@ -185,6 +193,17 @@ export class Sandbox {
     return explore(source, strategies, opts);
   }
 
+  /** A sandbox's live metrics by id; see {@link Sandbox.prototype.getMetrics}. */
+  static getMetrics(sandboxId: string, opts: ConnectionOpts & { start?: TimeArg; end?: TimeArg } = {}): Promise<SandboxMetrics[]> {
+    const { start, end, ...conn } = opts;
+    return fetchMetrics(new ApiClient(resolveConnection(conn)), sandboxId, { start, end });
+  }
+
+  /** The key's team's usage report (grouped by sandbox, tree, template, team or day); see {@link getUsage}. */
+  static getUsage(opts: UsageOpts & ConnectionOpts = {}): Promise<UsageResponse> {
+    return getUsage(opts);
+  }
+
   /** This sandbox's current info. */
   getInfo(): Promise<SandboxInfo> {
     return this.api.json<SandboxInfo>('GET', sandboxPath(this.sandboxId));
@@ -229,6 +248,45 @@ export class Sandbox {
     const json = { count: opts.count ?? 1, ...(opts.networks !== undefined ? { networks: opts.networks } : {}) };
     const res = await this.api.json<ForkResponse>('POST', sandboxPath(this.sandboxId, '/fork'), { json });
     return res.sandboxes.map((info) => new Sandbox(info.id, this.api, info.ingress));
+  }
+
+  /**
+   * Samples of the sandbox taken while it ran (as E2B's `getMetrics`): every 5 s by default, the last hour,
+   * oldest first: `timestamp`, `cpuCount`, `cpuUsedPct`, `memUsed`/`memTotal` and `diskUsed`/`diskTotal`
+   * (bytes; disk null for gVisor, whose file changes live in memory). Kept in the daemon's memory: empty
+   * again after a daemon restart until the next sample.
+   */
+  getMetrics(opts: { start?: TimeArg; end?: TimeArg } = {}): Promise<SandboxMetrics[]> {
+    return fetchMetrics(this.api, this.sandboxId, opts);
+  }
+
+  /** What this sandbox used in a window (default the last 30 days, up to now): seconds running and paused, CPU-seconds, memory, disk, bytes in and out. */
+  getUsage(opts: { from?: TimeArg; to?: TimeArg } = {}): Promise<UsageFigures> {
+    return fetchSandboxUsage(this.api, this.sandboxId, opts);
+  }
+
+  /** The fork tree this sandbox is in, from its root: each sandbox's state, usage and budget. */
+  getTree(): Promise<SandboxTreeResponse> {
+    return fetchTree(this.api, this.sandboxId);
+  }
+
+  /**
+   * Set or raise the budget of this sandbox and everything forked from it: the limits given change (null
+   * removes one). A new budget counts from now. Raising it above what the tree used lets its paused
+   * sandboxes resume. Throws `VALIDATION_FAILED` for a limit not above 0 (nothing changes).
+   */
+  setBudget(budget: Budget): Promise<BudgetInfo> {
+    return patchBudget(this.api, this.sandboxId, budget);
+  }
+
+  /** The budgets covering this sandbox (its own first, then its ancestors'), with what their trees used. */
+  getBudgets(): Promise<BudgetInfo[]> {
+    return fetchBudgets(this.api, this.sandboxId);
+  }
+
+  /** Remove the budget set on this sandbox (its ancestors' still cover it). */
+  removeBudget(): Promise<void> {
+    return deleteBudget(this.api, this.sandboxId);
   }
 
   /** Take a named, persistent snapshot (outlives the sandbox; `Sandbox.create({ snapshot: name })` starts from it). */

@@ -10,4 +10,5 @@ export type {
   SshKeyInfo, SshAccessInfo,
   TeamInfo, TeamQuota, SetTeamQuotaRequest, ApiKeyInfo, ApiKeyRole, CreatedApiKey,
   NetworkInfo, NetworkMemberInfo, NetworkJoinRequest, SandboxNetworkInfo, SnapshotNetworks, EgressPeer,
+  Budget, BudgetInfo, BudgetLimit, UsageFigures, UsageRow, UsageResponse, UsageGroupBy, SandboxMetric, SandboxTreeNode, SandboxTreeResponse,
 } from '@ramify/contracts';
