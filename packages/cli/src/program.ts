@@ -13,6 +13,7 @@ import { registerKeys } from './commands/key.js';
 import { registerNetworks } from './commands/network.js';
 import { registerMcp } from './commands/mcp.js';
 import { registerAudit } from './commands/audit.js';
+import { registerUsage } from './commands/usage.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -46,6 +47,7 @@ sandbox exec and shell: the command's or shell's own exit code (see their --help
   registerNetworks(program, env);
   registerMcp(program, env);
   registerAudit(program, env);
+  registerUsage(program, env);
   registerDemo(program, env);
   return program;
 }

@@ -16,6 +16,7 @@ import { DENY_ALL, collectRule, registerEgress } from './sandbox-egress.js';
 import { registerPorts } from './sandbox-ports.js';
 import { registerSshAccess } from './ssh.js';
 import { collectNetwork, registerSandboxNetworks } from './network.js';
+import { budgetOf, registerSandboxUsage, withBudgetOptions } from './sandbox-usage.js';
 
 /** Default and largest `list --limit` (the API's page size default and maximum). */
 const DEFAULT_LIST_LIMIT = 100;
@@ -53,7 +54,7 @@ function sandboxTable(infos: SandboxInfo[], template: TemplateLabel): string {
 export function registerSandbox(program: Command, env: CliEnv): void {
   const sandbox = program.command('sandbox').alias('sbx').description('create, inspect and control sandboxes');
 
-  sandbox.command('create').description('create a sandbox and print its id (--json: its info)')
+  withBudgetOptions(sandbox.command('create'), 'budget-').description('create a sandbox and print its id (--json: its info)')
     .option('-t, --template <name>', 'template name or id (default: base)')
     .option('-s, --snapshot <name>', 'start from a snapshot (id or name) instead of a template')
     .option('--timeout <duration>', 'lifetime, e.g. 300000 (ms), 30s, 10m, 2h (server default 5m)', parseDuration)
@@ -73,10 +74,12 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .addHelpText('after', `
 From a snapshot (--snapshot) the sandbox starts with the egress policy, the ports and the auto-pause the
 snapshot recorded (see 'ramify snapshot get'); --egress or --deny-all, --port and --auto-pause replace them.
-It joins no private network the snapshot recorded: --network says which.`)
+It joins no private network the snapshot recorded: --network says which.
+--budget-* set a budget for it and everything forked from it; see 'ramify sandbox budget --help'.`)
     .action(action(env, async (ctx, opts: { template?: string; snapshot?: string; timeout?: number; onTimeout?: 'pause' | 'kill';
       env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; disk?: number; runtime?: RuntimeName; egress?: string[]; denyAll?: boolean; port?: number[]; publicPort?: number[];
-      autoPause?: number | null; network?: NetworkJoinRequest[] }) => {
+      autoPause?: number | null; network?: NetworkJoinRequest[]; budgetCpuSeconds?: number | null; budgetSandboxSeconds?: number | null; budgetMaxSandboxes?: number | null }) => {
+      const budget = budgetOf({ cpuSeconds: opts.budgetCpuSeconds, sandboxSeconds: opts.budgetSandboxSeconds, maxSandboxes: opts.budgetMaxSandboxes });
       const ports = [...(opts.port ?? []).map((port) => ({ port, access: 'token' as const })), ...(opts.publicPort ?? []).map((port) => ({ port, access: 'public' as const }))];
       const sbx = await ctx.spin('creating sandbox', () => Sandbox.create({
         ...ctx.connection, template: opts.template, snapshot: opts.snapshot, timeoutMs: opts.timeout, onTimeout: opts.onTimeout,
@@ -84,6 +87,7 @@ It joins no private network the snapshot recorded: --network says which.`)
         egress: opts.denyAll ? DENY_ALL : opts.egress, ...(ports.length > 0 ? { ports } : {}),
         ...(opts.autoPause !== undefined ? { autoPause: opts.autoPause === null ? null : { idleMs: opts.autoPause } } : {}),
         ...(opts.network ? { networks: opts.network } : {}),
+        ...(Object.keys(budget).length > 0 ? { budget } : {}),
       }));
       if (ctx.json) ctx.output(await sbx.getInfo(), () => '');
       else ctx.print(sbx.sandboxId);
@@ -172,4 +176,5 @@ TEMPLATE is the template's name; 'tpl_... (deleted)': that template has since be
   registerPorts(sandbox, env);
   registerSshAccess(sandbox, env);
   registerSandboxNetworks(sandbox, env);
+  registerSandboxUsage(sandbox, env);
 }

@@ -6,7 +6,7 @@ import { Option, type Command } from 'commander';
 import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING } from '@ramify/contracts';
 import { getHealth, RamifyError } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
-import { intIn } from '../parse.js';
+import { intIn, parseDuration } from '../parse.js';
 
 /** The part of `@ramify/daemon` this command uses (imported dynamically so the CLI builds without it). */
 interface DaemonModule {
@@ -14,6 +14,7 @@ interface DaemonModule {
     host?: string; port?: number; dataDir?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
     ssh?: { host?: string; port?: number };
+    coreOptions?: { usageSampleMs?: number };
   }): Promise<{
     url: string; dataDir: string; runtimeSummary: string[]; ingress: { address: string; url: string } | null;
     ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(): Promise<void>;
@@ -50,6 +51,8 @@ interface ServeFlags {
   ingressTlsKey?: string;
   /** `--ssh-listen ADDR:PORT` or `off`. */
   sshListen?: string;
+  /** `--usage-sample`: ms between usage samples; 0 (`off`) turns metering off. */
+  usageSample?: number;
 }
 
 /** Default `--ingress-listen`: loopback only. */
@@ -105,6 +108,7 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--ingress-tls-cert <file>', 'PEM certificate (a wildcard *.<domain>) to serve port URLs over HTTPS, with --ingress-tls-key')
     .option('--ingress-tls-key <file>', 'PEM key of --ingress-tls-cert')
     .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory`)
+    .option('--usage-sample <duration>', "how often each running sandbox's CPU, memory, disk and traffic are read, metered and checked against budgets (default 5s); 'off' turns metering, live metrics and budget enforcement off", (v: string) => (v === 'off' ? 0 : parseDuration(v)))
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
       if (opts.detach) {
         const { url, started } = await serveDetached(opts);
@@ -119,7 +123,8 @@ export function registerServe(program: Command, env: CliEnv): void {
       const microvm = opts.microvmMemory !== undefined ? { imageMemoryMB: opts.microvmMemory } : undefined;
       const ingress = ingressOptions(opts);
       const ssh = sshOptions(opts);
-      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}) });
+      const coreOptions = opts.usageSample !== undefined ? { usageSampleMs: opts.usageSample } : undefined;
+      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}), ...(coreOptions ? { coreOptions } : {}) });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
       if (server.ingress) ctx.note(`ramify: port URLs ${server.ingress.url} (listening on ${server.ingress.address})`);
       if (server.ssh) ctx.note(`ramify: ssh -p ${server.ssh.port} <sandboxId>@${server.ssh.host} (listening on ${server.ssh.address}; host key ${server.ssh.fingerprint})`);
@@ -165,6 +170,7 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.ingressTlsCert) args.push('--ingress-tls-cert', opts.ingressTlsCert);
   if (opts.ingressTlsKey) args.push('--ingress-tls-key', opts.ingressTlsKey);
   if (opts.sshListen) args.push('--ssh-listen', opts.sshListen);
+  if (opts.usageSample !== undefined) args.push('--usage-sample', opts.usageSample === 0 ? 'off' : `${opts.usageSample}ms`);
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log] });
   child.unref();
   closeSync(log);
