@@ -8,6 +8,7 @@
 // incoming migration / migration to a file), in their own work dir and prefix. A microVM has no raw
 // exec (its commands go through the agent): that row has no ratio. Pause includes the fsync of the
 // image in both columns' durable variant (see the `pause` rows).
+// What metering adds (the usage sampler on against off, same run): bench/lifecycle/metering.mjs.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

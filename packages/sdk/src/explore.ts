@@ -26,8 +26,9 @@ export interface ExploreOpts<T> {
    * Limits of the exploration, set on the source before it forks (`source.setBudget`): its tree (the source
    * and its forks) counts from then (a budget the source had keeps its start, with these limits). Over
    * cpuSeconds or sandboxSeconds the daemon pauses the tree, never kills it: explore then stops waiting for
-   * the strategies still running (their entries fail with `BUDGET_EXCEEDED`, their forks stay `paused`,
-   * resumable once `source.setBudget` raises the limit) and reports on the ones that finished.
+   * the strategies still running (their entries fail with `BUDGET_EXCEEDED`; their forks are left to the
+   * daemon's pause, which may still be under way when explore returns, and stay `paused`, resumable once
+   * `source.setBudget` raises the limit) and reports on the ones that finished.
    */
   budget?: Budget;
   /** How often explore looks at the budget while strategies run, ms; default 1000. */

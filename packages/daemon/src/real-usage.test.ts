@@ -1,0 +1,147 @@
+/**
+ * Metering through a REAL daemon (gVisor runsc, namespaces, the sandboxes' cgroups): a sandbox runs a
+ * CPU-bound loop for ~3 s, pauses, resumes and forks; its CPU-seconds match what its incarnations' cgroups
+ * say (within 10 %), its running and paused seconds the wall clock (within 1 s), the fork's usage is under
+ * the same tree, and bytes out of it are counted. Then the daemon is closed between two samples and a new
+ * one started on the same data (`close()` writes no usage: the meter writes only at samples and state
+ * changes, so for metering this is a kill -9 between samples): the totals neither drop nor double count,
+ * and a loop run across the restart is counted once. Live metrics and the CLI's `usage --csv`,
+ * `sandbox tree` and `sandbox metrics`. Skipped, with the reason, when not root, without runsc, or without the prepared rootfs.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { layoutForPrefix, slotAddresses } from '@ramify/network';
+import type { GvisorRuntime } from '@ramify/runtime-gvisor';
+import { serve, type RamifyServer } from './serve.js';
+import { cli } from './real-ssh-support.js';
+import { apiCaller, realRuntimeSkip, registerRootfsTemplate, shellCaller, stopRealDaemon, until } from './real-test-support.js';
+
+const rootfs = process.env.RAMIFY_TEST_ROOTFS;
+const skip = realRuntimeSkip(rootfs);
+
+const PREFIX = 'rmu';
+const SAMPLE_MS = 1_000;
+let dataDir: string;
+let server: RamifyServer | undefined;
+let key = '';
+const call = apiCaller(() => server?.url, () => key);
+const sh = shellCaller(call);
+
+const start = (): Promise<RamifyServer> =>
+  serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX }, coreOptions: { usageSampleMs: SAMPLE_MS } });
+
+/** The CPU time of the sandbox's current incarnation, µs, read from its cgroup's files here (v1 cpuacct, else v2 cpu.stat). */
+async function cgroupCpuUs(id: string): Promise<number> {
+  const containerId = await (server!.core.runtimes[0] as GvisorRuntime).containerOf(id);
+  const v1 = await readFile(`/sys/fs/cgroup/cpuacct/ramify/${containerId}/cpuacct.usage`, 'utf8').catch(() => null);
+  if (v1 !== null) return Number(v1) / 1000;
+  const v2 = await readFile(`/sys/fs/cgroup/ramify/${containerId}/cpu.stat`, 'utf8');
+  return Number(/^usage_usec (\d+)$/m.exec(v2)?.[1]);
+}
+
+/** One sandbox's metered figures (all time). */
+async function usageOf(id: string): Promise<{ cpuSeconds: number; runningSeconds: number; pausedSeconds: number; netOutBytes: number }> {
+  const r = await call('GET', `/v1/usage?from=2000-01-01&sandboxId=${id}`);
+  assert.equal(r.status, 200, JSON.stringify(r.json));
+  return r.json.rows[0];
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const within = (actual: number, expected: number, fraction: number, what: string): void =>
+  assert.ok(Math.abs(actual - expected) <= expected * fraction, `${what}: metered ${actual.toFixed(3)}, expected ${expected.toFixed(3)} ±${fraction * 100}%`);
+
+describe('real metering (gVisor)', { skip, timeout: 600_000 }, () => {
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'ramify-usage-e2e-'));
+    server = await start();
+    key = server.newApiKey ?? '';
+    await registerRootfsTemplate(server.core, rootfs as string, { templateId: 'tpl_rmu', snapshotId: 'snap_rmu_base' });
+  });
+  after(async () => {
+    spawnSync('umount', [join(dataDir, 'snapshots', 'snap_rmu_base')]);
+    if (server) await stopRealDaemon(server, call);
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  test('CPU, running and paused time across pause, resume, fork and a daemon restart between samples', async () => {
+    const created = await call('POST', '/v1/sandboxes', {});
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    const id = created.json.id as string;
+    const createdAt = Date.parse(created.json.createdAt);
+    await sh(id, 'timeout 3 sh -c "while :; do :; done"; true');
+    // Bytes out: 200 kB of datagrams to the host's end of the sandbox's link (a port nothing listens on):
+    // the link counts them all the same.
+    const { hostAddress } = slotAddresses(layoutForPrefix(PREFIX), (await server!.core.store.getSandbox(id))?.slot as number);
+    await sh(id, `python3 -c "import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); [s.sendto(b'x'*1000, ('${hostAddress}', 9)) for _ in range(200)]"`);
+    const cpu1 = await cgroupCpuUs(id);
+    assert.equal((await call('POST', `/v1/sandboxes/${id}/pause`)).json.state, 'paused');
+    const pausedAt = Date.now();
+    await sleep(2_000);
+    const resumeAt = Date.now();
+    assert.equal((await call('POST', `/v1/sandboxes/${id}/resume`)).json.state, 'running');
+    const pausedFor = (resumeAt - pausedAt) / 1000;
+    await sh(id, 'timeout 1 sh -c "while :; do :; done"; true');
+    const cpu2 = await cgroupCpuUs(id);
+    const forked = await call('POST', `/v1/sandboxes/${id}/fork`, { count: 1 });
+    assert.equal(forked.status, 201, JSON.stringify(forked.json));
+    const child = forked.json.sandboxes[0].id as string;
+    await sleep(2 * SAMPLE_MS + 500);
+    let metered = await usageOf(id);
+    const expectedCpu = (cpu1 + cpu2 + (await cgroupCpuUs(id))) / 1e6;
+    process.stdout.write(`# ${id}: metered ${metered.cpuSeconds.toFixed(3)} CPU-s, its incarnations' cgroups ${expectedCpu.toFixed(3)}; running ${metered.runningSeconds.toFixed(2)} s, paused ${metered.pausedSeconds.toFixed(2)} s (measured ${pausedFor.toFixed(2)}); out ${metered.netOutBytes} B\n`);
+    within(metered.cpuSeconds, expectedCpu, 0.1, 'CPU-seconds vs the cgroups');
+    assert.ok(metered.cpuSeconds > 3, 'the 3 s loop and the 1 s one');
+    assert.ok(Math.abs(metered.pausedSeconds - pausedFor) < 1, 'paused seconds within 1 s');
+    const lifetime = (Date.now() - createdAt) / 1000;
+    assert.ok(Math.abs(metered.runningSeconds + metered.pausedSeconds - lifetime) < 1, `running + paused = its lifetime (${lifetime.toFixed(2)} s) within 1 s`);
+    assert.ok(metered.netOutBytes >= 200_000, 'the datagrams out');
+    const tree = await call('GET', '/v1/usage?from=2000-01-01&groupBy=tree');
+    const row = tree.json.rows.find((r: { key: string }) => r.key === id);
+    assert.equal(row?.sandboxes, 2, 'the fork is under the same tree');
+    assert.ok(row.cpuSeconds > metered.cpuSeconds, "the tree has the fork's CPU too");
+    const samples = await call('GET', `/v1/sandboxes/${child}/metrics`);
+    assert.ok(samples.json.metrics.length >= 1, 'a live sample of the fork');
+    assert.ok(samples.json.metrics[0].memUsed > 0 && samples.json.metrics[0].memTotal === 512 * 1024 * 1024);
+
+    // A loop across the restart, in the fork: counted once, from its cgroup.
+    await call('POST', `/v1/sandboxes/${child}/commands`, { cmd: 'timeout 4 sh -c "while :; do :; done"', background: true });
+    await sleep(SAMPLE_MS + 300);
+    const beforeClose = await usageOf(child);
+    await server!.close();
+    await sleep(2_500);
+    server = await start();
+    await until(async () => (await call('GET', `/v1/sandboxes/${child}`)).json?.state === 'running', 'the fork is re-attached');
+    await sleep(3 * SAMPLE_MS + 1_500);
+    const afterRestart = await usageOf(child);
+    const childCgroup = (await cgroupCpuUs(child)) / 1e6;
+    process.stdout.write(`# fork ${child}: ${beforeClose.cpuSeconds.toFixed(3)} CPU-s before the close, ${afterRestart.cpuSeconds.toFixed(3)} after the restart, its cgroup ${childCgroup.toFixed(3)}\n`);
+    within(afterRestart.cpuSeconds, childCgroup, 0.1, "the fork's CPU-seconds vs its cgroup after the restart");
+    assert.ok(afterRestart.cpuSeconds > beforeClose.cpuSeconds + 1, 'the loop during and after the downtime is counted');
+    const childInfo = (await call('GET', `/v1/sandboxes/${child}`)).json;
+    assert.ok(Math.abs(afterRestart.runningSeconds - (Date.now() - Date.parse(childInfo.createdAt)) / 1000) < 1, 'the downtime ran: running seconds within 1 s');
+    metered = await usageOf(id);
+    within(metered.cpuSeconds, (cpu1 + cpu2 + (await cgroupCpuUs(id))) / 1e6, 0.1, "the parent's CPU-seconds after the restart");
+
+    // The CLI over the same figures.
+    const conn = { apiUrl: server.url, apiKey: key };
+    const csv = await cli(conn, ['usage', '--from', '2000-01-01', '--group-by', 'tree', '--csv']);
+    assert.equal(csv.code, 0, csv.stderr);
+    assert.match(csv.stdout.split('\n')[0] ?? '', /^tree,sandboxes,runningSeconds,pausedSeconds,cpuSeconds,/);
+    assert.match(csv.stdout, new RegExp(`^${id},2,`, 'm'));
+    const treeText = await cli(conn, ['sandbox', 'tree', child]);
+    assert.equal(treeText.code, 0, treeText.stderr);
+    assert.match(treeText.stdout, new RegExp(`^${id}  running  cpu [\\d.]+s`));
+    assert.match(treeText.stdout, new RegExp(`└─ ${child}  running`));
+    const metricsJson = await cli(conn, ['sandbox', 'metrics', child, '--json']);
+    assert.equal(metricsJson.code, 0, metricsJson.stderr);
+    const points = JSON.parse(metricsJson.stdout) as Array<{ cpuCount: number; memTotal: number }>;
+    assert.ok(points.length >= 2, 'samples of the new daemon');
+    assert.deepEqual([points[0]?.cpuCount, points[0]?.memTotal], [1, 512 * 1024 * 1024]);
+    const metricsText = await cli(conn, ['sandbox', 'metrics', child]);
+    assert.match(metricsText.stdout, /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\]  CPU: +[\d.]+% \/  1 Cores \| Memory: +\d+ \/ 512 MiB \| Disk: - \(in memory\)$/m);
+  });
+});
