@@ -172,7 +172,8 @@ export class UsageMeter {
   /** The write of one reading, and the baseline it leaves; null when nothing could be read. */
   #plan(raw: Raw, now: number): { write: UsageWrite; last: LastReading } | null {
     const { record, usage, traffic } = raw;
-    if (raw.blind) this.#judged.add(record.id);
+    // A runtime that cannot say (no counters, or none readable now): auto-pause judges on the rest.
+    if (raw.blind || !usage) this.#judged.add(record.id);
     if (!usage && !traffic) return null;
     const prev = this.#last.get(record.id) ?? null;
     const cpuUs = usage ? cpuDelta(prev, usage.instance, usage.cpuTimeUs) : 0;
