@@ -4,7 +4,7 @@
  * or an expected-output check, the winner kept and the others killed (the SDK's `explore`).
  */
 import { z } from 'zod';
-import { MAX_FORK_COUNT } from '@ramify/contracts';
+import { Budget, MAX_FORK_COUNT } from '@ramify/contracts';
 import { explore, ExploreFailedError, RamifyError, type CommandResult, type ExploreReport, type ForkTreeNode, type Sandbox, type Strategy } from '@ramify/sdk';
 import { cutForModel } from '../cut.js';
 import { jsonSafe } from '../results.js';
@@ -71,6 +71,7 @@ const sandboxExplore = defineTool({
     expectedOutput: z.string().min(1).optional().describe("instead of scoreCommand: a strategy passes (score 1) when its stdout contains this text, else it fails"),
     timeoutMs: z.number().int().min(1).max(3_600_000).default(DEFAULT_COMMAND_TIMEOUT_MS).describe(`deadline of each strategy's command and of the score command, ms (default ${DEFAULT_COMMAND_TIMEOUT_MS})`),
     keep: z.enum(['winner', 'all', 'none']).default('winner').describe('which forks stay alive afterwards: winner (default), all, or none; the source is never touched'),
+    budget: Budget.optional().describe('cap the exploration: { cpuSeconds?, sandboxSeconds?, maxSandboxes? } for the source and its forks from now; over it the forks are paused (never killed) and unfinished strategies fail with BUDGET_EXCEEDED'),
     confirm,
   }),
   hints: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -97,7 +98,7 @@ const sandboxExplore = defineTool({
     };
     let report: ExploreReport<CommandResult>;
     try {
-      report = await explore(source, strategies, { score, keep: args.keep });
+      report = await explore(source, strategies, { score, keep: args.keep, ...(args.budget ? { budget: args.budget } : {}) });
     } catch (err) {
       if (err instanceof ExploreFailedError) throw new RamifyError('EXPLORE_FAILED', err.message, { entries: jsonSafe(err.entries) });
       throw err;
