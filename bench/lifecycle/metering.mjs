@@ -5,16 +5,17 @@
 // (`usageSampleMs: 0`: nothing read or written), each holding --background idle sandboxes for the sampler
 // to read. Iterations alternate between the two (and which goes first), so both see the same machine.
 // Prints each median and the ratio on/off, with the target (<= 1.05) marked ok or MISSED.
-//   node bench/lifecycle/metering.mjs [--iterations 15] [--background 8] [--sample-ms 5000]
+//   node bench/lifecycle/metering.mjs [--iterations 21] [--execs 5] [--background 8] [--sample-ms 5000]
 // As root; needs the packages built (npm run build). Run under the real-tests lock:
 //   flock /tmp/ramify-real-tests.lock node bench/lifecycle/metering.mjs
 import { parseArgs } from 'node:util';
 import { Sandbox } from '@ramify/sdk';
 import { startBenchDaemon } from '../support/in-process-daemon.mjs';
 
-const { values } = parseArgs({ options: { iterations: { type: 'string', default: '15' }, background: { type: 'string', default: '8' }, 'sample-ms': { type: 'string', default: '5000' } } });
+const { values } = parseArgs({ options: { iterations: { type: 'string', default: '21' }, background: { type: 'string', default: '8' }, execs: { type: 'string', default: '5' }, 'sample-ms': { type: 'string', default: '5000' } } });
 const N = Number(values.iterations);
 const BACKGROUND = Number(values.background);
+const EXECS = Number(values.execs);
 const SAMPLE_MS = Number(values['sample-ms']);
 const TARGET = 1.05;
 
@@ -28,12 +29,12 @@ const daemons = {
 const conn = (d) => ({ apiUrl: d.server.url, apiKey: d.key, requestTimeoutMs: 600_000 });
 const results = { off: { create: [], exec: [], pause: [] }, on: { create: [], exec: [], pause: [] } };
 
-/** One create, exec, pause, kill on daemon `which`. */
+/** One create, --execs execs, a pause and a kill on daemon `which`. */
 async function round(which) {
   const c = conn(daemons[which]);
   const [tc, sbx] = await time(() => Sandbox.create({ ...c, template: 'base', timeoutMs: 600_000 }));
   results[which].create.push(tc);
-  results[which].exec.push((await time(() => sbx.commands.run('true')))[0]);
+  for (let e = 0; e < EXECS; e++) results[which].exec.push((await time(() => sbx.commands.run('true')))[0]);
   results[which].pause.push((await time(() => sbx.pause()))[0]);
   await sbx.kill();
 }
@@ -50,7 +51,7 @@ try {
     for (const which of i % 2 === 0 ? ['off', 'on'] : ['on', 'off']) await round(which);
   }
   const sampled = await daemons.on.call('GET', '/v1/usage?groupBy=team');
-  console.log(`bench/lifecycle/metering: gVisor, ${N} iterations each, ${BACKGROUND} idle sandboxes per daemon, sampler every ${SAMPLE_MS} ms on one daemon, off on the other; medians in ms`);
+  console.log(`bench/lifecycle/metering: gVisor, ${N} iterations each (${EXECS} execs in each), ${BACKGROUND} idle sandboxes per daemon, sampler every ${SAMPLE_MS} ms on one daemon, off on the other; medians in ms`);
   console.log(['operation', 'metering on', 'metering off', 'ratio', 'target'].join('\t'));
   for (const op of ['create', 'exec', 'pause']) {
     const ratio = median(results.on[op]) / median(results.off[op]);
