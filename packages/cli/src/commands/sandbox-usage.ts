@@ -33,14 +33,15 @@ function limitArg(parse: (v: string) => number): (value: string) => number | nul
   };
 }
 const seconds = limitArg((v) => (/^\d+(\.\d+)?$/.test(v) ? Number(v) : Number.NaN));
-const duration = limitArg((v) => parseDuration(v) / 1000);
+/** Seconds: a plain number is seconds, else a duration (90m, 2h). */
+const duration = limitArg((v) => (/^\d+(\.\d+)?$/.test(v) ? Number(v) : parseDuration(v) / 1000));
 const count = limitArg((v) => (/^\d+$/.test(v) ? Number(v) : Number.NaN));
 
 /** Budget options shared by `sandbox budget` and `sandbox create` (`prefix`: `budget-` on create). */
 export function withBudgetOptions(cmd: Command, prefix = ''): Command {
   return cmd
     .option(`--${prefix}cpu-seconds <n>`, "CPU-seconds of the tree together ('none': no limit)", seconds)
-    .option(`--${prefix}sandbox-seconds <duration>`, "time its sandboxes run, summed: 3600, 90m, 2h ('none': no limit)", duration)
+    .option(`--${prefix}sandbox-seconds <duration>`, "time its sandboxes run, summed: seconds (3600) or a duration (90m, 2h) ('none': no limit)", duration)
     .option(`--${prefix}max-sandboxes <n>`, "sandboxes of the tree alive at once ('none': no limit)", count);
 }
 
