@@ -1,12 +1,23 @@
 /**
- * Metering through a REAL daemon (gVisor runsc, namespaces, the sandboxes' cgroups): a sandbox runs a
- * CPU-bound loop for ~3 s, pauses, resumes and forks; its CPU-seconds match what its incarnations' cgroups
- * say (within 10 %), its running and paused seconds the wall clock (within 1 s), the fork's usage is under
+ * Metering and budgets through a REAL daemon (gVisor runsc, namespaces, the sandboxes' cgroups), one
+ * daemon for both (sampling every second).
+ *
+ * Metering: a sandbox runs a CPU-bound loop for ~3 s, pauses, resumes and forks; its CPU-seconds match
+ * what its incarnations' cgroups say (within 10 %), its running and paused seconds the wall clock (within 1 s), the fork's usage is under
  * the same tree, and bytes out of it are counted. Then the daemon is closed between two samples and a new
  * one started on the same data (`close()` writes no usage: the meter writes only at samples and state
  * changes, so for metering this is a kill -9 between samples): the totals neither drop nor double count,
  * and a loop run across the restart is counted once. Live metrics and the CLI's `usage --csv`,
- * `sandbox tree` and `sandbox metrics`. Skipped, with the reason, when not root, without runsc, or without the prepared rootfs.
+ * `sandbox tree` and `sandbox metrics`.
+ *
+ * Budgets, through the SDK: `Sandbox.explore` with `budget: { cpuSeconds: 5 }` over two strategies that spin
+ * forever. At the first sample after the tree passed 5 CPU-seconds the daemon emits the budget event on its
+ * bus and pauses the whole tree (the source and both forks; never a kill); explore stops waiting and
+ * reports both strategies stopped by the budget with their forks left `paused`. Forks and resumes in the
+ * tree are then 429 BUDGET_EXCEEDED (and the CLI shows the tree); after `ramify sandbox budget` raises it,
+ * the paused forks resume and run.
+ *
+ * Skipped, with the reason, when not root, without runsc, or without the prepared rootfs.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +25,9 @@ import { spawnSync } from 'node:child_process';
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { SandboxBudgetEvent } from '@ramify/core';
 import { layoutForPrefix, slotAddresses } from '@ramify/network';
+import { ExploreFailedError, Sandbox, type Strategy } from '@ramify/sdk';
 import type { GvisorRuntime } from '@ramify/runtime-gvisor';
 import { serve, type RamifyServer } from './serve.js';
 import { cli } from './real-ssh-support.js';
@@ -54,7 +67,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 const within = (actual: number, expected: number, fraction: number, what: string): void =>
   assert.ok(Math.abs(actual - expected) <= expected * fraction, `${what}: metered ${actual.toFixed(3)}, expected ${expected.toFixed(3)} ±${fraction * 100}%`);
 
-describe('real metering (gVisor)', { skip, timeout: 600_000 }, () => {
+describe('real metering and budgets (gVisor)', { skip, timeout: 600_000 }, () => {
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'ramify-usage-e2e-'));
     server = await start();
@@ -143,5 +156,57 @@ describe('real metering (gVisor)', { skip, timeout: 600_000 }, () => {
     assert.deepEqual([points[0]?.cpuCount, points[0]?.memTotal], [1, 512 * 1024 * 1024]);
     const metricsText = await cli(conn, ['sandbox', 'metrics', child]);
     assert.match(metricsText.stdout, /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\]  CPU: +[\d.]+% \/  1 Cores \| Memory: +\d+ \/ 512 MiB \| Disk: - \(in memory\)$/m);
+  });
+
+  test('explore with cpuSeconds 5 over spinning strategies: the tree is paused, the event emitted, forks resumable after a raise', async () => {
+    const conn = { apiUrl: server!.url, apiKey: key, requestTimeoutMs: 600_000 };
+    const events: SandboxBudgetEvent[] = [];
+    server!.core.events.onBudget((e) => events.push(e));
+    const source = await Sandbox.create({ ...conn, template: 'base', timeoutMs: 600_000 });
+    const spin = (name: string): Strategy<number | null> => ({ name, run: async (sbx) => (await sbx.commands.run('sh -c "while :; do :; done"', { timeoutMs: 0 })).exitCode });
+    const explored = await Sandbox.explore(source, [spin('left'), spin('right')], { score: () => 1, budget: { cpuSeconds: 5 }, budgetPollMs: 250 }).then(
+      () => assert.fail('two strategies that spin forever cannot finish'),
+      (err: unknown) => err,
+    );
+    assert.ok(explored instanceof ExploreFailedError, String(explored));
+    assert.deepEqual(explored.entries.map((e) => [e.outcome, e.error?.code]), [['paused', 'BUDGET_EXCEEDED'], ['paused', 'BUDGET_EXCEEDED']]);
+    const forks = explored.entries.map((e) => e.sandboxId);
+
+    assert.equal(events.length, 1, 'one budget event');
+    const [event] = events;
+    assert.equal(event?.rootId, source.sandboxId);
+    assert.equal(event?.limit, 'cpuSeconds');
+    assert.equal(event?.max, 5);
+    // Found at the first sample past 5 CPU-seconds: two spinning forks on at most 2 cores add at most 2
+    // CPU-seconds per sampling interval (1 s here; 3 intervals of slack for a loaded host).
+    assert.ok(event!.used >= 5 && event!.used < 5 + 2 * 3 * (SAMPLE_MS / 1000), `used ${event!.used} when found`);
+    // Explore returns once the budget is marked exceeded; the daemon's pauses of the tree are under way.
+    for (const id of [source.sandboxId, ...forks]) {
+      await until(async () => (await Sandbox.getInfo(id, conn)).state === 'paused', `${id} is paused`, 60_000);
+    }
+    const [budget] = await source.getBudgets();
+    process.stdout.write(`# budget event at ${event!.used.toFixed(2)} CPU-s; the tree had used ${budget!.used.cpuSeconds} CPU-s once paused\n`);
+    assert.equal(budget?.exceeded, 'cpuSeconds');
+
+    const fork = await call('POST', `/v1/sandboxes/${forks[0]}/fork`, { count: 1 });
+    assert.equal(fork.status, 429);
+    assert.equal(fork.json.error.code, 'BUDGET_EXCEEDED');
+    const resume = await call('POST', `/v1/sandboxes/${forks[1]}/resume`);
+    assert.equal(resume.status, 429);
+    assert.equal(resume.json.error.details.sandboxId, source.sandboxId);
+    const tree = await cli(conn, ['sandbox', 'tree', forks[0]!, '--json']);
+    assert.equal(tree.code, 0, tree.stderr);
+    const view = JSON.parse(tree.stdout) as { rootId: string; size: number; root: { state: string; budget: { exceeded: string }; children: Array<{ state: string }> } };
+    assert.deepEqual([view.rootId, view.size, view.root.state, view.root.budget.exceeded, view.root.children.map((c) => c.state)], [source.sandboxId, 3, 'paused', 'cpuSeconds', ['paused', 'paused']]);
+
+    const raised = await cli(conn, ['sandbox', 'budget', source.sandboxId, '--cpu-seconds', '1000', '--json']);
+    assert.equal(raised.code, 0, raised.stderr);
+    assert.deepEqual([JSON.parse(raised.stdout).exceeded, JSON.parse(raised.stdout).limits.cpuSeconds], [null, 1000]);
+    for (const id of forks) assert.equal((await Sandbox.resume(id, conn)).state, 'running');
+    // The spin goes on where it stopped: the forks use CPU again.
+    const before = (await source.getBudgets())[0]!.used.cpuSeconds;
+    await new Promise((resolve) => setTimeout(resolve, 3 * SAMPLE_MS));
+    assert.ok((await source.getBudgets())[0]!.used.cpuSeconds > before + 1, 'the resumed forks spin on');
+    for (const id of [...forks, source.sandboxId]) await Sandbox.kill(id, conn);
   });
 });
