@@ -3,7 +3,7 @@
  * daemon for `target.runtime`: real runtime, network namespaces, SQLite and agent, driven through the
  * SDK and the REST API. The daemon opens only the runtimes the run needs (default: the target) and the
  * base template is built for the target only. Groups run in order and share the daemon:
- * bad input → commands → files → guest kernel → root disk → memory pressure → lifecycle → fork point → guards → crash recovery (last: it restarts
+ * bad input → commands → files → guest kernel → root disk → memory pressure → metering → lifecycle → fork point → guards → crash recovery (last: it restarts
  * the daemon). Cases marked extended run only on full runs when the target says so
  * (`extendedCases: 'full-run'`, `RAMIFY_TEST_FULL=1`). On the way out every sandbox is killed, the daemon
  * stopped, its QEMU/runsc leftovers, every `<prefix>-*` namespace and the nftables table removed; the
@@ -22,6 +22,7 @@ import { registerGuardCases } from './cases/guards.js';
 import { registerForkPointCases } from './cases/fork-point.js';
 import { registerLifecycleCases } from './cases/lifecycle.js';
 import { registerMemoryCases } from './cases/memory.js';
+import { registerMeteringCases } from './cases/metering.js';
 import { registerRootDiskCases } from './cases/root-disk.js';
 import { createContext, isFullRun, type ConformanceTarget } from './context.js';
 import { DaemonHarness, type HarnessOptions } from './harness.js';
@@ -98,6 +99,7 @@ export function registerConformanceSuite(target: ConformanceTarget, opts: Confor
     registerGuestKernelCases(ctx);
     registerRootDiskCases(ctx);
     registerMemoryCases(ctx);
+    registerMeteringCases(ctx);
     registerLifecycleCases(ctx);
     registerForkPointCases(ctx);
     registerGuardCases(ctx);
