@@ -36,6 +36,8 @@ export { setSandboxTimeout } from './lifecycle/set-timeout.js';
 export { TimeoutScheduler } from './lifecycle/timeouts.js';
 export { LivenessMonitor } from './lifecycle/liveness.js';
 export { prewarmFreeSlots } from './lifecycle/prewarm.js';
+export { WarmPool, type PooledSandbox, type WarmPoolStats } from './pool/warm-pool.js';
+export { parseWarmPoolSpec, defaultWarmPoolBudgetMB, AUTO_WINDOW_MS, MAX_POOL_COUNT, type WarmPoolConfig, type WarmPoolSize } from './pool/config.js';
 export { reconcile, type ReconcileReport } from './lifecycle/reconcile.js';
 export type { ReconcileOutcome } from './lifecycle/reconcile-sandbox.js';
 

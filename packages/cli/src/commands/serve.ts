@@ -13,10 +13,11 @@ interface DaemonModule {
   serve(options: {
     host?: string; port?: number; dataDir?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
-    ssh?: { host?: string; port?: number };
+    ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
   }): Promise<{
     url: string; dataDir: string; runtimeSummary: string[]; ingress: { address: string; url: string } | null;
     ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(): Promise<void>;
+    core: { pool: { stats(): { mode: string; budgetMB: number } } };
   }>;
 }
 
@@ -50,6 +51,10 @@ interface ServeFlags {
   ingressTlsKey?: string;
   /** `--ssh-listen ADDR:PORT` or `off`. */
   sshListen?: string;
+  /** `--warm-pool auto|off|<template>[:<runtime>]=<n>,...`. */
+  warmPool?: string;
+  /** `--warm-pool-budget <MB>`. */
+  warmPoolBudget?: number;
 }
 
 /** Default `--ingress-listen`: loopback only. */
@@ -104,6 +109,8 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--ingress-domain <domain>', "domain of port URLs, http://<port>-<sandboxId>.<domain>:<port>/ (default 'localhost': *.localhost resolves to loopback in curl and browsers)")
     .option('--ingress-tls-cert <file>', 'PEM certificate (a wildcard *.<domain>) to serve port URLs over HTTPS, with --ingress-tls-key')
     .option('--ingress-tls-key <file>', 'PEM key of --ingress-tls-cert')
+    .option('--warm-pool <spec>', "idle sandboxes kept restored so that a create claims one (~30 ms) instead of restoring: 'auto' (default: one per template created from in the last hour), 'off', or sizes per template 'base=2,python-tests=1' (':microvm' after a name for that runtime)")
+    .option('--warm-pool-budget <MB>', 'most memoryMB the warm pool\'s idle sandboxes may add up to (default 1/16 of the host\'s memory, 512 to 4096)', intIn(0, 1 << 20))
     .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory`)
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
       if (opts.detach) {
@@ -119,11 +126,15 @@ export function registerServe(program: Command, env: CliEnv): void {
       const microvm = opts.microvmMemory !== undefined ? { imageMemoryMB: opts.microvmMemory } : undefined;
       const ingress = ingressOptions(opts);
       const ssh = sshOptions(opts);
-      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}) });
+      const server = await serve({
+        host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm,
+        warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
+      });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
       if (server.ingress) ctx.note(`ramify: port URLs ${server.ingress.url} (listening on ${server.ingress.address})`);
       if (server.ssh) ctx.note(`ramify: ssh -p ${server.ssh.port} <sandboxId>@${server.ssh.host} (listening on ${server.ssh.address}; host key ${server.ssh.fingerprint})`);
       for (const line of server.runtimeSummary) ctx.note(`ramify: runtime ${line}`);
+      ctx.note(`ramify: ${warmPoolLine(server.core.pool.stats())}`);
       await new Promise<void>((resolve) => {
         const stop = (): void => {
           process.off('SIGINT', stop);
@@ -165,6 +176,8 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.ingressTlsCert) args.push('--ingress-tls-cert', opts.ingressTlsCert);
   if (opts.ingressTlsKey) args.push('--ingress-tls-key', opts.ingressTlsKey);
   if (opts.sshListen) args.push('--ssh-listen', opts.sshListen);
+  if (opts.warmPool) args.push('--warm-pool', opts.warmPool);
+  if (opts.warmPoolBudget !== undefined) args.push('--warm-pool-budget', String(opts.warmPoolBudget));
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log] });
   child.unref();
   closeSync(log);
@@ -176,6 +189,13 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   }
   const tail = readFileSync(logPath, 'utf8').trim().split('\n').slice(-8).join('\n');
   throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up at ${url}; last lines of ${logPath}:\n${tail}`);
+}
+
+/** `warm pool auto (budget 1536 MB; --warm-pool off turns it off)`: what `ramify serve` says of its pool at start. */
+function warmPoolLine(stats: { mode: string; budgetMB: number }): string {
+  if (stats.mode === 'off') return 'warm pool off (creates restore; --warm-pool auto turns it on)';
+  const what = stats.mode === 'auto' ? 'auto: one idle sandbox per template created from in the last hour' : 'fixed sizes';
+  return `warm pool ${what}, within ${stats.budgetMB} MB of memoryMB (--warm-pool off turns it off; GET /v1/health shows hits and misses)`;
 }
 
 /** The daemon's runtime summary lines, from `GET /v1/health` (empty when it cannot be read). */

@@ -9,7 +9,8 @@ import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { RamifyError, isRamifyError, type AgentIdentity } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
-import { releaseEgressEnforcement, enforceStoredEgressPolicy } from '../egress/enforcement.js';
+import { enforceEgressPolicy, enforceStoredEgressPolicy, releaseEgressEnforcement } from '../egress/enforcement.js';
+import { DENY_ALL_EGRESS_POLICY } from '../egress/policy.js';
 import { hostnameFor } from '../ids.js';
 import { enforceStoredNetworks, releaseNetworkEnforcement } from '../networks/enforcement.js';
 import type { SandboxRecord } from '../ports/store.js';
@@ -25,17 +26,26 @@ import { isWarmSlot, prewarmFreeSlots } from './prewarm.js';
  * @throws RamifyError `RUNTIME_ERROR` (also when the pinned root filesystem directory is gone: nothing is
  *   started then), `SNAPSHOT_NOT_FOUND`, `AGENT_UNREACHABLE`, `RUNTIME_UNAVAILABLE`.
  */
-export async function bringUp(core: Core, record: SandboxRecord, snapshotId: string): Promise<void> {
+export async function bringUp(core: Core, record: SandboxRecord, snapshotId: string, options: BringUpOptions = {}): Promise<void> {
   bringUpsInFlight.set(core, (bringUpsInFlight.get(core) ?? 0) + 1);
   try {
-    await bringUpOne(core, record, snapshotId);
+    await bringUpOne(core, record, snapshotId, options);
   } finally {
     bringUpsInFlight.set(core, (bringUpsInFlight.get(core) ?? 1) - 1);
   }
 }
 
-/** Bring-ups running now, per core (a fork x8 runs eight). */
-const bringUpsInFlight = new WeakMap<Core, number>();
+export interface BringUpOptions {
+  /**
+   * `stored` (default): the sandbox's stored egress policy and private networks; `deny-all`: no packet
+   * leaves and no network is joined (a warm pool sandbox, which has no stored policy yet: its create
+   * enforces the real one before it is acknowledged).
+   */
+  egress?: 'stored' | 'deny-all';
+}
+
+/** Bring-ups running now, per core (a fork x8 runs eight); the warm pool refills only while there are none. */
+export const bringUpsInFlight = new WeakMap<Core, number>();
 
 /**
  * The bound on a restored sandbox's agent answering: `agentConnectTimeoutMs`, times the bring-ups that
@@ -49,7 +59,7 @@ function agentTimeoutMs(core: Core): number {
   return core.options.agentConnectTimeoutMs * sharing;
 }
 
-async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string): Promise<void> {
+async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string, options: BringUpOptions): Promise<void> {
   if (record.slot === null) throw new RamifyError('INTERNAL', `sandbox '${record.id}' has no network slot`);
   const runtime = runtimeFor(core, record.runtime);
   await assertRootfsPresent(record, snapshotId);
@@ -59,8 +69,13 @@ async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string)
     const network = await core.network.attach(record.id, record.slot);
     phase('networkMs');
     // Before anything runs in the sandbox: its first packet already meets its policy.
-    await enforceStoredEgressPolicy(core, record);
-    await enforceStoredNetworks(core, record);
+    if (options.egress === 'deny-all') {
+      await enforceEgressPolicy(core, record, DENY_ALL_EGRESS_POLICY);
+      await core.networkEnforcer?.apply(record.id, record.slot, []);
+    } else {
+      await enforceStoredEgressPolicy(core, record);
+      await enforceStoredNetworks(core, record);
+    }
     phase('egressMs');
     const { imageDir } = await core.storage.open(snapshotId);
     phase('openSnapshotMs');

@@ -18,7 +18,8 @@ import type { SandboxIngress, SandboxRecord, SnapshotRecord, TemplateRecord } fr
 import { startSandbox } from './start.js';
 
 /**
- * Create and start a sandbox; resolves once it is `running`.
+ * Create and start a sandbox; resolves once it is `running`. From a template with the default resources
+ * it claims a sandbox of the warm pool when one is idle (docs/design/POOL.md): the same result, sooner.
  * Its environment is fixed here and stored as its `envs` (every start, resume and fork applies them):
  * the template's `envs` (from a snapshot: the envs its sandbox had when it was taken; for a snapshot that
  * did not record them, a template image or one taken before schema migration 8, the envs of its template,
@@ -59,33 +60,43 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest, o
   const cpuCount = request.cpuCount ?? source.cpuCount ?? core.options.defaultCpuCount;
   const memoryMB = request.memoryMB ?? source.memoryMB ?? core.options.defaultMemoryMB;
   if (runtime.checkResources) await runtime.checkResources({ cpuCount, memoryMB, diskSizeMB }, (await core.storage.open(source.snapshotId)).imageDir);
-  const id = newSandboxId();
-  const networks = await planNetworkJoins(core, id, teamId, request.networks);
-  if (egress === undefined && source.egress === null) {
-    core.logger.warn('the snapshot recorded no egress policy (taken before policies were recorded, its sandbox gone): the sandbox starts open', { snapshotId: source.snapshotId, sandboxId: id });
+  // From a template with the default resources: claim a restored idle sandbox when the pool has one.
+  const pooled = request.snapshot === undefined
+    ? core.pool.take({ templateId: source.templateId, runtime: source.runtime, snapshotId: source.snapshotId, rootfsDir: source.rootfsDir, cpuCount, memoryMB, diskSizeMB })
+    : null;
+  const id = pooled?.id ?? newSandboxId();
+  try {
+    const networks = await planNetworkJoins(core, id, teamId, request.networks);
+    if (egress === undefined && source.egress === null) {
+      core.logger.warn('the snapshot recorded no egress policy (taken before policies were recorded, its sandbox gone): the sandbox starts open', { snapshotId: source.snapshotId, sandboxId: id });
+    }
+    return await withinQuota(core, teamId, [{ id, memoryMB }], () => core.locks.run(id, () =>
+      startSandbox(core, {
+        id,
+        teamId,
+        runtime: source.runtime,
+        templateId: source.templateId,
+        sourceSnapshotId: source.snapshotId,
+        rootfsDir: source.rootfsDir,
+        parentId: null,
+        cpuCount,
+        memoryMB,
+        diskSizeMB,
+        metadata: request.metadata ?? {},
+        envs: sandboxEnvs(source.baseEnvs, request.envs),
+        timeoutMs: request.timeoutMs ?? core.options.defaultTimeoutMs,
+        onTimeout: request.onTimeout ?? core.options.defaultOnTimeout,
+        autoPause: askedAutoPause !== undefined ? askedAutoPause : source.autoPause ? { ...source.autoPause } : null,
+        egress: egress ?? source.egress ?? undefined,
+        ingress: sandboxIngress(source.ingress, ports, request.autoResume),
+        networks,
+      }, pooled),
+    ));
+  } catch (err) {
+    // Refused before the pooled sandbox became this one (quota, a network alias): it goes back idle.
+    if (pooled) core.pool.giveBack(pooled);
+    throw err;
   }
-  return withinQuota(core, teamId, [{ id, memoryMB }], () => core.locks.run(id, () =>
-    startSandbox(core, {
-      id,
-      teamId,
-      runtime: source.runtime,
-      templateId: source.templateId,
-      sourceSnapshotId: source.snapshotId,
-      rootfsDir: source.rootfsDir,
-      parentId: null,
-      cpuCount,
-      memoryMB,
-      diskSizeMB,
-      metadata: request.metadata ?? {},
-      envs: sandboxEnvs(source.baseEnvs, request.envs),
-      timeoutMs: request.timeoutMs ?? core.options.defaultTimeoutMs,
-      onTimeout: request.onTimeout ?? core.options.defaultOnTimeout,
-      autoPause: askedAutoPause !== undefined ? askedAutoPause : source.autoPause ? { ...source.autoPause } : null,
-      egress: egress ?? source.egress ?? undefined,
-      ingress: sandboxIngress(source.ingress, ports, request.autoResume),
-      networks,
-    }),
-  ));
 }
 
 /**

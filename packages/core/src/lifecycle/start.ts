@@ -14,6 +14,8 @@ import { joinNetworks, type NetworkJoin } from '../networks/joins.js';
 import { newAccessToken } from '../ingress/access-token.js';
 import { copyIngress, NO_INGRESS } from '../ingress/ports.js';
 import type { SandboxIngress, SandboxRecord } from '../ports/store.js';
+import { adoptPooled } from '../pool/claim.js';
+import type { PooledSandbox } from '../pool/warm-pool.js';
 import { bringUp, releaseResources } from './bring-up.js';
 import { finishKill } from './kill.js';
 import { messageOf, transition } from './records.js';
@@ -36,12 +38,14 @@ export type NewSandbox = Pick<
 };
 
 /**
- * Insert the sandbox as `creating` and bring it up from `fresh.sourceSnapshotId`. Caller holds the new id's lock.
+ * Insert the sandbox as `creating` and bring it up from `fresh.sourceSnapshotId`, or, given `pooled` (a warm
+ * pool sandbox of that image, already restored on its own slot under id `fresh.id`), adopt it instead.
+ * Caller holds the new id's lock.
  * @returns the record, now `running`.
  * @throws the bring-up's RamifyError: the record is then in `error`, or `killed` when it was
  *   `VALIDATION_FAILED` (bad input refused by a step; `error` with "kill failed" if releasing failed).
  */
-export async function startSandbox(core: Core, fresh: NewSandbox): Promise<SandboxRecord> {
+export async function startSandbox(core: Core, fresh: NewSandbox, pooled: PooledSandbox | null = null): Promise<SandboxRecord> {
   const { egress, ingress, networks, ...fields } = fresh;
   let record: SandboxRecord = {
     ...fields,
@@ -49,23 +53,28 @@ export async function startSandbox(core: Core, fresh: NewSandbox): Promise<Sandb
     state: 'creating',
     createdAt: core.clock.now(),
     endAt: null,
-    slot: null,
+    slot: pooled?.slot ?? null,
     pausedSnapshotId: null,
     error: null,
     operation: { kind: 'create' },
     lastActiveAt: null,
   };
   await core.store.insertSandbox(record);
+  if (pooled) core.pool.settle(record.id);
   core.events.emitState({ sandboxId: record.id, from: 'creating', to: 'creating', sandbox: record, at: record.createdAt });
   try {
     if (egress !== undefined) await core.store.putEgressPolicy(record.id, egress, record.createdAt);
     if (networks) await joinNetworks(core, record.id, networks, record.createdAt);
     // Its own access token (a fork's differs from its parent's), stored before the sandbox is acknowledged.
     await core.store.ensureAccessToken(record.id, newAccessToken(core.entropy), record.createdAt);
-    const slot = await core.store.allocateSlot(record.id);
-    prewarmFreeSlots(core);
-    record = await core.store.updateSandbox(record.id, { slot });
-    await bringUp(core, record, fresh.sourceSnapshotId);
+    if (pooled) {
+      await adoptPooled(core, record);
+    } else {
+      const slot = await core.store.allocateSlot(record.id);
+      prewarmFreeSlots(core);
+      record = await core.store.updateSandbox(record.id, { slot });
+      await bringUp(core, record, fresh.sourceSnapshotId);
+    }
   } catch (err) {
     if (isRamifyError(err) && REFUSED_AS_BAD_INPUT.has(err.code)) {
       // The runtime refused the request as bad input (e.g. more memory than the image was booted with):
