@@ -1,7 +1,7 @@
 /**
  * The two halves every lifecycle operation is made of:
- * - {@link bringUp}: attach the network for the sandbox's slot → enforce its egress policy and private networks → restore an
- *   image → open the agent channel → give the sandbox its identity (clock, entropy, hostname, id, envs);
+ * - {@link bringUp}: attach the network for the sandbox's slot → enforce its egress policy and private networks while
+ *   restoring an image (the slot is closed until its policy lands) → open the agent channel → give the sandbox its identity (clock, entropy, hostname, id, envs);
  * - {@link releaseResources}: close the channel, stop the runtime instance, drop the slot's private network
  *   and egress enforcement, detach the network, free the slot.
  */
@@ -68,22 +68,31 @@ async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string,
   try {
     const network = await core.network.attach(record.id, record.slot);
     phase('networkMs');
-    // Before anything runs in the sandbox: its first packet already meets its policy.
-    if (options.egress === 'deny-all') {
-      await enforceEgressPolicy(core, record, DENY_ALL_EGRESS_POLICY);
-      await core.networkEnforcer?.apply(record.id, record.slot, []);
-    } else {
-      await enforceStoredEgressPolicy(core, record);
-      await enforceStoredNetworks(core, record);
-    }
-    phase('egressMs');
-    const { imageDir } = await core.storage.open(snapshotId);
-    phase('openSnapshotMs');
-    await runtime.restore(
-      { sandboxId: record.id, rootfsDir: record.rootfsDir, resources: { cpuCount: record.cpuCount, memoryMB: record.memoryMB, diskSizeMB: record.diskSizeMB }, hostname, network },
-      imageDir,
-    );
-    phase('restoreMs');
+    // The policy is enforced while the image is restored: the host drops every packet of a slot it holds
+    // no policy for (fail closed), and a kept slot (a resume) holds the sandbox's own, so the restored
+    // processes' first packet meets the policy or nothing; both are in force before the agent is reached.
+    const since = performance.now();
+    const took = (): number => Math.round(performance.now() - since);
+    const enforce = (async () => {
+      if (options.egress === 'deny-all') {
+        await enforceEgressPolicy(core, record, DENY_ALL_EGRESS_POLICY);
+        await core.networkEnforcer?.apply(record.id, record.slot as number, []);
+      } else {
+        await enforceStoredEgressPolicy(core, record);
+        await enforceStoredNetworks(core, record);
+      }
+      phases.egressMs = took();
+    })();
+    const restore = (async () => {
+      const { imageDir } = await core.storage.open(snapshotId);
+      await runtime.restore(
+        { sandboxId: record.id, rootfsDir: record.rootfsDir, resources: { cpuCount: record.cpuCount, memoryMB: record.memoryMB, diskSizeMB: record.diskSizeMB }, hostname, network },
+        imageDir,
+      );
+      phases.restoreMs = took();
+    })();
+    await Promise.all([enforce, restore]);
+    phase('egressAndRestoreMs');
     const session = await core.sessions.open(record.id, { timeoutMs: agentTimeoutMs(core) });
     phase('agentMs');
     await session.setIdentity(identityFor(core, record));

@@ -26,12 +26,13 @@ import { startSandbox } from './start.js';
  * none if that was deleted), overridden per key by the request's `envs`.
  * Its egress policy is the request's `egress` (rules or `{ mode, rules }`, validated before anything else
  * happens), else from a snapshot the policy the snapshot recorded (a template image, or an old snapshot
- * that recorded none: open, and a warning is logged for the latter). It is stored and enforced before the
- * sandbox's image is restored, so the restored processes' first packet already meets it.
+ * that recorded none: open, and a warning is logged for the latter). It is stored before the slot is
+ * attached and enforced while the image is restored (a slot without a policy drops every packet), so the
+ * restored processes' first packet meets it or nothing.
  * Its exposed ports are the request's `ports` (validated first too), else from a snapshot the ones it
  * recorded; it gets an access token of its own. Its idle auto-pause is the request's `autoPause` (null: off),
  * else a snapshot's recorded one, else off. Its private networks are the request's `networks` only (a snapshot's
- * recorded ones are not joined), checked before anything starts and enforced before its image is restored.
+ * recorded ones are not joined), checked before anything starts and enforced with its egress policy.
  * It belongs to `owner.teamId` (default the default team): templates and snapshots are looked up as that
  * team sees them (its own, and the shared templates), and its quota must have room (checked before
  * anything is made).
