@@ -4,7 +4,7 @@
  * agent sessions, lifecycle events, the buffered egress log). Use-cases are plain functions taking this context first.
  */
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type IngressEndpoint, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type IngressEndpoint, type RuntimeName, type TimeoutAction, type WarmPoolConfig } from '@ramify/contracts';
 import type { ConnectAgent } from './ports/agent.js';
 import type { Clock } from './ports/clock.js';
 import type { EgressEnforcer } from './ports/egress.js';
@@ -25,7 +25,6 @@ import { SandboxEvents } from './lifecycle/events.js';
 import { KeyedLock } from './lifecycle/locks.js';
 import { recordAgentEvent } from './lifecycle/oom.js';
 import { agentReachable } from './lifecycle/state-machine.js';
-import type { WarmPoolConfig } from './pool/config.js';
 import { WarmPool } from './pool/warm-pool.js';
 
 /** Tunables; every field has a default (see {@link DEFAULT_CORE_OPTIONS}). */

@@ -37,7 +37,6 @@ export { TimeoutScheduler } from './lifecycle/timeouts.js';
 export { LivenessMonitor } from './lifecycle/liveness.js';
 export { prewarmFreeSlots } from './lifecycle/prewarm.js';
 export { WarmPool, type PooledSandbox, type WarmPoolStats } from './pool/warm-pool.js';
-export { parseWarmPoolSpec, defaultWarmPoolBudgetMB, AUTO_WINDOW_MS, MAX_POOL_COUNT, type WarmPoolConfig, type WarmPoolSize } from './pool/config.js';
 export { reconcile, type ReconcileReport } from './lifecycle/reconcile.js';
 export type { ReconcileOutcome } from './lifecycle/reconcile-sandbox.js';
 

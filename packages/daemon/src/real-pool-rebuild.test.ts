@@ -4,7 +4,7 @@
  * the replaced image before that image is collected, the pool fills again from the new image, and a
  * create claims that one. The builder here only stands in for the root filesystem step (debootstrap takes
  * minutes): it boots the prepared rootfs and checkpoints it into a new image, as a real build's last step
- * does, with the real runtime. With RAMIFY_TEST_FULL=1, the same claim on the microVM runtime (QEMU).
+ * does, with the real runtime. Then the same claim on the microVM runtime (QEMU). Both RAMIFY_TEST_FULL=1 only.
  * Skipped, with the reason, when not root, without runsc, or without the prepared rootfs.
  */
 import { after, before, describe, test } from 'node:test';
@@ -19,7 +19,7 @@ const skip = realRuntimeSkip(rootfs, ['runsc']);
 const instances = (core: Core): Promise<string[]> => core.runtimes[0]!.list();
 const idle = (core: Core): number => core.pool.stats().idle;
 
-describe('warm pool across a template rebuild (real gVisor, in-process daemon)', { skip }, () => {
+describe('warm pool across a template rebuild (real gVisor, in-process daemon)', { skip: skip || (process.env.RAMIFY_TEST_FULL !== '1' && 'RAMIFY_TEST_FULL=1 only: two template images and three pool fills (core\'s pool tests cover the drain with the fake runtime)') }, () => {
   let daemon: RealDaemon;
   before(async () => {
     daemon = await openRealDaemon({ runtime: 'gvisor', prefix: 'rwq', rootfs: rootfs ?? '', templateId: 'tpl_rwq', warmPool: 'base=1' });

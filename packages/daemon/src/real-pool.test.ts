@@ -4,8 +4,9 @@
  * pooled sandboxes are in no listing; two claimed ones differ in id, hostname and /dev/urandom bytes and
  * have the host's clock, the request's envs and metadata; a pooled sandbox created under deny-all reaches
  * nothing even with a connect loop as its very first command (and one created open does reach, so the
- * loop can tell); misses (an odd memory size, an empty pool) still create; a SIGKILLed daemon's pooled
- * sandboxes are removed by the next one, which fills its own; a clean stop leaves nothing (the rig checks).
+ * loop can tell); misses (an odd memory size, an empty pool) still create; a clean stop with a full pool
+ * leaves no sandbox, namespace or table (the rig checks); with RAMIFY_TEST_FULL=1, a SIGKILLed daemon's
+ * pooled sandboxes are removed by the next one, which fills its own.
  * Skipped, with the reason, when not root, without runsc/nft, or without the prepared rootfs.
  */
 import { after, afterEach, before, describe, test } from 'node:test';
@@ -20,6 +21,7 @@ import { EvidenceRig } from './real-egress-rig.js';
 import { NET, flowsTo } from './real-egress-support.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
+const FULL = process.env.RAMIFY_TEST_FULL === '1';
 const skip = realRuntimeSkip(rootfs, ['runsc', 'nft']);
 
 const env = new EvidenceRig({ prefix: 'rwp', watch: { forward: 'rwpwfwd', input: 'rwpwin', rig: 'rwpwrig' }, dataDirPrefix: 'ramify-pool-', rootfs: rootfs ?? '', warmPool: 'base=2' });
@@ -128,7 +130,7 @@ describe('warm pool (real gVisor, real daemon)', { skip }, () => {
     for (const id of three) assert.equal((await shell.sh(id, 'echo ok')).trim(), 'ok');
   });
 
-  test('after a SIGKILL, the next daemon removes the pooled sandboxes it finds and fills its own', async () => {
+  test('after a SIGKILL, the next daemon removes the pooled sandboxes it finds and fills its own', { skip: FULL ? false : 'RAMIFY_TEST_FULL=1 only: two more pool fills (a clean stop is checked by every run: the rig finds nothing left)' }, async () => {
     await poolHolds(2);
     const old = await containers();
     assert.equal(old.length, 2, `only the two pooled sandboxes run: ${old.join(', ')}`);

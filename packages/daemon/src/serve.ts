@@ -6,9 +6,9 @@
 import { chmod, mkdir } from 'node:fs/promises';
 import { pino, type Logger as Pino } from 'pino';
 import { totalmem } from 'node:os';
+import { defaultWarmPoolBudgetMB, parseWarmPoolSpec, type WarmPoolConfig } from '@ramify/contracts';
 import {
-  ActivityPersister, AutoPauseScheduler, defaultWarmPoolBudgetMB, LivenessMonitor, parseWarmPoolSpec, prewarmFreeSlots, reconcile, TimeoutScheduler,
-  type Core, type CoreOptions, type Logger, type WarmPoolConfig,
+  ActivityPersister, AutoPauseScheduler, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type CoreOptions, type Logger,
 } from '@ramify/core';
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';

@@ -2,8 +2,8 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Option, type Command } from 'commander';
-import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING } from '@ramify/contracts';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING, parseWarmPoolSpec } from '@ramify/contracts';
 import { getHealth, RamifyError } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
 import { intIn } from '../parse.js';
@@ -109,7 +109,7 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--ingress-domain <domain>', "domain of port URLs, http://<port>-<sandboxId>.<domain>:<port>/ (default 'localhost': *.localhost resolves to loopback in curl and browsers)")
     .option('--ingress-tls-cert <file>', 'PEM certificate (a wildcard *.<domain>) to serve port URLs over HTTPS, with --ingress-tls-key')
     .option('--ingress-tls-key <file>', 'PEM key of --ingress-tls-cert')
-    .option('--warm-pool <spec>', "idle sandboxes kept restored so that a create claims one (~30 ms) instead of restoring: 'auto' (default: one per template created from in the last hour), 'off', or sizes per template 'base=2,python-tests=1' (':microvm' after a name for that runtime)")
+    .option('--warm-pool <spec>', "idle sandboxes kept restored so that a create claims one (~30 ms) instead of restoring: 'auto' (default: one per template created from in the last hour), 'off', or sizes per template 'base=2,python-tests=1' (':microvm' after a name for that runtime)", warmPoolSpec)
     .option('--warm-pool-budget <MB>', 'most memoryMB the warm pool\'s idle sandboxes may add up to (default 1/16 of the host\'s memory, 512 to 4096)', intIn(0, 1 << 20))
     .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory`)
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
@@ -189,6 +189,16 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   }
   const tail = readFileSync(logPath, 'utf8').trim().split('\n').slice(-8).join('\n');
   throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up at ${url}; last lines of ${logPath}:\n${tail}`);
+}
+
+/** Commander's parser of `--warm-pool`: the spec as given, once it parses. @throws InvalidArgumentError (usage error, exit 2). */
+function warmPoolSpec(value: string): string {
+  try {
+    parseWarmPoolSpec(value);
+  } catch (err) {
+    throw new InvalidArgumentError(err instanceof Error ? err.message : String(err));
+  }
+  return value;
 }
 
 /** `warm pool auto (budget 1536 MB; --warm-pool off turns it off)`: what `ramify serve` says of its pool at start. */

@@ -8,7 +8,7 @@ import type { Core } from '../core.js';
 import { DEFAULT_TEAM_ID } from '../access/actor.js';
 import { findVisibleTemplate } from '../catalog/templates.js';
 import type { TemplateRecord } from '../ports/store.js';
-import { AUTO_WINDOW_MS, type WarmPoolConfig } from './config.js';
+import { AUTO_WINDOW_MS, type WarmPoolConfig } from '@ramify/contracts';
 
 /** What makes pooled sandboxes interchangeable: a create can claim one only when all of these match. */
 export interface PoolKey {

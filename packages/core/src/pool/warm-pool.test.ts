@@ -14,7 +14,7 @@ import { createSandbox } from '../lifecycle/create.js';
 import { killSandbox } from '../lifecycle/kill.js';
 import { createTeam, setTeamQuota } from '../teams/teams.js';
 import { createTestWorld, lastGuestEnvs, type TestWorld } from '../testing/world.js';
-import { parseWarmPoolSpec } from './config.js';
+import { parseWarmPoolSpec } from '@ramify/contracts';
 
 let w: TestWorld | undefined;
 afterEach(async () => {

@@ -14,7 +14,7 @@ import { bringUp, bringUpsInFlight, releaseResources } from '../lifecycle/bring-
 import { prewarmFreeSlots } from '../lifecycle/prewarm.js';
 import { messageOf } from '../lifecycle/records.js';
 import type { SandboxRecord } from '../ports/store.js';
-import { AUTO_WINDOW_MS } from './config.js';
+import { AUTO_WINDOW_MS } from '@ramify/contracts';
 import { poolTargets, sameKey, useKey, type PoolKey, type PoolTarget } from './targets.js';
 
 /** One pooled sandbox. `claimed`: handed to a create, not yet in the store. */

@@ -1,8 +1,10 @@
 /**
  * The warm pool's configuration (docs/design/POOL.md): which templates keep sandboxes restored and idle
- * ahead of creates, how many, and within what memory. Parsed from `ramify serve --warm-pool`.
+ * ahead of creates, how many, and within what memory. Parsed from `ramify serve --warm-pool` (here, so
+ * that the CLI refuses a bad spec before it starts anything, and core reads the same shape).
  */
-import { RamifyError, RuntimeName } from '@ramify/contracts';
+import { RuntimeName } from './api.js';
+import { RamifyError } from './errors.js';
 
 /** One fixed pool size: `count` idle sandboxes of template `template` (a name or id) on `runtime` (absent: the daemon's default runtime). */
 export interface WarmPoolSize {
