@@ -32,7 +32,7 @@ const N = Number(values.iterations);
 const home = process.env.RAMIFY_HOME ?? '/var/lib/ramify';
 
 const store = new SqliteStore({ path: join(home, 'ramify.db'), maxSlots: MAX_SLOT });
-const template = await store.findTemplateByName(values.template);
+const template = await store.findTemplateByName(values.template, 'default');
 if (!template) throw new Error(`template '${values.template}' is not built: run 'ramify template build ${values.template}'`);
 const templateImage = join(home, 'snapshots', template.images.find((i) => i.runtime === runtimeName)?.snapshotId ?? '-', 'image');
 if (!template.images.some((i) => i.runtime === runtimeName)) throw new Error(`template '${values.template}' has no ${runtimeName} image: run 'ramify template build ${values.template} --runtime ${runtimeName}'`);

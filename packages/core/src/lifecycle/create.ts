@@ -63,7 +63,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest, o
   if (runtime.checkResources) await runtime.checkResources({ cpuCount, memoryMB, diskSizeMB }, (await core.storage.open(source.snapshotId)).imageDir);
   // From a template with the default resources: claim a restored idle sandbox when the pool has one.
   const pooled = request.snapshot === undefined
-    ? core.pool.take({ templateId: source.templateId, runtime: source.runtime, snapshotId: source.snapshotId, rootfsDir: source.rootfsDir, cpuCount, memoryMB, diskSizeMB })
+    ? await core.pool.take({ templateId: source.templateId, runtime: source.runtime, snapshotId: source.snapshotId, rootfsDir: source.rootfsDir, cpuCount, memoryMB, diskSizeMB })
     : null;
   const id = pooled?.id ?? newSandboxId();
   try {

@@ -6,7 +6,7 @@
  * the sandbox ends in `error` with the reason; when the runtime refused the request as bad input
  * (`VALIDATION_FAILED`) it ends `killed` instead, so a rejected create leaves nothing to clean up.
  */
-import { isRamifyError } from '@ramify/contracts';
+import { isRamifyError, RamifyError } from '@ramify/contracts';
 import { prewarmFreeSlots } from './prewarm.js';
 import type { Core } from '../core.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
@@ -67,15 +67,11 @@ export async function startSandbox(core: Core, fresh: NewSandbox, pooled: Pooled
     if (networks) await joinNetworks(core, record.id, networks, record.createdAt);
     // Its own access token (a fork's differs from its parent's), stored before the sandbox is acknowledged.
     await core.store.ensureAccessToken(record.id, newAccessToken(core.entropy), record.createdAt);
-    if (pooled) {
-      await adoptPooled(core, record);
-    } else {
-      const slot = await core.store.allocateSlot(record.id);
-      prewarmFreeSlots(core);
-      record = await core.store.updateSandbox(record.id, { slot });
-      await bringUp(core, record, fresh.sourceSnapshotId);
-    }
+    if (pooled) record = await adoptOrRestore(core, record, fresh.sourceSnapshotId);
+    else record = await restoreFresh(core, record, fresh.sourceSnapshotId);
   } catch (err) {
+    // The stored row is the truth: a step may have leased (or released) a slot since `record` was read.
+    record = (await core.store.getSandbox(record.id)) ?? record;
     if (isRamifyError(err) && REFUSED_AS_BAD_INPUT.has(err.code)) {
       // The runtime refused the request as bad input (e.g. more memory than the image was booted with):
       // nothing ran, so no sandbox is left behind (it ends `killed`, the reason kept in its record).
@@ -92,4 +88,30 @@ export async function startSandbox(core: Core, fresh: NewSandbox, pooled: Pooled
     throw err;
   }
   return transition(core, record, 'running', { operation: null, endAt: core.clock.now() + record.timeoutMs });
+}
+
+/** Lease a slot for `record` and restore `snapshotId` into it. @returns the record with its slot. */
+async function restoreFresh(core: Core, record: SandboxRecord, snapshotId: string): Promise<SandboxRecord> {
+  const slot = await core.store.allocateSlot(record.id);
+  prewarmFreeSlots(core);
+  const withSlot = await core.store.updateSandbox(record.id, { slot });
+  await bringUp(core, withSlot, snapshotId);
+  return withSlot;
+}
+
+/**
+ * Make the pooled sandbox under `record` this one; when that fails (its agent channel was lost), release it
+ * and restore as without a pool, so the create still succeeds.
+ */
+async function adoptOrRestore(core: Core, record: SandboxRecord, snapshotId: string): Promise<SandboxRecord> {
+  try {
+    await adoptPooled(core, record);
+    return record;
+  } catch (err) {
+    core.logger.warn('claiming a pooled sandbox failed; restoring instead', { sandboxId: record.id, error: messageOf(err) });
+    core.pool.failed();
+    const failure = await releaseResources(core, record);
+    if (failure !== null) throw new RamifyError('RUNTIME_ERROR', `releasing the pooled sandbox '${record.id}' failed: ${failure}`, { id: record.id });
+    return restoreFresh(core, await core.store.updateSandbox(record.id, { slot: null }), snapshotId);
+  }
 }

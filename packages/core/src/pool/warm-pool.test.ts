@@ -114,6 +114,18 @@ describe('warm pool', () => {
     assert.deepEqual((await t.store.listSlots()).map((l) => l.sandboxId), [first.id], 'the pooled slot is free');
   });
 
+  test('a pooled sandbox that stopped while idle is never handed out: released, and the create gets another or restores', async () => {
+    const t = await world({ warmPool: parseWarmPoolSpec('base=1') });
+    const [dead] = pooledIds(t);
+    t.runtime.die(dead!, 'killed from outside');
+    const sbx = await createSandbox(t.core, {});
+    assert.notEqual(sbx.id, dead);
+    assert.equal(sbx.state, 'running');
+    assert.equal(t.core.pool.runtimeOf(dead!), undefined, 'the pool let it go');
+    const stats = t.core.pool.stats();
+    assert.equal(stats.hits + stats.misses.empty, 1, 'a refill (hit) or a restore (miss)');
+  });
+
   test('the memory budget caps the pool', async () => {
     const t = await world({ warmPool: parseWarmPoolSpec('base=4'), warmPoolBudgetMB: 1100 });
     assert.equal(t.core.pool.stats().idle, 2, 'two of 512 MB fit in 1100 MB');

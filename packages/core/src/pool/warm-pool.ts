@@ -79,24 +79,38 @@ export class WarmPool {
   }
 
   /**
-   * Hand out an idle sandbox matching `key` (it leaves the idle set at once) and count a hit; else count a
-   * miss and return null. Either way the template counts as used (for `auto`) and a refill is scheduled.
+   * Hand out an idle sandbox matching `key` (it leaves the idle set at once; one whose instance is gone is
+   * released and the next tried) and count a hit; else count a miss and return null. Either way the
+   * template counts as used (for `auto`) and a refill is scheduled.
    */
-  take(key: PoolKey): PooledSandbox | null {
+  async take(key: PoolKey): Promise<PooledSandbox | null> {
     if (this.#core.options.warmPool.mode === 'off') return null;
     this.#recentUse.set(useKey(key.templateId, key.runtime), this.#core.clock.now());
-    const idle = [...this.#entries.values()].filter((e) => e.state === 'idle' && e.templateId === key.templateId && e.runtime === key.runtime);
-    const match = idle.find((e) => sameKey(e, key));
-    if (!match) {
-      if (idle.length > 0) this.#misses.resources += 1;
-      else this.#misses.empty += 1;
-      this.#schedule();
-      return null;
-    }
-    match.state = 'claimed';
-    this.#hits += 1;
     this.#schedule();
-    return match;
+    for (;;) {
+      const idle = [...this.#entries.values()].filter((e) => e.state === 'idle' && e.templateId === key.templateId && e.runtime === key.runtime);
+      const match = idle.find((e) => sameKey(e, key));
+      if (!match) {
+        if (idle.length > 0) this.#misses.resources += 1;
+        else this.#misses.empty += 1;
+        return null;
+      }
+      match.state = 'claimed';
+      const runtime = this.#core.runtimes.find((r) => r.name === match.runtime);
+      if (runtime?.isAlive && !(await runtime.isAlive(match.id).catch(() => false))) {
+        this.#core.logger.warn('warm pool: a pooled sandbox had stopped; released', { sandboxId: match.id });
+        await this.#release(match);
+        continue;
+      }
+      this.#hits += 1;
+      return match;
+    }
+  }
+
+  /** A claim that could not be completed (its agent was lost): count it as a miss, not a hit. */
+  failed(): void {
+    this.#hits -= 1;
+    this.#misses.empty += 1;
   }
 
   /** A claimed sandbox is now the store's (its row was inserted): the pool forgets it. */
