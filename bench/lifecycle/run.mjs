@@ -105,6 +105,21 @@ async function poolReady() {
   }
   return false;
 }
+/**
+ * Wait (bounded) until the runtime holds only the listed sandboxes and the pool's: killed sandboxes are
+ * deleted in the background (~1.5 s of runsc each, eight after a fork x8), which would weigh on the next
+ * measurement and not on the raw steps'.
+ */
+async function settle() {
+  for (let waited = 0; waited < 60_000; waited += 200) {
+    const listed = new Set();
+    for await (const info of Sandbox.list()) listed.add(info.id);
+    const pool = await poolOf();
+    if (runtimeIds().length <= listed.size + (pool.runtimes[runtimeName]?.idle ?? 0) + pool.filling) return;
+    await sleep(200);
+  }
+}
+
 /** Create one sandbox; `hit` says whether the pool served it (from the health counters around it). */
 async function create(extra = {}) {
   const before = await poolOf();
@@ -116,6 +131,7 @@ const ours = { hit: [], miss: [], exec: [], pause: [], resume: [], fork3: [], fo
 await (await Sandbox.create({ template: values.template, runtime: runtimeName })).kill();
 for (let i = 0; i < N; i++) {
   await poolReady();
+  await settle();
   const first = await create();
   const second = await create();
   for (const c of [first, second]) (c.hit ? ours.hit : ours.miss).push(c.ms);
@@ -125,9 +141,11 @@ for (let i = 0; i < N; i++) {
   ours.pause.push((await time(() => sbx.pause()))[0]);
   ours.resume.push((await time(() => sbx.resume()))[0]);
   if (i < 3) {
+    await settle();
     const [t3, f3] = await time(() => sbx.fork({ count: 3 }));
     ours.fork3.push(t3);
     await Promise.all(f3.map((f) => f.kill()));
+    await settle();
     const [t8, f8] = await time(() => sbx.fork({ count: 8 }));
     ours.fork8.push(t8);
     await Promise.all(f8.map((f) => f.kill()));
@@ -184,7 +202,7 @@ async function idlePoolPss() {
   const pool = await poolOf();
   const listed = new Set();
   for await (const info of Sandbox.list()) listed.add(info.id);
-  const ids = runtimeIds().filter((id) => !listed.has(id));
+  const ids = runtimeIds('running').filter((id) => !listed.has(id));
   let bytes = 0;
   let processes = 0;
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
@@ -200,11 +218,15 @@ async function idlePoolPss() {
   return ids.length === 0 ? null : { count: ids.length, perSandboxBytes: bytes / ids.length, processes, budgetMB: pool.budgetMB };
 }
 
-/** Sandbox ids the daemon's runtime has state for (runsc containers, microVM instance directories). */
-function runtimeIds() {
+/**
+ * Sandbox ids the daemon's runtime has state for (runsc containers, microVM instance directories);
+ * `running` only: without killed containers still being deleted in the background.
+ */
+function runtimeIds(which = 'all') {
   if (runtimeName === 'gvisor') {
-    const r = spawnSync('runsc', ['--root', join(home, 'runtime', 'gvisor', 'state'), 'list', '-quiet'], { encoding: 'utf8' });
-    return r.stdout.split('\n').filter(Boolean).map((id) => id.split('.')[0]);
+    const r = spawnSync('runsc', ['--root', join(home, 'runtime', 'gvisor', 'state'), 'list', '-format', 'json'], { encoding: 'utf8' });
+    const containers = JSON.parse(r.stdout || '[]') ?? [];
+    return containers.filter((c) => which === 'all' || c.status === 'running').map((c) => c.id.split('.')[0]);
   }
   try { return readdirSync(join(home, 'runtime', 'microvm', 'run')); } catch { return []; }
 }
