@@ -109,7 +109,7 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--ingress-domain <domain>', "domain of port URLs, http://<port>-<sandboxId>.<domain>:<port>/ (default 'localhost': *.localhost resolves to loopback in curl and browsers)")
     .option('--ingress-tls-cert <file>', 'PEM certificate (a wildcard *.<domain>) to serve port URLs over HTTPS, with --ingress-tls-key')
     .option('--ingress-tls-key <file>', 'PEM key of --ingress-tls-cert')
-    .option('--warm-pool <spec>', "idle sandboxes kept restored so that a create claims one (~30 ms) instead of restoring: 'auto' (default: one per template created from in the last hour), 'off', or sizes per template 'base=2,python-tests=1' (':microvm' after a name for that runtime)", warmPoolSpec)
+    .option('--warm-pool <spec>', "idle sandboxes kept restored so that a create claims one (tens of ms) instead of restoring: 'auto' (default: one per template created from in the last hour), 'off', or sizes per template 'base=2,python-tests=1' (':microvm' after a name for that runtime)", warmPoolSpec)
     .option('--warm-pool-budget <MB>', 'most memoryMB the warm pool\'s idle sandboxes may add up to (default 1/16 of the host\'s memory, 512 to 4096)', intIn(0, 1 << 20))
     .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory`)
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
