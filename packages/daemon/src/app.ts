@@ -81,6 +81,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // bytes on its connection: close it after the answer. A client reusing it would queue its next
     // request behind them, and undici does (a resume stuck behind a dead upload until its timeout).
     if (!request.raw.complete) void reply.header('connection', 'close');
+    // RFC 9110 §11.6.1: a 401 names its scheme (MCP clients read it to tell a key problem from OAuth).
+    if (mapped.status === 401) void reply.header('www-authenticate', 'Bearer realm="ramify"');
     return reply.code(mapped.status).send(mapped.body);
   });
   app.setNotFoundHandler((request, reply) => {
