@@ -4,7 +4,7 @@
  * the current operation (restore, agent, ...) as it always logged them.
  */
 import { isRamifyError } from '@ramify/contracts';
-import type { TelemetryAttributes } from '../ports/telemetry.js';
+import { NO_TELEMETRY, type TelemetryAttributes } from '../ports/telemetry.js';
 import type { Core } from '../core.js';
 import { currentCallContext, withCallContext } from './call-context.js';
 
@@ -18,11 +18,20 @@ export interface OperationSpec {
 }
 
 /**
+ * Whether anything observes operations: events are recorded or telemetry is wired. When nothing does,
+ * operations and call contexts cost nothing (no AsyncLocalStorage at all: the daemon as it was before).
+ */
+export function observing(core: Pick<Core, 'telemetry' | 'options'>): boolean {
+  return core.options.events === 'record' || core.telemetry !== NO_TELEMETRY;
+}
+
+/**
  * Run `fn` as operation `spec.name` of `core.telemetry`: begun now, child of the current one, ended with the
  * RamifyError code `fn` threw (`INTERNAL` for anything else); the call context's `task` names it for what
- * runs inside. `fn`'s own result or error passes through.
+ * runs inside. `fn`'s own result or error passes through. Just `fn()` when nothing is {@link observing}.
  */
-export async function runOperation<T>(core: Pick<Core, 'telemetry'>, spec: OperationSpec, fn: () => Promise<T>): Promise<T> {
+export async function runOperation<T>(core: Pick<Core, 'telemetry' | 'options'>, spec: OperationSpec, fn: () => Promise<T>): Promise<T> {
+  if (!observing(core)) return fn();
   const sandboxId = spec.sandboxId ?? null;
   const attributes = sandboxId === null ? (spec.attributes ?? {}) : { 'ramify.sandbox_id': sandboxId, ...spec.attributes };
   const operation = core.telemetry.begin(spec.name, attributes, currentCallContext().operation);

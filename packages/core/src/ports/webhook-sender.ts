@@ -9,6 +9,8 @@ export interface WebhookRequest {
   /** The exact bytes signed (JSON text). */
   body: string;
   timeoutMs: number;
+  /** Aborted when the daemon stops: give up at once. */
+  signal: AbortSignal;
 }
 
 export interface WebhookSender {

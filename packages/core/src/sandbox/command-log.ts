@@ -12,6 +12,10 @@ import { currentCallContext } from '../observe/call-context.js';
 import type { CommandLogRecord } from '../ports/event-store.js';
 import type { Store } from '../ports/store.js';
 import type { TelemetryOperation } from '../ports/telemetry.js';
+import { observing } from '../observe/operation.js';
+
+/** The watch of a daemon that observes nothing (events off, no telemetry). */
+const UNWATCHED: CommandWatch = { started: () => undefined, exited: () => undefined, abandoned: () => undefined };
 
 /** Longest command line kept, characters (longer ones end in `…`). */
 export const COMMAND_LOG_MAX_CMD = 1024;
@@ -41,7 +45,8 @@ export interface CommandWatch {
  * Watch a command about to start in `sandboxId`, in the caller's call context (its API key). `timed`:
  * `exec` makes it one telemetry operation from now to its exit (a foreground command); `untimed` only logs it.
  */
-export function watchCommand(core: Pick<Core, 'commandLog' | 'telemetry' | 'clock'>, sandboxId: string, cmd: string, timing: 'exec' | 'untimed'): CommandWatch {
+export function watchCommand(core: Pick<Core, 'commandLog' | 'telemetry' | 'clock' | 'options'>, sandboxId: string, cmd: string, timing: 'exec' | 'untimed'): CommandWatch {
+  if (!observing(core)) return UNWATCHED;
   const context = currentCallContext();
   const at = core.clock.now();
   const startedAt = performance.now();
@@ -54,6 +59,7 @@ export function watchCommand(core: Pick<Core, 'commandLog' | 'telemetry' | 'cloc
     done = true;
     const durationMs = Math.round((performance.now() - startedAt) * 10) / 10;
     operation?.end({ errorCode: null });
+    if (core.options.events === 'off') return;
     core.commandLog.record({
       sandboxId, at, pid, cmd: cmd.length > COMMAND_LOG_MAX_CMD ? `${cmd.slice(0, COMMAND_LOG_MAX_CMD - 1)}…` : cmd,
       exitCode: exit.exitCode, signal: exit.signal, error: exit.error, durationMs, keyId: context.keyId,

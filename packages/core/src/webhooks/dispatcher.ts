@@ -74,6 +74,8 @@ export class WebhookDispatcher {
   readonly #attempts = new Set<Promise<void>>();
   #off: (() => void) | null;
   #closed = false;
+  /** Aborts the attempts in flight when the dispatcher closes. */
+  readonly #stopping = new AbortController();
 
   constructor(options: WebhookDispatcherOptions) {
     this.#o = options;
@@ -105,9 +107,10 @@ export class WebhookDispatcher {
     return this.#incoming.length + this.#ready.length + this.#retryTimers.size + this.#inFlightTotal;
   }
 
-  /** Stop taking events and retrying; attempts in flight finish (each within `timeoutMs`). */
+  /** Stop taking events and retrying; attempts in flight are abandoned (they stay pending: the next start retries them). */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#stopping.abort();
     this.#off?.();
     this.#off = null;
     for (const timer of this.#retryTimers.keys()) clearTimeout(timer);
@@ -133,18 +136,22 @@ export class WebhookDispatcher {
     setImmediate(() => void this.#match());
   }
 
-  /** Match the incoming events to webhooks and record a pending delivery for each pair. */
+  /**
+   * Match the incoming events to webhooks and record a pending delivery for each pair. A failure (the
+   * store gone) drops the batch with a log line: it is never retried in a loop.
+   */
   async #match(): Promise<void> {
+    const batch = this.#incoming.splice(0);
     try {
       await this.#ensureLoaded();
-      while (this.#incoming.length > 0 && !this.#closed) {
-        const event = this.#incoming.shift() as EventRecord;
+      for (const event of batch) {
+        if (this.#closed) return;
         for (const webhook of this.#webhooks.get(event.teamId) ?? []) {
           if (webhook.events.includes(event.type)) await this.#newDelivery(webhook, event);
         }
       }
     } catch (err) {
-      this.#o.logger.error('webhooks: matching events failed', { error: messageOf(err) });
+      this.#o.logger.error('webhooks: matching events to webhooks failed; they are not delivered', { events: batch.length, error: messageOf(err) });
     } finally {
       this.#matching = false;
       if (this.#incoming.length > 0 && !this.#closed) this.#matchSoon();
@@ -224,12 +231,13 @@ export class WebhookDispatcher {
     let statusCode: number | null = null;
     let error: string | null = null;
     try {
-      statusCode = (await this.#o.sender.post({ url: webhook.url, headers, body, timeoutMs: this.#t.timeoutMs })).statusCode;
+      statusCode = (await this.#o.sender.post({ url: webhook.url, headers, body, timeoutMs: this.#t.timeoutMs, signal: this.#stopping.signal })).statusCode;
       if (statusCode < 200 || statusCode > 299) error = `the receiver answered ${statusCode}`;
     } catch (err) {
       error = messageOf(err);
     }
     const durationMs = Math.round(performance.now() - started);
+    if (this.#stopping.signal.aborted) return; // Cut short by a stop: not an attempt; it stays pending.
     delivery.attempts.push({ at: sentAt, statusCode, error, durationMs });
     const retry = error !== null && number < this.#t.maxAttempts && !this.#closed;
     delivery.status = error === null ? 'delivered' : retry ? 'pending' : 'failed';

@@ -4,7 +4,7 @@
  * Fastify with the shared validation; {@link buildOpenApi} documents the same list.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { runOperation, withCallContext, type Actor, type Core } from '@ramify/core';
+import { observing, runOperation, withCallContext, type Actor, type Core } from '@ramify/core';
 import { z } from 'zod';
 import { callerOf } from './request-context.js';
 import { scopeOf, type RouteScope } from './scope.js';
@@ -87,8 +87,8 @@ export function mountRoutes(app: FastifyInstance, core: Core, routes: readonly R
           reply.code(spec.status ?? 200);
           return spec.status === 204 ? reply.send() : reply.send(result);
         };
-        if (spec.telemetry === 'untraced' || !auth) return run();
-        return inCallContext(request, () => runOperation(core, { name: `${spec.method} ${spec.url}`, sandboxId: pathSandboxId(request), attributes: { 'http.request.method': spec.method, 'http.route': spec.url, ...(spec.action ? { 'ramify.action': spec.action } : {}) } }, run));
+        if (spec.telemetry === 'untraced' || !auth || !observing(core)) return run();
+        return inCallContext(request, core, () => runOperation(core, { name: `${spec.method} ${spec.url}`, sandboxId: pathSandboxId(request), attributes: { 'http.request.method': spec.method, 'http.route': spec.url, ...(spec.action ? { 'ramify.action': spec.action } : {}) } }, run));
       },
     });
   }
@@ -98,9 +98,9 @@ export function mountRoutes(app: FastifyInstance, core: Core, routes: readonly R
  * Run `fn` in the call context of `request` (docs/design/EVENTS.md): caused by the API, by its key. What
  * `fn` sets going (transitions, commands) is then recorded as that key's doing.
  */
-export function inCallContext<T>(request: FastifyRequest, fn: () => T): T {
+export function inCallContext<T>(request: FastifyRequest, core: Core, fn: () => T): T {
   const actor = request.ramify?.actor;
-  return actor ? withCallContext({ cause: 'api', keyId: actor.keyId, operation: null, task: null }, fn) : fn();
+  return actor && observing(core) ? withCallContext({ cause: 'api', keyId: actor.keyId, operation: null, task: null }, fn) : fn();
 }
 
 /** The sandbox id in `request`'s path, if any. */

@@ -4,7 +4,8 @@
  * without auth (`--metrics-listen`):
  * - `ramify_sandboxes{state,runtime}`: sandboxes that are not killed (read from the store at each scrape);
  * - `ramify_operation_duration_seconds{operation,outcome}`: create, pause, resume, fork, snapshot, kill
- *   and exec (a foreground command, start to exit), from core's telemetry operations;
+ *   and exec (a foreground command, start to exit), from core's telemetry operations, and
+ *   `ramify_operations_total{operation,outcome}` counting them (what a rate() of them wants, without buckets);
  * - `ramify_errors_total{code}`: API errors answered, by RamifyError code;
  * - `ramify_egress_verdicts_total{verdict,protocol}`: egress verdicts enforcement reported;
  * - `ramify_events_total{type}`: events recorded;
@@ -55,6 +56,7 @@ export function createMetrics(deps: { store: Pick<Store, 'countSandboxes'> }): D
     name: 'ramify_operation_duration_seconds', help: 'Durations of lifecycle operations and foreground commands (exec), seconds',
     labelNames: ['operation', 'outcome'] as const, buckets: DURATION_BUCKETS, registers: [registry],
   });
+  const operations = new Counter({ name: 'ramify_operations_total', help: 'Lifecycle operations and foreground commands (exec) ended, by outcome', labelNames: ['operation', 'outcome'] as const, registers: [registry] });
   const errors = new Counter({ name: 'ramify_errors_total', help: 'API errors answered, by error code', labelNames: ['code'] as const, registers: [registry] });
   const verdicts = new Counter({ name: 'ramify_egress_verdicts_total', help: 'Egress verdicts enforcement reported', labelNames: ['verdict', 'protocol'] as const, registers: [registry] });
   const events = new Counter({ name: 'ramify_events_total', help: 'Events recorded, by type', labelNames: ['type'] as const, registers: [registry] });
@@ -69,7 +71,15 @@ export function createMetrics(deps: { store: Pick<Store, 'countSandboxes'> }): D
     begin: (name) => {
       if (!TIMED_OPERATIONS.has(name)) return IGNORED;
       const end = durations.startTimer({ operation: name });
-      const operation: TelemetryOperation = { phase: () => undefined, set: () => undefined, end: ({ errorCode }) => void end({ outcome: errorCode === null ? 'ok' : 'error' }) };
+      const operation: TelemetryOperation = {
+        phase: () => undefined,
+        set: () => undefined,
+        end: ({ errorCode }) => {
+          const outcome = errorCode === null ? 'ok' : 'error';
+          end({ outcome });
+          operations.inc({ operation: name, outcome });
+        },
+      };
       return operation;
     },
   };

@@ -6,10 +6,10 @@
 import type { WebhookSender } from '@ramify/core';
 
 export const fetchWebhookSender: WebhookSender = {
-  post: async ({ url, headers, body, timeoutMs }) => {
+  post: async ({ url, headers, body, timeoutMs, signal }) => {
     let res: Response;
     try {
-      res = await fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+      res = await fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
     } catch (err) {
       const e = err as { name?: string; cause?: { code?: string; message?: string }; message?: string };
       if (e.name === 'TimeoutError' || e.name === 'AbortError') throw new Error(`no answer within ${timeoutMs} ms`);

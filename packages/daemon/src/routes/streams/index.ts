@@ -58,7 +58,7 @@ export function mountStreams(app: FastifyInstance, core: Core): void {
     app.get(url, { websocket: true, config }, (socket, request) => {
       if (request.ramify.scopeError) return fail(core, socket, request.ramify.scopeError);
       // In the caller's context: what the stream starts (a command) is the key's doing.
-      inCallContext(request, () => serve(core, socket, request));
+      inCallContext(request, core, () => serve(core, socket, request));
     });
   }
 }
