@@ -120,7 +120,12 @@ export async function streamEventsWith(api: ApiClient, opts: Omit<StreamEventsOp
       let refusal: RamifyError | undefined;
       let refused = false;
       ws.on('message', (data: WebSocket.RawData) => {
-        const frame = JSON.parse(data.toString()) as EventStreamFrame;
+        let frame: EventStreamFrame;
+        try {
+          frame = JSON.parse(data.toString()) as EventStreamFrame;
+        } catch {
+          return; // Not a frame of this protocol: ignored.
+        }
         if (frame.type === 'event') {
           after = frame.event.id;
           onEvent(frame.event);

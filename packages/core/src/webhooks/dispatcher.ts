@@ -121,7 +121,8 @@ export class WebhookDispatcher {
 
   #accept(event: EventRecord): void {
     if (this.#closed) return;
-    if (this.#incoming.length >= this.#t.maxQueue) {
+    // Matching keeps up unless the store stalls; ten queues' worth of unmatched events is the bound.
+    if (this.#incoming.length >= this.#t.maxQueue * 10) {
       this.#o.logger.warn('webhooks: too many events waiting to be matched; one is not delivered', { eventType: event.type, waiting: this.#incoming.length });
       return;
     }
