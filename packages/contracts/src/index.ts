@@ -9,3 +9,4 @@ export * from './ssh.js';
 export * from './teams.js';
 export * from './networks.js';
 export * from './warm-pool.js';
+export * from './events.js';

@@ -8,7 +8,7 @@ import { pino, type Logger as Pino } from 'pino';
 import { totalmem } from 'node:os';
 import { defaultWarmPoolBudgetMB, parseWarmPoolSpec, type WarmPoolConfig } from '@ramify/contracts';
 import {
-  ActivityPersister, AutoPauseScheduler, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type CoreOptions, type Logger,
+  ActivityPersister, AutoPauseScheduler, EventPruner, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type CoreOptions, type Logger,
 } from '@ramify/core';
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
@@ -17,6 +17,7 @@ import { compose, type ComposeOptions } from './compose.js';
 import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './config.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
 import { startSshGateway, type RunningSshGateway, type SshOptions } from './ssh/gateway.js';
+import { startMetricsListener, type MetricsListener } from './observability/metrics-listener.js';
 
 export interface ServeOptions {
   /** Default: `RAMIFY_HOME`, else `/var/lib/ramify`. */
@@ -68,6 +69,12 @@ export interface ServeOptions {
    * 127.0.0.1:2222 unless told `--ssh-listen off`). Its host key is made once in the data directory.
    */
   ssh?: SshOptions;
+  /** Prometheus metrics: `collect` (default; `GET /metrics` with an admin key of the default team) or `off`. */
+  metrics?: ComposeOptions['metrics'];
+  /** Also serve `GET /metrics` without auth on this address (`ramify serve --metrics-listen`); absent: no such listener. */
+  metricsListen?: { host: string; port: number };
+  /** Export traces over OTLP/HTTP to this collector (`ramify serve --otlp-endpoint`); absent: no tracing. */
+  otlpEndpoint?: string;
 }
 
 export interface RamifyServer {
@@ -80,6 +87,10 @@ export interface RamifyServer {
   ingress: { address: string; url: string } | null;
   /** The SSH gateway: `host:port` listened on, where clients dial, and the host key's fingerprint; null without one. */
   ssh: { address: string; host: string; port: number; fingerprint: string } | null;
+  /** The unauthenticated metrics listener's `host:port`; null without one. */
+  metricsAddress: string | null;
+  /** Where traces are exported; null without tracing. */
+  otlpUrl: string | null;
   /** The API key made on this start (first start only), else null. */
   newApiKey: string | null;
   /** One line per runtime: `gvisor: runsc ...`, `microvm: QEMU 7.2, TCG (why)`, or `microvm unavailable: why`. */
@@ -96,9 +107,15 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, pino.destination(2));
   const logger = adaptLogger(log);
 
-  const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) }, maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress, clock: options.clock });
+  const composition = await compose({
+    dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) },
+    maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress,
+    clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
+  });
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
+  const pruner = new EventPruner(core);
+  let metricsListener: MetricsListener | undefined;
   const liveness = new LivenessMonitor(core);
   const autoPause = new AutoPauseScheduler(core);
   const activity = new ActivityPersister(core);
@@ -111,13 +128,16 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     if (options.reconcile !== 'skip') await reconcile(core);
     prewarmFreeSlots(core);
     await core.pool.start();
+    await core.webhooks.start();
+    pruner.start();
     scheduler.start();
     liveness.start();
     autoPause.start();
     activity.start();
     if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
     if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf' });
-    app = await buildApp({ core, loggerInstance: log });
+    if (options.metricsListen && composition.metrics) metricsListener = await startMetricsListener(composition.metrics, options.metricsListen, logger);
+    app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     logger.info('ramify serving', { url: address, dataDir });
     const listening = app;
@@ -130,11 +150,15 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       ingress: ingress ? { address: ingress.address, url: `${ingress.endpoint.protocol}://<port>-<sandboxId>.${ingress.endpoint.domain}${ingress.endpoint.port === null ? '' : `:${ingress.endpoint.port}`}` } : null,
       ssh: ssh ? { address: ssh.address, host: ssh.endpoint.host, port: ssh.endpoint.port, fingerprint: ssh.fingerprint } : null,
       runtimeSummary: runtimeSummary(core),
+      metricsAddress: metricsListener?.address ?? null,
+      otlpUrl: composition.tracing?.url ?? null,
       close: async () => {
+        await metricsListener?.close();
         await ssh?.close();
         await ingress?.close();
         await listening.close();
         await scheduler.stop();
+        await pruner.stop();
         await liveness.stop();
         await autoPause.stop();
         // Last: the ingress and the API have released their holds, so the stored idle clocks are current.
@@ -147,9 +171,11 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     };
   } catch (err) {
     await app?.close().catch(() => undefined);
+    await metricsListener?.close().catch(() => undefined);
     await ssh?.close().catch(() => undefined);
     await ingress?.close().catch(() => undefined);
     await scheduler.stop();
+    await pruner.stop();
     await liveness.stop();
     await autoPause.stop();
     await activity.stop();

@@ -14,7 +14,7 @@ import { DENY_ALL_EGRESS_POLICY } from '../egress/policy.js';
 import { hostnameFor } from '../ids.js';
 import { enforceStoredNetworks, releaseNetworkEnforcement } from '../networks/enforcement.js';
 import type { SandboxRecord } from '../ports/store.js';
-import { phaseTimer } from './phase-timer.js';
+import { phaseTimer } from '../observe/operation.js';
 import { messageOf } from './records.js';
 import { isWarmSlot, prewarmFreeSlots } from './prewarm.js';
 

@@ -10,6 +10,8 @@ import { findVisibleTemplate } from '../catalog/templates.js';
 import { withinQuota } from '../teams/quota.js';
 import { normaliseEgressPolicy, type CanonicalEgressPolicy } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
+import { currentCallContext } from '../observe/call-context.js';
+import { runOperation } from '../observe/operation.js';
 import { checkAutoPause } from '../idle/set-auto-pause.js';
 import { copyIngress, parsePortSpecs } from '../ingress/ports.js';
 import { planNetworkJoins } from '../networks/joins.js';
@@ -42,6 +44,11 @@ import { startSandbox } from './start.js';
  *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
  */
 export async function createSandbox(core: Core, request: CreateSandboxRequest, owner: { teamId?: string } = {}): Promise<SandboxRecord> {
+  return runOperation(core, { name: 'create' }, () => createUnder(core, request, owner));
+}
+
+/** {@link createSandbox} inside its operation. */
+async function createUnder(core: Core, request: CreateSandboxRequest, owner: { teamId?: string }): Promise<SandboxRecord> {
   const teamId = owner.teamId ?? DEFAULT_TEAM_ID;
   const egress = request.egress === undefined ? undefined : normaliseEgressPolicy(request.egress);
   const ports = request.ports === undefined ? undefined : parsePortSpecs(request.ports);
@@ -66,6 +73,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest, o
     ? await core.pool.take({ templateId: source.templateId, runtime: source.runtime, snapshotId: source.snapshotId, rootfsDir: source.rootfsDir, cpuCount, memoryMB, diskSizeMB })
     : null;
   const id = pooled?.id ?? newSandboxId();
+  currentCallContext().operation?.set({ 'ramify.sandbox_id': id, 'ramify.runtime': runtime.name, 'ramify.pool': pooled ? 'hit' : 'miss' });
   try {
     const networks = await planNetworkJoins(core, id, teamId, request.networks);
     if (egress === undefined && source.egress === null) {
