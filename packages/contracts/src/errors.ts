@@ -121,6 +121,9 @@ export const ERROR_CODES = {
   NETWORK_IN_USE: 409,
   /** Another sandbox on the network has this alias (details: `network`, `alias`, `sandboxId`). */
   NETWORK_ALIAS_TAKEN: 409,
+  // Events and webhooks (see docs/design/EVENTS.md).
+  /** No webhook of that id in the caller's team (another team's is 404 too). */
+  WEBHOOK_NOT_FOUND: 404,
   // Budgets (see docs/design/USAGE.md).
   /**
    * The fork tree is over its budget (its sandboxes were paused), or this fork would take it over

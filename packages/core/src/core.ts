@@ -4,7 +4,7 @@
  * agent sessions, lifecycle events, the buffered egress log, the usage meter). Use-cases are plain functions taking this context first.
  */
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type IngressEndpoint, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type IngressEndpoint, type RuntimeName, type TimeoutAction, type WarmPoolConfig } from '@ramify/contracts';
 import type { ConnectAgent } from './ports/agent.js';
 import type { Clock } from './ports/clock.js';
 import type { EgressEnforcer } from './ports/egress.js';
@@ -25,6 +25,13 @@ import { SandboxEvents } from './lifecycle/events.js';
 import { KeyedLock } from './lifecycle/locks.js';
 import { recordAgentEvent } from './lifecycle/oom.js';
 import { agentReachable } from './lifecycle/state-machine.js';
+import { WarmPool } from './pool/warm-pool.js';
+import { EventHub } from './events/hub.js';
+import { EventRecorder } from './events/recorder.js';
+import { NO_TELEMETRY, type Telemetry } from './ports/telemetry.js';
+import { NO_WEBHOOK_SENDER, type WebhookSender } from './ports/webhook-sender.js';
+import { BufferedCommandLog } from './sandbox/command-log.js';
+import { WebhookDispatcher, type WebhookTunables } from './webhooks/dispatcher.js';
 import { UsageMeter } from './usage/meter.js';
 
 /** Tunables; every field has a default (see {@link DEFAULT_CORE_OPTIONS}). */
@@ -43,6 +50,15 @@ export interface CoreOptions {
   forkConcurrency: number;
   /** Keep the network namespaces of this many free slots prepared ahead of creates and forks (0 = off). */
   prewarmSlots: number;
+  /**
+   * The warm pool of restored, idle sandboxes creates claim (docs/design/POOL.md). Default `off` here
+   * (tests count sandboxes and runsc processes); `ramify serve` defaults to `auto`.
+   */
+  warmPool: WarmPoolConfig;
+  /** Most `memoryMB` the pool's idle sandboxes may add up to, MiB. Default 2048 (`ramify serve`: 1/16 of the host's memory, 512 to 4096). */
+  warmPoolBudgetMB: number;
+  /** The pool refills only after foreground lifecycle calls have been quiet this long, ms. Default 250. */
+  warmPoolQuietMs: number;
   /** Template used when a create names neither a template nor a snapshot. */
   defaultTemplate: string;
   defaultTimeoutMs: number;
@@ -83,6 +99,14 @@ export interface CoreOptions {
    * when it stops). Default 5000: a crash loses at most this much of the idle clock.
    */
   activityPersistMs: number;
+  /** How long events, webhook deliveries and the command log are kept, ms. Default 7 days (E2B's). */
+  eventRetentionMs: number;
+  /** How often what is past the retention is deleted, ms (0 = never). Default an hour. */
+  eventPruneIntervalMs: number;
+  /** Webhook delivery tunables (`webhooks/dispatcher.ts`); each field defaults. */
+  webhooks: Partial<WebhookTunables>;
+  /** `record` (default): lifecycle events are stored, listed, streamed and delivered; `off`: none are (benchmarks of their cost). */
+  events: 'record' | 'off';
   /**
    * How often the usage sampler reads every running sandbox's counters (CPU, memory, disk, bytes in and
    * out), writes them to the store, takes a live metrics sample and checks budgets, ms. 0: metering off
@@ -100,6 +124,9 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   agentConnectTimeoutMs: 20_000,
   forkConcurrency: 8,
   prewarmSlots: 8,
+  warmPool: { mode: 'off' },
+  warmPoolBudgetMB: 2048,
+  warmPoolQuietMs: 250,
   defaultTemplate: 'base',
   defaultTimeoutMs: 300_000,
   defaultOnTimeout: 'pause',
@@ -115,6 +142,10 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   autoPauseSweepMs: 1_000,
   autoPauseCpuThreshold: 0.1,
   activityPersistMs: 5_000,
+  eventRetentionMs: 7 * 24 * 3_600_000,
+  eventPruneIntervalMs: 3_600_000,
+  webhooks: {},
+  events: 'record',
   usageSampleMs: 5_000,
   metricsWindowMs: 3_600_000,
 };
@@ -150,14 +181,27 @@ export interface CoreDeps {
    * (`core.egressLog.close()`) before closing the store.
    */
   egressLog?: BufferedEgressLog;
+  /** Where operations and their phases are timed (metrics, traces); default none ({@link NO_TELEMETRY}). */
+  telemetry?: Telemetry;
+  /** How webhook deliveries are POSTed; default none (every attempt fails: core's tests). */
+  webhookSender?: WebhookSender;
   /** Fresh entropy for identities; default `crypto.randomBytes`. */
   entropy?: (bytes: number) => Uint8Array;
   options?: Partial<CoreOptions>;
 }
 
 /** The context every use-case receives. */
-export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog'> {
+export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog' | 'telemetry' | 'webhookSender'> {
   options: CoreOptions;
+  telemetry: Telemetry;
+  /** Stored events, published in order (live streams and the webhook dispatcher subscribe). */
+  eventHub: EventHub;
+  /** Stores every bus event that is an event of its own (`events/from-bus.ts`); flush before reading events. */
+  eventLog: EventRecorder;
+  /** Commands seen to end (the timeline's commands); closed with `egressLog` before the store. */
+  commandLog: BufferedCommandLog;
+  /** Delivers events to the teams' webhooks; closed before the store. */
+  webhooks: WebhookDispatcher;
   egressLog: BufferedEgressLog;
   /** The ingress log sink (requests served per sandbox); closed with `egressLog` before the store. */
   ingressLog: BufferedIngressLog;
@@ -167,6 +211,8 @@ export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog'
   locks: KeyedLock;
   sessions: AgentSessions;
   events: SandboxEvents;
+  /** Restored idle sandboxes creates claim; pooled ones have no store row (see pool/warm-pool.ts). */
+  pool: WarmPool;
   /** Metering (time and counters of every sandbox) and live metrics; see `usage/meter.ts`. */
   meter: UsageMeter;
 }
@@ -174,19 +220,29 @@ export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog'
 /** Build the core context from its ports. */
 export function createCore(deps: CoreDeps): Core {
   const options = { ...DEFAULT_CORE_OPTIONS, ...deps.options };
+  const { telemetry, webhookSender, ...ports } = deps;
+  const events = new SandboxEvents();
+  const eventHub = new EventHub();
   const core: Core = {
-    ...deps,
+    ...ports,
     options,
+    telemetry: telemetry ?? NO_TELEMETRY,
+    eventHub,
+    eventLog: new EventRecorder({ events, store: deps.store, hub: eventHub, logger: deps.logger, mode: options.events }),
+    commandLog: new BufferedCommandLog({ store: deps.store, logger: deps.logger }),
+    webhooks: new WebhookDispatcher({ store: deps.store, hub: eventHub, sender: webhookSender ?? NO_WEBHOOK_SENDER, logger: deps.logger, clock: deps.clock, tunables: options.webhooks }),
     entropy: deps.entropy ?? ((n) => new Uint8Array(randomBytes(n))),
     egressLog: deps.egressLog ?? new BufferedEgressLog({ store: deps.store, logger: deps.logger, clock: deps.clock }),
     ingressLog: new BufferedIngressLog({ store: deps.store, logger: deps.logger }),
     activity: new SandboxActivity(deps.clock),
     locks: new KeyedLock(),
-    events: new SandboxEvents(),
+    events,
     sessions: undefined as unknown as AgentSessions,
+    pool: undefined as unknown as WarmPool,
     meter: undefined as unknown as UsageMeter,
   };
   core.meter = new UsageMeter(core);
+  core.pool = new WarmPool(core);
   // A sandbox that starts or resumes begins its idle time then; a killed one is forgotten.
   core.events.onState((e) => {
     if (e.to === 'running') core.activity.touch(e.sandboxId);
@@ -196,16 +252,20 @@ export function createCore(deps: CoreDeps): Core {
     logger: deps.logger,
     connectTimeoutMs: options.agentConnectTimeoutMs,
     connect: async (sandboxId, opts) => {
-      const record = await deps.store.getSandbox(sandboxId);
-      if (!record) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
-      const channel = await runtimeFor(core, record.runtime).openAgentChannel(sandboxId);
+      // A pooled sandbox has no row yet: the pool knows its runtime.
+      const runtime = (await deps.store.getSandbox(sandboxId))?.runtime ?? core.pool.runtimeOf(sandboxId);
+      if (!runtime) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
+      const channel = await runtimeFor(core, runtime).openAgentChannel(sandboxId);
       return deps.connectAgent(channel, opts);
     },
     isRunning: async (sandboxId) => {
       const record = await deps.store.getSandbox(sandboxId);
-      return record !== null && agentReachable(record.state);
+      return record !== null ? agentReachable(record.state) : core.pool.runtimeOf(sandboxId) !== undefined;
     },
-    onUnreachable: (sandboxId) => handleInstanceLost(core, sandboxId),
+    onUnreachable: async (sandboxId) => {
+      if (core.pool.runtimeOf(sandboxId) !== undefined) core.pool.lost(sandboxId);
+      else await handleInstanceLost(core, sandboxId);
+    },
     onEvent: (sandboxId, event) => void recordAgentEvent(core, sandboxId, event),
   });
   return core;
@@ -223,4 +283,17 @@ export function runtimeFor(core: Pick<Core, 'runtimes' | 'unavailableRuntimes'>,
     throw new RamifyError('RUNTIME_UNAVAILABLE', `${which} not available on this host${why ? `: ${why}` : ''}`, name ? { runtime: name, ...(why ? { reason: why } : {}) } : undefined);
   }
   return runtime;
+}
+
+/**
+ * Close what core writes in the background, in order, before the store closes: the webhook dispatcher
+ * (attempts in flight finish), the event recorder, then the command, egress and ingress logs (what they
+ * buffer is written; later entries are dropped). Never rejects.
+ */
+export async function closeCoreSinks(core: Pick<Core, 'webhooks' | 'eventLog' | 'commandLog' | 'egressLog' | 'ingressLog'>): Promise<void> {
+  await core.webhooks.close();
+  await core.eventLog.close();
+  await core.commandLog.close();
+  await core.egressLog.close();
+  await core.ingressLog.close();
 }

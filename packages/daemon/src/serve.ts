@@ -5,7 +5,11 @@
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import { pino, type Logger as Pino } from 'pino';
-import { ActivityPersister, AutoPauseScheduler, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, UsageSampler, type Core, type Logger } from '@ramify/core';
+import { totalmem } from 'node:os';
+import { defaultWarmPoolBudgetMB, parseWarmPoolSpec, type WarmPoolConfig } from '@ramify/contracts';
+import {
+  ActivityPersister, AutoPauseScheduler, EventPruner, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, UsageSampler, type Core, type CoreOptions, type Logger,
+} from '@ramify/core';
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
@@ -13,6 +17,7 @@ import { compose, type ComposeOptions } from './compose.js';
 import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './config.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
 import { startSshGateway, type RunningSshGateway, type SshOptions } from './ssh/gateway.js';
+import { startMetricsListener, type MetricsListener } from './observability/metrics-listener.js';
 
 export interface ServeOptions {
   /** Default: `RAMIFY_HOME`, else `/var/lib/ramify`. */
@@ -32,6 +37,14 @@ export interface ServeOptions {
   /** Passed to {@link compose}: implementation overrides, core tunables, gVisor options. */
   overrides?: ComposeOptions['overrides'];
   coreOptions?: ComposeOptions['coreOptions'];
+  /**
+   * The warm pool (docs/design/POOL.md): a `--warm-pool` spec (`auto`, `off`, `base=2,python-tests=1`,
+   * `base:microvm=1`) or its parsed form. Default `off` here (tests); `ramify serve` passes `auto`.
+   * Overrides `coreOptions.warmPool`.
+   */
+  warmPool?: string | WarmPoolConfig;
+  /** Most memoryMB the pool's idle sandboxes may add up to, MiB; default 1/16 of the host's memory (512 to 4096). */
+  warmPoolBudgetMB?: number;
   /**
    * Per-stream limit of command results, bytes, 0 to 40 MiB; default 32 MiB (`ramify serve
    * --max-output-bytes`). Results keep the head of each stream and say when they were cut.
@@ -56,6 +69,12 @@ export interface ServeOptions {
    * 127.0.0.1:2222 unless told `--ssh-listen off`). Its host key is made once in the data directory.
    */
   ssh?: SshOptions;
+  /** Prometheus metrics: `collect` (default; `GET /metrics` with an admin key of the default team) or `off`. */
+  metrics?: ComposeOptions['metrics'];
+  /** Also serve `GET /metrics` without auth on this address (`ramify serve --metrics-listen`); absent: no such listener. */
+  metricsListen?: { host: string; port: number };
+  /** Export traces over OTLP/HTTP to this collector (`ramify serve --otlp-endpoint`); absent: no tracing. */
+  otlpEndpoint?: string;
 }
 
 export interface RamifyServer {
@@ -68,6 +87,10 @@ export interface RamifyServer {
   ingress: { address: string; url: string } | null;
   /** The SSH gateway: `host:port` listened on, where clients dial, and the host key's fingerprint; null without one. */
   ssh: { address: string; host: string; port: number; fingerprint: string } | null;
+  /** The unauthenticated metrics listener's `host:port`; null without one. */
+  metricsAddress: string | null;
+  /** Where traces are exported; null without tracing. */
+  otlpUrl: string | null;
   /** The API key made on this start (first start only), else null. */
   newApiKey: string | null;
   /** One line per runtime: `gvisor: runsc ...`, `microvm: QEMU 7.2, TCG (why)`, or `microvm unavailable: why`. */
@@ -84,9 +107,15 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, pino.destination(2));
   const logger = adaptLogger(log);
 
-  const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: options.coreOptions, maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress, clock: options.clock });
+  const composition = await compose({
+    dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) },
+    maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress,
+    clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
+  });
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
+  const pruner = new EventPruner(core);
+  let metricsListener: MetricsListener | undefined;
   const liveness = new LivenessMonitor(core);
   const autoPause = new AutoPauseScheduler(core);
   const activity = new ActivityPersister(core);
@@ -99,6 +128,9 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     const newApiKey = await ensureApiKey({ store: core.store, clock: core.clock, dataDir, print });
     if (options.reconcile !== 'skip') await reconcile(core);
     prewarmFreeSlots(core);
+    await core.pool.start();
+    await core.webhooks.start();
+    pruner.start();
     scheduler.start();
     liveness.start();
     autoPause.start();
@@ -106,7 +138,8 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     usage.start();
     if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
     if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf' });
-    app = await buildApp({ core, loggerInstance: log });
+    if (options.metricsListen && composition.metrics) metricsListener = await startMetricsListener(composition.metrics, options.metricsListen, logger);
+    app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     logger.info('ramify serving', { url: address, dataDir });
     const listening = app;
@@ -119,32 +152,50 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       ingress: ingress ? { address: ingress.address, url: `${ingress.endpoint.protocol}://<port>-<sandboxId>.${ingress.endpoint.domain}${ingress.endpoint.port === null ? '' : `:${ingress.endpoint.port}`}` } : null,
       ssh: ssh ? { address: ssh.address, host: ssh.endpoint.host, port: ssh.endpoint.port, fingerprint: ssh.fingerprint } : null,
       runtimeSummary: runtimeSummary(core),
+      metricsAddress: metricsListener?.address ?? null,
+      otlpUrl: composition.tracing?.url ?? null,
       close: async () => {
+        await metricsListener?.close();
         await ssh?.close();
         await ingress?.close();
         await listening.close();
         await scheduler.stop();
+        await pruner.stop();
         await liveness.stop();
         await autoPause.stop();
         await usage.stop();
         // Last: the ingress and the API have released their holds, so the stored idle clocks are current.
         await activity.stop();
+        // Pooled sandboxes belong to no one: they go with the daemon (a crash leaves them to reconcile).
+        await core.pool.close();
         await composition.close();
         log.flush();
       },
     };
   } catch (err) {
     await app?.close().catch(() => undefined);
+    await metricsListener?.close().catch(() => undefined);
     await ssh?.close().catch(() => undefined);
     await ingress?.close().catch(() => undefined);
     await scheduler.stop();
+    await pruner.stop();
     await liveness.stop();
     await autoPause.stop();
     await usage.stop();
     await activity.stop();
+    await core.pool.close();
     await composition.close();
     throw err;
   }
+}
+
+/** The core options of `warmPool` and `warmPoolBudgetMB`. @throws RamifyError VALIDATION_FAILED for a bad spec. */
+function warmPoolOptions(options: ServeOptions): Partial<CoreOptions> {
+  const spec = options.warmPool;
+  return {
+    ...(spec === undefined ? {} : { warmPool: typeof spec === 'string' ? parseWarmPoolSpec(spec) : spec }),
+    warmPoolBudgetMB: options.warmPoolBudgetMB ?? options.coreOptions?.warmPoolBudgetMB ?? defaultWarmPoolBudgetMB(totalmem()),
+  };
 }
 
 /** What {@link RamifyServer.runtimeSummary} holds. */

@@ -10,5 +10,6 @@ export type {
   SshKeyInfo, SshAccessInfo,
   TeamInfo, TeamQuota, SetTeamQuotaRequest, ApiKeyInfo, ApiKeyRole, CreatedApiKey,
   NetworkInfo, NetworkMemberInfo, NetworkJoinRequest, SandboxNetworkInfo, SnapshotNetworks, EgressPeer,
+  SandboxEvent, EventType, EventCause, ListEventsResponse, TimelineEntry, CommandLogEntry, WebhookInfo, CreatedWebhook, WebhookDelivery, DeliveryAttempt, WebhookPayload,
   Budget, BudgetInfo, BudgetLimit, UsageFigures, UsageRow, UsageResponse, UsageGroupBy, SandboxMetric, SandboxTreeNode, SandboxTreeResponse,
 } from '@ramify/contracts';

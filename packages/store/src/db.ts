@@ -25,18 +25,22 @@ export function openDatabase(path: string, migrations: readonly Migration[] = MI
   return db;
 }
 
-/** Apply every migration newer than the recorded version, each in its own transaction. */
+/**
+ * Apply every migration not recorded yet, in version order, each in its own transaction. Not only those
+ * above the highest recorded: numbers are handed out to branches developed side by side, so a database
+ * may have met a higher number first (20 from one branch, then 19 from another merged after it).
+ */
 export function migrate(db: Db, migrations: readonly Migration[]): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
-  const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
-  const current = row.v ?? 0;
+  const applied = new Set(appliedMigrations(db));
+  const current = Math.max(0, ...applied);
   const known = Math.max(0, ...migrations.map((m) => m.version));
   if (current > known) {
     throw new RamifyError('INTERNAL', `database schema version ${current} is newer than this Ramify (knows up to ${known}); upgrade Ramify`);
   }
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
   for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (migration.version <= current) continue;
+    if (applied.has(migration.version)) continue;
     db.transaction(() => {
       db.exec(migration.sql);
       record.run(migration.version, migration.name, Date.now());

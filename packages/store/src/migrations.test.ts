@@ -385,3 +385,21 @@ describe('migration 17: teams (real SQLite file)', () => {
     }
   });
 });
+
+describe('migrations numbered on branches developed side by side (real SQLite file)', () => {
+  test('a database that met migration 20 before 19 (merged later) gets 19 too, and its data stays', async () => {
+    const path = join(dir, 'v20-without-19.db');
+    const early = openDatabase(path, MIGRATIONS.filter((m) => m.version !== 19));
+    assert.equal(appliedMigrations(early).includes(19), false);
+    early.prepare(`INSERT INTO events (type, at, team_id, sandbox_id, key_id, cause, data) VALUES ('sandbox.oom', 1, 'default', NULL, NULL, 'runtime', '{}')`).run();
+    early.close();
+    const store = new SqliteStore({ path });
+    try {
+      assert.deepEqual(appliedMigrations(store.db), MIGRATIONS.map((m) => m.version).sort((a, b) => a - b));
+      assert.equal((store.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n, 1, 'the later migration\'s rows stay');
+      assert.deepEqual(await store.getMeters(['sbx_none']), [], "migration 19's tables are there");
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -2,8 +2,8 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Option, type Command } from 'commander';
-import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING } from '@ramify/contracts';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING, parseWarmPoolSpec } from '@ramify/contracts';
 import { getHealth, RamifyError } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
 import { intIn, parseDuration } from '../parse.js';
@@ -13,11 +13,13 @@ interface DaemonModule {
   serve(options: {
     host?: string; port?: number; dataDir?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
-    ssh?: { host?: string; port?: number };
-    coreOptions?: { usageSampleMs?: number };
+    ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
+    metricsListen?: { host: string; port: number }; otlpEndpoint?: string; coreOptions?: { eventRetentionMs?: number; usageSampleMs?: number };
   }): Promise<{
+    metricsAddress: string | null; otlpUrl: string | null;
     url: string; dataDir: string; runtimeSummary: string[]; ingress: { address: string; url: string } | null;
     ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(): Promise<void>;
+    core: { pool: { stats(): { mode: string; budgetMB: number } } };
   }>;
 }
 
@@ -51,6 +53,16 @@ interface ServeFlags {
   ingressTlsKey?: string;
   /** `--ssh-listen ADDR:PORT` or `off`. */
   sshListen?: string;
+  /** `--warm-pool auto|off|<template>[:<runtime>]=<n>,...`. */
+  warmPool?: string;
+  /** `--warm-pool-budget <MB>`. */
+  warmPoolBudget?: number;
+  /** `--metrics-listen ADDR:PORT`: GET /metrics without auth there (default none). */
+  metricsListen?: string;
+  /** `--otlp-endpoint URL`: export traces over OTLP/HTTP. */
+  otlpEndpoint?: string;
+  /** `--events-retention DURATION`, ms. */
+  eventsRetention?: number;
   /** `--usage-sample`: ms between usage samples; 0 (`off`) turns metering off. */
   usageSample?: number;
 }
@@ -93,6 +105,24 @@ function sshOptions(opts: ServeFlags): { host: string; port: number } | null {
   return listen === 'off' ? null : listenAddress('--ssh-listen', listen, '127.0.0.1:2222, 0.0.0.0:22');
 }
 
+/** `--events-retention`: a duration from 1 h to 365 d. */
+function retentionArg(value: string): number {
+  const ms = parseDuration(value);
+  if (ms < 3_600_000 || ms > 365 * 86_400_000) throw new InvalidArgumentError('expected a duration from 1h to 365d');
+  return ms;
+}
+
+/** `--otlp-endpoint`: an http(s) URL. @throws RamifyError VALIDATION_FAILED otherwise. */
+function otlpUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return value;
+  } catch {
+    /* refused below */
+  }
+  throw new RamifyError('VALIDATION_FAILED', `--otlp-endpoint '${value}' is not an http:// or https:// URL (e.g. http://127.0.0.1:4318)`);
+}
+
 /** Register `serve` on `program`. */
 export function registerServe(program: Command, env: CliEnv): void {
   program.command('serve').description('run the Ramify daemon (API, runtimes, networking) until interrupted')
@@ -107,7 +137,12 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--ingress-domain <domain>', "domain of port URLs, http://<port>-<sandboxId>.<domain>:<port>/ (default 'localhost': *.localhost resolves to loopback in curl and browsers)")
     .option('--ingress-tls-cert <file>', 'PEM certificate (a wildcard *.<domain>) to serve port URLs over HTTPS, with --ingress-tls-key')
     .option('--ingress-tls-key <file>', 'PEM key of --ingress-tls-cert')
+    .option('--warm-pool <spec>', "idle sandboxes kept restored so that a create claims one (tens of ms) instead of restoring: 'auto' (default: one per template created from in the last hour), 'off', or sizes per template 'base=2,python-tests=1' (':microvm' after a name for that runtime)", warmPoolSpec)
+    .option('--warm-pool-budget <MB>', 'most memoryMB the warm pool\'s idle sandboxes may add up to (default 1/16 of the host\'s memory, 512 to 4096)', intIn(0, 1 << 20))
     .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory`)
+    .option('--metrics-listen <addr:port>', "also serve Prometheus metrics at http://ADDR:PORT/metrics WITHOUT auth, for a scraper (default off; GET /metrics on the API takes an admin key of the default team)")
+    .option('--otlp-endpoint <url>', 'export traces over OTLP/HTTP (JSON) to this collector, e.g. http://127.0.0.1:4318 (spans go to /v1/traces there); default off')
+    .option('--events-retention <duration>', 'how long events, webhook deliveries and the command log are kept, e.g. 7d (1h to 365d; default 7d)', retentionArg)
     .option('--usage-sample <duration>', "how often each running sandbox's CPU, memory, disk and traffic are read, metered and checked against budgets (default 5s); 'off' turns metering, live metrics and budget enforcement off", (v: string) => (v === 'off' ? 0 : parseDuration(v)))
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
       if (opts.detach) {
@@ -123,12 +158,24 @@ export function registerServe(program: Command, env: CliEnv): void {
       const microvm = opts.microvmMemory !== undefined ? { imageMemoryMB: opts.microvmMemory } : undefined;
       const ingress = ingressOptions(opts);
       const ssh = sshOptions(opts);
-      const coreOptions = opts.usageSample !== undefined ? { usageSampleMs: opts.usageSample } : undefined;
-      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}), ...(coreOptions ? { coreOptions } : {}) });
+      const metricsListen = opts.metricsListen === undefined || opts.metricsListen === 'off' ? undefined : listenAddress('--metrics-listen', opts.metricsListen, '127.0.0.1:9464');
+      const otlpEndpoint = opts.otlpEndpoint === undefined ? undefined : otlpUrl(opts.otlpEndpoint);
+      const server = await serve({
+        host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
+        warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget,
+        ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}),
+        coreOptions: {
+          ...(opts.eventsRetention !== undefined ? { eventRetentionMs: opts.eventsRetention } : {}),
+          ...(opts.usageSample !== undefined ? { usageSampleMs: opts.usageSample } : {}),
+        },
+      });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
       if (server.ingress) ctx.note(`ramify: port URLs ${server.ingress.url} (listening on ${server.ingress.address})`);
       if (server.ssh) ctx.note(`ramify: ssh -p ${server.ssh.port} <sandboxId>@${server.ssh.host} (listening on ${server.ssh.address}; host key ${server.ssh.fingerprint})`);
+      if (server.metricsAddress) ctx.note(`ramify: metrics at http://${server.metricsAddress}/metrics (no auth)`);
+      if (server.otlpUrl) ctx.note(`ramify: exporting traces to ${server.otlpUrl}`);
       for (const line of server.runtimeSummary) ctx.note(`ramify: runtime ${line}`);
+      ctx.note(`ramify: ${warmPoolLine(server.core.pool.stats())}`);
       await new Promise<void>((resolve) => {
         const stop = (): void => {
           process.off('SIGINT', stop);
@@ -170,6 +217,11 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.ingressTlsCert) args.push('--ingress-tls-cert', opts.ingressTlsCert);
   if (opts.ingressTlsKey) args.push('--ingress-tls-key', opts.ingressTlsKey);
   if (opts.sshListen) args.push('--ssh-listen', opts.sshListen);
+  if (opts.warmPool) args.push('--warm-pool', opts.warmPool);
+  if (opts.warmPoolBudget !== undefined) args.push('--warm-pool-budget', String(opts.warmPoolBudget));
+  if (opts.metricsListen) args.push('--metrics-listen', opts.metricsListen);
+  if (opts.otlpEndpoint) args.push('--otlp-endpoint', opts.otlpEndpoint);
+  if (opts.eventsRetention !== undefined) args.push('--events-retention', `${opts.eventsRetention}ms`);
   if (opts.usageSample !== undefined) args.push('--usage-sample', opts.usageSample === 0 ? 'off' : `${opts.usageSample}ms`);
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log] });
   child.unref();
@@ -182,6 +234,23 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   }
   const tail = readFileSync(logPath, 'utf8').trim().split('\n').slice(-8).join('\n');
   throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up at ${url}; last lines of ${logPath}:\n${tail}`);
+}
+
+/** Commander's parser of `--warm-pool`: the spec as given, once it parses. @throws InvalidArgumentError (usage error, exit 2). */
+function warmPoolSpec(value: string): string {
+  try {
+    parseWarmPoolSpec(value);
+  } catch (err) {
+    throw new InvalidArgumentError(err instanceof Error ? err.message : String(err));
+  }
+  return value;
+}
+
+/** `warm pool auto (budget 1536 MB; --warm-pool off turns it off)`: what `ramify serve` says of its pool at start. */
+function warmPoolLine(stats: { mode: string; budgetMB: number }): string {
+  if (stats.mode === 'off') return 'warm pool off (creates restore; --warm-pool auto turns it on)';
+  const what = stats.mode === 'auto' ? 'auto: one idle sandbox per template created from in the last hour' : 'fixed sizes';
+  return `warm pool ${what}, within ${stats.budgetMB} MB of memoryMB (--warm-pool off turns it off; GET /v1/health shows hits and misses)`;
 }
 
 /** The daemon's runtime summary lines, from `GET /v1/health` (empty when it cannot be read). */

@@ -10,6 +10,7 @@
  */
 import type { Core } from '../core.js';
 import { pauseLocked } from '../lifecycle/pause.js';
+import { withCause } from '../observe/call-context.js';
 import { loadSandbox, messageOf } from '../lifecycle/records.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { aliveInTree, budgetExceeded, budgetStatus } from './budgets.js';
@@ -91,13 +92,16 @@ export async function enforceBudgets(core: Core, sampled: readonly SandboxRecord
   }
 }
 
-/** Pause the sandbox if, under its lock, it is still running; a failure is retried after `timeoutRetryMs`. */
+/**
+ * Pause the sandbox if, under its lock, it is still running (its events say cause `budget`); a failure is
+ * retried after `timeoutRetryMs`.
+ */
 async function pauseForBudget(core: Core, sandboxId: string, retryAt: Map<string, number>): Promise<void> {
   try {
-    await core.locks.run(sandboxId, async () => {
+    await withCause('budget', () => core.locks.run(sandboxId, async () => {
       const record = await loadSandbox(core, sandboxId);
       if (record.state === 'running') await pauseLocked(core, record);
-    });
+    }));
     retryAt.delete(sandboxId);
   } catch (err) {
     retryAt.set(sandboxId, core.clock.now() + core.options.timeoutRetryMs);

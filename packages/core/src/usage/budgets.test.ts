@@ -1,6 +1,6 @@
 /**
  * Budgets per fork tree in core: over cpuSeconds (or sandboxSeconds) at a sample the whole tree is paused
- * and one budget event says so; forks, resumes and creates from the tree's snapshots are then 429
+ * and one budget event says so (recorded as `budget.exceeded`, the pauses with cause `budget`); forks, resumes and creates from the tree's snapshots are then 429
  * BUDGET_EXCEEDED; raising the budget lets it resume; maxSandboxes refuses a fork past it without pausing;
  * a budget set on a running sandbox counts from then; a refused pause (CHECKPOINT_BLOCKED) is retried after
  * timeoutRetryMs, never a kill; budgets survive a restart. FAKE runtime (CPU set by the test), real SQLite
@@ -49,6 +49,13 @@ test('over cpuSeconds the whole tree is paused, forks and resumes are refused, a
   assert.deepEqual([await state(root.id), await state(a!.id), await state(b!.id)], ['paused', 'paused', 'paused'], 'the whole tree, the root too');
   assert.equal(events.length, 1);
   assert.deepEqual({ ...events[0], at: 0 }, { rootId: root.id, teamId: 'default', limit: 'cpuSeconds', max: 5, used: 5.5, at: 0 });
+  // Recorded as events: `budget.exceeded` about the root, and each pause with cause `budget`.
+  await w.core.eventLog.flush();
+  const recorded = await w.store.listEvents({ teamId: 'default', types: ['budget.exceeded', 'sandbox.lifecycle.paused'], order: 'asc', limit: 100 });
+  assert.deepEqual(recorded.map((e) => [e.type, e.sandboxId, e.cause]).sort(), [
+    ['budget.exceeded', root.id, 'budget'], ...[root.id, a!.id, b!.id].map((id) => ['sandbox.lifecycle.paused', id, 'budget']),
+  ].sort());
+  assert.deepEqual(recorded.find((e) => e.type === 'budget.exceeded')?.data, { rootId: root.id, limit: 'cpuSeconds', max: 5, used: 5.5 });
   const [info] = await getBudgets(w.core, a!.id);
   assert.equal(info?.sandboxId, root.id);
   assert.equal(info?.exceeded, 'cpuSeconds');
