@@ -110,6 +110,8 @@ async function restoreFresh(core: Core, record: SandboxRecord, snapshotId: strin
 async function adoptOrRestore(core: Core, record: SandboxRecord, snapshotId: string): Promise<SandboxRecord> {
   try {
     await adoptPooled(core, record);
+    // Its counters so far (the pool's restore, its idle time there) are not this sandbox's use.
+    await core.meter.baseline(record);
     return record;
   } catch (err) {
     core.logger.warn('claiming a pooled sandbox failed; restoring instead', { sandboxId: record.id, error: messageOf(err) });

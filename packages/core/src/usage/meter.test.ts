@@ -9,6 +9,7 @@
  */
 import { afterEach, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { parseWarmPoolSpec } from '@ramify/contracts';
 import { createTestWorld, type TestWorld } from '../testing/world.js';
 import { createSandbox } from '../lifecycle/create.js';
 import { forkSandbox } from '../lifecycle/fork.js';
@@ -161,4 +162,23 @@ test('live metrics: one sample per reading of a running instance, E2B field name
   await assert.rejects(getSandboxMetrics(w.core, sbx.id, { end: 'soon' }), { code: 'VALIDATION_FAILED' });
   await killSandbox(w.core, sbx.id);
   await assert.rejects(getSandboxMetrics(w.core, sbx.id, {}), { code: 'SANDBOX_NOT_FOUND' });
+});
+
+test("a claimed warm pool sandbox counts from its claim: the pool's restore and idle time are not its use", async () => {
+  await w.dispose();
+  w = await createTestWorld({ warmPool: parseWarmPoolSpec('base=1'), warmPoolQuietMs: 0 });
+  await w.core.pool.start();
+  await w.core.pool.filled();
+  const [pooledId] = w.runtime.instances.keys();
+  w.runtime.cpuUs.set(pooledId!, 4_000_000); // what it used in the pool
+  w.clock.advance(60_000);
+  const sbx = await createSandbox(w.core, {});
+  assert.equal(sbx.id, pooledId, 'the create claimed the pooled sandbox');
+  w.runtime.cpuUs.set(sbx.id, 4_500_000);
+  w.clock.advance(5_000);
+  await w.core.meter.sampleRunning();
+  const row = await usageOf(sbx.id);
+  assert.equal(row?.cpuSeconds, 0.5);
+  assert.equal(row?.runningSeconds, 5);
+  await w.core.pool.close();
 });

@@ -88,6 +88,15 @@ export class UsageMeter {
     await this.#read([record]).catch((err: unknown) => this.#warn('reading a stopping sandbox', err, record.id));
   }
 
+  /**
+   * Take the sandbox's counters as they are now as its baseline, counting nothing: a warm pool sandbox
+   * being claimed (what its instance did in the pool is not the new sandbox's use). Never rejects.
+   */
+  async baseline(record: SandboxRecord): Promise<void> {
+    if (!this.enabled) return;
+    await this.#read([record], 'baseline').catch((err: unknown) => this.#warn('taking a claimed sandbox\'s baseline', err, record.id));
+  }
+
   /** Read every running sandbox's counters and write them in one store write. @returns the sandboxes read. Rejects when listing or writing fails. */
   async sampleRunning(): Promise<SandboxRecord[]> {
     if (!this.enabled) return [];
@@ -129,8 +138,11 @@ export class UsageMeter {
     await store.recordUsage([{ sandboxId: record.id, hours, meter: { timeAt: Math.max(now, from) } }]);
   }
 
-  /** Read `records`' counters and write the deltas (one lock for every reading: none overlap). */
-  async #read(records: readonly SandboxRecord[]): Promise<void> {
+  /**
+   * Read `records`' counters and write the deltas (one lock for every reading: none overlap); `baseline`:
+   * write the counters only, as the base of the next reading (no amounts).
+   */
+  async #read(records: readonly SandboxRecord[], mode: 'count' | 'baseline' = 'count'): Promise<void> {
     if (records.length === 0) return;
     await this.#locks.run('counters', async () => {
       await this.#loadStored(records.map((r) => r.id));
@@ -141,6 +153,7 @@ export class UsageMeter {
       for (const raw of raws) {
         const planned = this.#plan(raw, now);
         if (!planned) continue;
+        if (mode === 'baseline') planned.write.hours = [];
         writes.push(planned.write);
         next.set(raw.record.id, planned.last);
       }
