@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // bench/lifecycle/metering: what metering adds to create, exec and pause. Two gVisor daemons in this
-// process on the same template image, one with the usage sampler on (every --sample-ms, the default 5000,
-// its state-change writes and counter readings before each checkpoint and kill) and one with it off
-// (`usageSampleMs: 0`: nothing read or written), each holding --background idle sandboxes for the sampler
-// to read. Each round runs create, --execs execs, pause and kill on both daemons back to back (which goes
-// first alternates), so both see the same machine. Printed per operation: the medians, the median of the
+// process on the same template image, each holding --background idle sandboxes for the sampler to read.
+// Each round one has its meter on (the sampler every --sample-ms, the default 5000, its state-change
+// writes and counter readings before each checkpoint and kill) and the other off (`usageSampleMs: 0`,
+// set live: nothing read or written), swapped every round; each round runs create, --execs execs, pause
+// and kill on both back to back (which goes first alternates too), so both see the same machine. Printed per operation: the medians, the median of the
 // rounds' paired ratios on/off (what the target is judged on: a busy machine moves both halves of a pair
 // alike), the ratio of the medians, and the meter's own time inside the operation on the metered daemon
 // (its awaited calls: `beforeTransition`, `beforeStop`), which is what metering adds to the path itself.
@@ -25,25 +25,31 @@ const OPS = ['create', 'exec', 'pause'];
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+// Two identical daemons, both built with the sampler; each round one is metered and the other not
+// (`usageSampleMs` is read live: 0 turns its meter off), swapping every round, so a difference between
+// the daemons themselves (their prefixes, slots, tables) cancels out instead of passing for metering's.
 const daemons = {
-  off: await startBenchDaemon({ prefix: 'rbv', name: 'metering-off', options: { coreOptions: { usageSampleMs: 0 } } }),
-  on: await startBenchDaemon({ prefix: 'rbu', name: 'metering-on', options: { coreOptions: { usageSampleMs: SAMPLE_MS } } }),
+  a: await startBenchDaemon({ prefix: 'rbu', name: 'metering-a', options: { coreOptions: { usageSampleMs: SAMPLE_MS } } }),
+  b: await startBenchDaemon({ prefix: 'rbv', name: 'metering-b', options: { coreOptions: { usageSampleMs: SAMPLE_MS } } }),
 };
 const conn = (d) => ({ apiUrl: d.server.url, apiKey: d.key, requestTimeoutMs: 600_000 });
+const meter = (which, on) => { daemons[which].server.core.options.usageSampleMs = on ? SAMPLE_MS : 0; };
 
-// The meter's awaited calls on the metered daemon, timed: what metering puts on an operation's path.
+// The meter's awaited calls, timed: what metering puts on an operation's path.
 let meterMs = 0;
-const meter = daemons.on.server.core.meter;
-for (const name of ['beforeTransition', 'beforeStop']) {
-  const original = meter[name].bind(meter);
-  meter[name] = async (...args) => {
-    const t = performance.now();
-    try {
-      return await original(...args);
-    } finally {
-      meterMs += performance.now() - t;
-    }
-  };
+for (const d of Object.values(daemons)) {
+  const m = d.server.core.meter;
+  for (const name of ['beforeTransition', 'beforeStop']) {
+    const original = m[name].bind(m);
+    m[name] = async (...args) => {
+      const t = performance.now();
+      try {
+        return await original(...args);
+      } finally {
+        meterMs += performance.now() - t;
+      }
+    };
+  }
 }
 
 /** Time `fn`, and the meter's time inside it. */
@@ -74,15 +80,19 @@ const results = { off: { create: [], exec: [], pause: [] }, on: { create: [], ex
 const paired = { create: [], exec: [], pause: [] };
 const meterTime = { create: [], exec: [], pause: [] };
 try {
-  for (const which of ['off', 'on']) {
+  for (const which of ['a', 'b']) {
     await Promise.all(Array.from({ length: BACKGROUND }, () => Sandbox.create({ ...conn(daemons[which]), template: 'base', timeoutMs: 3_600_000 })));
   }
   // A warm-up round each (first-use costs), not counted.
-  await round('off');
-  await round('on');
+  await round('a');
+  await round('b');
   for (let i = 0; i < N; i++) {
+    // Metered: a, b, a, b, ...; first: a, a, b, b, ... (every combination as often).
+    const on = i % 2 === 0 ? 'a' : 'b';
+    meter(on, true);
+    meter(on === 'a' ? 'b' : 'a', false);
     const pair = {};
-    for (const which of i % 2 === 0 ? ['off', 'on'] : ['on', 'off']) pair[which] = await round(which);
+    for (const which of Math.floor(i / 2) % 2 === 0 ? ['a', 'b'] : ['b', 'a']) pair[which === on ? 'on' : 'off'] = await round(which);
     for (const op of OPS) {
       results.off[op].push(...pair.off[op].map(([ms]) => ms));
       results.on[op].push(...pair.on[op].map(([ms]) => ms));
@@ -90,8 +100,8 @@ try {
       paired[op].push(median(pair.on[op].map(([ms]) => ms)) / median(pair.off[op].map(([ms]) => ms)));
     }
   }
-  const sampled = await daemons.on.call('GET', '/v1/usage?groupBy=team');
-  console.log(`bench/lifecycle/metering: gVisor, ${N} rounds (${EXECS} execs in each), ${BACKGROUND} idle sandboxes per daemon, sampler every ${SAMPLE_MS} ms on one daemon, off on the other; ms`);
+  const sampled = await daemons.a.call('GET', '/v1/usage?groupBy=team');
+  console.log(`bench/lifecycle/metering: gVisor, ${N} rounds (${EXECS} execs in each), ${BACKGROUND} idle sandboxes per daemon, sampler every ${SAMPLE_MS} ms on one daemon, off on the other (swapped every round); ms`);
   console.log(['operation', 'on (median)', 'off (median)', 'paired on/off (median)', 'target', 'ratio of medians', 'meter in the path (median)'].join('\t'));
   for (const op of OPS) {
     const ratio = median(paired[op]);
@@ -102,8 +112,8 @@ try {
     ].join('\t'));
   }
   const team = sampled.json.rows[0];
-  console.log(`(the metered daemon counted ${team?.sandboxes ?? 0} sandboxes, ${team?.cpuSeconds?.toFixed(1) ?? 0} CPU-seconds, ${team?.runningSeconds?.toFixed(0) ?? 0} running seconds)`);
+  console.log(`(daemon a, metered half the time, counted ${team?.sandboxes ?? 0} sandboxes, ${team?.cpuSeconds?.toFixed(1) ?? 0} CPU-seconds, ${team?.runningSeconds?.toFixed(0) ?? 0} running seconds)`);
 } finally {
-  await daemons.on.stop();
-  await daemons.off.stop();
+  await daemons.a.stop();
+  await daemons.b.stop();
 }
