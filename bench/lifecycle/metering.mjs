@@ -4,21 +4,23 @@
 // Each round one has its meter on (the sampler every --sample-ms, the default 5000, its state-change
 // writes and counter readings before each checkpoint and kill) and the other off (`usageSampleMs: 0`,
 // set live: nothing read or written), swapped every round; each round runs create, --execs execs, pause
-// and kill on both back to back (which goes first alternates too), so both see the same machine. Printed per operation: the medians, the median of the
+// and kill --cycles times on both back to back (which goes first alternates too), so both see the same
+// machine. Printed per operation: the medians, the median of the
 // rounds' paired ratios on/off (what the target is judged on: a busy machine moves both halves of a pair
 // alike), the ratio of the medians, and the meter's own time inside the operation on the metered daemon
 // (its awaited calls: `beforeTransition`, `beforeStop`), which is what metering adds to the path itself.
-//   node bench/lifecycle/metering.mjs [--iterations 21] [--execs 5] [--background 8] [--sample-ms 5000]
+//   node bench/lifecycle/metering.mjs [--iterations 21] [--cycles 3] [--execs 5] [--background 8] [--sample-ms 5000]
 // As root; needs the packages built (npm run build). Run under the real-tests lock:
 //   flock /tmp/ramify-real-tests.lock node bench/lifecycle/metering.mjs
 import { parseArgs } from 'node:util';
 import { Sandbox } from '@ramify/sdk';
 import { startBenchDaemon } from '../support/in-process-daemon.mjs';
 
-const { values } = parseArgs({ options: { iterations: { type: 'string', default: '21' }, background: { type: 'string', default: '8' }, execs: { type: 'string', default: '5' }, 'sample-ms': { type: 'string', default: '5000' } } });
+const { values } = parseArgs({ options: { iterations: { type: 'string', default: '21' }, background: { type: 'string', default: '8' }, execs: { type: 'string', default: '5' }, cycles: { type: 'string', default: '3' }, 'sample-ms': { type: 'string', default: '5000' } } });
 const N = Number(values.iterations);
 const BACKGROUND = Number(values.background);
 const EXECS = Number(values.execs);
+const CYCLES = Number(values.cycles);
 const SAMPLE_MS = Number(values['sample-ms']);
 const TARGET = 1.05;
 const OPS = ['create', 'exec', 'pause'];
@@ -60,19 +62,21 @@ async function time(fn) {
   return [performance.now() - t, r, meterMs];
 }
 
-/** One create, --execs execs, a pause and a kill on daemon `which`: per operation, [ms, meter ms] samples. */
+/** --cycles times a create, --execs execs, a pause and a kill on daemon `which`: per operation, [ms, meter ms] samples. */
 async function round(which) {
   const c = conn(daemons[which]);
   const out = { create: [], exec: [], pause: [] };
-  const [tc, sbx, mc] = await time(() => Sandbox.create({ ...c, template: 'base', timeoutMs: 600_000 }));
-  out.create.push([tc, mc]);
-  for (let e = 0; e < EXECS; e++) {
-    const [te, , me] = await time(() => sbx.commands.run('true'));
-    out.exec.push([te, me]);
+  for (let k = 0; k < CYCLES; k++) {
+    const [tc, sbx, mc] = await time(() => Sandbox.create({ ...c, template: 'base', timeoutMs: 600_000 }));
+    out.create.push([tc, mc]);
+    for (let e = 0; e < EXECS; e++) {
+      const [te, , me] = await time(() => sbx.commands.run('true'));
+      out.exec.push([te, me]);
+    }
+    const [tp, , mp] = await time(() => sbx.pause());
+    out.pause.push([tp, mp]);
+    await sbx.kill();
   }
-  const [tp, , mp] = await time(() => sbx.pause());
-  out.pause.push([tp, mp]);
-  await sbx.kill();
   return out;
 }
 
@@ -101,7 +105,7 @@ try {
     }
   }
   const sampled = await daemons.a.call('GET', '/v1/usage?groupBy=team');
-  console.log(`bench/lifecycle/metering: gVisor, ${N} rounds (${EXECS} execs in each), ${BACKGROUND} idle sandboxes per daemon, sampler every ${SAMPLE_MS} ms on one daemon, off on the other (swapped every round); ms`);
+  console.log(`bench/lifecycle/metering: gVisor, ${N} rounds (each ${CYCLES} x create, ${EXECS} execs, pause), ${BACKGROUND} idle sandboxes per daemon, sampler every ${SAMPLE_MS} ms on one daemon, off on the other (swapped every round); ms`);
   console.log(['operation', 'on (median)', 'off (median)', 'paired on/off (median)', 'target', 'ratio of medians', 'meter in the path (median)'].join('\t'));
   for (const op of OPS) {
     const ratio = median(paired[op]);
