@@ -14,8 +14,9 @@ interface DaemonModule {
     host?: string; port?: number; dataDir?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
     ssh?: { host?: string; port?: number };
+    snapshotStorage?: { s3Endpoint?: string; s3Bucket?: string; s3Region?: string; s3Prefix?: string; s3PathStyle?: boolean; snapshotCacheBytes?: number };
   }): Promise<{
-    url: string; dataDir: string; runtimeSummary: string[]; ingress: { address: string; url: string } | null;
+    url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; ingress: { address: string; url: string } | null;
     ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(): Promise<void>;
   }>;
 }
@@ -50,6 +51,19 @@ interface ServeFlags {
   ingressTlsKey?: string;
   /** `--ssh-listen ADDR:PORT` or `off`. */
   sshListen?: string;
+  s3Endpoint?: string;
+  s3Bucket?: string;
+  s3Region?: string;
+  s3Prefix?: string;
+  s3PathStyle?: boolean;
+  /** `--snapshot-cache-bytes`: local cache budget of durable snapshots, bytes. */
+  snapshotCacheBytes?: number;
+}
+
+/** The snapshot storage flags given (the daemon fills in the rest from `RAMIFY_S3_*`). */
+function snapshotStorageFlags(opts: ServeFlags): NonNullable<Parameters<DaemonModule['serve']>[0]['snapshotStorage']> {
+  const { s3Endpoint, s3Bucket, s3Region, s3Prefix, s3PathStyle, snapshotCacheBytes } = opts;
+  return Object.fromEntries(Object.entries({ s3Endpoint, s3Bucket, s3Region, s3Prefix, s3PathStyle, snapshotCacheBytes }).filter(([, value]) => value !== undefined));
 }
 
 /** Default `--ingress-listen`: loopback only. */
@@ -105,6 +119,12 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--ingress-tls-cert <file>', 'PEM certificate (a wildcard *.<domain>) to serve port URLs over HTTPS, with --ingress-tls-key')
     .option('--ingress-tls-key <file>', 'PEM key of --ingress-tls-cert')
     .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory`)
+    .option('--s3-bucket <bucket>', 'keep snapshots in this S3-compatible bucket, the local disk as a cache (default $RAMIFY_S3_BUCKET; none: local disk only). Credentials: $RAMIFY_S3_ACCESS_KEY_ID and $RAMIFY_S3_SECRET_ACCESS_KEY, else the AWS SDK\'s default chain')
+    .option('--s3-endpoint <url>', 'S3-compatible endpoint, e.g. http://127.0.0.1:9000 for MinIO or https://<account>.r2.cloudflarestorage.com (default $RAMIFY_S3_ENDPOINT, else AWS)')
+    .option('--s3-region <region>', 'bucket region (default $RAMIFY_S3_REGION, else $AWS_REGION, else us-east-1; R2: auto)')
+    .option('--s3-prefix <prefix>', 'key prefix inside the bucket (default $RAMIFY_S3_PREFIX, else none)')
+    .option('--s3-path-style', 'path-style bucket URLs, as MinIO and s3rver need (default $RAMIFY_S3_PATH_STYLE=1)')
+    .option('--snapshot-cache-bytes <bytes>', 'with S3: bytes of uploaded snapshots kept on local disk; the least recently used beyond it are evicted and downloaded again when needed (default $RAMIFY_SNAPSHOT_CACHE_BYTES, else no limit)', intIn(0, Number.MAX_SAFE_INTEGER))
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
       if (opts.detach) {
         const { url, started } = await serveDetached(opts);
@@ -119,8 +139,9 @@ export function registerServe(program: Command, env: CliEnv): void {
       const microvm = opts.microvmMemory !== undefined ? { imageMemoryMB: opts.microvmMemory } : undefined;
       const ingress = ingressOptions(opts);
       const ssh = sshOptions(opts);
-      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}) });
+      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}), snapshotStorage: snapshotStorageFlags(opts) });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
+      ctx.note(`ramify: snapshots in ${server.snapshotStorage}`);
       if (server.ingress) ctx.note(`ramify: port URLs ${server.ingress.url} (listening on ${server.ingress.address})`);
       if (server.ssh) ctx.note(`ramify: ssh -p ${server.ssh.port} <sandboxId>@${server.ssh.host} (listening on ${server.ssh.address}; host key ${server.ssh.fingerprint})`);
       for (const line of server.runtimeSummary) ctx.note(`ramify: runtime ${line}`);
@@ -165,6 +186,12 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.ingressTlsCert) args.push('--ingress-tls-cert', opts.ingressTlsCert);
   if (opts.ingressTlsKey) args.push('--ingress-tls-key', opts.ingressTlsKey);
   if (opts.sshListen) args.push('--ssh-listen', opts.sshListen);
+  if (opts.s3Bucket) args.push('--s3-bucket', opts.s3Bucket);
+  if (opts.s3Endpoint) args.push('--s3-endpoint', opts.s3Endpoint);
+  if (opts.s3Region) args.push('--s3-region', opts.s3Region);
+  if (opts.s3Prefix) args.push('--s3-prefix', opts.s3Prefix);
+  if (opts.s3PathStyle) args.push('--s3-path-style');
+  if (opts.snapshotCacheBytes !== undefined) args.push('--snapshot-cache-bytes', String(opts.snapshotCacheBytes));
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log] });
   child.unref();
   closeSync(log);
