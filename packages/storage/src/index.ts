@@ -15,7 +15,7 @@ export { sha256File } from './hash.js';
 export { checkS3Access, createS3Client, describeBucket, type S3ConnectionOptions } from './s3/s3-connection.js';
 export { S3ChunkStore, type StoredChunk } from './s3/s3-chunk-store.js';
 export { TieredSnapshotStorage, type TieredSnapshotStorageOptions } from './tiered/tiered-snapshot-storage.js';
-export { DEFAULT_CHUNK_SIZE_BYTES } from './tiered/upload.js';
+export { CHUNKING_ALGORITHM, DEFAULT_CHUNKING, contentDefinedChunks, cutPoint, type ChunkingParameters } from './tiered/chunker.js';
 export { REMOTE_MANIFEST_VERSION, parseRemoteManifest, type RemoteManifest } from './tiered/remote-manifest.js';
 export type { ChunkCollection } from './tiered/chunk-gc.js';
 export type { RetryOptions } from './tiered/transfer-queue.js';

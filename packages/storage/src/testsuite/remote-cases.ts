@@ -136,16 +136,17 @@ export function remoteTierCases(harness: StorageHarness, opened: StorageUnderTes
 
   it('chunks shared by two images (a parent and its fork) are stored once', { skip }, async () => {
     const { storage, remote } = await create();
-    const shared = randomBytes(12 * 1024 * 1024);
+    const shared = randomBytes(24 * 1024 * 1024);
     const parent = Buffer.concat([shared, randomBytes(1024 * 1024)]);
-    const fork = Buffer.concat([shared, randomBytes(1024 * 1024)]);
+    const fork = Buffer.concat([randomBytes(100), shared, randomBytes(1024 * 1024)]); // shifted: content-defined cuts realign
     await writeAndCommit(storage, 'snap-dedup-parent', { 'checkpoint.img': parent });
     await waitDurable(storage, 'snap-dedup-parent');
     const before = await remote.storedBytes();
     await writeAndCommit(storage, 'snap-dedup-fork', { 'checkpoint.img': fork }, 'snap-dedup-parent');
     await waitDurable(storage, 'snap-dedup-fork');
     const added = (await remote.storedBytes()) - before;
-    assert.ok(added < 2 * 1024 * 1024, `the fork added ${added} bytes for its 1 MiB of its own (image ${fork.length} bytes)`);
+    // Its own 1 MiB, plus at most one chunk (4 MiB at most) on each side of the shared region.
+    assert.ok(added < 9 * 1024 * 1024, `the fork added ${added} bytes for its ~1 MiB of its own (image ${fork.length} bytes)`);
     await assertOpensAs(await otherHost(remote), 'snap-dedup-fork', { 'checkpoint.img': fork });
   });
 
@@ -165,8 +166,9 @@ export function remoteTierCases(harness: StorageHarness, opened: StorageUnderTes
     await assert.rejects(other.open('snap-removed'), assertCode('SNAPSHOT_NOT_FOUND'));
     const before = await remote.storedBytes();
     const collected = await eventually('garbage collection', async () => (await remote.collectGarbage()) ?? undefined);
-    assert.equal(collected.deleted, 1, "only the removed image's own chunk");
-    assert.ok((await remote.storedBytes()) < before);
+    assert.ok(collected.deleted > 0, 'the removed image\'s own chunks');
+    const freed = before - (await remote.storedBytes());
+    assert.ok(freed > 0 && freed < 4 * 1024 * 1024 + 4 * 1024 * 1024, `freed ${freed} bytes: its own 4 MiB and at most one chunk it shared only partly`);
     await assertOpensAs(await otherHost(remote), 'snap-kept', kept);
   });
 }

@@ -4,10 +4,11 @@
  * upload: a manifest in the bucket means every chunk it lists was stored before it.
  *
  * ```json
- * { "formatVersion": 1, "chunkSizeBytes": 4194304,
+ * { "formatVersion": 1,
+ *   "chunking": { "algorithm": "fastcdc-gear-sha256-v1", "minBytes": 262144, "avgBytes": 1048576, "maxBytes": 4194304 },
  *   "snapshot": { ...SnapshotManifest... },
  *   "files": { "checkpoint.img": { "sizeBytes": 5169359, "sha256": "…",
- *                                  "chunks": [{ "sha256": "…", "sizeBytes": 4194304 }, …] } },
+ *                                  "chunks": [{ "sha256": "…", "sizeBytes": 1236992 }, …] } },
  *   "uploadedAt": "2026-12-06T04:29:09.000Z" }
  * ```
  * A chunk of zeros is listed but never stored (it reads back as a hole: sparse microVM RAM files stay sparse).
@@ -25,7 +26,7 @@ const Size = z.number().int().nonnegative();
 
 const RemoteManifestSchema = z.strictObject({
   formatVersion: z.literal(REMOTE_MANIFEST_VERSION),
-  chunkSizeBytes: z.number().int().positive(),
+  chunking: z.strictObject({ algorithm: z.string().min(1), minBytes: Size, avgBytes: Size, maxBytes: Size }),
   /** The snapshot's manifest, every sha256 known. */
   snapshot: ManifestSchema.extend({ files: z.record(z.string().min(1), z.strictObject({ sizeBytes: Size, sha256: Sha256 })) }),
   files: z.record(z.string().min(1), z.strictObject({ sizeBytes: Size, sha256: Sha256, chunks: z.array(z.strictObject({ sha256: Sha256, sizeBytes: Size })) })),
@@ -47,7 +48,8 @@ export interface RemoteFile {
 
 export interface RemoteManifest {
   formatVersion: number;
-  chunkSizeBytes: number;
+  /** How the files were cut (informational: a reader needs only the chunk list). */
+  chunking: { algorithm: string; minBytes: number; avgBytes: number; maxBytes: number };
   /** The snapshot's manifest, with every file's sha256. */
   snapshot: SnapshotManifest;
   files: Record<string, RemoteFile>;

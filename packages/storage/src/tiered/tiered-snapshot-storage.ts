@@ -21,7 +21,8 @@ import { planEviction, type CachedImage } from './eviction.js';
 import { allocatedBytes, TieredLocalState } from './local-state.js';
 import { parseRemoteManifest } from './remote-manifest.js';
 import { TransferQueue, type RetryOptions, type TransferKind } from './transfer-queue.js';
-import { ChunkIndex, DEFAULT_CHUNK_SIZE_BYTES, uploadSnapshot } from './upload.js';
+import { ChunkIndex, uploadSnapshot } from './upload.js';
+import { DEFAULT_CHUNKING, type ChunkingParameters } from './chunker.js';
 
 export interface TieredSnapshotStorageOptions {
   /** Local cache directory (holds `snapshots/`, as {@link LocalSnapshotStorage}). */
@@ -30,8 +31,8 @@ export interface TieredSnapshotStorageOptions {
   store: S3ChunkStore;
   /** Bytes of durable images kept locally before the least recently used are evicted; null (default): no limit. */
   cacheBudgetBytes?: number | null;
-  /** Chunk size of uploads, bytes; default 4 MiB. */
-  chunkSizeBytes?: number;
+  /** Chunk sizes of uploads; default {@link DEFAULT_CHUNKING} (average 1 MiB). */
+  chunking?: ChunkingParameters;
   /** Chunk requests in flight per upload or download; default 8. */
   parallelism?: number;
   /** Snapshots uploaded at once; default 2. */
@@ -51,7 +52,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
   private readonly state: TieredLocalState;
   private readonly queue: TransferQueue;
   private readonly logger: Logger;
-  private readonly chunkSizeBytes: number;
+  private readonly chunking: ChunkingParameters;
   private readonly parallelism: number;
   private readonly openGraceMs: number;
   private readonly cacheBudgetBytes: number | null;
@@ -68,7 +69,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     this.store = options.store;
     this.state = new TieredLocalState(options.rootDir);
     this.logger = options.logger ?? silentLogger;
-    this.chunkSizeBytes = options.chunkSizeBytes ?? DEFAULT_CHUNK_SIZE_BYTES;
+    this.chunking = options.chunking ?? DEFAULT_CHUNKING;
     this.parallelism = options.parallelism ?? 8;
     this.openGraceMs = options.openGraceMs ?? 300_000;
     this.cacheBudgetBytes = options.cacheBudgetBytes ?? null;
@@ -201,7 +202,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     });
     if (!imageDir) return; // removed meanwhile
     const started = Date.now();
-    const result = await uploadSnapshot({ store: this.store, imageDir, manifest, chunkSizeBytes: this.chunkSizeBytes, parallelism: this.parallelism, chunks: this.chunks, signal });
+    const result = await uploadSnapshot({ store: this.store, imageDir, manifest, chunking: this.chunking, parallelism: this.parallelism, chunks: this.chunks, signal });
     signal.throwIfAborted();
     await this.state.markDurable(snapshotId, { durableAt: result.manifest.uploadedAt, storedBytes: result.storedBytes, chunks: result.chunks, newChunks: result.newChunks });
     this.logger.info('snapshot durable', { snapshotId, sizeBytes: manifest.sizeBytes, storedBytes: result.storedBytes, chunks: result.chunks, newChunks: result.newChunks, uploadMs: Date.now() - started });

@@ -1,9 +1,8 @@
 /**
- * Upload of one committed snapshot: each file is read once in fixed-size chunks (hashed whole and per
- * chunk as it goes), each chunk the bucket lacks is stored (at most `parallelism` requests in flight,
- * so memory stays near `parallelism` × chunk size), and the remote manifest is written last.
- *
- * Why fixed-size chunks and not content-defined ones: docs/design/STORAGE.md §Chunking (measured).
+ * Upload of one committed snapshot: each file is read once and cut into content-defined chunks
+ * (`chunker.ts`; hashed whole and per chunk as it goes), each chunk the bucket lacks is stored (at most
+ * `parallelism` requests in flight, so memory stays near `parallelism` × the largest chunk), and the
+ * remote manifest is written last.
  */
 import { RamifyError } from '@ramify/contracts';
 import type { SnapshotManifest } from '@ramify/core';
@@ -11,10 +10,8 @@ import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { S3ChunkStore } from '../s3/s3-chunk-store.js';
+import { CHUNKING_ALGORITHM, contentDefinedChunks, type ChunkingParameters } from './chunker.js';
 import { REMOTE_MANIFEST_VERSION, serializeRemoteManifest, type ChunkRef, type RemoteFile, type RemoteManifest } from './remote-manifest.js';
-
-/** Default chunk size: 4 MiB (one PUT each; S3's multipart minimum part is 5 MiB, so no object needs multipart). */
-export const DEFAULT_CHUNK_SIZE_BYTES = 4 * 1024 * 1024;
 
 export interface UploadOptions {
   store: S3ChunkStore;
@@ -22,7 +19,8 @@ export interface UploadOptions {
   imageDir: string;
   /** The committed local manifest (its sha256s may still be null: they are computed here). */
   manifest: SnapshotManifest;
-  chunkSizeBytes: number;
+  /** Chunk sizes (each chunk is one PUT of at most `maxBytes`: below S3's 5 MiB multipart minimum, so no object needs multipart). */
+  chunking: ChunkingParameters;
   /** Chunk requests in flight at once. */
   parallelism: number;
   /** What this process knows of the bucket's chunks (shared by concurrent uploads and downloads). */
@@ -58,16 +56,11 @@ export async function uploadSnapshot(options: UploadOptions): Promise<UploadResu
     let failure: { error: unknown } | null = null as { error: unknown } | null;
     const handle = await open(join(options.imageDir, relative), 'r');
     try {
-      for (let offset = 0; ; ) {
+      for await (const data of contentDefinedChunks(handle, options.chunking)) {
         signal?.throwIfAborted();
-        const buffer = Buffer.allocUnsafe(options.chunkSizeBytes);
-        const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset);
-        if (bytesRead === 0) break;
-        offset += bytesRead;
-        const data = buffer.subarray(0, bytesRead);
         fileHash.update(data);
         const sha256 = createHash('sha256').update(data).digest('hex');
-        refs.push({ sha256, sizeBytes: bytesRead });
+        refs.push({ sha256, sizeBytes: data.length });
         chunks++;
         if (isZero(data)) continue;
         const task: Promise<void> = options.chunks
@@ -99,7 +92,7 @@ export async function uploadSnapshot(options: UploadOptions): Promise<UploadResu
   }
   const remote: RemoteManifest = {
     formatVersion: REMOTE_MANIFEST_VERSION,
-    chunkSizeBytes: options.chunkSizeBytes,
+    chunking: { algorithm: CHUNKING_ALGORITHM, ...options.chunking },
     snapshot: { ...manifest, files: Object.fromEntries(Object.entries(files).map(([name, file]) => [name, { sizeBytes: file.sizeBytes, sha256: file.sha256 }])) },
     files,
     uploadedAt: new Date().toISOString(),
