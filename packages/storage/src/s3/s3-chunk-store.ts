@@ -31,6 +31,8 @@ const decompress = promisify(brotliDecompress);
 const BROTLI_QUALITY = 1;
 /** A chunk is stored raw unless brotli makes it at least this much smaller (gVisor images barely shrink). */
 const MIN_COMPRESSED_RATIO = 0.97;
+/** Bytes of a chunk compressed first as a sample: when they do not shrink by 10 %, the chunk is stored raw without compressing the rest. */
+const SAMPLE_BYTES = 64 * 1024;
 const ENCODING_KEY = 'ramify-encoding';
 
 /** One listed chunk object. */
@@ -63,18 +65,13 @@ export class S3ChunkStore {
     return `${this.prefix}manifests/${snapshotId}.json`;
   }
 
-  /** Whether chunk `sha256` is stored (one HEAD). @throws RamifyError STORAGE_UNAVAILABLE. */
-  async hasChunk(sha256: string, signal?: AbortSignal): Promise<boolean> {
-    return (await this.head(this.chunkKey(sha256), signal, 'look up a chunk')) !== null;
-  }
-
   /**
    * Store one chunk (`data`: its uncompressed bytes, whose sha256 is `sha256`), compressed with brotli
    * when that saves at least 3 %. @returns the bytes stored. @throws RamifyError STORAGE_UNAVAILABLE.
    */
   async putChunk(sha256: string, data: Buffer, signal?: AbortSignal): Promise<number> {
-    const packed = await compress(data, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: data.length } });
-    const [body, encoding] = packed.length < data.length * MIN_COMPRESSED_RATIO ? [packed, 'br'] : [data, 'identity'];
+    const packed = await compressIfWorth(data);
+    const [body, encoding] = packed && packed.length < data.length * MIN_COMPRESSED_RATIO ? [packed, 'br'] : [data, 'identity'];
     await this.call('store a chunk', () =>
       this.client.send(new PutObjectCommand({ Bucket: this.options.bucket, Key: this.chunkKey(sha256), Body: body, ContentLength: body.length, Metadata: { [ENCODING_KEY]: encoding } }), { abortSignal: signal }),
     );
@@ -202,6 +199,17 @@ export class S3ChunkStore {
       throw s3Unavailable(`could not ${what}`, this.options, error);
     }
   }
+}
+
+/** `data` brotli-compressed, or null when a sample of it shows it will not shrink (random or already compressed bytes). */
+async function compressIfWorth(data: Buffer): Promise<Buffer | null> {
+  const brotli = (bytes: Buffer): Promise<Buffer> => compress(bytes, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: bytes.length } });
+  if (data.length > 2 * SAMPLE_BYTES) {
+    const start = Math.floor((data.length - SAMPLE_BYTES) / 2);
+    const sample = data.subarray(start, start + SAMPLE_BYTES);
+    if ((await brotli(sample)).length > SAMPLE_BYTES * 0.9) return null;
+  }
+  return brotli(data);
 }
 
 function isNotFound(error: unknown): boolean {

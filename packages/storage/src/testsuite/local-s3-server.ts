@@ -1,11 +1,14 @@
 /**
- * A real S3-compatible server for tests and benches: `s3rver` (npm, a devDependency) on 127.0.0.1, on a
- * free port, its objects in a temporary directory. The AWS SDK talks to it unchanged (path-style URLs,
- * static credentials `S3RVER`/`S3RVER`, which it checks). It can be stopped and started again on the
- * same port with the same objects, to play an outage.
+ * A real S3-compatible server for tests and benches: `s3rver` (npm, a devDependency) in a child process
+ * on 127.0.0.1, on a free port, its objects in a temporary directory. The AWS SDK talks to it unchanged
+ * (path-style URLs, static credentials `S3RVER`/`S3RVER`, which it checks). It can be stopped (the
+ * process ends) and started again on the same port with the same objects, to play an outage.
  */
-import S3rver from 's3rver';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { S3ConnectionOptions } from '../s3/s3-connection.js';
@@ -33,20 +36,22 @@ export async function startLocalS3Server(options: { bucket?: string } = {}): Pro
   const bucket = options.bucket ?? 'ramify-test';
   const dir = await mkdtemp(join(tmpdir(), 'ramify-s3rver-'));
   let port = 0;
-  let server: S3rver | null = null;
+  let child: ChildProcess | null = null;
   const start = async (): Promise<void> => {
-    if (server) return;
-    const next = new S3rver({ address: '127.0.0.1', port, silent: true, directory: dir, configureBuckets: [{ name: bucket }] });
-    port = (await next.run()).port;
-    server = next;
+    if (child) return;
+    const next = spawn(process.execPath, [fileURLToPath(new URL('./s3rver-process.js', import.meta.url)), dir, String(port), bucket], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const [line] = (await Promise.race([once(createInterface({ input: next.stdout! }), 'line'), once(next, 'exit').then(() => [null])])) as [string | null];
+    if (line === null) throw new Error('s3rver exited before it listened');
+    port = (JSON.parse(line) as { port: number }).port;
+    child = next;
   };
   const stop = async (): Promise<void> => {
-    const running = server;
-    server = null;
-    if (!running) return;
-    const closed = running.close();
-    running.httpServer.closeAllConnections();
-    await closed;
+    const running = child;
+    child = null;
+    if (!running || running.exitCode !== null) return;
+    const exited = once(running, 'exit');
+    running.kill('SIGTERM');
+    await exited;
   };
   await start();
   const endpoint = `http://127.0.0.1:${port}`;

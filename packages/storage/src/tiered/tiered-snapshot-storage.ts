@@ -76,8 +76,13 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     this.queue = new TransferQueue({ concurrency: options.concurrentUploads ?? 2, retry: options.retry, logger: this.logger, run: (kind, id, signal) => this.transfer(kind, id, signal), onDone: () => this.scheduleEviction() });
   }
 
-  /** Queue what a previous process left undone: uploads of cached images without a durable marker, remote deletions of removed ones. */
+  /**
+   * Queue what a previous process left undone: uploads of cached images without a durable marker,
+   * remote deletions of removed ones. Lists the bucket's chunks in the background (uploads skip those;
+   * a failed listing only costs PUTs of chunks the bucket has).
+   */
   async start(): Promise<void> {
+    void this.listKnownChunks();
     for (const snapshotId of await this.state.removals()) this.queue.enqueue('delete', snapshotId);
     for (const snapshotId of await this.local.list()) {
       if (!(await this.state.marker(snapshotId))) this.queue.enqueue('upload', snapshotId);
@@ -187,6 +192,14 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     await Promise.allSettled([...this.downloads.values()]);
     await this.eviction;
     await this.local.settle();
+  }
+
+  private async listKnownChunks(): Promise<void> {
+    try {
+      for await (const chunk of this.store.listChunks()) this.chunks.add(chunk.sha256, chunk.lastModified.getTime());
+    } catch (error) {
+      this.logger.warn('snapshot storage: listing the bucket\'s chunks failed (uploads store every chunk they do not know)', { error: (error as Error).message });
+    }
   }
 
   private async transfer(kind: TransferKind, snapshotId: string, signal: AbortSignal): Promise<void> {

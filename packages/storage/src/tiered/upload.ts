@@ -64,8 +64,7 @@ export async function uploadSnapshot(options: UploadOptions): Promise<UploadResu
         chunks++;
         if (isZero(data)) continue;
         const task: Promise<void> = options.chunks
-          .ensure(sha256, async () => {
-            if (await store.hasChunk(sha256, signal)) return 0;
+          .ensure(sha256, () => {
             newChunks++;
             return store.putChunk(sha256, data, signal);
           })
@@ -104,34 +103,40 @@ export async function uploadSnapshot(options: UploadOptions): Promise<UploadResu
 }
 
 /**
- * What this process knows of the bucket's chunks: those confirmed present (skipped without a request)
- * and those being stored right now (a second upload of the same chunk waits for the first).
+ * What this process knows of the bucket's chunks: those seen there (stored or fetched by this process,
+ * or listed at start) and those being stored right now (a second upload of the same chunk waits for
+ * the first). A chunk seen more than `freshMs` ago is stored again (an idempotent PUT that also renews
+ * its age): garbage collection deletes unreferenced chunks older than its grace period (24 h by
+ * default), so a skip may only trust what it saw well within it.
  */
 export class ChunkIndex {
-  private readonly present = new Set<string>();
+  private readonly seen = new Map<string, number>();
   private readonly storing = new Map<string, Promise<number>>();
 
-  /** Record that chunk `sha256` is in the bucket (seen in a download). */
-  add(sha256: string): void {
-    this.present.add(sha256);
+  /** `freshMs`: how long a sighting is trusted; default 12 h (half the collection's grace period). */
+  constructor(private readonly freshMs = 12 * 3_600_000) {}
+
+  /** Record that chunk `sha256` was in the bucket at `atMs` (default now). */
+  add(sha256: string, atMs = Date.now()): void {
+    if ((this.seen.get(sha256) ?? -Infinity) < atMs) this.seen.set(sha256, atMs);
   }
 
   /** Forget chunks (deleted by garbage collection). */
   forget(sha256s: Iterable<string>): void {
-    for (const sha256 of sha256s) this.present.delete(sha256);
+    for (const sha256 of sha256s) this.seen.delete(sha256);
   }
 
   /**
-   * Make sure chunk `sha256` is in the bucket: at once when known present, else by waiting for a store
-   * of it already running, else by `store()` (which resolves to the bytes it stored, 0 when it found the
-   * chunk there). Resolves to the bytes this call stored; rejects when the store it waited for failed.
+   * Make sure chunk `sha256` is in the bucket: at once when seen there recently, else by waiting for a
+   * store of it already running, else by `store()` (which resolves to the bytes it stored). Resolves to
+   * the bytes this call stored; rejects when the store it waited for failed.
    */
   async ensure(sha256: string, store: () => Promise<number>): Promise<number> {
-    if (this.present.has(sha256)) return 0;
+    if (Date.now() - (this.seen.get(sha256) ?? -Infinity) < this.freshMs) return 0;
     const running = this.storing.get(sha256);
     if (running) return running.then(() => 0);
     const storing = store().then((stored) => {
-      this.present.add(sha256);
+      this.add(sha256);
       return stored;
     });
     this.storing.set(sha256, storing);
