@@ -25,7 +25,8 @@ export interface DownloadOptions {
 }
 
 /**
- * Write every file of `manifest` under `imageDir`, fsynced.
+ * Write every file of `manifest` under `imageDir` (not fsynced: the caller seals the image, see
+ * `LocalSnapshotStorage.adopt`).
  * @throws RamifyError `RUNTIME_ERROR` (`details.reason`: `missing-chunk`, `checksum-mismatch`) naming
  *   the snapshot and file when the bucket's bytes do not match; `STORAGE_UNAVAILABLE` when it cannot be read.
  */
@@ -73,7 +74,6 @@ export async function downloadSnapshot(options: DownloadOptions): Promise<{ byte
         }
         offset += sizeBytes;
       }
-      await handle.sync();
     } finally {
       await Promise.allSettled(ahead);
       await handle.close();

@@ -33,7 +33,7 @@ export interface TieredSnapshotStorageOptions {
   cacheBudgetBytes?: number | null;
   /** Chunk sizes of uploads; default {@link DEFAULT_CHUNKING} (average 1 MiB). */
   chunking?: ChunkingParameters;
-  /** Chunk requests in flight per upload or download; default 8. */
+  /** Chunk requests in flight per upload or download; default 16. */
   parallelism?: number;
   /** Snapshots uploaded at once; default 2. */
   concurrentUploads?: number;
@@ -58,7 +58,8 @@ export class TieredSnapshotStorage implements SnapshotStorage {
   private readonly cacheBudgetBytes: number | null;
   /** Chunks seen in the bucket by this process (uploads skip them without a HEAD). */
   private readonly chunks = new ChunkIndex();
-  private readonly downloads = new Map<string, Promise<void>>();
+  /** Downloads by snapshot: `ready` once the image is written and checked, `done` once it is fsynced and sealed in the cache. */
+  private readonly downloads = new Map<string, { ready: Promise<{ imageDir: string; manifest: SnapshotManifest }>; done: Promise<void> }>();
   /** Last open per snapshot (epoch ms), for the eviction grace. */
   private readonly openedAt = new Map<string, number>();
   private eviction: Promise<void> | null = null;
@@ -70,7 +71,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     this.state = new TieredLocalState(options.rootDir);
     this.logger = options.logger ?? silentLogger;
     this.chunking = options.chunking ?? DEFAULT_CHUNKING;
-    this.parallelism = options.parallelism ?? 8;
+    this.parallelism = options.parallelism ?? 16;
     this.openGraceMs = options.openGraceMs ?? 300_000;
     this.cacheBudgetBytes = options.cacheBudgetBytes ?? null;
     this.queue = new TransferQueue({ concurrency: options.concurrentUploads ?? 2, retry: options.retry, logger: this.logger, run: (kind, id, signal) => this.transfer(kind, id, signal), onDone: () => this.scheduleEviction() });
@@ -124,12 +125,16 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     }
     let download = this.downloads.get(snapshotId);
     if (!download) {
-      download = this.download(snapshotId).finally(() => this.downloads.delete(snapshotId));
-      this.downloads.set(snapshotId, download);
+      const started = this.download(snapshotId);
+      download = started;
+      this.downloads.set(snapshotId, started);
+      void started.done.catch(() => undefined).finally(() => {
+        if (this.downloads.get(snapshotId) === started) this.downloads.delete(snapshotId);
+      });
     }
-    await download;
+    const opened = await download.ready;
     this.openedAt.set(snapshotId, Date.now());
-    return this.local.open(snapshotId, { verify: 'none', ...options });
+    return opened;
   }
 
   /**
@@ -141,7 +146,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     if (!isValidSnapshotId(snapshotId)) return;
     await this.state.addRemoval(snapshotId);
     await this.queue.cancel(snapshotId);
-    await this.downloads.get(snapshotId)?.catch(() => undefined);
+    await this.downloads.get(snapshotId)?.done.catch(() => undefined);
     await this.local.remove(snapshotId);
     this.openedAt.delete(snapshotId);
     this.queue.enqueue('delete', snapshotId);
@@ -186,10 +191,15 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     return { cachedBytes: images.reduce((sum, image) => sum + image.bytes, 0), budgetBytes: this.cacheBudgetBytes };
   }
 
+  /** Resolves once no upload or remote deletion is queued or running (benches, tests); may never resolve while the bucket is unreachable. */
+  async whenIdle(pollMs = 50): Promise<void> {
+    while (this.queue.size > 0) await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+
   /** Stop background work (running uploads are aborted and resume at the next {@link start}); waits for it. */
   async close(): Promise<void> {
     await this.queue.close();
-    await Promise.allSettled([...this.downloads.values()]);
+    await Promise.allSettled([...this.downloads.values()].map((download) => download.done));
     await this.eviction;
     await this.local.settle();
   }
@@ -221,22 +231,40 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     this.logger.info('snapshot durable', { snapshotId, sizeBytes: manifest.sizeBytes, storedBytes: result.storedBytes, chunks: result.chunks, newChunks: result.newChunks, uploadMs: Date.now() - started });
   }
 
-  private async download(snapshotId: string): Promise<void> {
-    const text = await this.store.getManifest(snapshotId);
-    if (text === null) throw notFound('SNAPSHOT', snapshotId);
-    const remote = parseRemoteManifest(text, snapshotId);
-    const { imageDir } = await this.local.prepare(snapshotId);
+  /**
+   * Download `snapshotId` into the cache. `ready` resolves once every file is written and checked
+   * (the runtime may restore from the page cache at once); `done` once the files are fsynced and the
+   * manifest and durable marker written. A crash in between leaves no manifest: the next open
+   * downloads again.
+   */
+  private download(snapshotId: string): { ready: Promise<{ imageDir: string; manifest: SnapshotManifest }>; done: Promise<void> } {
     const started = Date.now();
-    try {
-      await downloadSnapshot({ store: this.store, manifest: remote, imageDir, parallelism: this.parallelism, chunks: this.chunks });
-      await this.local.adopt(remote.snapshot);
-      await this.state.markDurable(snapshotId, { durableAt: remote.uploadedAt, storedBytes: 0, chunks: Object.values(remote.files).reduce((n, f) => n + f.chunks.length, 0), newChunks: 0 });
-    } catch (error) {
-      await this.local.remove(snapshotId).catch(() => undefined);
-      throw error;
-    }
-    this.logger.info('snapshot downloaded', { snapshotId, sizeBytes: remote.snapshot.sizeBytes, downloadMs: Date.now() - started });
-    this.scheduleEviction();
+    const written = (async () => {
+      const text = await this.store.getManifest(snapshotId);
+      if (text === null) throw notFound('SNAPSHOT', snapshotId);
+      const remote = parseRemoteManifest(text, snapshotId);
+      const { imageDir } = await this.local.prepare(snapshotId);
+      try {
+        await downloadSnapshot({ store: this.store, manifest: remote, imageDir, parallelism: this.parallelism, chunks: this.chunks });
+      } catch (error) {
+        await this.local.remove(snapshotId).catch(() => undefined);
+        throw error;
+      }
+      return { imageDir, remote };
+    })();
+    const done = written.then(async ({ remote }) => {
+      try {
+        await this.local.adopt(remote.snapshot);
+        await this.state.markDurable(snapshotId, { durableAt: remote.uploadedAt, storedBytes: 0, chunks: Object.values(remote.files).reduce((n, f) => n + f.chunks.length, 0), newChunks: 0 });
+      } catch (error) {
+        this.logger.warn('snapshot storage: sealing a downloaded image failed; it will be downloaded again', { snapshotId, error: (error as Error).message });
+        await this.local.remove(snapshotId).catch(() => undefined);
+        return;
+      }
+      this.logger.info('snapshot downloaded', { snapshotId, sizeBytes: remote.snapshot.sizeBytes, downloadMs: Date.now() - started });
+      this.scheduleEviction();
+    });
+    return { ready: written.then(({ imageDir, remote }) => ({ imageDir, manifest: remote.snapshot })), done };
   }
 
   /** Run an eviction pass soon (one at a time; a request during a pass runs another after it). */
