@@ -227,6 +227,7 @@ describe('protocol: ramify CLI', () => {
     assert.match(human.stderr, /\[1\/4\] base\n\[2\/4\] packages\n\[3\/4\] file \/app.py\n\[4\/4\] echo hi\n/);
     assert.match(human.stdout, /name:\s+clitest/);
     const json = await ramify(['template', 'build', join(cli.dir, 'spec.yaml'), '--json']);
+    assert.equal(json.code, 0, `exit ${json.code}; stderr: ${json.stderr}; stdout: ${json.stdout}`);
     const events = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; cached?: boolean });
     assert.equal(events.at(-1)?.type, 'done');
     assert.ok(events.filter((e) => e.type === 'step').every((e) => e.cached === true));

@@ -13,6 +13,8 @@ import { registerKeys } from './commands/key.js';
 import { registerNetworks } from './commands/network.js';
 import { registerMcp } from './commands/mcp.js';
 import { registerAudit } from './commands/audit.js';
+import { registerEvents } from './commands/events.js';
+import { registerWebhooks } from './commands/webhook.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -46,6 +48,8 @@ sandbox exec and shell: the command's or shell's own exit code (see their --help
   registerNetworks(program, env);
   registerMcp(program, env);
   registerAudit(program, env);
+  registerEvents(program, env);
+  registerWebhooks(program, env);
   registerDemo(program, env);
   return program;
 }

@@ -126,6 +126,9 @@ export const ERROR_CODES = {
   NETWORK_IN_USE: 409,
   /** Another sandbox on the network has this alias (details: `network`, `alias`, `sandboxId`). */
   NETWORK_ALIAS_TAKEN: 409,
+  // Events and webhooks (see docs/design/EVENTS.md).
+  /** No webhook of that id in the caller's team (another team's is 404 too). */
+  WEBHOOK_NOT_FOUND: 404,
 } as const satisfies Record<string, number>;
 
 /** One of {@link ERROR_CODES}' keys. */

@@ -8,3 +8,4 @@ export * from './watch.js';
 export * from './ssh.js';
 export * from './teams.js';
 export * from './networks.js';
+export * from './events.js';

@@ -75,6 +75,15 @@
  * | POST | /v1/keys | CreateApiKeyRequest (`{ team?, role?, name?, ttlMs? }`) | 201 CreatedApiKey (the secret in `key`, this once); 403 FORBIDDEN for a member key, 404 TEAM_NOT_FOUND |
  * | GET  | /v1/keys?team=T | | ListApiKeysResponse (never a secret); 403 FORBIDDEN for a member key |
  * | DELETE | /v1/keys/:keyId | | 204 (revoked: 401 from its next request); 404 API_KEY_NOT_FOUND, 409 CONFLICT (the default team's last admin key) |
+ * | GET  | /v1/events?sandboxId=&type=&after=&limit=&order= | ListEventsQuery (`type`: comma-separated EventTypes; `after`: an event id, the previous page's `nextCursor`) | ListEventsResponse (oldest first by default); 400 for an unknown type or a malformed cursor; 404 SANDBOX_NOT_FOUND for another team's sandbox |
+ * | WS   | /v1/events/stream?sandboxId=&type=&after= | EventStreamQuery | EventStreamFrame: replayed events after `after`, `{type:'ready'}`, then each new event; the team's only |
+ * | GET  | /v1/sandboxes/:id/timeline?limit=N&order=asc\|desc | TimelineQuery | TimelineResponse (lifecycle events, commands with exit code and duration, egress and ingress decisions; newest first by default) |
+ * | POST | /v1/webhooks | CreateWebhookRequest (`{ url, events?, name? }`, url http(s)) | 201 CreatedWebhook (the signing secret in `secret`, this once); 403 FORBIDDEN for a member key |
+ * | GET  | /v1/webhooks | | ListWebhooksResponse (never a secret); 403 for a member key |
+ * | GET  | /v1/webhooks/:webhookId | | WebhookInfo; 404 WEBHOOK_NOT_FOUND (also another team's) |
+ * | DELETE | /v1/webhooks/:webhookId | | 204 (its deliveries go too); 404 WEBHOOK_NOT_FOUND |
+ * | GET  | /v1/webhooks/:webhookId/deliveries?limit=N | ListDeliveriesQuery | ListDeliveriesResponse (newest first; each delivery's attempts) |
+ * | GET  | /metrics | | Prometheus text format 0.0.4, series `ramify_*`; an admin key of the default team (401 without a key, 403 for any other); `ramify serve --metrics-listen` serves it without auth |
  * | POST | /mcp | MCP JSON-RPC (Streamable HTTP, stateless; `@ramify/mcp`) | 200 JSON-RPC response as application/json, 202 for notifications; GET/DELETE 405 |
  *
  * Any request may carry `MCP_TOOL_HEADER` (api.ts: `x-ramify-mcp-tool: <tool>`, set by `@ramify/mcp`): it is then

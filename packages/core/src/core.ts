@@ -25,6 +25,12 @@ import { SandboxEvents } from './lifecycle/events.js';
 import { KeyedLock } from './lifecycle/locks.js';
 import { recordAgentEvent } from './lifecycle/oom.js';
 import { agentReachable } from './lifecycle/state-machine.js';
+import { EventHub } from './events/hub.js';
+import { EventRecorder } from './events/recorder.js';
+import { NO_TELEMETRY, type Telemetry } from './ports/telemetry.js';
+import { NO_WEBHOOK_SENDER, type WebhookSender } from './ports/webhook-sender.js';
+import { BufferedCommandLog } from './sandbox/command-log.js';
+import { WebhookDispatcher, type WebhookTunables } from './webhooks/dispatcher.js';
 
 /** Tunables; every field has a default (see {@link DEFAULT_CORE_OPTIONS}). */
 export interface CoreOptions {
@@ -82,6 +88,14 @@ export interface CoreOptions {
    * when it stops). Default 5000: a crash loses at most this much of the idle clock.
    */
   activityPersistMs: number;
+  /** How long events, webhook deliveries and the command log are kept, ms. Default 7 days (E2B's). */
+  eventRetentionMs: number;
+  /** How often what is past the retention is deleted, ms (0 = never). Default an hour. */
+  eventPruneIntervalMs: number;
+  /** Webhook delivery tunables (`webhooks/dispatcher.ts`); each field defaults. */
+  webhooks: Partial<WebhookTunables>;
+  /** `record` (default): lifecycle events are stored, listed, streamed and delivered; `off`: none are (benchmarks of their cost). */
+  events: 'record' | 'off';
 }
 
 export const DEFAULT_CORE_OPTIONS: CoreOptions = {
@@ -105,6 +119,10 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   autoPauseSweepMs: 1_000,
   autoPauseCpuThreshold: 0.1,
   activityPersistMs: 5_000,
+  eventRetentionMs: 7 * 24 * 3_600_000,
+  eventPruneIntervalMs: 3_600_000,
+  webhooks: {},
+  events: 'record',
 };
 
 /** What the composition root provides. */
@@ -138,14 +156,27 @@ export interface CoreDeps {
    * (`core.egressLog.close()`) before closing the store.
    */
   egressLog?: BufferedEgressLog;
+  /** Where operations and their phases are timed (metrics, traces); default none ({@link NO_TELEMETRY}). */
+  telemetry?: Telemetry;
+  /** How webhook deliveries are POSTed; default none (every attempt fails: core's tests). */
+  webhookSender?: WebhookSender;
   /** Fresh entropy for identities; default `crypto.randomBytes`. */
   entropy?: (bytes: number) => Uint8Array;
   options?: Partial<CoreOptions>;
 }
 
 /** The context every use-case receives. */
-export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog'> {
+export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog' | 'telemetry' | 'webhookSender'> {
   options: CoreOptions;
+  telemetry: Telemetry;
+  /** Stored events, published in order (live streams and the webhook dispatcher subscribe). */
+  eventHub: EventHub;
+  /** Stores every bus event that is an event of its own (`events/from-bus.ts`); flush before reading events. */
+  eventLog: EventRecorder;
+  /** Commands seen to end (the timeline's commands); closed with `egressLog` before the store. */
+  commandLog: BufferedCommandLog;
+  /** Delivers events to the teams' webhooks; closed before the store. */
+  webhooks: WebhookDispatcher;
   egressLog: BufferedEgressLog;
   /** The ingress log sink (requests served per sandbox); closed with `egressLog` before the store. */
   ingressLog: BufferedIngressLog;
@@ -160,15 +191,23 @@ export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog'
 /** Build the core context from its ports. */
 export function createCore(deps: CoreDeps): Core {
   const options = { ...DEFAULT_CORE_OPTIONS, ...deps.options };
+  const { telemetry, webhookSender, ...ports } = deps;
+  const events = new SandboxEvents();
+  const eventHub = new EventHub();
   const core: Core = {
-    ...deps,
+    ...ports,
     options,
+    telemetry: telemetry ?? NO_TELEMETRY,
+    eventHub,
+    eventLog: new EventRecorder({ events, store: deps.store, hub: eventHub, logger: deps.logger, mode: options.events }),
+    commandLog: new BufferedCommandLog({ store: deps.store, logger: deps.logger }),
+    webhooks: new WebhookDispatcher({ store: deps.store, hub: eventHub, sender: webhookSender ?? NO_WEBHOOK_SENDER, logger: deps.logger, clock: deps.clock, tunables: options.webhooks }),
     entropy: deps.entropy ?? ((n) => new Uint8Array(randomBytes(n))),
     egressLog: deps.egressLog ?? new BufferedEgressLog({ store: deps.store, logger: deps.logger, clock: deps.clock }),
     ingressLog: new BufferedIngressLog({ store: deps.store, logger: deps.logger }),
     activity: new SandboxActivity(deps.clock),
     locks: new KeyedLock(),
-    events: new SandboxEvents(),
+    events,
     sessions: undefined as unknown as AgentSessions,
   };
   // A sandbox that starts or resumes begins its idle time then; a killed one is forgotten.
@@ -207,4 +246,17 @@ export function runtimeFor(core: Pick<Core, 'runtimes' | 'unavailableRuntimes'>,
     throw new RamifyError('RUNTIME_UNAVAILABLE', `${which} not available on this host${why ? `: ${why}` : ''}`, name ? { runtime: name, ...(why ? { reason: why } : {}) } : undefined);
   }
   return runtime;
+}
+
+/**
+ * Close what core writes in the background, in order, before the store closes: the webhook dispatcher
+ * (attempts in flight finish), the event recorder, then the command, egress and ingress logs (what they
+ * buffer is written; later entries are dropped). Never rejects.
+ */
+export async function closeCoreSinks(core: Pick<Core, 'webhooks' | 'eventLog' | 'commandLog' | 'egressLog' | 'ingressLog'>): Promise<void> {
+  await core.webhooks.close();
+  await core.eventLog.close();
+  await core.commandLog.close();
+  await core.egressLog.close();
+  await core.ingressLog.close();
 }

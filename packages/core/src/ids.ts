@@ -25,3 +25,9 @@ export const newSshKeyId = (): string => `sshk_${next()}`;
 export function hostnameFor(sandboxId: string): string {
   return sandboxId.toLowerCase().replace(/_/g, '-');
 }
+
+/** `whk_<ulid>` (a webhook). */
+export const newWebhookId = (): string => `whk_${next()}`;
+
+/** `dlv_<ulid>` (one event's delivery to one webhook). */
+export const newDeliveryId = (): string => `dlv_${next()}`;

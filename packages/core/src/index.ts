@@ -15,12 +15,18 @@ export * from './ports/egress.js';
 export * from './ports/private-networks.js';
 
 export * from './ids.js';
-export { createCore, runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps, type CoreOptions } from './core.js';
+export { createCore, closeCoreSinks, runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps, type CoreOptions } from './core.js';
+export * from './ports/event-store.js';
+export * from './ports/telemetry.js';
+export * from './ports/webhook-sender.js';
 
 export * from './lifecycle/state-machine.js';
 export { KeyedLock } from './lifecycle/locks.js';
 export { AgentSessions, type AgentSessionsOptions } from './lifecycle/agent-sessions.js';
-export { SandboxEvents, type SandboxCheckpointingEvent, type SandboxIngressEvent, type SandboxOomEvent, type SandboxStateEvent } from './lifecycle/events.js';
+export {
+  SandboxEvents, SANDBOX_EVENT_KINDS, type AnySandboxEvent, type SandboxCheckpointingEvent, type SandboxEventKind, type SandboxEventMap, type SandboxForkedEvent,
+  type SandboxIngressEvent, type SandboxOomEvent, type SandboxSnapshottedEvent, type SandboxStateEvent, type SandboxTimedOutEvent,
+} from './lifecycle/events.js';
 export { OOM_AUDIT_ACTION, recordAgentEvent } from './lifecycle/oom.js';
 export { loadSandbox, transition, toSandboxInfo, toSnapshotInfo, toTemplateInfo } from './lifecycle/records.js';
 export { waitForQuietNetwork } from './lifecycle/quiet-network.js';
@@ -64,3 +70,16 @@ export * from './networks/index.js';
 export * from './ssh/index.js';
 export * from './idle/index.js';
 export { BufferedLog, DEFAULT_LOG_BUFFER, type BufferedLogOptions, type BufferedLogStats } from './log/buffered-log.js';
+
+export { currentCallContext, withCallContext, withCause, type CallContext } from './observe/call-context.js';
+export { runOperation, phaseTimer, observing, type OperationSpec } from './observe/operation.js';
+export { EventHub } from './events/hub.js';
+export { EventRecorder, type EventRecorderOptions } from './events/recorder.js';
+export { EVENTS_FROM_BUS, type NewEvent } from './events/from-bus.js';
+export { listEvents, followEvents, toSandboxEvent, eventId, type EventFilter, type EventSubscription } from './events/list.js';
+export { EventPruner, pruneEvents } from './events/retention.js';
+export { getTimeline, toCommandLogEntry } from './events/timeline.js';
+export { BufferedCommandLog, watchCommand, COMMAND_LOG_MAX_CMD, type CommandWatch } from './sandbox/command-log.js';
+export { createWebhook, listWebhooks, getWebhook, deleteWebhook, listDeliveries, toWebhookInfo, toDeliveryInfo, WEBHOOK_SECRET_PREFIX, DELIVERIES_DEFAULT_LIMIT } from './webhooks/webhooks.js';
+export { WebhookDispatcher, DEFAULT_WEBHOOK_TUNABLES, type WebhookTunables, type WebhookDispatcherOptions } from './webhooks/dispatcher.js';
+export { signWebhookBody, verifyWebhookBody } from './webhooks/signing.js';

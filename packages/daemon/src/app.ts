@@ -25,6 +25,10 @@ import { processRoutes } from './routes/processes.js';
 import { sandboxRoutes } from './routes/sandboxes.js';
 import { sshRoutes } from './routes/ssh.js';
 import { teamRoutes } from './routes/teams.js';
+import { eventRoutes } from './routes/events.js';
+import { webhookRoutes } from './routes/webhooks.js';
+import { metricsRoute } from './routes/metrics.js';
+import type { DaemonMetrics } from './observability/metrics.js';
 import { mountStreams } from './routes/streams/index.js';
 import { mcpDocs, mountMcp } from './routes/mcp.js';
 
@@ -32,10 +36,14 @@ export interface BuildAppOptions {
   core: Core;
   /** Logger for Fastify's own lines (a pino instance); default none. Request lines are never logged. */
   loggerInstance?: FastifyBaseLogger;
+  /** The daemon's metrics: `/metrics` serves them and errors are counted; absent or null: none (`/metrics` is 503). */
+  metrics?: DaemonMetrics | null;
 }
 
 /** Every declarative route of the API (WebSockets are mounted separately). */
-export const API_ROUTES: readonly RouteSpec[] = [...sandboxRoutes, ...portRoutes, ...egressRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes, ...sshRoutes, ...teamRoutes, ...networkRoutes];
+export const API_ROUTES: readonly RouteSpec[] = [
+  ...sandboxRoutes, ...portRoutes, ...egressRoutes, ...processRoutes, ...fileRoutes, ...catalogRoutes, ...sshRoutes, ...teamRoutes, ...networkRoutes, ...eventRoutes, ...webhookRoutes,
+];
 
 /** Build (not start) the app; `app.inject` drives it in-process, `app.listen` serves it. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
@@ -77,10 +85,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       core.logger.error(mapped.unexpected ? 'unexpected error' : 'request failed', { method: request.method, url: request.url, code: mapped.body.error.code, error: detail });
     }
     if (request.ramify) request.ramify.errorCode = mapped.body.error.code;
+    options.metrics?.error(mapped.body.error.code);
     // A request that failed before its body was read whole (an upload cut off by a pause) leaves unread
     // bytes on its connection: close it after the answer. A client reusing it would queue its next
     // request behind them, and undici does (a resume stuck behind a dead upload until its timeout).
     if (!request.raw.complete) void reply.header('connection', 'close');
+    // RFC 9110 §11.6.1: a 401 names its scheme (MCP clients read it to tell a key problem from OAuth).
+    if (mapped.status === 401) void reply.header('www-authenticate', 'Bearer realm="ramify"');
     return reply.code(mapped.status).send(mapped.body);
   });
   app.setNotFoundHandler((request, reply) => {
@@ -90,7 +101,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   // Frames carry stdin chunks and control messages; 16 MiB bounds one frame, not a stream.
   await app.register(websocket, { options: { maxPayload: 16 << 20 } });
-  mountRoutes(app, core, [...metaRoutes(API_ROUTES, mcpDocs), ...API_ROUTES]);
+  const routes = [...API_ROUTES, metricsRoute(options.metrics ?? null)];
+  mountRoutes(app, core, [...metaRoutes(routes, mcpDocs), ...routes]);
   mountStreams(app, core);
   mountMcp(app);
   return app;

@@ -13,7 +13,9 @@ import { join } from 'node:path';
 import { AGENT_BUNDLE_PATH, connectAgent } from '@ramify/agent';
 import {
   BufferedEgressLog,
+  closeCoreSinks,
   createCore,
+  teeTelemetry,
   OPEN_EGRESS_POLICY,
   systemClock,
   type Clock,
@@ -45,6 +47,9 @@ import { openRuntimes, type GvisorOptions, type MicrovmOptions } from './runtime
 import { closeSnapshotStorage, openSnapshotStorage, type SnapshotStorageConfig } from './snapshot-storage.js';
 import { SqliteStore } from '@ramify/store';
 import { LocalTemplateBuilder } from '@ramify/template-builder';
+import { createMetrics, type DaemonMetrics } from './observability/metrics.js';
+import { startTracing, type Tracing } from './observability/tracing.js';
+import { fetchWebhookSender } from './observability/webhook-sender.js';
 
 /** Replacements for the real implementations (each optional). `templateBuilder: null` disables building. */
 export interface ComposeOverrides {
@@ -99,10 +104,18 @@ export interface ComposeOptions {
   egress?: EgressOptions;
   /** Where snapshots live (see snapshot-storage.ts); default local disk under `dataDir`. */
   snapshotStorage?: SnapshotStorageConfig;
+  /** `collect` (default): Prometheus metrics (observability/metrics.ts); `off`: none (`/metrics` is 503). */
+  metrics?: 'collect' | 'off';
+  /** Export traces over OTLP/HTTP to this collector (see {@link startTracing}); absent: no tracing, nothing of OpenTelemetry loaded. */
+  otlpEndpoint?: string;
 }
 
 export interface Composition {
   core: Core;
+  /** The daemon's metrics; null when off. */
+  metrics: DaemonMetrics | null;
+  /** The trace exporter; null without `otlpEndpoint`. */
+  tracing: Tracing | null;
   /** Close what compose opened (the egress log's buffer is written, then the store closes); sandboxes keep running. */
   close(): Promise<void>;
 }
@@ -120,10 +133,17 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   const prefix = options.network?.prefix ?? 'rmf';
   // WIRING: egress log (enforcement's verdicts, buffered into the store in batches; core reads it).
   const egressLog = new BufferedEgressLog({ store, logger, clock });
+  // WIRING: metrics (prom-client) and traces (OpenTelemetry, loaded only with an endpoint): core's telemetry.
+  const metrics = options.metrics === 'off' ? null : createMetrics({ store });
+  const tracing = options.otlpEndpoint ? await startTracing({ endpoint: options.otlpEndpoint, logger }) : null;
+  const telemetry = teeTelemetry([metrics?.telemetry, tracing?.telemetry].filter((t) => t !== undefined));
   // WIRING: egress enforcement (one nftables table per prefix + the policy DNS resolver + the table watchdog).
   const hostEgress =
     !overrides.network && !overrides.egressEnforcer && (options.egress?.mode ?? 'enforce') === 'enforce'
-      ? await openHostEgress(prefix, logger, options.egress ?? {}, egressLog)
+      ? await openHostEgress(prefix, logger, options.egress ?? {}, (verdict) => {
+          metrics?.egressVerdict(verdict);
+          egressLog.record(verdict);
+        })
       : undefined;
   // WIRING: network (namespaces + slots; the host table is the enforcer's when egress is enforced).
   const network = overrides.network ?? new NamespaceNetwork({ prefix, ...(hostEgress ? { hostFirewall: hostEgress.enforcer } : {}) });
@@ -151,18 +171,25 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   const egressEnforcer = overrides.egressEnforcer ?? hostEgress?.enforcer;
   const networkEnforcer = overrides.networkEnforcer ?? hostEgress?.networks;
 
-  const core = createCore({ store, runtimes, unavailableRuntimes: opened.unavailable, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, networkEnforcer, egressLog, options: coreOptions });
+  // WIRING: webhook deliveries go out with fetch.
+  const core = createCore({
+    store, runtimes, unavailableRuntimes: opened.unavailable, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, networkEnforcer, egressLog,
+    telemetry, webhookSender: fetchWebhookSender, options: coreOptions,
+  });
+  if (metrics) watchQueues(metrics, core);
   return {
     core,
+    metrics,
+    tracing,
     close: async () => {
       await core.sessions.closeAll();
       // Let background `runsc delete`s of old incarnations finish.
       for (const runtime of runtimes) if (runtime instanceof GvisorRuntime) await runtime.settle();
       if (network instanceof NamespaceNetwork) await network.settle();
       await closeSnapshotStorage(storage);
-      // Write what the egress log still buffers (later verdicts are dropped) before the store goes.
-      await egressLog.close();
-      await core.ingressLog.close();
+      // Write what the logs still buffer (later entries are dropped) before the store goes.
+      await closeCoreSinks(core);
+      await tracing?.shutdown().catch((err: unknown) => logger.warn('tracing: the last export failed', { error: err instanceof Error ? err.message : String(err) }));
       if (!overrides.store) await store.close();
       // The table stays: policies keep being enforced while the daemon is down.
       await hostEgress?.close();
@@ -174,7 +201,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
  * Start egress enforcement, reporting its verdicts to `egressLog`; rejects (daemon start fails) when nft is
  * unavailable or the table cannot be installed.
  */
-async function openHostEgress(prefix: string, logger: Logger, egress: EgressOptions, egressLog: BufferedEgressLog): Promise<HostEgress> {
+async function openHostEgress(prefix: string, logger: Logger, egress: EgressOptions, onVerdict: NonNullable<HostEgressOptions['onVerdict']>): Promise<HostEgress> {
   const hostEgressOptions: HostEgressOptions = {
     prefix,
     layout: layoutForPrefix(prefix),
@@ -183,7 +210,7 @@ async function openHostEgress(prefix: string, logger: Logger, egress: EgressOpti
     onDenied: (e) => logger.debug('egress: DNS name denied', { sandboxId: e.sandboxId, name: e.name, qtype: e.qtype }),
     onError: (err, source) => logger.warn('egress: error', { source, error: err instanceof Error ? err.message : String(err) }),
     onReinstall: () => logger.warn('egress: the nftables table was missing; re-installed it with every policy', { prefix }),
-    onVerdict: (verdict) => egressLog.record(verdict),
+    onVerdict,
   };
   const hostEgress = await startHostEgress(hostEgressOptions).catch((err: unknown) => {
     throw new Error(`egress enforcement could not start (nftables is required; pass egress.mode 'off' to run without it): ${err instanceof Error ? err.message : String(err)}`);
@@ -195,6 +222,18 @@ async function openHostEgress(prefix: string, logger: Logger, egress: EgressOpti
     connectionLog: hostEgress.nflog ? `nftables log group ${hostEgress.nflogGroup} via ulogd` : 'off (ulogd2 missing: only DNS and proxy verdicts are logged)',
   });
   return hostEgress;
+}
+
+/**
+ * The queues `ramify_queue_size` reports. Another queue (the warm pool) is one `metrics.addQueue` line here.
+ */
+function watchQueues(metrics: DaemonMetrics, core: Core): void {
+  metrics.countEvents(core.eventHub);
+  metrics.addQueue('webhook_deliveries', () => core.webhooks.queueSize());
+  metrics.addQueue('events', () => core.eventLog.stats().pending);
+  metrics.addQueue('command_log', () => core.commandLog.stats().pending);
+  metrics.addQueue('egress_log', () => core.egressLog.stats().pending);
+  metrics.addQueue('ingress_log', () => core.ingressLog.stats().pending);
 }
 
 /**

@@ -34,6 +34,7 @@ describe('/mcp at the HTTP edge (fake runtime)', () => {
     for (const headers of [{}, { authorization: 'Bearer rmf_wrong' }, { authorization: 'Basic abc' }] as Record<string, string>[]) {
       const res = await post(headers);
       assert.equal(res.status, 401);
+      assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="ramify"');
       assert.equal((await res.json()).error.code, 'UNAUTHORIZED');
     }
     const ok = await post(bed.auth);

@@ -5,7 +5,7 @@
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import { pino, type Logger as Pino } from 'pino';
-import { ActivityPersister, AutoPauseScheduler, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
+import { ActivityPersister, AutoPauseScheduler, EventPruner, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
@@ -14,6 +14,7 @@ import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './c
 import { describeSnapshotStorage, resolveSnapshotStorage, type SnapshotStorageFlags } from './snapshot-storage.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
 import { startSshGateway, type RunningSshGateway, type SshOptions } from './ssh/gateway.js';
+import { startMetricsListener, type MetricsListener } from './observability/metrics-listener.js';
 
 export interface ServeOptions {
   /** Default: `RAMIFY_HOME`, else `/var/lib/ramify`. */
@@ -62,6 +63,12 @@ export interface ServeOptions {
    * `RAMIFY_SNAPSHOT_CACHE_BYTES` variable fills in a flag not given. No bucket: local disk.
    */
   snapshotStorage?: SnapshotStorageFlags;
+  /** Prometheus metrics: `collect` (default; `GET /metrics` with an admin key of the default team) or `off`. */
+  metrics?: ComposeOptions['metrics'];
+  /** Also serve `GET /metrics` without auth on this address (`ramify serve --metrics-listen`); absent: no such listener. */
+  metricsListen?: { host: string; port: number };
+  /** Export traces over OTLP/HTTP to this collector (`ramify serve --otlp-endpoint`); absent: no tracing. */
+  otlpEndpoint?: string;
 }
 
 export interface RamifyServer {
@@ -74,6 +81,10 @@ export interface RamifyServer {
   ingress: { address: string; url: string } | null;
   /** The SSH gateway: `host:port` listened on, where clients dial, and the host key's fingerprint; null without one. */
   ssh: { address: string; host: string; port: number; fingerprint: string } | null;
+  /** The unauthenticated metrics listener's `host:port`; null without one. */
+  metricsAddress: string | null;
+  /** Where traces are exported; null without tracing. */
+  otlpUrl: string | null;
   /** The API key made on this start (first start only), else null. */
   newApiKey: string | null;
   /** One line per runtime: `gvisor: runsc ...`, `microvm: QEMU 7.2, TCG (why)`, or `microvm unavailable: why`. */
@@ -97,9 +108,15 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const logger = adaptLogger(log);
   const snapshotStorage = resolveSnapshotStorage(options.snapshotStorage);
 
-  const composition = await compose({ dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, overrides: options.overrides, coreOptions: options.coreOptions, maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress, clock: options.clock });
+  const composition = await compose({
+    dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, overrides: options.overrides, coreOptions: options.coreOptions, maxOutputBytes: options.maxOutputBytes,
+    gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress, clock: options.clock,
+    ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
+  });
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
+  const pruner = new EventPruner(core);
+  let metricsListener: MetricsListener | undefined;
   const liveness = new LivenessMonitor(core);
   const autoPause = new AutoPauseScheduler(core);
   const activity = new ActivityPersister(core);
@@ -111,13 +128,16 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     const newApiKey = await ensureApiKey({ store: core.store, clock: core.clock, dataDir, print });
     if (options.reconcile !== 'skip') await reconcile(core);
     prewarmFreeSlots(core);
+    await core.webhooks.start();
+    pruner.start();
     scheduler.start();
     liveness.start();
     autoPause.start();
     activity.start();
     if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
     if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf' });
-    app = await buildApp({ core, loggerInstance: log });
+    if (options.metricsListen && composition.metrics) metricsListener = await startMetricsListener(composition.metrics, options.metricsListen, logger);
+    app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     logger.info('ramify serving', { url: address, dataDir });
     const listening = app;
@@ -131,11 +151,15 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       ssh: ssh ? { address: ssh.address, host: ssh.endpoint.host, port: ssh.endpoint.port, fingerprint: ssh.fingerprint } : null,
       runtimeSummary: runtimeSummary(core),
       snapshotStorage: describeSnapshotStorage(dataDir, snapshotStorage),
+      metricsAddress: metricsListener?.address ?? null,
+      otlpUrl: composition.tracing?.url ?? null,
       close: async () => {
+        await metricsListener?.close();
         await ssh?.close();
         await ingress?.close();
         await listening.close();
         await scheduler.stop();
+        await pruner.stop();
         await liveness.stop();
         await autoPause.stop();
         // Last: the ingress and the API have released their holds, so the stored idle clocks are current.
@@ -146,9 +170,11 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     };
   } catch (err) {
     await app?.close().catch(() => undefined);
+    await metricsListener?.close().catch(() => undefined);
     await ssh?.close().catch(() => undefined);
     await ingress?.close().catch(() => undefined);
     await scheduler.stop();
+    await pruner.stop();
     await liveness.stop();
     await autoPause.stop();
     await activity.stop();

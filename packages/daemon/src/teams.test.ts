@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { WebSocket } from 'ws';
 import { API_ROUTES } from './app.js';
 import { scopeOf } from './http/scope.js';
-import { httpTestBed, type HttpTestBed } from './test-support.js';
+import { bearer, callApp, httpTestBed, teamWithKey as makeTeamWithKey, type AuthHeaders, type HttpTestBed } from './test-support.js';
 
 let bed: HttpTestBed;
 beforeEach(async () => {
@@ -20,21 +20,9 @@ afterEach(async () => {
   await bed.dispose();
 });
 
-type Headers = { authorization: string };
-const bearer = (key: string): Headers => ({ authorization: `Bearer ${key}` });
-
-async function call(headers: Headers | Record<string, never>, method: string, url: string, payload?: unknown): Promise<{ status: number; body: any }> {
-  const res = await bed.app.inject({ method: method as 'GET', url, headers, ...(payload !== undefined ? { payload: payload as object } : {}) });
-  return { status: res.statusCode, body: String(res.headers['content-type']).startsWith('application/json') ? res.json() : res.body };
-}
-
-/** Make team `id` (with the operator key) and a key of it. */
-async function teamWithKey(id: string, role: 'admin' | 'member' = 'member'): Promise<Headers> {
-  assert.equal((await call(bed.auth, 'POST', '/v1/teams', { id })).status, 201);
-  const made = await call(bed.auth, 'POST', '/v1/keys', { team: id, role });
-  assert.equal(made.status, 201, JSON.stringify(made.body));
-  return bearer(made.body.key);
-}
+type Headers = AuthHeaders;
+const call = (headers: Headers | Record<string, never>, method: string, url: string, payload?: unknown): ReturnType<typeof callApp> => callApp(bed, headers, method, url, payload);
+const teamWithKey = (id: string, role: 'admin' | 'member' = 'member'): Promise<Headers> => makeTeamWithKey(bed, id, role);
 
 /** The first frame of a stream and its close code (0: it was still open after a first frame that is not an error). */
 function wsFrames(url: string, headers: Headers): Promise<{ first: { type: string; code?: string }; code: number }> {

@@ -45,3 +45,24 @@ export async function createViaApi(bed: HttpTestBed, body: Record<string, unknow
   if (res.statusCode !== 201) throw new Error(`create: expected 201, got ${res.statusCode}: ${res.body}`);
   return res.json();
 }
+
+/** `Authorization` headers of a key. */
+export type AuthHeaders = { authorization: string };
+/** The headers of `key`. */
+export const bearer = (key: string): AuthHeaders => ({ authorization: `Bearer ${key}` });
+
+/** An in-process call on `bed`'s app: its status and body (parsed when JSON). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- test support: tests read fields of any route
+export async function callApp(bed: HttpTestBed, headers: AuthHeaders | Record<string, never>, method: string, url: string, payload?: unknown): Promise<{ status: number; body: any }> {
+  const res = await bed.app.inject({ method: method as 'GET', url, headers, ...(payload !== undefined ? { payload: payload as object } : {}) });
+  return { status: res.statusCode, body: String(res.headers['content-type']).startsWith('application/json') ? res.json() : res.body };
+}
+
+/** Make team `id` with `bed`'s operator key, and a key of it with `role`; resolves with the key's headers. */
+export async function teamWithKey(bed: HttpTestBed, id: string, role: 'admin' | 'member' = 'member'): Promise<AuthHeaders> {
+  const team = await callApp(bed, bed.auth, 'POST', '/v1/teams', { id });
+  if (team.status !== 201) throw new Error(`team create: ${team.status} ${JSON.stringify(team.body)}`);
+  const made = await callApp(bed, bed.auth, 'POST', '/v1/keys', { team: id, role });
+  if (made.status !== 201) throw new Error(`key create: ${made.status} ${JSON.stringify(made.body)}`);
+  return bearer(made.body.key);
+}

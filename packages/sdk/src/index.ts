@@ -29,6 +29,8 @@ export {
 export { addSshKey, listSshKeys, removeSshKey } from './ssh-keys.js';
 export { createTeam, listTeams, getTeam, setTeamQuota, createApiKey, listApiKeys, revokeApiKey, type CreateApiKeyOpts } from './teams.js';
 export { Network, SandboxNetworks } from './networks.js';
+export { Events, type EventFilterOpts, type ListEventsOpts, type StreamEventsOpts, type EventStreamHandle } from './events.js';
+export { Webhook, verifyWebhookSignature, type VerifyWebhookOpts } from './webhooks.js';
 export {
   resolveConnection, ConnectionConfig, DEFAULT_REQUEST_TIMEOUT_MS, SYSTEM_API_KEY_FILE,
   type ConnectionOpts, type ConnectionSettings, type ConnectionEnvironment,

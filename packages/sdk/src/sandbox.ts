@@ -16,6 +16,8 @@ import { SandboxNetworks } from './networks.js';
 import { InvalidStateError, SandboxNotFoundError } from './errors.js';
 import { SandboxPaginator, type SandboxListFilter } from './paginator.js';
 import { explore, type ExploreOpts, type ExploreReport, type Strategy } from './explore.js';
+import { listEventsWith, streamEventsWith, timelineWith, type EventStreamHandle, type ListEventsOpts, type StreamEventsOpts, type TimelineOpts } from './events.js';
+import type { ListEventsResponse, TimelineEntry } from '@ramify/contracts';
 
 /** Options of {@link Sandbox.create}. */
 export interface SandboxOpts extends ConnectionOpts {
@@ -172,6 +174,12 @@ export class Sandbox {
     return new Sandbox(sandboxId, new ApiClient(resolveConnection(opts))).setTimeout(timeoutMs);
   }
 
+  /** A sandbox's lifecycle events, oldest first (see `Events.list`). */
+  static listEvents(sandboxId: string, opts: Omit<ListEventsOpts, 'sandboxId'> = {}): Promise<ListEventsResponse> {
+    const { apiUrl, apiKey, requestTimeoutMs, headers, ...filter } = opts;
+    return listEventsWith(new ApiClient(resolveConnection({ apiUrl, apiKey, requestTimeoutMs, headers })), { ...filter, sandboxId });
+  }
+
   /** Handles to existing sandboxes without any API call (e.g. ids from `Sandbox.list()`). */
   static fromId(sandboxId: string, opts: ConnectionOpts = {}): Sandbox {
     return new Sandbox(sandboxId, new ApiClient(resolveConnection(opts)));
@@ -183,6 +191,21 @@ export class Sandbox {
    */
   static explore<T>(source: Sandbox, strategies: Strategy<T>[], opts: ExploreOpts<T>): Promise<ExploreReport<T>> {
     return explore(source, strategies, opts);
+  }
+
+  /** This sandbox's lifecycle events, oldest first (see `Events.list`). */
+  listEvents(opts: Omit<ListEventsOpts, 'sandboxId' | keyof ConnectionOpts> = {}): Promise<ListEventsResponse> {
+    return listEventsWith(this.api, { ...opts, sandboxId: this.sandboxId });
+  }
+
+  /** Follow this sandbox's events live (see `Events.stream`). */
+  streamEvents(opts: Omit<StreamEventsOpts, 'sandboxId' | keyof ConnectionOpts>): Promise<EventStreamHandle> {
+    return streamEventsWith(this.api, { ...opts, sandboxId: this.sandboxId });
+  }
+
+  /** Its timeline: lifecycle events, commands (exit code, duration), egress and ingress decisions, newest first (see `Events.timeline`). */
+  timeline(opts: TimelineOpts = {}): Promise<TimelineEntry[]> {
+    return timelineWith(this.api, this.sandboxId, opts);
   }
 
   /** This sandbox's current info. */

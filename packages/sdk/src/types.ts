@@ -10,4 +10,5 @@ export type {
   SshKeyInfo, SshAccessInfo,
   TeamInfo, TeamQuota, SetTeamQuotaRequest, ApiKeyInfo, ApiKeyRole, CreatedApiKey,
   NetworkInfo, NetworkMemberInfo, NetworkJoinRequest, SandboxNetworkInfo, SnapshotNetworks, EgressPeer,
+  SandboxEvent, EventType, EventCause, ListEventsResponse, TimelineEntry, CommandLogEntry, WebhookInfo, CreatedWebhook, WebhookDelivery, DeliveryAttempt, WebhookPayload,
 } from '@ramify/contracts';

@@ -2,7 +2,7 @@
  * A per-sandbox bounded log table (the egress log, the ingress log): rows in append order (`seq`), each
  * sandbox keeping its newest `maxEntries`. Appends count per sandbox and, every `trimEvery` of them, one
  * indexed DELETE drops the older rows. Reads never return more than `maxEntries`, so the slack between
- * trims is invisible. Entries of unknown or killed sandboxes are skipped.
+ * trims is invisible. Entries of unknown sandboxes are skipped, and of killed ones unless the spec accepts them.
  */
 import type { Db } from './db.js';
 
@@ -17,6 +17,8 @@ export interface BoundedLogSpec<R> {
   columns: readonly string[];
   toRow: (record: R) => unknown[];
   fromRow: (row: Record<string, unknown>) => R;
+  /** Whose entries are kept: `live` sandboxes' (default), or any `known` sandbox's (killed ones too: the command log). */
+  accepts?: 'live' | 'known';
 }
 
 export class BoundedLogRows<R extends { sandboxId: string }> {
@@ -57,7 +59,7 @@ export class BoundedLogRows<R extends { sandboxId: string }> {
         let ok = live.get(e.sandboxId);
         if (ok === undefined) {
           const row = this.#state.get(e.sandboxId) as { state: string } | undefined;
-          ok = row !== undefined && row.state !== 'killed';
+          ok = row !== undefined && (this.#spec.accepts === 'known' || row.state !== 'killed');
           live.set(e.sandboxId, ok);
         }
         if (!ok) continue;

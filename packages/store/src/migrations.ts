@@ -481,4 +481,66 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE egress_log ADD COLUMN peer_network TEXT;
     `,
   },
+  {
+    version: 20,
+    name: 'events-and-webhooks',
+    // Events and webhooks (docs/design/EVENTS.md): lifecycle events in the order recorded (seq: the id
+    // evt_<seq> and the listing cursor), each of a team and mostly of a sandbox, pruned by age; a team's
+    // webhooks with their signing secrets; one row per event delivered to a webhook, its attempts as a
+    // JSON array (they go with their webhook, and with their event when it is pruned); and the commands
+    // seen to end in each sandbox (kept after a kill, pruned by age, the newest 1000 per sandbox).
+    sql: `
+      CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        type TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        team_id TEXT NOT NULL,
+        sandbox_id TEXT,
+        key_id TEXT,
+        cause TEXT NOT NULL,
+        data TEXT NOT NULL CHECK (json_valid(data) AND json_type(data) = 'object')
+      );
+      CREATE INDEX events_team ON events(team_id, seq);
+      CREATE INDEX events_sandbox ON events(sandbox_id, seq) WHERE sandbox_id IS NOT NULL;
+      CREATE INDEX events_at ON events(at);
+      CREATE TABLE webhooks (
+        id TEXT PRIMARY KEY,
+        team_id TEXT NOT NULL REFERENCES teams(id),
+        name TEXT NOT NULL,
+        url TEXT NOT NULL,
+        events TEXT NOT NULL CHECK (json_valid(events) AND json_type(events) = 'array'),
+        secret TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        created_by TEXT
+      );
+      CREATE INDEX webhooks_team ON webhooks(team_id, created_at);
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        webhook_id TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        event_seq INTEGER NOT NULL,
+        event_type TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(attempts) AND json_type(attempts) = 'array'),
+        next_attempt_at INTEGER,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries(webhook_id, id);
+      CREATE INDEX webhook_deliveries_pending ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_event ON webhook_deliveries(event_seq);
+      CREATE TABLE command_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+        at INTEGER NOT NULL,
+        pid INTEGER NOT NULL,
+        cmd TEXT NOT NULL,
+        exit_code INTEGER,
+        signal TEXT,
+        error TEXT,
+        duration_ms REAL NOT NULL,
+        key_id TEXT
+      );
+      CREATE INDEX command_log_sandbox ON command_log(sandbox_id, seq);
+      CREATE INDEX command_log_at ON command_log(at);
+    `,
+  },
 ];

@@ -5,6 +5,12 @@
  */
 import type {
   ApiKeyRecord,
+  CommandLogRecord,
+  DeliveryRecord,
+  EventQuery,
+  EventRecord,
+  SandboxCount,
+  WebhookRecord,
   AuditQuery,
   AuditRecord,
   CanonicalEgressPolicy,
@@ -41,6 +47,8 @@ import { SnapshotRows, TemplateRows } from './snapshots.js';
 import { SshRows } from './ssh.js';
 import { TeamRows } from './teams.js';
 import { NetworkRows } from './networks.js';
+import { EventRows, WebhookRows } from './events.js';
+import { CommandLogRows } from './command-log.js';
 
 export interface SqliteStoreOptions {
   /** Database file (created with its directory when absent), or `:memory:`. */
@@ -71,6 +79,9 @@ export class SqliteStore implements Store {
   readonly #ssh: SshRows;
   readonly #teams: TeamRows;
   readonly #networks: NetworkRows;
+  readonly #events: EventRows;
+  readonly #webhooks: WebhookRows;
+  readonly #commands: CommandLogRows;
 
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
   constructor(options: SqliteStoreOptions) {
@@ -88,6 +99,9 @@ export class SqliteStore implements Store {
     this.#teams = new TeamRows(this.db);
     this.#networks = new NetworkRows(this.db);
     this.#ingressLog = new IngressLogRows(this.db, options.ingressLogMaxEntries ?? DEFAULT_INGRESS_LOG_MAX_ENTRIES);
+    this.#events = new EventRows(this.db);
+    this.#webhooks = new WebhookRows(this.db);
+    this.#commands = new CommandLogRows(this.db);
   }
 
   async insertSandbox(record: SandboxRecord): Promise<void> {
@@ -289,6 +303,52 @@ export class SqliteStore implements Store {
   }
   async membersOfNetwork(networkId: string): Promise<NetworkMembership[]> {
     return this.#networks.members(networkId);
+  }
+
+  async appendEvent(event: Omit<EventRecord, 'seq'>): Promise<EventRecord> {
+    return this.#events.append(event);
+  }
+  async listEvents(query: EventQuery): Promise<EventRecord[]> {
+    return this.#events.list(query);
+  }
+  async pruneEvents(before: number): Promise<number> {
+    return this.#events.prune(before);
+  }
+  async insertWebhook(record: WebhookRecord): Promise<void> {
+    this.#webhooks.insert(record);
+  }
+  async getWebhook(id: string): Promise<WebhookRecord | null> {
+    return this.#webhooks.get(id);
+  }
+  async listWebhooks(teamId?: string): Promise<WebhookRecord[]> {
+    return this.#webhooks.list(teamId);
+  }
+  async deleteWebhook(id: string): Promise<boolean> {
+    return this.#webhooks.delete(id);
+  }
+  async insertDelivery(record: DeliveryRecord): Promise<void> {
+    this.#webhooks.insertDelivery(record);
+  }
+  async updateDelivery(record: Pick<DeliveryRecord, 'id' | 'status' | 'attempts' | 'nextAttemptAt'>): Promise<void> {
+    this.#webhooks.updateDelivery(record);
+  }
+  async listDeliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]> {
+    return this.#webhooks.listDeliveries(webhookId, limit);
+  }
+  async pendingDeliveries(limit: number): Promise<DeliveryRecord[]> {
+    return this.#webhooks.pending(limit);
+  }
+  async appendCommandLog(entries: readonly CommandLogRecord[]): Promise<number> {
+    return this.#commands.append(entries);
+  }
+  async listCommandLog(sandboxId: string, limit: number): Promise<CommandLogRecord[]> {
+    return this.#commands.list(sandboxId, limit);
+  }
+  async pruneCommandLog(before: number): Promise<number> {
+    return this.#commands.prune(before);
+  }
+  async countSandboxes(): Promise<SandboxCount[]> {
+    return this.db.prepare("SELECT state, runtime, COUNT(*) AS count FROM sandboxes WHERE state != 'killed' GROUP BY state, runtime").all() as SandboxCount[];
   }
 
   async close(): Promise<void> {

@@ -19,6 +19,12 @@ Claude Code:     claude mcp add --env RAMIFY_API_KEY=rmf_... ramify -- ramify mc
 Claude Desktop (claude_desktop_config.json), Cursor (.cursor/mcp.json):
   { "mcpServers": { "ramify": { "command": "ramify", "args": ["mcp"],
       "env": { "RAMIFY_API_URL": "http://127.0.0.1:7423", "RAMIFY_API_KEY": "rmf_..." } } } }
+An HTTP client (Claude Code's .mcp.json; Cursor takes the same without "type"):
+  { "mcpServers": { "ramify": { "type": "http", "url": "http://127.0.0.1:7423/mcp",
+      "headers": { "Authorization": "Bearer rmf_..." } } } }
+Check it without an agent (from the Ramify clone, as root; the version the tests pin):
+  npx @modelcontextprotocol/inspector@2.12.0 --cli -e RAMIFY_API_KEY=$(cat /var/lib/ramify/api-key) \
+    --method tools/list -- ramify mcp
 
 Tools: ${RAMIFY_TOOLS.map((t) => t.name).join(', ')}.
 Resources: ramify://sandboxes, ramify://sandboxes/{id}, ramify://templates.`)

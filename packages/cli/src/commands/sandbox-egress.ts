@@ -44,8 +44,10 @@ function policyText(policy: EgressPolicyInfo): string {
 
 function logTable(entries: EgressLogEntry[]): string {
   if (entries.length === 0) return 'no egress log entries';
-  return renderTable(['AT', 'VERDICT', 'PROTO', 'DESTINATION', 'NAME', 'RULE'], entries.map((e) => [
+  // PEER: the sandbox at the other end of a connection between sandboxes (sandbox id on network), '-' for the internet.
+  return renderTable(['AT', 'VERDICT', 'PROTO', 'DESTINATION', 'NAME', 'RULE', 'PEER'], entries.map((e) => [
     e.at, e.verdict, e.protocol, e.port === null ? e.destination : `${e.destination}:${e.port}`, e.name ?? '-', e.rule ?? '-',
+    e.peer ? `${e.peer.sandboxId}${e.peer.network ? ` on ${e.peer.network}` : ''}` : '-',
   ]));
 }
 

@@ -1,8 +1,8 @@
 /**
- * `ramify sandbox url|expose|unexpose|ports|auto-pause` and `ramify sandbox ingress log`: a sandbox's port
+ * `ramify sandbox url|expose|unexpose|ports|auto-pause|auto-resume` and `ramify sandbox ingress log`: a sandbox's port
  * URLs, who may reach them, when it pauses itself, and what the ingress served.
  */
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { Sandbox, type IngressLogResponse, type PortsInfo } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
 import { intIn, parseDuration } from '../parse.js';
@@ -32,12 +32,25 @@ function ingressLogTable(log: IngressLogResponse): string {
   const wakes = `wake-ups: ${log.wakeups}${log.lastWakeAt ? ` (last ${log.lastWakeAt})` : ''}`;
   if (log.entries.length === 0) return `no ingress log entries\n${wakes}`;
   const rows = log.entries.map((e) => [e.at, e.client, e.method, `${e.port} ${e.path}`, String(e.status), String(e.bytes), e.durationMs.toFixed(1), e.woke ? 'woke' : '']);
-  return `${renderTable(['AT', 'CLIENT', 'METHOD', 'PORT PATH', 'STATUS', 'BYTES', 'MS', ''], rows)}\n${wakes}`;
+  return `${renderTable(['AT', 'CLIENT', 'METHOD', 'PORT PATH', 'STATUS', 'BYTES', 'MS', 'WOKE'], rows)}\n${wakes}`;
 }
 
 function portsTable(info: PortsInfo): string {
   if (info.ports.length === 0) return 'no ports exposed';
   return `${renderTable(['PORT', 'ACCESS', 'URL'], info.ports.map((p) => [String(p.port), p.access, p.url]))}\nauto-resume: ${info.autoResume ? 'on' : 'off'}`;
+}
+
+/** `10m`-style idle time, checked against the daemon's range (10 s to 24 h) so the message speaks in durations; `off` is null. */
+function idleDuration(value: string): number | null {
+  if (value === 'off') return null;
+  const ms = parseDuration(value);
+  if (ms < 10_000 || ms > 86_400_000) throw new InvalidArgumentError(`'${value}' is out of range: auto-pause takes 10s to 24h, or 'off'`);
+  return ms;
+}
+
+function onOff(value: string): boolean {
+  if (value !== 'on' && value !== 'off') throw new InvalidArgumentError(`'${value}' is neither 'on' nor 'off'`);
+  return value === 'on';
 }
 
 /** Register the port commands on `sandbox`. */
@@ -71,12 +84,19 @@ export function registerPorts(sandbox: Command, env: CliEnv): void {
       ctx.output(info, () => portsTable(info));
     }));
 
-  sandbox.command('auto-pause').argument('<id>', 'sandbox id').argument('<duration>', "idle time before it pauses, e.g. 10m (10s to 24h), or 'off'", (v: string) => (v === 'off' ? null : parseDuration(v)))
+  sandbox.command('auto-pause').argument('<id>', 'sandbox id').argument('<duration>', "idle time before it pauses, e.g. 10m (10s to 24h), or 'off'", idleDuration)
     .description('pause the sandbox once idle this long (live), or never (off)').addHelpText('after', `\n${AUTO_PAUSE_HELP}`)
     .action(action(env, async (ctx, id: string, idleMs: number | null) => {
       const autoPause = idleMs === null ? null : { idleMs };
       const info = await Sandbox.fromId(id, ctx.connection).setAutoPause(autoPause);
       ctx.output(info, () => (info.autoPause ? `auto-pause: after ${formatDuration(info.autoPause.idleMs)} idle` : 'auto-pause: off'));
+    }));
+
+  sandbox.command('auto-resume').argument('<id>', 'sandbox id').argument('<on|off>', "'on' (the default while a port is exposed) or 'off'", onOff)
+    .description('whether a request to a port URL of the paused sandbox wakes it (off: 503 SANDBOX_PAUSED)')
+    .action(action(env, async (ctx, id: string, autoResume: boolean) => {
+      const info = await Sandbox.fromId(id, ctx.connection).setAutoResume(autoResume);
+      ctx.output(info, () => `auto-resume: ${info.autoResume ? 'on' : 'off'}`);
     }));
 
   const ingress = sandbox.command('ingress').description('what the ingress served for a sandbox');

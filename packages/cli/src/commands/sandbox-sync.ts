@@ -42,7 +42,7 @@ async function openSandbox(ctx: CliContext, id: string, resume: boolean): Promis
   const sbx = Sandbox.fromId(id, ctx.connection);
   const { state } = await sbx.getInfo();
   if (state !== 'paused') return sbx;
-  if (!resume) throw new RamifyError('INVALID_STATE', `sandbox ${id} is paused: 'ramify sandbox sync --resume ...' resumes it and syncs (or 'ramify sandbox resume ${id}' first)`, { id, state });
+  if (!resume) throw new RamifyError('SANDBOX_PAUSED', `sandbox ${id} is paused: 'ramify sandbox sync --resume ...' resumes it and syncs (or 'ramify sandbox resume ${id}' first)`, { id, state });
   await ctx.spin(`resuming ${id}`, () => sbx.resume());
   ctx.note(`ramify: resumed ${id}`);
   return sbx;
@@ -64,7 +64,8 @@ async function runSync(ctx: CliContext, localDir: string, { id, remoteDir }: Syn
       counts[change.kind] += 1;
       if (ctx.json) ctx.print(JSON.stringify({ event: 'change', ...change }));
       else if (!first || change.kind === 'conflict') ctx.print(describe(change));
-      if (change.kind === 'conflict' && !ctx.json) ctx.note(`conflict: ${describe(change)}`);
+      // Piped stdout (a log file, `| tee`): the conflict is said on the terminal too; on a terminal once is enough.
+      if (change.kind === 'conflict' && !ctx.json && (ctx.env.stdout as { isTTY?: boolean }).isTTY !== true) ctx.note(`conflict: ${describe(change)}`);
     },
     onError: (err) => ctx.note(`sync pass failed, retrying: ${err.message}`),
   });
@@ -91,14 +92,14 @@ export function registerSync(sandbox: Command, env: CliEnv): void {
     .description('keep a host directory and a sandbox directory in sync, both ways, until Ctrl-C')
     .option('--once', 'reconcile once and exit (a two-way copy)')
     .option('--resume', 'resume the sandbox first if it is paused (else a paused sandbox is refused)')
-    .option('--ignore <glob>', `leave paths matching this gitignore-style pattern alone (repeatable; ${DEFAULT_IGNORES.slice(0, 2).join(', ')} and the patterns in <local-dir>/${IGNORE_FILE} always are)`, (v: string, all: string[]) => [...all, v], [])
+    .option('--ignore <glob>', `leave paths matching this gitignore-style pattern alone (repeatable; ${DEFAULT_IGNORES.slice(0, 3).join(', ')} and the patterns in <local-dir>/${IGNORE_FILE} always are)`, (v: string, all: string[]) => [...all, v], [])
     .addHelpText('after', [
       '',
       'Changes on either side are carried over within about a second, deletions included, as exact bytes;',
       'modes and symlinks are kept. Conflict (a path changed on both sides since the last sync): both',
       "versions are kept. The local version keeps the name on both sides; the sandbox's is renamed",
       'NAME.conflict (NAME.conflict.2, ... if taken) in the sandbox and copied here. A change beats a',
-      'deletion. Each conflict is printed (stderr too). What was last in sync is kept in',
+      'deletion. Each conflict is printed (on stderr too when stdout is not a terminal). What was last in sync is kept in',
       '<local-dir>/.ramify/sync/, so a restarted sync copies only what changed since. A sandbox that pauses',
       'while the sync runs is waited for: the sync goes on when it runs again. A sync is not started on a',
       'paused sandbox unless --resume is given.',

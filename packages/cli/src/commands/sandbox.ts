@@ -16,6 +16,7 @@ import { DENY_ALL, collectRule, registerEgress } from './sandbox-egress.js';
 import { registerPorts } from './sandbox-ports.js';
 import { registerSshAccess } from './ssh.js';
 import { collectNetwork, registerSandboxNetworks } from './network.js';
+import { registerTimeline } from './events.js';
 
 /** Default and largest `list --limit` (the API's page size default and maximum). */
 const DEFAULT_LIST_LIMIT = 100;
@@ -172,4 +173,5 @@ TEMPLATE is the template's name; 'tpl_... (deleted)': that template has since be
   registerPorts(sandbox, env);
   registerSshAccess(sandbox, env);
   registerSandboxNetworks(sandbox, env);
+  registerTimeline(sandbox, env);
 }

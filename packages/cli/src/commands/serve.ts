@@ -2,11 +2,11 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING } from '@ramify/contracts';
 import { getHealth, RamifyError } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
-import { intIn } from '../parse.js';
+import { intIn, parseDuration } from '../parse.js';
 
 /** The part of `@ramify/daemon` this command uses (imported dynamically so the CLI builds without it). */
 interface DaemonModule {
@@ -15,7 +15,9 @@ interface DaemonModule {
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
     ssh?: { host?: string; port?: number };
     snapshotStorage?: { s3Endpoint?: string; s3Bucket?: string; s3Region?: string; s3Prefix?: string; s3PathStyle?: boolean; snapshotCacheBytes?: number };
+    metricsListen?: { host: string; port: number }; otlpEndpoint?: string; coreOptions?: { eventRetentionMs?: number };
   }): Promise<{
+    metricsAddress: string | null; otlpUrl: string | null;
     url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; ingress: { address: string; url: string } | null;
     ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(): Promise<void>;
   }>;
@@ -58,6 +60,12 @@ interface ServeFlags {
   s3PathStyle?: boolean;
   /** `--snapshot-cache-bytes`: local cache budget of durable snapshots, bytes. */
   snapshotCacheBytes?: number;
+  /** `--metrics-listen ADDR:PORT`: GET /metrics without auth there (default none). */
+  metricsListen?: string;
+  /** `--otlp-endpoint URL`: export traces over OTLP/HTTP. */
+  otlpEndpoint?: string;
+  /** `--events-retention DURATION`, ms. */
+  eventsRetention?: number;
 }
 
 /** The snapshot storage flags given (the daemon fills in the rest from `RAMIFY_S3_*`). */
@@ -104,6 +112,24 @@ function sshOptions(opts: ServeFlags): { host: string; port: number } | null {
   return listen === 'off' ? null : listenAddress('--ssh-listen', listen, '127.0.0.1:2222, 0.0.0.0:22');
 }
 
+/** `--events-retention`: a duration from 1 h to 365 d. */
+function retentionArg(value: string): number {
+  const ms = parseDuration(value);
+  if (ms < 3_600_000 || ms > 365 * 86_400_000) throw new InvalidArgumentError('expected a duration from 1h to 365d');
+  return ms;
+}
+
+/** `--otlp-endpoint`: an http(s) URL. @throws RamifyError VALIDATION_FAILED otherwise. */
+function otlpUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return value;
+  } catch {
+    /* refused below */
+  }
+  throw new RamifyError('VALIDATION_FAILED', `--otlp-endpoint '${value}' is not an http:// or https:// URL (e.g. http://127.0.0.1:4318)`);
+}
+
 /** Register `serve` on `program`. */
 export function registerServe(program: Command, env: CliEnv): void {
   program.command('serve').description('run the Ramify daemon (API, runtimes, networking) until interrupted')
@@ -125,6 +151,9 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--s3-prefix <prefix>', 'key prefix inside the bucket (default $RAMIFY_S3_PREFIX, else none)')
     .option('--s3-path-style', 'path-style bucket URLs, as MinIO and s3rver need (default $RAMIFY_S3_PATH_STYLE=1)')
     .option('--snapshot-cache-bytes <bytes>', 'with S3: bytes of uploaded snapshots kept on local disk; the least recently used beyond it are evicted and downloaded again when needed (default $RAMIFY_SNAPSHOT_CACHE_BYTES, else no limit)', intIn(0, Number.MAX_SAFE_INTEGER))
+    .option('--metrics-listen <addr:port>', "also serve Prometheus metrics at http://ADDR:PORT/metrics WITHOUT auth, for a scraper (default off; GET /metrics on the API takes an admin key of the default team)")
+    .option('--otlp-endpoint <url>', 'export traces over OTLP/HTTP (JSON) to this collector, e.g. http://127.0.0.1:4318 (spans go to /v1/traces there); default off')
+    .option('--events-retention <duration>', 'how long events, webhook deliveries and the command log are kept, e.g. 7d (1h to 365d; default 7d)', retentionArg)
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
       if (opts.detach) {
         const { url, started } = await serveDetached(opts);
@@ -139,11 +168,19 @@ export function registerServe(program: Command, env: CliEnv): void {
       const microvm = opts.microvmMemory !== undefined ? { imageMemoryMB: opts.microvmMemory } : undefined;
       const ingress = ingressOptions(opts);
       const ssh = sshOptions(opts);
-      const server = await serve({ host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}), snapshotStorage: snapshotStorageFlags(opts) });
+      const metricsListen = opts.metricsListen === undefined || opts.metricsListen === 'off' ? undefined : listenAddress('--metrics-listen', opts.metricsListen, '127.0.0.1:9464');
+      const otlpEndpoint = opts.otlpEndpoint === undefined ? undefined : otlpUrl(opts.otlpEndpoint);
+      const server = await serve({
+        host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
+        snapshotStorage: snapshotStorageFlags(opts), ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}),
+        ...(opts.eventsRetention !== undefined ? { coreOptions: { eventRetentionMs: opts.eventsRetention } } : {}),
+      });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
       ctx.note(`ramify: snapshots in ${server.snapshotStorage}`);
       if (server.ingress) ctx.note(`ramify: port URLs ${server.ingress.url} (listening on ${server.ingress.address})`);
       if (server.ssh) ctx.note(`ramify: ssh -p ${server.ssh.port} <sandboxId>@${server.ssh.host} (listening on ${server.ssh.address}; host key ${server.ssh.fingerprint})`);
+      if (server.metricsAddress) ctx.note(`ramify: metrics at http://${server.metricsAddress}/metrics (no auth)`);
+      if (server.otlpUrl) ctx.note(`ramify: exporting traces to ${server.otlpUrl}`);
       for (const line of server.runtimeSummary) ctx.note(`ramify: runtime ${line}`);
       await new Promise<void>((resolve) => {
         const stop = (): void => {
@@ -192,6 +229,9 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.s3Prefix) args.push('--s3-prefix', opts.s3Prefix);
   if (opts.s3PathStyle) args.push('--s3-path-style');
   if (opts.snapshotCacheBytes !== undefined) args.push('--snapshot-cache-bytes', String(opts.snapshotCacheBytes));
+  if (opts.metricsListen) args.push('--metrics-listen', opts.metricsListen);
+  if (opts.otlpEndpoint) args.push('--otlp-endpoint', opts.otlpEndpoint);
+  if (opts.eventsRetention !== undefined) args.push('--events-retention', `${opts.eventsRetention}ms`);
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log] });
   child.unref();
   closeSync(log);

@@ -10,6 +10,7 @@
  */
 import type { Core } from '../core.js';
 import { pauseLocked } from '../lifecycle/pause.js';
+import { withCause } from '../observe/call-context.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { loadSandbox, messageOf } from '../lifecycle/records.js';
 import type { SandboxRecord } from '../ports/store.js';
@@ -92,6 +93,6 @@ async function pauseIfIdle(core: Core, sandboxId: string): Promise<void> {
     const idleMs = core.activity.idleMs(sandboxId, core.clock.now(), record.lastActiveAt);
     if (idleMs < record.autoPause.idleMs) return;
     core.logger.info('sandbox idle: pausing it (autoPause)', { sandboxId, idleMs });
-    await pauseLocked(core, record);
+    await withCause('idle', () => pauseLocked(core, record));
   });
 }

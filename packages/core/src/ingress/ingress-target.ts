@@ -6,6 +6,7 @@
 import { RamifyError, type PortAccess } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { resumeSandbox } from '../lifecycle/resume.js';
+import { withCause } from '../observe/call-context.js';
 import { isTerminal } from '../lifecycle/state-machine.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { sandboxAccessToken } from './access-token.js';
@@ -97,7 +98,7 @@ function sharedResume(core: Core, sandboxId: string, edge: WakingEdge): Promise<
   if (!inFlight) waking.set(core, (inFlight = new Map()));
   const existing = inFlight.get(sandboxId);
   if (existing) return existing;
-  const resume = resumeSandbox(core, sandboxId).finally(() => inFlight.delete(sandboxId));
+  const resume = withCause('wake', () => resumeSandbox(core, sandboxId)).finally(() => inFlight.delete(sandboxId));
   inFlight.set(sandboxId, resume);
   if (edge === 'ssh') {
     core.logger.info('ssh: waking a paused sandbox for a connection', { sandboxId });

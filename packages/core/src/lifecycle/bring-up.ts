@@ -13,7 +13,7 @@ import { releaseEgressEnforcement, enforceStoredEgressPolicy } from '../egress/e
 import { hostnameFor } from '../ids.js';
 import { enforceStoredNetworks, releaseNetworkEnforcement } from '../networks/enforcement.js';
 import type { SandboxRecord } from '../ports/store.js';
-import { phaseTimer } from './phase-timer.js';
+import { phaseTimer } from '../observe/operation.js';
 import { messageOf } from './records.js';
 import { isWarmSlot, prewarmFreeSlots } from './prewarm.js';
 

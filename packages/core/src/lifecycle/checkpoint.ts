@@ -21,7 +21,7 @@ import { recordedNetworks } from '../networks/enforcement.js';
 import type { SandboxOperation, SandboxRecord, SnapshotRecord } from '../ports/store.js';
 import { bringUp, identityFor } from './bring-up.js';
 import { waitForNoConnections, waitForQuietNetwork } from './quiet-network.js';
-import { phaseTimer } from './phase-timer.js';
+import { phaseTimer } from '../observe/operation.js';
 import { messageOf, transition } from './records.js';
 
 export interface CheckpointPlan {

@@ -10,6 +10,8 @@ import { findVisibleTemplate } from '../catalog/templates.js';
 import { withinQuota } from '../teams/quota.js';
 import { normaliseEgressPolicy, type CanonicalEgressPolicy } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
+import { currentCallContext } from '../observe/call-context.js';
+import { runOperation } from '../observe/operation.js';
 import { checkAutoPause } from '../idle/set-auto-pause.js';
 import { copyIngress, parsePortSpecs } from '../ingress/ports.js';
 import { planNetworkJoins } from '../networks/joins.js';
@@ -40,6 +42,11 @@ import { startSandbox } from './start.js';
  *   `RUNTIME_UNAVAILABLE`, and the restore's errors (`RUNTIME_ERROR`, `AGENT_UNREACHABLE`; the sandbox is then `error`).
  */
 export async function createSandbox(core: Core, request: CreateSandboxRequest, owner: { teamId?: string } = {}): Promise<SandboxRecord> {
+  return runOperation(core, { name: 'create' }, () => createUnder(core, request, owner));
+}
+
+/** {@link createSandbox} inside its operation. */
+async function createUnder(core: Core, request: CreateSandboxRequest, owner: { teamId?: string }): Promise<SandboxRecord> {
   const teamId = owner.teamId ?? DEFAULT_TEAM_ID;
   const egress = request.egress === undefined ? undefined : normaliseEgressPolicy(request.egress);
   const ports = request.ports === undefined ? undefined : parsePortSpecs(request.ports);
@@ -60,6 +67,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest, o
   const memoryMB = request.memoryMB ?? source.memoryMB ?? core.options.defaultMemoryMB;
   if (runtime.checkResources) await runtime.checkResources({ cpuCount, memoryMB, diskSizeMB }, (await core.storage.open(source.snapshotId)).imageDir);
   const id = newSandboxId();
+  currentCallContext().operation?.set({ 'ramify.sandbox_id': id, 'ramify.runtime': runtime.name });
   const networks = await planNetworkJoins(core, id, teamId, request.networks);
   if (egress === undefined && source.egress === null) {
     core.logger.warn('the snapshot recorded no egress policy (taken before policies were recorded, its sandbox gone): the sandbox starts open', { snapshotId: source.snapshotId, sandboxId: id });

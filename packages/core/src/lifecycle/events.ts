@@ -1,11 +1,14 @@
 /**
  * Lifecycle events, emitted after a transition has been persisted (the dashboard and streams listen),
  * changes of a sandbox's ingress settings (persisted too), and what happens inside a running sandbox that its agent reports (a process killed for running out
- * of memory: `oom`).
+ * of memory: `oom`). Forks, named snapshots and timeouts are announced once done (`forked`, `snapshotted`,
+ * `timedOut`). Every kind is in {@link SandboxEventMap}: the event recorder (`events/recorder.ts`) takes
+ * each kind the map has, so a new kind is one entry there, one in {@link SANDBOX_EVENT_KINDS} and one
+ * mapping in the recorder (the compiler asks for each).
  */
 import { EventEmitter } from 'node:events';
-import type { OomKillEvent, SandboxState } from '@ramify/contracts';
-import type { SandboxRecord } from '../ports/store.js';
+import type { OomKillEvent, SandboxState, TimeoutAction } from '@ramify/contracts';
+import type { SandboxRecord, SnapshotRecord } from '../ports/store.js';
 
 export interface SandboxStateEvent {
   sandboxId: string;
@@ -34,6 +37,51 @@ export interface SandboxIngressEvent {
   sandboxId: string;
   sandbox: SandboxRecord;
 }
+
+/** A fork finished: `sandbox` is the parent as persisted, `children` its new sandboxes (all running). */
+export interface SandboxForkedEvent {
+  sandboxId: string;
+  sandbox: SandboxRecord;
+  children: SandboxRecord[];
+  /** The fork point the children were restored from. */
+  snapshotId: string;
+  at: number;
+}
+
+/** A named snapshot of the sandbox was taken (and is ready). */
+export interface SandboxSnapshottedEvent {
+  sandboxId: string;
+  sandbox: SandboxRecord;
+  snapshot: SnapshotRecord;
+  at: number;
+}
+
+/** The sandbox's deadline passed: its `onTimeout` action is about to be applied. */
+export interface SandboxTimedOutEvent {
+  sandboxId: string;
+  sandbox: SandboxRecord;
+  action: TimeoutAction;
+  at: number;
+}
+
+/** Every kind of event on the bus and its payload. */
+export interface SandboxEventMap {
+  state: SandboxStateEvent;
+  oom: SandboxOomEvent;
+  checkpointing: SandboxCheckpointingEvent;
+  ingress: SandboxIngressEvent;
+  forked: SandboxForkedEvent;
+  snapshotted: SandboxSnapshottedEvent;
+  timedOut: SandboxTimedOutEvent;
+}
+export type SandboxEventKind = keyof SandboxEventMap;
+/** One event of any kind, as {@link SandboxEvents.onAny} hands it. */
+export type AnySandboxEvent = { [K in SandboxEventKind]: { kind: K; event: SandboxEventMap[K] } }[SandboxEventKind];
+
+/** Every kind, at run time (the compiler checks it against {@link SandboxEventMap}). */
+export const SANDBOX_EVENT_KINDS = Object.keys({
+  state: true, oom: true, checkpointing: true, ingress: true, forked: true, snapshotted: true, timedOut: true,
+} satisfies Record<SandboxEventKind, true>) as SandboxEventKind[];
 
 /** Typed wrapper over an EventEmitter; listener errors are the listener's problem (they are caught and dropped). */
 export class SandboxEvents {
@@ -82,7 +130,43 @@ export class SandboxEvents {
     this.#emitter.emit('ingress', event);
   }
 
-  #on<E>(name: 'state' | 'oom' | 'checkpointing' | 'ingress', listener: (event: E) => void): () => void {
+  /** Subscribe to finished forks. */
+  onForked(listener: (event: SandboxForkedEvent) => void): () => void {
+    return this.#on('forked', listener);
+  }
+
+  emitForked(event: SandboxForkedEvent): void {
+    this.#emitter.emit('forked', event);
+  }
+
+  /** Subscribe to named snapshots taken. */
+  onSnapshotted(listener: (event: SandboxSnapshottedEvent) => void): () => void {
+    return this.#on('snapshotted', listener);
+  }
+
+  emitSnapshotted(event: SandboxSnapshottedEvent): void {
+    this.#emitter.emit('snapshotted', event);
+  }
+
+  /** Subscribe to timeouts about to be applied. */
+  onTimedOut(listener: (event: SandboxTimedOutEvent) => void): () => void {
+    return this.#on('timedOut', listener);
+  }
+
+  emitTimedOut(event: SandboxTimedOutEvent): void {
+    this.#emitter.emit('timedOut', event);
+  }
+
+  /**
+   * Subscribe to every kind, in emit order (the listener runs synchronously in the emitter's call, so its
+   * call context is the emitter's). Returns the unsubscribe function.
+   */
+  onAny(listener: (event: AnySandboxEvent) => void): () => void {
+    const offs = SANDBOX_EVENT_KINDS.map((kind) => this.#on(kind, (event: SandboxEventMap[typeof kind]) => listener({ kind, event } as AnySandboxEvent)));
+    return () => offs.forEach((off) => off());
+  }
+
+  #on<E>(name: SandboxEventKind, listener: (event: E) => void): () => void {
     const safe = (event: E): void => {
       try {
         listener(event);

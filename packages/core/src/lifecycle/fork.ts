@@ -15,6 +15,7 @@
 import { MAX_FORK_COUNT, RamifyError } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
 import { newSandboxId } from '../ids.js';
+import { runOperation } from '../observe/operation.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import { forkNetworkJoins, type NetworkJoin } from '../networks/joins.js';
 import type { SandboxRecord } from '../ports/store.js';
@@ -48,12 +49,12 @@ export async function forkSandbox(core: Core, sandboxId: string, input: ForkInpu
   if (!Number.isInteger(input.count) || input.count < 1 || input.count > MAX_FORK_COUNT) {
     throw new RamifyError('VALIDATION_FAILED', `count must be an integer from 1 to ${MAX_FORK_COUNT}`, { field: 'count' });
   }
-  return core.locks.run(sandboxId, async () => {
+  return runOperation(core, { name: 'fork', sandboxId, attributes: { 'ramify.fork_count': input.count } }, () => core.locks.run(sandboxId, async () => {
     const loaded = await loadSandbox(core, sandboxId);
     await checkForkCount(core, loaded.teamId, input.count);
     const childIds = Array.from({ length: input.count }, () => newSandboxId());
     return withinQuota(core, loaded.teamId, childIds.map((id) => ({ id, memoryMB: loaded.memoryMB })), () => forkUnderLock(core, loaded, childIds, input.networks !== false));
-  });
+  }));
 }
 
 /** The fork itself, under the parent's lock, its children admitted by the team's quota. */
@@ -88,6 +89,7 @@ async function forkUnderLock(core: Core, loaded: SandboxRecord, childIds: string
     const networks = joinNetworks ? await forkNetworkJoins(core, sandboxId, childIds) : new Map<string, NetworkJoin[]>();
     const [children] = await Promise.allSettled([startChildren(core, parent, { snapshotId: operation.snapshotId, childIds, egress, networks }), parentRestore]);
     if (children.status === 'rejected') throw children.reason;
+    core.events.emitForked({ sandboxId, sandbox: parent, children: children.value, snapshotId: operation.snapshotId, at: core.clock.now() });
     return children.value;
   } finally {
     await core.store.updateSandbox(sandboxId, { operation: null });

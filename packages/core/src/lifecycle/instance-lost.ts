@@ -6,11 +6,12 @@
  */
 import { runtimeFor, type Core } from '../core.js';
 import { releaseResources } from './bring-up.js';
+import { withCause } from '../observe/call-context.js';
 import { transition } from './records.js';
 
 /** Check the instance of `sandboxId` and end the sandbox in `error` if it is gone. Takes the sandbox's lock. */
 export async function handleInstanceLost(core: Core, sandboxId: string): Promise<void> {
-  await core.locks.run(sandboxId, async () => {
+  await withCause('runtime', () => core.locks.run(sandboxId, async () => {
     const record = await core.store.getSandbox(sandboxId);
     if (!record || record.state !== 'running') return;
     const status = await runtimeFor(core, record.runtime)
@@ -26,5 +27,5 @@ export async function handleInstanceLost(core: Core, sandboxId: string): Promise
     core.logger.warn('sandbox instance lost', { sandboxId, reason: why });
     const failure = await releaseResources(core, record);
     await transition(core, record, 'error', { error: why, endAt: null, operation: null, slot: failure === null ? null : record.slot });
-  });
+  }));
 }

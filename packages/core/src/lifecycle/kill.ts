@@ -5,6 +5,7 @@
  */
 import type { Core } from '../core.js';
 import type { SandboxRecord } from '../ports/store.js';
+import { runOperation } from '../observe/operation.js';
 import { releaseResources } from './bring-up.js';
 import { collectSnapshots } from './snapshot-gc.js';
 import { loadSandbox, transition } from './records.js';
@@ -16,11 +17,11 @@ import { isTerminal } from './state-machine.js';
  * @throws RamifyError `SANDBOX_NOT_FOUND`.
  */
 export async function killSandbox(core: Core, sandboxId: string): Promise<SandboxRecord> {
-  return core.locks.run(sandboxId, async () => {
+  return runOperation(core, { name: 'kill', sandboxId }, () => core.locks.run(sandboxId, async () => {
     const record = await loadSandbox(core, sandboxId);
     if (isTerminal(record.state)) return record;
     return finishKill(core, await transition(core, record, 'killing', { operation: { kind: 'kill' } }));
-  });
+  }));
 }
 
 /** Second half of a kill, from `killing` (also used by reconcile to roll a crashed kill forward). */

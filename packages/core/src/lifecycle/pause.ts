@@ -6,6 +6,7 @@
  */
 import type { Core } from '../core.js';
 import type { SandboxRecord } from '../ports/store.js';
+import { runOperation } from '../observe/operation.js';
 import { checkpointRunning } from './checkpoint.js';
 import { loadSandbox } from './records.js';
 import { alreadyIn } from './state-machine.js';
@@ -19,13 +20,15 @@ export async function pauseSandbox(core: Core, sandboxId: string): Promise<Sandb
   return core.locks.run(sandboxId, async () => pauseLocked(core, await loadSandbox(core, sandboxId)));
 }
 
-/** {@link pauseSandbox} for a caller that already holds the sandbox's lock. */
+/** {@link pauseSandbox} for a caller that already holds the sandbox's lock (the timeout scheduler, idle auto-pause); one `pause` operation. */
 export async function pauseLocked(core: Core, record: SandboxRecord): Promise<SandboxRecord> {
   if (alreadyIn(record.state, 'paused')) return record;
-  const { record: paused } = await checkpointRunning(core, record, {
-    kind: 'pause',
-    operation: (snapshotId) => ({ kind: 'pause', snapshotId }),
-    afterwards: 'operation-done',
+  return runOperation(core, { name: 'pause', sandboxId: record.id }, async () => {
+    const { record: paused } = await checkpointRunning(core, record, {
+      kind: 'pause',
+      operation: (snapshotId) => ({ kind: 'pause', snapshotId }),
+      afterwards: 'operation-done',
+    });
+    return paused;
   });
-  return paused;
 }

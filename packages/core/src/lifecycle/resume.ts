@@ -4,6 +4,7 @@
  */
 import type { Core } from '../core.js';
 import type { SandboxRecord } from '../ports/store.js';
+import { runOperation } from '../observe/operation.js';
 import { withinQuota } from '../teams/quota.js';
 import { loadSandbox } from './records.js';
 import { restorePaused } from './restore-paused.js';
@@ -21,7 +22,7 @@ export interface ResumeInput {
  * @throws RamifyError `SANDBOX_NOT_FOUND`, `QUOTA_EXCEEDED` (it stays paused), `INVALID_STATE`, the restore's errors (the sandbox stays `paused`).
  */
 export async function resumeSandbox(core: Core, sandboxId: string, input: ResumeInput = {}): Promise<SandboxRecord> {
-  return core.locks.run(sandboxId, async () => {
+  return runOperation(core, { name: 'resume', sandboxId }, () => core.locks.run(sandboxId, async () => {
     const record = await loadSandbox(core, sandboxId);
     if (alreadyIn(record.state, 'running')) {
       // Already running: only a new lifetime to apply, if one was given.
@@ -30,5 +31,5 @@ export async function resumeSandbox(core: Core, sandboxId: string, input: Resume
     const timeoutMs = input.timeoutMs ?? record.timeoutMs;
     return withinQuota(core, record.teamId, [{ id: record.id, memoryMB: record.memoryMB }], () =>
       restorePaused(core, record, { endAt: core.clock.now() + timeoutMs, timeoutMs, afterwards: 'operation-done' }));
-  });
+  }));
 }

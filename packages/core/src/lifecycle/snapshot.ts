@@ -7,6 +7,7 @@ import { RamifyError } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { storedEgressPolicy } from '../egress/get-egress.js';
 import { copyIngress } from '../ingress/ports.js';
+import { runOperation } from '../observe/operation.js';
 import { recordedNetworks } from '../networks/enforcement.js';
 import type { SandboxRecord, SnapshotRecord } from '../ports/store.js';
 import { checkpointRunning } from './checkpoint.js';
@@ -25,28 +26,35 @@ export interface SnapshotInput {
  *   is already a named snapshot: resume it to take another), `CHECKPOINT_BLOCKED` (the sandbox keeps running), `RUNTIME_ERROR`.
  */
 export async function snapshotSandbox(core: Core, sandboxId: string, input: SnapshotInput): Promise<SnapshotRecord> {
-  return core.locks.run(sandboxId, async () => {
-    const record = await loadSandbox(core, sandboxId);
-    if (await core.store.findSnapshotByName(input.name, record.teamId)) {
-      throw new RamifyError('CONFLICT', `a snapshot named '${input.name}' already exists`, { name: input.name });
-    }
-    if (checkpointSourceFor(sandboxId, record.state) === 'pause-image') return nameThePauseImage(core, record, input.name);
-
-    const endAt = record.endAt ?? core.clock.now() + record.timeoutMs;
-    const { record: paused, snapshot } = await checkpointRunning(core, record, {
-      kind: 'named',
-      name: input.name,
-      operation: (snapshotId) => ({ kind: 'snapshot', snapshotId, name: input.name, parentWasRunning: true }),
-      afterwards: 'operation-done',
-    });
-    try {
-      await restorePaused(core, paused, { endAt, afterwards: 'operation-done' });
-    } catch (err) {
-      // The snapshot is safe; the sandbox stays paused and resumable. Report the snapshot, log the restore.
-      core.logger.error('snapshot: restoring the sandbox failed; it stays paused', { sandboxId, error: messageOf(err) });
-    }
+  return runOperation(core, { name: 'snapshot', sandboxId }, async () => {
+    const { record, snapshot } = await core.locks.run(sandboxId, () => snapshotLocked(core, sandboxId, input));
+    core.events.emitSnapshotted({ sandboxId, sandbox: record, snapshot, at: core.clock.now() });
     return snapshot;
   });
+}
+
+/** The snapshot under the sandbox's lock; also the sandbox's record as it was when the snapshot was taken. */
+async function snapshotLocked(core: Core, sandboxId: string, input: SnapshotInput): Promise<{ record: SandboxRecord; snapshot: SnapshotRecord }> {
+  const record = await loadSandbox(core, sandboxId);
+  if (await core.store.findSnapshotByName(input.name, record.teamId)) {
+    throw new RamifyError('CONFLICT', `a snapshot named '${input.name}' already exists`, { name: input.name });
+  }
+  if (checkpointSourceFor(sandboxId, record.state) === 'pause-image') return { record, snapshot: await nameThePauseImage(core, record, input.name) };
+
+  const endAt = record.endAt ?? core.clock.now() + record.timeoutMs;
+  const { record: paused, snapshot } = await checkpointRunning(core, record, {
+    kind: 'named',
+    name: input.name,
+    operation: (snapshotId) => ({ kind: 'snapshot', snapshotId, name: input.name, parentWasRunning: true }),
+    afterwards: 'operation-done',
+  });
+  try {
+    await restorePaused(core, paused, { endAt, afterwards: 'operation-done' });
+  } catch (err) {
+    // The snapshot is safe; the sandbox stays paused and resumable. Report the snapshot, log the restore.
+    core.logger.error('snapshot: restoring the sandbox failed; it stays paused', { sandboxId, error: messageOf(err) });
+  }
+  return { record, snapshot };
 }
 
 /**

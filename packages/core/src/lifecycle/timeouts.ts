@@ -8,6 +8,7 @@ import type { Core } from '../core.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { finishKill } from './kill.js';
 import { pauseLocked } from './pause.js';
+import { withCause } from '../observe/call-context.js';
 import { PeriodicTask } from './periodic.js';
 import { loadSandbox, messageOf, transition } from './records.js';
 import { timedStates, timeoutClockRuns } from './state-machine.js';
@@ -47,10 +48,15 @@ async function sweepTimeouts(core: Core, retryAt: Map<string, number>): Promise<
 
 /** Apply the sandbox's timeout action if it is (still) due once its lock is held. */
 async function expire(core: Core, sandboxId: string): Promise<void> {
+  await withCause('timeout', () => expireLocked(core, sandboxId));
+}
+
+async function expireLocked(core: Core, sandboxId: string): Promise<void> {
   await core.locks.run(sandboxId, async () => {
     const record: SandboxRecord = await loadSandbox(core, sandboxId);
     if (!timeoutClockRuns(record.state) || record.endAt === null || record.endAt > core.clock.now()) return;
     core.logger.info('sandbox timed out', { sandboxId, action: record.onTimeout });
+    core.events.emitTimedOut({ sandboxId, sandbox: record, action: record.onTimeout, at: core.clock.now() });
     if (record.onTimeout === 'kill') {
       await finishKill(core, await transition(core, record, 'killing', { operation: { kind: 'kill' } }));
     } else {

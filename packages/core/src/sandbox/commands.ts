@@ -1,9 +1,10 @@
 /**
  * Use-cases: run commands and manage processes in a running sandbox (pass-throughs to its agent).
  */
-import { ResultCapture, type AgentExit, type AgentOutputHandlers, type AgentStartOptions, type CommandRequest, type CommandResult, type ProcessInfo, type StreamOffsets } from '@ramify/contracts';
+import { RamifyError, ResultCapture, type AgentExit, type AgentOutputHandlers, type AgentStartOptions, type CommandRequest, type CommandResult, type ProcessInfo, type StreamOffsets } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import { agentFor } from './agent-access.js';
+import { watchCommand } from './command-log.js';
 
 /** Default deadline of a foreground command, ms (background commands have none unless asked). */
 export const DEFAULT_FOREGROUND_TIMEOUT_MS = 60_000;
@@ -31,23 +32,33 @@ export function toStartOptions(request: CommandRequest, defaultTimeoutMs: number
  */
 export async function runCommand(core: Core, sandboxId: string, request: CommandRequest): Promise<CommandResult | { pid: number }> {
   const session = await agentFor(core, sandboxId);
-  if (request.background) {
-    return session.start(toStartOptions(request, 0), {});
+  const watch = watchCommand(core, sandboxId, request.cmd, request.background ? 'untimed' : 'exec');
+  try {
+    if (request.background) {
+      const started = await session.start(toStartOptions(request, 0), { onExit: watch.exited });
+      watch.started(started.pid);
+      return started;
+    }
+    const capture = new ResultCapture(core.options.maxOutputBytes);
+    let onExit!: (exit: AgentExit) => void;
+    const exited = new Promise<AgentExit>((resolve) => (onExit = resolve));
+    const { pid } = await session.start(toStartOptions(request, DEFAULT_FOREGROUND_TIMEOUT_MS), {
+      onStdout: (chunk) => capture.push('stdout', chunk),
+      onStderr: (chunk) => capture.push('stderr', chunk),
+      onExit,
+    });
+    watch.started(pid);
+    const exit = await Promise.race([
+      exited,
+      session.wait(pid).then((waited) => Promise.race([exited, core.clock.sleep(EXIT_EVENT_GRACE_MS).then(() => waited)])),
+    ]);
+    capture.end();
+    watch.exited(exit);
+    return { pid, exitCode: exit.exitCode, signal: exit.signal, error: exit.error, ...capture.result() };
+  } catch (err) {
+    watch.abandoned(err);
+    throw err;
   }
-  const capture = new ResultCapture(core.options.maxOutputBytes);
-  let onExit!: (exit: AgentExit) => void;
-  const exited = new Promise<AgentExit>((resolve) => (onExit = resolve));
-  const { pid } = await session.start(toStartOptions(request, DEFAULT_FOREGROUND_TIMEOUT_MS), {
-    onStdout: (chunk) => capture.push('stdout', chunk),
-    onStderr: (chunk) => capture.push('stderr', chunk),
-    onExit,
-  });
-  const exit = await Promise.race([
-    exited,
-    session.wait(pid).then((waited) => Promise.race([exited, core.clock.sleep(EXIT_EVENT_GRACE_MS).then(() => waited)])),
-  ]);
-  capture.end();
-  return { pid, exitCode: exit.exitCode, signal: exit.signal, error: exit.error, ...capture.result() };
 }
 
 /** Output handlers of a stream, plus a notice that the agent channel under it closed (pause, kill, loss). */
@@ -68,11 +79,22 @@ export interface StreamSubscription {
  */
 export async function startCommand(core: Core, sandboxId: string, request: CommandRequest, handlers: StreamHandlers): Promise<{ pid: number } & StreamSubscription> {
   const session = await agentFor(core, sandboxId);
-  const unwatch = handlers.onDisconnect ? core.sessions.whenClosed(session, handlers.onDisconnect) : () => undefined;
+  const watch = watchCommand(core, sandboxId, request.cmd, request.background ? 'untimed' : 'exec');
+  const onDisconnect = (reason: string): void => {
+    watch.abandoned(new RamifyError('AGENT_UNREACHABLE', reason));
+    handlers.onDisconnect?.(reason);
+  };
+  const unwatch = core.sessions.whenClosed(session, onDisconnect);
   try {
-    const { pid } = await session.start(toStartOptions(request, request.background ? 0 : DEFAULT_FOREGROUND_TIMEOUT_MS), handlers);
+    const onExit = (exit: AgentExit): void => {
+      watch.exited(exit);
+      handlers.onExit?.(exit);
+    };
+    const { pid } = await session.start(toStartOptions(request, request.background ? 0 : DEFAULT_FOREGROUND_TIMEOUT_MS), { ...handlers, onExit });
+    watch.started(pid);
     return { pid, detach: unwatch };
   } catch (err) {
+    watch.abandoned(err);
     unwatch();
     throw err;
   }

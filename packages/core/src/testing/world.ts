@@ -5,7 +5,7 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createCore, type Core, type CoreOptions } from '../core.js';
+import { closeCoreSinks, createCore, type Core, type CoreOptions } from '../core.js';
 import { silentLogger } from '../ports/logger.js';
 import type { Store } from '../ports/store.js';
 import type { SnapshotStorage } from '../ports/snapshot-storage.js';
@@ -87,14 +87,12 @@ export async function createTestWorld(options: Partial<CoreOptions> = {}, reuse?
     dir, core, store, runtime, network, storage, clock, egress, networks, rootfsDir,
     close: async () => {
       await core.sessions.closeAll();
-      await core.egressLog.close();
-      await core.ingressLog.close();
+      await closeCoreSinks(core);
       await store.close();
     },
     dispose: async () => {
       await core.sessions.closeAll();
-      await core.egressLog.close();
-      await core.ingressLog.close();
+      await closeCoreSinks(core);
       await store.close();
       await rm(dir, { recursive: true, force: true });
     },

@@ -4,7 +4,7 @@
  * Fastify with the shared validation; {@link buildOpenApi} documents the same list.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Actor, Core } from '@ramify/core';
+import { observing, runOperation, withCallContext, type Actor, type Core } from '@ramify/core';
 import { z } from 'zod';
 import { callerOf } from './request-context.js';
 import { scopeOf, type RouteScope } from './scope.js';
@@ -44,6 +44,8 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   status?: number;
   /** Default true. */
   auth?: boolean;
+  /** `traced` (default): each call is a telemetry operation (a span when tracing); `untraced` for scrapes and health checks. */
+  telemetry?: 'traced' | 'untraced';
   handler: (ctx: RouteContext<z.infer<B>, z.infer<Q>, z.infer<P>>) => Promise<unknown>;
 }
 
@@ -75,17 +77,36 @@ export function mountRoutes(app: FastifyInstance, core: Core, routes: readonly R
       url: spec.url,
       config,
       handler: async (request, reply) => {
-        // Raw routes get the unbuffered stream (the request itself when no Content-Type was sent, so nothing parsed it).
-        const body = spec.body === 'raw' ? (request.body ?? request.raw) : spec.body ? validate(spec.body, request.body ?? {}, 'body') : undefined;
-        const query = spec.query ? validate(spec.query, request.query ?? {}, 'query') : undefined;
-        const params = spec.params ? validate(spec.params, request.params, 'params') : undefined;
-        const result = await spec.handler({ core, body, query, params, request, reply, get actor() { return callerOf(request); } });
-        if (reply.sent) return reply;
-        reply.code(spec.status ?? 200);
-        return spec.status === 204 ? reply.send() : reply.send(result);
+        const run = async (): Promise<unknown> => {
+          // Raw routes get the unbuffered stream (the request itself when no Content-Type was sent, so nothing parsed it).
+          const body = spec.body === 'raw' ? (request.body ?? request.raw) : spec.body ? validate(spec.body, request.body ?? {}, 'body') : undefined;
+          const query = spec.query ? validate(spec.query, request.query ?? {}, 'query') : undefined;
+          const params = spec.params ? validate(spec.params, request.params, 'params') : undefined;
+          const result = await spec.handler({ core, body, query, params, request, reply, get actor() { return callerOf(request); } });
+          if (reply.sent) return reply;
+          reply.code(spec.status ?? 200);
+          return spec.status === 204 ? reply.send() : reply.send(result);
+        };
+        if (spec.telemetry === 'untraced' || !auth || !observing(core)) return run();
+        return inCallContext(request, core, () => runOperation(core, { name: `${spec.method} ${spec.url}`, sandboxId: pathSandboxId(request), attributes: { 'http.request.method': spec.method, 'http.route': spec.url, ...(spec.action ? { 'ramify.action': spec.action } : {}) } }, run));
       },
     });
   }
+}
+
+/**
+ * Run `fn` in the call context of `request` (docs/design/EVENTS.md): caused by the API, by its key. What
+ * `fn` sets going (transitions, commands) is then recorded as that key's doing.
+ */
+export function inCallContext<T>(request: FastifyRequest, core: Core, fn: () => T): T {
+  const actor = request.ramify?.actor;
+  return actor && observing(core) ? withCallContext({ cause: 'api', keyId: actor.keyId, operation: null, task: null }, fn) : fn();
+}
+
+/** The sandbox id in `request`'s path, if any. */
+function pathSandboxId(request: FastifyRequest): string | null {
+  const id = (request.params as { id?: unknown } | undefined)?.id;
+  return typeof id === 'string' && request.routeOptions.url?.startsWith('/v1/sandboxes/:id') ? id : null;
 }
 
 /** `/v1/sandboxes/:id` params. */

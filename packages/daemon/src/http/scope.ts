@@ -25,6 +25,8 @@ const SCOPED_BY_USE_CASE: ReadonlySet<string> = new Set([
   '/v1/keys/:keyId',
   '/v1/teams/:team',
   '/v1/networks/:network',
+  '/v1/webhooks/:webhookId',
+  '/v1/webhooks/:webhookId/deliveries',
 ]);
 
 /**

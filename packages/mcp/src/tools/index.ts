@@ -4,6 +4,7 @@
  */
 import { commandTools } from './commands.js';
 import { egressTools } from './egress.js';
+import { eventTools } from './events.js';
 import { fileTools } from './files.js';
 import { forkTools } from './fork.js';
 import { networkTools } from './networks.js';
@@ -22,4 +23,5 @@ export const RAMIFY_TOOLS: readonly Tool[] = [
   ...egressTools,
   ...portTools,
   ...networkTools,
+  ...eventTools,
 ];

@@ -11,6 +11,8 @@ import type { ExtraOperation } from '../../http/openapi.js';
 import type { RouteConfig } from '../../http/route.js';
 import { scopeOf } from '../../http/scope.js';
 import { commandStream } from './commands.js';
+import { EVENT_STREAM_DOC, eventStream } from './events.js';
+import { inCallContext } from '../../http/route.js';
 import { fail, STARTED_DOC } from './frames.js';
 import { processStream } from './processes.js';
 import { ptyStream } from './terminals.js';
@@ -31,6 +33,7 @@ export const streamDocs: ExtraOperation[] = [
     method: 'get', path: '/v1/sandboxes/{id}/files/watch/{watchId}', summary: 'Listen to a watch again',
     description: 'Query from=N: the sequence number after the last event received. Replays what the agent still holds (after an overflow marker when it no longer holds N), then live events; frames as /files/watch. 404 WATCH_NOT_FOUND once the watch ended or expired (a minute with nobody listening).',
   },
+  { method: 'get', path: '/v1/events/stream', summary: "Follow the team's events live over a WebSocket", description: EVENT_STREAM_DOC },
 ];
 
 type Serve = (core: Core, socket: WebSocket, request: FastifyRequest) => void;
@@ -41,6 +44,7 @@ const STREAMS: ReadonlyArray<[string, Serve]> = [
   ['/v1/sandboxes/:id/pty/stream', ptyStream],
   ['/v1/sandboxes/:id/files/watch', watchStream],
   ['/v1/sandboxes/:id/files/watch/:watchId', watchStream],
+  ['/v1/events/stream', eventStream],
 ];
 
 /**
@@ -53,7 +57,8 @@ export function mountStreams(app: FastifyInstance, core: Core): void {
     const config: RouteConfig = { auth: true, scope: scopeOf(url, true) };
     app.get(url, { websocket: true, config }, (socket, request) => {
       if (request.ramify.scopeError) return fail(core, socket, request.ramify.scopeError);
-      serve(core, socket, request);
+      // In the caller's context: what the stream starts (a command) is the key's doing.
+      inCallContext(request, core, () => serve(core, socket, request));
     });
   }
 }

@@ -2,6 +2,7 @@
  * A stream that starts its process from its first text frame (commands, terminals): validate that frame,
  * start, send `started`, audit, then pass every later frame to the process as input.
  */
+import { AsyncResource } from 'node:async_hooks';
 import { RamifyError } from '@ramify/contracts';
 import { agentFor, type Core, type StreamHandlers } from '@ramify/core';
 import type { FastifyRequest } from 'fastify';
@@ -31,7 +32,8 @@ export function serveStartStream(core: Core, socket: WebSocket, request: Fastify
   holdWhileOpen(core, socket, request);
   socket.on('close', () => detach?.());
   const queue = serial();
-  socket.on('message', (data, isBinary) =>
+  // Bound to the call context the stream was opened in (its key): the socket's events run in another.
+  socket.on('message', AsyncResource.bind((data: WebSocket.RawData, isBinary: boolean) =>
     queue(async () => {
       if (pid !== null) return handleInput(core, socket, (request.params as { id: string }).id, pid, data, isBinary);
       try {
@@ -48,7 +50,7 @@ export function serveStartStream(core: Core, socket: WebSocket, request: Fastify
         await writeAudit(core.store, core.clock, core.logger, request, { action: starter.action, status: statusOf(err), errorCode: codeOf(err) });
         fail(core, socket, err);
       }
-    }),
+    })),
   );
   void queue(async () => {
     // Fail fast on an unknown or non-running sandbox, before the client sends anything.

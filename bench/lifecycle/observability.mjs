@@ -1,0 +1,90 @@
+#!/usr/bin/env node
+// bench/lifecycle/observability.mjs: what events, metrics and traces add to create, exec and pause.
+// Two gVisor daemons, each in a process of its own, on the same base image, prefixes `rmob` (everything on: events
+// recorded, a webhook delivering each to a loopback receiver, Prometheus metrics, traces exported over
+// OTLP/HTTP to a loopback collector) and `rmoo` (everything off: no events recorded, no metrics, no
+// tracing). Iterations alternate between them, so drift hits both alike; medians of create (SDK
+// Sandbox.create), exec (`commands.run('true')`) and pause, and the ratio on/off, target <= 1.05.
+//   node bench/lifecycle/observability.mjs [--iterations 9]
+// As root, packages built; run it under the real-tests lock:
+//   flock /tmp/ramify-real-tests.lock node bench/lifecycle/observability.mjs
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { Events, Sandbox, Webhook } from '@ramify/sdk';
+
+/** Start `support/daemon-process.mjs` with `options`; resolves with `{ url, key, metricsAddress, stop }`. */
+async function daemonProcess(prefix, options) {
+  const child = spawn(process.execPath, [new URL('../support/daemon-process.mjs', import.meta.url).pathname, JSON.stringify(options), prefix], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const [line] = await Promise.race([
+    createInterface({ input: child.stdout })[Symbol.asyncIterator]().next().then((r) => [r.value]),
+    new Promise((_, reject) => child.once('exit', (code) => reject(new Error(`the ${prefix} daemon exited (${code}) before serving`)))),
+  ]);
+  const info = JSON.parse(line);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  return { ...info, stop: async () => { child.stdin.end(); await exited; } };
+}
+
+const { values } = parseArgs({ options: { iterations: { type: 'string', default: '9' } } });
+const N = Number(values.iterations);
+const TARGET = 1.05;
+
+/** A loopback HTTP server answering 200 to everything; counts the requests. */
+async function sink() {
+  let count = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      count += 1;
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${server.address().port}`, count: () => count, close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }) };
+}
+
+const receiver = await sink();
+const collector = await sink();
+const on = await daemonProcess('rmob', { metricsListen: { host: '127.0.0.1', port: 0 }, otlpEndpoint: collector.url });
+const off = await daemonProcess('rmoo', { metrics: 'off', coreOptions: { events: 'off' } });
+const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))];
+const median = (xs) => quantile(xs, 0.5);
+/** p25-p75, the spread the ratio has to be read against on a busy machine. */
+const spread = (xs) => `${quantile(xs, 0.25).toFixed(0)}-${quantile(xs, 0.75).toFixed(0)}`;
+const time = async (fn) => { const t = performance.now(); const r = await fn(); return [performance.now() - t, r]; };
+const results = { on: { create: [], exec: [], pause: [] }, off: { create: [], exec: [], pause: [] } };
+
+try {
+  const onConn = { apiUrl: on.url, apiKey: on.key, requestTimeoutMs: 600_000 };
+  const offConn = { apiUrl: off.url, apiKey: off.key, requestTimeoutMs: 600_000 };
+  await Webhook.create(`${receiver.url}/hook`, onConn);
+  const one = async (conn, into) => {
+    const [tc, sbx] = await time(() => Sandbox.create({ ...conn, template: 'base', timeoutMs: 600_000 }));
+    into.create.push(tc);
+    into.exec.push((await time(() => sbx.commands.run('true')))[0]);
+    into.pause.push((await time(() => sbx.pause()))[0]);
+    await sbx.kill();
+  };
+  // One warm-up each (first restores fill caches), not counted.
+  await one(onConn, { create: [], exec: [], pause: [] });
+  await one(offConn, { create: [], exec: [], pause: [] });
+  for (let i = 0; i < N; i++) {
+    if (i % 2 === 0) { await one(onConn, results.on); await one(offConn, results.off); }
+    else { await one(offConn, results.off); await one(onConn, results.on); }
+  }
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  const events = (await Events.list({ ...onConn, limit: 1000 })).events.length;
+  console.log(`bench/lifecycle/observability: gVisor, ${N} iterations each, alternating; medians in ms; load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(`on: ${events} events recorded, ${receiver.count()} webhook deliveries, ${collector.count()} OTLP export requests, metrics at ${on.metricsAddress}; off: no events, metrics or traces`);
+  console.log(['operation', 'on', 'off', 'ratio', 'target', 'on p25-p75', 'off p25-p75'].join('\t'));
+  for (const op of ['create', 'exec', 'pause']) {
+    const ratio = median(results.on[op]) / median(results.off[op]);
+    console.log([op, median(results.on[op]).toFixed(1), median(results.off[op]).toFixed(1), `${ratio.toFixed(3)}x`, `<= ${TARGET}x ${ratio <= TARGET ? 'ok' : 'MISSED'}`, spread(results.on[op]), spread(results.off[op])].join('\t'));
+  }
+} finally {
+  await on.stop();
+  await off.stop();
+  await receiver.close();
+  await collector.close();
+}

@@ -1,0 +1,98 @@
+/**
+ * Use-cases: read a team's events (a page, with a cursor) and follow them live. A key sees its own team's
+ * events only; naming another team's sandbox is 404 `SANDBOX_NOT_FOUND`, as an unknown one.
+ */
+import { EVENTS_DEFAULT_LIMIT, type EventType, type ListEventsResponse, type SandboxEvent } from '@ramify/contracts';
+import { ownedSandbox } from '../access/actor.js';
+import type { Core } from '../core.js';
+import type { EventRecord } from '../ports/event-store.js';
+
+/** What to list or follow (validated by the contract schemas first). */
+export interface EventFilter {
+  sandboxId?: string;
+  types?: readonly EventType[];
+  /** An event id (`evt_<n>`): start after it. */
+  after?: string;
+}
+
+/** The event id of a stored event. */
+export const eventId = (seq: number): string => `evt_${seq}`;
+
+/** The sequence number of an event id already validated by the contract (`EventId`). */
+export const seqOf = (id: string): number => Number(id.slice(4));
+
+/** The API shape of a stored event. */
+export function toSandboxEvent(r: EventRecord): SandboxEvent {
+  return { id: eventId(r.seq), type: r.type, at: new Date(r.at).toISOString(), sandboxId: r.sandboxId, team: r.teamId, keyId: r.keyId, cause: r.cause, data: r.data };
+}
+
+/** Whether `event` passes `filter` (the live side's check; the store does it for pages). */
+export function matches(event: EventRecord, teamId: string, filter: EventFilter): boolean {
+  return event.teamId === teamId
+    && (filter.sandboxId === undefined || event.sandboxId === filter.sandboxId)
+    && (filter.types === undefined || filter.types.length === 0 || filter.types.includes(event.type));
+}
+
+/**
+ * One page of `teamId`'s events, oldest first (`order: 'asc'`, default) or newest first.
+ * @throws RamifyError `SANDBOX_NOT_FOUND` when `filter.sandboxId` is not the team's.
+ */
+export async function listEvents(core: Core, teamId: string, filter: EventFilter & { limit?: number; order?: 'asc' | 'desc' }): Promise<ListEventsResponse> {
+  if (filter.sandboxId !== undefined) await ownedSandbox(core, teamId, filter.sandboxId);
+  await core.eventLog.flush();
+  const limit = filter.limit ?? EVENTS_DEFAULT_LIMIT;
+  const order = filter.order ?? 'asc';
+  const rows = await core.store.listEvents({
+    teamId, order, limit: limit + 1,
+    ...(filter.sandboxId !== undefined ? { sandboxId: filter.sandboxId } : {}),
+    ...(filter.types ? { types: filter.types } : {}),
+    ...(filter.after !== undefined ? { afterSeq: seqOf(filter.after) } : {}),
+  });
+  const hasMore = rows.length > limit;
+  const events = rows.slice(0, limit).map(toSandboxEvent);
+  const last = events.at(-1)?.id ?? null;
+  const nextCursor = order === 'asc' ? (last ?? filter.after ?? null) : hasMore ? last : null;
+  return { events, nextCursor, hasMore };
+}
+
+/** A live subscription: stop it to stop receiving. */
+export interface EventSubscription {
+  stop(): void;
+}
+
+/**
+ * Follow `teamId`'s events: those after `filter.after` first (from the store, oldest first), then each new
+ * one as it is stored, each exactly once and in order. `onEvent` must not block (a stream sends a frame).
+ * @throws RamifyError `SANDBOX_NOT_FOUND` when `filter.sandboxId` is not the team's.
+ */
+export async function followEvents(core: Core, teamId: string, filter: EventFilter, onEvent: (event: SandboxEvent) => void): Promise<EventSubscription> {
+  if (filter.sandboxId !== undefined) await ownedSandbox(core, teamId, filter.sandboxId);
+  // Subscribe first and hold live events until the replay is out: none falls between the two.
+  let held: EventRecord[] | null = [];
+  let lastSeq = filter.after !== undefined ? seqOf(filter.after) : 0;
+  const deliver = (event: EventRecord): void => {
+    if (event.seq <= lastSeq || !matches(event, teamId, filter)) return;
+    lastSeq = event.seq;
+    onEvent(toSandboxEvent(event));
+  };
+  const unsubscribe = core.eventHub.subscribe((event) => (held ? held.push(event) : deliver(event)));
+  try {
+    if (filter.after !== undefined) {
+      await core.eventLog.flush();
+      for (let page = await replayPage(core, teamId, filter, lastSeq); page.length > 0; page = await replayPage(core, teamId, filter, lastSeq)) {
+        page.forEach(deliver);
+      }
+    }
+  } catch (err) {
+    unsubscribe();
+    throw err;
+  }
+  const waiting = held;
+  held = null;
+  waiting.forEach(deliver);
+  return { stop: unsubscribe };
+}
+
+function replayPage(core: Core, teamId: string, filter: EventFilter, afterSeq: number): Promise<EventRecord[]> {
+  return core.store.listEvents({ teamId, order: 'asc', limit: 500, afterSeq, ...(filter.sandboxId !== undefined ? { sandboxId: filter.sandboxId } : {}), ...(filter.types ? { types: filter.types } : {}) });
+}

@@ -1,0 +1,66 @@
+/**
+ * Operations as telemetry sees them: {@link runOperation} times a piece of work as one operation (a span
+ * and a duration sample), nested in the one it runs within, and {@link phaseTimer} reports the phases of
+ * the current operation (restore, agent, ...) as it always logged them.
+ */
+import { isRamifyError } from '@ramify/contracts';
+import { NO_TELEMETRY, type TelemetryAttributes } from '../ports/telemetry.js';
+import type { Core } from '../core.js';
+import { currentCallContext, withCallContext } from './call-context.js';
+
+/** What {@link runOperation} runs. */
+export interface OperationSpec {
+  /** `create`, `pause`, ... (core's use-cases), or the route of an API call. */
+  name: string;
+  /** The sandbox it is about, when one is (a create learns its id later: `set` it then). */
+  sandboxId?: string | null;
+  attributes?: TelemetryAttributes;
+}
+
+/**
+ * Whether anything observes operations: events are recorded or telemetry is wired. When nothing does,
+ * operations and call contexts cost nothing (no AsyncLocalStorage at all: the daemon as it was before).
+ */
+export function observing(core: Pick<Core, 'telemetry' | 'options'>): boolean {
+  return core.options.events === 'record' || core.telemetry !== NO_TELEMETRY;
+}
+
+/**
+ * Run `fn` as operation `spec.name` of `core.telemetry`: begun now, child of the current one, ended with the
+ * RamifyError code `fn` threw (`INTERNAL` for anything else); the call context's `task` names it for what
+ * runs inside. `fn`'s own result or error passes through. Just `fn()` when nothing is {@link observing}.
+ */
+export async function runOperation<T>(core: Pick<Core, 'telemetry' | 'options'>, spec: OperationSpec, fn: () => Promise<T>): Promise<T> {
+  if (!observing(core)) return fn();
+  const sandboxId = spec.sandboxId ?? null;
+  const attributes = sandboxId === null ? (spec.attributes ?? {}) : { 'ramify.sandbox_id': sandboxId, ...spec.attributes };
+  const operation = core.telemetry.begin(spec.name, attributes, currentCallContext().operation);
+  try {
+    const result = await withCallContext({ operation, task: { name: spec.name, sandboxId } }, fn);
+    operation.end({ errorCode: null });
+    return result;
+  } catch (err) {
+    operation.end({ errorCode: isRamifyError(err) ? err.code : 'INTERNAL' });
+    throw err;
+  }
+}
+
+/**
+ * Phase durations of one operation, for debug logs that say where a create, resume, fork or pause spends
+ * its time: `mark('restoreMs')` records the milliseconds since the previous mark, and reports the phase
+ * (`restore`) to the current telemetry operation, if any.
+ */
+export function phaseTimer(): { mark: (name: string) => void; phases: Record<string, number> } {
+  const phases: Record<string, number> = {};
+  const operation = currentCallContext().operation;
+  let last = performance.now();
+  return {
+    phases,
+    mark(name: string): void {
+      const now = performance.now();
+      phases[name] = Math.round(now - last);
+      operation?.phase(name.replace(/Ms$/, ''), last, now);
+      last = now;
+    },
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * The part of the Store port that keeps what happened (docs/design/EVENTS.md): lifecycle events, the
+ * team's webhooks and their deliveries, and the commands seen to end in each sandbox. Every list is bounded
+ * and pruned by age (the daemon's retention). Times are ms since the epoch. `Store` extends this.
+ */
+import type { DeliveryAttempt, EventCause, EventType } from '@ramify/contracts';
+
+/** One stored event; `seq` orders them (it grows with every append) and makes the id `evt_<seq>`. */
+export interface EventRecord {
+  seq: number;
+  type: EventType;
+  at: number;
+  sandboxId: string | null;
+  teamId: string;
+  keyId: string | null;
+  cause: EventCause;
+  data: Record<string, unknown>;
+}
+
+/** A page query of one team's events. */
+export interface EventQuery {
+  teamId: string;
+  sandboxId?: string;
+  /** Only these types; absent or empty: every type. */
+  types?: readonly EventType[];
+  /** `asc`: seq > afterSeq, ascending; `desc`: seq < afterSeq, descending. Absent: from the start (asc) or the newest (desc). */
+  afterSeq?: number;
+  order: 'asc' | 'desc';
+  /** 1-1001 (one more than a page, to tell whether more follow). */
+  limit: number;
+}
+
+/** A team's webhook; `secret` signs its deliveries (it is kept in the store: HMAC needs it). */
+export interface WebhookRecord {
+  id: string;
+  teamId: string;
+  name: string;
+  url: string;
+  /** Event types it takes. */
+  events: EventType[];
+  secret: string;
+  createdAt: number;
+  createdBy: string | null;
+}
+
+/** One event's delivery to one webhook. */
+export interface DeliveryRecord {
+  id: string;
+  webhookId: string;
+  eventSeq: number;
+  eventType: EventType;
+  status: 'pending' | 'delivered' | 'failed';
+  /** Every attempt so far, oldest first (`at` as ms). */
+  attempts: Array<Omit<DeliveryAttempt, 'at'> & { at: number }>;
+  nextAttemptAt: number | null;
+  createdAt: number;
+}
+
+/** A command the daemon saw end (see `CommandLogEntry` in contracts). */
+export interface CommandLogRecord {
+  sandboxId: string;
+  /** Start, ms. */
+  at: number;
+  pid: number;
+  cmd: string;
+  exitCode: number | null;
+  signal: string | null;
+  error: string | null;
+  durationMs: number;
+  keyId: string | null;
+}
+
+/** Sandboxes per state and runtime (the metrics gauge). */
+export interface SandboxCount {
+  state: string;
+  runtime: string;
+  count: number;
+}
+
+export interface EventStore {
+  /** Append one event; resolves with it, `seq` assigned. Rejects only on a store failure. */
+  appendEvent(event: Omit<EventRecord, 'seq'>): Promise<EventRecord>;
+  /** One page of a team's events (see {@link EventQuery}). */
+  listEvents(query: EventQuery): Promise<EventRecord[]>;
+  /** Delete events (and the deliveries of their webhooks) older than `before`; resolves with how many events went. */
+  pruneEvents(before: number): Promise<number>;
+
+  /** Rejects `CONFLICT` when the id is taken, `TEAM_NOT_FOUND` for an unknown team. */
+  insertWebhook(record: WebhookRecord): Promise<void>;
+  getWebhook(id: string): Promise<WebhookRecord | null>;
+  /** Oldest first; a team's only when `teamId` is given. */
+  listWebhooks(teamId?: string): Promise<WebhookRecord[]>;
+  /** Delete it and its deliveries. @returns whether it existed. */
+  deleteWebhook(id: string): Promise<boolean>;
+
+  /** Rejects when the webhook is gone (a delivery of a deleted webhook is not kept). */
+  insertDelivery(record: DeliveryRecord): Promise<void>;
+  /** Replace status, attempts and next attempt; no-op when it is gone. */
+  updateDelivery(record: Pick<DeliveryRecord, 'id' | 'status' | 'attempts' | 'nextAttemptAt'>): Promise<void>;
+  /** A webhook's deliveries, newest first, at most `limit`. */
+  listDeliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]>;
+  /** Pending deliveries of every webhook, oldest first, at most `limit` (re-queued when the daemon starts). */
+  pendingDeliveries(limit: number): Promise<DeliveryRecord[]>;
+
+  /** Append commands (one transaction); entries of unknown sandboxes are skipped. Each sandbox keeps its newest 1000. */
+  appendCommandLog(entries: readonly CommandLogRecord[]): Promise<number>;
+  /** A sandbox's newest commands, newest first, at most `limit`. */
+  listCommandLog(sandboxId: string, limit: number): Promise<CommandLogRecord[]>;
+  /** Delete command entries that started before `before`. */
+  pruneCommandLog(before: number): Promise<number>;
+
+  /** Sandboxes that are not killed, per state and runtime. */
+  countSandboxes(): Promise<SandboxCount[]>;
+}

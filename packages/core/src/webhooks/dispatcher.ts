@@ -1,0 +1,281 @@
+/**
+ * The webhook dispatcher: delivers each stored event to the webhooks of its team that take its type,
+ * off the path of the call that caused it. Per delivery: a row in the store (`pending`), then attempts,
+ * each a signed JSON POST bounded by `timeoutMs`, retried with exponential backoff (`retryBaseMs` × 2^n,
+ * ±20 % jitter, at most `retryMaxMs`) until a 2xx (`delivered`) or `maxAttempts` (`failed`); every
+ * attempt is logged on its delivery. A slow or dead receiver cannot slow the daemon: events reach the
+ * dispatcher through the hub and are matched on a later turn of the event loop, at most `concurrency`
+ * POSTs are in flight (`perWebhookConcurrency` per webhook, so one hung receiver holds only its own
+ * slots), and at most `maxQueue` deliveries wait (more are recorded `failed`, "queue full"). Pending
+ * deliveries survive a restart: {@link WebhookDispatcher.start} queues them again.
+ */
+import { WEBHOOK_DELIVERY_HEADER, WEBHOOK_EVENT_HEADER, WEBHOOK_ID_HEADER, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, type WebhookPayload } from '@ramify/contracts';
+import { toSandboxEvent } from '../events/list.js';
+import type { EventHub } from '../events/hub.js';
+import { newDeliveryId } from '../ids.js';
+import type { Clock } from '../ports/clock.js';
+import type { DeliveryRecord, EventRecord, WebhookRecord } from '../ports/event-store.js';
+import type { Logger } from '../ports/logger.js';
+import type { Store } from '../ports/store.js';
+import type { WebhookSender } from '../ports/webhook-sender.js';
+import { signWebhookBody } from './signing.js';
+
+/** Tunables; every field has a default ({@link DEFAULT_WEBHOOK_TUNABLES}). */
+export interface WebhookTunables {
+  /** Bound of one attempt, until the receiver's status line, ms. */
+  timeoutMs: number;
+  /** Attempts per delivery, the first included. */
+  maxAttempts: number;
+  /** Wait before the second attempt, ms; doubled for each next one. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** POSTs in flight at once, all webhooks together. */
+  concurrency: number;
+  perWebhookConcurrency: number;
+  /** Deliveries waiting (queued, scheduled for a retry, or in flight) at most. */
+  maxQueue: number;
+}
+
+/**
+ * 10 s per attempt, 6 attempts over ~31 s of backoff (1, 2, 4, 8, 16 s), 8 in flight (2 per webhook), 10000 waiting.
+ */
+export const DEFAULT_WEBHOOK_TUNABLES: WebhookTunables = {
+  timeoutMs: 10_000, maxAttempts: 6, retryBaseMs: 1_000, retryMaxMs: 300_000, concurrency: 8, perWebhookConcurrency: 2, maxQueue: 10_000,
+};
+
+export interface WebhookDispatcherOptions {
+  store: Store;
+  hub: EventHub;
+  sender: WebhookSender;
+  logger: Logger;
+  clock: Clock;
+  tunables?: Partial<WebhookTunables>;
+}
+
+/** One delivery the dispatcher holds. */
+interface Job {
+  delivery: DeliveryRecord;
+  event: EventRecord;
+}
+
+export class WebhookDispatcher {
+  readonly #o: WebhookDispatcherOptions;
+  readonly #t: WebhookTunables;
+  /** Per team: its webhooks (the whole table is small; refreshed on every change). */
+  #webhooks = new Map<string, WebhookRecord[]>();
+  #loaded: Promise<void> | null = null;
+  /** Events not yet matched to webhooks. */
+  #incoming: EventRecord[] = [];
+  #matching = false;
+  readonly #ready: Job[] = [];
+  readonly #retryTimers = new Map<NodeJS.Timeout, Job>();
+  readonly #inFlight = new Map<string, number>();
+  #inFlightTotal = 0;
+  readonly #attempts = new Set<Promise<void>>();
+  #off: (() => void) | null;
+  #closed = false;
+  /** Aborts the attempts in flight when the dispatcher closes. */
+  readonly #stopping = new AbortController();
+
+  constructor(options: WebhookDispatcherOptions) {
+    this.#o = options;
+    this.#t = { ...DEFAULT_WEBHOOK_TUNABLES, ...options.tunables };
+    this.#off = options.hub.subscribe((event) => this.#accept(event));
+  }
+
+  /** Load the webhooks and queue the deliveries left pending by the last run (up to `maxQueue`). Never rejects. */
+  async start(): Promise<void> {
+    try {
+      await this.#ensureLoaded();
+      for (const delivery of await this.#o.store.pendingDeliveries(this.#t.maxQueue)) {
+        const webhook = this.#webhookById(delivery.webhookId);
+        const [event] = webhook ? await this.#o.store.listEvents({ teamId: webhook.teamId, afterSeq: delivery.eventSeq - 1, order: 'asc', limit: 1 }) : [];
+        if (event?.seq === delivery.eventSeq) this.#schedule({ delivery, event }, delivery.nextAttemptAt ?? this.#o.clock.now());
+      }
+    } catch (err) {
+      this.#o.logger.error('webhooks: re-queueing pending deliveries failed', { error: messageOf(err) });
+    }
+  }
+
+  /** A team's webhooks changed (create, delete): `webhooks` is its list now. */
+  refresh(teamId: string, webhooks: WebhookRecord[]): void {
+    this.#webhooks.set(teamId, webhooks);
+  }
+
+  /** Deliveries waiting: to be matched, queued, scheduled for a retry, or in flight (the metrics gauge). */
+  queueSize(): number {
+    return this.#incoming.length + this.#ready.length + this.#retryTimers.size + this.#inFlightTotal;
+  }
+
+  /** Stop taking events and retrying; attempts in flight are abandoned (they stay pending: the next start retries them). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#stopping.abort();
+    this.#off?.();
+    this.#off = null;
+    for (const timer of this.#retryTimers.keys()) clearTimeout(timer);
+    this.#retryTimers.clear();
+    this.#ready.length = 0;
+    await Promise.allSettled([...this.#attempts]);
+  }
+
+  #accept(event: EventRecord): void {
+    if (this.#closed) return;
+    // Matching keeps up unless the store stalls; ten queues' worth of unmatched events is the bound.
+    if (this.#incoming.length >= this.#t.maxQueue * 10) {
+      this.#o.logger.warn('webhooks: too many events waiting to be matched; one is not delivered', { eventType: event.type, waiting: this.#incoming.length });
+      return;
+    }
+    this.#incoming.push(event);
+    this.#matchSoon();
+  }
+
+  /** Match on a later turn of the event loop (never in the call that stored the event). */
+  #matchSoon(): void {
+    if (this.#matching) return;
+    this.#matching = true;
+    setImmediate(() => void this.#match());
+  }
+
+  /**
+   * Match the incoming events to webhooks and record a pending delivery for each pair. A failure (the
+   * store gone) drops the batch with a log line: it is never retried in a loop.
+   */
+  async #match(): Promise<void> {
+    const batch = this.#incoming.splice(0);
+    try {
+      await this.#ensureLoaded();
+      for (const event of batch) {
+        if (this.#closed) return;
+        for (const webhook of this.#webhooks.get(event.teamId) ?? []) {
+          if (webhook.events.includes(event.type)) await this.#newDelivery(webhook, event);
+        }
+      }
+    } catch (err) {
+      this.#o.logger.error('webhooks: matching events to webhooks failed; they are not delivered', { events: batch.length, error: messageOf(err) });
+    } finally {
+      this.#matching = false;
+      if (this.#incoming.length > 0 && !this.#closed) this.#matchSoon();
+    }
+  }
+
+  async #newDelivery(webhook: WebhookRecord, event: EventRecord): Promise<void> {
+    const now = this.#o.clock.now();
+    const full = this.queueSize() - this.#incoming.length >= this.#t.maxQueue;
+    const delivery: DeliveryRecord = {
+      id: newDeliveryId(), webhookId: webhook.id, eventSeq: event.seq, eventType: event.type, createdAt: now,
+      status: full ? 'failed' : 'pending', nextAttemptAt: full ? null : now,
+      attempts: full ? [{ at: now, statusCode: null, error: `delivery queue full (${this.#t.maxQueue} waiting): not sent`, durationMs: 0 }] : [],
+    };
+    await this.#o.store.insertDelivery(delivery).catch((err: unknown) => this.#o.logger.warn('webhooks: recording a delivery failed', { webhookId: webhook.id, error: messageOf(err) }));
+    if (full) this.#o.logger.warn('webhooks: delivery queue full; an event was not delivered', { webhookId: webhook.id, eventType: event.type });
+    else this.#schedule({ delivery, event }, now);
+  }
+
+  #schedule(job: Job, at: number): void {
+    const delayMs = Math.max(0, at - this.#o.clock.now());
+    if (delayMs === 0) {
+      this.#ready.push(job);
+      this.#pump();
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.#retryTimers.delete(timer);
+      this.#ready.push(job);
+      this.#pump();
+    }, delayMs);
+    timer.unref();
+    this.#retryTimers.set(timer, job);
+  }
+
+  /** Start attempts while there is room, skipping (for now) the webhooks at their own bound. */
+  #pump(): void {
+    for (let i = 0; i < this.#ready.length && this.#inFlightTotal < this.#t.concurrency && !this.#closed;) {
+      const job = this.#ready[i] as Job;
+      const busy = this.#inFlight.get(job.delivery.webhookId) ?? 0;
+      if (busy >= this.#t.perWebhookConcurrency) {
+        i += 1;
+        continue;
+      }
+      this.#ready.splice(i, 1);
+      this.#inFlight.set(job.delivery.webhookId, busy + 1);
+      this.#inFlightTotal += 1;
+      const attempt = this.#attempt(job).finally(() => {
+        this.#attempts.delete(attempt);
+        this.#inFlight.set(job.delivery.webhookId, (this.#inFlight.get(job.delivery.webhookId) ?? 1) - 1);
+        this.#inFlightTotal -= 1;
+        this.#pump();
+      });
+      this.#attempts.add(attempt);
+    }
+  }
+
+  /** One attempt of `job`, recorded; schedules the next one when it failed and attempts remain. Never rejects. */
+  async #attempt(job: Job): Promise<void> {
+    const webhook = this.#webhookById(job.delivery.webhookId);
+    if (!webhook) return; // Deleted since: its deliveries went with it.
+    const { delivery, event } = job;
+    const number = delivery.attempts.length + 1;
+    const sentAt = this.#o.clock.now();
+    const payload: WebhookPayload = { ...toSandboxEvent(event), delivery: { id: delivery.id, webhookId: webhook.id, attempt: number, sentAt: new Date(sentAt).toISOString() } };
+    const body = JSON.stringify(payload);
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'ramify-webhooks/1',
+      [WEBHOOK_SIGNATURE_HEADER]: signWebhookBody(webhook.secret, body),
+      [WEBHOOK_TIMESTAMP_HEADER]: String(Math.floor(sentAt / 1000)),
+      [WEBHOOK_ID_HEADER]: webhook.id,
+      [WEBHOOK_EVENT_HEADER]: payload.id,
+      [WEBHOOK_DELIVERY_HEADER]: delivery.id,
+    };
+    const started = performance.now();
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    try {
+      statusCode = (await this.#o.sender.post({ url: webhook.url, headers, body, timeoutMs: this.#t.timeoutMs, signal: this.#stopping.signal })).statusCode;
+      if (statusCode < 200 || statusCode > 299) error = `the receiver answered ${statusCode}`;
+    } catch (err) {
+      error = messageOf(err);
+    }
+    const durationMs = Math.round(performance.now() - started);
+    if (this.#stopping.signal.aborted) return; // Cut short by a stop: not an attempt; it stays pending.
+    delivery.attempts.push({ at: sentAt, statusCode, error, durationMs });
+    const retry = error !== null && number < this.#t.maxAttempts && !this.#closed;
+    delivery.status = error === null ? 'delivered' : retry ? 'pending' : 'failed';
+    delivery.nextAttemptAt = retry ? this.#o.clock.now() + this.#backoffMs(number) : null;
+    await this.#o.store.updateDelivery(delivery).catch((err: unknown) => this.#o.logger.warn('webhooks: recording an attempt failed', { deliveryId: delivery.id, error: messageOf(err) }));
+    if (retry) this.#schedule(job, delivery.nextAttemptAt as number);
+    else if (error !== null) this.#o.logger.warn('webhooks: delivery failed', { webhookId: webhook.id, deliveryId: delivery.id, attempts: number, error });
+  }
+
+  /** Wait after failed attempt `n` (1-based), ms: `retryBaseMs` × 2^(n-1), ±20 % jitter, at most `retryMaxMs`. */
+  #backoffMs(n: number): number {
+    const base = Math.min(this.#t.retryMaxMs, this.#t.retryBaseMs * 2 ** (n - 1));
+    return Math.round(base * (0.8 + Math.random() * 0.4));
+  }
+
+  #webhookById(id: string): WebhookRecord | undefined {
+    for (const list of this.#webhooks.values()) {
+      const found = list.find((w) => w.id === id);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  #ensureLoaded(): Promise<void> {
+    this.#loaded ??= this.#o.store.listWebhooks().then((all) => {
+      const byTeam = new Map<string, WebhookRecord[]>();
+      for (const webhook of all) byTeam.set(webhook.teamId, [...(byTeam.get(webhook.teamId) ?? []), webhook]);
+      // A team refreshed meanwhile keeps its newer list.
+      for (const [teamId, list] of byTeam) if (!this.#webhooks.has(teamId)) this.#webhooks.set(teamId, list);
+    }, (err: unknown) => {
+      this.#loaded = null; // Try again next time.
+      throw err;
+    });
+    return this.#loaded;
+  }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,212 @@
+/**
+ * Events, webhooks, metrics and traces (issue 15, items 4b, 5, 7) end to end: a REAL daemon (`serve()`
+ * in-process, prefix `rmev`, gVisor) with its metrics listener and an OTLP endpoint on loopback, two
+ * teams made through the CLI, and real HTTP peers on loopback: a webhook receiver answering 200, one
+ * answering 500 then 200, one that never answers, and an OTLP/HTTP collector. A lifecycle (create, exec,
+ * pause, resume, fork, snapshot, kill) makes its events in order, listed, streamed and delivered signed;
+ * the other team sees none of them; the hung receiver does not hold up an API call; /metrics parses and
+ * its counters move; the create is one trace with its phase spans. Skipped, with the reason, when not
+ * root or without the tools.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Events, verifyWebhookSignature, type SandboxEvent } from '@ramify/sdk';
+import { serve, type RamifyServer } from './serve.js';
+import { apiCaller, realRuntimeSkip, registerRootfsTemplate, stopRealDaemon, until, type ApiReply } from './real-test-support.js';
+import { cli } from './real-ssh-support.js';
+import { parseMetrics, sample, spansOf, startPeer, type Peer } from './real-events-support.js';
+
+const rootfs = process.env.RAMIFY_TEST_ROOTFS;
+const skip = realRuntimeSkip(rootfs);
+const PREFIX = 'rmev';
+const TEMPLATE = 'tpl_rmev';
+
+let dataDir: string;
+let server: RamifyServer | undefined;
+const peers: Peer[] = [];
+let good: Peer;
+let flaky: Peer;
+let hung: Peer;
+let otherTeams: Peer;
+let collector: Peer;
+let operatorKey = '';
+const keys = { adminA: '', memberA: '', memberAId: '', adminB: '', memberB: '' };
+const callAs = (key: () => string): ((method: string, path: string, body?: unknown) => Promise<ApiReply>) => apiCaller(() => server?.url, key);
+const operator = callAs(() => operatorKey);
+const adminA = callAs(() => keys.adminA);
+const memberA = callAs(() => keys.memberA);
+const adminB = callAs(() => keys.adminB);
+const memberB = callAs(() => keys.memberB);
+const conn = (key: string): { apiUrl: string; apiKey: string; requestTimeoutMs: number } => ({ apiUrl: server?.url ?? '', apiKey: key, requestTimeoutMs: 300_000 });
+/** The sandbox the lifecycle test made (its create's trace is read by the trace test). */
+let lifecycleSandbox = '';
+const scrape = async (): Promise<string> => (await fetch(`http://${server?.metricsAddress}/metrics`)).text();
+
+describe('events, webhooks, metrics and traces through a real daemon (gVisor)', { skip, timeout: 300_000 }, () => {
+  before(async () => {
+    good = await startPeer(() => 200);
+    flaky = await startPeer((n) => (n === 0 ? 500 : 200));
+    hung = await startPeer(() => null);
+    otherTeams = await startPeer(() => 200);
+    collector = await startPeer(() => 200);
+    peers.push(good, flaky, hung, otherTeams, collector);
+    dataDir = await mkdtemp(join(tmpdir(), 'ramify-rmev-e2e-'));
+    server = await serve({
+      dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX },
+      metricsListen: { host: '127.0.0.1', port: 0 }, otlpEndpoint: collector.url.replace('/hook', ''),
+      // Retries soon (the 500 receiver's second attempt), and a hung receiver held long enough to act meanwhile.
+      coreOptions: { webhooks: { retryBaseMs: 200, timeoutMs: 60_000 } },
+    });
+    operatorKey = server.newApiKey ?? '';
+    await registerRootfsTemplate(server.core, rootfs as string, { templateId: TEMPLATE, snapshotId: 'snap_rmev_base' });
+    for (const [team, role, slot] of [['ev-a', 'admin', 'adminA'], ['ev-a', 'member', 'memberA'], ['ev-b', 'admin', 'adminB'], ['ev-b', 'member', 'memberB']] as const) {
+      if (role === 'admin') assert.equal((await cli(conn(operatorKey), ['team', 'create', team, '--json'])).code, 0);
+      const made = await cli(conn(operatorKey), ['key', 'create', '--team', team, '--role', role, '--json']);
+      assert.equal(made.code, 0, made.stderr);
+      const info = JSON.parse(made.stdout) as { key: string; id: string };
+      keys[slot] = info.key;
+      if (slot === 'memberA') keys.memberAId = info.id;
+    }
+  });
+  after(async () => {
+    if (server) await stopRealDaemon(server, operator);
+    server = undefined;
+    for (const peer of peers) await peer.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  test('a lifecycle: events in order, listed and streamed; webhooks signed, retried, never in the way; other teams see nothing', async () => {
+    // Webhooks: made through the CLI by team A's admin (the secret printed once), one by team B's.
+    const hooks: Record<string, { id: string; secret: string }> = {};
+    for (const [name, peer, key] of [['good', good, keys.adminA], ['flaky', flaky, keys.adminA], ['hung', hung, keys.adminA], ['b', otherTeams, keys.adminB]] as const) {
+      const made = await cli(conn(key), ['webhook', 'add', peer.url, '--name', name, '--json']);
+      assert.equal(made.code, 0, made.stderr);
+      hooks[name] = JSON.parse(made.stdout) as { id: string; secret: string };
+    }
+    const refused = await cli(conn(keys.memberA), ['webhook', 'add', good.url]);
+    assert.deepEqual([refused.code, /FORBIDDEN/.test(refused.stderr)], [1, true], 'a member key cannot add webhooks');
+    assert.equal((await adminB('GET', `/v1/webhooks/${hooks.good?.id}`)).status, 404, "another team's webhook is 404");
+
+    const streamedA: SandboxEvent[] = [];
+    const streamedB: SandboxEvent[] = [];
+    const streamA = await Events.stream({ ...conn(keys.memberA), onEvent: (e) => streamedA.push(e) });
+    const streamB = await Events.stream({ ...conn(keys.memberB), onEvent: (e) => streamedB.push(e) });
+    const before = parseMetrics(await scrape());
+
+    const created = await memberA('POST', '/v1/sandboxes', { template: TEMPLATE, timeoutMs: 600_000 });
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    const id = created.json.id as string;
+    lifecycleSandbox = id;
+    // The hung receiver holds its delivery of `created`; API calls go on meanwhile.
+    await until(async () => hung.hung > 0, 'the hung receiver holds a delivery');
+    const ran = await memberA('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'echo hi; exit 3' });
+    assert.deepEqual([ran.status, ran.json.exitCode], [200, 3]);
+    const paused = await memberA('POST', `/v1/sandboxes/${id}/pause`);
+    assert.equal(paused.json.state, 'paused');
+    assert.ok(hung.hung > 0, 'the pause completed while the receiver was still hung');
+    assert.equal((await memberA('POST', `/v1/sandboxes/${id}/resume`, {})).json.state, 'running');
+    const forked = await memberA('POST', `/v1/sandboxes/${id}/fork`, { count: 1 });
+    assert.equal(forked.status, 201, JSON.stringify(forked.json));
+    const child = forked.json.sandboxes[0].id as string;
+    assert.equal((await memberA('POST', `/v1/sandboxes/${id}/snapshots`, { name: 'ev-snap' })).status, 201);
+    assert.equal((await memberA('DELETE', `/v1/sandboxes/${child}`)).status, 204);
+    assert.equal((await memberA('DELETE', `/v1/sandboxes/${id}`)).status, 204);
+
+    const expected = ['created', 'paused', 'resumed', 'forked', 'snapshotted', 'killed'].map((t) => `sandbox.lifecycle.${t}`);
+    const listed = (await memberA('GET', `/v1/events?sandboxId=${id}`)).json.events as SandboxEvent[];
+    assert.deepEqual(listed.map((e) => e.type), expected);
+    assert.ok(listed.every((e) => e.keyId === keys.memberAId && e.cause === 'api' && e.team === 'ev-a'), 'each names the member key that caused it');
+    assert.deepEqual(listed[3]?.data.childIds, [child]);
+    await until(async () => streamedA.filter((e) => e.sandboxId === id).length >= expected.length, 'the stream delivered every event');
+    assert.deepEqual(streamedA.filter((e) => e.sandboxId === id).map((e) => e.id), listed.map((e) => e.id), 'streamed: the same events, in order');
+    const childEvents = streamedA.filter((e) => e.sandboxId === child).map((e) => e.type);
+    assert.deepEqual(childEvents, ['sandbox.lifecycle.created', 'sandbox.lifecycle.killed']);
+
+    // Team B: 404 for the sandbox, none of its events listed, streamed or delivered.
+    const foreign = await memberB('GET', `/v1/events?sandboxId=${id}`);
+    assert.deepEqual([foreign.status, foreign.json.error.code], [404, 'SANDBOX_NOT_FOUND']);
+    assert.deepEqual((await memberB('GET', '/v1/events')).json.events, []);
+    assert.deepEqual((await memberB('GET', `/v1/sandboxes/${id}/timeline`)).json.error.code, 'SANDBOX_NOT_FOUND');
+    await assert.rejects(Events.stream({ ...conn(keys.memberB), sandboxId: id, onEvent: () => undefined }), { code: 'SANDBOX_NOT_FOUND' });
+    streamA.stop();
+    streamB.stop();
+    assert.deepEqual(streamedB, [], "team B's stream got nothing of team A's");
+
+    // The good receiver: every event, each signed with its webhook's secret over the raw body.
+    await until(async () => good.received.length >= expected.length + 2, 'the good receiver got every event (the child\'s too)');
+    const secret = hooks.good?.secret as string;
+    for (const { headers, body } of good.received) {
+      const signature = headers['x-ramify-signature'] as string;
+      assert.equal(signature, `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`, 'HMAC-SHA256 of the raw body');
+      assert.ok(verifyWebhookSignature(body, signature, secret), 'the SDK verifies it too');
+      assert.ok(!verifyWebhookSignature(body, signature, hooks.flaky?.secret as string), "another webhook's secret does not");
+      const payload = JSON.parse(body.toString('utf8')) as SandboxEvent & { delivery: { sentAt: string; webhookId: string } };
+      assert.equal(Math.floor(Date.parse(payload.delivery.sentAt) / 1000), Number(headers['x-ramify-timestamp']));
+      assert.equal(payload.delivery.webhookId, hooks.good?.id);
+    }
+    const goodTypes = good.received.map((r) => (JSON.parse(r.body.toString()) as SandboxEvent).type);
+    assert.deepEqual(goodTypes.filter((t) => expected.includes(t)).length, expected.length + 2);
+
+    // The flaky receiver: its first answer was 500, so that delivery was tried again and got 200.
+    await until(async () => flaky.received.length >= expected.length + 3, 'the flaky receiver got its retry');
+    const firstDelivery = flaky.received[0]?.headers['x-ramify-delivery-id'];
+    assert.deepEqual(flaky.received.filter((r) => r.headers['x-ramify-delivery-id'] === firstDelivery).map((r) => (JSON.parse(r.body.toString()) as { delivery: { attempt: number } }).delivery.attempt), [1, 2]);
+    const log = await cli(conn(keys.adminA), ['webhook', 'deliveries', hooks.flaky?.id as string, '--json']);
+    assert.equal(log.code, 0, log.stderr);
+    const retried = (JSON.parse(log.stdout) as { deliveries: Array<{ id: string; status: string; attempts: Array<{ statusCode: number | null }> }> }).deliveries.find((d) => d.id === firstDelivery);
+    assert.deepEqual([retried?.status, retried?.attempts.map((a) => a.statusCode)], ['delivered', [500, 200]]);
+    assert.ok(hung.hung > 0, 'the hung receiver still holds its first delivery: the daemon went on without it');
+    assert.equal(otherTeams.received.length, 0, "team B's webhook got none of team A's events");
+
+    // The timeline: events and the command (exit code 3), newest first; CLI `sandbox events`.
+    const timeline = await cli(conn(keys.memberA), ['sandbox', 'events', id, '--oldest-first', '--json']);
+    assert.equal(timeline.code, 0, timeline.stderr);
+    const entries = (JSON.parse(timeline.stdout) as { entries: Array<{ kind: string; command?: { cmd: string; exitCode: number; keyId: string } }> }).entries;
+    const command = entries.find((e) => e.kind === 'command')?.command;
+    assert.deepEqual([command?.cmd, command?.exitCode, command?.keyId], ['echo hi; exit 3', 3, keys.memberAId]);
+    assert.equal(entries[0]?.kind, 'lifecycle');
+    const listedCli = await cli(conn(keys.memberA), ['events', '--sandbox', id, '--json']);
+    assert.deepEqual((JSON.parse(listedCli.stdout) as { events: SandboxEvent[] }).events.map((e) => e.type), expected);
+
+    // Metrics move with the operations made.
+    const afterScrape = parseMetrics(await scrape());
+    for (const [operation, n] of [['create', 1], ['pause', 1], ['resume', 1], ['fork', 1], ['snapshot', 1], ['kill', 2], ['exec', 1]] as const) {
+      const moved = sample(afterScrape, 'ramify_operations_total', { operation, outcome: 'ok' }) - sample(before, 'ramify_operations_total', { operation, outcome: 'ok' });
+      assert.equal(moved, n, `ramify_operations_total{operation="${operation}"}`);
+    }
+    assert.ok(sample(afterScrape, 'ramify_events_total', { type: 'sandbox.lifecycle.created' }) >= 2);
+    assert.equal(sample(afterScrape, 'ramify_sandboxes', { state: 'running', runtime: 'gvisor' }), 0, 'none left running');
+    assert.equal(afterScrape.find((f) => f.name === 'ramify_operation_duration_seconds')?.type, 'HISTOGRAM');
+    assert.ok(afterScrape.some((f) => f.name === 'ramify_queue_size' && f.metrics.some((m) => m.labels?.queue === 'webhook_deliveries')));
+  });
+
+  test('/metrics: 401 without a key, 403 for a member or another team\'s admin, the text for the operator', async () => {
+    const res = await fetch(`${server?.url}/metrics`);
+    assert.equal(res.status, 401);
+    assert.equal((await memberA('GET', '/metrics')).status, 403);
+    assert.equal((await adminA('GET', '/metrics')).status, 403);
+    const ok = await fetch(`${server?.url}/metrics`, { headers: { authorization: `Bearer ${operatorKey}` } });
+    assert.equal(ok.status, 200);
+    assert.ok(parseMetrics(await ok.text()).some((f) => f.name === 'ramify_operations_total'));
+  });
+
+  test("the lifecycle's create is one trace: the API span, the create operation, and its phases", async () => {
+    const id = lifecycleSandbox;
+    assert.ok(id, 'the lifecycle test made a sandbox');
+    const isCreate = (s: ReturnType<typeof spansOf>[number]): boolean => s.name === 'create' && (s.attributes ?? []).some((a) => a.key === 'ramify.sandbox_id' && a.value.stringValue === id);
+    await until(async () => spansOf(collector.received).some(isCreate), 'the collector got the create span');
+    const spans = spansOf(collector.received);
+    const create = spans.find(isCreate);
+    const trace = spans.filter((s) => s.traceId === create?.traceId);
+    const root = trace.find((s) => !s.parentSpanId);
+    assert.equal(root?.name, 'POST /v1/sandboxes');
+    assert.equal(create?.parentSpanId, root?.spanId);
+    const phases = trace.filter((s) => s.parentSpanId === create?.spanId).map((s) => s.name);
+    for (const phase of ['network', 'egress', 'restore', 'agent', 'identity']) assert.ok(phases.includes(phase), `phase ${phase} in ${phases.join(', ')}`);
+    assert.equal(trace.filter((s) => s.name === 'create').length, 1, 'one create operation in the trace');
+  });
+});
