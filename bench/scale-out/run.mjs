@@ -45,16 +45,9 @@ async function must(method, path, body) {
   if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.json)}`);
   return r.json;
 }
-/** Bytes in the bucket (s3rver answers a listing 500 now and then while objects change: retried). */
-async function usage() {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await store.usage();
-    } catch (error) {
-      if (attempt === 10) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-  }
+/** Bytes the upload of `snapshotId` added to the bucket (chunks it stored + its manifest), from its durable marker. */
+async function storedBy(snapshotId) {
+  return JSON.parse(await readFile(join(storage.local.rootDir, 'snapshots', snapshotId, 'durable.json'), 'utf8')).storedBytes;
 }
 /** A running sandbox holding `fillMB` of random bytes in memory and a counter. */
 async function filledSandbox() {
@@ -127,16 +120,14 @@ try {
   await must('DELETE', `/v1/sandboxes/${id}`);
 
   // ---- dedup: a parent and its forks, each paused once ----
-  await storage.whenIdle(); // the first sandbox's removals are done
-  const before = (await usage()).bytes;
   const parentId = await filledSandbox();
   const parent = await pauseDurable(parentId);
   const parentBytes = (await storage.local.open(parent.snapshotId, { verify: 'none' })).manifest.sizeBytes;
   const children = (await must('POST', `/v1/sandboxes/${parentId}/fork`, { count: forks })).sandboxes.map((s) => s.id);
   const forkImages = [];
   for (const child of children) forkImages.push((await pauseDurable(child)).snapshotId);
-  await storage.whenIdle();
-  const stored = (await usage()).bytes - before;
+  let stored = await storedBy(parent.snapshotId);
+  for (const snapshotId of forkImages) stored += await storedBy(snapshotId);
   const nineImages = (1 + forks) * parentBytes;
   if (values['keep-images']) {
     for (const [name, snapshotId] of [['parent', parent.snapshotId], ...forkImages.map((s, k) => [`fork-${k + 1}`, s])]) {
