@@ -6,6 +6,16 @@
  * (committed snapshots without a durable marker, removal tombstones).
  */
 import type { Logger } from '@ramify/core';
+import { setMaxListeners } from 'node:events';
+
+/** Each chunk request of an attempt listens on its signal: room for many in flight without a leak warning. */
+const SIGNAL_LISTENERS = 256;
+
+function newController(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(SIGNAL_LISTENERS, controller.signal);
+  return controller;
+}
 
 export type TransferKind = 'upload' | 'delete';
 
@@ -68,7 +78,7 @@ export class TransferQueue {
       return;
     }
     if (existing) this.drop(existing);
-    this.jobs.set(snapshotId, { snapshotId, kind, phase: 'queued', failedAttempts: 0, lastError: null, controller: new AbortController(), attempt: null, timer: null, successor: null });
+    this.jobs.set(snapshotId, { snapshotId, kind, phase: 'queued', failedAttempts: 0, lastError: null, controller: newController(), attempt: null, timer: null, successor: null });
     this.ready.push(snapshotId);
     this.pump();
   }
