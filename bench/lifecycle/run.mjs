@@ -1,6 +1,10 @@
 #!/usr/bin/env node
-// bench/lifecycle: medians of Ramify's create, exec, pause, resume, fork x3 and fork x8, each next to
-// the raw runtime steps it wraps, measured in the same run on the same template image, with the ratio.
+// bench/lifecycle: medians of Ramify's create (from the warm pool: hit; restoring: miss), exec, pause,
+// resume, fork x3 and fork x8, each next to the raw runtime steps it wraps, measured in the same run on
+// the same template image, with the ratio; then the memory (PSS) of one idle pooled sandbox.
+// A hit is a create while the pool holds an idle sandbox of the template; the miss is the create right
+// after it (the pool refills only once the daemon is quiet). `GET /v1/health`'s hit and miss counters
+// sort each create into its row.
 //   node bench/lifecycle/run.mjs [--runtime gvisor|microvm] [--iterations 5] [--template base]
 // Needs a running `ramify serve` (bash scripts/setup.sh starts one) and root.
 // Raw steps use the same building blocks the daemon uses underneath (NamespaceNetwork for the
@@ -9,12 +13,12 @@
 // exec (its commands go through the agent): that row has no ratio. Pause includes the fsync of the
 // image in both columns' durable variant (see the `pause` rows).
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Sandbox } from '@ramify/sdk';
+import { Sandbox, getHealth } from '@ramify/sdk';
 import { NamespaceNetwork } from '@ramify/network';
 import { GvisorRuntime } from '@ramify/runtime-gvisor';
 import { MicrovmRuntime, detectAcceleration, prepareGuestKernel, qemuVersion } from '@ramify/runtime-microvm';
@@ -28,7 +32,7 @@ const N = Number(values.iterations);
 const home = process.env.RAMIFY_HOME ?? '/var/lib/ramify';
 
 const store = new SqliteStore({ path: join(home, 'ramify.db'), maxSlots: MAX_SLOT });
-const template = await store.findTemplateByName(values.template);
+const template = await store.findTemplateByName(values.template, 'default');
 if (!template) throw new Error(`template '${values.template}' is not built: run 'ramify template build ${values.template}'`);
 const templateImage = join(home, 'snapshots', template.images.find((i) => i.runtime === runtimeName)?.snapshotId ?? '-', 'image');
 if (!template.images.some((i) => i.runtime === runtimeName)) throw new Error(`template '${values.template}' has no ${runtimeName} image: run 'ramify template build ${values.template} --runtime ${runtimeName}'`);
@@ -89,17 +93,59 @@ try {
 }
 
 // ---- Ramify, through the SDK and the daemon ----
-const ours = { create: [], exec: [], pause: [], resume: [], fork3: [], fork8: [] };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const poolOf = async () => (await getHealth()).pool;
+/** Wait (bounded) until the pool holds an idle sandbox on this runtime, then for the daemon to be quiet. */
+async function poolReady() {
+  for (let waited = 0; waited < 300_000; waited += 200) {
+    const pool = await poolOf();
+    if (pool.mode === 'off') return false;
+    if ((pool.runtimes[runtimeName]?.idle ?? 0) > 0) return (await sleep(500), true);
+    await sleep(200);
+  }
+  return false;
+}
+/**
+ * Wait (bounded) until the runtime holds only the listed sandboxes and the pool's: killed sandboxes are
+ * deleted in the background (~1.5 s of runsc each, eight after a fork x8), which would weigh on the next
+ * measurement and not on the raw steps'.
+ */
+async function settle() {
+  for (let waited = 0; waited < 60_000; waited += 200) {
+    const listed = new Set();
+    for await (const info of Sandbox.list()) listed.add(info.id);
+    const pool = await poolOf();
+    if (runtimeIds().length <= listed.size + (pool.runtimes[runtimeName]?.idle ?? 0) + pool.filling) return;
+    await sleep(200);
+  }
+}
+
+/** Create one sandbox; `hit` says whether the pool served it (from the health counters around it). */
+async function create(extra = {}) {
+  const before = await poolOf();
+  const [ms, sbx] = await time(() => Sandbox.create({ template: values.template, runtime: runtimeName, timeoutMs: 600_000, ...extra }));
+  return { ms, sbx, hit: (await poolOf()).hits > before.hits };
+}
+const ours = { hit: [], miss: [], exec: [], pause: [], resume: [], fork3: [], fork8: [] };
+// The first create marks the template as used (an `auto` pool then fills it).
+await (await Sandbox.create({ template: values.template, runtime: runtimeName })).kill();
 for (let i = 0; i < N; i++) {
-  const [tc, sbx] = await time(() => Sandbox.create({ template: values.template, runtime: runtimeName, timeoutMs: 600_000 }));
-  ours.create.push(tc);
+  await poolReady();
+  await settle();
+  const first = await create();
+  const second = await create();
+  for (const c of [first, second]) (c.hit ? ours.hit : ours.miss).push(c.ms);
+  await second.sbx.kill();
+  const sbx = first.sbx;
   ours.exec.push((await time(() => sbx.commands.run('true')))[0]);
   ours.pause.push((await time(() => sbx.pause()))[0]);
   ours.resume.push((await time(() => sbx.resume()))[0]);
   if (i < 3) {
+    await settle();
     const [t3, f3] = await time(() => sbx.fork({ count: 3 }));
     ours.fork3.push(t3);
     await Promise.all(f3.map((f) => f.kill()));
+    await settle();
     const [t8, f8] = await time(() => sbx.fork({ count: 8 }));
     ours.fork8.push(t8);
     await Promise.all(f8.map((f) => f.kill()));
@@ -110,23 +156,77 @@ for (let i = 0; i < N; i++) {
 const steps = runtimeName === 'gvisor'
   ? { create: 'netns setup + runsc restore', exec: 'runsc exec bash -c true', pause: 'runsc checkpoint', resume: 'runsc restore (own netns)', one: 'one runsc restore', eight: '8 runsc restores at once (floor on this machine)' }
   : { create: 'netns setup + QEMU restore', exec: '(no raw exec: the agent runs commands)', pause: 'QEMU migration to the image', resume: 'QEMU restore (own netns)', one: 'one QEMU restore', eight: '8 QEMU restores at once (floor on this machine)' };
+// A pool that holds more than one idle sandbox serves both creates: misses then come from a size it does not hold.
+for (let i = 0; ours.miss.length < Math.min(N, 3) && i < N; i++) {
+  const c = await create({ memoryMB: 768 });
+  if (!c.hit) ours.miss.push(c.ms);
+  await c.sbx.kill();
+}
+const pss = await idlePoolPss();
 const rows = [
-  ['create', ours.create, raw.create, steps.create, 1.3],
+  ['create (hit)', ours.hit, raw.resume, `${steps.one}: the pool's sandbox was restored ahead`, 0.1],
+  ['create (miss)', ours.miss, raw.create, steps.create, 1.3],
   ['exec', ours.exec, raw.exec, steps.exec, 1.5],
   ['pause', ours.pause, raw.pause, steps.pause, null],
   ['pause', ours.pause, raw.pauseDurable, `${steps.pause} + fsync of the image (what Ramify does)`, 1.3],
-  ['resume', ours.resume, raw.resume, steps.resume, null],
+  ['resume', ours.resume, raw.resume, steps.resume, 1.3],
   ['fork x3', ours.fork3, raw.resume, steps.one, null],
-  ['fork x8', ours.fork8, raw.resume, steps.one, 3],
-  ['fork x8', ours.fork8, raw.restore8, steps.eight, null],
+  ['fork x8', ours.fork8, raw.resume, steps.one, null],
+  ['fork x8', ours.fork8, raw.restore8, steps.eight, 1.3],
 ];
 console.log(`bench/lifecycle: ${runtimeName} (${runtime.summary ?? runtime.name}), ${N} iterations (fork: ${ours.fork3.length}), template '${values.template}', medians in ms`);
 console.log(['operation', 'ramify', 'raw', 'ratio', 'target', 'raw step'].join('\t'));
 for (const [name, o, r, what, target] of rows) {
+  if (o.length === 0) {
+    console.log([name, '-', r.length ? median(r).toFixed(1) : '-', '-', target ? `<= ${target}x MISSED (none measured)` : '-', what].join('\t'));
+    continue;
+  }
   if (r.length === 0) {
     console.log([name, median(o).toFixed(1), '-', '-', '-', what].join('\t'));
     continue;
   }
   const ratio = median(o) / median(r);
   console.log([name, median(o).toFixed(1), median(r).toFixed(1), `${ratio.toFixed(2)}x`, target ? `<= ${target}x ${ratio <= target ? 'ok' : 'MISSED'}` : '-', what].join('\t'));
+}
+console.log(pss
+  ? `warm pool: ${pss.count} idle ${runtimeName} sandbox(es) of '${values.template}', PSS per sandbox ${(pss.perSandboxBytes / 2 ** 20).toFixed(1)} MiB (${pss.processes} processes; memoryMB budget ${pss.budgetMB} MB)`
+  : 'warm pool: off or empty on this daemon (ramify serve --warm-pool auto): no PSS measured');
+
+/**
+ * The proportional set size of the idle pooled sandboxes on this runtime: the sandboxes the runtime runs
+ * that no listing shows, each the sum of PSS over the host processes whose command line names it
+ * (runsc sandbox, gofer and agent bridge; QEMU). Null when the pool holds none.
+ */
+async function idlePoolPss() {
+  if (!(await poolReady())) return null;
+  const pool = await poolOf();
+  const listed = new Set();
+  for await (const info of Sandbox.list()) listed.add(info.id);
+  const ids = runtimeIds('running').filter((id) => !listed.has(id));
+  let bytes = 0;
+  let processes = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    let cmdline = '';
+    try { cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8'); } catch { continue; }
+    if (!ids.some((id) => cmdline.includes(id))) continue;
+    try {
+      const kb = Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+      bytes += kb * 1024;
+      processes += 1;
+    } catch { /* gone meanwhile */ }
+  }
+  return ids.length === 0 ? null : { count: ids.length, perSandboxBytes: bytes / ids.length, processes, budgetMB: pool.budgetMB };
+}
+
+/**
+ * Sandbox ids the daemon's runtime has state for (runsc containers, microVM instance directories);
+ * `running` only: without killed containers still being deleted in the background.
+ */
+function runtimeIds(which = 'all') {
+  if (runtimeName === 'gvisor') {
+    const r = spawnSync('runsc', ['--root', join(home, 'runtime', 'gvisor', 'state'), 'list', '-format', 'json'], { encoding: 'utf8' });
+    const containers = JSON.parse(r.stdout || '[]') ?? [];
+    return containers.filter((c) => which === 'all' || c.status === 'running').map((c) => c.id.split('.')[0]);
+  }
+  try { return readdirSync(join(home, 'runtime', 'microvm', 'run')); } catch { return []; }
 }

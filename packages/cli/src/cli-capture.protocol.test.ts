@@ -46,5 +46,9 @@ describe('protocol: ramify sandbox exec and the result limit', () => {
     assert.match((await cli.ramify(['serve', '--help'])).stdout, /--max-output-bytes <bytes>/);
     const tooBig = await cli.ramify(['serve', '--max-output-bytes', String(41 << 20)]);
     assert.equal(tooBig.code, 2);
+    assert.match((await cli.ramify(['serve', '--help'])).stdout, /--warm-pool <spec>/);
+    const badPool = await cli.ramify(['serve', '--warm-pool', 'base=lots']);
+    assert.equal(badPool.code, 2);
+    assert.match(badPool.stderr, /'base=lots' is not <template>/);
   });
 });

@@ -513,6 +513,27 @@ export const TemplateImage = z.object({
 });
 export type TemplateImage = z.infer<typeof TemplateImage>;
 
+/**
+ * The daemon's warm pool as `GET /v1/health` shows it (docs/design/POOL.md): restored idle sandboxes
+ * creates claim. No template names: health is unauthenticated.
+ */
+export const WarmPoolHealth = z.object({
+  mode: z.enum(['off', 'auto', 'sizes']),
+  /** Most memoryMB its idle sandboxes may add up to, MiB. */
+  budgetMB: z.number().int(),
+  /** Creates served from the pool since the daemon started. */
+  hits: z.number().int(),
+  /** Creates from a template that restored instead: none idle (`empty`), or other resources than the pooled ones (`resources`). */
+  misses: z.object({ empty: z.number().int(), resources: z.number().int() }),
+  idle: z.number().int(),
+  filling: z.number().int(),
+  /** Sum of the idle sandboxes' memoryMB (their limit, not their use: bench/lifecycle prints their PSS). */
+  memoryMB: z.number().int(),
+  /** Per runtime: sandboxes the pool aims to keep, and those idle now. */
+  runtimes: z.record(z.string(), z.object({ target: z.number().int(), idle: z.number().int() })),
+});
+export type WarmPoolHealth = z.infer<typeof WarmPoolHealth>;
+
 export const TemplateInfo = z.object({
   id: z.string(),
   name: z.string(),

@@ -8,4 +8,5 @@ export * from './watch.js';
 export * from './ssh.js';
 export * from './teams.js';
 export * from './networks.js';
+export * from './warm-pool.js';
 export * from './events.js';

@@ -4,7 +4,7 @@
  * agent sessions, lifecycle events, the buffered egress log). Use-cases are plain functions taking this context first.
  */
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type IngressEndpoint, type RuntimeName, type TimeoutAction } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type IngressEndpoint, type RuntimeName, type TimeoutAction, type WarmPoolConfig } from '@ramify/contracts';
 import type { ConnectAgent } from './ports/agent.js';
 import type { Clock } from './ports/clock.js';
 import type { EgressEnforcer } from './ports/egress.js';
@@ -25,6 +25,7 @@ import { SandboxEvents } from './lifecycle/events.js';
 import { KeyedLock } from './lifecycle/locks.js';
 import { recordAgentEvent } from './lifecycle/oom.js';
 import { agentReachable } from './lifecycle/state-machine.js';
+import { WarmPool } from './pool/warm-pool.js';
 import { EventHub } from './events/hub.js';
 import { EventRecorder } from './events/recorder.js';
 import { NO_TELEMETRY, type Telemetry } from './ports/telemetry.js';
@@ -48,6 +49,15 @@ export interface CoreOptions {
   forkConcurrency: number;
   /** Keep the network namespaces of this many free slots prepared ahead of creates and forks (0 = off). */
   prewarmSlots: number;
+  /**
+   * The warm pool of restored, idle sandboxes creates claim (docs/design/POOL.md). Default `off` here
+   * (tests count sandboxes and runsc processes); `ramify serve` defaults to `auto`.
+   */
+  warmPool: WarmPoolConfig;
+  /** Most `memoryMB` the pool's idle sandboxes may add up to, MiB. Default 2048 (`ramify serve`: 1/16 of the host's memory, 512 to 4096). */
+  warmPoolBudgetMB: number;
+  /** The pool refills only after foreground lifecycle calls have been quiet this long, ms. Default 250. */
+  warmPoolQuietMs: number;
   /** Template used when a create names neither a template nor a snapshot. */
   defaultTemplate: string;
   defaultTimeoutMs: number;
@@ -104,6 +114,9 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   agentConnectTimeoutMs: 20_000,
   forkConcurrency: 8,
   prewarmSlots: 8,
+  warmPool: { mode: 'off' },
+  warmPoolBudgetMB: 2048,
+  warmPoolQuietMs: 250,
   defaultTemplate: 'base',
   defaultTimeoutMs: 300_000,
   defaultOnTimeout: 'pause',
@@ -186,6 +199,8 @@ export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog'
   locks: KeyedLock;
   sessions: AgentSessions;
   events: SandboxEvents;
+  /** Restored idle sandboxes creates claim; pooled ones have no store row (see pool/warm-pool.ts). */
+  pool: WarmPool;
 }
 
 /** Build the core context from its ports. */
@@ -209,7 +224,9 @@ export function createCore(deps: CoreDeps): Core {
     locks: new KeyedLock(),
     events,
     sessions: undefined as unknown as AgentSessions,
+    pool: undefined as unknown as WarmPool,
   };
+  core.pool = new WarmPool(core);
   // A sandbox that starts or resumes begins its idle time then; a killed one is forgotten.
   core.events.onState((e) => {
     if (e.to === 'running') core.activity.touch(e.sandboxId);
@@ -219,16 +236,20 @@ export function createCore(deps: CoreDeps): Core {
     logger: deps.logger,
     connectTimeoutMs: options.agentConnectTimeoutMs,
     connect: async (sandboxId, opts) => {
-      const record = await deps.store.getSandbox(sandboxId);
-      if (!record) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
-      const channel = await runtimeFor(core, record.runtime).openAgentChannel(sandboxId);
+      // A pooled sandbox has no row yet: the pool knows its runtime.
+      const runtime = (await deps.store.getSandbox(sandboxId))?.runtime ?? core.pool.runtimeOf(sandboxId);
+      if (!runtime) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
+      const channel = await runtimeFor(core, runtime).openAgentChannel(sandboxId);
       return deps.connectAgent(channel, opts);
     },
     isRunning: async (sandboxId) => {
       const record = await deps.store.getSandbox(sandboxId);
-      return record !== null && agentReachable(record.state);
+      return record !== null ? agentReachable(record.state) : core.pool.runtimeOf(sandboxId) !== undefined;
     },
-    onUnreachable: (sandboxId) => handleInstanceLost(core, sandboxId),
+    onUnreachable: async (sandboxId) => {
+      if (core.pool.runtimeOf(sandboxId) !== undefined) core.pool.lost(sandboxId);
+      else await handleInstanceLost(core, sandboxId);
+    },
     onEvent: (sandboxId, event) => void recordAgentEvent(core, sandboxId, event),
   });
   return core;

@@ -42,6 +42,7 @@ export { setSandboxTimeout } from './lifecycle/set-timeout.js';
 export { TimeoutScheduler } from './lifecycle/timeouts.js';
 export { LivenessMonitor } from './lifecycle/liveness.js';
 export { prewarmFreeSlots } from './lifecycle/prewarm.js';
+export { WarmPool, type PooledSandbox, type WarmPoolStats } from './pool/warm-pool.js';
 export { reconcile, type ReconcileReport } from './lifecycle/reconcile.js';
 export type { ReconcileOutcome } from './lifecycle/reconcile-sandbox.js';
 

@@ -25,7 +25,10 @@ describe('HTTP edge with the fake runtime: auth, health, OpenAPI', () => {
   test('health and the OpenAPI document need no key; everything else does', async () => {
     const health = await bed.app.inject({ method: 'GET', url: '/v1/health' });
     assert.equal(health.statusCode, 200);
-    assert.deepEqual({ ...(health.json() as object), version: 'x' }, { ok: true, version: 'x', runtimes: ['gvisor'], runtimeInfo: { gvisor: 'gvisor' }, unavailableRuntimes: {} });
+    assert.deepEqual({ ...(health.json() as object), version: 'x' }, {
+      ok: true, version: 'x', runtimes: ['gvisor'], runtimeInfo: { gvisor: 'gvisor' }, unavailableRuntimes: {},
+      pool: { mode: 'off', budgetMB: 2048, hits: 0, misses: { empty: 0, resources: 0 }, idle: 0, filling: 0, memoryMB: 0, runtimes: {} },
+    });
     const doc = (await bed.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
     assert.equal(doc.openapi, '3.1.0');
     for (const path of ['/v1/sandboxes', '/v1/sandboxes/{id}/fork', '/v1/sandboxes/{id}/processes/{pid}/wait', '/v1/sandboxes/{id}/files', '/v1/audit', '/v1/sandboxes/{id}/commands/stream']) {

@@ -234,6 +234,8 @@ function watchQueues(metrics: DaemonMetrics, core: Core): void {
   metrics.addQueue('command_log', () => core.commandLog.stats().pending);
   metrics.addQueue('egress_log', () => core.egressLog.stats().pending);
   metrics.addQueue('ingress_log', () => core.ingressLog.stats().pending);
+  // Idle sandboxes of the warm pool (docs/design/POOL.md); its hits and misses are in GET /v1/health.
+  metrics.addQueue('warm_pool', () => core.pool.stats().idle);
 }
 
 /**

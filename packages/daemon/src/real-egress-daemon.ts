@@ -13,10 +13,13 @@ import { apiCaller, registerRootfsTemplate, stopRealDaemon } from './real-test-s
 const spec = JSON.parse(process.argv[2] ?? '{}') as ChildDaemonSpec;
 const server = await serve({
   dataDir: spec.dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: spec.prefix },
-  egress: { upstreams: [{ address: spec.upstream }] }, coreOptions: { quietNetworkTimeoutMs: 2_000 },
+  egress: { upstreams: [{ address: spec.upstream }] }, coreOptions: { quietNetworkTimeoutMs: 2_000 }, ...(spec.warmPool ? { warmPool: spec.warmPool } : {}),
 });
 const key = server.newApiKey;
-if (key) await registerRootfsTemplate(server.core, spec.rootfs, { templateId: `tpl_${spec.prefix}`, snapshotId: `snap_${spec.prefix}_base` });
+if (key) {
+  await registerRootfsTemplate(server.core, spec.rootfs, { templateId: `tpl_${spec.prefix}`, snapshotId: `snap_${spec.prefix}_base` });
+  await server.core.pool.drain(); // The template exists now: the warm pool fills at once.
+}
 let stopping = false;
 process.on('SIGTERM', () => {
   if (stopping) return;

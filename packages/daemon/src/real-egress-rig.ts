@@ -23,6 +23,8 @@ export interface EvidenceRigSpec {
   dataDirPrefix: string;
   /** The prepared base root filesystem (RAMIFY_TEST_ROOTFS). */
   rootfs: string;
+  /** The daemon's warm pool (`serve({ warmPool })`); default off. */
+  warmPool?: string;
 }
 
 export class EvidenceRig {
@@ -41,7 +43,7 @@ export class EvidenceRig {
     await assertSlotRangeFree(prefix);
     this.rig = await FakeInternet.start({ prefix, web: RIG_WEB, echo: RIG_ECHO, zone: RIG_ZONE, dns: { address: NET.dns } });
     this.evidence = await EvidenceCollector.start(this.rig, `${prefix}h*`, this.spec.watch);
-    this.daemon = new ChildDaemon({ dataDir: this.dataDir, prefix, upstream: NET.dns, rootfs: this.spec.rootfs });
+    this.daemon = new ChildDaemon({ dataDir: this.dataDir, prefix, upstream: NET.dns, rootfs: this.spec.rootfs, ...(this.spec.warmPool ? { warmPool: this.spec.warmPool } : {}) });
     await this.daemon.start();
   }
 

@@ -144,6 +144,8 @@ export interface ChildDaemonSpec {
   /** The fake internet's DNS server: the policy resolver's only upstream. */
   upstream: string;
   rootfs: string;
+  /** `serve({ warmPool })` (default off). */
+  warmPool?: string;
 }
 
 /**

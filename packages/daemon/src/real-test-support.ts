@@ -105,11 +105,11 @@ export interface RealDaemon {
 
 /**
  * Serve a daemon opening only `runtime` under network prefix `prefix`, with `rootfs` registered as
- * template `templateId`. @throws Error when the daemon reports the runtime unavailable.
+ * template `templateId` (and `warmPool` as `serve()`'s, default off). @throws Error when the daemon reports the runtime unavailable.
  */
-export async function openRealDaemon(options: { runtime: RuntimeName; prefix: string; rootfs: string; templateId: string }): Promise<RealDaemon> {
+export async function openRealDaemon(options: { runtime: RuntimeName; prefix: string; rootfs: string; templateId: string; warmPool?: string }): Promise<RealDaemon> {
   const dataDir = await mkdtemp(join(tmpdir(), `ramify-${options.prefix}-e2e-`));
-  const server = await serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: [options.runtime], network: { prefix: options.prefix } });
+  const server = await serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: [options.runtime], network: { prefix: options.prefix }, ...(options.warmPool ? { warmPool: options.warmPool } : {}) });
   const key = server.newApiKey ?? '';
   const call = apiCaller(() => server.url, () => key);
   const close = async (): Promise<void> => {
@@ -127,5 +127,6 @@ export async function openRealDaemon(options: { runtime: RuntimeName; prefix: st
     throw new Error(`the daemon reports ${options.runtime} unavailable: ${unavailable}`);
   }
   await registerRootfsTemplate(server.core, options.rootfs, { templateId: options.templateId, snapshotId: `snap_${options.templateId}` });
+  await server.core.pool.drain(); // The template exists now: a warm pool fills at once.
   return { server, dataDir, conn: { apiUrl: server.url, apiKey: key, requestTimeoutMs: 600_000 }, call, close };
 }

@@ -5,7 +5,11 @@
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import { pino, type Logger as Pino } from 'pino';
-import { ActivityPersister, AutoPauseScheduler, EventPruner, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type Logger } from '@ramify/core';
+import { totalmem } from 'node:os';
+import { defaultWarmPoolBudgetMB, parseWarmPoolSpec, type WarmPoolConfig } from '@ramify/contracts';
+import {
+  ActivityPersister, AutoPauseScheduler, EventPruner, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, type Core, type CoreOptions, type Logger,
+} from '@ramify/core';
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
@@ -34,6 +38,14 @@ export interface ServeOptions {
   /** Passed to {@link compose}: implementation overrides, core tunables, gVisor options. */
   overrides?: ComposeOptions['overrides'];
   coreOptions?: ComposeOptions['coreOptions'];
+  /**
+   * The warm pool (docs/design/POOL.md): a `--warm-pool` spec (`auto`, `off`, `base=2,python-tests=1`,
+   * `base:microvm=1`) or its parsed form. Default `off` here (tests); `ramify serve` passes `auto`.
+   * Overrides `coreOptions.warmPool`.
+   */
+  warmPool?: string | WarmPoolConfig;
+  /** Most memoryMB the pool's idle sandboxes may add up to, MiB; default 1/16 of the host's memory (512 to 4096). */
+  warmPoolBudgetMB?: number;
   /**
    * Per-stream limit of command results, bytes, 0 to 40 MiB; default 32 MiB (`ramify serve
    * --max-output-bytes`). Results keep the head of each stream and say when they were cut.
@@ -109,9 +121,9 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const snapshotStorage = resolveSnapshotStorage(options.snapshotStorage);
 
   const composition = await compose({
-    dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, overrides: options.overrides, coreOptions: options.coreOptions, maxOutputBytes: options.maxOutputBytes,
-    gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress, clock: options.clock,
-    ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
+    dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) },
+    maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress,
+    clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
   });
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
@@ -128,6 +140,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     const newApiKey = await ensureApiKey({ store: core.store, clock: core.clock, dataDir, print });
     if (options.reconcile !== 'skip') await reconcile(core);
     prewarmFreeSlots(core);
+    await core.pool.start();
     await core.webhooks.start();
     pruner.start();
     scheduler.start();
@@ -164,6 +177,8 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
         await autoPause.stop();
         // Last: the ingress and the API have released their holds, so the stored idle clocks are current.
         await activity.stop();
+        // Pooled sandboxes belong to no one: they go with the daemon (a crash leaves them to reconcile).
+        await core.pool.close();
         await composition.close();
         log.flush();
       },
@@ -178,9 +193,19 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     await liveness.stop();
     await autoPause.stop();
     await activity.stop();
+    await core.pool.close();
     await composition.close();
     throw err;
   }
+}
+
+/** The core options of `warmPool` and `warmPoolBudgetMB`. @throws RamifyError VALIDATION_FAILED for a bad spec. */
+function warmPoolOptions(options: ServeOptions): Partial<CoreOptions> {
+  const spec = options.warmPool;
+  return {
+    ...(spec === undefined ? {} : { warmPool: typeof spec === 'string' ? parseWarmPoolSpec(spec) : spec }),
+    warmPoolBudgetMB: options.warmPoolBudgetMB ?? options.coreOptions?.warmPoolBudgetMB ?? defaultWarmPoolBudgetMB(totalmem()),
+  };
 }
 
 /** What {@link RamifyServer.runtimeSummary} holds. */

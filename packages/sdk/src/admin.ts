@@ -2,7 +2,7 @@
  * Calls that are not about one sandbox: templates, snapshots, health, audit. Plain functions taking
  * {@link ConnectionOpts} last, like the `Sandbox` statics.
  */
-import type { AuditEntry, RuntimeName, SnapshotInfo, TemplateBuildEvent, TemplateInfo, TemplateSpec } from '@ramify/contracts';
+import type { AuditEntry, RuntimeName, WarmPoolHealth, SnapshotInfo, TemplateBuildEvent, TemplateInfo, TemplateSpec } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
 import { RamifyError, errorFromCode } from './errors.js';
@@ -11,9 +11,9 @@ const client = (opts: ConnectionOpts = {}): ApiClient => new ApiClient(resolveCo
 
 /**
  * `GET /v1/health` (no key needed). Liveness and runtimes: `runtimes` (names, the default first), `runtimeInfo` (name → one-line summary:
- * version, acceleration and why) and `unavailableRuntimes` (name → why, what to install).
+ * version, acceleration and why), `unavailableRuntimes` (name → why, what to install) and `pool` (the warm pool).
  */
-export function getHealth(opts?: ConnectionOpts): Promise<{ ok: true; version: string; runtimes: string[]; runtimeInfo: Record<string, string>; unavailableRuntimes: Record<string, string> }> {
+export function getHealth(opts?: ConnectionOpts): Promise<{ ok: true; version: string; runtimes: string[]; runtimeInfo: Record<string, string>; unavailableRuntimes: Record<string, string>; pool: WarmPoolHealth }> {
   return client(opts).json('GET', '/health');
 }
 

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING, parseWarmPoolSpec } from '@ramify/contracts';
 import { getHealth, RamifyError } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
 import { intIn, parseDuration } from '../parse.js';
@@ -13,13 +13,14 @@ interface DaemonModule {
   serve(options: {
     host?: string; port?: number; dataDir?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
-    ssh?: { host?: string; port?: number };
+    ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
     snapshotStorage?: { s3Endpoint?: string; s3Bucket?: string; s3Region?: string; s3Prefix?: string; s3PathStyle?: boolean; snapshotCacheBytes?: number };
     metricsListen?: { host: string; port: number }; otlpEndpoint?: string; coreOptions?: { eventRetentionMs?: number };
   }): Promise<{
     metricsAddress: string | null; otlpUrl: string | null;
     url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; ingress: { address: string; url: string } | null;
     ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(): Promise<void>;
+    core: { pool: { stats(): { mode: string; budgetMB: number } } };
   }>;
 }
 
@@ -60,6 +61,10 @@ interface ServeFlags {
   s3PathStyle?: boolean;
   /** `--snapshot-cache-bytes`: local cache budget of durable snapshots, bytes. */
   snapshotCacheBytes?: number;
+  /** `--warm-pool auto|off|<template>[:<runtime>]=<n>,...`. */
+  warmPool?: string;
+  /** `--warm-pool-budget <MB>`. */
+  warmPoolBudget?: number;
   /** `--metrics-listen ADDR:PORT`: GET /metrics without auth there (default none). */
   metricsListen?: string;
   /** `--otlp-endpoint URL`: export traces over OTLP/HTTP. */
@@ -144,6 +149,8 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--ingress-domain <domain>', "domain of port URLs, http://<port>-<sandboxId>.<domain>:<port>/ (default 'localhost': *.localhost resolves to loopback in curl and browsers)")
     .option('--ingress-tls-cert <file>', 'PEM certificate (a wildcard *.<domain>) to serve port URLs over HTTPS, with --ingress-tls-key')
     .option('--ingress-tls-key <file>', 'PEM key of --ingress-tls-cert')
+    .option('--warm-pool <spec>', "idle sandboxes kept restored so that a create claims one (tens of ms) instead of restoring: 'auto' (default: one per template created from in the last hour), 'off', or sizes per template 'base=2,python-tests=1' (':microvm' after a name for that runtime)", warmPoolSpec)
+    .option('--warm-pool-budget <MB>', 'most memoryMB the warm pool\'s idle sandboxes may add up to (default 1/16 of the host\'s memory, 512 to 4096)', intIn(0, 1 << 20))
     .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory`)
     .option('--s3-bucket <bucket>', 'keep snapshots in this S3-compatible bucket, the local disk as a cache (default $RAMIFY_S3_BUCKET; none: local disk only). Credentials: $RAMIFY_S3_ACCESS_KEY_ID and $RAMIFY_S3_SECRET_ACCESS_KEY, else the AWS SDK\'s default chain')
     .option('--s3-endpoint <url>', 'S3-compatible endpoint, e.g. http://127.0.0.1:9000 for MinIO or https://<account>.r2.cloudflarestorage.com (default $RAMIFY_S3_ENDPOINT, else AWS)')
@@ -172,7 +179,8 @@ export function registerServe(program: Command, env: CliEnv): void {
       const otlpEndpoint = opts.otlpEndpoint === undefined ? undefined : otlpUrl(opts.otlpEndpoint);
       const server = await serve({
         host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
-        snapshotStorage: snapshotStorageFlags(opts), ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}),
+        warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget, snapshotStorage: snapshotStorageFlags(opts),
+        ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}),
         ...(opts.eventsRetention !== undefined ? { coreOptions: { eventRetentionMs: opts.eventsRetention } } : {}),
       });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
@@ -182,6 +190,7 @@ export function registerServe(program: Command, env: CliEnv): void {
       if (server.metricsAddress) ctx.note(`ramify: metrics at http://${server.metricsAddress}/metrics (no auth)`);
       if (server.otlpUrl) ctx.note(`ramify: exporting traces to ${server.otlpUrl}`);
       for (const line of server.runtimeSummary) ctx.note(`ramify: runtime ${line}`);
+      ctx.note(`ramify: ${warmPoolLine(server.core.pool.stats())}`);
       await new Promise<void>((resolve) => {
         const stop = (): void => {
           process.off('SIGINT', stop);
@@ -229,6 +238,8 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.s3Prefix) args.push('--s3-prefix', opts.s3Prefix);
   if (opts.s3PathStyle) args.push('--s3-path-style');
   if (opts.snapshotCacheBytes !== undefined) args.push('--snapshot-cache-bytes', String(opts.snapshotCacheBytes));
+  if (opts.warmPool) args.push('--warm-pool', opts.warmPool);
+  if (opts.warmPoolBudget !== undefined) args.push('--warm-pool-budget', String(opts.warmPoolBudget));
   if (opts.metricsListen) args.push('--metrics-listen', opts.metricsListen);
   if (opts.otlpEndpoint) args.push('--otlp-endpoint', opts.otlpEndpoint);
   if (opts.eventsRetention !== undefined) args.push('--events-retention', `${opts.eventsRetention}ms`);
@@ -243,6 +254,23 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   }
   const tail = readFileSync(logPath, 'utf8').trim().split('\n').slice(-8).join('\n');
   throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up at ${url}; last lines of ${logPath}:\n${tail}`);
+}
+
+/** Commander's parser of `--warm-pool`: the spec as given, once it parses. @throws InvalidArgumentError (usage error, exit 2). */
+function warmPoolSpec(value: string): string {
+  try {
+    parseWarmPoolSpec(value);
+  } catch (err) {
+    throw new InvalidArgumentError(err instanceof Error ? err.message : String(err));
+  }
+  return value;
+}
+
+/** `warm pool auto (budget 1536 MB; --warm-pool off turns it off)`: what `ramify serve` says of its pool at start. */
+function warmPoolLine(stats: { mode: string; budgetMB: number }): string {
+  if (stats.mode === 'off') return 'warm pool off (creates restore; --warm-pool auto turns it on)';
+  const what = stats.mode === 'auto' ? 'auto: one idle sandbox per template created from in the last hour' : 'fixed sizes';
+  return `warm pool ${what}, within ${stats.budgetMB} MB of memoryMB (--warm-pool off turns it off; GET /v1/health shows hits and misses)`;
 }
 
 /** The daemon's runtime summary lines, from `GET /v1/health` (empty when it cannot be read). */

@@ -8,7 +8,7 @@
  *    the project's real tests; keep the fork whose tests pass (ties: fastest), kill the others;
  * 4. print a table (fork, strategy, tests passed/failed, seconds) and the fork tree.
  */
-import { RamifyError, Sandbox, explore, type ConnectionOpts, type ExploreReport, type ForkTreeNode } from '@ramify/sdk';
+import { RamifyError, Sandbox, explore, getHealth, type ConnectionOpts, type ExploreReport, type ForkTreeNode } from '@ramify/sdk';
 import type { RuntimeName } from '@ramify/contracts';
 import { CANDIDATE_FIXES, TEST_COMMAND, breakScript, fixScript, parseUnittest, type TestCounts } from './textwrap-scenario.js';
 
@@ -57,6 +57,7 @@ export async function runBestOfN(opts: BestOfNOptions): Promise<void> {
 
   say(`best-of-${count}: CPython's textwrap, broken on purpose; ${count} forks try ${count} candidate fixes against the real test suite`);
   const on = opts.runtime ? ` on ${opts.runtime}` : '';
+  const poolBefore = await poolHits(opts.connection);
   const source = await step(`create a sandbox from template '${template}'${on}`, () =>
     Sandbox.create({ ...opts.connection, template, timeoutMs: 900_000, ...(opts.runtime ? { runtime: opts.runtime } : {}) }).catch((err: unknown) => {
       if ((err as { code?: string }).code === 'TEMPLATE_NOT_FOUND') {
@@ -67,6 +68,12 @@ export async function runBestOfN(opts: BestOfNOptions): Promise<void> {
       }
       throw err;
     }));
+  const poolAfter = await poolHits(opts.connection);
+  if (poolBefore !== null && poolAfter !== null) {
+    say(poolAfter > poolBefore
+      ? '    -> claimed from the warm pool (restored ahead of time)'
+      : "    -> restored: the warm pool had none idle (it keeps one per template used in the last hour: run the demo again)");
+  }
   try {
     await step('introduce the break in textwrap.dedent', async () => {
       await source.files.write('/tmp/ramify-demo/break.py', breakScript());
@@ -164,3 +171,7 @@ function jsonReport(report: ExploreReport<ForkResult>, resultOf: ResultOf, sourc
   };
 }
 
+/** The daemon's warm pool hits so far (`GET /v1/health`), null when it cannot be read. */
+async function poolHits(connection: BestOfNOptions['connection']): Promise<number | null> {
+  return getHealth(connection).then((h) => h.pool?.hits ?? null, () => null);
+}

@@ -55,6 +55,7 @@ export async function buildTemplate(
   const built = await (core.templateBuilder as NonNullable<Core['templateBuilder']>).build(spec, { ...options, teamId });
   // Images the rebuild replaced go once no live sandbox was made from them.
   const kept = new Set(built.images.map((i) => i.snapshotId));
+  await core.pool.drain(); // Pooled sandboxes of the replaced images go first.
   await collectSnapshots(core, (before?.images ?? []).map((i) => i.snapshotId).filter((id) => !kept.has(id)));
   return built;
 }
@@ -92,6 +93,7 @@ export async function deleteTemplate(core: Core, nameOrId: string, teamId: strin
     throw new RamifyError('CONFLICT', `template '${template.name}' is still needed by ${needed.join(', ')}; ${whatToDoFirst(sandboxes.size, children.length)}`, { id: template.id, neededBy: needed });
   }
   await core.store.deleteTemplate(template.id);
+  await core.pool.drain(); // Its pooled sandboxes go before its images.
   // Nothing lists or uses them now: collected like images a rebuild replaced.
   await collectSnapshots(core, imageIds);
 }

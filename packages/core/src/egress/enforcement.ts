@@ -13,7 +13,7 @@ export async function enforceEgressPolicy(core: Core, record: Pick<SandboxRecord
 }
 
 /**
- * Apply the sandbox's stored policy (open when none was set) to its slot; used before every restore and on
+ * Apply the sandbox's stored policy (open when none was set) to its slot; used at every restore (alongside the runtime's restore: the slot drops everything until it lands) and on
  * daemon start. Rejects with the enforcer's error, or `VALIDATION_FAILED` if a stored rule no longer parses.
  */
 export async function enforceStoredEgressPolicy(core: Core, record: Pick<SandboxRecord, 'id' | 'slot'>): Promise<void> {

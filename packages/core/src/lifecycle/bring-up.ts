@@ -1,7 +1,7 @@
 /**
  * The two halves every lifecycle operation is made of:
- * - {@link bringUp}: attach the network for the sandbox's slot → enforce its egress policy and private networks → restore an
- *   image → open the agent channel → give the sandbox its identity (clock, entropy, hostname, id, envs);
+ * - {@link bringUp}: attach the network for the sandbox's slot → enforce its egress policy and private networks while
+ *   restoring an image (the slot is closed until its policy lands) → open the agent channel → give the sandbox its identity (clock, entropy, hostname, id, envs);
  * - {@link releaseResources}: close the channel, stop the runtime instance, drop the slot's private network
  *   and egress enforcement, detach the network, free the slot.
  */
@@ -9,7 +9,8 @@ import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { RamifyError, isRamifyError, type AgentIdentity } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../core.js';
-import { releaseEgressEnforcement, enforceStoredEgressPolicy } from '../egress/enforcement.js';
+import { enforceEgressPolicy, enforceStoredEgressPolicy, releaseEgressEnforcement } from '../egress/enforcement.js';
+import { DENY_ALL_EGRESS_POLICY } from '../egress/policy.js';
 import { hostnameFor } from '../ids.js';
 import { enforceStoredNetworks, releaseNetworkEnforcement } from '../networks/enforcement.js';
 import type { SandboxRecord } from '../ports/store.js';
@@ -25,17 +26,26 @@ import { isWarmSlot, prewarmFreeSlots } from './prewarm.js';
  * @throws RamifyError `RUNTIME_ERROR` (also when the pinned root filesystem directory is gone: nothing is
  *   started then), `SNAPSHOT_NOT_FOUND`, `AGENT_UNREACHABLE`, `RUNTIME_UNAVAILABLE`.
  */
-export async function bringUp(core: Core, record: SandboxRecord, snapshotId: string): Promise<void> {
+export async function bringUp(core: Core, record: SandboxRecord, snapshotId: string, options: BringUpOptions = {}): Promise<void> {
   bringUpsInFlight.set(core, (bringUpsInFlight.get(core) ?? 0) + 1);
   try {
-    await bringUpOne(core, record, snapshotId);
+    await bringUpOne(core, record, snapshotId, options);
   } finally {
     bringUpsInFlight.set(core, (bringUpsInFlight.get(core) ?? 1) - 1);
   }
 }
 
-/** Bring-ups running now, per core (a fork x8 runs eight). */
-const bringUpsInFlight = new WeakMap<Core, number>();
+export interface BringUpOptions {
+  /**
+   * `stored` (default): the sandbox's stored egress policy and private networks; `deny-all`: no packet
+   * leaves and no network is joined (a warm pool sandbox, which has no stored policy yet: its create
+   * enforces the real one before it is acknowledged).
+   */
+  egress?: 'stored' | 'deny-all';
+}
+
+/** Bring-ups running now, per core (a fork x8 runs eight); the warm pool refills only while there are none. */
+export const bringUpsInFlight = new WeakMap<Core, number>();
 
 /**
  * The bound on a restored sandbox's agent answering: `agentConnectTimeoutMs`, times the bring-ups that
@@ -49,7 +59,7 @@ function agentTimeoutMs(core: Core): number {
   return core.options.agentConnectTimeoutMs * sharing;
 }
 
-async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string): Promise<void> {
+async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string, options: BringUpOptions): Promise<void> {
   if (record.slot === null) throw new RamifyError('INTERNAL', `sandbox '${record.id}' has no network slot`);
   const runtime = runtimeFor(core, record.runtime);
   await assertRootfsPresent(record, snapshotId);
@@ -58,17 +68,31 @@ async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string)
   try {
     const network = await core.network.attach(record.id, record.slot);
     phase('networkMs');
-    // Before anything runs in the sandbox: its first packet already meets its policy.
-    await enforceStoredEgressPolicy(core, record);
-    await enforceStoredNetworks(core, record);
-    phase('egressMs');
-    const { imageDir } = await core.storage.open(snapshotId);
-    phase('openSnapshotMs');
-    await runtime.restore(
-      { sandboxId: record.id, rootfsDir: record.rootfsDir, resources: { cpuCount: record.cpuCount, memoryMB: record.memoryMB, diskSizeMB: record.diskSizeMB }, hostname, network },
-      imageDir,
-    );
-    phase('restoreMs');
+    // The policy is enforced while the image is restored: the host drops every packet of a slot it holds
+    // no policy for (fail closed), and a kept slot (a resume) holds the sandbox's own, so the restored
+    // processes' first packet meets the policy or nothing; both are in force before the agent is reached.
+    const since = performance.now();
+    const took = (): number => Math.round(performance.now() - since);
+    const enforce = (async () => {
+      if (options.egress === 'deny-all') {
+        await enforceEgressPolicy(core, record, DENY_ALL_EGRESS_POLICY);
+        await core.networkEnforcer?.apply(record.id, record.slot as number, []);
+      } else {
+        await enforceStoredEgressPolicy(core, record);
+        await enforceStoredNetworks(core, record);
+      }
+      phases.egressMs = took();
+    })();
+    const restore = (async () => {
+      const { imageDir } = await core.storage.open(snapshotId);
+      await runtime.restore(
+        { sandboxId: record.id, rootfsDir: record.rootfsDir, resources: { cpuCount: record.cpuCount, memoryMB: record.memoryMB, diskSizeMB: record.diskSizeMB }, hostname, network },
+        imageDir,
+      );
+      phases.restoreMs = took();
+    })();
+    await Promise.all([enforce, restore]);
+    phase('egressAndRestoreMs');
     const session = await core.sessions.open(record.id, { timeoutMs: agentTimeoutMs(core) });
     phase('agentMs');
     await session.setIdentity(identityFor(core, record));

@@ -1,7 +1,8 @@
 /**
  * Checkpointing a running sandbox into a new snapshot, the shared first half of pause, fork-of-running
  * and snapshot-of-running. Order (each write persisted before the next step acts):
- * snapshot row `pending` → `running → pausing` with the operation → quiet-network check → close the agent
+ * snapshot row `pending` → `running → pausing` with the operation → quiesce (one agent call when no
+ * connection is open; else back to `running` while connections drain, then again) → close the agent
  * channel → runtime checkpoint → commit the image → snapshot `ready` → `pausing → paused`.
  *
  * Failure handling, so that pause never kills a sandbox:
@@ -18,6 +19,7 @@ import { newSnapshotId } from '../ids.js';
 import { storedEgressPolicy } from '../egress/get-egress.js';
 import { copyIngress } from '../ingress/ports.js';
 import { recordedNetworks } from '../networks/enforcement.js';
+import type { Runtime } from '../ports/runtime.js';
 import type { SandboxOperation, SandboxRecord, SnapshotRecord } from '../ports/store.js';
 import { bringUp, identityFor } from './bring-up.js';
 import { waitForNoConnections, waitForQuietNetwork } from './quiet-network.js';
@@ -42,28 +44,29 @@ export interface CheckpointPlan {
  */
 export async function checkpointRunning(core: Core, record: SandboxRecord, plan: CheckpointPlan): Promise<{ record: SandboxRecord; snapshot: SnapshotRecord }> {
   const runtime = runtimeFor(core, record.runtime);
-  // While connections drain the sandbox stays `running`: its commands and file calls go on.
-  if (record.state === 'running') {
-    if (runtime.capabilities.checkpointNeedsQuietNetwork) core.events.emitCheckpointing({ sandboxId: record.id, at: core.clock.now() });
-    await waitForNoConnections(core, record.id, runtime);
-  }
+  // The ingress and the SSH gateway drop their own connections to the sandbox (they would hold it up).
+  if (runtime.capabilities.checkpointNeedsQuietNetwork) core.events.emitCheckpointing({ sandboxId: record.id, at: core.clock.now() });
   const snapshotId = newSnapshotId();
-  await core.store.insertSnapshot(await pendingSnapshot(core, record, snapshotId, plan));
-  let current: SandboxRecord;
-  try {
-    current = await transition(core, record, 'pausing', { operation: plan.operation(snapshotId) });
-  } catch (err) {
-    await core.store.deleteSnapshot(snapshotId);
-    throw err;
-  }
-
+  const pending = await pendingSnapshot(core, record, snapshotId, plan);
   const { mark: phase, phases } = phaseTimer();
+  let current = await enterPausing(core, record, pending, plan);
   try {
-    await waitForQuietNetwork(core, record.id, runtime);
+    // One quiesce in the common case (no connection open). With connections open, the sandbox goes back
+    // to `running` while they drain (its commands and file calls go on), then the quiesce is retried.
+    if (!(await quiesceOnce(core, record.id, runtime))) {
+      await core.store.deleteSnapshot(snapshotId);
+      await transition(core, current, 'running', { operation: null });
+      await waitForNoConnections(core, record.id, runtime);
+      current = await enterPausing(core, record, pending, plan);
+      await waitForQuietNetwork(core, record.id, runtime);
+    }
     phase('quietNetworkMs');
   } catch (err) {
-    await core.store.deleteSnapshot(snapshotId);
-    await transition(core, current, 'running', { operation: null });
+    const now = await core.store.getSandbox(record.id);
+    if (now?.state === 'pausing') {
+      await core.store.deleteSnapshot(snapshotId);
+      await transition(core, now, 'running', { operation: null });
+    }
     throw err;
   }
 
@@ -89,6 +92,33 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
     operation: plan.afterwards === 'operation-done' ? null : current.operation,
   });
   return { record: paused, snapshot: ready };
+}
+
+/** Insert the `pending` snapshot row and move `record` (running, or already paused for a fork) to `pausing` with the operation. */
+async function enterPausing(core: Core, record: SandboxRecord, pending: SnapshotRecord, plan: CheckpointPlan): Promise<SandboxRecord> {
+  await core.store.insertSnapshot(pending);
+  try {
+    return await transition(core, record, 'pausing', { operation: plan.operation(pending.id) });
+  } catch (err) {
+    await core.store.deleteSnapshot(pending.id);
+    throw err;
+  }
+}
+
+/**
+ * One quiesce of a `pausing` sandbox: true when its processes are stopped with no connection open (or the
+ * runtime needs no quiet network), false when connections are open.
+ * @throws RamifyError `AGENT_UNREACHABLE`.
+ */
+async function quiesceOnce(core: Core, sandboxId: string, runtime: Runtime): Promise<boolean> {
+  if (!runtime.capabilities.checkpointNeedsQuietNetwork) return true;
+  try {
+    await waitForQuietNetwork({ ...core, options: { ...core.options, quietNetworkTimeoutMs: 0 } }, sandboxId, runtime);
+    return true;
+  } catch (err) {
+    if (isRamifyError(err) && err.code === 'CHECKPOINT_BLOCKED') return false;
+    throw err;
+  }
 }
 
 /**

@@ -20,19 +20,21 @@ import type { SandboxIngress, SandboxRecord, SnapshotRecord, TemplateRecord } fr
 import { startSandbox } from './start.js';
 
 /**
- * Create and start a sandbox; resolves once it is `running`.
+ * Create and start a sandbox; resolves once it is `running`. From a template with the default resources
+ * it claims a sandbox of the warm pool when one is idle (docs/design/POOL.md): the same result, sooner.
  * Its environment is fixed here and stored as its `envs` (every start, resume and fork applies them):
  * the template's `envs` (from a snapshot: the envs its sandbox had when it was taken; for a snapshot that
  * did not record them, a template image or one taken before schema migration 8, the envs of its template,
  * none if that was deleted), overridden per key by the request's `envs`.
  * Its egress policy is the request's `egress` (rules or `{ mode, rules }`, validated before anything else
  * happens), else from a snapshot the policy the snapshot recorded (a template image, or an old snapshot
- * that recorded none: open, and a warning is logged for the latter). It is stored and enforced before the
- * sandbox's image is restored, so the restored processes' first packet already meets it.
+ * that recorded none: open, and a warning is logged for the latter). It is stored before the slot is
+ * attached and enforced while the image is restored (a slot without a policy drops every packet), so the
+ * restored processes' first packet meets it or nothing.
  * Its exposed ports are the request's `ports` (validated first too), else from a snapshot the ones it
  * recorded; it gets an access token of its own. Its idle auto-pause is the request's `autoPause` (null: off),
  * else a snapshot's recorded one, else off. Its private networks are the request's `networks` only (a snapshot's
- * recorded ones are not joined), checked before anything starts and enforced before its image is restored.
+ * recorded ones are not joined), checked before anything starts and enforced with its egress policy.
  * It belongs to `owner.teamId` (default the default team): templates and snapshots are looked up as that
  * team sees them (its own, and the shared templates), and its quota must have room (checked before
  * anything is made).
@@ -66,34 +68,44 @@ async function createUnder(core: Core, request: CreateSandboxRequest, owner: { t
   const cpuCount = request.cpuCount ?? source.cpuCount ?? core.options.defaultCpuCount;
   const memoryMB = request.memoryMB ?? source.memoryMB ?? core.options.defaultMemoryMB;
   if (runtime.checkResources) await runtime.checkResources({ cpuCount, memoryMB, diskSizeMB }, (await core.storage.open(source.snapshotId)).imageDir);
-  const id = newSandboxId();
-  currentCallContext().operation?.set({ 'ramify.sandbox_id': id, 'ramify.runtime': runtime.name });
-  const networks = await planNetworkJoins(core, id, teamId, request.networks);
-  if (egress === undefined && source.egress === null) {
-    core.logger.warn('the snapshot recorded no egress policy (taken before policies were recorded, its sandbox gone): the sandbox starts open', { snapshotId: source.snapshotId, sandboxId: id });
+  // From a template with the default resources: claim a restored idle sandbox when the pool has one.
+  const pooled = request.snapshot === undefined
+    ? await core.pool.take({ templateId: source.templateId, runtime: source.runtime, snapshotId: source.snapshotId, rootfsDir: source.rootfsDir, cpuCount, memoryMB, diskSizeMB })
+    : null;
+  const id = pooled?.id ?? newSandboxId();
+  currentCallContext().operation?.set({ 'ramify.sandbox_id': id, 'ramify.runtime': runtime.name, 'ramify.pool': pooled ? 'hit' : 'miss' });
+  try {
+    const networks = await planNetworkJoins(core, id, teamId, request.networks);
+    if (egress === undefined && source.egress === null) {
+      core.logger.warn('the snapshot recorded no egress policy (taken before policies were recorded, its sandbox gone): the sandbox starts open', { snapshotId: source.snapshotId, sandboxId: id });
+    }
+    return await withinQuota(core, teamId, [{ id, memoryMB }], () => core.locks.run(id, () =>
+      startSandbox(core, {
+        id,
+        teamId,
+        runtime: source.runtime,
+        templateId: source.templateId,
+        sourceSnapshotId: source.snapshotId,
+        rootfsDir: source.rootfsDir,
+        parentId: null,
+        cpuCount,
+        memoryMB,
+        diskSizeMB,
+        metadata: request.metadata ?? {},
+        envs: sandboxEnvs(source.baseEnvs, request.envs),
+        timeoutMs: request.timeoutMs ?? core.options.defaultTimeoutMs,
+        onTimeout: request.onTimeout ?? core.options.defaultOnTimeout,
+        autoPause: askedAutoPause !== undefined ? askedAutoPause : source.autoPause ? { ...source.autoPause } : null,
+        egress: egress ?? source.egress ?? undefined,
+        ingress: sandboxIngress(source.ingress, ports, request.autoResume),
+        networks,
+      }, pooled),
+    ));
+  } catch (err) {
+    // Refused before the pooled sandbox became this one (quota, a network alias): it goes back idle.
+    if (pooled) core.pool.giveBack(pooled);
+    throw err;
   }
-  return withinQuota(core, teamId, [{ id, memoryMB }], () => core.locks.run(id, () =>
-    startSandbox(core, {
-      id,
-      teamId,
-      runtime: source.runtime,
-      templateId: source.templateId,
-      sourceSnapshotId: source.snapshotId,
-      rootfsDir: source.rootfsDir,
-      parentId: null,
-      cpuCount,
-      memoryMB,
-      diskSizeMB,
-      metadata: request.metadata ?? {},
-      envs: sandboxEnvs(source.baseEnvs, request.envs),
-      timeoutMs: request.timeoutMs ?? core.options.defaultTimeoutMs,
-      onTimeout: request.onTimeout ?? core.options.defaultOnTimeout,
-      autoPause: askedAutoPause !== undefined ? askedAutoPause : source.autoPause ? { ...source.autoPause } : null,
-      egress: egress ?? source.egress ?? undefined,
-      ingress: sandboxIngress(source.ingress, ports, request.autoResume),
-      networks,
-    }),
-  ));
 }
 
 /**

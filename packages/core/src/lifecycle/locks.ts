@@ -4,6 +4,7 @@
  */
 export class KeyedLock {
   readonly #tails = new Map<string, Promise<void>>();
+  #lastReleasedMs = -Infinity;
 
   /** Run `fn` once every earlier holder of `key` has finished; resolves/rejects with `fn`'s outcome. */
   async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
@@ -18,7 +19,18 @@ export class KeyedLock {
     } finally {
       release();
       if (this.#tails.get(key) === tail) this.#tails.delete(key);
+      this.#lastReleasedMs = performance.now();
     }
+  }
+
+  /** Keys some call holds or waits for right now. */
+  get size(): number {
+    return this.#tails.size;
+  }
+
+  /** Time since a call last let a key go, ms (Infinity when none ever did): background work waits for quiet. */
+  quietForMs(): number {
+    return performance.now() - this.#lastReleasedMs;
   }
 
   /** True while some call holds or waits for `key`. */

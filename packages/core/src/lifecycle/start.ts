@@ -6,7 +6,7 @@
  * the sandbox ends in `error` with the reason; when the runtime refused the request as bad input
  * (`VALIDATION_FAILED`) it ends `killed` instead, so a rejected create leaves nothing to clean up.
  */
-import { isRamifyError } from '@ramify/contracts';
+import { isRamifyError, RamifyError } from '@ramify/contracts';
 import { prewarmFreeSlots } from './prewarm.js';
 import type { Core } from '../core.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
@@ -14,6 +14,8 @@ import { joinNetworks, type NetworkJoin } from '../networks/joins.js';
 import { newAccessToken } from '../ingress/access-token.js';
 import { copyIngress, NO_INGRESS } from '../ingress/ports.js';
 import type { SandboxIngress, SandboxRecord } from '../ports/store.js';
+import { adoptPooled } from '../pool/claim.js';
+import type { PooledSandbox } from '../pool/warm-pool.js';
 import { bringUp, releaseResources } from './bring-up.js';
 import { finishKill } from './kill.js';
 import { messageOf, transition } from './records.js';
@@ -36,12 +38,14 @@ export type NewSandbox = Pick<
 };
 
 /**
- * Insert the sandbox as `creating` and bring it up from `fresh.sourceSnapshotId`. Caller holds the new id's lock.
+ * Insert the sandbox as `creating` and bring it up from `fresh.sourceSnapshotId`, or, given `pooled` (a warm
+ * pool sandbox of that image, already restored on its own slot under id `fresh.id`), adopt it instead.
+ * Caller holds the new id's lock.
  * @returns the record, now `running`.
  * @throws the bring-up's RamifyError: the record is then in `error`, or `killed` when it was
  *   `VALIDATION_FAILED` (bad input refused by a step; `error` with "kill failed" if releasing failed).
  */
-export async function startSandbox(core: Core, fresh: NewSandbox): Promise<SandboxRecord> {
+export async function startSandbox(core: Core, fresh: NewSandbox, pooled: PooledSandbox | null = null): Promise<SandboxRecord> {
   const { egress, ingress, networks, ...fields } = fresh;
   let record: SandboxRecord = {
     ...fields,
@@ -49,24 +53,25 @@ export async function startSandbox(core: Core, fresh: NewSandbox): Promise<Sandb
     state: 'creating',
     createdAt: core.clock.now(),
     endAt: null,
-    slot: null,
+    slot: pooled?.slot ?? null,
     pausedSnapshotId: null,
     error: null,
     operation: { kind: 'create' },
     lastActiveAt: null,
   };
   await core.store.insertSandbox(record);
+  if (pooled) core.pool.settle(record.id);
   core.events.emitState({ sandboxId: record.id, from: 'creating', to: 'creating', sandbox: record, at: record.createdAt });
   try {
     if (egress !== undefined) await core.store.putEgressPolicy(record.id, egress, record.createdAt);
     if (networks) await joinNetworks(core, record.id, networks, record.createdAt);
     // Its own access token (a fork's differs from its parent's), stored before the sandbox is acknowledged.
     await core.store.ensureAccessToken(record.id, newAccessToken(core.entropy), record.createdAt);
-    const slot = await core.store.allocateSlot(record.id);
-    prewarmFreeSlots(core);
-    record = await core.store.updateSandbox(record.id, { slot });
-    await bringUp(core, record, fresh.sourceSnapshotId);
+    if (pooled) record = await adoptOrRestore(core, record, fresh.sourceSnapshotId);
+    else record = await restoreFresh(core, record, fresh.sourceSnapshotId);
   } catch (err) {
+    // The stored row is the truth: a step may have leased (or released) a slot since `record` was read.
+    record = (await core.store.getSandbox(record.id)) ?? record;
     if (isRamifyError(err) && REFUSED_AS_BAD_INPUT.has(err.code)) {
       // The runtime refused the request as bad input (e.g. more memory than the image was booted with):
       // nothing ran, so no sandbox is left behind (it ends `killed`, the reason kept in its record).
@@ -83,4 +88,30 @@ export async function startSandbox(core: Core, fresh: NewSandbox): Promise<Sandb
     throw err;
   }
   return transition(core, record, 'running', { operation: null, endAt: core.clock.now() + record.timeoutMs });
+}
+
+/** Lease a slot for `record` and restore `snapshotId` into it. @returns the record with its slot. */
+async function restoreFresh(core: Core, record: SandboxRecord, snapshotId: string): Promise<SandboxRecord> {
+  const slot = await core.store.allocateSlot(record.id);
+  prewarmFreeSlots(core);
+  const withSlot = await core.store.updateSandbox(record.id, { slot });
+  await bringUp(core, withSlot, snapshotId);
+  return withSlot;
+}
+
+/**
+ * Make the pooled sandbox under `record` this one; when that fails (its agent channel was lost), release it
+ * and restore as without a pool, so the create still succeeds.
+ */
+async function adoptOrRestore(core: Core, record: SandboxRecord, snapshotId: string): Promise<SandboxRecord> {
+  try {
+    await adoptPooled(core, record);
+    return record;
+  } catch (err) {
+    core.logger.warn('claiming a pooled sandbox failed; restoring instead', { sandboxId: record.id, error: messageOf(err) });
+    core.pool.failed();
+    const failure = await releaseResources(core, record);
+    if (failure !== null) throw new RamifyError('RUNTIME_ERROR', `releasing the pooled sandbox '${record.id}' failed: ${failure}`, { id: record.id });
+    return restoreFresh(core, await core.store.updateSandbox(record.id, { slot: null }), snapshotId);
+  }
 }

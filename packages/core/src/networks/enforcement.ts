@@ -10,7 +10,7 @@ import type { SandboxRecord } from '../ports/store.js';
 
 /**
  * Make the networks stored for the sandbox the ones in force on its slot (no-op without an enforcer or a
- * slot); used before every restore, after every live attach and detach, and on daemon start.
+ * slot); used at every restore, after every live attach and detach, and on daemon start.
  * Rejects with the enforcer's error (what was in force stays).
  */
 export async function enforceStoredNetworks(core: Core, record: Pick<SandboxRecord, 'id' | 'slot'>): Promise<void> {

@@ -4,8 +4,9 @@
  * policy (validated, persisted in the store) and calls this port; the implementation owns no state that
  * cannot be rebuilt from `apply` calls.
  *
- * Lifecycle, per slot: core calls `apply` after the slot's network is attached and before the sandbox's
- * image is restored (create, fork child, resume), again whenever the policy changes (running and paused
+ * Lifecycle, per slot: core calls `apply` after the slot's network is attached, while the sandbox's image
+ * is restored and before its agent is reached (create, fork child, resume; so an implementation must drop
+ * every packet of a slot it holds no policy for), again whenever the policy changes (running and paused
  * sandboxes alike, no restart), and on daemon start for every live sandbox (reconcile); `remove` when the
  * sandbox lets the slot go (kill, failed create). Calls for one slot never overlap (core holds the sandbox's
  * lock). Cost: one `nft -f -` transaction plus in-memory resolver state; milliseconds.

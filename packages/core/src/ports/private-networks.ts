@@ -5,7 +5,7 @@
  * nothing that cannot be rebuilt from `apply` calls.
  *
  * Lifecycle, per slot: as the EgressEnforcer's. Core calls `apply` after the slot's egress policy is
- * enforced and before the sandbox's image is restored (create, fork child, resume), again on every live
+ * enforced, while the sandbox's image is restored and before its agent is reached (create, fork child, resume), again on every live
  * attach or detach, and on daemon start for every running or paused sandbox (reconcile); `remove` when the
  * sandbox lets its slot go. Calls for one slot never overlap (core holds the sandbox's lock). Cost: one
  * `nft -f -` transaction (adding or removing the slot's pairs with every member it shares a network with)
