@@ -17,7 +17,8 @@
 // namespace setup; GvisorRuntime for `runsc restore`/`checkpoint`, or MicrovmRuntime for QEMU's
 // incoming migration / migration to a file), in their own work dir and prefix. A microVM has no raw
 // exec (its commands go through the agent): that row has no ratio. Pause includes the fsync of the
-// image in both columns' durable variant (see the `pause` rows).
+// image in both columns' durable variant (see the `pause` rows). Raw and Ramify iterations alternate,
+// so that the load of a shared machine drifts under both columns alike.
 // Forks are of the paused sandbox (the state a fork starts from: the image is already written), so
 // their floor is that many raw restores of one image at once.
 import { spawnSync } from 'node:child_process';
@@ -76,39 +77,35 @@ async function openMicrovm() {
   const acceleration = await detectAcceleration({ kernel, cacheDir, qemuVersion: version });
   return MicrovmRuntime.open({ workDir: work, kernel, acceleration, resolvConfPath: join(work, 'resolv.conf'), qemuVersion: version, cgroupParent: null });
 }
-try {
-  for (let i = 0; i < N; i++) {
-    const id = `rmbn-${i}`;
-    const [tc, s] = await time(async () => { const s = await spec(id, i + 1); await runtime.restore(s, template ? templateImage : ''); return s; });
-    raw.create.push(tc);
-    if (runtimeName === 'gvisor') {
-      // What `commands.run('true')` wraps: a bash -c in the sandbox (runtime.containerOf: runsc's id of the incarnation).
-      const containerId = await runtime.containerOf(id);
-      const [te] = await time(async () => spawnSync('nsenter', [`--net=${s.network.netnsPath}`, 'runsc', '--root', join(work, 'state'), 'exec', containerId, '/bin/bash', '-c', 'true']));
-      raw.exec.push(te);
-    }
-    const img = join(work, `img-${i}`);
-    const [tp] = await time(() => runtime.checkpoint(id, img));
-    raw.pause.push(tp);
-    const [ts] = await time(async () => syncImage(img));
-    raw.pauseDurable.push(tp + ts);
-    const [tr] = await time(async () => runtime.restore(await spec(id, i + 1), img));
-    raw.resume.push(tr);
-    await runtime.kill(id);
+/** One iteration of the raw steps: restore the template image, exec, checkpoint (+ fsync), restore it. */
+async function rawIteration(i) {
+  const id = `rmbn-${i}`;
+  const [tc, s] = await time(async () => { const s = await spec(id, i + 1); await runtime.restore(s, templateImage); return s; });
+  raw.create.push(tc);
+  if (runtimeName === 'gvisor') {
+    // What `commands.run('true')` wraps: a bash -c in the sandbox (runtime.containerOf: runsc's id of the incarnation).
+    const containerId = await runtime.containerOf(id);
+    const [te] = await time(async () => spawnSync('nsenter', [`--net=${s.network.netnsPath}`, 'runsc', '--root', join(work, 'state'), 'exec', containerId, '/bin/bash', '-c', 'true']));
+    raw.exec.push(te);
   }
-  // The floor of a fork x8 on this machine: eight raw restores of one image at once, namespaces ready.
-  const img = join(work, 'img-0');
-  const specs = await Promise.all(Array.from({ length: 8 }, (_, k) => spec(`rmbn-par-${k}`, 20 + k)));
-  for (let rep = 0; rep < Math.min(N, 3); rep++) {
-    const [t8] = await time(() => Promise.all(specs.map((s) => runtime.restore(s, img))));
-    raw.restore8.push(t8);
-    raw.checkpointRestore8.push(t8 + median(raw.pause));
-    await Promise.all(specs.map((s) => runtime.kill(s.sandboxId)));
-  }
-  await runtime.settle?.();
-} finally {
-  await net.destroyAll();
-  await rm(work, { recursive: true, force: true });
+  const img = join(work, `img-${i}`);
+  const [tp] = await time(() => runtime.checkpoint(id, img));
+  raw.pause.push(tp);
+  const [ts] = await time(async () => syncImage(img));
+  raw.pauseDurable.push(tp + ts);
+  const [tr] = await time(async () => runtime.restore(await spec(id, i + 1), img));
+  raw.resume.push(tr);
+  await runtime.kill(id);
+  // Kept: the first image is the fork point of the eight-at-once restores.
+  if (i > 0) await rm(img, { recursive: true, force: true });
+}
+/** The floor of a fork x8 on this machine: eight raw restores of one image at once, namespaces ready. */
+let specs8 = null;
+async function rawRestore8() {
+  specs8 ??= await Promise.all(Array.from({ length: 8 }, (_, k) => spec(`rmbn-par-${k}`, 20 + k)));
+  const [t8] = await time(() => Promise.all(specs8.map((s) => runtime.restore(s, join(work, 'img-0')))));
+  raw.restore8.push(t8);
+  await Promise.all(specs8.map((s) => runtime.kill(s.sandboxId)));
 }
 
 // ---- Ramify, through the SDK and the daemon ----
@@ -146,8 +143,6 @@ async function create(extra = {}) {
   return { ms, sbx, hit: (await poolOf()).hits > before.hits };
 }
 const ours = { hit: [], miss: [], exec: [], pause: [], resume: [], fork3: [], fork8: [], fork8Running: [] };
-// The first create marks the template as used (an `auto` pool then fills it).
-await (await Sandbox.create({ template: values.template, runtime: runtimeName })).kill();
 /** Fork `sbx` `count` times; the children are killed (and their runtime state deleted) before it returns. */
 async function timedFork(sbx, count, into) {
   await settle();
@@ -155,7 +150,8 @@ async function timedFork(sbx, count, into) {
   into.push(ms);
   await Promise.all(children.map((f) => f.kill()));
 }
-for (let i = 0; i < N; i++) {
+/** One iteration through the daemon: a hit and a miss, exec, pause, forks of the paused sandbox, resume. */
+async function oursIteration(i) {
   await poolReady();
   await settle();
   const first = await create();
@@ -175,6 +171,22 @@ for (let i = 0; i < N; i++) {
   // Once: a fork of the running sandbox (a checkpoint, the children, and the parent restored beside them).
   if (i === 0) await timedFork(sbx, 8, ours.fork8Running);
   await sbx.kill();
+}
+// The first create marks the template as used (an `auto` pool then fills it).
+await (await Sandbox.create({ template: values.template, runtime: runtimeName })).kill();
+try {
+  // Raw and Ramify alternate, one iteration each: on a shared machine the load drifts, and a ratio of
+  // two columns measured minutes apart would measure the drift.
+  for (let i = 0; i < N; i++) {
+    await rawIteration(i);
+    if (i < 3) await rawRestore8();
+    await runtime.settle?.();
+    await oursIteration(i);
+  }
+  raw.checkpointRestore8.push(...raw.restore8.map((t8) => t8 + median(raw.pause)));
+} finally {
+  await net.destroyAll();
+  await rm(work, { recursive: true, force: true });
 }
 
 const steps = runtimeName === 'gvisor'

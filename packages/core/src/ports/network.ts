@@ -37,4 +37,10 @@ export interface SandboxNetwork {
    * leaves `attach` to build the slot as usual.
    */
   prewarm(slots: number[]): void;
+  /**
+   * The runtime instance on `slot` has stopped and the slot is kept (a pause): put back, in the background,
+   * what the next restore needs in it (the guest address the runtime took over), so that the next `attach`
+   * of the slot need not check. Never rejects; `attach` repairs as usual when this did not happen.
+   */
+  prepareGuest?(slot: number): void;
 }
