@@ -51,6 +51,11 @@ export const ERROR_CODES = {
   COMMAND_TIMEOUT: 408,
   RUNTIME_UNAVAILABLE: 503,
   RUNTIME_ERROR: 500,
+  /**
+   * Remote snapshot storage (an S3-compatible bucket) cannot be used: unreachable, credentials rejected,
+   * bucket missing, or access denied; the message names what failed and how to fix it. Nothing local is lost.
+   */
+  STORAGE_UNAVAILABLE: 503,
   /** The image was made by a runtime release this host's cannot restore (e.g. another runsc release); details name both. */
   IMAGE_INCOMPATIBLE: 409,
   AGENT_UNREACHABLE: 502,

@@ -44,7 +44,7 @@ import {
 import { GvisorRuntime } from '@ramify/runtime-gvisor';
 import { resolveMaxOutputBytes } from './config.js';
 import { openRuntimes, type GvisorOptions, type MicrovmOptions } from './runtimes.js';
-import { LocalSnapshotStorage } from '@ramify/storage';
+import { closeSnapshotStorage, openSnapshotStorage, type SnapshotStorageConfig } from './snapshot-storage.js';
 import { SqliteStore } from '@ramify/store';
 import { LocalTemplateBuilder } from '@ramify/template-builder';
 import { createMetrics, type DaemonMetrics } from './observability/metrics.js';
@@ -102,6 +102,8 @@ export interface ComposeOptions {
   runtimes?: RuntimeName[];
   network?: NetworkOptions;
   egress?: EgressOptions;
+  /** Where snapshots live (see snapshot-storage.ts); default local disk under `dataDir`. */
+  snapshotStorage?: SnapshotStorageConfig;
   /** `collect` (default): Prometheus metrics (observability/metrics.ts); `off`: none (`/metrics` is 503). */
   metrics?: 'collect' | 'off';
   /** Export traces over OTLP/HTTP to this collector (see {@link startTracing}); absent: no tracing, nothing of OpenTelemetry loaded. */
@@ -124,10 +126,10 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   // Checked before anything is opened.
   const coreOptions = { ...options.coreOptions, ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: resolveMaxOutputBytes(options.maxOutputBytes) } : {}) };
   const clock = options.clock ?? systemClock;
+  // WIRING: snapshot storage (local disk, or S3 behind the local cache; the bucket is checked here, before anything else opens).
+  const storage = overrides.storage ?? (await openSnapshotStorage(dataDir, options.snapshotStorage ?? { kind: 'local' }, logger));
   // WIRING: store (SQLite under the data dir; slots bounded by the network's address layout).
   const store = overrides.store ?? new SqliteStore({ path: join(dataDir, 'ramify.db'), maxSlots: MAX_SLOT });
-  // WIRING: snapshot storage (local disk; S3 later).
-  const storage = overrides.storage ?? new LocalSnapshotStorage({ rootDir: dataDir });
   const prefix = options.network?.prefix ?? 'rmf';
   // WIRING: egress log (enforcement's verdicts, buffered into the store in batches; core reads it).
   const egressLog = new BufferedEgressLog({ store, logger, clock });
@@ -184,7 +186,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
       // Let background `runsc delete`s of old incarnations finish.
       for (const runtime of runtimes) if (runtime instanceof GvisorRuntime) await runtime.settle();
       if (network instanceof NamespaceNetwork) await network.settle();
-      if (storage instanceof LocalSnapshotStorage) await storage.settle();
+      await closeSnapshotStorage(storage);
       // Write what the logs still buffer (later entries are dropped) before the store goes.
       await closeCoreSinks(core);
       await tracing?.shutdown().catch((err: unknown) => logger.warn('tracing: the last export failed', { error: err instanceof Error ? err.message : String(err) }));

@@ -15,6 +15,7 @@ import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
 import { compose, type ComposeOptions } from './compose.js';
 import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './config.js';
+import { describeSnapshotStorage, resolveSnapshotStorage, type SnapshotStorageFlags } from './snapshot-storage.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
 import { startSshGateway, type RunningSshGateway, type SshOptions } from './ssh/gateway.js';
 import { startMetricsListener, type MetricsListener } from './observability/metrics-listener.js';
@@ -69,6 +70,11 @@ export interface ServeOptions {
    * 127.0.0.1:2222 unless told `--ssh-listen off`). Its host key is made once in the data directory.
    */
   ssh?: SshOptions;
+  /**
+   * Snapshot storage flags (`ramify serve --s3-*`, `--snapshot-cache-bytes`); each `RAMIFY_S3_*` /
+   * `RAMIFY_SNAPSHOT_CACHE_BYTES` variable fills in a flag not given. No bucket: local disk.
+   */
+  snapshotStorage?: SnapshotStorageFlags;
   /** Prometheus metrics: `collect` (default; `GET /metrics` with an admin key of the default team) or `off`. */
   metrics?: ComposeOptions['metrics'];
   /** Also serve `GET /metrics` without auth on this address (`ramify serve --metrics-listen`); absent: no such listener. */
@@ -95,20 +101,27 @@ export interface RamifyServer {
   newApiKey: string | null;
   /** One line per runtime: `gvisor: runsc ...`, `microvm: QEMU 7.2, TCG (why)`, or `microvm unavailable: why`. */
   runtimeSummary: string[];
+  /** Where snapshots live: `local disk (...)` or the bucket and the local cache's budget. */
+  snapshotStorage: string;
   /** Stop listening, stop the scheduler, close agent channels and the store. Sandboxes keep running. */
   close(): Promise<void>;
 }
 
-/** Start the daemon. Rejects when the port is taken or the data directory cannot be used; `VALIDATION_FAILED` for a bad `maxOutputBytes`. */
+/**
+ * Start the daemon. Rejects when the port is taken or the data directory cannot be used;
+ * `VALIDATION_FAILED` for a bad `maxOutputBytes` or snapshot storage setting; `STORAGE_UNAVAILABLE` when
+ * a configured bucket cannot be listed, written or deleted from (the message says how to fix it).
+ */
 export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const dataDir = resolveDataDir(options.dataDir);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await chmod(dataDir, 0o700);
   const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, pino.destination(2));
   const logger = adaptLogger(log);
+  const snapshotStorage = resolveSnapshotStorage(options.snapshotStorage);
 
   const composition = await compose({
-    dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) },
+    dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) },
     maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress,
     clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
   });
@@ -150,6 +163,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       ingress: ingress ? { address: ingress.address, url: `${ingress.endpoint.protocol}://<port>-<sandboxId>.${ingress.endpoint.domain}${ingress.endpoint.port === null ? '' : `:${ingress.endpoint.port}`}` } : null,
       ssh: ssh ? { address: ssh.address, host: ssh.endpoint.host, port: ssh.endpoint.port, fingerprint: ssh.fingerprint } : null,
       runtimeSummary: runtimeSummary(core),
+      snapshotStorage: describeSnapshotStorage(dataDir, snapshotStorage),
       metricsAddress: metricsListener?.address ?? null,
       otlpUrl: composition.tracing?.url ?? null,
       close: async () => {

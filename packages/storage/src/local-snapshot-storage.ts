@@ -45,6 +45,11 @@ export interface SweepOptions {
 /** Snapshot ids double as directory names: 1-128 of `[A-Za-z0-9._-]`, not starting with `.`, `_` or `-`. */
 const SNAPSHOT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
+/** Whether `snapshotId` can name a snapshot (it doubles as a directory and object name). */
+export function isValidSnapshotId(snapshotId: string): boolean {
+  return SNAPSHOT_ID.test(snapshotId);
+}
+
 export class LocalSnapshotStorage implements SnapshotStorage {
   readonly rootDir: string;
   private readonly snapshotsDir: string;
@@ -116,6 +121,26 @@ export class LocalSnapshotStorage implements SnapshotStorage {
     this.inFlight.delete(snapshotId);
     this.hashing.set(snapshotId, this.hashInBackground(manifest));
     return manifest;
+  }
+
+  /**
+   * Seal an image written under {@link prepare}'s directory by something other than a runtime (a
+   * download from remote storage) whose manifest is known and checked already: every listed file must
+   * be there with its size; files and directories are fsynced; `manifest` is written as given (no
+   * background hashing: its sha256s are known).
+   * Rejects `RUNTIME_ERROR` when a file is missing or of another size, `CONFLICT` when already committed.
+   */
+  async adopt(manifest: SnapshotManifest): Promise<void> {
+    const snapshotId = assertValidId(manifest.snapshotId);
+    const dir = this.snapshotDir(snapshotId);
+    const imageDir = join(dir, 'image');
+    if (await exists(join(dir, MANIFEST_FILE))) throw new RamifyError('CONFLICT', `snapshot '${snapshotId}' is already committed`, { snapshotId });
+    await this.verifyImage(imageDir, manifest, 'sizes');
+    const paths = Object.keys(manifest.files);
+    await mapBounded(paths, this.hashConcurrency, (relative) => fsyncPath(join(imageDir, relative)));
+    for (const directory of new Set([imageDir, ...paths.map((relative) => dirname(join(imageDir, relative)))])) await fsyncDir(directory);
+    await writeManifestAtomically(join(dir, MANIFEST_FILE), manifest);
+    this.inFlight.delete(snapshotId);
   }
 
   /**

@@ -14,7 +14,8 @@ export const MANIFEST_FILE = 'manifest.json';
 /** Prefix of the temporary file a manifest is written to before its rename. */
 export const MANIFEST_TEMP_PREFIX = '.manifest.json.tmp-';
 
-const ManifestSchema = z.strictObject({
+/** The schema of a snapshot's manifest (also embedded in the remote manifest). */
+export const ManifestSchema = z.strictObject({
   formatVersion: z.literal(SNAPSHOT_FORMAT_VERSION),
   snapshotId: z.string().min(1),
   runtime: RuntimeName,
@@ -61,12 +62,17 @@ export function parseManifest(text: string, snapshotId: string): SnapshotManifes
  * or the whole one.
  */
 export async function writeManifestAtomically(path: string, manifest: SnapshotManifest): Promise<void> {
+  await writeJsonAtomically(path, manifest);
+}
+
+/** Write `value` as indented JSON to `path` atomically and durably (see {@link writeManifestAtomically}). */
+export async function writeJsonAtomically(path: string, value: unknown): Promise<void> {
   const dir = dirname(path);
   const temp = join(dir, `${MANIFEST_TEMP_PREFIX}${randomBytes(6).toString('hex')}`);
   try {
     const handle = await open(temp, 'wx', 0o644);
     try {
-      await handle.writeFile(`${JSON.stringify(manifest, null, 2)}\n`);
+      await handle.writeFile(`${JSON.stringify(value, null, 2)}\n`);
       await handle.sync();
     } finally {
       await handle.close();

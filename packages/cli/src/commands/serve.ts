@@ -14,10 +14,11 @@ interface DaemonModule {
     host?: string; port?: number; dataDir?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
     ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
+    snapshotStorage?: { s3Endpoint?: string; s3Bucket?: string; s3Region?: string; s3Prefix?: string; s3PathStyle?: boolean; snapshotCacheBytes?: number };
     metricsListen?: { host: string; port: number }; otlpEndpoint?: string; coreOptions?: { eventRetentionMs?: number };
   }): Promise<{
     metricsAddress: string | null; otlpUrl: string | null;
-    url: string; dataDir: string; runtimeSummary: string[]; ingress: { address: string; url: string } | null;
+    url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; ingress: { address: string; url: string } | null;
     ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(): Promise<void>;
     core: { pool: { stats(): { mode: string; budgetMB: number } } };
   }>;
@@ -53,6 +54,13 @@ interface ServeFlags {
   ingressTlsKey?: string;
   /** `--ssh-listen ADDR:PORT` or `off`. */
   sshListen?: string;
+  s3Endpoint?: string;
+  s3Bucket?: string;
+  s3Region?: string;
+  s3Prefix?: string;
+  s3PathStyle?: boolean;
+  /** `--snapshot-cache-bytes`: local cache budget of durable snapshots, bytes. */
+  snapshotCacheBytes?: number;
   /** `--warm-pool auto|off|<template>[:<runtime>]=<n>,...`. */
   warmPool?: string;
   /** `--warm-pool-budget <MB>`. */
@@ -63,6 +71,12 @@ interface ServeFlags {
   otlpEndpoint?: string;
   /** `--events-retention DURATION`, ms. */
   eventsRetention?: number;
+}
+
+/** The snapshot storage flags given (the daemon fills in the rest from `RAMIFY_S3_*`). */
+function snapshotStorageFlags(opts: ServeFlags): NonNullable<Parameters<DaemonModule['serve']>[0]['snapshotStorage']> {
+  const { s3Endpoint, s3Bucket, s3Region, s3Prefix, s3PathStyle, snapshotCacheBytes } = opts;
+  return Object.fromEntries(Object.entries({ s3Endpoint, s3Bucket, s3Region, s3Prefix, s3PathStyle, snapshotCacheBytes }).filter(([, value]) => value !== undefined));
 }
 
 /** Default `--ingress-listen`: loopback only. */
@@ -138,6 +152,12 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--warm-pool <spec>', "idle sandboxes kept restored so that a create claims one (tens of ms) instead of restoring: 'auto' (default: one per template created from in the last hour), 'off', or sizes per template 'base=2,python-tests=1' (':microvm' after a name for that runtime)", warmPoolSpec)
     .option('--warm-pool-budget <MB>', 'most memoryMB the warm pool\'s idle sandboxes may add up to (default 1/16 of the host\'s memory, 512 to 4096)', intIn(0, 1 << 20))
     .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory`)
+    .option('--s3-bucket <bucket>', 'keep snapshots in this S3-compatible bucket, the local disk as a cache (default $RAMIFY_S3_BUCKET; none: local disk only). Credentials: $RAMIFY_S3_ACCESS_KEY_ID and $RAMIFY_S3_SECRET_ACCESS_KEY, else the AWS SDK\'s default chain')
+    .option('--s3-endpoint <url>', 'S3-compatible endpoint, e.g. http://127.0.0.1:9000 for MinIO or https://<account>.r2.cloudflarestorage.com (default $RAMIFY_S3_ENDPOINT, else AWS)')
+    .option('--s3-region <region>', 'bucket region (default $RAMIFY_S3_REGION, else $AWS_REGION, else us-east-1; R2: auto)')
+    .option('--s3-prefix <prefix>', 'key prefix inside the bucket (default $RAMIFY_S3_PREFIX, else none)')
+    .option('--s3-path-style', 'path-style bucket URLs, as MinIO and s3rver need (default $RAMIFY_S3_PATH_STYLE=1)')
+    .option('--snapshot-cache-bytes <bytes>', 'with S3: bytes of uploaded snapshots kept on local disk; the least recently used beyond it are evicted and downloaded again when needed (default $RAMIFY_SNAPSHOT_CACHE_BYTES, else no limit)', intIn(0, Number.MAX_SAFE_INTEGER))
     .option('--metrics-listen <addr:port>', "also serve Prometheus metrics at http://ADDR:PORT/metrics WITHOUT auth, for a scraper (default off; GET /metrics on the API takes an admin key of the default team)")
     .option('--otlp-endpoint <url>', 'export traces over OTLP/HTTP (JSON) to this collector, e.g. http://127.0.0.1:4318 (spans go to /v1/traces there); default off')
     .option('--events-retention <duration>', 'how long events, webhook deliveries and the command log are kept, e.g. 7d (1h to 365d; default 7d)', retentionArg)
@@ -159,11 +179,12 @@ export function registerServe(program: Command, env: CliEnv): void {
       const otlpEndpoint = opts.otlpEndpoint === undefined ? undefined : otlpUrl(opts.otlpEndpoint);
       const server = await serve({
         host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
-        warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget,
+        warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget, snapshotStorage: snapshotStorageFlags(opts),
         ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}),
         ...(opts.eventsRetention !== undefined ? { coreOptions: { eventRetentionMs: opts.eventsRetention } } : {}),
       });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
+      ctx.note(`ramify: snapshots in ${server.snapshotStorage}`);
       if (server.ingress) ctx.note(`ramify: port URLs ${server.ingress.url} (listening on ${server.ingress.address})`);
       if (server.ssh) ctx.note(`ramify: ssh -p ${server.ssh.port} <sandboxId>@${server.ssh.host} (listening on ${server.ssh.address}; host key ${server.ssh.fingerprint})`);
       if (server.metricsAddress) ctx.note(`ramify: metrics at http://${server.metricsAddress}/metrics (no auth)`);
@@ -211,6 +232,12 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.ingressTlsCert) args.push('--ingress-tls-cert', opts.ingressTlsCert);
   if (opts.ingressTlsKey) args.push('--ingress-tls-key', opts.ingressTlsKey);
   if (opts.sshListen) args.push('--ssh-listen', opts.sshListen);
+  if (opts.s3Bucket) args.push('--s3-bucket', opts.s3Bucket);
+  if (opts.s3Endpoint) args.push('--s3-endpoint', opts.s3Endpoint);
+  if (opts.s3Region) args.push('--s3-region', opts.s3Region);
+  if (opts.s3Prefix) args.push('--s3-prefix', opts.s3Prefix);
+  if (opts.s3PathStyle) args.push('--s3-path-style');
+  if (opts.snapshotCacheBytes !== undefined) args.push('--snapshot-cache-bytes', String(opts.snapshotCacheBytes));
   if (opts.warmPool) args.push('--warm-pool', opts.warmPool);
   if (opts.warmPoolBudget !== undefined) args.push('--warm-pool-budget', String(opts.warmPoolBudget));
   if (opts.metricsListen) args.push('--metrics-listen', opts.metricsListen);

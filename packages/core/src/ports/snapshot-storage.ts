@@ -1,7 +1,10 @@
 /**
  * The SnapshotStorage port: where checkpoint images live. A snapshot is a directory holding the
- * runtime's image plus `manifest.json` (format version, runtime, sizes, checksums, parent). Local disk
- * by default (`@ramify/storage`); S3-compatible storage is a later implementation of the same port.
+ * runtime's image plus `manifest.json` (format version, runtime, sizes, checksums, parent). Two
+ * implementations in `@ramify/storage`: local disk (the default), and local disk as a cache in front of
+ * an S3-compatible bucket (`commit` returns once the image is safe locally; it is uploaded in the
+ * background; `open` downloads an image this host does not hold). Both pass the same conformance suite
+ * (`@ramify/storage` `testsuite/`).
  */
 import type { RuntimeName } from '@ramify/contracts';
 
@@ -25,6 +28,22 @@ export interface SnapshotManifest {
   files: Record<string, { sizeBytes: number; sha256: string | null }>;
 }
 
+/**
+ * Where a committed snapshot stands against the loss of this host (see {@link SnapshotStorage.uploadState}):
+ * - `pending`: only on this host's disk; an upload is queued or waiting to retry (`lastError` says why);
+ * - `uploading`: an upload is running;
+ * - `durable`: stored remotely (manifest written last), so another host can open it.
+ */
+export interface SnapshotUploadState {
+  state: 'pending' | 'uploading' | 'durable';
+  /** Failed upload attempts since this process started (0 once durable or before a first try). */
+  failedAttempts: number;
+  /** The last attempt's error, null when none failed. */
+  lastError: string | null;
+  /** When the remote manifest was written (ISO 8601), null until durable. */
+  durableAt: string | null;
+}
+
 export interface SnapshotStorage {
   /** A fresh, empty-to-be image directory path for `snapshotId` (its parent exists; the directory does not). */
   prepare(snapshotId: string): Promise<{ imageDir: string }>;
@@ -36,4 +55,9 @@ export interface SnapshotStorage {
   remove(snapshotId: string): Promise<void>;
   /** Ids of committed snapshots (for reconcile and garbage collection). */
   list(): Promise<string[]>;
+  /**
+   * CAPABILITY (optional): present on storages that copy snapshots off this host. Absent: a snapshot is
+   * exactly as durable as the local disk. Rejects `SNAPSHOT_NOT_FOUND` for an unknown snapshot.
+   */
+  uploadState?(snapshotId: string): Promise<SnapshotUploadState>;
 }

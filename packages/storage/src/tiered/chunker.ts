@@ -1,0 +1,85 @@
+/**
+ * Content-defined chunking (FastCDC: a gear rolling hash, cut points skipped below the minimum size,
+ * normalized chunking around the average; Xia et al., USENIX ATC 2016). A cut depends only on the
+ * bytes just before it, so an insertion or a shifted region changes the chunks around it and no
+ * others: the images of a parent and its forks, whose memory pages sit at different offsets, share
+ * most chunks. Fixed-size chunks share none of them (measured: docs/design/STORAGE.md §Chunking).
+ *
+ * No npm library fits (rabin-wasm, last published 2021, pulls node-fetch; rabin and rabin-native are
+ * native builds), and the loop is short. The gear table is derived from sha256, so it is the same in
+ * every build: the same bytes always cut the same way (a change would cost dedup, never correctness).
+ */
+import { createHash } from 'node:crypto';
+import type { FileHandle } from 'node:fs/promises';
+
+/** Chunk sizes, bytes. */
+export interface ChunkingParameters {
+  minBytes: number;
+  avgBytes: number;
+  maxBytes: number;
+}
+
+/** The chunking this Ramify writes: average 1 MiB (min 256 KiB, max 4 MiB). See STORAGE.md for the measurement behind it. */
+export const DEFAULT_CHUNKING: ChunkingParameters = { minBytes: 256 * 1024, avgBytes: 1024 * 1024, maxBytes: 4 * 1024 * 1024 };
+
+/** Name of the algorithm and gear table, recorded in remote manifests. */
+export const CHUNKING_ALGORITHM = 'fastcdc-gear-sha256-v1';
+
+const GEAR = new Uint32Array(256);
+for (let i = 0; i < 256; i++) GEAR[i] = createHash('sha256').update(`ramify-gear-${i}`).digest().readUInt32LE(0);
+
+/**
+ * The top `bits` bits: in a gear hash, bit k depends on the last k + 1 bytes only, so the top bits,
+ * which depend on the last 32, decide the cuts.
+ */
+function mask(bits: number): number {
+  return (0xffffffff << (32 - bits)) >>> 0;
+}
+
+/**
+ * Length of the first chunk of `data` (`data.length` when no cut is found before `maxBytes` and
+ * `data` is shorter than that: the caller decides whether more bytes follow).
+ */
+export function cutPoint(data: Uint8Array, params: ChunkingParameters): number {
+  const { minBytes, avgBytes, maxBytes } = params;
+  if (data.length <= minBytes) return data.length;
+  const bits = Math.round(Math.log2(avgBytes));
+  const strict = mask(bits + 1);
+  const loose = mask(bits - 1);
+  const end = Math.min(data.length, maxBytes);
+  const middle = Math.min(end, avgBytes);
+  let hash = 0;
+  let i = minBytes;
+  for (; i < middle; i++) {
+    hash = ((hash << 1) + GEAR[data[i]!]!) >>> 0;
+    if ((hash & strict) === 0) return i + 1;
+  }
+  for (; i < end; i++) {
+    hash = ((hash << 1) + GEAR[data[i]!]!) >>> 0;
+    if ((hash & loose) === 0) return i + 1;
+  }
+  return end;
+}
+
+/**
+ * The chunks of an open file, in order, read `readBytes` at a time (each yielded chunk is its own
+ * buffer, safe to keep).
+ */
+export async function* contentDefinedChunks(handle: FileHandle, params: ChunkingParameters = DEFAULT_CHUNKING, readBytes = 16 * 1024 * 1024): AsyncGenerator<Buffer> {
+  let pending = Buffer.alloc(0);
+  let position = 0;
+  let eof = false;
+  for (;;) {
+    while (!eof && pending.length < params.maxBytes) {
+      const block = Buffer.allocUnsafe(Math.max(readBytes, params.maxBytes));
+      const { bytesRead } = await handle.read(block, 0, block.length, position);
+      position += bytesRead;
+      if (bytesRead === 0) eof = true;
+      else pending = pending.length === 0 ? block.subarray(0, bytesRead) : Buffer.concat([pending, block.subarray(0, bytesRead)]);
+    }
+    if (pending.length === 0) return;
+    const length = cutPoint(pending, params);
+    yield Buffer.from(pending.subarray(0, length));
+    pending = pending.subarray(length);
+  }
+}
