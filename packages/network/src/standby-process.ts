@@ -37,6 +37,9 @@ export class StandbyProcess {
     const waiting = this.#take();
     this.#startNext();
     if (!waiting) return run([...this.#argv], input);
+    // In use now: it keeps the process alive until it is done, as a fresh child would.
+    waiting.child.ref();
+    for (const stream of [waiting.child.stdout, waiting.child.stderr]) (stream as unknown as { ref?: () => void } | null)?.ref?.();
     waiting.child.stdin!.end(input);
     const code = await waiting.closed.catch(() => -1);
     // Killed while it waited (no word from it): the input was not applied; a fresh process runs it.
