@@ -119,8 +119,12 @@ describe('warm pool (real gVisor, real daemon)', { skip }, () => {
     await poolHolds(2);
     const before = await pool();
     const odd = await create({ memoryMB: 700, envs: { WHO: 'odd' }, metadata: { run: 'odd' } });
-    // Restored, not claimed: its first command sees the request's envs and metadata too.
-    assert.deepEqual((await shell.sh(odd, 'echo "$WHO"; cat /run/ramify/metadata.json')).trim().split('\n'), ['odd', '{"run":"odd"}']);
+    // Restored, not claimed: its first command sees the request's envs, metadata and hostname too (the
+    // hostname set by the agent's system-call helper: gVisor refuses it through procfs).
+    assert.deepEqual(
+      (await shell.sh(odd, 'echo "$WHO"; cat /run/ramify/metadata.json; hostname; pgrep -f ramify-agent-helper >/dev/null && echo helper')).trim().split('\n'),
+      ['odd', '{"run":"odd"}', hostnameFor(odd), 'helper'],
+    );
     assert.equal((await call('GET', `/v1/sandboxes/${odd}`)).json.memoryMB, 700);
     const afterOdd = await pool();
     assert.equal(afterOdd.misses.resources - before.misses.resources, 1);

@@ -4,8 +4,9 @@
  * sandbox's default environment and id, and its metadata file ({@link METADATA_PATH}). Failures of these
  * system calls are reported, never thrown: a sandbox without CAP_SYS_TIME still works. Last, when the
  * runtime grew the root disk, the root filesystem is grown to fill it (`root-disk.ts`); that failing rejects.
- * No process is started unless the clock is off or the kernel refuses the hostname through procfs: a
- * process costs a gVisor sandbox ~100 ms and a microVM under TCG far more, on every restore and claim.
+ * No process is started: the hostname goes through procfs or the agent's system-call helper, the clock
+ * through the helper (`syscall-helper.ts`); the tools are the fallback. A process costs a gVisor sandbox
+ * 100-250 ms and a microVM under TCG far more, on every restore and claim.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, open, rename, writeFile } from 'node:fs/promises';
@@ -63,7 +64,7 @@ export async function applyIdentity(identity: AgentIdentity, state: SandboxIdent
     report.clock.offsetMs = offsetMs;
     if (Math.abs(offsetMs) > CLOCK_TOLERANCE_MS) {
       try {
-        await run('date', ['-u', '-s', `@${(hostNowMs() / 1000).toFixed(3)}`]);
+        await setClock(hostNowMs, state);
         report.clock.adjusted = true;
       } catch (err) {
         report.clock.error = (err as Error).message; // EPERM in most sandboxes: ignored.
@@ -73,7 +74,7 @@ export async function applyIdentity(identity: AgentIdentity, state: SandboxIdent
 
   if (identity.hostname && identity.hostname !== currentHostname()) {
     try {
-      await setHostname(identity.hostname);
+      await setHostname(identity.hostname, state);
       report.hostname.applied = true;
     } catch (err) {
       report.hostname.error = (err as Error).message;
@@ -113,17 +114,26 @@ export async function applyIdentity(identity: AgentIdentity, state: SandboxIdent
 }
 
 /**
- * sethostname(2) through procfs (no process: gVisor and Linux both accept a write to
- * /proc/sys/kernel/hostname from a process with CAP_SYS_ADMIN); where that is refused, the `hostname` tool.
+ * sethostname(2): through procfs (a Linux guest accepts the write; gVisor answers EIO), else through the
+ * system-call helper, else with the `hostname` tool (a process).
  */
-async function setHostname(name: string): Promise<void> {
+async function setHostname(name: string, state: SandboxIdentityState): Promise<void> {
   try {
     await writeFile('/proc/sys/kernel/hostname', name);
     if (currentHostname() === name) return;
   } catch {
-    // Refused or absent: the tool below reports the reason.
+    // Refused or absent: the helper or the tool below.
   }
+  const failed = await state.syscalls?.setHostname(name);
+  if (failed === null && currentHostname() === name) return;
   await run('hostname', [name]);
+}
+
+/** clock_settime(2) to `hostNowMs()`: through the system-call helper, else with `date` (a process). */
+async function setClock(hostNowMs: () => number, state: SandboxIdentityState): Promise<void> {
+  const failed = await state.syscalls?.setClock(hostNowMs());
+  if (failed === null) return;
+  await run('date', ['-u', '-s', `@${(hostNowMs() / 1000).toFixed(3)}`]);
 }
 
 /** Replace {@link METADATA_PATH} with `metadata` (a new file renamed over the old: readers never see half of it). */
