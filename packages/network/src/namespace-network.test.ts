@@ -64,7 +64,7 @@ test('a prefix whose slot range another interface already uses is refused with t
     await run(['ip', 'addr', 'add', `${base}.0.9/30`, 'dev', 'rmtxa']);
     await assert.rejects(other.attach('sbx_c', 1), (err: Error & { code?: string }) => {
       assert.equal(err.code, 'RUNTIME_ERROR');
-      assert.match(err.message, /slot range .* of network prefix 'rmtc' is in use by rmtxa/);
+      assert.match(err.message, /slot range .* of network prefix 'rmtc' is in use by (.*, )?rmtxa\b/);
       return true;
     });
     assert.equal(existsSync('/var/run/netns/rmtc-s1'), false, 'nothing was built');

@@ -64,7 +64,7 @@ async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string,
   const runtime = runtimeFor(core, record.runtime);
   await assertRootfsPresent(record, snapshotId);
   const hostname = hostnameFor(record.id);
-  const { mark: phase, phases } = phaseTimer();
+  const { mark: phase, overlap, phases } = phaseTimer();
   try {
     const network = await core.network.attach(record.id, record.slot);
     phase('networkMs');
@@ -72,7 +72,6 @@ async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string,
     // no policy for (fail closed), and a kept slot (a resume) holds the sandbox's own, so the restored
     // processes' first packet meets the policy or nothing; both are in force before the agent is reached.
     const since = performance.now();
-    const took = (): number => Math.round(performance.now() - since);
     const enforce = (async () => {
       if (options.egress === 'deny-all') {
         await enforceEgressPolicy(core, record, DENY_ALL_EGRESS_POLICY);
@@ -81,7 +80,7 @@ async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string,
         await enforceStoredEgressPolicy(core, record);
         await enforceStoredNetworks(core, record);
       }
-      phases.egressMs = took();
+      overlap('egressMs', since);
     })();
     const restore = (async () => {
       const { imageDir } = await core.storage.open(snapshotId);
@@ -89,10 +88,10 @@ async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string,
         { sandboxId: record.id, rootfsDir: record.rootfsDir, resources: { cpuCount: record.cpuCount, memoryMB: record.memoryMB, diskSizeMB: record.diskSizeMB }, hostname, network },
         imageDir,
       );
-      phases.restoreMs = took();
+      overlap('restoreMs', since);
     })();
     await Promise.all([enforce, restore]);
-    phase('egressAndRestoreMs');
+    phase('egressAndRestoreMs', { span: false });
     const session = await core.sessions.open(record.id, { timeoutMs: agentTimeoutMs(core) });
     phase('agentMs');
     await session.setIdentity(identityFor(core, record));

@@ -48,19 +48,30 @@ export async function runOperation<T>(core: Pick<Core, 'telemetry' | 'options'>,
 /**
  * Phase durations of one operation, for debug logs that say where a create, resume, fork or pause spends
  * its time: `mark('restoreMs')` records the milliseconds since the previous mark, and reports the phase
- * (`restore`) to the current telemetry operation, if any.
+ * (`restore`) to the current telemetry operation, if any. Work that runs side by side is timed with
+ * `overlap('egressMs', startedAt)` (a `performance.now()` value): its own duration and span, without
+ * moving the sequential marks; `mark(name, { span: false })` then closes the joint phase for the log only.
  */
-export function phaseTimer(): { mark: (name: string) => void; phases: Record<string, number> } {
+export function phaseTimer(): {
+  mark: (name: string, options?: { span?: boolean }) => void;
+  overlap: (name: string, startedAt: number) => void;
+  phases: Record<string, number>;
+} {
   const phases: Record<string, number> = {};
   const operation = currentCallContext().operation;
   let last = performance.now();
   return {
     phases,
-    mark(name: string): void {
+    mark(name: string, options?: { span?: boolean }): void {
       const now = performance.now();
       phases[name] = Math.round(now - last);
-      operation?.phase(name.replace(/Ms$/, ''), last, now);
+      if (options?.span !== false) operation?.phase(name.replace(/Ms$/, ''), last, now);
       last = now;
+    },
+    overlap(name: string, startedAt: number): void {
+      const now = performance.now();
+      phases[name] = Math.round(now - startedAt);
+      operation?.phase(name.replace(/Ms$/, ''), startedAt, now);
     },
   };
 }
