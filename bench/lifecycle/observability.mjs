@@ -8,23 +8,12 @@
 //   node bench/lifecycle/observability.mjs [--iterations 9]
 // As root, packages built; run it under the real-tests lock:
 //   flock /tmp/ramify-real-tests.lock node bench/lifecycle/observability.mjs
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Events, Sandbox, Webhook } from '@ramify/sdk';
+import { startDaemonChild } from '../support/daemon-child.mjs';
 
-/** Start `support/daemon-process.mjs` with `options`; resolves with `{ url, key, metricsAddress, stop }`. */
-async function daemonProcess(prefix, options) {
-  const child = spawn(process.execPath, [new URL('../support/daemon-process.mjs', import.meta.url).pathname, JSON.stringify(options), prefix], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const [line] = await Promise.race([
-    createInterface({ input: child.stdout })[Symbol.asyncIterator]().next().then((r) => [r.value]),
-    new Promise((_, reject) => child.once('exit', (code) => reject(new Error(`the ${prefix} daemon exited (${code}) before serving`)))),
-  ]);
-  const info = JSON.parse(line);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  return { ...info, stop: async () => { child.stdin.end(); await exited; } };
-}
+const daemonProcess = (prefix, options) => startDaemonChild(prefix, options);
 
 const { values } = parseArgs({ options: { iterations: { type: 'string', default: '9' } } });
 const N = Number(values.iterations);

@@ -5,18 +5,27 @@
 // A hit is a create while the pool holds an idle sandbox of the template; the miss is the create right
 // after it (the pool refills only once the daemon is quiet). `GET /v1/health`'s hit and miss counters
 // sort each create into its row.
-//   node bench/lifecycle/run.mjs [--runtime gvisor|microvm] [--iterations 5] [--template base]
-// Needs a running `ramify serve` (bash scripts/setup.sh starts one) and root.
+//   flock /tmp/ramify-real-tests.lock node bench/lifecycle/run.mjs [--runtime gvisor|microvm] [--iterations 5]
+//     [--daemon own|running] [--template base] [--log FILE]
+// `--daemon own` (default): a daemon of this checkout in a process of its own (bench/support, prefix
+// `rmbl`, a temp data dir, the prepared base rootfs as template `base`, `--warm-pool auto`, debug log to
+// --log, default /tmp/ramify-bench-lifecycle-<runtime>.log: its `sandbox up`, `sandbox claimed`, `paused`
+// and `forked` lines give each operation's phases). `--daemon running`: the `ramify serve` the SDK finds
+// (RAMIFY_API_URL, default 127.0.0.1:7423) on RAMIFY_HOME (default /var/lib/ramify), with its templates.
+// As root, packages built.
 // Raw steps use the same building blocks the daemon uses underneath (NamespaceNetwork for the
 // namespace setup; GvisorRuntime for `runsc restore`/`checkpoint`, or MicrovmRuntime for QEMU's
 // incoming migration / migration to a file), in their own work dir and prefix. A microVM has no raw
 // exec (its commands go through the agent): that row has no ratio. Pause includes the fsync of the
-// image in both columns' durable variant (see the `pause` rows).
+// image in both columns' durable variant (see the `pause` rows). Raw and Ramify iterations alternate,
+// so that the load of a shared machine drifts under both columns alike.
+// Forks are of the paused sandbox (the state a fork starts from: the image is already written), so
+// their floor is that many raw restores of one image at once.
 // What metering adds (the usage sampler on against off, same run): bench/lifecycle/metering.mjs.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Sandbox, getHealth } from '@ramify/sdk';
@@ -25,12 +34,22 @@ import { GvisorRuntime } from '@ramify/runtime-gvisor';
 import { MicrovmRuntime, detectAcceleration, prepareGuestKernel, qemuVersion } from '@ramify/runtime-microvm';
 import { SqliteStore } from '@ramify/store';
 import { MAX_SLOT } from '@ramify/network';
+import { startDaemonChild } from '../support/daemon-child.mjs';
 
-const { values } = parseArgs({ options: { runtime: { type: 'string', default: 'gvisor' }, iterations: { type: 'string', default: '5' }, template: { type: 'string', default: 'base' } } });
+const { values } = parseArgs({ options: { runtime: { type: 'string', default: 'gvisor' }, iterations: { type: 'string', default: '5' }, template: { type: 'string', default: 'base' }, daemon: { type: 'string', default: 'own' }, log: { type: 'string' } } });
 const runtimeName = values.runtime;
 if (runtimeName !== 'gvisor' && runtimeName !== 'microvm') throw new Error(`--runtime is gvisor or microvm, not '${runtimeName}'`);
+if (values.daemon !== 'own' && values.daemon !== 'running') throw new Error(`--daemon is own or running, not '${values.daemon}'`);
 const N = Number(values.iterations);
-const home = process.env.RAMIFY_HOME ?? '/var/lib/ramify';
+const loadAtStart = loadavg().map((l) => l.toFixed(2)).join(' ');
+const logPath = values.log ?? `/tmp/ramify-bench-lifecycle-${runtimeName}.log`;
+const daemon = values.daemon === 'own'
+  ? await startDaemonChild('rmbl', { runtimes: [runtimeName], warmPool: 'auto', logLevel: 'debug' }, { logPath })
+  : null;
+if (daemon) Object.assign(process.env, { RAMIFY_API_URL: daemon.url, RAMIFY_API_KEY: daemon.key });
+const home = daemon?.dataDir ?? process.env.RAMIFY_HOME ?? '/var/lib/ramify';
+// Everything after the daemon started runs in this try: its finally stops the daemon (it removes what it made).
+try {
 
 const store = new SqliteStore({ path: join(home, 'ramify.db'), maxSlots: MAX_SLOT });
 const template = await store.findTemplateByName(values.template, 'default');
@@ -48,7 +67,7 @@ const work = await mkdtemp(join(tmpdir(), 'rmf-bench-'));
 await writeFile(join(work, 'resolv.conf'), 'nameserver 10.254.0.1\n');
 const net = new NamespaceNetwork({ prefix: 'rmbn' });
 const runtime = runtimeName === 'gvisor' ? await GvisorRuntime.open({ workDir: work, resolvConfPath: join(work, 'resolv.conf'), cgroupParent: null }) : await openMicrovm();
-const raw = { create: [], exec: [], pause: [], pauseDurable: [], resume: [], restore8: [] };
+const raw = { create: [], exec: [], pause: [], pauseDurable: [], resume: [], restore8: [], checkpointRestore8: [] };
 const spec = async (id, slot) => ({ sandboxId: id, rootfsDir: template.rootfsDir, hostname: id, resources: { cpuCount: 1, memoryMB: 512, diskSizeMB: null }, network: await net.attach(id, slot) });
 
 /** The microVM runtime as the daemon opens it (packages/daemon/src/runtimes.ts), in this bench's work dir. */
@@ -59,38 +78,35 @@ async function openMicrovm() {
   const acceleration = await detectAcceleration({ kernel, cacheDir, qemuVersion: version });
   return MicrovmRuntime.open({ workDir: work, kernel, acceleration, resolvConfPath: join(work, 'resolv.conf'), qemuVersion: version, cgroupParent: null });
 }
-try {
-  for (let i = 0; i < N; i++) {
-    const id = `rmbn-${i}`;
-    const [tc, s] = await time(async () => { const s = await spec(id, i + 1); await runtime.restore(s, template ? templateImage : ''); return s; });
-    raw.create.push(tc);
-    if (runtimeName === 'gvisor') {
-      // What `commands.run('true')` wraps: a bash -c in the sandbox (runtime.containerOf: runsc's id of the incarnation).
-      const containerId = await runtime.containerOf(id);
-      const [te] = await time(async () => spawnSync('nsenter', [`--net=${s.network.netnsPath}`, 'runsc', '--root', join(work, 'state'), 'exec', containerId, '/bin/bash', '-c', 'true']));
-      raw.exec.push(te);
-    }
-    const img = join(work, `img-${i}`);
-    const [tp] = await time(() => runtime.checkpoint(id, img));
-    raw.pause.push(tp);
-    const [ts] = await time(async () => syncImage(img));
-    raw.pauseDurable.push(tp + ts);
-    const [tr] = await time(async () => runtime.restore(await spec(id, i + 1), img));
-    raw.resume.push(tr);
-    await runtime.kill(id);
+/** One iteration of the raw steps: restore the template image, exec, checkpoint (+ fsync), restore it. */
+async function rawIteration(i) {
+  const id = `rmbn-${i}`;
+  const [tc, s] = await time(async () => { const s = await spec(id, i + 1); await runtime.restore(s, templateImage); return s; });
+  raw.create.push(tc);
+  if (runtimeName === 'gvisor') {
+    // What `commands.run('true')` wraps: a bash -c in the sandbox (runtime.containerOf: runsc's id of the incarnation).
+    const containerId = await runtime.containerOf(id);
+    const [te] = await time(async () => spawnSync('nsenter', [`--net=${s.network.netnsPath}`, 'runsc', '--root', join(work, 'state'), 'exec', containerId, '/bin/bash', '-c', 'true']));
+    raw.exec.push(te);
   }
-  // The floor of a fork x8 on this machine: eight raw restores of one image at once, namespaces ready.
-  const img = join(work, 'img-0');
-  const specs = await Promise.all(Array.from({ length: 8 }, (_, k) => spec(`rmbn-par-${k}`, 20 + k)));
-  for (let rep = 0; rep < Math.min(N, 3); rep++) {
-    const [t8] = await time(() => Promise.all(specs.map((s) => runtime.restore(s, img))));
-    raw.restore8.push(t8);
-    await Promise.all(specs.map((s) => runtime.kill(s.sandboxId)));
-  }
-  await runtime.settle?.();
-} finally {
-  await net.destroyAll();
-  await rm(work, { recursive: true, force: true });
+  const img = join(work, `img-${i}`);
+  const [tp] = await time(() => runtime.checkpoint(id, img));
+  raw.pause.push(tp);
+  const [ts] = await time(async () => syncImage(img));
+  raw.pauseDurable.push(tp + ts);
+  const [tr] = await time(async () => runtime.restore(await spec(id, i + 1), img));
+  raw.resume.push(tr);
+  await runtime.kill(id);
+  // Kept: the first image is the fork point of the eight-at-once restores.
+  if (i > 0) await rm(img, { recursive: true, force: true });
+}
+/** The floor of a fork x8 on this machine: eight raw restores of one image at once, namespaces ready. */
+let specs8 = null;
+async function rawRestore8() {
+  specs8 ??= await Promise.all(Array.from({ length: 8 }, (_, k) => spec(`rmbn-par-${k}`, 20 + k)));
+  const [t8] = await time(() => Promise.all(specs8.map((s) => runtime.restore(s, join(work, 'img-0')))));
+  raw.restore8.push(t8);
+  await Promise.all(specs8.map((s) => runtime.kill(s.sandboxId)));
 }
 
 // ---- Ramify, through the SDK and the daemon ----
@@ -127,10 +143,16 @@ async function create(extra = {}) {
   const [ms, sbx] = await time(() => Sandbox.create({ template: values.template, runtime: runtimeName, timeoutMs: 600_000, ...extra }));
   return { ms, sbx, hit: (await poolOf()).hits > before.hits };
 }
-const ours = { hit: [], miss: [], exec: [], pause: [], resume: [], fork3: [], fork8: [] };
-// The first create marks the template as used (an `auto` pool then fills it).
-await (await Sandbox.create({ template: values.template, runtime: runtimeName })).kill();
-for (let i = 0; i < N; i++) {
+const ours = { hit: [], miss: [], exec: [], pause: [], resume: [], fork3: [], fork8: [], fork8Running: [] };
+/** Fork `sbx` `count` times; the children are killed (and their runtime state deleted) before it returns. */
+async function timedFork(sbx, count, into) {
+  await settle();
+  const [ms, children] = await time(() => sbx.fork({ count }));
+  into.push(ms);
+  await Promise.all(children.map((f) => f.kill()));
+}
+/** One iteration through the daemon: a hit and a miss, exec, pause, forks of the paused sandbox, resume. */
+async function oursIteration(i) {
   await poolReady();
   await settle();
   const first = await create();
@@ -140,18 +162,32 @@ for (let i = 0; i < N; i++) {
   const sbx = first.sbx;
   ours.exec.push((await time(() => sbx.commands.run('true')))[0]);
   ours.pause.push((await time(() => sbx.pause()))[0]);
-  ours.resume.push((await time(() => sbx.resume()))[0]);
   if (i < 3) {
-    await settle();
-    const [t3, f3] = await time(() => sbx.fork({ count: 3 }));
-    ours.fork3.push(t3);
-    await Promise.all(f3.map((f) => f.kill()));
-    await settle();
-    const [t8, f8] = await time(() => sbx.fork({ count: 8 }));
-    ours.fork8.push(t8);
-    await Promise.all(f8.map((f) => f.kill()));
+    // Forks of the paused sandbox: the fork point is its pause image, no checkpoint.
+    await timedFork(sbx, 3, ours.fork3);
+    await timedFork(sbx, 8, ours.fork8);
   }
+  await settle();
+  ours.resume.push((await time(() => sbx.resume()))[0]);
+  // Once: a fork of the running sandbox (a checkpoint, the children, and the parent restored beside them).
+  if (i === 0) await timedFork(sbx, 8, ours.fork8Running);
   await sbx.kill();
+}
+// The first create marks the template as used (an `auto` pool then fills it).
+await (await Sandbox.create({ template: values.template, runtime: runtimeName })).kill();
+try {
+  // Raw and Ramify alternate, one iteration each: on a shared machine the load drifts, and a ratio of
+  // two columns measured minutes apart would measure the drift.
+  for (let i = 0; i < N; i++) {
+    await rawIteration(i);
+    if (i < 3) await rawRestore8();
+    await runtime.settle?.();
+    await oursIteration(i);
+  }
+  raw.checkpointRestore8.push(...raw.restore8.map((t8) => t8 + median(raw.pause)));
+} finally {
+  await net.destroyAll();
+  await rm(work, { recursive: true, force: true });
 }
 
 const steps = runtimeName === 'gvisor'
@@ -171,11 +207,12 @@ const rows = [
   ['pause', ours.pause, raw.pause, steps.pause, null],
   ['pause', ours.pause, raw.pauseDurable, `${steps.pause} + fsync of the image (what Ramify does)`, 1.3],
   ['resume', ours.resume, raw.resume, steps.resume, 1.3],
-  ['fork x3', ours.fork3, raw.resume, steps.one, null],
-  ['fork x8', ours.fork8, raw.resume, steps.one, null],
-  ['fork x8', ours.fork8, raw.restore8, steps.eight, 1.3],
+  ['fork x3 (paused)', ours.fork3, raw.resume, steps.one, null],
+  ['fork x8 (paused)', ours.fork8, raw.resume, steps.one, null],
+  ['fork x8 (paused)', ours.fork8, raw.restore8, `${steps.eight}: a paused parent's image is the fork point`, 1.3],
+  ['fork x8 (running)', ours.fork8Running, raw.checkpointRestore8, `${steps.pause} + ${steps.eight}: the parent is checkpointed and comes back too`, null],
 ];
-console.log(`bench/lifecycle: ${runtimeName} (${runtime.summary ?? runtime.name}), ${N} iterations (fork: ${ours.fork3.length}), template '${values.template}', medians in ms`);
+console.log(`bench/lifecycle: ${runtimeName} (${runtime.summary ?? runtime.name}), ${N} iterations (fork: ${ours.fork3.length}), template '${values.template}', ${daemon ? `this checkout's daemon (log: ${logPath})` : 'the running daemon'}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} (at start: ${loadAtStart}), medians in ms`);
 console.log(['operation', 'ramify', 'raw', 'ratio', 'target', 'raw step'].join('\t'));
 for (const [name, o, r, what, target] of rows) {
   if (o.length === 0) {
@@ -230,4 +267,7 @@ function runtimeIds(which = 'all') {
     return containers.filter((c) => which === 'all' || c.status === 'running').map((c) => c.id.split('.')[0]);
   }
   try { return readdirSync(join(home, 'runtime', 'microvm', 'run')); } catch { return []; }
+}
+} finally {
+  await daemon?.stop();
 }

@@ -129,6 +129,11 @@ export interface AgentIdentity {
    * absent for runtimes without a disk of their own.
    */
   rootDiskBytes?: number;
+  /**
+   * The sandbox's metadata (its create request's `metadata`), which the agent writes to
+   * `/run/ramify/metadata.json` before answering. Absent: the file is left as it is.
+   */
+  metadata?: Record<string, string>;
 }
 
 /** Connected TCP endpoints on a non-loopback address (each one blocks a gVisor checkpoint). */

@@ -2,9 +2,10 @@
  * The warm pool (issue 13) on REAL gVisor sandboxes of a REAL daemon (a child process, prefix `rwp`,
  * egress enforcement on, `warmPool: base=2`) with the fake internet as the only destination:
  * pooled sandboxes are in no listing; two claimed ones differ in id, hostname and /dev/urandom bytes and
- * have the host's clock, the request's envs and metadata; a pooled sandbox created under deny-all reaches
+ * have the host's clock, the request's envs and metadata (`/run/ramify/metadata.json`) from their first command; a pooled sandbox created under deny-all reaches
  * nothing even with a connect loop as its very first command (and one created open does reach, so the
- * loop can tell); misses (an odd memory size, an empty pool) still create; a clean stop with a full pool
+ * loop can tell); misses (an odd memory size, an empty pool) still create, and a restored one's first command
+ * sees its envs and metadata too; a clean stop with a full pool
  * leaves no sandbox, namespace or table (the rig checks); with RAMIFY_TEST_FULL=1, a SIGKILLed daemon's
  * pooled sandboxes are removed by the next one, which fills its own.
  * Skipped, with the reason, when not root, without runsc/nft, or without the prepared rootfs.
@@ -79,9 +80,11 @@ describe('warm pool (real gVisor, real daemon)', { skip }, () => {
     assert.notEqual(ids[0], ids[1]);
     const seen = [];
     for (const [i, id] of ids.entries()) {
-      const out = (await shell.sh(id, 'echo "$WHO"; hostname; head -c 16 /dev/urandom | od -An -tx1 | tr -d " \\n"; echo; date +%s%3N')).trim().split('\n');
-      const [who, hostname, random, clock] = out;
+      // The sandbox's first command.
+      const out = (await shell.sh(id, 'echo "$WHO"; hostname; head -c 16 /dev/urandom | od -An -tx1 | tr -d " \\n"; echo; date +%s%3N; cat /run/ramify/metadata.json')).trim().split('\n');
+      const [who, hostname, random, clock, metadata] = out;
       assert.equal(who, ['first', 'second'][i], 'the request\'s envs reach the first command');
+      assert.deepEqual(JSON.parse(metadata ?? 'null'), { run: ['first', 'second'][i] }, 'the request\'s metadata reaches the first command');
       assert.equal(hostname, hostnameFor(id), 'its own hostname');
       assert.ok(Math.abs(Number(clock) - Date.now()) < 5_000, `its clock is the host's (${clock} vs ${Date.now()})`);
       const info = (await call('GET', `/v1/sandboxes/${id}`)).json;
@@ -115,8 +118,13 @@ describe('warm pool (real gVisor, real daemon)', { skip }, () => {
   test('misses still create: a memory size the pool does not hold, and an empty pool', async () => {
     await poolHolds(2);
     const before = await pool();
-    const odd = await create({ memoryMB: 700 });
-    assert.equal((await shell.sh(odd, 'echo ok')).trim(), 'ok');
+    const odd = await create({ memoryMB: 700, envs: { WHO: 'odd' }, metadata: { run: 'odd' } });
+    // Restored, not claimed: its first command sees the request's envs, metadata and hostname too (the
+    // hostname set by the agent's system-call helper: gVisor refuses it through procfs).
+    assert.deepEqual(
+      (await shell.sh(odd, 'echo "$WHO"; cat /run/ramify/metadata.json; hostname; pgrep -f ramify-agent-helper >/dev/null && echo helper')).trim().split('\n'),
+      ['odd', '{"run":"odd"}', hostnameFor(odd), 'helper'],
+    );
     assert.equal((await call('GET', `/v1/sandboxes/${odd}`)).json.memoryMB, 700);
     const afterOdd = await pool();
     assert.equal(afterOdd.misses.resources - before.misses.resources, 1);

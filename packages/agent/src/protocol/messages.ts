@@ -34,6 +34,8 @@ export interface IdentityReport {
   hostname: { applied: boolean; error?: string };
   clock: { adjusted: boolean; offsetMs: number; error?: string };
   entropy: { bytes: number; error?: string };
+  /** Present when the metadata file could not be written. */
+  metadata?: { error: string };
 }
 
 /** Answer to `ping`. */

@@ -15,6 +15,7 @@ import { AgentConnection } from './connection.js';
 import { createHandler } from './handlers.js';
 import { OomWatch, type OomKillerMode } from './memory/oom-watch.js';
 import { ProcessTable, type ProcessTableOptions, type SandboxIdentityState } from './process-table.js';
+import { SyscallHelper } from './syscall-helper.js';
 import { ProcessFreezer } from './quiesce.js';
 import { readRootDisk } from './root-disk.js';
 import { WatchTable } from './watch/watch-table.js';
@@ -27,6 +28,8 @@ export interface AgentServerOptions extends Omit<ProcessTableOptions, 'resetOomS
   virtioPort?: VirtioPortOptions;
   /** Where diagnostics go (default: stderr). */
   log?: (line: string) => void;
+  /** `false`: no system-call helper process (`syscall-helper.ts`); the hostname and clock are set with the tools. Default on. */
+  syscallHelper?: boolean;
   /**
    * Who stops a process that exhausts the sandbox's memory (see `memory/oom-watch.ts`): `agent` (gVisor:
    * the agent's OOM guard), `kernel` (microVMs: the guest kernel; the agent protects itself and reports).
@@ -84,7 +87,8 @@ export async function startAgentServer(options: AgentServerOptions): Promise<Run
   if (!options.socketPath && !options.virtioPort) throw new Error('agent server needs a socket path, a virtio port, or both');
   const log = options.log ?? ((line: string) => process.stderr.write(`ramify-agent: ${line}\n`));
   // At a microVM's boot the root filesystem fills its disk: remember that size (see root-disk.ts).
-  const identity: SandboxIdentityState = { envs: {}, rootFilesystemBytes: readRootDisk()?.sizeBytes };
+  // The system-call helper starts with the agent, so that every image made from now on holds it.
+  const identity: SandboxIdentityState = { envs: {}, rootFilesystemBytes: readRootDisk()?.sizeBytes, syscalls: options.syscallHelper === false ? null : SyscallHelper.start() };
   // The host's bridge (`socat ... UNIX-CONNECT:<socketPath>`) must keep running while the rest is frozen, and is
   // never an OOM victim: known by the pid it writes (bridge-pids.ts), else by its command line.
   const bridges = options.socketPath ? [options.socketPath] : [];
@@ -113,6 +117,7 @@ export async function startAgentServer(options: AgentServerOptions): Promise<Run
     events,
     close: async () => {
       oom.stop();
+      identity.syscalls?.stop();
       await Promise.all([socket?.close(), virtio?.close()]);
     },
   };

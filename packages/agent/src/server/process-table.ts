@@ -3,6 +3,7 @@
  * still attach, read their output and learn their exit after reconnecting). Also resolves everything a
  * start needs: cwd check, user lookup, environment merge.
  */
+import type { SyscallHelper } from './syscall-helper.js';
 import { stat } from 'node:fs/promises';
 import { RamifyError, checkPtySize, type AgentStartOptions, type ProcessInfo } from '@ramify/contracts';
 import { ManagedProcess } from './managed-process.js';
@@ -38,6 +39,8 @@ export interface SandboxIdentityState {
   envs: Record<string, string>;
   /** Bytes the root filesystem fills, when `/` is a block device (see `root-disk.ts`). */
   rootFilesystemBytes?: number;
+  /** Makes the hostname and clock system calls without a process each time (`syscall-helper.ts`); absent: the tools. */
+  syscalls?: SyscallHelper | null;
 }
 
 export class ProcessTable {

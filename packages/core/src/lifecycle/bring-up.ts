@@ -105,11 +105,13 @@ async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string,
 }
 
 /**
- * What the agent is told after every restore: the sandbox's id, hostname and envs, the host clock, fresh
- * entropy, and the size of its root disk when it has one (the agent grows the filesystem to fill it).
+ * What the agent is told after every restore: the sandbox's id, hostname, envs and metadata (written to
+ * `/run/ramify/metadata.json`), the host clock, fresh entropy, and the size of its root disk when it has one (the agent grows the filesystem to fill it).
  */
 export function identityFor(core: Core, record: SandboxRecord): AgentIdentity {
-  const identity: AgentIdentity = { sandboxId: record.id, hostname: hostnameFor(record.id), envs: { ...record.envs }, clockMs: core.clock.now(), entropy: core.entropy(32) };
+  const identity: AgentIdentity = {
+    sandboxId: record.id, hostname: hostnameFor(record.id), envs: { ...record.envs }, metadata: { ...record.metadata }, clockMs: core.clock.now(), entropy: core.entropy(32),
+  };
   if (record.diskSizeMB !== null) identity.rootDiskBytes = record.diskSizeMB * MIB;
   return identity;
 }

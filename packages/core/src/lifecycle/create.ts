@@ -12,7 +12,7 @@ import { assertSnapshotWithinBudget } from '../usage/budget-guard.js';
 import { normaliseEgressPolicy, type CanonicalEgressPolicy } from '../egress/policy.js';
 import { newSandboxId } from '../ids.js';
 import { currentCallContext } from '../observe/call-context.js';
-import { runOperation } from '../observe/operation.js';
+import { phaseTimer, runOperation } from '../observe/operation.js';
 import { checkAutoPause } from '../idle/set-auto-pause.js';
 import { copyIngress, parsePortSpecs } from '../ingress/ports.js';
 import { planNetworkJoins } from '../networks/joins.js';
@@ -53,6 +53,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest, o
 /** {@link createSandbox} inside its operation. */
 async function createUnder(core: Core, request: CreateSandboxRequest, owner: { teamId?: string }): Promise<SandboxRecord> {
   const teamId = owner.teamId ?? DEFAULT_TEAM_ID;
+  const { mark: phase, phases } = phaseTimer();
   const egress = request.egress === undefined ? undefined : normaliseEgressPolicy(request.egress);
   const ports = request.ports === undefined ? undefined : parsePortSpecs(request.ports);
   const askedAutoPause = request.autoPause === undefined ? undefined : checkAutoPause(request.autoPause);
@@ -77,13 +78,15 @@ async function createUnder(core: Core, request: CreateSandboxRequest, owner: { t
     ? await core.pool.take({ templateId: source.templateId, runtime: source.runtime, snapshotId: source.snapshotId, rootfsDir: source.rootfsDir, cpuCount, memoryMB, diskSizeMB })
     : null;
   const id = pooled?.id ?? newSandboxId();
+  phase('resolveMs');
   currentCallContext().operation?.set({ 'ramify.sandbox_id': id, 'ramify.runtime': runtime.name, 'ramify.pool': pooled ? 'hit' : 'miss' });
   try {
     const networks = await planNetworkJoins(core, id, teamId, request.networks);
     if (egress === undefined && source.egress === null) {
       core.logger.warn('the snapshot recorded no egress policy (taken before policies were recorded, its sandbox gone): the sandbox starts open', { snapshotId: source.snapshotId, sandboxId: id });
     }
-    return await withinQuota(core, teamId, [{ id, memoryMB }], () => core.locks.run(id, () =>
+    phase('networksMs');
+    const started = await withinQuota(core, teamId, [{ id, memoryMB }], () => core.locks.run(id, () =>
       startSandbox(core, {
         id,
         teamId,
@@ -106,6 +109,9 @@ async function createUnder(core: Core, request: CreateSandboxRequest, owner: { t
         budget: request.budget,
       }, pooled),
     ));
+    phase('startMs');
+    core.logger.debug('sandbox created', { sandboxId: id, pool: pooled ? 'hit' : 'miss', ...phases });
+    return started;
   } catch (err) {
     // Refused before the pooled sandbox became this one (quota, a network alias): it goes back idle.
     if (pooled) core.pool.giveBack(pooled);

@@ -6,6 +6,7 @@
 import { RamifyError } from '@ramify/contracts';
 import type { Core } from '../core.js';
 import type { SandboxRecord } from '../ports/store.js';
+import { phaseTimer } from '../observe/operation.js';
 import { bringUp } from './bring-up.js';
 import { collectSnapshots } from './snapshot-gc.js';
 import { messageOf, transition } from './records.js';
@@ -28,9 +29,12 @@ export async function restorePaused(core: Core, record: SandboxRecord, plan: Res
   const snapshotId = record.pausedSnapshotId;
   if (snapshotId === null) throw new RamifyError('INTERNAL', `paused sandbox '${record.id}' has no pause image`, { id: record.id });
   const keep = plan.afterwards === 'operation-continues';
+  const { mark: phase, phases } = phaseTimer();
   const resuming = await transition(core, record, 'resuming', { operation: keep ? record.operation : { kind: 'resume', snapshotId } });
+  phase('resumingMs');
   try {
     await bringUp(core, resuming, snapshotId);
+    phase('bringUpMs');
   } catch (err) {
     await transition(core, resuming, 'paused', { operation: keep ? record.operation : null, error: `resume failed: ${messageOf(err)}` });
     throw err;
@@ -42,7 +46,10 @@ export async function restorePaused(core: Core, record: SandboxRecord, plan: Res
     error: null,
     operation: keep ? record.operation : null,
   });
+  phase('runningMs');
   // A continuing operation (fork) still needs the image; it collects it itself when done.
   if (!keep) await collectSnapshots(core, [snapshotId]);
+  phase('collectMs');
+  core.logger.debug('sandbox resumed', { sandboxId: record.id, ...phases });
   return running;
 }

@@ -17,6 +17,7 @@ import { copyIngress, NO_INGRESS } from '../ingress/ports.js';
 import type { SandboxIngress, SandboxRecord } from '../ports/store.js';
 import { adoptPooled } from '../pool/claim.js';
 import type { PooledSandbox } from '../pool/warm-pool.js';
+import { phaseTimer } from '../observe/operation.js';
 import { bringUp, releaseResources } from './bring-up.js';
 import { finishKill } from './kill.js';
 import { messageOf, transition } from './records.js';
@@ -62,6 +63,7 @@ export async function startSandbox(core: Core, fresh: NewSandbox, pooled: Pooled
     operation: { kind: 'create' },
     lastActiveAt: null,
   };
+  const { mark: phase, phases } = phaseTimer();
   await core.store.insertSandbox(record);
   if (pooled) core.pool.settle(record.id);
   core.events.emitState({ sandboxId: record.id, from: 'creating', to: 'creating', sandbox: record, at: record.createdAt });
@@ -71,8 +73,10 @@ export async function startSandbox(core: Core, fresh: NewSandbox, pooled: Pooled
     if (networks) await joinNetworks(core, record.id, networks, record.createdAt);
     // Its own access token (a fork's differs from its parent's), stored before the sandbox is acknowledged.
     await core.store.ensureAccessToken(record.id, newAccessToken(core.entropy), record.createdAt);
+    phase('storeMs');
     if (pooled) record = await adoptOrRestore(core, record, fresh.sourceSnapshotId);
     else record = await restoreFresh(core, record, fresh.sourceSnapshotId);
+    phase(pooled ? 'claimMs' : 'restoreMs');
   } catch (err) {
     // The stored row is the truth: a step may have leased (or released) a slot since `record` was read.
     record = (await core.store.getSandbox(record.id)) ?? record;
@@ -91,7 +95,10 @@ export async function startSandbox(core: Core, fresh: NewSandbox, pooled: Pooled
     });
     throw err;
   }
-  return transition(core, record, 'running', { operation: null, endAt: core.clock.now() + record.timeoutMs });
+  const running = await transition(core, record, 'running', { operation: null, endAt: core.clock.now() + record.timeoutMs });
+  phase('runningMs');
+  core.logger.debug('sandbox started', { sandboxId: record.id, pool: pooled ? 'hit' : 'miss', ...phases });
+  return running;
 }
 
 /** Lease a slot for `record` and restore `snapshotId` into it. @returns the record with its slot. */

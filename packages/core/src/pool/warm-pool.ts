@@ -257,6 +257,9 @@ export class WarmPool {
       entry.slot = await core.store.allocateSlot(entry.id);
       prewarmFreeSlots(core);
       await bringUp(core, pooledRecord(entry, target.envs, core.clock.now()), entry.snapshotId, { egress: 'deny-all' });
+      // The claim asks whether it still lives; the first ask of an incarnation may start a process (`runsc
+      // state`, ~50-80 ms under load): asked here, in the background, the claim's is a read of /proc.
+      await core.runtimes.find((r) => r.name === entry.runtime)?.isAlive?.(entry.id);
     } catch (err) {
       core.logger.warn('warm pool: restoring a pooled sandbox failed', { template: target.templateName, runtime: target.runtime, error: messageOf(err) });
       await this.#release(entry);

@@ -43,6 +43,12 @@ export interface SandboxNetwork {
    * `inBytes` received by the sandbox, `outBytes` sent by it. Null when the slot has no link.
    */
   trafficBytes?(slot: number): Promise<SlotTraffic | null>;
+  /**
+   * The runtime instance on `slot` has stopped and the slot is kept (a pause): put back, in the background,
+   * what the next restore needs in it (the guest address the runtime took over), so that the next `attach`
+   * of the slot need not check. Never rejects; `attach` repairs as usual when this did not happen.
+   */
+  prepareGuest?(slot: number): void;
 }
 
 /** Byte counters of a slot's link, from the sandbox's side (they start at 0 when the link is made). */

@@ -44,6 +44,8 @@ export class OomWatch {
   #table: ProcessTable | undefined;
   #guard: OomGuard | undefined;
   #kernel: KernelOomWatcher | undefined;
+  /** The size /dev/shm was last remounted with, bytes (kept in a checkpoint with the mount it describes). */
+  #shmSizeBytes: number | undefined;
 
   /** In `kernel` mode this already lowers the agent's own OOM score (before any command starts). */
   constructor(mode: OomKillerMode | undefined, options: OomWatchOptions) {
@@ -80,17 +82,22 @@ export class OomWatch {
   }
 
   /**
-   * After an identity: in `kernel` mode, size `/dev/shm` to half of `MemTotal` (`mount -o remount,size=`).
-   * Failures are logged (a /dev/shm already holding more keeps its size), never thrown.
+   * After an identity: in `kernel` mode, size `/dev/shm` to half of `MemTotal` (`mount -o remount,size=`),
+   * unless it was already sized so (the common case: a restore with its image's memory). Failures are logged (a /dev/shm already holding more keeps its size), never thrown.
    */
   async identityApplied(): Promise<void> {
     if (this.#mode !== 'kernel') return;
     const limit = readMemory()?.limitBytes;
     if (!limit) return;
     const size = Math.floor(limit / 2 / 4096) * 4096;
+    // Already that size (a restore with the memory of the image it was made from, a pool claim): no
+    // `mount` process, which costs a microVM under TCG hundreds of milliseconds.
+    if (size === this.#shmSizeBytes) return;
     const error = await new Promise<string | null>((resolve) => {
       execFile('mount', ['-o', `remount,size=${size}`, '/dev/shm'], { timeout: 10_000 }, (err, _stdout, stderr) => resolve(err ? String(stderr).trim() || err.message : null));
     });
+    // Tried once per size: a remount that failed fails again with the same size.
+    this.#shmSizeBytes = size;
     if (error) this.#options.log(`cannot size /dev/shm to ${Math.round(size / 1048576)} MiB: ${error}`);
   }
 

@@ -261,3 +261,22 @@ test('remove() closes the slot; a re-installed table after an outside flush keep
   assert.equal(await tcp(a.netnsPath, CDN, 80), 'connected');
 });
 
+
+test('applies made together (a fork\'s children) share a transaction; each slot ends with its own policy, the later of two for one slot', async () => {
+  const slots = [2, 3, 4, 5];
+  const address = (slot: number): string => slotAddresses(layout, slot).slotAddress;
+  try {
+    await Promise.all([
+      ...slots.map((slot) => egress.enforcer.apply(`sbx_batch${slot}`, slot, parseEgressPolicy(slot % 2 === 0 ? [] : [`${ECHO.address}`]))),
+      // The same slot again, right behind: it must win (applied after the first, not beside it).
+      egress.enforcer.apply('sbx_batch2', 2, DENY_ALL_EGRESS_POLICY),
+    ]);
+    assert.deepEqual(await openings(address(2)), [], 'deny-all, the later policy of slot 2');
+    assert.deepEqual(await openings(address(3)), ['net']);
+    assert.deepEqual(await openings(address(4)), ['open']);
+    assert.deepEqual(await openings(address(5)), ['net']);
+  } finally {
+    for (const slot of slots) await egress.enforcer.remove(slot);
+  }
+  for (const slot of slots) assert.deepEqual(await openings(address(slot)), []);
+});

@@ -19,6 +19,7 @@ import { ruleForName, type EgressEnforcer, type EgressPolicy, type PortRange } f
 import { RamifyError } from '@ramify/contracts';
 import { watchTable, type TableWatchOptions } from '../../table-watch.js';
 import { run, runChecked } from '../../exec.js';
+import { StandbyProcess } from '../../standby-process.js';
 import { slotRange } from '../../slots.js';
 import { installRouteGuard, isRouteGuardInstalled, removeRouteGuard, ROUTE_GUARD_MARK } from './route-guard.js';
 import type { DnsAnswerEvent } from '../dns/dns-resolver-types.js';
@@ -65,6 +66,15 @@ export interface NftEgressEnforcerOptions {
 /** Sends one `nft -f -` transaction (see {@link NftEgressEnforcer.exclusive}). */
 export type TableCommit = (lines: readonly string[]) => Promise<void>;
 
+/** An {@link NftEgressEnforcer.apply} waiting for its transaction. */
+interface PendingApply {
+  sandboxId: string;
+  slot: number;
+  policy: EgressPolicy;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
 /** What the enforcer put in the kernel for one slot. */
 interface SlotState extends SlotPolicy {
   slotAddress: string;
@@ -79,6 +89,10 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
   private readonly slots = new Map<number, SlotState>();
   private queue: Promise<unknown> = Promise.resolve();
   private installedOnce = false;
+  /** `nft -f -` started ahead of each transaction (a claim from the warm pool waits for one). */
+  private readonly nft = new StandbyProcess(['nft', '-f', '-']);
+  /** Applies waiting for their shared transaction, in call order, until another change is queued behind them. */
+  private openBatch: PendingApply[] | null = null;
 
   constructor(options: NftEgressEnforcerOptions) {
     this.options = options;
@@ -107,6 +121,7 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
   /** Delete the table, then the route guard (fail-closed at every step). */
   uninstall(): Promise<void> {
     return this.serial(async () => {
+      this.nft.stop();
       await run(['nft', 'delete', 'table', 'inet', this.options.prefix]);
       await removeRouteGuard(slotRange(this.options.slots.layout));
     });
@@ -160,26 +175,88 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
     });
   }
 
+  /**
+   * Enforce `policy` on `slot` for `sandboxId`. Applies that wait in the queue together (a fork's children)
+   * go into the kernel as ONE transaction (each slot's change is its own elements: none depends on
+   * another's); when that transaction fails, each is tried alone, so each caller gets its own outcome.
+   */
   apply(sandboxId: string, slot: number, policy: EgressPolicy): Promise<void> {
-    return this.serial(async () => {
-      const previous = this.slots.get(slot);
-      const next = this.stateFor({ sandboxId, slot, policy });
-      // Keep DNS grants the new policy still allows with the same port (no need to resolve again).
-      const dropped: SetElement[] = [];
-      if (previous) {
-        for (const [key, grant] of previous.grants) {
-          const rule = isOpenPolicy(policy) || previous.sandboxId !== sandboxId ? null : ruleForName(policy, grant.name);
-          const port = rule && 'port' in rule ? rule.port : null;
-          if (rule && samePort(port, grant.port) && grant.expiresAt > Date.now()) next.grants.set(key, grant);
-          else dropped.push(grant.element);
-        }
+    return new Promise<void>((resolve, reject) => {
+      if (!this.openBatch) {
+        const batch: PendingApply[] = [];
+        void this.serial(() => this.applyBatch(batch));
+        this.openBatch = batch; // After serial(), which closes the batch before it.
       }
-      const script = [...deleteElements(this.options.prefix, [...(previous?.elements ?? []), ...dropped]), ...addElements(this.options.prefix, next.elements)];
-      await this.transaction(script);
-      this.slots.set(slot, next);
-      this.options.slots.set({ sandboxId, slot, policy });
-      await this.changed();
+      this.openBatch.push({ sandboxId, slot, policy, resolve, reject });
     });
+  }
+
+  /**
+   * Apply `batch` (applies called one after another with no other change of the table between them), in
+   * rounds of one change per slot (a second change of a slot follows the first).
+   */
+  private async applyBatch(batch: PendingApply[]): Promise<void> {
+    if (this.openBatch === batch) this.openBatch = null;
+    for (let left = batch; left.length > 0;) {
+      const round: PendingApply[] = [];
+      const rest: PendingApply[] = [];
+      for (const p of left) (round.some((r) => r.slot === p.slot) || rest.some((r) => r.slot === p.slot) ? rest : round).push(p);
+      await this.applyRound(round);
+      left = rest;
+    }
+  }
+
+  /** One transaction for `round` (distinct slots); when it fails, each alone, so each caller gets its own outcome. */
+  private async applyRound(round: PendingApply[]): Promise<void> {
+    const applied: PendingApply[] = [];
+    const tryAlone = async (p: PendingApply): Promise<void> => {
+      try {
+        const { script, next } = this.changeFor(p);
+        await this.transaction(script);
+        this.record(p, next);
+        applied.push(p);
+      } catch (err) {
+        p.reject(err);
+      }
+    };
+    if (round.length === 1) await tryAlone(round[0]!);
+    else {
+      try {
+        const changes = round.map((p) => ({ p, ...this.changeFor(p) }));
+        await this.transaction(changes.flatMap((c) => c.script));
+        for (const c of changes) this.record(c.p, c.next);
+        applied.push(...round);
+      } catch {
+        // Nothing of a failed transaction is in force.
+        for (const p of round) await tryAlone(p);
+      }
+    }
+    if (applied.length === 0) return;
+    await this.changed();
+    for (const p of applied) p.resolve();
+  }
+
+  /** `slot` now holds `next` in the kernel: remember it, and tell the slot → policy table. */
+  private record(p: PendingApply, next: SlotState): void {
+    this.slots.set(p.slot, next);
+    this.options.slots.set({ sandboxId: p.sandboxId, slot: p.slot, policy: p.policy });
+  }
+
+  /** The statements taking `slot` from what is in the kernel to `policy`, and its state afterwards. */
+  private changeFor({ sandboxId, slot, policy }: PendingApply): { script: string[]; next: SlotState } {
+    const previous = this.slots.get(slot);
+    const next = this.stateFor({ sandboxId, slot, policy });
+    // Keep DNS grants the new policy still allows with the same port (no need to resolve again).
+    const dropped: SetElement[] = [];
+    if (previous) {
+      for (const [key, grant] of previous.grants) {
+        const rule = isOpenPolicy(policy) || previous.sandboxId !== sandboxId ? null : ruleForName(policy, grant.name);
+        const port = rule && 'port' in rule ? rule.port : null;
+        if (rule && samePort(port, grant.port) && grant.expiresAt > Date.now()) next.grants.set(key, grant);
+        else dropped.push(grant.element);
+      }
+    }
+    return { script: [...deleteElements(this.options.prefix, [...(previous?.elements ?? []), ...dropped]), ...addElements(this.options.prefix, next.elements)], next };
   }
 
   remove(slot: number): Promise<void> {
@@ -262,7 +339,7 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
   private async transaction(lines: string[]): Promise<void> {
     if (lines.length === 0) return;
     const script = lines.join('\n') + '\n';
-    const first = await run(['nft', '-f', '-'], script);
+    const first = await this.nft.run(script);
     if (first.code === 0) return;
     if (await this.isInstalled()) throw new RamifyError('RUNTIME_ERROR', `nft transaction failed: ${first.stderr.trim()}`);
     await this.installNow();
@@ -279,6 +356,8 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
+    // Whatever is queued now runs after the open batch of applies: later applies make a new one.
+    this.openBatch = null;
     const next = this.queue.catch(() => undefined).then(fn);
     this.queue = next.catch(() => undefined);
     return next;

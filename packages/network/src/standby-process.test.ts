@@ -1,0 +1,37 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { StandbyProcess } from './standby-process.js';
+
+test('each run gets its input on stdin and its own output and exit code; the next one is started behind it', async () => {
+  const standby = new StandbyProcess(['sh', '-c', 'read line; echo "got $line"; [ "$line" = ok ]']);
+  try {
+    assert.deepEqual(await standby.run('ok\n'), { stdout: 'got ok\n', stderr: '', code: 0 });
+    // Started ahead by the first run: still answers for itself.
+    assert.deepEqual(await standby.run('no\n'), { stdout: 'got no\n', stderr: '', code: 1 });
+    assert.equal((await standby.run('ok\n')).code, 0);
+  } finally {
+    standby.stop();
+  }
+});
+
+test('a standby killed while it waited is replaced by a fresh process for that run', async () => {
+  const standby = new StandbyProcess(['cat']);
+  try {
+    await standby.run('first');
+    // The child started behind the first run: kill it before it is used.
+    const killed = spawnSync('pkill', ['-KILL', '-P', String(process.pid), '-x', 'cat']);
+    assert.equal(killed.status, 0, 'the waiting cat was found and killed');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.deepEqual(await standby.run('second'), { stdout: 'second', stderr: '', code: 0 });
+  } finally {
+    standby.stop();
+  }
+});
+
+test('a program that cannot start rejects RUNTIME_UNAVAILABLE', async () => {
+  const standby = new StandbyProcess(['/nonexistent/program']);
+  await assert.rejects(standby.run(''), (err: { code?: string }) => err.code === 'RUNTIME_UNAVAILABLE');
+  await assert.rejects(standby.run(''), (err: { code?: string }) => err.code === 'RUNTIME_UNAVAILABLE');
+  standby.stop();
+});

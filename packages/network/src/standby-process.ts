@@ -1,0 +1,88 @@
+/**
+ * A program started before it is needed: `nft -f -` costs ~40-60 ms of process start (exec, dynamic
+ * linking, libnftables' context) on a loaded 2-core host before it reads a byte, and a warm pool claim
+ * waits for one transaction. {@link StandbyProcess} keeps one child of `argv` started and blocked on its
+ * stdin; {@link StandbyProcess.run} hands it the input (it then does what a fresh one would: nft reads the
+ * kernel's state only after its input) and starts the next one behind it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { RamifyError } from '@ramify/contracts';
+import { run, type RunResult } from './exec.js';
+
+interface Waiting {
+  child: ChildProcess;
+  stdout: string;
+  stderr: string;
+  /** Set once it exited or failed to start: it is not used then. */
+  gone: boolean;
+  closed: Promise<number>;
+}
+
+export class StandbyProcess {
+  readonly #argv: readonly string[];
+  #waiting: Waiting | null = null;
+  #stopped = false;
+
+  /** `argv` reads its whole input from stdin (e.g. `['nft', '-f', '-']`); nothing is started before the first run. */
+  constructor(argv: readonly string[]) {
+    this.#argv = argv;
+  }
+
+  /**
+   * Run the program with `input` on stdin: the child started ahead when there is one still waiting, else a
+   * fresh one. Resolves with its output and exit code (never rejects on a non-zero exit).
+   * @throws RamifyError `RUNTIME_UNAVAILABLE` when the program cannot be started.
+   */
+  async run(input: string): Promise<RunResult> {
+    const waiting = this.#take();
+    this.#startNext();
+    if (!waiting) return run([...this.#argv], input);
+    // In use now: it keeps the process alive until it is done, as a fresh child would.
+    waiting.child.ref();
+    for (const stream of [waiting.child.stdout, waiting.child.stderr]) (stream as unknown as { ref?: () => void } | null)?.ref?.();
+    waiting.child.stdin!.end(input);
+    const code = await waiting.closed.catch(() => -1);
+    // Killed while it waited (no word from it): the input was not applied; a fresh process runs it.
+    if (code !== 0 && waiting.stderr === '' && waiting.stdout === '') return run([...this.#argv], input);
+    return { stdout: waiting.stdout, stderr: waiting.stderr, code };
+  }
+
+  /** End the waiting child (its stdin closes on no input: it exits having done nothing); none is started again. */
+  stop(): void {
+    this.#stopped = true;
+    const waiting = this.#take();
+    waiting?.child.stdin!.end();
+  }
+
+  #take(): Waiting | null {
+    const waiting = this.#waiting;
+    this.#waiting = null;
+    return waiting && !waiting.gone ? waiting : null;
+  }
+
+  #startNext(): void {
+    if (this.#stopped) return;
+    const [cmd, ...args] = this.#argv;
+    const child = spawn(cmd!, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    const waiting: Waiting = { child, stdout: '', stderr: '', gone: false, closed: Promise.resolve(-1) };
+    waiting.closed = new Promise<number>((resolve, reject) => {
+      child.on('error', (err) => {
+        waiting.gone = true;
+        reject(new RamifyError('RUNTIME_UNAVAILABLE', `cannot run ${cmd}: ${err.message}`));
+      });
+      child.on('close', (code) => {
+        waiting.gone = true;
+        resolve(code ?? -1);
+      });
+    });
+    // A child that fails before it is used is simply not used (run() starts a fresh one and reports).
+    waiting.closed.catch(() => undefined);
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (waiting.stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (waiting.stderr += d));
+    child.stdin!.on('error', () => undefined);
+    // It must not keep the daemon's process alive on its own.
+    child.unref();
+    for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
+    this.#waiting = waiting;
+  }
+}
