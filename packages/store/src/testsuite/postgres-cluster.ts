@@ -42,11 +42,19 @@ async function freePort(): Promise<number> {
   });
 }
 
+export interface PostgresClusterOptions {
+  /**
+   * `durable`: fsync and synchronous commits on, as a production server (benchmarks). Default `fast`:
+   * fsync off (tests: nothing outlives the cluster).
+   */
+  durability?: 'fast' | 'durable';
+}
+
 /**
  * Start a cluster, or say why none can be started here (`{ skip }`: no binaries, no `postgres` user).
  * @throws Error when initdb or the server fails (its log's tail in the message).
  */
-export async function startPostgresCluster(): Promise<PostgresCluster | { skip: string }> {
+export async function startPostgresCluster(options: PostgresClusterOptions = {}): Promise<PostgresCluster | { skip: string }> {
   const bin = findBinDir();
   if (!bin) return { skip: "Postgres server binaries not found under /usr/lib/postgresql (install Debian's postgresql-15: bash scripts/setup.sh --deps)" };
   const asRoot = process.getuid?.() === 0;
@@ -81,7 +89,8 @@ export async function startPostgresCluster(): Promise<PostgresCluster | { skip: 
   process.on('exit', stop);
   try {
     run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
-    const serverOptions = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+    const fast = options.durability === 'durable' ? '' : ' -c fsync=off -c synchronous_commit=off -c full_page_writes=off';
+    const serverOptions = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c max_connections=200${fast}`;
     run('pg_ctl', ['-D', data, '-o', serverOptions, '-l', join(dir, 'server.log'), '-w', '-t', '30', 'start']);
     started = true;
   } catch (err) {
