@@ -5,15 +5,11 @@
 import { RamifyError } from '@ramify/contracts';
 import type { CanonicalEgressPolicy, EgressPolicyRecord } from '@ramify/core';
 import { onMissingParent } from './errors.js';
-import type { Executor } from './schema.js';
+import type { Selectable } from 'kysely';
+import type { EgressPoliciesTable, Executor } from './schema.js';
 
-interface EgressPolicyRow {
-  sandbox_id: string;
-  /** `open`, `allowlist` or `deny-all` (migration 9; older rows were given the mode their rules meant). */
-  mode: string;
-  rules: string;
-  updated_at: number;
-}
+/** `mode`: `open`, `allowlist` or `deny-all` (migration 9; older rows were given the mode their rules meant). */
+type EgressPolicyRow = Selectable<EgressPoliciesTable>;
 
 const fromRow = (r: EgressPolicyRow): EgressPolicyRecord => ({
   sandboxId: r.sandbox_id,
