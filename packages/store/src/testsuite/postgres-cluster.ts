@@ -16,8 +16,8 @@ export interface PostgresCluster {
   name: string;
   /** URL of database `database` (the superuser `postgres`, no password). */
   url(database: string): string;
-  /** Create the database (no-op when it exists); returns its URL. */
-  ensureDatabase(database: string): Promise<string>;
+  /** Create the database (no-op when it exists), as a copy of `template` when given (it must have no connections); returns its URL. */
+  ensureDatabase(database: string, template?: string): Promise<string>;
   /** Stop the server (immediately) and delete its directory. */
   stop(): void;
 }
@@ -103,13 +103,13 @@ export async function startPostgresCluster(options: PostgresClusterOptions = {})
   return {
     name: `Postgres ${version} on 127.0.0.1:${port}`,
     url,
-    async ensureDatabase(database: string): Promise<string> {
-      if (!/^[a-z_][a-z0-9_]*$/.test(database)) throw new Error(`not a plain database name: ${database}`);
+    async ensureDatabase(database: string, template?: string): Promise<string> {
+      for (const name of [database, template ?? 'postgres']) if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: ${name}`);
       const client = new pg.Client({ connectionString: url('postgres') });
       await client.connect();
       try {
         const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-        if (found.rowCount === 0) await client.query(`CREATE DATABASE ${database}`);
+        if (found.rowCount === 0) await client.query(`CREATE DATABASE ${database}${template ? ` TEMPLATE ${template}` : ''}`);
       } finally {
         await client.end();
       }
