@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // bench/store: latency of the store's hottest writes through the Store port (kysely), next to the raw
 // mechanism in the same run: a sandbox row created (the row and two metadata pairs, one transaction),
-// a state transition (state, endAt and operation patched, the row read back, one transaction), and an
+// a state transition (state, endAt and operation patched, the row returned: one UPDATE ... RETURNING), and an
 // event appended (one insert, its seq returned).
 //   flock /tmp/ramify-real-tests.lock node bench/store/run.mjs [--iterations 2000]
 // SQLite: SqliteStore (kysely's SQLite dialect over better-sqlite3) against the same statements prepared
-// once on better-sqlite3 directly, each on its own fresh file with the same schema and pragmas (WAL,
-// synchronous=NORMAL); iterations alternate between the two in rounds of 100, so that the load of a
-// shared machine drifts under both alike. Target: the store's median ≤ 1.5× raw's, per op.
+// once on better-sqlite3 directly, with the same record mapping (what a hand-written store does), each
+// on its own fresh file with the same schema and pragmas (WAL, synchronous=NORMAL); iterations alternate
+// between the two in rounds of 100, so that the load of a shared machine drifts under both alike.
+// Target: the store's median ≤ 1.5× raw's, per op.
 // Postgres (when Debian's postgresql-15 is installed): a throwaway cluster on loopback with fsync and
 // synchronous commits on (a durable server), the same three ops through openPostgresStore: absolute figures.
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -40,25 +41,33 @@ const sandbox = (prefix) => {
 const transition = () => ({ state: 'running', endAt: Date.now() + 300_000, operation: null });
 const event = (sandboxId) => ({ type: 'sandbox.lifecycle.created', at: Date.now(), teamId: 'default', sandboxId, keyId: 'key_bench', cause: 'api', data: { templateId: 'tpl_bench' } });
 
-/** The same writes on better-sqlite3 directly: statements prepared once, transactions as the store makes them. */
+/** A sandbox row as the port returns it (what the store's mapping does: JSON columns parsed, names in camelCase). */
+const record = (r) => ({
+  id: r.id, teamId: r.team_id, state: r.state, runtime: r.runtime, templateId: r.template_id, sourceSnapshotId: r.source_snapshot_id, rootfsDir: r.rootfs_dir,
+  parentId: r.parent_id, cpuCount: r.cpu_count, memoryMB: r.memory_mb, diskSizeMB: r.disk_size_mb, metadata: JSON.parse(r.metadata), envs: JSON.parse(r.envs),
+  createdAt: r.created_at, timeoutMs: r.timeout_ms, onTimeout: r.on_timeout, endAt: r.end_at, slot: r.slot, pausedSnapshotId: r.paused_snapshot_id, error: r.error,
+  operation: r.operation === null ? null : JSON.parse(r.operation), ingress: JSON.parse(r.ingress), autoPause: r.auto_pause === null ? null : JSON.parse(r.auto_pause),
+  lastActiveAt: r.last_active_at,
+});
+
+/**
+ * The same work on better-sqlite3 directly, as a hand-written store does it: statements prepared once,
+ * the same transactions, the same JSON encoding of records and mapping of rows back to records.
+ */
 function rawSqlite(path) {
   const db = openDatabase(path);
   const cols = ['id', 'team_id', 'state', 'runtime', 'template_id', 'source_snapshot_id', 'rootfs_dir', 'parent_id', 'cpu_count', 'memory_mb', 'disk_size_mb', 'metadata', 'envs',
     'created_at', 'timeout_ms', 'on_timeout', 'end_at', 'slot', 'paused_snapshot_id', 'error', 'operation', 'ingress', 'auto_pause', 'last_active_at', 'updated_at'];
   const insert = db.prepare(`INSERT INTO sandboxes (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`);
   const meta = db.prepare('INSERT INTO sandbox_metadata (sandbox_id, key, value) VALUES (?, ?, ?)');
-  const update = db.prepare('UPDATE sandboxes SET state = ?, end_at = ?, operation = ?, updated_at = ? WHERE id = ?');
-  const get = db.prepare('SELECT * FROM sandboxes WHERE id = ?');
+  const update = db.prepare('UPDATE sandboxes SET state = ?, end_at = ?, operation = ?, updated_at = ? WHERE id = ? RETURNING *');
   const append = db.prepare('INSERT INTO events (type, at, team_id, sandbox_id, key_id, cause, data) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq');
   const create = db.transaction((r) => {
     insert.run(r.id, r.teamId, r.state, r.runtime, r.templateId, r.sourceSnapshotId, r.rootfsDir, r.parentId, r.cpuCount, r.memoryMB, r.diskSizeMB, JSON.stringify(r.metadata),
       JSON.stringify(r.envs), r.createdAt, r.timeoutMs, r.onTimeout, r.endAt, r.slot, r.pausedSnapshotId, r.error, JSON.stringify(r.operation), JSON.stringify(r.ingress), null, null, Date.now());
     for (const [k, v] of Object.entries(r.metadata)) meta.run(r.id, k, v);
   });
-  const patch = db.transaction((id, p) => {
-    update.run(p.state, p.endAt, p.operation === null ? null : JSON.stringify(p.operation), Date.now(), id);
-    return get.get(id);
-  });
+  const patch = (id, p) => record(update.get(p.state, p.endAt, p.operation === null ? null : JSON.stringify(p.operation), Date.now(), id));
   return {
     insertSandbox: (r) => create(r),
     updateSandbox: (id, p) => patch(id, p),

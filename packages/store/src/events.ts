@@ -7,6 +7,7 @@ import { RamifyError } from '@ramify/contracts';
 import type { DeliveryRecord, EventQuery, EventRecord, WebhookRecord } from '@ramify/core';
 import type { Selectable } from 'kysely';
 import { conflictOnConstraint, onMissingParent } from './errors.js';
+import { insertRows } from './prepared.js';
 import { inTransaction, type EventsTable, type Executor, type WebhookDeliveriesTable, type WebhooksTable } from './schema.js';
 
 type EventRow = Selectable<EventsTable>;
@@ -27,12 +28,9 @@ const MAX_READ = 1001;
 
 /** Append one event; returns it with its `seq` (assigned by the database, increasing). */
 export async function appendEvent(db: Executor, e: Omit<EventRecord, 'seq'>): Promise<EventRecord> {
-  const row = await db
-    .insertInto('events')
-    .values({ type: e.type, at: e.at, team_id: e.teamId, sandbox_id: e.sandboxId, key_id: e.keyId, cause: e.cause, data: JSON.stringify(e.data) })
-    .returning('seq')
-    .executeTakeFirstOrThrow();
-  return { ...e, seq: Number(row.seq) };
+  const row = { type: e.type, at: e.at, team_id: e.teamId, sandbox_id: e.sandboxId, key_id: e.keyId, cause: e.cause, data: JSON.stringify(e.data) };
+  const { rows } = await insertRows<{ seq: number }>(db, 'events', [row], 'seq');
+  return { ...e, seq: Number(rows[0]?.seq) };
 }
 
 /** One page of a team's events (see {@link EventQuery}). */

@@ -5,9 +5,10 @@
 import { RamifyError } from '@ramify/contracts';
 import type { SandboxState } from '@ramify/contracts';
 import type { SandboxActivityRecord, SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord } from '@ramify/core';
-import { sql, type Insertable, type Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { requireRootfs } from './db.js';
 import { conflictOnConstraint } from './errors.js';
+import { insertRows, selectById, updateById } from './prepared.js';
 import { inTransaction, type Executor, type SandboxesTable } from './schema.js';
 
 /** Columns of migrations 1-17 (`team_id`: 17; JSON `ingress`: 11; `auto_pause`: 12; `last_active_at`: 14). */
@@ -82,19 +83,23 @@ function columnValues(source: Partial<SandboxRecord>, fields: ReadonlyArray<keyo
 }
 
 export async function getSandbox(db: Executor, id: string): Promise<SandboxRecord | null> {
-  const row = await db.selectFrom('sandboxes').selectAll().where('id', '=', id).executeTakeFirst();
+  const row = await selectById<SandboxRow>(db, 'sandboxes', 'id', id);
   return row ? fromRow(row) : null;
 }
 
-/** One transaction: the row and its metadata pairs. @throws RamifyError `CONFLICT` (id taken), `INTERNAL` (no root filesystem given). */
+/** The row and its metadata pairs, atomically. @throws RamifyError `CONFLICT` (id taken), `INTERNAL` (no root filesystem given). */
 export async function insertSandbox(db: Executor, record: SandboxRecord): Promise<void> {
   requireRootfs(record.rootfsDir, `sandbox '${record.id}'`);
-  const values = { ...columnValues(record, ['id', ...(Object.keys(COLUMNS) as Array<keyof SandboxRecord>)]), updated_at: Date.now() } as Insertable<SandboxesTable>;
+  const values = { ...columnValues(record, ['id', ...(Object.keys(COLUMNS) as Array<keyof SandboxRecord>)]), updated_at: Date.now() };
   try {
-    await inTransaction(db, async (trx) => {
-      await trx.insertInto('sandboxes').values(values).execute();
-      await insertMetadata(trx, record.id, record.metadata);
-    });
+    // One statement needs no transaction of its own; with metadata rows, one transaction.
+    if (Object.keys(record.metadata).length === 0) await insertRows(db, 'sandboxes', [values]);
+    else {
+      await inTransaction(db, async (trx) => {
+        await insertRows(trx, 'sandboxes', [values]);
+        await insertMetadata(trx, record.id, record.metadata);
+      });
+    }
   } catch (err) {
     conflictOnConstraint(err, `sandbox '${record.id}' already exists`);
   }
@@ -102,30 +107,32 @@ export async function insertSandbox(db: Executor, record: SandboxRecord): Promis
 
 async function insertMetadata(db: Executor, sandboxId: string, metadata: Record<string, string>): Promise<void> {
   const rows = Object.entries(metadata).map(([key, value]) => ({ sandbox_id: sandboxId, key, value }));
-  if (rows.length > 0) await db.insertInto('sandbox_metadata').values(rows).execute();
+  if (rows.length > 0) await insertRows(db, 'sandbox_metadata', rows);
 }
 
-/** Apply the patch in one transaction (the caller's when `db` is one). @throws RamifyError `SANDBOX_NOT_FOUND`. */
+/**
+ * Apply the patch atomically: one UPDATE ... RETURNING (in a transaction with the metadata rows when the
+ * patch has metadata; in the caller's when `db` is one). @throws RamifyError `SANDBOX_NOT_FOUND`.
+ */
 export async function updateSandbox(db: Executor, id: string, patch: SandboxPatch): Promise<SandboxRecord> {
   // `autoPause: null` (off) is a value to store; other fields are left alone when undefined.
   const fields = (Object.keys(patch) as Array<keyof SandboxPatch>).filter((f) => patch[f] !== undefined && f in COLUMNS);
-  return inTransaction(db, async (trx) => {
-    if (fields.length > 0) {
-      const result = await trx
-        .updateTable('sandboxes')
-        .set({ ...columnValues(patch, fields), updated_at: Date.now() })
-        .where('id', '=', id)
-        .executeTakeFirst();
-      if (result.numUpdatedRows === 0n) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${id}' not found`, { id });
-      if (patch.metadata) {
-        await trx.deleteFrom('sandbox_metadata').where('sandbox_id', '=', id).execute();
-        await insertMetadata(trx, id, patch.metadata);
-      }
+  const notFound = (): RamifyError => new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${id}' not found`, { id });
+  if (fields.length === 0) {
+    const current = await getSandbox(db, id);
+    if (!current) throw notFound();
+    return current;
+  }
+  const write = async (trx: Executor): Promise<SandboxRecord> => {
+    const row = await updateById<SandboxRow>(trx, 'sandboxes', { ...columnValues(patch, fields), updated_at: Date.now() }, 'id', id);
+    if (!row) throw notFound();
+    if (patch.metadata) {
+      await trx.deleteFrom('sandbox_metadata').where('sandbox_id', '=', id).execute();
+      await insertMetadata(trx, id, patch.metadata);
     }
-    const updated = await getSandbox(trx, id);
-    if (!updated) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${id}' not found`, { id });
-    return updated;
-  });
+    return fromRow(row);
+  };
+  return patch.metadata ? inTransaction(db, write) : write(db);
 }
 
 /** Each sandbox's `last_active_at` raised to `at` (never lowered), in one transaction; unknown ids are skipped. */

@@ -6,6 +6,7 @@
  * these types follow them.
  */
 import type { Generated, Kysely } from 'kysely';
+import { dialectOf, registerDialect } from './prepared.js';
 
 export interface SandboxesTable {
   id: string;
@@ -322,5 +323,10 @@ export type DialectName = 'sqlite' | 'postgres';
  * On SQLite the one connection is held for the whole transaction; on Postgres a pooled client is.
  */
 export function inTransaction<T>(db: Executor, fn: (trx: Executor) => Promise<T>): Promise<T> {
-  return db.isTransaction ? fn(db) : db.transaction().execute(fn);
+  if (db.isTransaction) return fn(db);
+  const dialect = dialectOf(db);
+  return db.transaction().execute((trx) => {
+    if (dialect) registerDialect(trx, dialect);
+    return fn(trx);
+  });
 }

@@ -21,6 +21,7 @@ import * as events from './events.js';
 import { DEFAULT_INGRESS_LOG_MAX_ENTRIES, IngressLogRows } from './ingress-log.js';
 import * as networks from './networks.js';
 import * as sandboxes from './sandboxes.js';
+import { registerDialect } from './prepared.js';
 import { inTransaction, type DialectName, type Executor } from './schema.js';
 import * as snapshots from './snapshots.js';
 import * as ssh from './ssh.js';
@@ -53,6 +54,7 @@ export class SqlStore implements Store {
   constructor(kysely: Executor, dialect: DialectName, options: StoreOptions = {}) {
     this.kysely = kysely;
     this.dialect = dialect;
+    registerDialect(kysely, dialect);
     this.#maxSlots = options.maxSlots ?? DEFAULT_MAX_SLOTS;
     this.#egressLog = new EgressLogRows(kysely, options.egressLogMaxEntries ?? DEFAULT_EGRESS_LOG_MAX_ENTRIES);
     this.#ingressLog = new IngressLogRows(kysely, options.ingressLogMaxEntries ?? DEFAULT_INGRESS_LOG_MAX_ENTRIES);
@@ -66,15 +68,14 @@ export class SqlStore implements Store {
     return sandboxes.getSandbox(this.kysely, id);
   }
   updateSandbox(id: string, patch: SandboxPatch): Promise<SandboxRecord> {
+    if (patch.state !== 'killed') return sandboxes.updateSandbox(this.kysely, id, patch);
+    // A killed sandbox's log can no longer be read: it goes in the write that records the kill.
     return inTransaction(this.kysely, async (trx) => {
       const updated = await sandboxes.updateSandbox(trx, id, patch);
-      // A killed sandbox's log can no longer be read: it goes in the write that records the kill.
-      if (patch.state === 'killed') {
-        await this.#egressLog.deleteFor(trx, id);
-        await this.#ingressLog.deleteFor(trx, id);
-        await ssh.deleteSshTokensOf(trx, id);
-        await networks.deleteMembershipsOf(trx, id);
-      }
+      await this.#egressLog.deleteFor(trx, id);
+      await this.#ingressLog.deleteFor(trx, id);
+      await ssh.deleteSshTokensOf(trx, id);
+      await networks.deleteMembershipsOf(trx, id);
       return updated;
     });
   }
