@@ -9,7 +9,7 @@
  * It never kills: a pause refused (`CHECKPOINT_BLOCKED`, or any failure) leaves the sandbox running and is
  * tried again after `timeoutRetryMs`, as the timeout scheduler does.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { pauseLocked } from '../lifecycle/pause.js';
 import { withCause } from '../observe/call-context.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';

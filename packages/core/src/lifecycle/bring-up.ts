@@ -8,7 +8,7 @@
 import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { RamifyError, isRamifyError, type AgentIdentity } from '@ramify/contracts';
-import { runtimeFor, type Core } from '../core.js';
+import { runtimeFor, type Core } from '../context.js';
 import { enforceEgressPolicy, enforceStoredEgressPolicy, releaseEgressEnforcement } from '../egress/enforcement.js';
 import { DENY_ALL_EGRESS_POLICY } from '../egress/policy.js';
 import { hostnameFor } from '../ids.js';

@@ -14,7 +14,7 @@
  *   `error` only when that restore fails too.
  */
 import { RamifyError, isRamifyError } from '@ramify/contracts';
-import { runtimeFor, type Core } from '../core.js';
+import { runtimeFor, type Core } from '../context.js';
 import { newSnapshotId } from '../ids.js';
 import { storedEgressPolicy } from '../egress/get-egress.js';
 import { copyIngress } from '../ingress/ports.js';

@@ -4,7 +4,7 @@
  * and cannot be reopened, ask the runtime; if the instance is not running, fail the calls waiting on
  * its agent, release what the sandbox held and record `error` with a reason the user can read. Never silent.
  */
-import { runtimeFor, type Core } from '../core.js';
+import { runtimeFor, type Core } from '../context.js';
 import { releaseResources } from './bring-up.js';
 import { withCause } from '../observe/call-context.js';
 import { transition } from './records.js';

@@ -5,7 +5,7 @@
  * reason. So a runtime process killed from outside (or crashed) is noticed within about a poll,
  * instead of when a call's agent channel times out (20 s), and later calls fail at once.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { handleInstanceLost } from './instance-lost.js';
 import { PeriodicTask } from './periodic.js';
 import { messageOf } from './records.js';

@@ -3,7 +3,7 @@
  * most likely get the lowest free slots now. Preparing their network namespaces in the background takes
  * the ~60 ms (idle) to ~600 ms (eight at once on two cores) of namespace setup off the critical path.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 
 /**
  * Ask the network to prepare the `core.options.prewarmSlots` lowest free slots, and to tear down idle

@@ -11,7 +11,7 @@
  *    slot leases of dead sandboxes, and `pending` snapshot rows (images never committed).
  * Snapshot directories with no row are only logged (they may belong to a template being built).
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { enforceStoredEgressPolicy } from '../egress/enforcement.js';
 import { enforceStoredNetworks } from '../networks/enforcement.js';
 import type { Runtime } from '../ports/runtime.js';

@@ -4,7 +4,7 @@
  * A failed restore goes back to `paused`: the image is intact, so a paused sandbox is never lost.
  */
 import { RamifyError } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { phaseTimer } from '../observe/operation.js';
 import { bringUp } from './bring-up.js';

@@ -9,7 +9,7 @@
 import { isRamifyError, RamifyError, type Budget } from '@ramify/contracts';
 import { newSandboxBudget } from '../usage/budgets.js';
 import { prewarmFreeSlots } from './prewarm.js';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import { joinNetworks, type NetworkJoin } from '../networks/joins.js';
 import { newAccessToken } from '../ingress/access-token.js';

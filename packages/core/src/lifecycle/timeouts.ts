@@ -4,7 +4,7 @@
  * refused (`CHECKPOINT_BLOCKED`: pause never kills) leaves the sandbox running and is retried after
  * `timeoutRetryMs`.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { finishKill } from './kill.js';
 import { pauseLocked } from './pause.js';

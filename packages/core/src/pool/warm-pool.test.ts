@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { cp } from 'node:fs/promises';
 import { RamifyError } from '@ramify/contracts';
 import type { Actor } from '../access/actor.js';
-import type { CoreOptions } from '../core.js';
+import type { CoreOptions } from '../context.js';
 import { createSandbox } from '../lifecycle/create.js';
 import { killSandbox } from '../lifecycle/kill.js';
 import { createTeam, setTeamQuota } from '../teams/teams.js';

@@ -8,7 +8,7 @@
  * `warmPoolQuietMs`, so a create, pause or fork never waits behind one that has not started.
  */
 import type { RuntimeName, WarmPoolHealth } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { newSandboxId } from '../ids.js';
 import { bringUp, bringUpsInFlight, releaseResources } from '../lifecycle/bring-up.js';
 import { prewarmFreeSlots } from '../lifecycle/prewarm.js';

@@ -6,7 +6,7 @@
  * runtime instance exited fails with `SANDBOX_FAILED` (and the sandbox is failed), not `AGENT_UNREACHABLE`.
  */
 import { RamifyError, isRamifyError, type AgentSession } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { handleInstanceLost } from '../lifecycle/instance-lost.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertAgentReachable } from '../lifecycle/state-machine.js';

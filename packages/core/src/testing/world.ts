@@ -5,7 +5,8 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { closeCoreSinks, createCore, type Core, type CoreOptions } from '../core.js';
+import type { Core, CoreOptions } from '../context.js';
+import { closeCoreSinks, createCore } from '../core.js';
 import { silentLogger } from '../ports/logger.js';
 import type { Store } from '../ports/store.js';
 import type { SnapshotStorage } from '../ports/snapshot-storage.js';

@@ -18,7 +18,7 @@
  * Readings run one at a time (one lock), so a stop's reading and a sweep never both count the same CPU.
  * With `usageSampleMs` 0 metering is off: nothing is read or written.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { KeyedLock } from '../lifecycle/locks.js';
 import type { SandboxState } from '@ramify/contracts';
 import type { RuntimeUsage } from '../ports/runtime.js';
