@@ -12,7 +12,7 @@ import { BufferedEgressLog } from './egress/buffered-egress-log.js';
 import { SandboxActivity } from './idle/activity.js';
 import { BufferedIngressLog } from './ingress/ingress-log.js';
 import { AgentSessions } from './lifecycle/agent-sessions.js';
-import { handleInstanceLost } from './lifecycle/instance-lost.js';
+import { watchLostAgents } from './lifecycle/instance-lost.js';
 import { SandboxEvents } from './lifecycle/events.js';
 import { KeyedLock } from './lifecycle/locks.js';
 import { recordAgentEvent } from './lifecycle/oom.js';
@@ -72,12 +72,12 @@ export function createCore(deps: CoreDeps): Core {
       const record = await deps.store.getSandbox(sandboxId);
       return record !== null ? agentReachable(record.state) : core.pool.runtimeOf(sandboxId) !== undefined;
     },
-    onUnreachable: async (sandboxId) => {
-      if (core.pool.runtimeOf(sandboxId) !== undefined) core.pool.lost(sandboxId);
-      else await handleInstanceLost(core, sandboxId);
-    },
+    events,
+    clock: deps.clock,
     onEvent: (sandboxId, event) => void recordAgentEvent(core, sandboxId, event),
   });
+  // An agent channel lost for good is reported on the bus; the lifecycle checks the instance.
+  watchLostAgents(core);
   return core;
 }
 

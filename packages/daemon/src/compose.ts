@@ -229,6 +229,7 @@ async function openHostEgress(prefix: string, logger: Logger, egress: EgressOpti
  */
 function watchQueues(metrics: DaemonMetrics, core: Core): void {
   metrics.countEvents(core.eventHub);
+  metrics.countLostInstances(core.events);
   metrics.addQueue('webhook_deliveries', () => core.webhooks.queueSize());
   metrics.addQueue('events', () => core.eventLog.stats().pending);
   metrics.addQueue('command_log', () => core.commandLog.stats().pending);

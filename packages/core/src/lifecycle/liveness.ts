@@ -26,7 +26,7 @@ async function sweepLiveness(core: Core): Promise<void> {
       await Promise.all(page.sandboxes.map(async (record) => {
         const runtime = core.runtimes.find((r) => r.name === record.runtime);
         if (!runtime?.isAlive || (await runtime.isAlive(record.id).catch(() => true))) return;
-        await handleInstanceLost(core, record.id);
+        await handleInstanceLost(core, record.id, 'liveness');
       }));
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
