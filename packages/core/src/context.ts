@@ -151,6 +151,11 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
 
 /** What the composition root provides. */
 export interface CoreDeps {
+  /**
+   * This host's stable id (`ramify serve` keeps it in its data dir, `--host-id` sets it): recorded on the
+   * sandboxes and snapshots it holds; its network slots, locks and sweeps are its own.
+   */
+  hostId: string;
   store: Store;
   /** Available runtimes; the first is the default. May be empty (every create then fails `RUNTIME_UNAVAILABLE`). */
   runtimes: Runtime[];
@@ -207,6 +212,7 @@ export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog'
   /** Use of each sandbox (API calls, streams, ingress), for idle auto-pause. */
   activity: SandboxActivity;
   entropy: (bytes: number) => Uint8Array;
+  /** Per-key locks of this host's calls (`locks.hostId` is {@link CoreDeps.hostId}); see `lifecycle/locks.ts`. */
   locks: KeyedLock;
   sessions: AgentSessions;
   events: SandboxEvents;

@@ -45,7 +45,7 @@ export function createCore(deps: CoreDeps): Core {
     egressLog: deps.egressLog ?? new BufferedEgressLog({ store: deps.store, logger: deps.logger, clock: deps.clock }),
     ingressLog: new BufferedIngressLog({ store: deps.store, logger: deps.logger }),
     activity: new SandboxActivity(deps.clock),
-    locks: new KeyedLock(),
+    locks: new KeyedLock(deps.hostId),
     events,
     sessions: undefined as unknown as AgentSessions,
     pool: undefined as unknown as WarmPool,

@@ -30,7 +30,7 @@ async function sweepIdle(core: Core, retryAt: Map<string, number>): Promise<void
   let cursor: string | undefined;
   try {
     do {
-      const page = await core.store.listSandboxes({ states: ['running'], limit: 500, cursor });
+      const page = await core.store.listSandboxes({ states: ['running'], hostId: core.hostId, limit: 500, cursor });
       watched.push(...page.sandboxes.filter((s) => s.autoPause !== null));
       cursor = page.nextCursor ?? undefined;
     } while (cursor);

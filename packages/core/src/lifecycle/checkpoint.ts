@@ -198,6 +198,7 @@ async function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: st
     egress: await storedEgressPolicy(core, record.id),
     ingress: copyIngress(record.ingress),
     autoPause: record.autoPause === null ? null : { ...record.autoPause },
+    hostId: core.hostId,
     networks: await recordedNetworks(core, record.id),
   };
 }

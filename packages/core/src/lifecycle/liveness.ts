@@ -22,7 +22,7 @@ async function sweepLiveness(core: Core): Promise<void> {
   let cursor: string | undefined;
   try {
     do {
-      const page = await core.store.listSandboxes({ states: ['running'], limit: 500, cursor });
+      const page = await core.store.listSandboxes({ states: ['running'], hostId: core.hostId, limit: 500, cursor });
       await Promise.all(page.sandboxes.map(async (record) => {
         const runtime = core.runtimes.find((r) => r.name === record.runtime);
         if (!runtime?.isAlive || (await runtime.isAlive(record.id).catch(() => true))) return;

@@ -30,7 +30,8 @@ export async function restorePaused(core: Core, record: SandboxRecord, plan: Res
   if (snapshotId === null) throw new RamifyError('INTERNAL', `paused sandbox '${record.id}' has no pause image`, { id: record.id });
   const keep = plan.afterwards === 'operation-continues';
   const { mark: phase, phases } = phaseTimer();
-  const resuming = await transition(core, record, 'resuming', { operation: keep ? record.operation : { kind: 'resume', snapshotId } });
+  // Its instance will run on this host: recorded before the restore, so a crash leaves it to this host's reconcile.
+  const resuming = await transition(core, record, 'resuming', { operation: keep ? record.operation : { kind: 'resume', snapshotId }, hostId: core.hostId });
   phase('resumingMs');
   try {
     await bringUp(core, resuming, snapshotId);

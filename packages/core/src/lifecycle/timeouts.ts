@@ -28,7 +28,7 @@ async function sweepTimeouts(core: Core, retryAt: Map<string, number>): Promise<
   const due: string[] = [];
   try {
     do {
-      const page = await core.store.listSandboxes({ states: timedStates(), endAtOrBefore: now, limit: 500, cursor });
+      const page = await core.store.listSandboxes({ states: timedStates(), endAtOrBefore: now, hostId: core.hostId, limit: 500, cursor });
       due.push(...page.sandboxes.map((s) => s.id));
       cursor = page.nextCursor ?? undefined;
     } while (cursor);

@@ -111,7 +111,7 @@ describe('warm pool', () => {
     assert.equal(t.core.pool.stats().templates[0]?.template, 'base');
     await t.core.pool.close();
     assert.deepEqual(pooledIds(t), [first.id], 'only the created sandbox runs');
-    assert.deepEqual((await t.store.listSlots()).map((l) => l.sandboxId), [first.id], 'the pooled slot is free');
+    assert.deepEqual((await t.store.listSlots('host-test')).map((l) => l.sandboxId), [first.id], 'the pooled slot is free');
   });
 
   test('a pooled sandbox that stopped while idle is never handed out: released, and the create gets another or restores', async () => {
