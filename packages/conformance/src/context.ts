@@ -41,6 +41,12 @@ export interface ConformanceTarget {
    */
   extendedCases?: 'every-run' | 'full-run';
   /**
+   * The groups (their `describe` titles, e.g. `lifecycle`) that run on every run; the others run only
+   * on full runs (`RAMIFY_TEST_FULL=1`) and are reported skipped otherwise. For a slow runtime (the
+   * microVM under TCG) whose own test files cover the rest. Default null: every group on every run.
+   */
+  everyRunGroups?: readonly string[] | null;
+  /**
    * Known bugs of the runtime, by case title: the case still runs but is reported `todo` with this text
    * (name the file and the symptom), so it does not fail the run until the bug is fixed. Only cases
    * that take their options from {@link SuiteContext.caseOptions} honour it. Default none.
@@ -87,7 +93,7 @@ export function createContext(target: ConformanceTarget, getDaemon: () => Daemon
     return d;
   };
   return {
-    target: { openConnectionAtPause: 'refused', guestKernel: null, rootDisk: null, forkKeepsParentRunning: false, extendedCases: 'every-run', knownBugs: {}, ...target },
+    target: { openConnectionAtPause: 'refused', guestKernel: null, rootDisk: null, forkKeepsParentRunning: false, extendedCases: 'every-run', everyRunGroups: null, knownBugs: {}, ...target },
     caseOptions: (title, opts = {}) => {
       if (opts.extended && target.extendedCases === 'full-run' && !run.full) {
         return { skip: `extended ${target.runtime} case: runs with ${FULL_RUN_ENV}=1 (npm run test:full); every CI run keeps a representative subset` };

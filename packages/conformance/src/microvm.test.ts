@@ -4,9 +4,9 @@
  * can run beside the gVisor suite's `rmc`). Skipped with the reason when QEMU is not installed or the
  * daemon reports the runtime unavailable.
  *
- * Under TCG (no usable KVM, as on CI) every case is slow, so cases marked *extended* run only on a full
- * run (`RAMIFY_TEST_FULL=1`, `npm run test:full`); every CI run keeps a representative subset of every
- * area (see the package README).
+ * Under TCG (no usable KVM, as on CI) every case is slow, so cases marked *extended*, and the groups
+ * outside `everyRunGroups` below, run only on a full run (`RAMIFY_TEST_FULL=1`, `npm run test:full`);
+ * every CI run keeps the VM-specific groups and the lifecycle (see the package README).
  * Run: `npx tsc -b packages/conformance && node --test packages/conformance/dist/microvm.test.js`.
  */
 import { MICROVM_PREFIX } from './harness.js';
@@ -26,6 +26,10 @@ registerConformanceSuite(
     // Forks of a running sandbox take the fork point in place (checkpointKeepRunning).
     forkKeepsParentRunning: true,
     extendedCases: 'full-run',
+    // Under TCG every group costs minutes: every run keeps those about what only a VM has (its kernel,
+    // its disk, forks that keep the parent running) and the lifecycle; the rest with RAMIFY_TEST_FULL=1.
+    // packages/runtime/microvm's own tests drive the runtime on every run too.
+    everyRunGroups: ['bad input', 'guest kernel', 'root disk', 'lifecycle', 'fork point'],
   },
   { harness: { prefix: MICROVM_PREFIX, runtimes: ['microvm'], ...logOptionsFromEnv() } },
 );

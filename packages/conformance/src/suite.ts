@@ -5,7 +5,8 @@
  * base template is built for the target only. Groups run in order and share the daemon:
  * bad input → commands → files → guest kernel → root disk → memory pressure → metering → lifecycle → fork point → guards → crash recovery (last: it restarts
  * the daemon). Cases marked extended run only on full runs when the target says so
- * (`extendedCases: 'full-run'`, `RAMIFY_TEST_FULL=1`). On the way out every sandbox is killed, the daemon
+ * (`extendedCases: 'full-run'`, `RAMIFY_TEST_FULL=1`), and so do groups a target leaves out of
+ * `everyRunGroups`. On the way out every sandbox is killed, the daemon
  * stopped, its QEMU/runsc leftovers, every `<prefix>-*` namespace and the nftables table removed; the
  * `after` hook fails if a namespace survives.
  */
@@ -24,7 +25,7 @@ import { registerLifecycleCases } from './cases/lifecycle.js';
 import { registerMemoryCases } from './cases/memory.js';
 import { registerMeteringCases } from './cases/metering.js';
 import { registerRootDiskCases } from './cases/root-disk.js';
-import { createContext, isFullRun, type ConformanceTarget } from './context.js';
+import { createContext, isFullRun, type ConformanceTarget, type SuiteContext } from './context.js';
 import { DaemonHarness, type HarnessOptions } from './harness.js';
 import { listNamespaces } from './host-cleanup.js';
 
@@ -66,7 +67,8 @@ export function conformanceSkipReason(runtime: RuntimeName = 'gvisor'): string |
  */
 export function registerConformanceSuite(target: ConformanceTarget, opts: ConformanceSuiteOpts = {}): void {
   let daemon: DaemonHarness | undefined;
-  const ctx = createContext(target, () => daemon, { full: opts.full ?? isFullRun() });
+  const full = opts.full ?? isFullRun();
+  const ctx = createContext(target, () => daemon, { full });
   describe(`conformance (${target.runtime})`, { skip: conformanceSkipReason(target.runtime), timeout: SUITE_TIMEOUT_MS }, async () => {
     daemon = await DaemonHarness.open({ ...opts.harness, runtime: target.runtime });
     const unavailable = await daemon.unavailableRuntimes().then((u) => u[target.runtime], async (err: unknown) => {
@@ -93,16 +95,23 @@ export function registerConformanceSuite(target: ConformanceTarget, opts: Confor
       if (prefix) assert.deepEqual(await listNamespaces(prefix), [], `no ${prefix}-* namespace survives the suite`);
     });
 
-    registerBadInputCases(ctx);
-    registerCommandCases(ctx);
-    registerFileCases(ctx);
-    registerGuestKernelCases(ctx);
-    registerRootDiskCases(ctx);
-    registerMemoryCases(ctx);
-    registerMeteringCases(ctx);
-    registerLifecycleCases(ctx);
-    registerForkPointCases(ctx);
-    registerGuardCases(ctx);
-    registerCrashCases(ctx);
+    const groups: Array<[string, (c: SuiteContext) => void]> = [
+      ['bad input', registerBadInputCases],
+      ['commands', registerCommandCases],
+      ['files', registerFileCases],
+      ['guest kernel', registerGuestKernelCases],
+      ['root disk', registerRootDiskCases],
+      ['memory pressure', registerMemoryCases],
+      ['metering', registerMeteringCases],
+      ['lifecycle', registerLifecycleCases],
+      ['fork point', registerForkPointCases],
+      ['guards', registerGuardCases],
+      ['crash recovery', registerCrashCases],
+    ];
+    const everyRun = target.everyRunGroups;
+    for (const [name, register] of groups) {
+      if (!everyRun || everyRun.includes(name) || full) register(ctx);
+      else test(`${name} (group)`, { skip: `the ${target.runtime} runtime runs this group with RAMIFY_TEST_FULL=1 (npm run test:full); every run keeps ${everyRun.join(', ')}` }, () => undefined);
+    }
   });
 }
