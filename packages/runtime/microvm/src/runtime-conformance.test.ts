@@ -5,7 +5,7 @@
  * `RAMIFY_TEST_ROOTFS` (scripts/run-tests.mjs sets it) and qemu-system-x86, qemu-utils, busybox-static,
  * cpio, e2fsprogs.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe } from 'node:test';
@@ -18,6 +18,7 @@ import { prepareGuestKernel } from './guest-kernel.js';
 import { MicrovmRuntime } from './microvm-runtime.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
+const CGROUP = '/ramify-rcv';
 const skip = !rootfs
   ? 'RAMIFY_TEST_ROOTFS is not set (scripts/run-tests.mjs sets it after building the base template)'
   : process.env.RAMIFY_TEST_FULL !== '1'
@@ -32,10 +33,11 @@ if (skip !== null) {
   const cacheDir = join(process.env.RAMIFY_CACHE_DIR ?? '/var/cache/ramify', 'microvm');
   const kernel = await prepareGuestKernel({ cacheDir });
   const acceleration = await detectAcceleration({ kernel, cacheDir: null, forceTcg: true });
-  const runtime = await MicrovmRuntime.open({ workDir: join(work, 'vm'), kernel, acceleration, resolvConfPath: join(work, 'resolv.conf'), diskSizeMB: 1024, imageMemoryMB: 1024 });
+  const runtime = await MicrovmRuntime.open({ workDir: join(work, 'vm'), kernel, acceleration, resolvConfPath: join(work, 'resolv.conf'), diskSizeMB: 1024, imageMemoryMB: 1024, cgroupParent: CGROUP });
   const network = new NamespaceNetwork({ prefix: 'rcv' });
   after(async () => {
     await network.destroyAll();
+    for (const c of await readdir('/sys/fs/cgroup').catch(() => [] as string[])) await rmdir(`/sys/fs/cgroup/${c}${CGROUP}`).catch(() => undefined);
     await rm(work, { recursive: true, force: true });
   });
   runtimeConformance({

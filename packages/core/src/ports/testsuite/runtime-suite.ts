@@ -84,13 +84,15 @@ export function runtimeConformance(harness: RuntimeHarness): void {
       await session('src');
     });
 
-    it('the agent channel is an exec bridge: a command runs inside with its output and exit code; a second channel works alongside', opts, async () => {
+    it('the agent channel is an exec bridge: a command runs inside with its output and exit code; a closed channel can be opened again', opts, async () => {
+      for (const s of sessions.splice(0)) await s.close();
       const first = await session('src');
       assert.deepEqual(await run(first, 'echo "inside $(hostname)"; exit 3'), { exitCode: 3, stdout: `inside ${id('src')}\n` });
-      const second = await session('src');
-      assert.equal((await run(second, 'cat /proc/1/cmdline | tr "\\0" " "')).stdout.includes('agent'), true, 'the agent is the init');
+      // One channel at a time is all the port promises (a virtio-serial port has one host end): core keeps one session per sandbox.
       await first.close();
-      assert.equal((await run(second, 'true')).exitCode, 0, 'closing one channel leaves the other');
+      sessions.splice(sessions.indexOf(first), 1);
+      const second = await session('src');
+      assert.deepEqual(await run(second, 'echo again'), { exitCode: 0, stdout: 'again\n' });
     });
 
     it('usage reads the running instance\'s counters', { ...opts, skip: runtime.usage ? false : 'the runtime has no usage()' }, async () => {
