@@ -26,7 +26,12 @@ export function runtimeConformance(harness: RuntimeHarness): void {
   const { runtime } = harness;
   const id = (name: string): string => `${harness.idPrefix}-${name}`;
   const created = new Set<string>();
-  const sessions: AgentSession[] = [];
+  /** The open session of each sandbox (the port promises one channel at a time: a virtio-serial port has one host end). */
+  const sessions = new Map<string, AgentSession>();
+  const closeSessions = async (): Promise<void> => {
+    for (const s of sessions.values()) await s.close().catch(() => undefined);
+    sessions.clear();
+  };
   const opts = { timeout: harness.caseTimeoutMs };
 
   const spec = async (name: string, slotOffset: number): Promise<RuntimeSandboxSpec> => {
@@ -36,14 +41,16 @@ export function runtimeConformance(harness: RuntimeHarness): void {
     return { sandboxId, rootfsDir: harness.rootfsDir, hostname: sandboxId, resources: harness.resources, network };
   };
 
-  /** A session with the sandbox's agent, retried until it answers a ping or `agentTimeoutMs` passed. */
+  /** The sandbox's session, or a new one (retried until it answers a ping or `agentTimeoutMs` passed). */
   const session = async (name: string): Promise<AgentSession> => {
+    const open = sessions.get(name);
+    if (open && !open.closed) return open;
     const deadline = Date.now() + harness.agentTimeoutMs;
     for (;;) {
       try {
         const opened = await harness.connectAgent(await runtime.openAgentChannel(id(name)), { pingTimeoutMs: 5_000 });
         await opened.ping();
-        sessions.push(opened);
+        sessions.set(name, opened);
         return opened;
       } catch (err) {
         if (Date.now() > deadline) throw new Error(`the agent of ${id(name)} did not answer within ${harness.agentTimeoutMs} ms: ${String(err)}`);
@@ -72,7 +79,7 @@ export function runtimeConformance(harness: RuntimeHarness): void {
     let image = '';
 
     after(async () => {
-      for (const s of sessions) await s.close().catch(() => undefined);
+      await closeSessions();
       for (const sandboxId of created) await runtime.kill(sandboxId).catch(() => undefined);
     });
 
@@ -85,12 +92,10 @@ export function runtimeConformance(harness: RuntimeHarness): void {
     });
 
     it('the agent channel is an exec bridge: a command runs inside with its output and exit code; a closed channel can be opened again', opts, async () => {
-      for (const s of sessions.splice(0)) await s.close();
       const first = await session('src');
       assert.deepEqual(await run(first, 'echo "inside $(hostname)"; exit 3'), { exitCode: 3, stdout: `inside ${id('src')}\n` });
       // One channel at a time is all the port promises (a virtio-serial port has one host end): core keeps one session per sandbox.
-      await first.close();
-      sessions.splice(sessions.indexOf(first), 1);
+      await closeSessions();
       const second = await session('src');
       assert.deepEqual(await run(second, 'echo again'), { exitCode: 0, stdout: 'again\n' });
     });
@@ -111,7 +116,7 @@ export function runtimeConformance(harness: RuntimeHarness): void {
       // A process that outlives the command that started it: the agent keeps it; restores must carry it on.
       ({ pid: counterPid } = await agent.start({ cmd: 'i=0; while :; do i=$((i+1)); echo $i > /root/count; sleep 0.1; done' }, {}));
       for (let i = 0; i < 50 && !(await count(agent) > 0); i++) await new Promise((r) => setTimeout(r, 100));
-      for (const s of sessions.splice(0)) await s.close();
+      await closeSessions();
       image = join(harness.workDir, 'image-src');
       const { sizeBytes } = await runtime.checkpoint(id('src'), image);
       assert.ok(sizeBytes > 0, `image of ${sizeBytes} bytes`);
@@ -136,7 +141,7 @@ export function runtimeConformance(harness: RuntimeHarness): void {
     });
 
     it('checkpointKeepRunning takes a fork point: the sandbox runs on and the image restores', { ...opts, skip: runtime.checkpointKeepRunning ? false : 'the runtime has no checkpointKeepRunning()' }, async () => {
-      for (const s of sessions.splice(0)) await s.close();
+      await closeSessions();
       const point = join(harness.workDir, 'image-f1-point');
       const { sizeBytes } = await runtime.checkpointKeepRunning!(id('f1'), point);
       assert.ok(sizeBytes > 0);
@@ -168,7 +173,7 @@ export function runtimeConformance(harness: RuntimeHarness): void {
     });
 
     it('settleInterrupted returns at once for a sandbox with nothing in flight (no channel open: an agent bridge is a runtime command too)', opts, async () => {
-      for (const s of sessions.splice(0)) await s.close();
+      await closeSessions();
       const started = Date.now();
       await runtime.settleInterrupted(id('f1'));
       assert.ok(Date.now() - started < 10_000, `took ${Date.now() - started} ms`);
