@@ -121,7 +121,7 @@ export function runtimeConformance(harness: RuntimeHarness): void {
       const { sizeBytes } = await runtime.checkpoint(id('src'), image);
       assert.ok(sizeBytes > 0, `image of ${sizeBytes} bytes`);
       assert.notEqual((await runtime.status(id('src'))).state, 'running');
-      if (runtime.isAlive) assert.equal(await runtime.isAlive(id('src')), false);
+      // isAlive is for running instances: for one it no longer has, "true when unsure" is allowed (runtime.ts).
     });
 
     it('restore brings one image up twice into independent sandboxes: files, memory and running processes carry over', opts, async () => {
@@ -157,7 +157,6 @@ export function runtimeConformance(harness: RuntimeHarness): void {
     it('kill stops and deletes an instance; killing it again, or an unknown sandbox, is a no-op; an unknown sandbox is missing', opts, async () => {
       await runtime.kill(id('f2'));
       assert.notEqual((await runtime.status(id('f2'))).state, 'running');
-      // (isAlive may say true for an instance it no longer knows: "true when unsure", runtime.ts.)
       await runtime.kill(id('f2'));
       await runtime.kill(id('never-made'));
       assert.equal((await runtime.status(id('never-made'))).state, 'missing');
