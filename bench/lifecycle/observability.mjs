@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// bench/lifecycle/observability.mjs: what events, metrics and traces add to create, exec and pause.
-// Two gVisor daemons, each in a process of its own, on the same base image, prefixes `rmob` (everything on: events
-// recorded, a webhook delivering each to a loopback receiver, Prometheus metrics, traces exported over
-// OTLP/HTTP to a loopback collector) and `rmoo` (everything off: no events recorded, no metrics, no
-// tracing). Iterations alternate between them, so drift hits both alike; medians of create (SDK
+// bench/lifecycle/observability.mjs: what metering, metrics, events and traces together add to create,
+// exec and pause (issue 15's target). Two gVisor daemons, each in a process of its own, on the same base
+// image, prefixes `rmob` (everything on: the usage meter sampling every 5 s, events recorded, a webhook
+// delivering each to a loopback receiver, Prometheus metrics, traces exported over OTLP/HTTP to a
+// loopback collector) and `rmoo` (everything off: no metering, no events recorded, no metrics, no
+// tracing). Metering alone, with idle sandboxes for its sampler to read: bench/lifecycle/metering.mjs. Iterations alternate between them, so drift hits both alike; medians of create (SDK
 // Sandbox.create), exec (`commands.run('true')`) and pause, and the ratio on/off, target <= 1.05.
 //   node bench/lifecycle/observability.mjs [--iterations 9]
 // As root, packages built; run it under the real-tests lock:
@@ -36,7 +37,7 @@ async function sink() {
 const receiver = await sink();
 const collector = await sink();
 const on = await daemonProcess('rmob', { metricsListen: { host: '127.0.0.1', port: 0 }, otlpEndpoint: collector.url });
-const off = await daemonProcess('rmoo', { metrics: 'off', coreOptions: { events: 'off' } });
+const off = await daemonProcess('rmoo', { metrics: 'off', coreOptions: { events: 'off', usageSampleMs: 0 } });
 const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))];
 const median = (xs) => quantile(xs, 0.5);
 /** p25-p75, the spread the ratio has to be read against on a busy machine. */
