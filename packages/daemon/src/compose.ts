@@ -43,6 +43,7 @@ import {
 } from '@ramify/network';
 import { GvisorRuntime } from '@ramify/runtime-gvisor';
 import { resolveMaxOutputBytes } from './config.js';
+import { resolveHostId } from './host-id.js';
 import { openRuntimes, type GvisorOptions, type MicrovmOptions } from './runtimes.js';
 import { closeSnapshotStorage, openSnapshotStorage, type SnapshotStorageConfig } from './snapshot-storage.js';
 import { SqliteStore } from '@ramify/store';
@@ -84,6 +85,8 @@ export interface EgressOptions {
 
 export interface ComposeOptions {
   dataDir: string;
+  /** This host's id; default the data directory's (made once: see host-id.ts). */
+  hostId?: string;
   /** Template root filesystem layers (shared, content-addressed). */
   cacheDir: string;
   logger: Logger;
@@ -126,10 +129,14 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   // Checked before anything is opened.
   const coreOptions = { ...options.coreOptions, ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: resolveMaxOutputBytes(options.maxOutputBytes) } : {}) };
   const clock = options.clock ?? systemClock;
+  const hostId = await resolveHostId(dataDir, options.hostId);
   // WIRING: snapshot storage (local disk, or S3 behind the local cache; the bucket is checked here, before anything else opens).
   const storage = overrides.storage ?? (await openSnapshotStorage(dataDir, options.snapshotStorage ?? { kind: 'local' }, logger));
   // WIRING: store (SQLite under the data dir; slots bounded by the network's address layout).
   const store = overrides.store ?? new SqliteStore({ path: join(dataDir, 'ramify.db'), maxSlots: MAX_SLOT });
+  // Rows from before host ids (migration 26) are this daemon's: it is the only one that ever used them.
+  const adopted = await store.adoptUnhostedRows(hostId);
+  if (adopted.sandboxes + adopted.snapshots + adopted.slots > 0) logger.info('adopted rows recorded before host ids', { hostId, ...adopted });
   const prefix = options.network?.prefix ?? 'rmf';
   // WIRING: egress log (enforcement's verdicts, buffered into the store in batches; core reads it).
   const egressLog = new BufferedEgressLog({ store, logger, clock });
@@ -164,7 +171,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
     overrides.templateBuilder !== undefined
       ? (overrides.templateBuilder ?? undefined)
       : runtimes[0]
-        ? new LocalTemplateBuilder({ store, dataDir: options.cacheDir, agentBundlePath: AGENT_BUNDLE_PATH, runtimes, network: withOpenEgress(network, hostEgress), storage, connectAgent: connect })
+        ? new LocalTemplateBuilder({ hostId, store, dataDir: options.cacheDir, agentBundlePath: AGENT_BUNDLE_PATH, runtimes, network: withOpenEgress(network, hostEgress), storage, connectAgent: connect })
         : undefined;
 
   // WIRING: the enforcers core calls (apply/remove): egress policies, and private networks on the same table.
@@ -173,7 +180,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
 
   // WIRING: webhook deliveries go out with fetch.
   const core = createCore({
-    store, runtimes, unavailableRuntimes: opened.unavailable, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, networkEnforcer, egressLog,
+    hostId, store, runtimes, unavailableRuntimes: opened.unavailable, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, networkEnforcer, egressLog,
     telemetry, webhookSender: fetchWebhookSender, options: coreOptions,
   });
   if (metrics) watchQueues(metrics, core);
@@ -229,6 +236,7 @@ async function openHostEgress(prefix: string, logger: Logger, egress: EgressOpti
  */
 function watchQueues(metrics: DaemonMetrics, core: Core): void {
   metrics.countEvents(core.eventHub);
+  metrics.countLostInstances(core.events);
   metrics.addQueue('webhook_deliveries', () => core.webhooks.queueSize());
   metrics.addQueue('events', () => core.eventLog.stats().pending);
   metrics.addQueue('command_log', () => core.commandLog.stats().pending);

@@ -14,7 +14,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 const record = (id: string) => ({
   id, teamId: 'default', state: 'running' as const, runtime: 'gvisor' as const, templateId: 'tpl_1', sourceSnapshotId: 'snap_tpl', rootfsDir: '/r', parentId: null,
   cpuCount: 1, memoryMB: 512, diskSizeMB: null, metadata: {}, envs: {}, createdAt: 1, timeoutMs: 300_000, onTimeout: 'pause' as const,
-  endAt: null, slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [{ port: 3000, access: 'token' as const }], autoResume: null }, autoPause: null, lastActiveAt: null,
+  endAt: null, slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [{ port: 3000, access: 'token' as const }], autoResume: null }, autoPause: null, lastActiveAt: null, hostId: null,
 });
 
 test('exposed ports and the access token survive a reopen; a second ensure keeps the first token', async () => {

@@ -133,29 +133,32 @@ export class SlotRows {
     this.#db = db;
     this.#maxSlots = maxSlots;
   }
-  /** Lowest free slot ≥ 1 (or the one already held), in one transaction. */
-  allocate(sandboxId: string): number {
+  /** Host `hostId`'s lowest free slot ≥ 1 (or the one already held there), in one transaction. */
+  allocate(sandboxId: string, hostId: string): number {
     return this.#db.transaction(() => {
-      const held = this.#db.prepare('SELECT slot FROM slots WHERE sandbox_id = ?').get(sandboxId) as { slot: number } | undefined;
-      if (held) return held.slot;
+      const held = this.#db.prepare('SELECT slot, host_id FROM slots WHERE sandbox_id = ?').get(sandboxId) as { slot: number; host_id: string } | undefined;
+      if (held?.host_id === hostId) return held.slot;
+      if (held) this.release(sandboxId);
       const free = this.#db
         .prepare(
-          `SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM slots WHERE slot = 1) THEN 1
-                  ELSE (SELECT MIN(a.slot) + 1 FROM slots a WHERE NOT EXISTS (SELECT 1 FROM slots b WHERE b.slot = a.slot + 1)) END AS slot`,
+          `SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM slots WHERE host_id = :host AND slot = 1) THEN 1
+                  ELSE (SELECT MIN(a.slot) + 1 FROM slots a WHERE a.host_id = :host
+                          AND NOT EXISTS (SELECT 1 FROM slots b WHERE b.host_id = :host AND b.slot = a.slot + 1)) END AS slot`,
         )
-        .get() as { slot: number };
+        .get({ host: hostId }) as { slot: number };
       if (free.slot > this.#maxSlots) {
         throw new RamifyError('RUNTIME_UNAVAILABLE', `no free network slot: all ${this.#maxSlots} are in use`, { maxSlots: this.#maxSlots });
       }
-      this.#db.prepare('INSERT INTO slots (slot, sandbox_id) VALUES (?, ?)').run(free.slot, sandboxId);
+      this.#db.prepare('INSERT INTO slots (host_id, slot, sandbox_id) VALUES (?, ?, ?)').run(hostId, free.slot, sandboxId);
       return free.slot;
     })();
   }
   release(sandboxId: string): void {
     this.#db.prepare('DELETE FROM slots WHERE sandbox_id = ?').run(sandboxId);
   }
-  list(): SlotLease[] {
-    return (this.#db.prepare('SELECT slot, sandbox_id FROM slots ORDER BY slot').all() as Array<{ slot: number; sandbox_id: string }>).map((r) => ({
+  list(hostId: string): SlotLease[] {
+    return (this.#db.prepare('SELECT host_id, slot, sandbox_id FROM slots WHERE host_id = ? ORDER BY slot').all(hostId) as Array<{ host_id: string; slot: number; sandbox_id: string }>).map((r) => ({
+      hostId: r.host_id,
       slot: r.slot,
       sandboxId: r.sandbox_id,
     }));

@@ -20,7 +20,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 const sandbox = (id: string): SandboxRecord => ({
   id, teamId: 'default', state: 'running', runtime: 'gvisor', templateId: 'tpl_1', sourceSnapshotId: 'snap_tpl', rootfsDir: '/r', parentId: null,
   cpuCount: 1, memoryMB: 512, diskSizeMB: null, metadata: {}, envs: {}, createdAt: 1, timeoutMs: 300_000, onTimeout: 'pause',
-  endAt: null, slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null, lastActiveAt: null,
+  endAt: null, slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null, lastActiveAt: null, hostId: null,
 });
 const entry = (sandboxId: string, i: number): IngressLogRecord => ({
   sandboxId, at: 1_000 + i, client: '127.0.0.1', method: 'GET', path: `/r${i}`, port: 8000, status: 200, bytes: i, durationMs: 0.5, woke: i === 0,

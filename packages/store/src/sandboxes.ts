@@ -36,6 +36,8 @@ interface SandboxRow {
   auto_pause: string | null;
   /** ms, or NULL (migration 14). */
   last_active_at: number | null;
+  /** Migration 26; NULL until adopted. */
+  host_id: string | null;
 }
 
 const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
@@ -62,6 +64,7 @@ const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
   ingress: 'ingress',
   autoPause: 'auto_pause',
   lastActiveAt: 'last_active_at',
+  hostId: 'host_id',
 };
 const JSON_FIELDS = new Set(['metadata', 'envs', 'operation', 'ingress', 'autoPause']);
 
@@ -91,6 +94,7 @@ function fromRow(row: SandboxRow): SandboxRecord {
     ingress: JSON.parse(row.ingress) as SandboxRecord['ingress'],
     autoPause: row.auto_pause === null ? null : (JSON.parse(row.auto_pause) as SandboxRecord['autoPause']),
     lastActiveAt: row.last_active_at,
+    hostId: row.host_id,
   };
 }
 
@@ -180,6 +184,10 @@ export class SandboxRows {
       params.push(query.endAtOrBefore);
     }
     if (query.withOperation) where.push('s.operation IS NOT NULL');
+    if (query.hostId !== undefined) {
+      where.push('s.host_id = ?');
+      params.push(query.hostId);
+    }
     for (const [key, value] of Object.entries(query.metadata ?? {})) {
       where.push('EXISTS (SELECT 1 FROM sandbox_metadata m WHERE m.sandbox_id = s.id AND m.key = ? AND m.value = ?)');
       params.push(key, value);

@@ -31,6 +31,8 @@ interface SnapshotRow {
   auto_pause: string | null;
   /** JSON `[{ network, alias }]` of the private networks its sandbox was on (migration 17); NULL when not recorded. */
   networks: string | null;
+  /** The host holding the image locally (migration 26); NULL until adopted. */
+  host_id: string | null;
 }
 
 const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
@@ -54,6 +56,7 @@ const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
   ingress: r.ingress === null ? null : (JSON.parse(r.ingress) as SandboxIngress),
   autoPause: r.auto_pause === null ? null : (JSON.parse(r.auto_pause) as AutoPause),
   networks: r.networks === null ? null : (JSON.parse(r.networks) as SnapshotNetworks),
+  hostId: r.host_id,
 });
 
 /** A record's envs as stored: a JSON object, or NULL when unknown. */
@@ -81,12 +84,12 @@ export class SnapshotRows {
       this.#db
         .prepare(
           `INSERT INTO snapshots (id, team_id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, disk_size_mb, rootfs_dir,
-             envs, egress, ingress, auto_pause, networks)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             envs, egress, ingress, auto_pause, networks, host_id)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(
           s.id, s.teamId, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.diskSizeMB, s.rootfsDir,
-          envsColumn(s.envs), egressColumn(s.egress), ingressColumn(s.ingress), autoPauseColumn(s.autoPause), networksColumn(s.networks),
+          envsColumn(s.envs), egressColumn(s.egress), ingressColumn(s.ingress), autoPauseColumn(s.autoPause), networksColumn(s.networks), s.hostId,
         );
     } catch (err) {
       conflictOnConstraint(err, s.name ? `a snapshot named '${s.name}' already exists` : `snapshot '${s.id}' already exists`);

@@ -39,7 +39,7 @@ function sandbox(overrides: Partial<SandboxRecord> = {}): SandboxRecord {
     operation: null,
     ingress: { ports: [], autoResume: null },
     autoPause: null,
-    lastActiveAt: null,
+    lastActiveAt: null, hostId: null,
     ...overrides,
   };
 }
@@ -64,6 +64,7 @@ function snapshot(overrides: Partial<SnapshotRecord> = {}): SnapshotRecord {
     rootfsDir: '/layers/files-1/rootfs',
     envs: null,
     egress: null,
+    hostId: null,
     ...overrides,
   };
 }
@@ -257,18 +258,56 @@ describe('SqliteStore (real SQLite file)', () => {
 
   test('slots: lowest free first, idempotent per sandbox, reused after release, bounded', async () => {
     const store = new SqliteStore({ path: join(dir, 'slots.db'), maxSlots: 3 });
-    assert.equal(await store.allocateSlot('a'), 1);
-    assert.equal(await store.allocateSlot('b'), 2);
-    assert.equal(await store.allocateSlot('a'), 1);
-    assert.equal(await store.allocateSlot('c'), 3);
-    await assert.rejects(store.allocateSlot('d'), { code: 'RUNTIME_UNAVAILABLE' });
+    assert.equal(await store.allocateSlot('a', 'h1'), 1);
+    assert.equal(await store.allocateSlot('b', 'h1'), 2);
+    assert.equal(await store.allocateSlot('a', 'h1'), 1);
+    assert.equal(await store.allocateSlot('c', 'h1'), 3);
+    await assert.rejects(store.allocateSlot('d', 'h1'), { code: 'RUNTIME_UNAVAILABLE' });
     await store.releaseSlot('b');
-    assert.equal(await store.allocateSlot('d'), 2);
-    assert.deepEqual(await store.listSlots(), [
-      { slot: 1, sandboxId: 'a' },
-      { slot: 2, sandboxId: 'd' },
-      { slot: 3, sandboxId: 'c' },
+    assert.equal(await store.allocateSlot('d', 'h1'), 2);
+    assert.deepEqual(await store.listSlots('h1'), [
+      { hostId: 'h1', slot: 1, sandboxId: 'a' },
+      { hostId: 'h1', slot: 2, sandboxId: 'd' },
+      { hostId: 'h1', slot: 3, sandboxId: 'c' },
     ]);
+    await store.close();
+  });
+
+  test('slots are keyed by host: each host numbers its own from 1; a lease moves with its sandbox', async () => {
+    const store = new SqliteStore({ path: join(dir, 'slots-hosts.db'), maxSlots: 2 });
+    assert.equal(await store.allocateSlot('a', 'h1'), 1);
+    assert.equal(await store.allocateSlot('b', 'h2'), 1, 'slot 1 of another host is free');
+    assert.equal(await store.allocateSlot('c', 'h1'), 2);
+    await assert.rejects(store.allocateSlot('d', 'h1'), { code: 'RUNTIME_UNAVAILABLE' });
+    assert.equal(await store.allocateSlot('d', 'h2'), 2, 'h1 being full leaves h2 its own slots');
+    // Resumed on h2 after h2's 'b' left: 'a' gives up its lease on h1 and takes h2's lowest free slot.
+    await store.releaseSlot('b');
+    assert.equal(await store.allocateSlot('a', 'h2'), 1);
+    assert.deepEqual(await store.listSlots('h1'), [{ hostId: 'h1', slot: 2, sandboxId: 'c' }]);
+    assert.deepEqual(await store.listSlots('h2'), [{ hostId: 'h2', slot: 1, sandboxId: 'a' }, { hostId: 'h2', slot: 2, sandboxId: 'd' }]);
+    await store.close();
+  });
+
+  test('host ids: recorded on sandboxes and snapshots, filter listings, and rows without one are adopted once', async () => {
+    const store = new SqliteStore({ path: join(dir, 'hosts.db') });
+    const mine = sandbox({ hostId: 'h1' });
+    const theirs = sandbox({ hostId: 'h2' });
+    const old = sandbox({ hostId: null, slot: 1 });
+    for (const s of [mine, theirs, old]) await store.insertSandbox(s);
+    await store.insertSnapshot(snapshot({ id: 'snap_h2', hostId: 'h2' }));
+    await store.insertSnapshot(snapshot({ id: 'snap_old', hostId: null }));
+    // A lease from before migration 26 names no host ('').
+    store.db.prepare("INSERT INTO slots (host_id, slot, sandbox_id) VALUES ('', 1, ?)").run(old.id);
+    const ids = async (hostId: string): Promise<string[]> => (await store.listSandboxes({ hostId })).sandboxes.map((s) => s.id);
+    assert.deepEqual(await ids('h1'), [mine.id]);
+    assert.deepEqual(await store.adoptUnhostedRows('h1'), { sandboxes: 1, snapshots: 1, slots: 1 });
+    assert.deepEqual(await ids('h1'), [mine.id, old.id]);
+    assert.deepEqual(await ids('h2'), [theirs.id]);
+    assert.equal((await store.getSnapshot('snap_old'))?.hostId, 'h1');
+    assert.equal((await store.getSnapshot('snap_h2'))?.hostId, 'h2');
+    assert.deepEqual(await store.listSlots('h1'), [{ hostId: 'h1', slot: 1, sandboxId: old.id }]);
+    assert.deepEqual(await store.adoptUnhostedRows('h2'), { sandboxes: 0, snapshots: 0, slots: 0 }, 'adopted rows are not adopted again');
+    assert.equal((await store.updateSandbox(old.id, { hostId: 'h2' })).hostId, 'h2', 'a resume elsewhere moves it');
     await store.close();
   });
 });

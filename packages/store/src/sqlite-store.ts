@@ -27,6 +27,7 @@ import type {
   SandboxQuery,
   SandboxRecord,
   SlotLease,
+  AdoptedRows,
   SnapshotPatch,
   SnapshotRecord,
   SshKeyRecord,
@@ -218,14 +219,21 @@ export class SqliteStore implements Store {
     return this.#audit.list(query);
   }
 
-  async allocateSlot(sandboxId: string): Promise<number> {
-    return this.#slots.allocate(sandboxId);
+  async allocateSlot(sandboxId: string, hostId: string): Promise<number> {
+    return this.#slots.allocate(sandboxId, hostId);
   }
   async releaseSlot(sandboxId: string): Promise<void> {
     this.#slots.release(sandboxId);
   }
-  async listSlots(): Promise<SlotLease[]> {
-    return this.#slots.list();
+  async listSlots(hostId: string): Promise<SlotLease[]> {
+    return this.#slots.list(hostId);
+  }
+  async adoptUnhostedRows(hostId: string): Promise<AdoptedRows> {
+    return this.db.transaction(() => ({
+      sandboxes: this.db.prepare('UPDATE sandboxes SET host_id = ? WHERE host_id IS NULL').run(hostId).changes,
+      snapshots: this.db.prepare('UPDATE snapshots SET host_id = ? WHERE host_id IS NULL').run(hostId).changes,
+      slots: this.db.prepare("UPDATE slots SET host_id = ? WHERE host_id = ''").run(hostId).changes,
+    }))();
   }
 
   async getEgressPolicy(sandboxId: string): Promise<EgressPolicyRecord | null> {

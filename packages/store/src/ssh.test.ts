@@ -14,7 +14,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 const sandbox = (id: string) => ({
   id, teamId: 'default', state: 'running' as const, runtime: 'gvisor' as const, templateId: 'tpl_1', sourceSnapshotId: 'snap_tpl', rootfsDir: '/r', parentId: null,
   cpuCount: 1, memoryMB: 512, diskSizeMB: null, metadata: {}, envs: {}, createdAt: 1, timeoutMs: 300_000, onTimeout: 'pause' as const,
-  endAt: null, slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null, lastActiveAt: null,
+  endAt: null, slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null, lastActiveAt: null, hostId: null,
 });
 
 const key = (id: string, fingerprint: string, teamId = 'default') => ({ id, teamId, ownerApiKeyId: 'key_1', name: id, type: 'ssh-ed25519', fingerprint, publicKey: `ssh-ed25519 ${id}`, createdAt: 1 });

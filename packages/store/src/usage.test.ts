@@ -30,7 +30,7 @@ function sandbox(id: string, overrides: Partial<SandboxRecord> = {}): SandboxRec
   return {
     id, teamId: 'default', state: 'running', runtime: 'gvisor', templateId: 'tpl_1', sourceSnapshotId: 'snap_tpl', rootfsDir: '/rootfs', parentId: null,
     cpuCount: 1, memoryMB: 512, diskSizeMB: null, metadata: {}, envs: {}, createdAt: T0 + 1_000, timeoutMs: 300_000, onTimeout: 'pause', endAt: null,
-    slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null, lastActiveAt: null, ...overrides,
+    slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null, lastActiveAt: null, hostId: null, ...overrides,
   };
 }
 
