@@ -112,9 +112,13 @@ const mbps = (xs) => (xs.reduce((a, b) => a + b, 0) / xs.length) * 8 / 1e6;
 async function round(mtu, flags) {
   await vethPair(mtu);
   const kernelServer = spawn('nsenter', [`--net=/var/run/netns/${ns.b}`, hostPy, '-c', NETBENCH_PY, 'serve', String(PORT + 1)], { stdio: 'ignore' });
-  await sleep(1000);
-  const kernel = lastJson(await runChecked(['nsenter', `--net=/var/run/netns/${ns.a}`, hostPy, '-c', NETBENCH_PY, 'tput', B, String(PORT + 1), String(SECONDS)]));
-  kernelServer.kill('SIGKILL');
+  let kernel;
+  try {
+    await sleep(1000);
+    kernel = lastJson(await runChecked(['nsenter', `--net=/var/run/netns/${ns.a}`, hostPy, '-c', NETBENCH_PY, 'tput', B, String(PORT + 1), String(SECONDS)]));
+  } finally {
+    kernelServer.kill('SIGKILL');
+  }
   await bundle('srv', ['python3', '-c', NETBENCH_PY, 'serve', String(PORT)]);
   await bundle('cli', ['python3', '-c', NETBENCH_PY, 'tput', B, String(PORT), String(SECONDS)]);
   // `run -detach` keeps inherited pipes open: its output goes nowhere.
