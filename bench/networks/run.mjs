@@ -6,7 +6,9 @@
 //     (made here). Ratios printed [throughput >= 0.7x the veth's]. A third row splits the cost: the same
 //     program with the kernel's TCP stack in two sandbox-shaped slots (prefix `rbnx`: router namespaces,
 //     host veths, the egress table with the pair of the same network), so the network path is measured
-//     without gVisor's netstack.
+//     without gVisor's netstack. Two more rows bound what any change to the network can give: TCP over one
+//     sandbox's loopback (no link), and a pipe between two processes in one sandbox against the same pipe on
+//     the host (no network at all). `netstack-knobs.mjs` measures runsc's network options and the MTU.
 //  2. Attach to reachable at 50 sandboxes x 5 networks [p99 <= 200 ms]: 50 sandboxes (forks of one; a few
 //     running, the rest paused), each on two of the five networks (20 members per network). Repeatedly a
 //     running sandbox is attached live to a network it is not on while a running member of that network
@@ -24,6 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { NamespaceNetwork, layoutForPrefix, run, runChecked, startHostEgress } from '@ramify/network';
 import { OPEN_EGRESS_POLICY } from '@ramify/core';
 import { FakeInternet } from '@ramify/network/testing';
+import { NETBENCH_PY } from './netbench-py.mjs';
 import { apiCaller } from '../../packages/daemon/dist/real-test-support.js';
 import { SandboxShell } from '../../packages/daemon/dist/real-egress-probe.js';
 import { assertSlotRangeFree, ChildDaemon, forceCleanup, leftovers, slotOf } from '../../packages/daemon/dist/real-egress-support.js';
@@ -50,58 +53,6 @@ const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
 const log = (line) => console.log(line);
 const mark = (ok) => (ok ? 'ok' : 'MISSED');
 
-// One program on both sides (sandbox and raw namespace): a server (ping-pong echo, or a sink that reports
-// the bytes it read), an RTT client, a throughput client, and a connect poller for attach-to-reachable.
-const NETBENCH_PY = String.raw`
-import json, socket, sys, threading, time
-mode = sys.argv[1]
-if mode == 'serve':
-    def handle(c):
-        kind = c.recv(1)
-        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if kind == b'e':
-            while True:
-                d = c.recv(1)
-                if not d: break
-                c.sendall(d)
-        else:
-            total = 0
-            while True:
-                d = c.recv(1 << 16)
-                if not d: break
-                total += len(d)
-        c.close()
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', int(sys.argv[2]))); s.listen(64)
-    while True:
-        c, _ = s.accept(); threading.Thread(target=handle, args=(c,), daemon=True).start()
-host, port = sys.argv[2], int(sys.argv[3])
-if mode == 'rtt':
-    n = int(sys.argv[4]); s = socket.create_connection((host, port)); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1); s.sendall(b'e')
-    out = []
-    for i in range(n + 50):
-        t = time.perf_counter(); s.sendall(b'x'); s.recv(1); dt = (time.perf_counter() - t) * 1e6
-        if i >= 50: out.append(dt)
-    print(json.dumps(out))
-elif mode == 'tput':
-    secs = float(sys.argv[4]); s = socket.create_connection((host, port)); s.sendall(b's')
-    buf = b'x' * (1 << 16); sent = 0; t = time.perf_counter(); end = t + secs
-    while time.perf_counter() < end:
-        s.sendall(buf); sent += len(buf)
-    s.shutdown(socket.SHUT_WR); s.recv(1); dt = time.perf_counter() - t
-    print(json.dumps({'bytes': sent, 'seconds': dt}))
-elif mode == 'poll':
-    out, secs = sys.argv[4], float(sys.argv[5]); end = time.time() + secs; done = threading.Event(); first = []
-    def attempt():
-        try:
-            socket.create_connection((host, port), timeout=0.3).close()
-            first.append(time.time()); done.set()
-        except OSError: pass
-    while not done.is_set() and time.time() < end:
-        threading.Thread(target=attempt, daemon=True).start(); time.sleep(0.005)
-    # The main thread writes (daemon threads die with it).
-    if first:
-        with open(out, 'w') as f: f.write(f'{min(first):.4f}\n')
-`;
 
 let rootfs = process.env.RAMIFY_TEST_ROOTFS;
 if (!rootfs) {
@@ -216,6 +167,9 @@ try {
   const sbxTput = [];
   const rawTput = [];
   const slotTput = [];
+  const loopTput = [];
+  const sbxPipe = [];
+  const rawPipe = [];
   // Interleaved rounds, so drift on a shared machine hits both paths alike.
   for (let round = 0; round < 3; round++) {
     sbxRtt.push(...(await inSandbox(`rtt s${all.indexOf(server)}.n${shared}.internal ${PORT} ${Math.ceil(RTTS / 3)}`)));
@@ -227,6 +181,14 @@ try {
     slotRtt.push(...(await inSlot(`rtt ${kernelPath.b.slotAddress} ${PORT} ${Math.ceil(RTTS / 3)}`)));
     const k = await inSlot(`tput ${kernelPath.b.slotAddress} ${PORT} ${SECONDS / 2}`);
     slotTput.push(k.bytes / k.seconds);
+    // The sandbox's own ceiling, no link at all: TCP over its loopback (its server runs in it too), and a
+    // pipe between two of its processes against the same pipe on the host.
+    const l = await inSandbox(`tput 127.0.0.1 ${PORT} ${SECONDS / 2}`);
+    loopTput.push(l.bytes / l.seconds);
+    const p = await inSandbox(`pipe ${SECONDS / 2}`);
+    sbxPipe.push(p.bytes / p.seconds);
+    const q = await inRaw(`pipe ${SECONDS / 2}`);
+    rawPipe.push(q.bytes / q.seconds);
   }
   const mbps = (xs) => (xs.reduce((a, b) => a + b, 0) / xs.length) * 8 / 1e6;
   log('TCP between two endpoints (same Python program), median/p99 round trip in µs, throughput in Mbit/s (mean of 3 rounds)');
@@ -235,6 +197,8 @@ try {
   log(`slot path, kernel TCP (no gVisor)\t${pct(slotRtt, 50).toFixed(0)}\t${pct(slotRtt, 99).toFixed(0)}\t${mbps(slotTput).toFixed(0)}`);
   log(`raw namespaces + veth\t${pct(rawRtt, 50).toFixed(0)}\t${pct(rawRtt, 99).toFixed(0)}\t${mbps(rawTput).toFixed(0)}`);
   log(`the network path's own share (slot path, kernel TCP / veth): throughput ${(mbps(slotTput) / mbps(rawTput)).toFixed(2)}x, median rtt ${(pct(rawRtt, 50) / pct(slotRtt, 50)).toFixed(2)}x`);
+  log(`loopback inside one sandbox (gVisor, no link)\t-\t-\t${mbps(loopTput).toFixed(0)}`);
+  log(`gVisor's own ceiling (no network): a pipe between two processes in one sandbox ${mbps(sbxPipe).toFixed(0)} Mbit/s, on the host ${mbps(rawPipe).toFixed(0)} Mbit/s: ${(mbps(sbxPipe) / mbps(rawPipe)).toFixed(2)}x`);
   const tputRatio = mbps(sbxTput) / mbps(rawTput);
   log(`latency ratio (median rtt, veth / sandboxes): ${(pct(rawRtt, 50) / pct(sbxRtt, 50)).toFixed(2)}x`);
   log(`throughput ratio (sandboxes / veth): ${tputRatio.toFixed(2)}x (target >= 0.7x: ${mark(tputRatio >= 0.7)})`);

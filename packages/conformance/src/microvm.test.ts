@@ -6,7 +6,7 @@
  *
  * Under TCG (no usable KVM, as on CI) every case is slow, so cases marked *extended*, and the groups
  * outside `everyRunGroups` below, run only on a full run (`RAMIFY_TEST_FULL=1`, `npm run test:full`);
- * every CI run keeps the VM-specific groups and the lifecycle (see the package README).
+ * every CI run keeps the VM-specific groups (see the package README).
  * Run: `npx tsc -b packages/conformance && node --test packages/conformance/dist/microvm.test.js`.
  */
 import { MICROVM_PREFIX } from './harness.js';
@@ -27,9 +27,10 @@ registerConformanceSuite(
     forkKeepsParentRunning: true,
     extendedCases: 'full-run',
     // Under TCG every group costs minutes: every run keeps those about what only a VM has (its kernel,
-    // its disk, forks that keep the parent running) and the lifecycle; the rest with RAMIFY_TEST_FULL=1.
-    // packages/runtime/microvm's own tests drive the runtime on every run too.
-    everyRunGroups: ['bad input', 'guest kernel', 'root disk', 'lifecycle', 'fork point'],
+    // its disk, forks that keep the parent running); the rest with RAMIFY_TEST_FULL=1. Pause, resume and
+    // fork of a microVM stay on every run through packages/runtime/microvm's own tests (checkpoint,
+    // restore into three forks) and the ingress's microVM case (a paused VM woken by a request).
+    everyRunGroups: ['bad input', 'guest kernel', 'root disk', 'fork point'],
   },
   { harness: { prefix: MICROVM_PREFIX, runtimes: ['microvm'], ...logOptionsFromEnv() } },
 );

@@ -1,6 +1,9 @@
 /**
- * The REST route table of `/v1`: the single list both the daemon (which serves it) and the SDK (which
- * calls it) follow. Bodies and responses are the schemas in `api.ts` (`teams.ts`, `ssh.ts`). All routes but
+ * The REST route table of `/v1`. {@link ROUTES} below is the table as data (method, path, operation id,
+ * audit action, who may call, where it runs, transport): the daemon registers its routes and streams from
+ * it, the SDK builds its paths from it ({@link routePath}), a forwarding layer finds a request's route and
+ * sandbox with {@link matchRoute}, and a test checks it against the OpenAPI document both ways. The prose
+ * table here says what each takes and answers. Bodies and responses are the schemas in `api.ts` (`teams.ts`, `ssh.ts`). All routes but
  * `GET /v1/health` need `Authorization: Bearer rmf_...`; the key belongs to a team and sees only that
  * team's sandboxes, snapshots, templates and SSH keys (another team's id is 404 as an unknown one; lists
  * hold the team's own; docs/design/TEAMS.md). Errors are `ErrorBody` with the status of their code; a
@@ -112,3 +115,133 @@ export const ACCESS_TOKEN_QUERY = 'ramify_access_token';
 export const DEFAULT_API_PORT = 7423;
 /** Largest JSON body the API accepts, bytes; larger is 413 PAYLOAD_TOO_LARGE. File uploads are streamed and unbounded. */
 export const MAX_JSON_BODY_BYTES = 1 << 20;
+
+/** Who may call a route: no key (`public`), any key of a team (`key`; it sees its team's resources only), an admin key of the team (`admin`; a member key is 403), an admin key of the default team (`operator`). */
+export type RouteAuth = 'public' | 'key' | 'admin' | 'operator';
+
+/**
+ * Where a route runs once the API and the hosts are separate processes: `sandbox-host` (it acts on the
+ * runtime instance, agent, network or in-memory state of the sandbox in its path: the host holding that
+ * sandbox serves it), `placed` (it starts something on a host the API chooses: a create, a template
+ * build), `any` (any API process answers it from the shared store). One machine: all are served locally.
+ */
+export type RouteTarget = 'sandbox-host' | 'placed' | 'any';
+
+/** How a route's request and answer travel: JSON bodies, `raw` bytes, an `ndjson` line stream, or a `websocket` upgrade. */
+export type RouteTransport = 'json' | 'raw' | 'ndjson' | 'websocket';
+
+/** One route of the table. */
+export interface RouteDef {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Path template, parameters as `:name` (`/v1/sandboxes/:id/pause`). */
+  path: string;
+  /** Audit action of a mutating route (`sandbox.pause`), as audit entries record it; absent for reads and streams. */
+  action?: string;
+  auth: RouteAuth;
+  target: RouteTarget;
+  transport: RouteTransport;
+}
+
+/**
+ * Every route the daemon serves, by operation id (the OpenAPI `operationId`). A new route is one entry
+ * here, its handler in the daemon (mounted by operation id), its call in the SDK, and its line in the
+ * prose table above.
+ */
+export const ROUTES = {
+  getHealth: { method: 'GET', path: '/v1/health', auth: 'public', target: 'any', transport: 'json' },
+  getOpenApi: { method: 'GET', path: '/v1/openapi.json', auth: 'public', target: 'any', transport: 'json' },
+  getMetrics: { method: 'GET', path: '/metrics', auth: 'operator', target: 'any', transport: 'raw' },
+  mcp: { method: 'POST', path: '/mcp', auth: 'key', target: 'any', transport: 'json' },
+
+  createSandbox: { method: 'POST', path: '/v1/sandboxes', action: 'sandbox.create', auth: 'key', target: 'placed', transport: 'json' },
+  listSandboxes: { method: 'GET', path: '/v1/sandboxes', auth: 'key', target: 'any', transport: 'json' },
+  getSandbox: { method: 'GET', path: '/v1/sandboxes/:id', auth: 'key', target: 'any', transport: 'json' },
+  killSandbox: { method: 'DELETE', path: '/v1/sandboxes/:id', action: 'sandbox.kill', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  pauseSandbox: { method: 'POST', path: '/v1/sandboxes/:id/pause', action: 'sandbox.pause', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  resumeSandbox: { method: 'POST', path: '/v1/sandboxes/:id/resume', action: 'sandbox.resume', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  forkSandbox: { method: 'POST', path: '/v1/sandboxes/:id/fork', action: 'sandbox.fork', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  snapshotSandbox: { method: 'POST', path: '/v1/sandboxes/:id/snapshots', action: 'sandbox.snapshot', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  setSandboxTimeout: { method: 'POST', path: '/v1/sandboxes/:id/timeout', action: 'sandbox.timeout', auth: 'key', target: 'sandbox-host', transport: 'json' },
+
+  getPorts: { method: 'GET', path: '/v1/sandboxes/:id/ports', auth: 'key', target: 'any', transport: 'json' },
+  exposePort: { method: 'PUT', path: '/v1/sandboxes/:id/ports/:port', action: 'sandbox.expose', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  unexposePort: { method: 'DELETE', path: '/v1/sandboxes/:id/ports/:port', action: 'sandbox.unexpose', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  getPortUrl: { method: 'GET', path: '/v1/sandboxes/:id/ports/:port/url', auth: 'key', target: 'any', transport: 'json' },
+  setAutoResume: { method: 'PUT', path: '/v1/sandboxes/:id/auto-resume', action: 'sandbox.auto-resume', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  setAutoPause: { method: 'PUT', path: '/v1/sandboxes/:id/auto-pause', action: 'sandbox.auto-pause', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  getIngressLog: { method: 'GET', path: '/v1/sandboxes/:id/ingress/log', auth: 'key', target: 'any', transport: 'json' },
+  getEgress: { method: 'GET', path: '/v1/sandboxes/:id/egress', auth: 'key', target: 'any', transport: 'json' },
+  setEgress: { method: 'PUT', path: '/v1/sandboxes/:id/egress', action: 'sandbox.egress', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  getEgressLog: { method: 'GET', path: '/v1/sandboxes/:id/egress/log', auth: 'key', target: 'any', transport: 'json' },
+
+  runCommand: { method: 'POST', path: '/v1/sandboxes/:id/commands', action: 'command.run', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  streamCommand: { method: 'GET', path: '/v1/sandboxes/:id/commands/stream', action: 'command.stream', auth: 'key', target: 'sandbox-host', transport: 'websocket' },
+  createPty: { method: 'POST', path: '/v1/sandboxes/:id/pty', action: 'pty.create', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  streamPty: { method: 'GET', path: '/v1/sandboxes/:id/pty/stream', action: 'pty.stream', auth: 'key', target: 'sandbox-host', transport: 'websocket' },
+  listProcesses: { method: 'GET', path: '/v1/sandboxes/:id/processes', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  resizeProcess: { method: 'POST', path: '/v1/sandboxes/:id/processes/:pid/resize', action: 'process.resize', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  writeStdin: { method: 'POST', path: '/v1/sandboxes/:id/processes/:pid/stdin', action: 'process.stdin', auth: 'key', target: 'sandbox-host', transport: 'raw' },
+  closeStdin: { method: 'POST', path: '/v1/sandboxes/:id/processes/:pid/stdin/close', action: 'process.stdin.close', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  signalProcess: { method: 'POST', path: '/v1/sandboxes/:id/processes/:pid/signal', action: 'process.signal', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  waitProcess: { method: 'GET', path: '/v1/sandboxes/:id/processes/:pid/wait', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  streamProcess: { method: 'GET', path: '/v1/sandboxes/:id/processes/:pid/stream', auth: 'key', target: 'sandbox-host', transport: 'websocket' },
+
+  readFile: { method: 'GET', path: '/v1/sandboxes/:id/files', auth: 'key', target: 'sandbox-host', transport: 'raw' },
+  writeFile: { method: 'PUT', path: '/v1/sandboxes/:id/files', action: 'file.write', auth: 'key', target: 'sandbox-host', transport: 'raw' },
+  listFiles: { method: 'GET', path: '/v1/sandboxes/:id/files/list', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  statFile: { method: 'GET', path: '/v1/sandboxes/:id/files/stat', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  makeDir: { method: 'POST', path: '/v1/sandboxes/:id/files/mkdir', action: 'file.mkdir', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  removeFile: { method: 'POST', path: '/v1/sandboxes/:id/files/remove', action: 'file.remove', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  renameFile: { method: 'POST', path: '/v1/sandboxes/:id/files/rename', action: 'file.rename', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  watchDir: { method: 'GET', path: '/v1/sandboxes/:id/files/watch', action: 'files.watch', auth: 'key', target: 'sandbox-host', transport: 'websocket' },
+  rewatchDir: { method: 'GET', path: '/v1/sandboxes/:id/files/watch/:watchId', action: 'files.watch', auth: 'key', target: 'sandbox-host', transport: 'websocket' },
+  stopWatch: { method: 'DELETE', path: '/v1/sandboxes/:id/files/watch/:watchId', action: 'files.unwatch', auth: 'key', target: 'sandbox-host', transport: 'json' },
+
+  listSnapshots: { method: 'GET', path: '/v1/snapshots', auth: 'key', target: 'any', transport: 'json' },
+  getSnapshot: { method: 'GET', path: '/v1/snapshots/:id', auth: 'key', target: 'any', transport: 'json' },
+  deleteSnapshot: { method: 'DELETE', path: '/v1/snapshots/:id', action: 'snapshot.delete', auth: 'key', target: 'any', transport: 'json' },
+  listTemplates: { method: 'GET', path: '/v1/templates', auth: 'key', target: 'any', transport: 'json' },
+  buildTemplate: { method: 'POST', path: '/v1/templates', action: 'template.build', auth: 'key', target: 'placed', transport: 'ndjson' },
+  deleteTemplate: { method: 'DELETE', path: '/v1/templates/:id', action: 'template.delete', auth: 'key', target: 'any', transport: 'json' },
+  listAudit: { method: 'GET', path: '/v1/audit', auth: 'key', target: 'any', transport: 'json' },
+
+  addSshKey: { method: 'POST', path: '/v1/ssh-keys', action: 'ssh-key.add', auth: 'key', target: 'any', transport: 'json' },
+  listSshKeys: { method: 'GET', path: '/v1/ssh-keys', auth: 'key', target: 'any', transport: 'json' },
+  removeSshKey: { method: 'DELETE', path: '/v1/ssh-keys/:keyId', action: 'ssh-key.remove', auth: 'key', target: 'any', transport: 'json' },
+  createSshAccess: { method: 'POST', path: '/v1/sandboxes/:id/ssh-access', action: 'sandbox.ssh-access', auth: 'key', target: 'sandbox-host', transport: 'json' },
+
+  createTeam: { method: 'POST', path: '/v1/teams', action: 'team.create', auth: 'operator', target: 'any', transport: 'json' },
+  listTeams: { method: 'GET', path: '/v1/teams', auth: 'key', target: 'any', transport: 'json' },
+  getTeam: { method: 'GET', path: '/v1/teams/:team', auth: 'key', target: 'any', transport: 'json' },
+  setTeamQuota: { method: 'PATCH', path: '/v1/teams/:team', action: 'team.quota', auth: 'operator', target: 'any', transport: 'json' },
+  createApiKey: { method: 'POST', path: '/v1/keys', action: 'key.create', auth: 'admin', target: 'any', transport: 'json' },
+  listApiKeys: { method: 'GET', path: '/v1/keys', auth: 'admin', target: 'any', transport: 'json' },
+  revokeApiKey: { method: 'DELETE', path: '/v1/keys/:keyId', action: 'key.revoke', auth: 'admin', target: 'any', transport: 'json' },
+
+  createNetwork: { method: 'POST', path: '/v1/networks', action: 'network.create', auth: 'key', target: 'any', transport: 'json' },
+  listNetworks: { method: 'GET', path: '/v1/networks', auth: 'key', target: 'any', transport: 'json' },
+  getNetwork: { method: 'GET', path: '/v1/networks/:network', auth: 'key', target: 'any', transport: 'json' },
+  deleteNetwork: { method: 'DELETE', path: '/v1/networks/:network', action: 'network.delete', auth: 'key', target: 'any', transport: 'json' },
+  listSandboxNetworks: { method: 'GET', path: '/v1/sandboxes/:id/networks', auth: 'key', target: 'any', transport: 'json' },
+  joinNetwork: { method: 'POST', path: '/v1/sandboxes/:id/networks', action: 'sandbox.network-attach', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  leaveNetwork: { method: 'DELETE', path: '/v1/sandboxes/:id/networks/:network', action: 'sandbox.network-detach', auth: 'key', target: 'sandbox-host', transport: 'json' },
+
+  listEvents: { method: 'GET', path: '/v1/events', auth: 'key', target: 'any', transport: 'json' },
+  streamEvents: { method: 'GET', path: '/v1/events/stream', auth: 'key', target: 'any', transport: 'websocket' },
+  getTimeline: { method: 'GET', path: '/v1/sandboxes/:id/timeline', auth: 'key', target: 'any', transport: 'json' },
+  createWebhook: { method: 'POST', path: '/v1/webhooks', action: 'webhook.create', auth: 'admin', target: 'any', transport: 'json' },
+  listWebhooks: { method: 'GET', path: '/v1/webhooks', auth: 'admin', target: 'any', transport: 'json' },
+  getWebhook: { method: 'GET', path: '/v1/webhooks/:webhookId', auth: 'admin', target: 'any', transport: 'json' },
+  deleteWebhook: { method: 'DELETE', path: '/v1/webhooks/:webhookId', action: 'webhook.delete', auth: 'admin', target: 'any', transport: 'json' },
+  listDeliveries: { method: 'GET', path: '/v1/webhooks/:webhookId/deliveries', auth: 'admin', target: 'any', transport: 'json' },
+
+  getUsage: { method: 'GET', path: '/v1/usage', auth: 'key', target: 'any', transport: 'json' },
+  getSandboxMetrics: { method: 'GET', path: '/v1/sandboxes/:id/metrics', auth: 'key', target: 'sandbox-host', transport: 'json' },
+  getSandboxTree: { method: 'GET', path: '/v1/sandboxes/:id/tree', auth: 'key', target: 'any', transport: 'json' },
+  getBudgets: { method: 'GET', path: '/v1/sandboxes/:id/budget', auth: 'key', target: 'any', transport: 'json' },
+  setBudget: { method: 'PATCH', path: '/v1/sandboxes/:id/budget', action: 'sandbox.budget', auth: 'key', target: 'any', transport: 'json' },
+  removeBudget: { method: 'DELETE', path: '/v1/sandboxes/:id/budget', action: 'sandbox.budget.remove', auth: 'key', target: 'any', transport: 'json' },
+} as const satisfies Record<string, RouteDef>;
+
+/** An operation id of {@link ROUTES}. */
+export type OperationId = keyof typeof ROUTES;

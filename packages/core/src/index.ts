@@ -15,7 +15,8 @@ export * from './ports/egress.js';
 export * from './ports/private-networks.js';
 
 export * from './ids.js';
-export { createCore, closeCoreSinks, runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps, type CoreOptions } from './core.js';
+export { runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps, type CoreOptions } from './context.js';
+export { createCore, closeCoreSinks } from './core.js';
 export * from './ports/event-store.js';
 export * from './ports/telemetry.js';
 export * from './ports/webhook-sender.js';
@@ -25,7 +26,7 @@ export { KeyedLock } from './lifecycle/locks.js';
 export { AgentSessions, type AgentSessionsOptions } from './lifecycle/agent-sessions.js';
 export {
   SandboxEvents, SANDBOX_EVENT_KINDS, type AnySandboxEvent, type SandboxBudgetEvent, type SandboxCheckpointingEvent, type SandboxEventKind, type SandboxEventMap, type SandboxForkedEvent,
-  type SandboxIngressEvent, type SandboxOomEvent, type SandboxSnapshottedEvent, type SandboxStateEvent, type SandboxTimedOutEvent,
+  type SandboxIngressEvent, type SandboxOomEvent, type SandboxAgentLostEvent, type SandboxInstanceLostEvent, type InstanceLossReason, type SandboxSnapshottedEvent, type SandboxStateEvent, type SandboxTimedOutEvent,
 } from './lifecycle/events.js';
 export { OOM_AUDIT_ACTION, recordAgentEvent } from './lifecycle/oom.js';
 export { loadSandbox, transition, toSandboxInfo, toSnapshotInfo, toTemplateInfo } from './lifecycle/records.js';

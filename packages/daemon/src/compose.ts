@@ -43,6 +43,7 @@ import {
 } from '@ramify/network';
 import { GvisorRuntime } from '@ramify/runtime-gvisor';
 import { resolveMaxOutputBytes } from './config.js';
+import { resolveHostId } from './host-id.js';
 import { openRuntimes, type GvisorOptions, type MicrovmOptions } from './runtimes.js';
 import { closeSnapshotStorage, openSnapshotStorage, type SnapshotStorageConfig } from './snapshot-storage.js';
 import { openStore, type StoreConfig } from '@ramify/store';
@@ -84,6 +85,8 @@ export interface EgressOptions {
 
 export interface ComposeOptions {
   dataDir: string;
+  /** This host's id; default the data directory's (made once: see host-id.ts). */
+  hostId?: string;
   /** Template root filesystem layers (shared, content-addressed). */
   cacheDir: string;
   logger: Logger;
@@ -128,6 +131,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   // Checked before anything is opened.
   const coreOptions = { ...options.coreOptions, ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: resolveMaxOutputBytes(options.maxOutputBytes) } : {}) };
   const clock = options.clock ?? systemClock;
+  const hostId = await resolveHostId(dataDir, options.hostId);
   // WIRING: store (SQLite under the data dir, or Postgres at a URL, opened first: an unreachable database fails fast naming
   // its fix; network slots bounded by the address layout).
   const store = overrides.store ?? (await openStore(options.store ?? { kind: 'sqlite', path: join(dataDir, 'ramify.db') }, { maxSlots: MAX_SLOT }));
@@ -139,6 +143,9 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
     if (!overrides.store) await store.close();
     throw err;
   }
+  // Rows from before host ids (migration 26) are this daemon's: it is the only one that ever used them.
+  const adopted = await store.adoptUnhostedRows(hostId);
+  if (adopted.sandboxes + adopted.snapshots + adopted.slots > 0) logger.info('adopted rows recorded before host ids', { hostId, ...adopted });
   const prefix = options.network?.prefix ?? 'rmf';
   // WIRING: egress log (enforcement's verdicts, buffered into the store in batches; core reads it).
   const egressLog = new BufferedEgressLog({ store, logger, clock });
@@ -173,7 +180,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
     overrides.templateBuilder !== undefined
       ? (overrides.templateBuilder ?? undefined)
       : runtimes[0]
-        ? new LocalTemplateBuilder({ store, dataDir: options.cacheDir, agentBundlePath: AGENT_BUNDLE_PATH, runtimes, network: withOpenEgress(network, hostEgress), storage, connectAgent: connect })
+        ? new LocalTemplateBuilder({ hostId, store, dataDir: options.cacheDir, agentBundlePath: AGENT_BUNDLE_PATH, runtimes, network: withOpenEgress(network, hostEgress), storage, connectAgent: connect })
         : undefined;
 
   // WIRING: the enforcers core calls (apply/remove): egress policies, and private networks on the same table.
@@ -182,7 +189,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
 
   // WIRING: webhook deliveries go out with fetch.
   const core = createCore({
-    store, runtimes, unavailableRuntimes: opened.unavailable, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, networkEnforcer, egressLog,
+    hostId, store, runtimes, unavailableRuntimes: opened.unavailable, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, networkEnforcer, egressLog,
     telemetry, webhookSender: fetchWebhookSender, options: coreOptions,
   });
   if (metrics) watchQueues(metrics, core);
@@ -238,6 +245,7 @@ async function openHostEgress(prefix: string, logger: Logger, egress: EgressOpti
  */
 function watchQueues(metrics: DaemonMetrics, core: Core): void {
   metrics.countEvents(core.eventHub);
+  metrics.countLostInstances(core.events);
   metrics.addQueue('webhook_deliveries', () => core.webhooks.queueSize());
   metrics.addQueue('events', () => core.eventLog.stats().pending);
   metrics.addQueue('command_log', () => core.commandLog.stats().pending);

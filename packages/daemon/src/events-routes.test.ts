@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import type { WebSocket } from 'ws';
 import { buildApp } from './app.js';
 import { createMetrics } from './observability/metrics.js';
-import { bearer, callApp, httpTestBed, teamWithKey as makeTeamWithKey, type AuthHeaders, type HttpTestBed } from './test-support.js';
+import { LivenessMonitor } from '@ramify/core';
+import { bearer, callApp, createViaApi, httpTestBed, teamWithKey as makeTeamWithKey, type AuthHeaders, type HttpTestBed } from './test-support.js';
 
 let bed: HttpTestBed;
 beforeEach(async () => {
@@ -195,6 +196,20 @@ describe('/metrics', () => {
       assert.match(res.body, /^# TYPE ramify_operation_duration_seconds histogram$/m);
     } finally {
       await app.close();
+    }
+  });
+
+  test('a lost instance announced on the bus is counted by runtime, reason and what noticed it', async () => {
+    const metrics = createMetrics({ store: bed.world.store });
+    const stop = metrics.countLostInstances(bed.world.core.events);
+    try {
+      const { id } = await createViaApi(bed);
+      bed.world.runtime.die(id, 'oom');
+      await new LivenessMonitor(bed.world.core).sweep();
+      const { text } = await metrics.render();
+      assert.match(text, /^ramify_instances_lost_total\{runtime="gvisor",reason="oom",noticed_by="liveness"\} 1$/m);
+    } finally {
+      stop();
     }
   });
 });

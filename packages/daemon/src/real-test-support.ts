@@ -67,11 +67,11 @@ export async function registerRootfsTemplate(core: Core, rootfs: string, ids: { 
   const runtime = core.runtimes[0]!;
   const manifest = await buildImage(
     { rootfsDir: rootfs, snapshotId, templateId, run: [], envs: {}, onPhase: () => undefined, onLine: () => undefined },
-    { runtime, network: core.network, slots: core.store, storage: core.storage, connectAgent: core.connectAgent },
+    { runtime, network: core.network, slots: { allocateSlot: (id) => core.store.allocateSlot(id, core.hostId), releaseSlot: (id) => core.store.releaseSlot(id) }, storage: core.storage, connectAgent: core.connectAgent },
   );
   await core.store.insertSnapshot({
     id: snapshotId, teamId: 'default', name: null, kind: 'template', status: 'ready', runtime: runtime.name, templateId, sandboxId: null,
-    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir: rootfs, envs: null, egress: null,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: Date.now(), cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir: rootfs, envs: null, egress: null, hostId: core.hostId,
   });
   await core.store.putTemplate({ id: templateId, teamId: 'default', name: 'base', runtime: runtime.name, specHash: templateId, snapshotId, images: [{ runtime: runtime.name, snapshotId }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir: rootfs, createdAt: Date.now() });
 }

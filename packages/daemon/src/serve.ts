@@ -24,6 +24,11 @@ import { startMetricsListener, type MetricsListener } from './observability/metr
 export interface ServeOptions {
   /** Default: `RAMIFY_HOME`, else `/var/lib/ramify`. */
   dataDir?: string;
+  /**
+   * This host's id (`ramify serve --host-id`), stored in the data directory the first time; default the
+   * stored one, else a fresh `host-<12 hex>` (host-id.ts). A data directory keeps its id.
+   */
+  hostId?: string;
   /** Template layer cache. Default: `RAMIFY_CACHE_DIR`, else `/var/cache/ramify`. */
   cacheDir?: string;
   /** Default `127.0.0.1` (loopback only). */
@@ -131,7 +136,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const database = resolveDatabase(dataDir, options.databaseUrl);
 
   const composition = await compose({
-    dataDir, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) },
+    dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) },
     maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress,
     clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
   });
@@ -164,7 +169,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     if (options.metricsListen && composition.metrics) metricsListener = await startMetricsListener(composition.metrics, options.metricsListen, logger);
     app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
-    logger.info('ramify serving', { url: address, dataDir });
+    logger.info('ramify serving', { url: address, dataDir, hostId: core.hostId });
     const listening = app;
     return {
       url: address,

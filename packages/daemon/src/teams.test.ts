@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { WebSocket } from 'ws';
+import { ROUTES } from '@ramify/contracts';
 import { API_ROUTES } from './app.js';
 import { scopeOf } from './http/scope.js';
 import { bearer, callApp, httpTestBed, teamWithKey as makeTeamWithKey, type AuthHeaders, type HttpTestBed } from './test-support.js';
@@ -256,7 +257,7 @@ describe('team scoping', () => {
   });
 
   test('every route naming an id is scoped: a route the scope does not know fails at start-up', () => {
-    for (const r of API_ROUTES) assert.doesNotThrow(() => scopeOf(r.url, r.auth ?? true), r.url);
+    for (const r of Object.values(ROUTES)) assert.doesNotThrow(() => scopeOf(r.path, r.auth !== 'public'), r.path);
     assert.throws(() => scopeOf('/v1/networks/:id', true), /nothing scopes it/);
     assert.equal(scopeOf('/v1/sandboxes/:id/files', true), 'sandbox');
   });

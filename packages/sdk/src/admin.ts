@@ -2,6 +2,7 @@
  * Calls that are not about one sandbox: templates, snapshots, health, audit. Plain functions taking
  * {@link ConnectionOpts} last, like the `Sandbox` statics.
  */
+import { ROUTES } from '@ramify/contracts';
 import type { AuditEntry, RuntimeName, WarmPoolHealth, SnapshotInfo, TemplateBuildEvent, TemplateInfo, TemplateSpec } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
@@ -14,27 +15,27 @@ const client = (opts: ConnectionOpts = {}): ApiClient => new ApiClient(resolveCo
  * version, acceleration and why), `unavailableRuntimes` (name → why, what to install) and `pool` (the warm pool).
  */
 export function getHealth(opts?: ConnectionOpts): Promise<{ ok: true; version: string; runtimes: string[]; runtimeInfo: Record<string, string>; unavailableRuntimes: Record<string, string>; pool: WarmPoolHealth }> {
-  return client(opts).json('GET', '/health');
+  return client(opts).at(ROUTES.getHealth, {}).json();
 }
 
 /** All snapshots (template images, pause points, fork points, named snapshots). */
 export async function listSnapshots(opts?: ConnectionOpts): Promise<SnapshotInfo[]> {
-  return (await client(opts).json<{ snapshots: SnapshotInfo[] }>('GET', '/snapshots')).snapshots;
+  return (await client(opts).at(ROUTES.listSnapshots, {}).json<{ snapshots: SnapshotInfo[] }>()).snapshots;
 }
 
 /** One snapshot by id or name (with `egress`, the policy a sandbox created from it starts with). Throws `SNAPSHOT_NOT_FOUND`. */
 export function getSnapshot(snapshotId: string, opts?: ConnectionOpts): Promise<SnapshotInfo> {
-  return client(opts).json('GET', `/snapshots/${encodeURIComponent(snapshotId)}`);
+  return client(opts).at(ROUTES.getSnapshot, { id: snapshotId }).json();
 }
 
 /** Delete a snapshot. Throws `SNAPSHOT_NOT_FOUND`, or `CONFLICT` while a sandbox still needs it. */
 export function deleteSnapshot(snapshotId: string, opts?: ConnectionOpts): Promise<void> {
-  return client(opts).empty('DELETE', `/snapshots/${encodeURIComponent(snapshotId)}`);
+  return client(opts).at(ROUTES.deleteSnapshot, { id: snapshotId }).empty();
 }
 
 /** All built templates. */
 export async function listTemplates(opts?: ConnectionOpts): Promise<TemplateInfo[]> {
-  return (await client(opts).json<{ templates: TemplateInfo[] }>('GET', '/templates')).templates;
+  return (await client(opts).at(ROUTES.listTemplates, {}).json<{ templates: TemplateInfo[] }>()).templates;
 }
 
 /**
@@ -42,7 +43,7 @@ export async function listTemplates(opts?: ConnectionOpts): Promise<TemplateInfo
  * running or paused sandboxes made from it (or templates built from it) that still need it.
  */
 export function deleteTemplate(nameOrId: string, opts?: ConnectionOpts): Promise<void> {
-  return client(opts).empty('DELETE', `/templates/${encodeURIComponent(nameOrId)}`);
+  return client(opts).at(ROUTES.deleteTemplate, { id: nameOrId }).empty();
 }
 
 /** Options of {@link buildTemplate}. */
@@ -62,8 +63,8 @@ export interface BuildTemplateOpts extends ConnectionOpts {
  */
 export async function buildTemplate(spec: TemplateSpec, opts: BuildTemplateOpts = {}): Promise<TemplateInfo> {
   const { onEvent, signal, runtimes, ...conn } = opts;
-  const path = runtimes && runtimes.length > 0 ? `/templates?runtime=${encodeURIComponent(runtimes.join(','))}` : '/templates';
-  const res = await client(conn).request('POST', path, { json: spec, timeoutMs: 0, ...(signal ? { signal } : {}) });
+  const query = runtimes && runtimes.length > 0 ? { runtime: runtimes.join(',') } : undefined;
+  const res = await client(conn).at(ROUTES.buildTemplate, {}).request({ json: spec, timeoutMs: 0, ...(query ? { query } : {}), ...(signal ? { signal } : {}) });
   if (!res.body) throw new RamifyError('INTERNAL', 'template build returned no progress stream');
   const decoder = new TextDecoder();
   let buffered = '';
@@ -91,5 +92,5 @@ export async function buildTemplate(spec: TemplateSpec, opts: BuildTemplateOpts 
 /** Recent audit log entries, newest first. */
 export async function listAudit(opts: ConnectionOpts & { limit?: number; sandboxId?: string } = {}): Promise<AuditEntry[]> {
   const { limit, sandboxId, ...conn } = opts;
-  return (await client(conn).json<{ entries: AuditEntry[] }>('GET', '/audit', { query: { limit, sandboxId } })).entries;
+  return (await client(conn).at(ROUTES.listAudit, {}).json<{ entries: AuditEntry[] }>({ query: { limit, sandboxId } })).entries;
 }

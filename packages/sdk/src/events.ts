@@ -4,6 +4,7 @@
  * and `Events.timeline` reads one sandbox's timeline. `Sandbox.listEvents(id)` and `sbx.events` are the
  * same calls for one sandbox.
  */
+import { ROUTES } from '@ramify/contracts';
 import WebSocket from 'ws';
 import type { EventStreamFrame, EventType, ListEventsResponse, SandboxEvent, TimelineEntry, TimelineResponse } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
@@ -96,12 +97,12 @@ export interface TimelineOpts {
 
 /** @internal {@link Events.list} over an existing client. */
 export function listEventsWith(api: ApiClient, filter: Omit<ListEventsOpts, keyof ConnectionOpts>): Promise<ListEventsResponse> {
-  return api.json<ListEventsResponse>('GET', '/events', { query: query(filter) });
+  return api.at(ROUTES.listEvents, {}).json<ListEventsResponse>({ query: query(filter) });
 }
 
 /** @internal {@link Events.timeline} over an existing client. */
 export async function timelineWith(api: ApiClient, sandboxId: string, opts: TimelineOpts): Promise<TimelineEntry[]> {
-  return (await api.json<TimelineResponse>('GET', `/sandboxes/${encodeURIComponent(sandboxId)}/timeline`, { query: { limit: opts.limit, order: opts.order } })).entries;
+  return (await api.at(ROUTES.getTimeline, { id: sandboxId }).json<TimelineResponse>({ query: { limit: opts.limit, order: opts.order } })).entries;
 }
 
 /** @internal {@link Events.stream} over an existing client. */
@@ -114,7 +115,7 @@ export async function streamEventsWith(api: ApiClient, opts: Omit<StreamEventsOp
   const ended = new Promise<RamifyError | Error | null>((resolve) => (settle = resolve));
   const open = (first: boolean, delayMs: number): Promise<void> =>
     new Promise<void>((resolve, reject) => {
-      const ws = new WebSocket(api.wsUrl('/events/stream', query({ ...filter, after })), { headers: api.authHeaders() });
+      const ws = new WebSocket(api.at(ROUTES.streamEvents, {}).wsUrl(query({ ...filter, after })), { headers: api.authHeaders() });
       current = ws;
       let live = false;
       let refusal: RamifyError | undefined;

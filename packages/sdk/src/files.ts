@@ -3,6 +3,7 @@
  * memory by the SDK); metadata calls are JSON. Bytes stay bytes: a text read of content that is not
  * UTF-8 throws {@link NotUtf8Error} rather than replacing anything with U+FFFD.
  */
+import { ROUTES } from '@ramify/contracts';
 import type { FileInfo } from '@ramify/contracts';
 import type { ApiClient } from './http.js';
 import { NotFoundError, NotUtf8Error, RamifyError, type ConnectionError } from './errors.js';
@@ -88,9 +89,6 @@ export class Files {
   /** @internal Use `sandbox.files`. */
   constructor(private readonly api: ApiClient, private readonly sandboxId: string) {}
 
-  private path(rest: string): string {
-    return `/sandboxes/${encodeURIComponent(this.sandboxId)}/files${rest}`;
-  }
 
   /**
    * Read a file: as UTF-8 text (default), as its exact bytes (`format: 'bytes'`), or as a stream of its
@@ -102,7 +100,7 @@ export class Files {
   read(path: string, opts: ReadOpts<'bytes'>): Promise<Uint8Array>;
   read(path: string, opts: ReadOpts<'stream'>): Promise<ReadableStream<Uint8Array>>;
   async read(path: string, opts: ReadOpts = {}): Promise<string | Uint8Array | ReadableStream<Uint8Array>> {
-    const res = await this.api.request('GET', this.path(''), { query: { path } });
+    const res = await this.api.at(ROUTES.readFile, { id: this.sandboxId }).request({ query: { path } });
     const format = opts.format ?? 'text';
     if (format === 'text') return decodeText(new Uint8Array(await res.arrayBuffer()), path);
     if (format === 'bytes') return new Uint8Array(await res.arrayBuffer());
@@ -119,10 +117,10 @@ export class Files {
    */
   async write(path: string, data: WriteData): Promise<FileInfo> {
     const body = uploadBody(data);
-    if (body instanceof Uint8Array) return this.api.json<FileInfo>('PUT', this.path(''), { query: { path }, body });
+    if (body instanceof Uint8Array) return this.api.at(ROUTES.writeFile, { id: this.sandboxId }).json<FileInfo>({ query: { path }, body });
     const streamed = body instanceof Blob ? body : body.stream;
     try {
-      return await this.api.json<FileInfo>('PUT', this.path(''), { query: { path }, body: streamed, timeoutMs: 0 });
+      return await this.api.at(ROUTES.writeFile, { id: this.sandboxId }).json<FileInfo>({ query: { path }, body: streamed, timeoutMs: 0 });
     } catch (err) {
       const failure = body instanceof Blob ? undefined : body.failure();
       throw failure ? failure.error : err;
@@ -131,13 +129,13 @@ export class Files {
 
   /** List a directory; `depth` > 1 descends (max 16). Throws `FILE_NOT_FOUND`, `NOT_A_DIRECTORY`. */
   async list(path: string, opts: { depth?: number } = {}): Promise<FileInfo[]> {
-    const res = await this.api.json<{ entries: FileInfo[] }>('GET', this.path('/list'), { query: { path, depth: opts.depth } });
+    const res = await this.api.at(ROUTES.listFiles, { id: this.sandboxId }).json<{ entries: FileInfo[] }>({ query: { path, depth: opts.depth } });
     return res.entries;
   }
 
   /** Stat a path (symlinks are not followed). Throws `FILE_NOT_FOUND`. */
   getInfo(path: string): Promise<FileInfo> {
-    return this.api.json<FileInfo>('GET', this.path('/stat'), { query: { path } });
+    return this.api.at(ROUTES.statFile, { id: this.sandboxId }).json<FileInfo>({ query: { path } });
   }
 
   /** True when `path` exists. */
@@ -154,7 +152,7 @@ export class Files {
   /** Create a directory and its parents. Resolves false if it already existed. */
   async makeDir(path: string): Promise<boolean> {
     try {
-      await this.api.json<FileInfo>('POST', this.path('/mkdir'), { json: { path } });
+      await this.api.at(ROUTES.makeDir, { id: this.sandboxId }).json<FileInfo>({ json: { path } });
       return true;
     } catch (err) {
       if (err instanceof RamifyError && err.code === 'FILE_EXISTS') return false;
@@ -164,12 +162,12 @@ export class Files {
 
   /** Remove a file or a directory tree. Throws `FILE_NOT_FOUND`. */
   remove(path: string): Promise<void> {
-    return this.api.empty('POST', this.path('/remove'), { json: { path } });
+    return this.api.at(ROUTES.removeFile, { id: this.sandboxId }).empty({ json: { path } });
   }
 
   /** Move/rename. Returns the info at the new path. */
   rename(oldPath: string, newPath: string): Promise<FileInfo> {
-    return this.api.json<FileInfo>('POST', this.path('/rename'), { json: { from: oldPath, to: newPath } });
+    return this.api.at(ROUTES.renameFile, { id: this.sandboxId }).json<FileInfo>({ json: { from: oldPath, to: newPath } });
   }
 
   /**

@@ -1,8 +1,10 @@
 /**
  * The SDK's only HTTP client: global `fetch` with the bearer key, a per-request deadline (until the
  * response headers arrive, so streamed bodies are never cut), and error mapping to {@link RamifyError}s.
+ * Every call names its route in contracts' route table (`ROUTES.pauseSandbox`) with the path's
+ * parameters: method and path come from the table, never typed here.
  */
-import { API_PREFIX } from '@ramify/contracts';
+import { routePath, type RouteDef, type RouteParams } from '@ramify/contracts';
 import type { ConnectionConfig } from './connection.js';
 import { AuthenticationError, ConnectionError, RamifyError, TimeoutError, errorFromResponse } from './errors.js';
 
@@ -22,6 +24,22 @@ export interface ApiRequestOptions {
   signal?: AbortSignal;
 }
 
+/** A route with its path parameters bound ({@link ApiClient.at}). */
+export interface BoundRoute {
+  /** Its concrete path (`/v1/sandboxes/sbx_1/commands/stream`), for messages. */
+  readonly path: string;
+  /** {@link ApiClient.request}: the 2xx response, body unread. */
+  request(opts?: ApiRequestOptions): Promise<Response>;
+  /** The request, its JSON answer parsed. */
+  json<T>(opts?: ApiRequestOptions): Promise<T>;
+  /** The request, for answers without a body (204). */
+  empty(opts?: ApiRequestOptions): Promise<void>;
+  /** Its absolute URL with `query`. */
+  url(query?: Query): string;
+  /** Its WebSocket URL with `query`. */
+  wsUrl(query?: Query): string;
+}
+
 /** `fetch`'s init plus the streaming-upload flag Node's fetch requires for stream bodies. */
 type StreamingRequestInit = RequestInit & { duplex?: 'half' };
 
@@ -29,16 +47,16 @@ type StreamingRequestInit = RequestInit & { duplex?: 'half' };
 export class ApiClient {
   constructor(readonly config: ConnectionConfig) {}
 
-  /** Absolute URL of `path` (relative to `/v1`) with `query`. */
-  url(path: string, query?: Query): string {
-    const url = new URL(`${this.config.apiUrl}${API_PREFIX}${path}`);
+  /** Absolute URL of `route` with `params` in its path and `query`. */
+  url<R extends RouteDef>(route: R, params: RouteParams<R>, query?: Query): string {
+    const url = new URL(`${this.config.apiUrl}${routePath(route, params)}`);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     return url.toString();
   }
 
-  /** WebSocket URL of `path` (`http` → `ws`, `https` → `wss`). */
-  wsUrl(path: string, query?: Query): string {
-    return this.url(path, query).replace(/^http/, 'ws');
+  /** WebSocket URL of `route` (`http` → `ws`, `https` → `wss`). */
+  wsUrl<R extends RouteDef>(route: R, params: RouteParams<R>, query?: Query): string {
+    return this.url(route, params, query).replace(/^http/, 'ws');
   }
 
   /** Headers every request and WebSocket carries: the connection's extra headers and the bearer key when one is configured. */
@@ -51,8 +69,9 @@ export class ApiClient {
    * Send a request and return the 2xx response (body unread). Non-2xx responses throw the error the
    * body names; network failures throw {@link ConnectionError}; the deadline throws {@link TimeoutError}.
    */
-  async request(method: string, path: string, opts: ApiRequestOptions = {}): Promise<Response> {
-    const what = `${method} ${API_PREFIX}${path}`;
+  async request<R extends RouteDef>(route: R, params: RouteParams<R>, opts: ApiRequestOptions = {}): Promise<Response> {
+    const { method } = route;
+    const what = `${method} ${routePath(route, params)}`;
     const timeoutMs = opts.timeoutMs ?? this.config.requestTimeoutMs;
     const deadline = new AbortController();
     const timer = timeoutMs > 0 ? setTimeout(() => deadline.abort(), timeoutMs) : undefined;
@@ -79,7 +98,7 @@ export class ApiClient {
     }
     let res: Response;
     try {
-      res = await fetch(this.url(path, opts.query), init);
+      res = await fetch(this.url(route, params, opts.query), init);
     } catch (err) {
       if (deadline.signal.aborted) {
         throw new TimeoutError('REQUEST_TIMEOUT', `${what} timed out after ${timeoutMs} ms (API ${this.config.apiUrl})`);
@@ -98,16 +117,22 @@ export class ApiClient {
     throw this.withAuthHint(errorFromResponse(res.status, text, what));
   }
 
-  /** {@link request} and parse the JSON response. */
-  async json<T>(method: string, path: string, opts?: ApiRequestOptions): Promise<T> {
-    const res = await this.request(method, path, opts);
-    return (await res.json()) as T;
-  }
-
-  /** {@link request} for responses without a body (204). */
-  async empty(method: string, path: string, opts?: ApiRequestOptions): Promise<void> {
-    const res = await this.request(method, path, opts);
-    await res.body?.cancel();
+  /**
+   * `route` with `params` bound, to call it: `api.at(ROUTES.pauseSandbox, { id }).json<SandboxInfo>()`
+   * (the route's parameters are checked by type here, the answer's type named at the call).
+   */
+  at<R extends RouteDef>(route: R, params: RouteParams<R>): BoundRoute {
+    return {
+      path: routePath(route, params),
+      request: (opts) => this.request(route, params, opts),
+      json: async <T>(opts?: ApiRequestOptions) => (await (await this.request(route, params, opts)).json()) as T,
+      empty: async (opts?: ApiRequestOptions) => {
+        const res = await this.request(route, params, opts);
+        await res.body?.cancel();
+      },
+      url: (query) => this.url(route, params, query),
+      wsUrl: (query) => this.wsUrl(route, params, query),
+    };
   }
 
   /** A {@link ConnectionError} naming the API URL and the low-level cause. */

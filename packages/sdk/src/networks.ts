@@ -5,12 +5,12 @@
  * else between sandboxes stays refused. A fork joins its parent's networks as `<parent alias>-<n>`
  * unless `fork({ networks: false })`. See docs/design/NETWORKS.md.
  */
+import { ROUTES } from '@ramify/contracts';
 import type { ListNetworksResponse, NetworkInfo, SandboxNetworkInfo, SandboxNetworksResponse } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
 
 const client = (opts: ConnectionOpts = {}): ApiClient => new ApiClient(resolveConnection(opts));
-const networkPath = (nameOrId: string): string => `/networks/${encodeURIComponent(nameOrId)}`;
 
 /** Private networks of the daemon, as statics taking {@link ConnectionOpts} last. */
 export class Network {
@@ -21,17 +21,17 @@ export class Network {
    * @throws `VALIDATION_FAILED` (a bad name), `NETWORK_EXISTS` (409).
    */
   static create(name: string, opts: ConnectionOpts = {}): Promise<NetworkInfo> {
-    return client(opts).json<NetworkInfo>('POST', '/networks', { json: { name } });
+    return client(opts).at(ROUTES.createNetwork, {}).json<NetworkInfo>({ json: { name } });
   }
 
   /** Every network, oldest first, with its members. */
   static async list(opts: ConnectionOpts = {}): Promise<NetworkInfo[]> {
-    return (await client(opts).json<ListNetworksResponse>('GET', '/networks')).networks;
+    return (await client(opts).at(ROUTES.listNetworks, {}).json<ListNetworksResponse>()).networks;
   }
 
   /** One network (by name or id) with its members. @throws `NETWORK_NOT_FOUND`. */
   static get(nameOrId: string, opts: ConnectionOpts = {}): Promise<NetworkInfo> {
-    return client(opts).json<NetworkInfo>('GET', networkPath(nameOrId));
+    return client(opts).at(ROUTES.getNetwork, { network: nameOrId }).json<NetworkInfo>();
   }
 
   /**
@@ -39,7 +39,7 @@ export class Network {
    * are on it: `details.sandboxes` lists them; detach or kill them first).
    */
   static delete(nameOrId: string, opts: ConnectionOpts = {}): Promise<void> {
-    return client(opts).empty('DELETE', networkPath(nameOrId));
+    return client(opts).at(ROUTES.deleteNetwork, { network: nameOrId }).empty();
   }
 }
 
@@ -47,9 +47,6 @@ export class Network {
 export class SandboxNetworks {
   constructor(private readonly api: ApiClient, private readonly sandboxId: string) {}
 
-  private path(rest = ''): string {
-    return `/sandboxes/${encodeURIComponent(this.sandboxId)}/networks${rest}`;
-  }
 
   /**
    * Put the sandbox on `network` (name or id), live: when this resolves, it and the network's members reach
@@ -59,16 +56,16 @@ export class SandboxNetworks {
    *   `INVALID_STATE` (not running or paused), `VALIDATION_FAILED` (a bad alias).
    */
   attach(network: string, opts: { alias?: string } = {}): Promise<SandboxNetworkInfo> {
-    return this.api.json<SandboxNetworkInfo>('POST', this.path(), { json: { network, ...(opts.alias !== undefined ? { alias: opts.alias } : {}) } });
+    return this.api.at(ROUTES.joinNetwork, { id: this.sandboxId }).json<SandboxNetworkInfo>({ json: { network, ...(opts.alias !== undefined ? { alias: opts.alias } : {}) } });
   }
 
   /** Take the sandbox off `network`, live: its open connections to the members are cut (idempotent). @throws `NETWORK_NOT_FOUND`. */
   detach(network: string): Promise<void> {
-    return this.api.empty('DELETE', this.path(`/${encodeURIComponent(network)}`));
+    return this.api.at(ROUTES.leaveNetwork, { id: this.sandboxId, network }).empty();
   }
 
   /** The networks the sandbox is on, each with its alias and `hostname` there. */
   async list(): Promise<SandboxNetworkInfo[]> {
-    return (await this.api.json<SandboxNetworksResponse>('GET', this.path())).networks;
+    return (await this.api.at(ROUTES.listSandboxNetworks, { id: this.sandboxId }).json<SandboxNetworksResponse>()).networks;
   }
 }

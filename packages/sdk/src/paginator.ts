@@ -1,4 +1,5 @@
 /** Page-by-page listing of sandboxes (`Sandbox.list()`), E2B-style: `hasNext` + `nextItems()`, or `for await`. */
+import { ROUTES } from '@ramify/contracts';
 import type { ListSandboxesResponse, SandboxInfo, SandboxState } from '@ramify/contracts';
 import type { ApiClient } from './http.js';
 
@@ -38,7 +39,7 @@ export class SandboxPaginator implements AsyncIterable<SandboxInfo> {
   async nextItems(): Promise<SandboxInfo[]> {
     if (!this.hasNext) throw new Error('no more pages (check hasNext before calling nextItems)');
     const { state, metadata, limit } = this.filter;
-    const res = await this.api.json<ListSandboxesResponse>('GET', '/sandboxes', {
+    const res = await this.api.at(ROUTES.listSandboxes, {}).json<ListSandboxesResponse>({
       query: {
         state: state === undefined ? undefined : Array.isArray(state) ? state.join(',') : state,
         metadata: metadata === undefined ? undefined : new URLSearchParams(metadata).toString(),

@@ -2,6 +2,7 @@
  * {@link Sandbox}: the handle users hold. Control-plane calls exist both as statics taking an id
  * (`Sandbox.kill(id)`) and as methods on a handle (`sbx.kill()`), as in E2B's SDK.
  */
+import { ROUTES } from '@ramify/contracts';
 import {
   RamifyError,
   type AutoPause, type CreateSandboxRequest, type NetworkJoinRequest, type EgressLogEntry, type EgressLogResponse, type EgressPolicyInfo, type EgressPolicyRequest, type ForkResponse, type IngressEndpoint, type IngressLogResponse,
@@ -84,7 +85,6 @@ export interface SandboxOpts extends ConnectionOpts {
 /** Options of {@link Sandbox.list}. */
 export type SandboxListOpts = SandboxListFilter & ConnectionOpts;
 
-const sandboxPath = (id: string, rest = ''): string => `/sandboxes/${encodeURIComponent(id)}${rest}`;
 
 /** A handle to one sandbox. Holding it costs nothing; every method is one or a few API calls. */
 export class Sandbox {
@@ -125,7 +125,7 @@ export class Sandbox {
     const api = new ApiClient(resolveConnection({ apiUrl, apiKey, requestTimeoutMs, headers }));
     const body: CreateSandboxRequest = { ...rest };
     if (body.template === undefined && body.snapshot === undefined) body.template = 'base';
-    const info = await api.json<SandboxInfo>('POST', '/sandboxes', { json: body });
+    const info = await api.at(ROUTES.createSandbox, {}).json<SandboxInfo>({ json: body });
     return new Sandbox(info.id, api, info.ingress);
   }
 
@@ -153,7 +153,7 @@ export class Sandbox {
   /** Kill a sandbox. Resolves true when killed (or already killed), false if it does not exist. */
   static async kill(sandboxId: string, opts: ConnectionOpts = {}): Promise<boolean> {
     try {
-      await new ApiClient(resolveConnection(opts)).empty('DELETE', sandboxPath(sandboxId));
+      await new ApiClient(resolveConnection(opts)).at(ROUTES.killSandbox, { id: sandboxId }).empty();
       return true;
     } catch (err) {
       if (err instanceof SandboxNotFoundError) return false;
@@ -163,7 +163,7 @@ export class Sandbox {
 
   /** A sandbox's info. Throws {@link SandboxNotFoundError}. */
   static getInfo(sandboxId: string, opts: ConnectionOpts = {}): Promise<SandboxInfo> {
-    return new ApiClient(resolveConnection(opts)).json<SandboxInfo>('GET', sandboxPath(sandboxId));
+    return new ApiClient(resolveConnection(opts)).at(ROUTES.getSandbox, { id: sandboxId }).json<SandboxInfo>();
   }
 
   /** Pause (checkpoint) a sandbox by id; see {@link Sandbox.prototype.pause}. */
@@ -229,7 +229,7 @@ export class Sandbox {
 
   /** This sandbox's current info. */
   getInfo(): Promise<SandboxInfo> {
-    return this.api.json<SandboxInfo>('GET', sandboxPath(this.sandboxId));
+    return this.api.at(ROUTES.getSandbox, { id: this.sandboxId }).json<SandboxInfo>();
   }
 
   /** True when the sandbox is `running` (false when paused, killed or gone). */
@@ -244,7 +244,7 @@ export class Sandbox {
 
   /** Kill the sandbox (idempotent). */
   async kill(): Promise<void> {
-    await this.api.empty('DELETE', sandboxPath(this.sandboxId));
+    await this.api.at(ROUTES.killSandbox, { id: this.sandboxId }).empty();
   }
 
   /**
@@ -253,13 +253,13 @@ export class Sandbox {
    * {@link InvalidStateError}; the sandbox keeps running) when an outbound connection prevents it.
    */
   pause(): Promise<SandboxInfo> {
-    return this.api.json<SandboxInfo>('POST', sandboxPath(this.sandboxId, '/pause'));
+    return this.api.at(ROUTES.pauseSandbox, { id: this.sandboxId }).json<SandboxInfo>();
   }
 
   /** Resume a paused sandbox (same id); `timeoutMs` restarts its lifetime clock. */
   resume(opts: { timeoutMs?: number } = {}): Promise<SandboxInfo> {
     const body = opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs };
-    return this.api.json<SandboxInfo>('POST', sandboxPath(this.sandboxId, '/resume'), { json: body });
+    return this.api.at(ROUTES.resumeSandbox, { id: this.sandboxId }).json<SandboxInfo>({ json: body });
   }
 
   /**
@@ -269,7 +269,7 @@ export class Sandbox {
    */
   async fork(opts: { count?: number; networks?: boolean } = {}): Promise<Sandbox[]> {
     const json = { count: opts.count ?? 1, ...(opts.networks !== undefined ? { networks: opts.networks } : {}) };
-    const res = await this.api.json<ForkResponse>('POST', sandboxPath(this.sandboxId, '/fork'), { json });
+    const res = await this.api.at(ROUTES.forkSandbox, { id: this.sandboxId }).json<ForkResponse>({ json });
     return res.sandboxes.map((info) => new Sandbox(info.id, this.api, info.ingress));
   }
 
@@ -314,7 +314,7 @@ export class Sandbox {
 
   /** Take a named, persistent snapshot (outlives the sandbox; `Sandbox.create({ snapshot: name })` starts from it). */
   snapshot(opts: { name: string }): Promise<SnapshotInfo> {
-    return this.api.json<SnapshotInfo>('POST', sandboxPath(this.sandboxId, '/snapshots'), { json: { name: opts.name } });
+    return this.api.at(ROUTES.snapshotSandbox, { id: this.sandboxId }).json<SnapshotInfo>({ json: { name: opts.name } });
   }
 
   /**
@@ -329,23 +329,23 @@ export class Sandbox {
    */
   setEgress(policy: string[] | EgressPolicyRequest): Promise<EgressPolicyInfo> {
     const body: EgressPolicyRequest = Array.isArray(policy) ? { rules: policy } : policy;
-    return this.api.json<EgressPolicyInfo>('PUT', sandboxPath(this.sandboxId, '/egress'), { json: body });
+    return this.api.at(ROUTES.setEgress, { id: this.sandboxId }).json<EgressPolicyInfo>({ json: body });
   }
 
   /** The egress policy in force: normalised rules, `mode` (`open`, `allowlist` or `deny-all`) and `updatedAt`. */
   getEgress(): Promise<EgressPolicyInfo> {
-    return this.api.json<EgressPolicyInfo>('GET', sandboxPath(this.sandboxId, '/egress'));
+    return this.api.at(ROUTES.getEgress, { id: this.sandboxId }).json<EgressPolicyInfo>();
   }
 
   /** Egress verdicts (allowed and denied connections; DNS answers, one entry per address; refused DNS names, one per query), newest first; `limit` 1-1000 (default 100). */
   async getEgressLog(opts: { limit?: number } = {}): Promise<EgressLogEntry[]> {
-    const res = await this.api.json<EgressLogResponse>('GET', sandboxPath(this.sandboxId, '/egress/log'), { query: { limit: opts.limit } });
+    const res = await this.api.at(ROUTES.getEgressLog, { id: this.sandboxId }).json<EgressLogResponse>({ query: { limit: opts.limit } });
     return res.entries;
   }
 
   /** Set the remaining lifetime to `timeoutMs` from now (max 24 h). */
   setTimeout(timeoutMs: number): Promise<SandboxInfo> {
-    return this.api.json<SandboxInfo>('POST', sandboxPath(this.sandboxId, '/timeout'), { json: { timeoutMs } });
+    return this.api.at(ROUTES.setSandboxTimeout, { id: this.sandboxId }).json<SandboxInfo>({ json: { timeoutMs } });
   }
 
   /**
@@ -371,17 +371,17 @@ export class Sandbox {
    * @throws `VALIDATION_FAILED` for a port outside 1-65535, `SANDBOX_NOT_FOUND` (also when killed).
    */
   expose(port: number, opts: { access?: PortAccess } = {}): Promise<PortInfo> {
-    return this.api.json<PortInfo>('PUT', sandboxPath(this.sandboxId, `/ports/${port}`), { json: opts.access ? { access: opts.access } : {} });
+    return this.api.at(ROUTES.exposePort, { id: this.sandboxId, port }).json<PortInfo>({ json: opts.access ? { access: opts.access } : {} });
   }
 
   /** Close `port` to the ingress (idempotent). */
   async unexpose(port: number): Promise<void> {
-    await this.api.empty('DELETE', sandboxPath(this.sandboxId, `/ports/${port}`));
+    await this.api.at(ROUTES.unexposePort, { id: this.sandboxId, port }).empty();
   }
 
   /** The exposed ports with their URLs, and `autoResume`. */
   getPorts(): Promise<PortsInfo> {
-    return this.api.json<PortsInfo>('GET', sandboxPath(this.sandboxId, '/ports'));
+    return this.api.at(ROUTES.getPorts, { id: this.sandboxId }).json<PortsInfo>();
   }
 
   /**
@@ -389,12 +389,12 @@ export class Sandbox {
    * or open `url?ramify_access_token=TOKEN` once in a browser). Throws `PORT_NOT_EXPOSED` when it is not exposed.
    */
   getPortUrl(port: number): Promise<PortUrlInfo> {
-    return this.api.json<PortUrlInfo>('GET', sandboxPath(this.sandboxId, `/ports/${port}/url`));
+    return this.api.at(ROUTES.getPortUrl, { id: this.sandboxId, port }).json<PortUrlInfo>();
   }
 
   /** Whether a request to an exposed port wakes the sandbox when it is paused. */
   setAutoResume(autoResume: boolean): Promise<PortsInfo> {
-    return this.api.json<PortsInfo>('PUT', sandboxPath(this.sandboxId, '/auto-resume'), { json: { autoResume } });
+    return this.api.at(ROUTES.setAutoResume, { id: this.sandboxId }).json<PortsInfo>({ json: { autoResume } });
   }
 
   /**
@@ -402,7 +402,7 @@ export class Sandbox {
    * @throws `VALIDATION_FAILED` (idleMs out of range), `SANDBOX_NOT_FOUND` (also when killed).
    */
   setAutoPause(autoPause: AutoPause | null): Promise<SandboxInfo> {
-    return this.api.json<SandboxInfo>('PUT', sandboxPath(this.sandboxId, '/auto-pause'), { json: { autoPause } });
+    return this.api.at(ROUTES.setAutoPause, { id: this.sandboxId }).json<SandboxInfo>({ json: { autoPause } });
   }
 
   /**
@@ -411,7 +411,7 @@ export class Sandbox {
    * keeps the newest 1000), and how often a request woke it (`wakeups`, `lastWakeAt`).
    */
   getIngressLog(opts: { limit?: number } = {}): Promise<IngressLogResponse> {
-    return this.api.json<IngressLogResponse>('GET', sandboxPath(this.sandboxId, '/ingress/log'), { query: { limit: opts.limit } });
+    return this.api.at(ROUTES.getIngressLog, { id: this.sandboxId }).json<IngressLogResponse>({ query: { limit: opts.limit } });
   }
 
   /**
@@ -420,6 +420,6 @@ export class Sandbox {
    * @throws `SSH_UNAVAILABLE` (the daemon serves no SSH gateway), `SANDBOX_NOT_FOUND` (also when killed).
    */
   getSshAccess(opts: { ttlMs?: number } = {}): Promise<SshAccessInfo> {
-    return this.api.json<SshAccessInfo>('POST', sandboxPath(this.sandboxId, '/ssh-access'), { json: opts.ttlMs !== undefined ? { ttlMs: opts.ttlMs } : {} });
+    return this.api.at(ROUTES.createSshAccess, { id: this.sandboxId }).json<SshAccessInfo>({ json: opts.ttlMs !== undefined ? { ttlMs: opts.ttlMs } : {} });
   }
 }

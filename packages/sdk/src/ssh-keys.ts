@@ -3,6 +3,7 @@
  * belongs to the team of the API key that registers it and opens that team's sandboxes only. Plain functions taking {@link ConnectionOpts} last, like `listTemplates`.
  * Per-sandbox tokens are `sbx.getSshAccess()`.
  */
+import { ROUTES } from '@ramify/contracts';
 import type { ListSshKeysResponse, SshKeyInfo } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
@@ -15,15 +16,15 @@ const client = (opts: ConnectionOpts = {}): ApiClient => new ApiClient(resolveCo
  */
 export function addSshKey(publicKey: string, opts: ConnectionOpts & { name?: string } = {}): Promise<SshKeyInfo> {
   const { name, ...conn } = opts;
-  return client(conn).json('POST', '/ssh-keys', { json: { publicKey, ...(name !== undefined ? { name } : {}) } });
+  return client(conn).at(ROUTES.addSshKey, {}).json({ json: { publicKey, ...(name !== undefined ? { name } : {}) } });
 }
 
 /** Registered keys, oldest first. */
 export async function listSshKeys(opts?: ConnectionOpts): Promise<SshKeyInfo[]> {
-  return (await client(opts).json<ListSshKeysResponse>('GET', '/ssh-keys')).keys;
+  return (await client(opts).at(ROUTES.listSshKeys, {}).json<ListSshKeysResponse>()).keys;
 }
 
 /** Unregister a key by id (`sshk_...`): it opens nothing from then on. @throws `SSH_KEY_NOT_FOUND`. */
 export function removeSshKey(keyId: string, opts?: ConnectionOpts): Promise<void> {
-  return client(opts).empty('DELETE', `/ssh-keys/${encodeURIComponent(keyId)}`);
+  return client(opts).at(ROUTES.removeSshKey, { keyId }).empty();
 }

@@ -4,12 +4,12 @@
  * `SANDBOX_NOT_FOUND`). Admin keys make, list and revoke keys; an admin key of the `default` team also
  * makes teams and sets their quotas. Plain functions taking {@link ConnectionOpts} last, like `listTemplates`.
  */
+import { ROUTES } from '@ramify/contracts';
 import type { ApiKeyInfo, ApiKeyRole, CreatedApiKey, ListApiKeysResponse, ListTeamsResponse, SetTeamQuotaRequest, TeamInfo } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
 
 const client = (opts: ConnectionOpts = {}): ApiClient => new ApiClient(resolveConnection(opts));
-const path = (team: string): string => `/teams/${encodeURIComponent(team)}`;
 
 /**
  * Make a team (an admin key of the default team), optionally with limits (absent: none).
@@ -17,17 +17,17 @@ const path = (team: string): string => `/teams/${encodeURIComponent(team)}`;
  */
 export function createTeam(id: string, opts: ConnectionOpts & { quota?: SetTeamQuotaRequest } = {}): Promise<TeamInfo> {
   const { quota, ...conn } = opts;
-  return client(conn).json('POST', '/teams', { json: { id, ...(quota ? { quota } : {}) } });
+  return client(conn).at(ROUTES.createTeam, {}).json({ json: { id, ...(quota ? { quota } : {}) } });
 }
 
 /** The teams the key sees (the default team's admin keys: every team; any other key: its own), by id, with quota and usage. */
 export async function listTeams(opts?: ConnectionOpts): Promise<TeamInfo[]> {
-  return (await client(opts).json<ListTeamsResponse>('GET', '/teams')).teams;
+  return (await client(opts).at(ROUTES.listTeams, {}).json<ListTeamsResponse>()).teams;
 }
 
 /** One team with its quota and what it holds now. @throws `TEAM_NOT_FOUND` (also a team the key cannot see). */
 export function getTeam(team: string, opts?: ConnectionOpts): Promise<TeamInfo> {
-  return client(opts).json('GET', path(team));
+  return client(opts).at(ROUTES.getTeam, { team }).json();
 }
 
 /**
@@ -36,7 +36,7 @@ export function getTeam(team: string, opts?: ConnectionOpts): Promise<TeamInfo> 
  * @throws `FORBIDDEN`, `TEAM_NOT_FOUND`, `VALIDATION_FAILED` (not a whole number from 0).
  */
 export function setTeamQuota(team: string, quota: SetTeamQuotaRequest, opts?: ConnectionOpts): Promise<TeamInfo> {
-  return client(opts).json('PATCH', path(team), { json: { quota } });
+  return client(opts).at(ROUTES.setTeamQuota, { team }).json({ json: { quota } });
 }
 
 /** Options of {@link createApiKey}. */
@@ -57,13 +57,13 @@ export interface CreateApiKeyOpts extends ConnectionOpts {
 export function createApiKey(opts: CreateApiKeyOpts = {}): Promise<CreatedApiKey> {
   const { team, role, name, ttlMs, ...conn } = opts;
   const body = { ...(team !== undefined ? { team } : {}), ...(role !== undefined ? { role } : {}), ...(name !== undefined ? { name } : {}), ...(ttlMs !== undefined ? { ttlMs } : {}) };
-  return client(conn).json('POST', '/keys', { json: body });
+  return client(conn).at(ROUTES.createApiKey, {}).json({ json: body });
 }
 
 /** The keys an admin key manages (its team's; the default team's admin keys: every team's, or `team`'s), oldest first, never their secrets. */
 export async function listApiKeys(opts: ConnectionOpts & { team?: string } = {}): Promise<ApiKeyInfo[]> {
   const { team, ...conn } = opts;
-  return (await client(conn).json<ListApiKeysResponse>('GET', '/keys', { query: { team } })).keys;
+  return (await client(conn).at(ROUTES.listApiKeys, {}).json<ListApiKeysResponse>({ query: { team } })).keys;
 }
 
 /**
@@ -71,5 +71,5 @@ export async function listApiKeys(opts: ConnectionOpts & { team?: string } = {})
  * @throws `FORBIDDEN` (a member key), `API_KEY_NOT_FOUND`, `CONFLICT` (the default team's last admin key).
  */
 export function revokeApiKey(keyId: string, opts?: ConnectionOpts): Promise<void> {
-  return client(opts).empty('DELETE', `/keys/${encodeURIComponent(keyId)}`);
+  return client(opts).at(ROUTES.revokeApiKey, { keyId }).empty();
 }

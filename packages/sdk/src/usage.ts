@@ -3,6 +3,7 @@
  * team's usage; the per-sandbox calls are methods of {@link Sandbox} (`getMetrics`, `getUsage`, `getTree`,
  * `setBudget`, `getBudgets`, `removeBudget`) built on the functions here.
  */
+import { ROUTES } from '@ramify/contracts';
 import type {
   Budget, BudgetInfo, SandboxBudgetsResponse, SandboxMetric, SandboxMetricsResponse, SandboxTreeResponse, UsageFigures, UsageGroupBy, UsageResponse,
 } from '@ramify/contracts';
@@ -32,7 +33,6 @@ export interface UsageOpts {
 const timeParam = (t: TimeArg | undefined): string | undefined =>
   t === undefined ? undefined : t instanceof Date ? String(t.getTime()) : String(t);
 
-const sandboxPath = (id: string, rest: string): string => `/sandboxes/${encodeURIComponent(id)}${rest}`;
 
 /**
  * The key's team's metered usage over a window of whole UTC hours: per group, running and paused seconds,
@@ -41,12 +41,12 @@ const sandboxPath = (id: string, rest: string): string => `/sandboxes/${encodeUR
  */
 export function getUsage(opts: UsageOpts & ConnectionOpts = {}): Promise<UsageResponse> {
   const { from, to, groupBy, sandboxId, ...conn } = opts;
-  return new ApiClient(resolveConnection(conn)).json<UsageResponse>('GET', '/usage', { query: { from: timeParam(from), to: timeParam(to), groupBy, sandboxId } });
+  return new ApiClient(resolveConnection(conn)).at(ROUTES.getUsage, {}).json<UsageResponse>({ query: { from: timeParam(from), to: timeParam(to), groupBy, sandboxId } });
 }
 
 /** A sandbox's samples between `start` and `end` (default all kept: the last hour), oldest first. */
 export async function fetchMetrics(api: ApiClient, sandboxId: string, opts: { start?: TimeArg; end?: TimeArg } = {}): Promise<SandboxMetrics[]> {
-  const res = await api.json<SandboxMetricsResponse>('GET', sandboxPath(sandboxId, '/metrics'), { query: { start: timeParam(opts.start), end: timeParam(opts.end) } });
+  const res = await api.at(ROUTES.getSandboxMetrics, { id: sandboxId }).json<SandboxMetricsResponse>({ query: { start: timeParam(opts.start), end: timeParam(opts.end) } });
   return res.metrics.map((m) => ({ ...m, timestamp: new Date(m.timestamp) }));
 }
 
@@ -55,7 +55,7 @@ const NO_USAGE: UsageFigures = { runningSeconds: 0, pausedSeconds: 0, cpuSeconds
 
 /** One sandbox's figures over a window (all zero when nothing was metered). */
 export async function fetchSandboxUsage(api: ApiClient, sandboxId: string, opts: Pick<UsageOpts, 'from' | 'to'> = {}): Promise<UsageFigures> {
-  const res = await api.json<UsageResponse>('GET', '/usage', { query: { from: timeParam(opts.from), to: timeParam(opts.to), sandboxId } });
+  const res = await api.at(ROUTES.getUsage, {}).json<UsageResponse>({ query: { from: timeParam(opts.from), to: timeParam(opts.to), sandboxId } });
   const row = res.rows[0];
   if (!row) return { ...NO_USAGE };
   const { key: _key, sandboxes: _n, ...figures } = row;
@@ -64,20 +64,20 @@ export async function fetchSandboxUsage(api: ApiClient, sandboxId: string, opts:
 
 /** The fork tree a sandbox is in, from its root, each node with its state, usage and budget. */
 export function fetchTree(api: ApiClient, sandboxId: string): Promise<SandboxTreeResponse> {
-  return api.json<SandboxTreeResponse>('GET', sandboxPath(sandboxId, '/tree'));
+  return api.at(ROUTES.getSandboxTree, { id: sandboxId }).json<SandboxTreeResponse>();
 }
 
 /** Set or change the budget on a sandbox (the limits given; null removes one). */
 export function patchBudget(api: ApiClient, sandboxId: string, budget: Budget): Promise<BudgetInfo> {
-  return api.json<BudgetInfo>('PATCH', sandboxPath(sandboxId, '/budget'), { json: budget });
+  return api.at(ROUTES.setBudget, { id: sandboxId }).json<BudgetInfo>({ json: budget });
 }
 
 /** The budgets covering a sandbox: its own first, then its ancestors'. */
 export async function fetchBudgets(api: ApiClient, sandboxId: string): Promise<BudgetInfo[]> {
-  return (await api.json<SandboxBudgetsResponse>('GET', sandboxPath(sandboxId, '/budget'))).budgets;
+  return (await api.at(ROUTES.getBudgets, { id: sandboxId }).json<SandboxBudgetsResponse>()).budgets;
 }
 
 /** Remove the budget set on a sandbox (idempotent). */
 export function deleteBudget(api: ApiClient, sandboxId: string): Promise<void> {
-  return api.empty('DELETE', sandboxPath(sandboxId, '/budget'));
+  return api.at(ROUTES.removeBudget, { id: sandboxId }).empty();
 }

@@ -2,6 +2,7 @@
  * One WebSocket to a watch stream (`/files/watch` to start, `/files/watch/{watchId}` to re-attach),
  * speaking contracts' `WatchControl` text frames.
  */
+import type { BoundRoute } from './http.js';
 import WebSocket from 'ws';
 import type { WatchControl, WatchEndReason, WatchWireEvent } from '@ramify/contracts';
 import type { ApiClient, Query } from './http.js';
@@ -30,9 +31,10 @@ export interface WatchSocket {
  * @throws RamifyError the API's refusal (`FILE_NOT_FOUND`, `NOT_A_DIRECTORY`, `WATCH_NOT_FOUND`,
  *   `INVALID_STATE`, ...), `ConnectionError` when the API is unreachable, `REQUEST_TIMEOUT`.
  */
-export function openWatchSocket(api: ApiClient, path: string, query: Query, onEvents: (events: WatchWireEvent[]) => void): Promise<WatchSocket> {
+export function openWatchSocket(api: ApiClient, route: BoundRoute, query: Query, onEvents: (events: WatchWireEvent[]) => void): Promise<WatchSocket> {
   const timeoutMs = api.config.requestTimeoutMs;
-  const ws = new WebSocket(api.wsUrl(path, query), { headers: api.authHeaders(), ...(timeoutMs > 0 ? { handshakeTimeout: timeoutMs } : {}) });
+  const { path } = route;
+  const ws = new WebSocket(route.wsUrl(query), { headers: api.authHeaders(), ...(timeoutMs > 0 ? { handshakeTimeout: timeoutMs } : {}) });
   let settle!: (end: WatchSocketEnd) => void;
   const ended = new Promise<WatchSocketEnd>((resolve) => {
     let done = false;

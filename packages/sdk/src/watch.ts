@@ -6,6 +6,7 @@
  * some may be missing (the agent's buffer or the kernel's queue overflowed, or the watch was lost and a
  * new one started) the handle calls `onOverflow` at that point of the stream and counts it.
  */
+import { ROUTES } from '@ramify/contracts';
 import type { FilesystemEvent, WatchEndReason, WatchGapReason, WatchWireEvent } from '@ramify/contracts';
 import type { ApiClient } from './http.js';
 import { ConnectionError, RamifyError, SandboxFailedError } from './errors.js';
@@ -72,7 +73,7 @@ export class WatchHandle {
 
   /** @internal Start the watch; resolves once every later change is reported. */
   async start(path: string): Promise<this> {
-    this.#socket = await openWatchSocket(this.#api, this.#base(), { path, recursive: String(this.#opts.recursive === true) }, (events) => this.#deliver(events));
+    this.#socket = await openWatchSocket(this.#api, this.#api.at(ROUTES.watchDir, { id: this.#sandboxId }), { path, recursive: String(this.#opts.recursive === true) }, (events) => this.#deliver(events));
     this.#path = this.#socket.path;
     this.#nextSeq = this.#socket.from;
     if (this.#opts.timeoutMs) this.#timer = setTimeout(() => void this.stop(), this.#opts.timeoutMs);
@@ -104,15 +105,12 @@ export class WatchHandle {
     const confirmed = await Promise.race([this.#socket.ended.then((end) => end.kind === 'end'), sleep(STOP_WAIT_MS).then(() => false)]);
     if (!confirmed) {
       // The stream was down (a paused sandbox): stop it through the API; an expired watch is gone anyway.
-      await this.#api.empty('DELETE', `${this.#base()}/${encodeURIComponent(this.#socket.watchId)}`).catch(() => undefined);
+      await this.#api.at(ROUTES.stopWatch, { id: this.#sandboxId, watchId: this.#socket.watchId }).empty().catch(() => undefined);
     }
     this.#socket.close();
     return this.#followed;
   }
 
-  #base(): string {
-    return `/sandboxes/${encodeURIComponent(this.#sandboxId)}/files/watch`;
-  }
 
   #deliver(events: WatchWireEvent[]): void {
     for (const event of events) {
@@ -167,7 +165,7 @@ export class WatchHandle {
       this.#failures += 1;
       if (this.#stopped) return this.#socket;
       try {
-        return await openWatchSocket(this.#api, `${this.#base()}/${encodeURIComponent(this.#socket.watchId)}`, { from: String(this.#nextSeq) }, (events) => this.#deliver(events));
+        return await openWatchSocket(this.#api, this.#api.at(ROUTES.rewatchDir, { id: this.#sandboxId, watchId: this.#socket.watchId }), { from: String(this.#nextSeq) }, (events) => this.#deliver(events));
       } catch (err) {
         if (!(err instanceof RamifyError)) throw err;
         reason = err.message;
@@ -178,7 +176,7 @@ export class WatchHandle {
   }
 
   async #rewatch(): Promise<WatchSocket> {
-    const socket = await openWatchSocket(this.#api, this.#base(), { path: this.#path, recursive: String(this.#opts.recursive === true) }, (events) => this.#deliver(events));
+    const socket = await openWatchSocket(this.#api, this.#api.at(ROUTES.watchDir, { id: this.#sandboxId }), { path: this.#path, recursive: String(this.#opts.recursive === true) }, (events) => this.#deliver(events));
     this.#nextSeq = socket.from;
     this.#gap('rewatched');
     return socket;
@@ -188,7 +186,7 @@ export class WatchHandle {
   async #waitWhilePaused(err: RamifyError): Promise<void> {
     if (err.code !== 'INVALID_STATE' && err.code !== 'AGENT_UNREACHABLE') throw err;
     for (;;) {
-      const info = await this.#api.json<{ state: string; error?: string | null }>('GET', `/sandboxes/${encodeURIComponent(this.#sandboxId)}`).catch(() => {
+      const info = await this.#api.at(ROUTES.getSandbox, { id: this.#sandboxId }).json<{ state: string; error?: string | null }>().catch(() => {
         throw err;
       });
       if (info.state === 'error') throw new SandboxFailedError(`sandbox '${this.#sandboxId}' failed: ${info.error ?? 'no reason recorded'}`, { id: this.#sandboxId, reason: info.error ?? null });

@@ -3,13 +3,13 @@
  * JSON POSTs. `Webhook.create` returns the signing secret, once; {@link verifyWebhookSignature} checks a
  * delivery on the receiving side.
  */
+import { ROUTES } from '@ramify/contracts';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { CreatedWebhook, EventType, ListDeliveriesResponse, ListWebhooksResponse, WebhookDelivery, WebhookInfo } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
 
 const client = (opts: ConnectionOpts = {}): ApiClient => new ApiClient(resolveConnection(opts));
-const path = (id: string, rest = ''): string => `/webhooks/${encodeURIComponent(id)}${rest}`;
 
 /** The team's webhooks, as statics taking {@link ConnectionOpts} last (an admin key: a member key gets `FORBIDDEN`). */
 export class Webhook {
@@ -22,28 +22,28 @@ export class Webhook {
    */
   static create(url: string, opts: ConnectionOpts & { events?: EventType[]; name?: string } = {}): Promise<CreatedWebhook> {
     const { events, name, ...conn } = opts;
-    return client(conn).json('POST', '/webhooks', { json: { url, ...(events ? { events } : {}), ...(name !== undefined ? { name } : {}) } });
+    return client(conn).at(ROUTES.createWebhook, {}).json({ json: { url, ...(events ? { events } : {}), ...(name !== undefined ? { name } : {}) } });
   }
 
   /** The team's webhooks, oldest first, never their secrets. */
   static async list(opts?: ConnectionOpts): Promise<WebhookInfo[]> {
-    return (await client(opts).json<ListWebhooksResponse>('GET', '/webhooks')).webhooks;
+    return (await client(opts).at(ROUTES.listWebhooks, {}).json<ListWebhooksResponse>()).webhooks;
   }
 
   /** One webhook. @throws `WEBHOOK_NOT_FOUND` (also another team's). */
   static get(webhookId: string, opts?: ConnectionOpts): Promise<WebhookInfo> {
-    return client(opts).json('GET', path(webhookId));
+    return client(opts).at(ROUTES.getWebhook, { webhookId }).json();
   }
 
   /** Delete a webhook and its delivery log. @throws `WEBHOOK_NOT_FOUND`. */
   static delete(webhookId: string, opts?: ConnectionOpts): Promise<void> {
-    return client(opts).empty('DELETE', path(webhookId));
+    return client(opts).at(ROUTES.deleteWebhook, { webhookId }).empty();
   }
 
   /** Its deliveries, newest first (`limit` 1-1000, default 50): each event's status and attempts. */
   static async deliveries(webhookId: string, opts: ConnectionOpts & { limit?: number } = {}): Promise<WebhookDelivery[]> {
     const { limit, ...conn } = opts;
-    return (await client(conn).json<ListDeliveriesResponse>('GET', path(webhookId, '/deliveries'), { query: { limit } })).deliveries;
+    return (await client(conn).at(ROUTES.listDeliveries, { webhookId }).json<ListDeliveriesResponse>({ query: { limit } })).deliveries;
   }
 }
 

@@ -2,7 +2,7 @@
  * API key (each a team's, migration 17), audit log and slot lease rows.
  */
 import { RamifyError } from '@ramify/contracts';
-import type { ApiKeyRecord, AuditQuery, AuditRecord, SlotLease } from '@ramify/core';
+import type { AdoptedRows, ApiKeyRecord, AuditQuery, AuditRecord, SlotLease } from '@ramify/core';
 import { sql, type Selectable } from 'kysely';
 import { conflictOnConstraint, onMissingParent } from './errors.js';
 import { inTransaction, type ApiKeysTable, type AuditLogTable, type DialectName, type Executor } from './schema.js';
@@ -92,21 +92,24 @@ export async function listAudit(db: Executor, query: AuditQuery): Promise<AuditR
 }
 
 /**
- * The lowest free slot ≥ 1 (or the one already held), in one transaction. On Postgres the transaction
- * first locks the slots table against other writers (readers go on), so processes allocating at once
- * take turns instead of picking the same free slot; SQLite has one writer anyway.
- * @throws RamifyError `RUNTIME_UNAVAILABLE` when every slot up to `maxSlots` is taken.
+ * Host `hostId`'s lowest free slot ≥ 1 (or the one the sandbox already holds there; one held on another
+ * host is given up), in one transaction. Slots are numbered per host (each host has its own address plan).
+ * On Postgres the transaction first locks the slots table against other writers (readers go on), so
+ * processes allocating at once take turns instead of picking the same free slot; SQLite has one writer.
+ * @throws RamifyError `RUNTIME_UNAVAILABLE` when every slot up to `maxSlots` is taken on that host.
  */
-export async function allocateSlot(db: Executor, dialect: DialectName, sandboxId: string, maxSlots: number): Promise<number> {
+export async function allocateSlot(db: Executor, dialect: DialectName, sandboxId: string, hostId: string, maxSlots: number): Promise<number> {
   return inTransaction(db, async (trx) => {
     if (dialect === 'postgres') await sql`LOCK TABLE slots IN EXCLUSIVE MODE`.execute(trx);
-    const held = await trx.selectFrom('slots').select('slot').where('sandbox_id', '=', sandboxId).executeTakeFirst();
-    if (held) return held.slot;
-    const free = await sql<{ slot: number }>`SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM slots WHERE slot = 1) THEN 1
-        ELSE (SELECT MIN(a.slot) + 1 FROM slots a WHERE NOT EXISTS (SELECT 1 FROM slots b WHERE b.slot = a.slot + 1)) END AS slot`.execute(trx);
+    const held = await trx.selectFrom('slots').select(['slot', 'host_id']).where('sandbox_id', '=', sandboxId).executeTakeFirst();
+    if (held?.host_id === hostId) return Number(held.slot);
+    if (held) await trx.deleteFrom('slots').where('sandbox_id', '=', sandboxId).execute();
+    const free = await sql<{ slot: number }>`SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM slots WHERE host_id = ${hostId} AND slot = 1) THEN 1
+        ELSE (SELECT MIN(a.slot) + 1 FROM slots a WHERE a.host_id = ${hostId}
+                AND NOT EXISTS (SELECT 1 FROM slots b WHERE b.host_id = ${hostId} AND b.slot = a.slot + 1)) END AS slot`.execute(trx);
     const slot = Number(free.rows[0]?.slot);
     if (slot > maxSlots) throw new RamifyError('RUNTIME_UNAVAILABLE', `no free network slot: all ${maxSlots} are in use`, { maxSlots });
-    await trx.insertInto('slots').values({ slot, sandbox_id: sandboxId }).execute();
+    await trx.insertInto('slots').values({ host_id: hostId, slot, sandbox_id: sandboxId }).execute();
     return slot;
   });
 }
@@ -115,6 +118,23 @@ export async function releaseSlot(db: Executor, sandboxId: string): Promise<void
   await db.deleteFrom('slots').where('sandbox_id', '=', sandboxId).execute();
 }
 
-export async function listSlots(db: Executor): Promise<SlotLease[]> {
-  return (await db.selectFrom('slots').select(['slot', 'sandbox_id']).orderBy('slot').execute()).map((r) => ({ slot: r.slot, sandboxId: r.sandbox_id }));
+/** Host `hostId`'s leases, by slot. */
+export async function listSlots(db: Executor, hostId: string): Promise<SlotLease[]> {
+  return (await db.selectFrom('slots').select(['host_id', 'slot', 'sandbox_id']).where('host_id', '=', hostId).orderBy('slot').execute()).map((r) => ({
+    hostId: r.host_id,
+    slot: Number(r.slot),
+    sandboxId: r.sandbox_id,
+  }));
+}
+
+/**
+ * Give `hostId` every sandbox, snapshot and slot row that names no host (rows from before migration 26),
+ * in one transaction; returns how many of each.
+ */
+export async function adoptUnhostedRows(db: Executor, hostId: string): Promise<AdoptedRows> {
+  return inTransaction(db, async (trx) => ({
+    sandboxes: Number((await trx.updateTable('sandboxes').set({ host_id: hostId }).where('host_id', 'is', null).executeTakeFirst()).numUpdatedRows),
+    snapshots: Number((await trx.updateTable('snapshots').set({ host_id: hostId }).where('host_id', 'is', null).executeTakeFirst()).numUpdatedRows),
+    slots: Number((await trx.updateTable('slots').set({ host_id: hostId }).where('host_id', '=', '').executeTakeFirst()).numUpdatedRows),
+  }));
 }

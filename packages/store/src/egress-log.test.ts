@@ -22,7 +22,7 @@ function sandbox(overrides: Partial<SandboxRecord> = {}): SandboxRecord {
   return {
     id: `sbx_log_${seq}`, teamId: 'default', state: 'running', runtime: 'gvisor', templateId: 'tpl_1', sourceSnapshotId: 'snap_tpl', rootfsDir: '/r', parentId: null,
     cpuCount: 1, memoryMB: 512, diskSizeMB: null, metadata: {}, envs: {}, createdAt: 1_700_000_000_000 + seq, timeoutMs: 300_000, onTimeout: 'pause',
-    endAt: null, slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null, lastActiveAt: null, ...overrides,
+    endAt: null, slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null, lastActiveAt: null, hostId: null, ...overrides,
   };
 }
 

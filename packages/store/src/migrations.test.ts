@@ -76,7 +76,7 @@ describe('migration 2: pin-rootfs-dir (real SQLite file)', () => {
       await assert.rejects(
         store.insertSnapshot({
           id: 'snap_x', teamId: 'default', name: null, kind: 'pause', status: 'ready', runtime: 'gvisor', templateId: 't', sandboxId: null,
-          parentSnapshotId: null, sizeBytes: 1, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: '', envs: null, egress: null,
+          parentSnapshotId: null, sizeBytes: 1, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: '', envs: null, egress: null, hostId: null,
         }),
         { code: 'INTERNAL' },
       );
@@ -398,6 +398,38 @@ describe('migrations numbered on branches developed side by side (real SQLite fi
       assert.deepEqual(appliedMigrations(store.db), MIGRATIONS.map((m) => m.version).sort((a, b) => a - b));
       assert.equal((store.db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n, 1, 'the later migration\'s rows stay');
       assert.deepEqual(await store.getMeters(['sbx_none']), [], "migration 19's tables are there");
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('migration 26: host-ids (real SQLite file)', () => {
+  test('sandboxes, snapshots and slot leases from before name no host until the daemon adopts them; slots become unique per host', async () => {
+    const path = join(dir, 'v25.db');
+    const early = openDatabase(path, MIGRATIONS.filter((m) => m.version < 26));
+    early.prepare(
+      `INSERT INTO sandboxes (id, state, runtime, template_id, source_snapshot_id, parent_id, cpu_count, memory_mb, metadata, envs, created_at,
+         timeout_ms, on_timeout, end_at, slot, paused_snapshot_id, error, operation, updated_at, rootfs_dir)
+       VALUES ('sbx_old', 'running', 'gvisor', 'tpl_1', 'snap_old', NULL, 1, 512, '{}', '{}', 1, 1000, 'pause', NULL, 3, NULL, NULL, NULL, 1, '/layers/r')`,
+    ).run();
+    early.prepare(
+      `INSERT INTO snapshots (id, team_id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, rootfs_dir)
+       VALUES ('snap_old', 'default', NULL, 'template', 'ready', 'gvisor', 'tpl_1', NULL, NULL, 1, 1, 1, 512, '/layers/r')`,
+    ).run();
+    early.prepare(`INSERT INTO slots (slot, sandbox_id) VALUES (3, 'sbx_old')`).run();
+    early.close();
+    const store = new SqliteStore({ path });
+    try {
+      assert.ok(appliedMigrations(store.db).includes(26));
+      assert.equal((await store.getSandbox('sbx_old'))?.hostId, null);
+      assert.equal((await store.getSnapshot('snap_old'))?.hostId, null);
+      assert.deepEqual(await store.listSlots('h1'), []);
+      assert.deepEqual(await store.adoptUnhostedRows('h1'), { sandboxes: 1, snapshots: 1, slots: 1 });
+      assert.equal((await store.getSandbox('sbx_old'))?.slot, 3);
+      assert.deepEqual(await store.listSlots('h1'), [{ hostId: 'h1', slot: 3, sandboxId: 'sbx_old' }]);
+      assert.equal(await store.allocateSlot('sbx_old', 'h1'), 3, 'the adopted lease is the one it holds');
+      assert.throws(() => store.db.prepare(`INSERT INTO slots (host_id, slot, sandbox_id) VALUES ('h1', 3, 'sbx_other')`).run(), /UNIQUE constraint/);
     } finally {
       await store.close();
     }

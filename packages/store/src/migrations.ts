@@ -596,6 +596,29 @@ const ENTRIES: readonly Migration[] = [
       CREATE INDEX command_log_at ON command_log(at);
     `,
   },
+  {
+    // Named for merges: renumber freely if another branch took 26 (nothing depends on the number).
+    version: 26,
+    name: 'host-ids',
+    // Which host holds each sandbox (its runtime instance, or its local image while paused) and each
+    // snapshot's image; network slots become unique per host (each host has its own address plan). Rows
+    // from before name no host (NULL, '' for slots): the daemon adopts them at start with its own id
+    // (Store.adoptUnhostedRows), so a single machine sees nothing change.
+    sql: `
+      ALTER TABLE sandboxes ADD COLUMN host_id TEXT;
+      CREATE INDEX sandboxes_host ON sandboxes(host_id, state);
+      ALTER TABLE snapshots ADD COLUMN host_id TEXT;
+      CREATE TABLE slots_v26 (
+        host_id TEXT NOT NULL DEFAULT '',
+        slot INTEGER NOT NULL,
+        sandbox_id TEXT NOT NULL UNIQUE,
+        PRIMARY KEY (host_id, slot)
+      );
+      INSERT INTO slots_v26 (host_id, slot, sandbox_id) SELECT '', slot, sandbox_id FROM slots;
+      DROP TABLE slots;
+      ALTER TABLE slots_v26 RENAME TO slots;
+    `,
+  },
 ];
 
 /** Every migration, each with its Postgres text attached where it has one. */

@@ -375,4 +375,18 @@ export const POSTGRES_SQL: Readonly<Record<number, string>> = {
     CREATE INDEX command_log_sandbox ON command_log(sandbox_id, seq);
     CREATE INDEX command_log_at ON command_log(at);
   `,
+  26: `
+    ALTER TABLE sandboxes ADD COLUMN host_id TEXT;
+    CREATE INDEX sandboxes_host ON sandboxes(host_id, state);
+    ALTER TABLE snapshots ADD COLUMN host_id TEXT;
+    CREATE TABLE slots_v26 (
+      host_id TEXT COLLATE "C" NOT NULL DEFAULT '',
+      slot BIGINT NOT NULL,
+      sandbox_id TEXT NOT NULL UNIQUE,
+      PRIMARY KEY (host_id, slot)
+    );
+    INSERT INTO slots_v26 (host_id, slot, sandbox_id) SELECT '', slot, sandbox_id FROM slots;
+    DROP TABLE slots;
+    ALTER TABLE slots_v26 RENAME TO slots;
+  `,
 };

@@ -11,7 +11,7 @@ import { conflictOnConstraint } from './errors.js';
 import { insertRows, selectById, updateById } from './prepared.js';
 import { inTransaction, type Executor, type SandboxesTable } from './schema.js';
 
-/** Columns of migrations 1-17 (`team_id`: 17; JSON `ingress`: 11; `auto_pause`: 12; `last_active_at`: 14). */
+/** Columns of migrations 1-26 (`team_id`: 17; JSON `ingress`: 11; `auto_pause`: 12; `last_active_at`: 14; `host_id`: 26). */
 type SandboxRow = Omit<Selectable<SandboxesTable>, 'updated_at' | 'ingress_wakeups' | 'last_wake_at'>;
 
 const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
@@ -38,6 +38,7 @@ const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
   ingress: 'ingress',
   autoPause: 'auto_pause',
   lastActiveAt: 'last_active_at',
+  hostId: 'host_id',
 };
 const JSON_FIELDS = new Set(['metadata', 'envs', 'operation', 'ingress', 'autoPause']);
 
@@ -67,6 +68,7 @@ function fromRow(row: SandboxRow): SandboxRecord {
     ingress: JSON.parse(row.ingress) as SandboxRecord['ingress'],
     autoPause: row.auto_pause === null ? null : (JSON.parse(row.auto_pause) as SandboxRecord['autoPause']),
     lastActiveAt: row.last_active_at,
+    hostId: row.host_id,
   };
 }
 
@@ -157,6 +159,7 @@ export async function listSandboxes(db: Executor, query: SandboxQuery): Promise<
   if (query.states && query.states.length > 0) q = q.where('s.state', 'in', query.states);
   if (query.endAtOrBefore !== undefined) q = q.where('s.end_at', 'is not', null).where('s.end_at', '<=', query.endAtOrBefore);
   if (query.withOperation) q = q.where('s.operation', 'is not', null);
+  if (query.hostId !== undefined) q = q.where('s.host_id', '=', query.hostId);
   for (const [key, value] of Object.entries(query.metadata ?? {})) {
     q = q.where(({ exists, selectFrom }) =>
       exists(selectFrom('sandbox_metadata as m').select('m.key').whereRef('m.sandbox_id', '=', 's.id').where('m.key', '=', key).where('m.value', '=', value)),

@@ -36,6 +36,8 @@ export interface SandboxesTable {
   ingress_wakeups: Generated<number>;
   last_wake_at: number | null;
   last_active_at: number | null;
+  /** Migration 26; NULL until adopted. */
+  host_id: string | null;
 }
 
 export interface SandboxMetadataTable {
@@ -65,6 +67,8 @@ export interface SnapshotsTable {
   ingress: string | null;
   auto_pause: string | null;
   networks: string | null;
+  /** The host holding the image locally (migration 26); NULL until adopted. */
+  host_id: string | null;
 }
 
 export interface TemplatesTable {
@@ -110,6 +114,8 @@ export interface AuditLogTable {
 }
 
 export interface SlotsTable {
+  /** Migration 26; '' for a row from before, until adopted. */
+  host_id: Generated<string>;
   slot: number;
   sandbox_id: string;
 }

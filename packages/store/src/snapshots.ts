@@ -9,7 +9,7 @@ import { conflictOnConstraint } from './errors.js';
 import type { Executor, SnapshotsTable, TemplatesTable } from './schema.js';
 
 /**
- * JSON columns: `envs` (migration 8), `egress` (10), `ingress` (11), `auto_pause` (13), `networks` (18); NULL
+ * JSON columns: `envs` (migration 8), `egress` (10), `ingress` (11), `auto_pause` (13), `networks` (18), `host_id` (26); NULL
  * where nothing is recorded (template images, rows from before them).
  */
 type SnapshotRow = Selectable<SnapshotsTable>;
@@ -35,6 +35,7 @@ const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
   ingress: r.ingress === null ? null : (JSON.parse(r.ingress) as SandboxIngress),
   autoPause: r.auto_pause === null ? null : (JSON.parse(r.auto_pause) as AutoPause),
   networks: r.networks === null ? null : (JSON.parse(r.networks) as SnapshotNetworks),
+  hostId: r.host_id,
 });
 
 /** A record's envs as stored: a JSON object, or NULL when unknown. */
@@ -59,7 +60,7 @@ export async function insertSnapshot(db: Executor, s: SnapshotRecord): Promise<v
         id: s.id, team_id: s.teamId, name: s.name, kind: s.kind, status: s.status, runtime: s.runtime, template_id: s.templateId, sandbox_id: s.sandboxId,
         parent_snapshot_id: s.parentSnapshotId, size_bytes: s.sizeBytes, created_at: s.createdAt, cpu_count: s.cpuCount, memory_mb: s.memoryMB,
         disk_size_mb: s.diskSizeMB, rootfs_dir: s.rootfsDir, envs: envsColumn(s.envs), egress: egressColumn(s.egress), ingress: ingressColumn(s.ingress),
-        auto_pause: autoPauseColumn(s.autoPause), networks: networksColumn(s.networks),
+        auto_pause: autoPauseColumn(s.autoPause), networks: networksColumn(s.networks), host_id: s.hostId,
       })
       .execute();
   } catch (err) {

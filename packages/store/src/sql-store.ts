@@ -7,7 +7,7 @@
 import type {
   ApiKeyRecord, AuditQuery, AuditRecord, BudgetRecord, CanonicalEgressPolicy, CommandLogRecord, DeliveryRecord, EgressLogRecord, EgressPolicyRecord, EventQuery,
   EventRecord, IngressLogRecord, IngressWakes, NetworkMemberRecord, NetworkMembership, NetworkRecord, SandboxActivityRecord, SandboxCount, SandboxMeterRecord,
-  SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord, SlotLease, SnapshotPatch, SnapshotRecord, SshKeyRecord, SshTokenRecord, Store, TeamRecord,
+  SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord, SlotLease, AdoptedRows, SnapshotPatch, SnapshotRecord, SshKeyRecord, SshTokenRecord, Store, TeamRecord,
   TemplateRecord, UsageSum, UsageSumQuery, UsageWrite, WebhookRecord,
 } from '@ramify/core';
 import type { SandboxState, TeamQuota } from '@ramify/contracts';
@@ -180,14 +180,17 @@ export class SqlStore implements Store {
     return access.listAudit(this.kysely, query);
   }
 
-  allocateSlot(sandboxId: string): Promise<number> {
-    return access.allocateSlot(this.kysely, this.dialect, sandboxId, this.#maxSlots);
+  allocateSlot(sandboxId: string, hostId: string): Promise<number> {
+    return access.allocateSlot(this.kysely, this.dialect, sandboxId, hostId, this.#maxSlots);
   }
   releaseSlot(sandboxId: string): Promise<void> {
     return access.releaseSlot(this.kysely, sandboxId);
   }
-  listSlots(): Promise<SlotLease[]> {
-    return access.listSlots(this.kysely);
+  listSlots(hostId: string): Promise<SlotLease[]> {
+    return access.listSlots(this.kysely, hostId);
+  }
+  adoptUnhostedRows(hostId: string): Promise<AdoptedRows> {
+    return access.adoptUnhostedRows(this.kysely, hostId);
   }
 
   getEgressPolicy(sandboxId: string): Promise<EgressPolicyRecord | null> {

@@ -40,6 +40,7 @@ function sandbox(overrides: Partial<SandboxRecord> = {}): SandboxRecord {
     ingress: { ports: [], autoResume: null },
     autoPause: null,
     lastActiveAt: null,
+    hostId: null,
     ...overrides,
   };
 }

@@ -4,7 +4,7 @@
  */
 export { LocalTemplateBuilder, type LocalTemplateBuilderOptions, type TemplateStore } from './local-template-builder.js';
 export { buildTemplate, type BuiltTemplate, type TemplateBuildDeps, type TemplateRegistry } from './build.js';
-export { buildImage, TEMPLATE_INIT_ARGV, type ImageBuildDeps, type ImageBuildRequest, type SlotAllocator } from './image-layer.js';
+export { buildImage, TEMPLATE_INIT_ARGV, templateInitArgv, type ImageBuildDeps, type ImageBuildRequest, type SlotAllocator } from './image-layer.js';
 export { loadTemplateSpecFile, validateTemplateSpec, assertSpecInlined, parseSpecText, MAX_SOURCE_FILE_BYTES } from './spec.js';
 export { BASE_TEMPLATE_SPEC, REQUIRED_PACKAGES, DEBIAN_SUITE, DEFAULT_DEBIAN_MIRRORS } from './base-spec.js';
 export { resolveTemplate, flattenSpecs, DEFAULT_FILE_MODE, type ResolvedTemplate, type ResolvedFile, type ParentLookup } from './resolve.js';

@@ -13,6 +13,7 @@ import { DEFAULT_TEAM, RamifyError, type TemplateBuildEvent, type TemplateSpec }
 import type { Runtime, Store, TemplateBuildOptions, TemplateBuilder, TemplateRecord } from '@ramify/core';
 import { join } from 'node:path';
 import { buildTemplate, type BuiltTemplate, type TemplateBuildDeps, type TemplateRegistry } from './build.js';
+import type { SlotAllocator } from './image-layer.js';
 import { LayerCache } from './layer-cache.js';
 
 /** The Store calls the builder makes. */
@@ -22,6 +23,8 @@ export interface LocalTemplateBuilderOptions extends Omit<TemplateBuildDeps, 're
   store: TemplateStore;
   /** Runtimes images can be built for; the first is the default when a build does not name any. */
   runtimes: Runtime[];
+  /** This host's id (`Core.hostId`): build sandboxes lease its network slots, and its images are recorded as held here. */
+  hostId: string;
 }
 
 export class LocalTemplateBuilder implements TemplateBuilder {
@@ -32,7 +35,8 @@ export class LocalTemplateBuilder implements TemplateBuilder {
    * `done`/`error`). Rejects like {@link buildTemplate}, plus the Store's `CONFLICT`.
    */
   async build(spec: TemplateSpec, options: TemplateBuildOptions): Promise<TemplateRecord> {
-    const { store, runtimes: available, ...deps } = this.options;
+    const { store, runtimes: available, hostId, ...deps } = this.options;
+    const slots: SlotAllocator = { allocateSlot: (holderId) => store.allocateSlot(holderId, hostId), releaseSlot: (holderId) => store.releaseSlot(holderId) };
     const onEvent = (event: TemplateBuildEvent): void => {
       if (event.type === 'step' || event.type === 'log') options.onEvent(event);
     };
@@ -52,7 +56,7 @@ export class LocalTemplateBuilder implements TemplateBuilder {
       // With several runtimes each one's steps are named after it ("microvm: boot"), so progress reads unambiguously.
       const onRuntimeEvent: typeof onEvent =
         runtimes.length > 1 ? (event) => onEvent(event.type === 'step' ? { ...event, step: `${runtime.name}: ${event.step}` } : event) : onEvent;
-      const built = await buildTemplate(spec, { ...deps, runtime, registry, slots: store, signal: options.signal }, onRuntimeEvent);
+      const built = await buildTemplate(spec, { ...deps, runtime, registry, slots, signal: options.signal }, onRuntimeEvent);
       await this.registerImage(built, teamId);
       builds.push(built);
     }
@@ -95,6 +99,7 @@ export class LocalTemplateBuilder implements TemplateBuilder {
         envs: null,
         // A template image carries no egress policy: its sandboxes start open unless they ask for one.
         egress: null,
+        hostId: this.options.hostId,
       });
     } else if (row.sizeBytes !== built.snapshot.sizeBytes || row.status !== 'ready') {
       await store.updateSnapshot(built.snapshotId, { sizeBytes: built.snapshot.sizeBytes, status: 'ready' });

@@ -11,7 +11,7 @@ import { intIn, parseDuration } from '../parse.js';
 /** The part of `@ramify/daemon` this command uses (imported dynamically so the CLI builds without it). */
 interface DaemonModule {
   serve(options: {
-    host?: string; port?: number; dataDir?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
+    host?: string; port?: number; dataDir?: string; hostId?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
     ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
     snapshotStorage?: { s3Endpoint?: string; s3Bucket?: string; s3Region?: string; s3Prefix?: string; s3PathStyle?: boolean; snapshotCacheBytes?: number };
@@ -42,6 +42,10 @@ interface ServeFlags {
   host?: string;
   port?: number;
   dataDir?: string;
+  /** `--network-prefix`: name prefix of the daemon's namespaces, veths and nftables table (1-4 lowercase letters). */
+  networkPrefix?: string;
+  /** `--host-id`: this host's id, stored in the data directory the first time. */
+  hostId?: string;
   logLevel?: string;
   /** `--microvm-memory`: RAM (MiB) microVM template images are booted with. */
   microvmMemory?: number;
@@ -139,12 +143,20 @@ function otlpUrl(value: string): string {
   throw new RamifyError('VALIDATION_FAILED', `--otlp-endpoint '${value}' is not an http:// or https:// URL (e.g. http://127.0.0.1:4318)`);
 }
 
+/** `--network-prefix`: 1-4 lowercase letters (the kernel's 15-byte interface names leave that much). */
+function networkPrefix(value: string): string {
+  if (!/^[a-z]{1,4}$/.test(value)) throw new InvalidArgumentError(`'${value}' is not 1-4 lowercase letters (e.g. rmf, rmb)`);
+  return value;
+}
+
 /** Register `serve` on `program`. */
 export function registerServe(program: Command, env: CliEnv): void {
   program.command('serve').description('run the Ramify daemon (API, runtimes, networking) until interrupted')
     .option('--host <host>', 'address to listen on (default 127.0.0.1: loopback only)')
     .option('--port <port>', 'port to listen on (default 7423; 0 picks a free one)', intIn(0, 65535))
     .option('--data-dir <dir>', 'data directory (default $RAMIFY_HOME, else /var/lib/ramify)')
+    .option('--network-prefix <prefix>', "name prefix of this daemon's network namespaces, veths and nftables table, 1-4 lowercase letters (default 'rmf'); give a second daemon on the same host its own data directory and prefix", networkPrefix)
+    .option('--host-id <id>', "this host's id, recorded on the sandboxes and snapshots it holds (lowercase letters, digits, '-'); kept in the data directory: default the kept one, else a generated host-<12 hex>. A data directory keeps its id")
     .addOption(new Option('--log-level <level>', 'daemon log level (JSON log on stderr)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .option('--detach', 'run in the background (log: <data-dir>/serve.log); returns once the API answers, or at once if a daemon already answers there')
     .option('--microvm-memory <MB>', 'RAM microVM template images are booted with (default 1024): the most memoryMB a microVM sandbox can have; rebuild templates after changing it', intIn(128, 65536))
@@ -184,7 +196,8 @@ export function registerServe(program: Command, env: CliEnv): void {
       const metricsListen = opts.metricsListen === undefined || opts.metricsListen === 'off' ? undefined : listenAddress('--metrics-listen', opts.metricsListen, '127.0.0.1:9464');
       const otlpEndpoint = opts.otlpEndpoint === undefined ? undefined : otlpUrl(opts.otlpEndpoint);
       const server = await serve({
-        host: opts.host, port: opts.port, dataDir: opts.dataDir, logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
+        host: opts.host, port: opts.port, dataDir: opts.dataDir, ...(opts.hostId ? { hostId: opts.hostId } : {}), logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
+        ...(opts.networkPrefix ? { network: { prefix: opts.networkPrefix } } : {}),
         warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget, snapshotStorage: snapshotStorageFlags(opts),
         ...(opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : {}),
         ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}),
@@ -235,6 +248,8 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.host) args.push('--host', opts.host);
   if (opts.port !== undefined) args.push('--port', String(opts.port));
   if (opts.dataDir) args.push('--data-dir', opts.dataDir);
+  if (opts.networkPrefix) args.push('--network-prefix', opts.networkPrefix);
+  if (opts.hostId) args.push('--host-id', opts.hostId);
   if (opts.logLevel) args.push('--log-level', opts.logLevel);
   if (opts.microvmMemory !== undefined) args.push('--microvm-memory', String(opts.microvmMemory));
   if (opts.maxOutputBytes !== undefined) args.push('--max-output-bytes', String(opts.maxOutputBytes));

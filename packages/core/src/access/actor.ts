@@ -4,7 +4,7 @@
  * from here; a sandbox of another team is "not found", exactly as an unknown id (no existence leak).
  */
 import { DEFAULT_TEAM, RamifyError, type ApiKeyRole } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 
 /** The team every pre-team resource and the first-start key belong to (`default`). */

@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { RamifyError, type ApiKeyInfo, type ApiKeyRole, type CreateApiKeyRequest } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { Clock } from '../ports/clock.js';
 import type { ApiKeyRecord, Store } from '../ports/store.js';
 import { newApiKeyId } from '../ids.js';

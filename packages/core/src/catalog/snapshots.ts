@@ -3,7 +3,7 @@
  * plus the images of the shared templates (the default team's template images). Names are per team.
  */
 import { RamifyError } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SnapshotRecord } from '../ports/store.js';
 import { DEFAULT_TEAM_ID } from '../access/actor.js';
 

@@ -4,7 +4,7 @@
  * shadows it for that team. Names are unique per team.
  */
 import { RamifyError, type RuntimeName, type TemplateBuildEvent, type TemplateSpec } from '@ramify/contracts';
-import { runtimeFor, type Core } from '../core.js';
+import { runtimeFor, type Core } from '../context.js';
 import { DEFAULT_TEAM_ID } from '../access/actor.js';
 import { collectSnapshots } from '../lifecycle/snapshot-gc.js';
 import type { TemplateRecord } from '../ports/store.js';

@@ -4,7 +4,7 @@
  * buffered first, so a verdict recorded before the call is in its answer.
  */
 import type { EgressLogEntry } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled } from '../lifecycle/state-machine.js';
 import type { EgressLogRecord } from '../ports/store.js';

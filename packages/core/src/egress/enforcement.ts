@@ -2,7 +2,7 @@
  * The calls core makes to the optional {@link EgressEnforcer} port. Without an enforcer (none wired yet,
  * or a host without networking) they do nothing: policies are still validated and stored.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { OPEN_EGRESS_POLICY, parseEgressPolicy, type EgressPolicy } from './policy.js';
 

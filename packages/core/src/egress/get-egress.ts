@@ -2,7 +2,7 @@
  * Use-case: read a sandbox's egress policy, and its mapping to the API shape.
  */
 import type { EgressPolicyInfo } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled } from '../lifecycle/state-machine.js';
 import type { EgressPolicyRecord } from '../ports/store.js';

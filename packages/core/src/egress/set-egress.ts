@@ -3,7 +3,7 @@
  * restart): validate → lock → persist → enforce → acknowledge. If enforcing fails, the stored policy is
  * put back as it was and the error surfaces: what the store says is what the host enforces.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { loadSandbox, asRamifyError } from '../lifecycle/records.js';
 import { assertEgressSettable } from '../lifecycle/state-machine.js';
 import type { EgressPolicyRecord } from '../ports/store.js';

@@ -60,4 +60,8 @@ export const EVENTS_FROM_BUS: { [K in SandboxEventKind]: Mapping<K> } = {
   timedOut: (e, context) => stored('sandbox.lifecycle.timed_out', e.sandboxId, e.sandbox.teamId, e.at, context, { action: e.action }),
   // Found by the usage sampler, not by a call: about the tree's root (the sandbox the budget is set on).
   budget: (e, context) => stored('budget.exceeded', e.rootId, e.teamId, e.at, { ...context, keyId: null, cause: 'budget' }, { rootId: e.rootId, limit: e.limit, max: e.max, used: e.used }),
+  // Suspicion only: the lifecycle checks the runtime, and a loss it confirms is the `error` transition.
+  agentLost: () => null,
+  // Already stored and delivered as that transition's `sandbox.lifecycle.error` (with the reason as `error`).
+  instanceLost: () => null,
 };

@@ -4,7 +4,7 @@
  */
 import { EVENTS_DEFAULT_LIMIT, type EventType, type ListEventsResponse, type SandboxEvent } from '@ramify/contracts';
 import { ownedSandbox } from '../access/actor.js';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { EventRecord } from '../ports/event-store.js';
 
 /** What to list or follow (validated by the contract schemas first). */

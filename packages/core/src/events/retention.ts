@@ -4,7 +4,7 @@
  * `eventPruneIntervalMs` (default an hour, and once at start). Never rejects: a failed prune is logged and
  * the next one tries again.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { messageOf } from '../lifecycle/records.js';
 

@@ -8,7 +8,7 @@
 import { TIMELINE_DEFAULT_LIMIT, type CommandLogEntry, type TimelineEntry } from '@ramify/contracts';
 import { toEgressLogEntry } from '../egress/egress-log.js';
 import { toIngressLogEntry } from '../ingress/ingress-log.js';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import type { CommandLogRecord } from '../ports/event-store.js';
 import { toSandboxEvent } from './list.js';

@@ -9,7 +9,7 @@
  * It never kills: a pause refused (`CHECKPOINT_BLOCKED`, or any failure) leaves the sandbox running and is
  * tried again after `timeoutRetryMs`, as the timeout scheduler does.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { pauseLocked } from '../lifecycle/pause.js';
 import { withCause } from '../observe/call-context.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
@@ -30,7 +30,7 @@ async function sweepIdle(core: Core, retryAt: Map<string, number>): Promise<void
   let cursor: string | undefined;
   try {
     do {
-      const page = await core.store.listSandboxes({ states: ['running'], limit: 500, cursor });
+      const page = await core.store.listSandboxes({ states: ['running'], hostId: core.hostId, limit: 500, cursor });
       watched.push(...page.sandboxes.filter((s) => s.autoPause !== null));
       cursor = page.nextCursor ?? undefined;
     } while (cursor);

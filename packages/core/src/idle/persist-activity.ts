@@ -5,7 +5,7 @@
  * update per interval. A crash loses at most the last interval's touches (the sandbox may then pause up to
  * that much early, and a request wakes it); a start or resume is stored with its state change.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { messageOf } from '../lifecycle/records.js';
 

@@ -4,7 +4,7 @@
  * resume). Turning it on starts the idle time afresh.
  */
 import { MAX_AUTO_PAUSE_IDLE_MS, MIN_AUTO_PAUSE_IDLE_MS, RamifyError, type AutoPause } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled } from '../lifecycle/state-machine.js';
 import type { SandboxRecord } from '../ports/store.js';

@@ -5,7 +5,7 @@
  */
 import * as crypto from 'node:crypto';
 import { timingSafeEqual } from 'node:crypto';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 
 /** Bytes of entropy in a token. */
 export const ACCESS_TOKEN_BYTES = 32;

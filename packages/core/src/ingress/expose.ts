@@ -5,7 +5,7 @@
  * reach any slot).
  */
 import type { PortAccess } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled } from '../lifecycle/state-machine.js';
 import type { SandboxRecord } from '../ports/store.js';

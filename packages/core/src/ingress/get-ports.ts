@@ -3,7 +3,7 @@
  * token port), in the API's shapes.
  */
 import { RamifyError, type IngressEndpoint, type PortInfo, type PortsInfo, type PortUrlInfo } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled } from '../lifecycle/state-machine.js';
 import type { SandboxRecord } from '../ports/store.js';

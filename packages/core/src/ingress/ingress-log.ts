@@ -5,7 +5,7 @@
  * sandbox's newest 1000, as it does the egress log. A read writes what is still buffered first.
  */
 import type { IngressLogEntry, IngressLogResponse } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled } from '../lifecycle/state-machine.js';
 import { BufferedLog, type BufferedLogOptions } from '../log/buffered-log.js';

@@ -4,7 +4,7 @@
  * request it cannot answer from its route cache (see ./ingress-route.ts); it checks the token itself.
  */
 import { RamifyError, type PortAccess } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { resumeSandbox } from '../lifecycle/resume.js';
 import { withCause } from '../observe/call-context.js';
 import { isTerminal } from '../lifecycle/state-machine.js';

@@ -2,7 +2,7 @@
  * Why a connection to a sandbox's port was refused: the ingress asks the sandbox (its agent reads
  * /proc/net/tcp and /proc/net/tcp6 inside it) which addresses listen on the port, instead of guessing.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { agentFor } from '../sandbox/agent-access.js';
 
 /** `none`: nothing listens on the port; `loopback-only`: only on 127.0.0.0/8 or ::1; `reachable`: on an address the ingress reaches. */

@@ -6,8 +6,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RamifyError, type AgentSession } from '@ramify/contracts';
+import { systemClock } from '../ports/clock.js';
 import { silentLogger } from '../ports/logger.js';
 import { AgentSessions } from './agent-sessions.js';
+import { SandboxEvents, type SandboxAgentLostEvent } from './events.js';
 
 /** A session whose ping answers (`'answers'`), never answers (`'silent'`). */
 function stubSession(ping: 'answers' | 'silent'): { session: AgentSession; closedCount: () => number } {
@@ -31,8 +33,8 @@ function stubSession(ping: 'answers' | 'silent'): { session: AgentSession; close
   return { session: session as unknown as AgentSession, closedCount: () => closes };
 }
 
-function registry(connect: (id: string, opts: { pingTimeoutMs?: number }) => Promise<AgentSession>, connectTimeoutMs = 2000): AgentSessions {
-  return new AgentSessions({ connect, isRunning: async () => true, logger: silentLogger, connectTimeoutMs, firstPingTimeoutMs: 50 });
+function registry(connect: (id: string, opts: { pingTimeoutMs?: number }) => Promise<AgentSession>, connectTimeoutMs = 2000, events = new SandboxEvents()): AgentSessions {
+  return new AgentSessions({ connect, isRunning: async () => true, logger: silentLogger, connectTimeoutMs, firstPingTimeoutMs: 50, events, clock: systemClock });
 }
 
 describe('AgentSessions.open', () => {
@@ -91,5 +93,41 @@ describe('AgentSessions.open', () => {
     });
     await assert.rejects(sessions.open('sbx_d'), (err: unknown) => err instanceof RamifyError && err.code === 'AGENT_UNREACHABLE' && /not found/.test(err.message));
     assert.equal(calls, 1);
+  });
+});
+
+describe('AgentSessions: a channel lost for good', () => {
+  test('a channel that drops on its own and cannot be reopened is reported once as agentLost on the bus', async () => {
+    const first = stubSession('answers');
+    let attempts = 0;
+    const events = new SandboxEvents();
+    const lost: SandboxAgentLostEvent[] = [];
+    events.onAgentLost((e) => lost.push(e));
+    const sessions = registry(async () => {
+      attempts++;
+      if (attempts === 1) return first.session;
+      throw new RamifyError('AGENT_UNREACHABLE', 'connection refused');
+    }, 300, events);
+    await sessions.open('sbx-1');
+    const before = Date.now();
+    await first.session.close(); // from outside the registry: the instance went away
+    for (let i = 0; i < 100 && lost.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(lost.length, 1);
+    assert.equal(lost[0]!.sandboxId, 'sbx-1');
+    assert.match(lost[0]!.error, /did not answer within 300 ms/);
+    assert.ok(lost[0]!.at >= before);
+    assert.ok(attempts > 1, 'it tried to reconnect first');
+  });
+
+  test('a channel the registry closes itself (suspend before a checkpoint) is not reported', async () => {
+    const only = stubSession('answers');
+    const events = new SandboxEvents();
+    let reports = 0;
+    events.onAgentLost(() => reports++);
+    const sessions = registry(async () => only.session, 300, events);
+    await sessions.open('sbx-2');
+    await sessions.suspend('sbx-2');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(reports, 0);
   });
 });

@@ -7,7 +7,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RamifyError, type AgentEvent, type AgentSession } from '@ramify/contracts';
 import type { ConnectAgentOpts } from '../ports/agent.js';
+import type { Clock } from '../ports/clock.js';
 import type { Logger } from '../ports/logger.js';
+import type { SandboxEvents } from './events.js';
 
 export interface AgentSessionsOptions {
   /**
@@ -17,8 +19,13 @@ export interface AgentSessionsOptions {
   connect: (sandboxId: string, opts: ConnectAgentOpts) => Promise<AgentSession>;
   /** Whether the sandbox is currently `running` (asked before reconnecting). */
   isRunning: (sandboxId: string) => Promise<boolean>;
-  /** Called when a lost channel of a running sandbox cannot be reopened (the instance may have died). */
-  onUnreachable?: (sandboxId: string, error: unknown) => Promise<void>;
+  /**
+   * Where a lost channel of a running sandbox that cannot be reopened is reported, as an `agentLost`
+   * event (its instance may have died: the lifecycle subscribes and checks; `instance-lost.ts`).
+   */
+  events: Pick<SandboxEvents, 'emitAgentLost'>;
+  /** Stamps the events' `at`. */
+  clock: Clock;
   /** Called for every event an open session's agent pushes (an OOM kill). */
   onEvent?: (sandboxId: string, event: AgentEvent) => void;
   logger: Logger;
@@ -251,7 +258,7 @@ export class AgentSessions {
         await this.get(sandboxId);
       } catch (err) {
         this.#options.logger.warn('agent reconnect failed; checking the instance', { sandboxId, error: String(err) });
-        await this.#options.onUnreachable?.(sandboxId, err);
+        this.#options.events.emitAgentLost({ sandboxId, error: err instanceof Error ? err.message : String(err), at: this.#options.clock.now() });
       }
     })().catch((err: unknown) => this.#options.logger.warn('handling a lost agent channel failed', { sandboxId, error: String(err) }));
   }

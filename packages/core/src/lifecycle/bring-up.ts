@@ -8,7 +8,7 @@
 import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { RamifyError, isRamifyError, type AgentIdentity } from '@ramify/contracts';
-import { runtimeFor, type Core } from '../core.js';
+import { runtimeFor, type Core } from '../context.js';
 import { enforceEgressPolicy, enforceStoredEgressPolicy, releaseEgressEnforcement } from '../egress/enforcement.js';
 import { DENY_ALL_EGRESS_POLICY } from '../egress/policy.js';
 import { hostnameFor } from '../ids.js';
@@ -131,7 +131,7 @@ export async function releaseResources(core: Core, record: SandboxRecord): Promi
   if (runtime) await runtime.kill(record.id).catch((err: unknown) => failures.push(`runtime kill: ${messageOf(err)}`));
   if (record.slot !== null) {
     const slot = record.slot;
-    const lease = (await core.store.listSlots()).find((l) => l.slot === slot);
+    const lease = (await core.store.listSlots(core.hostId)).find((l) => l.slot === slot);
     // Never detach a slot that has since been leased to another sandbox.
     if (lease === undefined || lease.sandboxId === record.id) {
       // A slot among the next ones to be handed out keeps its namespaces, ready for the next sandbox

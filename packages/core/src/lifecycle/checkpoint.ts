@@ -14,7 +14,7 @@
  *   `error` only when that restore fails too.
  */
 import { RamifyError, isRamifyError } from '@ramify/contracts';
-import { runtimeFor, type Core } from '../core.js';
+import { runtimeFor, type Core } from '../context.js';
 import { newSnapshotId } from '../ids.js';
 import { storedEgressPolicy } from '../egress/get-egress.js';
 import { copyIngress } from '../ingress/ports.js';
@@ -198,6 +198,7 @@ async function pendingSnapshot(core: Core, record: SandboxRecord, snapshotId: st
     egress: await storedEgressPolicy(core, record.id),
     ingress: copyIngress(record.ingress),
     autoPause: record.autoPause === null ? null : { ...record.autoPause },
+    hostId: core.hostId,
     networks: await recordedNetworks(core, record.id),
   };
 }

@@ -3,7 +3,7 @@
  * processes and files). Creating is a restore, never a boot.
  */
 import { RamifyError, type AutoPause, type CreateSandboxRequest, type RuntimeName } from '@ramify/contracts';
-import { runtimeFor, type Core } from '../core.js';
+import { runtimeFor, type Core } from '../context.js';
 import { DEFAULT_TEAM_ID } from '../access/actor.js';
 import { findVisibleSnapshot } from '../catalog/snapshots.js';
 import { findVisibleTemplate } from '../catalog/templates.js';

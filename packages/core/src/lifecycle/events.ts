@@ -81,6 +81,39 @@ export interface SandboxTimedOutEvent {
   at: number;
 }
 
+/**
+ * An open agent channel of a running sandbox dropped on its own and could not be reopened within the
+ * connect bound: its runtime instance may be gone. Agent sessions report it; the lifecycle
+ * (`instance-lost.ts`) asks the runtime and records the loss, a pooled sandbox is dropped from the pool.
+ */
+export interface SandboxAgentLostEvent {
+  sandboxId: string;
+  /** The last reconnect's error message. */
+  error: string;
+  at: number;
+}
+
+/**
+ * Why a runtime instance ended on its own (containerd's exit reasons): `oom` (out of memory), `exited`
+ * (its runtime reports it stopped: crashed or killed from outside), `missing` (its runtime has no trace of it).
+ */
+export type InstanceLossReason = 'oom' | 'exited' | 'missing';
+
+/**
+ * A running sandbox's runtime instance was found gone: its resources are released and it is recorded
+ * `error` (persisted before this is emitted; the `state` event says so too, and is what is stored and
+ * delivered to webhooks as `sandbox.lifecycle.error`).
+ */
+export interface SandboxInstanceLostEvent {
+  sandboxId: string;
+  /** The record as persisted (state `error`, the reason in `error`). */
+  sandbox: SandboxRecord;
+  reason: InstanceLossReason;
+  /** What noticed it: its agent channel ({@link SandboxAgentLostEvent}), the liveness monitor, or a call that found its agent unreachable. */
+  noticedBy: 'agent-channel' | 'liveness' | 'call';
+  at: number;
+}
+
 /** Every kind of event on the bus and its payload. */
 export interface SandboxEventMap {
   state: SandboxStateEvent;
@@ -91,6 +124,8 @@ export interface SandboxEventMap {
   snapshotted: SandboxSnapshottedEvent;
   timedOut: SandboxTimedOutEvent;
   budget: SandboxBudgetEvent;
+  agentLost: SandboxAgentLostEvent;
+  instanceLost: SandboxInstanceLostEvent;
 }
 export type SandboxEventKind = keyof SandboxEventMap;
 /** One event of any kind, as {@link SandboxEvents.onAny} hands it. */
@@ -98,7 +133,7 @@ export type AnySandboxEvent = { [K in SandboxEventKind]: { kind: K; event: Sandb
 
 /** Every kind, at run time (the compiler checks it against {@link SandboxEventMap}). */
 export const SANDBOX_EVENT_KINDS = Object.keys({
-  state: true, oom: true, checkpointing: true, ingress: true, forked: true, snapshotted: true, timedOut: true, budget: true,
+  state: true, oom: true, checkpointing: true, ingress: true, forked: true, snapshotted: true, timedOut: true, budget: true, agentLost: true, instanceLost: true,
 } satisfies Record<SandboxEventKind, true>) as SandboxEventKind[];
 
 /** Typed wrapper over an EventEmitter; listener errors are the listener's problem (they are caught and dropped). */
@@ -182,6 +217,24 @@ export class SandboxEvents {
 
   emitBudget(event: SandboxBudgetEvent): void {
     this.#emitter.emit('budget', event);
+  }
+
+  /** Subscribe to agent channels lost for good (the lifecycle checks the instance); returns the unsubscribe function. */
+  onAgentLost(listener: (event: SandboxAgentLostEvent) => void): () => void {
+    return this.#on('agentLost', listener);
+  }
+
+  emitAgentLost(event: SandboxAgentLostEvent): void {
+    this.#emitter.emit('agentLost', event);
+  }
+
+  /** Subscribe to runtime instances found gone (the sandbox is `error` already); returns the unsubscribe function. */
+  onInstanceLost(listener: (event: SandboxInstanceLostEvent) => void): () => void {
+    return this.#on('instanceLost', listener);
+  }
+
+  emitInstanceLost(event: SandboxInstanceLostEvent): void {
+    this.#emitter.emit('instanceLost', event);
   }
 
   /**

@@ -6,7 +6,8 @@
  */
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createCore, type Core } from '../core.js';
+import type { Core } from '../context.js';
+import { createCore } from '../core.js';
 import { silentLogger } from '../ports/logger.js';
 import { readFile, writeFile } from '../sandbox/files.js';
 import { FakeKeepRunningRuntime } from '../testing/fake-ports.js';

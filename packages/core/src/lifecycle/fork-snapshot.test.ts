@@ -100,7 +100,7 @@ describe('fork (fake runtime)', () => {
     await assert.rejects(forkSandbox(w.core, parent.id, { count: 3 }), /second child does not fit/);
     assert.equal((await getSandbox(w.core, parent.id)).state, 'running');
     assert.deepEqual([...w.runtime.instances.keys()], [parent.id]);
-    assert.deepEqual((await w.store.listSlots()).map((l) => l.sandboxId), [parent.id]);
+    assert.deepEqual((await w.store.listSlots('host-test')).map((l) => l.sandboxId), [parent.id]);
   });
 
   test('count outside 1..64 is VALIDATION_FAILED; a creating/killed sandbox is refused', async () => {

@@ -13,7 +13,7 @@
  * the children are up, so reconcile can finish or undo a fork cut short by a crash.
  */
 import { MAX_FORK_COUNT, RamifyError } from '@ramify/contracts';
-import { runtimeFor, type Core } from '../core.js';
+import { runtimeFor, type Core } from '../context.js';
 import { newSandboxId } from '../ids.js';
 import { runOperation } from '../observe/operation.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';

@@ -1,7 +1,7 @@
 /**
  * Use-case: read one sandbox.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { loadSandbox } from './records.js';
 

@@ -3,7 +3,7 @@
  * its runtime instance, detach its network, free its slot, and drop the images only it needed.
  * Idempotent on a killed sandbox.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { runOperation } from '../observe/operation.js';
 import { releaseResources } from './bring-up.js';

@@ -75,7 +75,7 @@ describe('create (fake runtime)', () => {
     await assert.rejects(createSandbox(w.core, {}), (err: Error & { code?: string }) => err.code === 'RUNTIME_ERROR' && /fake restore/.test(err.message));
     const [failed] = (await listSandboxes(w.core, { states: ['error'] })).sandboxes;
     assert.match(failed.error ?? '', /create failed/);
-    assert.deepEqual(await w.store.listSlots(), []);
+    assert.deepEqual(await w.store.listSlots('host-test'), []);
     assert.equal(w.network.attached.size, 0);
   });
 
@@ -89,7 +89,7 @@ describe('create (fake runtime)', () => {
     assert.equal((await listSandboxes(w.core, { states: ['error', 'creating', 'running'] })).sandboxes.length, 0);
     const [refused] = (await listSandboxes(w.core, { states: ['killed'] })).sandboxes;
     assert.match(refused?.error ?? '', /create refused: .*fake: memoryMB 4096 is more than the image allows/);
-    assert.deepEqual(await w.store.listSlots(), []);
+    assert.deepEqual(await w.store.listSlots('host-test'), []);
     assert.equal(w.network.attached.size, 0);
   });
 });
@@ -251,7 +251,7 @@ describe('kill, locks, exec, timeouts, list (fake runtime)', () => {
     const killed = await killSandbox(w.core, sbx.id);
     assert.equal(killed.state, 'killed');
     assert.equal(killed.slot, null);
-    assert.deepEqual(await w.store.listSlots(), []);
+    assert.deepEqual(await w.store.listSlots('host-test'), []);
     assert.equal(w.network.attached.size, 0);
     assert.equal(await w.store.getSnapshot(paused.pausedSnapshotId ?? ''), null);
     assert.equal((await killSandbox(w.core, sbx.id)).state, 'killed');

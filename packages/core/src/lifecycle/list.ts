@@ -2,7 +2,7 @@
  * Use-case: list sandboxes, filtered by state and metadata, paginated by an opaque cursor.
  */
 import { RamifyError, SandboxState, type ListSandboxesResponse } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { toSandboxInfo } from './records.js';
 import { defaultListedStates } from './state-machine.js';

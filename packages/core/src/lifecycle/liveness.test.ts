@@ -11,6 +11,8 @@ test('an exited instance: a call already waiting on its agent and every later ca
   // A connect bound far above the test runner's patience: the waiting call can only end through the monitor.
   const w = await createTestWorld({ agentConnectTimeoutMs: 600_000, livenessPollMs: 0 });
   const monitor = new LivenessMonitor(w.core);
+  const lost: Array<{ sandboxId: string; reason: string; noticedBy: string }> = [];
+  w.core.events.onInstanceLost(({ sandboxId, reason, noticedBy }) => lost.push({ sandboxId, reason, noticedBy }));
   const sbx = await createSandbox(w.core, {});
   const other = await createSandbox(w.core, {});
   w.runtime.die(sbx.id, 'exited');
@@ -22,6 +24,7 @@ test('an exited instance: a call already waiting on its agent and every later ca
   const after = await getSandbox(w.core, sbx.id);
   assert.equal(after.state, 'error');
   assert.match(after.error ?? '', /stopped unexpectedly \(exited\)/);
+  assert.deepEqual(lost, [{ sandboxId: sbx.id, reason: 'exited', noticedBy: 'liveness' }]);
   await assert.rejects(runCommand(w.core, sbx.id, { cmd: 'true' }), (err: { code?: string; message: string }) => err.code === 'SANDBOX_FAILED' && /stopped unexpectedly/.test(err.message));
   assert.equal((await getSandbox(w.core, other.id)).state, 'running', 'a live sandbox is left alone');
   assert.equal((await runCommand(w.core, other.id, { cmd: 'true' }) as { exitCode: number }).exitCode, 0);

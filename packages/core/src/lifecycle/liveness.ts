@@ -5,7 +5,7 @@
  * reason. So a runtime process killed from outside (or crashed) is noticed within about a poll,
  * instead of when a call's agent channel times out (20 s), and later calls fail at once.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { handleInstanceLost } from './instance-lost.js';
 import { PeriodicTask } from './periodic.js';
 import { messageOf } from './records.js';
@@ -22,11 +22,11 @@ async function sweepLiveness(core: Core): Promise<void> {
   let cursor: string | undefined;
   try {
     do {
-      const page = await core.store.listSandboxes({ states: ['running'], limit: 500, cursor });
+      const page = await core.store.listSandboxes({ states: ['running'], hostId: core.hostId, limit: 500, cursor });
       await Promise.all(page.sandboxes.map(async (record) => {
         const runtime = core.runtimes.find((r) => r.name === record.runtime);
         if (!runtime?.isAlive || (await runtime.isAlive(record.id).catch(() => true))) return;
-        await handleInstanceLost(core, record.id);
+        await handleInstanceLost(core, record.id, 'liveness');
       }));
       cursor = page.nextCursor ?? undefined;
     } while (cursor);

@@ -1,10 +1,17 @@
 /**
- * Per-key mutual exclusion: concurrent lifecycle calls on one sandbox run one after the other, in arrival
- * order, while calls on different sandboxes run in parallel. In-process only (one daemon owns a sandbox).
+ * Per-key mutual exclusion on one host: concurrent lifecycle calls on one sandbox run one after the other,
+ * in arrival order, while calls on different sandboxes run in parallel. A lock is keyed by (host, key):
+ * it excludes the calls of host {@link KeyedLock.hostId}'s process only, which is enough for a sandbox's
+ * lifecycle because every call on a sandbox runs on the host that holds it (`SandboxRecord.hostId`). Keys
+ * that are not a sandbox's (`team:<id>` quotas, `budget-tree:<id>`) exclude within this host only too:
+ * with several processes over one store, those need the store's own locks (docs/design/ARCHITECTURE.md).
  */
 export class KeyedLock {
   readonly #tails = new Map<string, Promise<void>>();
   #lastReleasedMs = -Infinity;
+
+  /** @param hostId the host whose calls these locks order (`Core.hostId`). */
+  constructor(readonly hostId: string) {}
 
   /** Run `fn` once every earlier holder of `key` has finished; resolves/rejects with `fn`'s outcome. */
   async run<T>(key: string, fn: () => Promise<T>): Promise<T> {

@@ -6,7 +6,7 @@
  */
 import type { AgentEvent } from '@ramify/contracts';
 import { recordAudit } from '../access/audit.js';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 
 /** The audit action of an OOM kill. */
 export const OOM_AUDIT_ACTION = 'sandbox.oom';

@@ -4,7 +4,7 @@
  * when the checkpoint cannot be taken safely it fails with `CHECKPOINT_BLOCKED` and the sandbox keeps
  * running (see quiet-network.ts and checkpoint.ts).
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { runOperation } from '../observe/operation.js';
 import { checkpointRunning } from './checkpoint.js';

@@ -19,7 +19,7 @@ test('creating a sandbox prewarms the next free slots; a killed sandbox keeps it
   await killSandbox(w.core, a.id);
   assert.ok(w.network.attached.has(a.slot as number), 'slot 1 is the next to hand out: its namespaces stay');
   assert.ok(!w.network.calls.includes(`detach ${a.slot}`));
-  assert.deepEqual((await w.store.listSlots()).map((l) => l.sandboxId), [b.id], 'the lease itself is released');
+  assert.deepEqual((await w.store.listSlots('host-test')).map((l) => l.sandboxId), [b.id], 'the lease itself is released');
   await w.dispose();
 });
 

@@ -3,7 +3,7 @@
  * most likely get the lowest free slots now. Preparing their network namespaces in the background takes
  * the ~60 ms (idle) to ~600 ms (eight at once on two cores) of namespace setup off the critical path.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 
 /**
  * Ask the network to prepare the `core.options.prewarmSlots` lowest free slots, and to tear down idle
@@ -17,12 +17,12 @@ export function prewarmFreeSlots(core: Core): void {
       core.network.prewarm(free);
       // Shrink: idle slots outside the pool (pushed out when lower slots were freed) are torn down,
       // each only if still unleased at the moment no attach of it can run.
-      const leased = new Set((await core.store.listSlots()).map((l) => l.slot));
+      const leased = new Set((await core.store.listSlots(core.hostId)).map((l) => l.slot));
       const pool = new Set(free);
       for (const slot of await core.network.listSlots()) {
         if (leased.has(slot) || pool.has(slot)) continue;
         void core.network
-          .detachIfUnused(slot, async () => !(await core.store.listSlots()).some((l) => l.slot === slot))
+          .detachIfUnused(slot, async () => !(await core.store.listSlots(core.hostId)).some((l) => l.slot === slot))
           .catch(() => undefined);
       }
     })
@@ -31,7 +31,7 @@ export function prewarmFreeSlots(core: Core): void {
 
 /** The `prewarmSlots` lowest slots not leased (counting `releasing`'s lease as free). */
 async function nextFreeSlots(core: Core, releasing: string | null): Promise<number[]> {
-  const used = new Set((await core.store.listSlots()).filter((l) => l.sandboxId !== releasing).map((l) => l.slot));
+  const used = new Set((await core.store.listSlots(core.hostId)).filter((l) => l.sandboxId !== releasing).map((l) => l.slot));
   const free: number[] = [];
   for (let slot = 1; free.length < core.options.prewarmSlots; slot++) if (!used.has(slot)) free.push(slot);
   return free;

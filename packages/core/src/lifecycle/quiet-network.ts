@@ -9,7 +9,7 @@
  * host connection: after the restore, or after a checkpoint that failed.
  */
 import { isRamifyError, RamifyError, type AgentSession } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { Runtime } from '../ports/runtime.js';
 
 /**

@@ -11,7 +11,7 @@
  * | resuming  | forward: agent + identity → `running`     | back → `paused`                               |
  * | killing   | forward: finish the kill                  | forward: finish the kill                      |
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { Runtime } from '../ports/runtime.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { identityFor, releaseResources } from './bring-up.js';

@@ -83,7 +83,7 @@ describe('reconcile after a restart (fake runtime)', () => {
     const after = await getSandbox(w2.core, sbx.id);
     assert.equal(after.state, 'error');
     assert.match(after.error ?? '', /stopped while the daemon was down/);
-    assert.deepEqual(await w2.store.listSlots(), []);
+    assert.deepEqual(await w2.store.listSlots('host-test'), []);
   });
 
   test('crash after the pause image was committed: rolled forward to paused', async () => {
@@ -149,7 +149,7 @@ describe('reconcile after a restart (fake runtime)', () => {
     const [sbx] = (await w2.store.listSandboxes({})).sandboxes;
     assert.equal(sbx.state, 'error');
     assert.match(sbx.error ?? '', /interrupted/);
-    assert.deepEqual(await w2.store.listSlots(), []);
+    assert.deepEqual(await w2.store.listSlots('host-test'), []);
     assert.equal(w2.network.attached.size, 0);
   });
 
@@ -172,7 +172,7 @@ describe('reconcile after a restart (fake runtime)', () => {
       assert.ok(child === null || child.state === 'killed', `${childId} is ${child?.state}`);
     }
     assert.deepEqual([...w2.runtime.instances.keys()], [parent.id]);
-    assert.deepEqual((await w2.store.listSlots()).map((l) => l.sandboxId), [parent.id]);
+    assert.deepEqual((await w2.store.listSlots('host-test')).map((l) => l.sandboxId), [parent.id]);
   });
 
   test('crash mid-kill is finished; orphan instances, slots and pending snapshots are removed', async () => {
@@ -182,7 +182,7 @@ describe('reconcile after a restart (fake runtime)', () => {
     void killSandbox(w1.core, sbx.id);
     await crashed;
     await w1.runtime.boot({ sandboxId: 'sbx_ghost', rootfsDir: '/', resources: { cpuCount: 1, memoryMB: 1, diskSizeMB: null }, hostname: 'g', network: await w1.network.attach('sbx_ghost', 99) });
-    await w1.store.insertSnapshot({ id: 'snap_half', teamId: 'default', name: null, kind: 'pause', status: 'pending', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null, parentSnapshotId: null, sizeBytes: 0, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: w1.rootfsDir, envs: null, egress: null });
+    await w1.store.insertSnapshot({ id: 'snap_half', teamId: 'default', name: null, kind: 'pause', status: 'pending', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null, parentSnapshotId: null, sizeBytes: 0, createdAt: 1, cpuCount: 1, memoryMB: 1, diskSizeMB: null, rootfsDir: w1.rootfsDir, envs: null, egress: null, hostId: 'host-test' });
     const w2 = await restart(w1);
     const report = await reconcile(w2.core);
     assert.equal((await getSandbox(w2.core, sbx.id)).state, 'killed');

@@ -11,7 +11,7 @@
  *    slot leases of dead sandboxes, and `pending` snapshot rows (images never committed).
  * Snapshot directories with no row are only logged (they may belong to a template being built).
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { enforceStoredEgressPolicy } from '../egress/enforcement.js';
 import { enforceStoredNetworks } from '../networks/enforcement.js';
 import type { Runtime } from '../ports/runtime.js';
@@ -62,7 +62,7 @@ async function liveRecords(core: Core): Promise<SandboxRecord[]> {
   const all: SandboxRecord[] = [];
   let cursor: string | undefined;
   do {
-    const page = await core.store.listSandboxes({ states: defaultListedStates(), limit: 1000, cursor });
+    const page = await core.store.listSandboxes({ states: defaultListedStates(), hostId: core.hostId, limit: 1000, cursor });
     all.push(...page.sandboxes);
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
@@ -137,10 +137,10 @@ async function removeOrphans(core: Core, report: ReconcileReport): Promise<void>
       (err: unknown) => core.logger.warn('reconcile: stopping an orphan instance failed', { sandboxId: id, error: messageOf(err) }),
     );
   }
-  for (const lease of await core.store.listSlots()) {
+  for (const lease of await core.store.listSlots(core.hostId)) {
     if (!live.get(lease.sandboxId)) await core.store.releaseSlot(lease.sandboxId);
   }
-  const leased = new Set((await core.store.listSlots()).map((l) => l.slot));
+  const leased = new Set((await core.store.listSlots(core.hostId)).map((l) => l.slot));
   for (const slot of await core.network.listSlots().catch(() => [] as number[])) {
     if (leased.has(slot)) continue;
     await core.network.detach(slot).then(

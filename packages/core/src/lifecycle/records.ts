@@ -3,7 +3,7 @@
  * (check → persist → emit), and the mapping of records to API shapes.
  */
 import { RamifyError, isRamifyError, type IngressEndpoint, type SandboxInfo, type SandboxState, type SnapshotInfo, type TemplateInfo } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxPatch, SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
 import { effectiveAutoResume, sortPorts } from '../ingress/ports.js';
 import { assertTransition } from './state-machine.js';

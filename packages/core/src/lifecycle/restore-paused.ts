@@ -4,7 +4,7 @@
  * A failed restore goes back to `paused`: the image is intact, so a paused sandbox is never lost.
  */
 import { RamifyError } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { phaseTimer } from '../observe/operation.js';
 import { bringUp } from './bring-up.js';
@@ -30,7 +30,8 @@ export async function restorePaused(core: Core, record: SandboxRecord, plan: Res
   if (snapshotId === null) throw new RamifyError('INTERNAL', `paused sandbox '${record.id}' has no pause image`, { id: record.id });
   const keep = plan.afterwards === 'operation-continues';
   const { mark: phase, phases } = phaseTimer();
-  const resuming = await transition(core, record, 'resuming', { operation: keep ? record.operation : { kind: 'resume', snapshotId } });
+  // Its instance will run on this host: recorded before the restore, so a crash leaves it to this host's reconcile.
+  const resuming = await transition(core, record, 'resuming', { operation: keep ? record.operation : { kind: 'resume', snapshotId }, hostId: core.hostId });
   phase('resumingMs');
   try {
     await bringUp(core, resuming, snapshotId);

@@ -2,7 +2,7 @@
  * Use-case: resume a paused sandbox (`paused → resuming → running`): attach its network again (same
  * slot), restore its pause image, reconnect its agent, re-seed its identity, restart its timeout clock.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { runOperation } from '../observe/operation.js';
 import { withinQuota } from '../teams/quota.js';

@@ -45,7 +45,7 @@ async function rebuildTemplate(): Promise<string> {
   const manifest = await w.storage.commit({ snapshotId: 'snap_tpl_2', runtime: 'gvisor', templateId: 'tpl_base', parentSnapshotId: null });
   await w.store.insertSnapshot({
     id: 'snap_tpl_2', teamId: 'default', name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null,
-    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 2, cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir, envs: null, egress: null,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 2, cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir, envs: null, egress: null, hostId: 'host-test',
   });
   const template = await w.store.getTemplate('tpl_base');
   assert.ok(template);

@@ -2,7 +2,7 @@
  * Use-case: change a sandbox's lifetime. A running sandbox's deadline becomes now + `timeoutMs`; a paused
  * one keeps its clock stopped and gets the new lifetime when it resumes.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { loadSandbox } from './records.js';
 import { assertTimeoutSettable, timeoutClockRuns } from './state-machine.js';

@@ -6,7 +6,7 @@
  * on request ({@link deleteSnapshot}).
  */
 import { RamifyError } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { DEFAULT_TEAM_ID } from '../access/actor.js';
 import { messageOf } from './records.js';
 

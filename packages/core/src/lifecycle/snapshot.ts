@@ -4,7 +4,7 @@
  * pause image simply becomes the named snapshot (no copy).
  */
 import { RamifyError } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { storedEgressPolicy } from '../egress/get-egress.js';
 import { copyIngress } from '../ingress/ports.js';
 import { runOperation } from '../observe/operation.js';

@@ -9,7 +9,7 @@
 import { isRamifyError, RamifyError, type Budget } from '@ramify/contracts';
 import { newSandboxBudget } from '../usage/budgets.js';
 import { prewarmFreeSlots } from './prewarm.js';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import { joinNetworks, type NetworkJoin } from '../networks/joins.js';
 import { newAccessToken } from '../ingress/access-token.js';
@@ -62,6 +62,7 @@ export async function startSandbox(core: Core, fresh: NewSandbox, pooled: Pooled
     error: null,
     operation: { kind: 'create' },
     lastActiveAt: null,
+    hostId: core.hostId,
   };
   const { mark: phase, phases } = phaseTimer();
   await core.store.insertSandbox(record);
@@ -103,7 +104,7 @@ export async function startSandbox(core: Core, fresh: NewSandbox, pooled: Pooled
 
 /** Lease a slot for `record` and restore `snapshotId` into it. @returns the record with its slot. */
 async function restoreFresh(core: Core, record: SandboxRecord, snapshotId: string): Promise<SandboxRecord> {
-  const slot = await core.store.allocateSlot(record.id);
+  const slot = await core.store.allocateSlot(record.id, core.hostId);
   prewarmFreeSlots(core);
   const withSlot = await core.store.updateSandbox(record.id, { slot });
   await bringUp(core, withSlot, snapshotId);

@@ -4,7 +4,7 @@
  * refused (`CHECKPOINT_BLOCKED`: pause never kills) leaves the sandbox running and is retried after
  * `timeoutRetryMs`.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { finishKill } from './kill.js';
 import { pauseLocked } from './pause.js';
@@ -28,7 +28,7 @@ async function sweepTimeouts(core: Core, retryAt: Map<string, number>): Promise<
   const due: string[] = [];
   try {
     do {
-      const page = await core.store.listSandboxes({ states: timedStates(), endAtOrBefore: now, limit: 500, cursor });
+      const page = await core.store.listSandboxes({ states: timedStates(), endAtOrBefore: now, hostId: core.hostId, limit: 500, cursor });
       due.push(...page.sandboxes.map((s) => s.id));
       cursor = page.nextCursor ?? undefined;
     } while (cursor);

@@ -5,7 +5,7 @@
  * error surfaces: what the store says is what the host enforces.
  */
 import { MAX_NETWORKS_PER_SANDBOX, RamifyError, internalHostname, type NetworkJoinRequest, type SandboxNetworkInfo } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { asRamifyError, loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled, egressEnforced } from '../lifecycle/state-machine.js';
 import type { NetworkMembership } from '../ports/store.js';

@@ -5,7 +5,7 @@
  * or answer their names.
  */
 import { RamifyError, type SnapshotNetworks } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 
 /**

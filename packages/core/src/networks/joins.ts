@@ -4,7 +4,7 @@
  * sandbox (`startSandbox`), then enforced by its bring-up like its egress policy.
  */
 import { MAX_NETWORKS_PER_SANDBOX, RamifyError, type NetworkJoinRequest } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { assertNetworksEnforceable } from './enforcement.js';
 import { checkLabel, defaultAlias, forkAliases } from './names.js';
 import { findNetwork } from './networks.js';

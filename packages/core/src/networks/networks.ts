@@ -3,7 +3,7 @@
  * is a name; which sandboxes are on it is its membership (see `membership.ts`).
  */
 import { RamifyError, internalHostname, type NetworkInfo, type NetworkMemberInfo } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { newNetworkId } from '../ids.js';
 import type { NetworkMembership, NetworkRecord } from '../ports/store.js';
 import { checkLabel } from './names.js';

@@ -5,7 +5,7 @@
  */
 import { isRamifyError } from '@ramify/contracts';
 import { NO_TELEMETRY, type TelemetryAttributes } from '../ports/telemetry.js';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { currentCallContext, withCallContext } from './call-context.js';
 
 /** What {@link runOperation} runs. */

@@ -6,7 +6,7 @@
  * the same time (neither starts a process of the user), the agent re-seeds the sandbox (fresh entropy into the kernel pool, the host clock, hostname, id, the
  * request's envs), as after every restore.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { enforceStoredEgressPolicy } from '../egress/enforcement.js';
 import { identityFor } from '../lifecycle/bring-up.js';
 import { enforceStoredNetworks } from '../networks/enforcement.js';

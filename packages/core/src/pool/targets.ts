@@ -4,7 +4,7 @@
  * runtime's default disk), within the memory budget.
  */
 import type { RuntimeName } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { DEFAULT_TEAM_ID } from '../access/actor.js';
 import { findVisibleTemplate } from '../catalog/templates.js';
 import type { TemplateRecord } from '../ports/store.js';

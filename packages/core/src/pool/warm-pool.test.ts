@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { cp } from 'node:fs/promises';
 import { RamifyError } from '@ramify/contracts';
 import type { Actor } from '../access/actor.js';
-import type { CoreOptions } from '../core.js';
+import type { CoreOptions } from '../context.js';
 import { createSandbox } from '../lifecycle/create.js';
 import { killSandbox } from '../lifecycle/kill.js';
 import { createTeam, setTeamQuota } from '../teams/teams.js';
@@ -111,7 +111,7 @@ describe('warm pool', () => {
     assert.equal(t.core.pool.stats().templates[0]?.template, 'base');
     await t.core.pool.close();
     assert.deepEqual(pooledIds(t), [first.id], 'only the created sandbox runs');
-    assert.deepEqual((await t.store.listSlots()).map((l) => l.sandboxId), [first.id], 'the pooled slot is free');
+    assert.deepEqual((await t.store.listSlots('host-test')).map((l) => l.sandboxId), [first.id], 'the pooled slot is free');
   });
 
   test('a pooled sandbox that stopped while idle is never handed out: released, and the create gets another or restores', async () => {

@@ -8,7 +8,7 @@
  * `warmPoolQuietMs`, so a create, pause or fork never waits behind one that has not started.
  */
 import type { RuntimeName, WarmPoolHealth } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { newSandboxId } from '../ids.js';
 import { bringUp, bringUpsInFlight, releaseResources } from '../lifecycle/bring-up.js';
 import { prewarmFreeSlots } from '../lifecycle/prewarm.js';
@@ -254,9 +254,9 @@ export class WarmPool {
     this.#entries.set(entry.id, entry);
     const startedMs = performance.now();
     try {
-      entry.slot = await core.store.allocateSlot(entry.id);
+      entry.slot = await core.store.allocateSlot(entry.id, core.hostId);
       prewarmFreeSlots(core);
-      await bringUp(core, pooledRecord(entry, target.envs, core.clock.now()), entry.snapshotId, { egress: 'deny-all' });
+      await bringUp(core, pooledRecord(entry, target.envs, core), entry.snapshotId, { egress: 'deny-all' });
       // The claim asks whether it still lives; the first ask of an incarnation may start a process (`runsc
       // state`, ~50-80 ms under load): asked here, in the background, the claim's is a read of /proc.
       await core.runtimes.find((r) => r.name === entry.runtime)?.isAlive?.(entry.id);
@@ -299,7 +299,7 @@ export class WarmPool {
 
   async #release(entry: PooledSandbox): Promise<void> {
     this.#entries.delete(entry.id);
-    await releaseResources(this.#core, pooledRecord(entry, {}, this.#core.clock.now()));
+    await releaseResources(this.#core, pooledRecord(entry, {}, this.#core));
   }
 }
 
@@ -309,11 +309,12 @@ function keyOf(target: PoolTarget): PoolKey {
 }
 
 /** The record bring-up and release work from (never stored: a pooled sandbox has no row). */
-function pooledRecord(entry: PooledSandbox, envs: Record<string, string>, now: number): SandboxRecord {
+function pooledRecord(entry: PooledSandbox, envs: Record<string, string>, core: Pick<Core, 'clock' | 'hostId'>): SandboxRecord {
+  const now = core.clock.now();
   return {
     id: entry.id, teamId: '', state: 'creating', runtime: entry.runtime, templateId: entry.templateId, sourceSnapshotId: entry.snapshotId,
     rootfsDir: entry.rootfsDir, parentId: null, cpuCount: entry.cpuCount, memoryMB: entry.memoryMB, diskSizeMB: entry.diskSizeMB,
     metadata: {}, envs, createdAt: now, timeoutMs: 0, onTimeout: 'kill', endAt: null, slot: entry.slot, pausedSnapshotId: null,
-    error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null, lastActiveAt: null,
+    error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null, lastActiveAt: null, hostId: core.hostId,
   };
 }

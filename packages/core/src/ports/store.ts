@@ -71,8 +71,14 @@ export interface SandboxRecord {
   onTimeout: TimeoutAction;
   /** When `onTimeout` fires, ms; null while not running (the clock stops when paused). */
   endAt: number | null;
-  /** Network slot held (running and paused sandboxes keep theirs); null when none. */
+  /** Network slot held (running and paused sandboxes keep theirs); null when none. A slot number is unique per host. */
   slot: number | null;
+  /**
+   * The host that holds its runtime instance (running) or its local image (paused): the daemon that
+   * created, forked or last resumed it (`Core.hostId`, `ramify serve --host-id`). Null only for a row from
+   * before migration 26 no daemon has adopted yet ({@link Store.adoptUnhostedRows}).
+   */
+  hostId: string | null;
   /** The image a paused sandbox resumes from. */
   pausedSnapshotId: string | null;
   /** Human-readable reason of the `error` state (or of the last failed operation). */
@@ -109,6 +115,8 @@ export interface SandboxQuery {
   endAtOrBefore?: number;
   /** Only sandboxes with a non-null operation (reconcile). */
   withOperation?: boolean;
+  /** Only sandboxes held by this host (a host's own sweeps: liveness, timeouts, usage, reconcile). */
+  hostId?: string;
 }
 
 export interface SandboxPage {
@@ -138,6 +146,11 @@ export interface SnapshotRecord {
   parentSnapshotId: string | null;
   sizeBytes: number;
   createdAt: number;
+  /**
+   * The host whose snapshot storage holds the image locally: the one that wrote it. Null only for a row
+   * from before migration 26 no daemon has adopted yet.
+   */
+  hostId: string | null;
   /** Resources of the sandbox it was taken from (defaults for sandboxes created from it). */
   cpuCount: number;
   memoryMB: number;
@@ -476,9 +489,18 @@ export interface BudgetRecord {
   updatedAt: number;
 }
 
+/** A network slot leased to a sandbox on one host: slot numbers are unique per host (each host has its own address plan). */
 export interface SlotLease {
+  hostId: string;
   slot: number;
   sandboxId: string;
+}
+
+/** Rows {@link Store.adoptUnhostedRows} gave a host. */
+export interface AdoptedRows {
+  sandboxes: number;
+  snapshots: number;
+  slots: number;
 }
 
 /** See the module doc; the events, webhooks and command log half is {@link EventStore}. */
@@ -546,11 +568,21 @@ export interface Store extends EventStore {
   appendAudit(entry: Omit<AuditRecord, 'id'>): Promise<number>;
   listAudit(query: AuditQuery): Promise<AuditRecord[]>;
 
-  /** Lease the lowest free slot (≥ 1) to `sandboxId`, or return the one it already holds. Rejects `RUNTIME_UNAVAILABLE` when none is free. */
-  allocateSlot(sandboxId: string): Promise<number>;
+  /**
+   * Lease host `hostId`'s lowest free slot (≥ 1) to `sandboxId`, or return the one it already holds there
+   * (a lease it holds on another host is given up). Rejects `RUNTIME_UNAVAILABLE` when none is free.
+   */
+  allocateSlot(sandboxId: string, hostId: string): Promise<number>;
   /** Free the slot leased to `sandboxId`; no-op when it holds none. */
   releaseSlot(sandboxId: string): Promise<void>;
-  listSlots(): Promise<SlotLease[]>;
+  /** Host `hostId`'s leases, by slot. */
+  listSlots(hostId: string): Promise<SlotLease[]>;
+  /**
+   * Give `hostId` every sandbox, snapshot and slot row that names no host (rows from before migration 26:
+   * on one machine, all of them belong to its daemon), in one transaction. A daemon calls it at start,
+   * before reconcile. Returns how many rows of each it adopted.
+   */
+  adoptUnhostedRows(hostId: string): Promise<AdoptedRows>;
 
   /** The sandbox's egress policy, or null when none was ever set (open egress). */
   getEgressPolicy(sandboxId: string): Promise<EgressPolicyRecord | null>;

@@ -6,7 +6,7 @@
  * runtime instance exited fails with `SANDBOX_FAILED` (and the sandbox is failed), not `AGENT_UNREACHABLE`.
  */
 import { RamifyError, isRamifyError, type AgentSession } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { handleInstanceLost } from '../lifecycle/instance-lost.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertAgentReachable } from '../lifecycle/state-machine.js';
@@ -60,7 +60,7 @@ async function explain(core: Core, sandboxId: string, err: unknown): Promise<unk
   const runtime = core.runtimes.find((r) => r.name === record?.runtime);
   if (!record || !runtime?.isAlive) return err;
   if (record.state === 'running' && (await stillAlive(() => runtime.isAlive!(sandboxId)))) return err;
-  await handleInstanceLost(core, sandboxId);
+  await handleInstanceLost(core, sandboxId, 'call');
   const failed = await core.store.getSandbox(sandboxId);
   if (failed?.state !== 'error') return err;
   return new RamifyError('SANDBOX_FAILED', `sandbox '${sandboxId}' failed: ${failed.error ?? 'its runtime instance exited'}`, { id: sandboxId, reason: failed.error });

@@ -6,7 +6,7 @@
  * a kill and pruned with the events. A foreground command is also one `exec` telemetry operation.
  */
 import { isRamifyError, type AgentExit } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { BufferedLog, type BufferedLogOptions } from '../log/buffered-log.js';
 import { currentCallContext } from '../observe/call-context.js';
 import type { CommandLogRecord } from '../ports/event-store.js';

@@ -2,7 +2,7 @@
  * Use-cases: run commands and manage processes in a running sandbox (pass-throughs to its agent).
  */
 import { RamifyError, ResultCapture, type AgentExit, type AgentOutputHandlers, type AgentStartOptions, type CommandRequest, type CommandResult, type ProcessInfo, type StreamOffsets } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { agentFor } from './agent-access.js';
 import { watchCommand } from './command-log.js';
 

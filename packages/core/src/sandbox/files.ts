@@ -2,7 +2,7 @@
  * Use-cases: files of a running sandbox (pass-throughs to its agent). Contents are streamed both ways.
  */
 import type { FileAttributes, FileInfo } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { agentFor } from './agent-access.js';
 
 /**

@@ -5,7 +5,7 @@
  * resizing it.
  */
 import { DEFAULT_PTY_SIZE, checkPtySize, type AgentStartOptions, type PtyInfo, type PtyRequest, type PtySize } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { agentFor } from './agent-access.js';
 import type { StreamHandlers, StreamSubscription } from './commands.js';
 

@@ -5,7 +5,7 @@
  * the client re-attaches once it runs again.
  */
 import { RamifyError, isRamifyError, type AgentWatchHandlers, type WatchInfo, type WatchOptions } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { agentFor } from './agent-access.js';
 import type { StreamSubscription } from './commands.js';
 

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { DEFAULT_SSH_TOKEN_TTL_MS, RamifyError, SSH_TOKEN_USER_SEPARATOR, type SshAccessInfo } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled } from '../lifecycle/state-machine.js';
 

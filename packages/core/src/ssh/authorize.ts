@@ -5,7 +5,7 @@
  * with no hint which (the gateway answers every refusal the same way).
  */
 import { SSH_TOKEN_USER_SEPARATOR } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { isTerminal } from '../lifecycle/state-machine.js';
 import type { SandboxRecord, SshKeyRecord } from '../ports/store.js';
 import { hashSshToken, isWellFormedSshToken } from './access.js';

@@ -5,7 +5,7 @@
  * daemon's SSH module, with ssh2's parser); core stores what it is given.
  */
 import { RamifyError, type SshKeyInfo } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { newSshKeyId } from '../ids.js';
 import type { SshKeyRecord } from '../ports/store.js';
 import { DEFAULT_TEAM_ID } from '../access/actor.js';

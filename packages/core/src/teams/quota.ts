@@ -6,7 +6,7 @@
  * both pass on the same room. A refused call has done nothing yet: it is 429 `QUOTA_EXCEEDED`.
  */
 import { RamifyError, type SandboxState, type TeamQuota } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 
 /** States in which a sandbox holds its runtime's CPU and memory (paused ones hold only disk). */
 export const HOLDING_STATES: readonly SandboxState[] = ['creating', 'running', 'pausing', 'resuming'];

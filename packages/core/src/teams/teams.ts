@@ -4,7 +4,7 @@
  * other key sees only its own team. A team it cannot see is `TEAM_NOT_FOUND`, as an unknown one.
  */
 import { MAX_QUOTA_VALUE, RamifyError, TeamId, type CreateTeamRequest, type SetTeamQuotaRequest, type TeamInfo, type TeamQuota } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { TeamRecord } from '../ports/store.js';
 import { isOperator, requireOperator, type Actor } from '../access/actor.js';
 import { teamUsage } from './quota.js';

@@ -7,4 +7,4 @@ export { FakeAgentSession, type FakeGuestState } from './fake-agent.js';
 export { FakeRuntime, FakeNetwork, DirSnapshotStorage, ManualClock, type FakeCheckpointBehaviour } from './fake-ports.js';
 export { FakeEgressEnforcer } from './fake-egress.js';
 export { FakeNetworkEnforcer } from './fake-networks.js';
-export { createTestWorld, seedTemplate, openSqliteStore, type SeedTemplateOptions, type TestWorld } from './world.js';
+export { createTestWorld, seedTemplate, openSqliteStore, TEST_HOST_ID, type SeedTemplateOptions, type TestWorld } from './world.js';

@@ -5,7 +5,8 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { closeCoreSinks, createCore, type Core, type CoreOptions } from '../core.js';
+import type { Core, CoreOptions } from '../context.js';
+import { closeCoreSinks, createCore } from '../core.js';
 import { silentLogger } from '../ports/logger.js';
 import type { Store } from '../ports/store.js';
 import type { SnapshotStorage } from '../ports/snapshot-storage.js';
@@ -49,6 +50,9 @@ export interface SeedTemplateOptions {
   rootfsDir?: string;
 }
 
+/** The host id of every test world's core (one host). */
+export const TEST_HOST_ID = 'host-test';
+
 /** Write a template image into `storage` and register template `base` (id `tpl_base`, image `snap_tpl`) for it. */
 export async function seedTemplate(store: Store, storage: SnapshotStorage, guest: FakeGuestState, options: SeedTemplateOptions = {}): Promise<void> {
   const rootfsDir = options.rootfsDir ?? tmpdir();
@@ -58,7 +62,7 @@ export async function seedTemplate(store: Store, storage: SnapshotStorage, guest
   const manifest = await storage.commit({ snapshotId: 'snap_tpl', runtime: 'gvisor', templateId: 'tpl_base', parentSnapshotId: null });
   await store.insertSnapshot({
     id: 'snap_tpl', teamId: 'default', name: null, kind: 'template', status: 'ready', runtime: 'gvisor', templateId: 'tpl_base', sandboxId: null,
-    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 1, cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir, envs: null, egress: null,
+    parentSnapshotId: null, sizeBytes: manifest.sizeBytes, createdAt: 1, cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir, envs: null, egress: null, hostId: TEST_HOST_ID,
   });
   await store.putTemplate({ id: 'tpl_base', teamId: 'default', name: 'base', runtime: 'gvisor', specHash: 'h', snapshotId: 'snap_tpl', images: [{ runtime: 'gvisor', snapshotId: 'snap_tpl' }], parent: null, envs: {}, sizeBytes: manifest.sizeBytes, rootfsDir, createdAt: 1 });
 }
@@ -79,7 +83,7 @@ export async function createTestWorld(options: Partial<CoreOptions> = {}, reuse?
     await seedTemplate(store, storage, { files: { '/root/hello.txt': 'hi' }, endpoints: [], identities: [] }, { rootfsDir });
   }
   const core = createCore({
-    store, runtimes: [runtime], network, storage, clock, logger: silentLogger, connectAgent: runtime.connectAgent, egressEnforcer: egress, networkEnforcer: networks,
+    hostId: TEST_HOST_ID, store, runtimes: [runtime], network, storage, clock, logger: silentLogger, connectAgent: runtime.connectAgent, egressEnforcer: egress, networkEnforcer: networks,
     // No warm slot pool by default: tests see every namespace torn down on release (see prewarm.test.ts).
     options: { quietNetworkPollMs: 1_000, prewarmSlots: 0, ...options },
   });

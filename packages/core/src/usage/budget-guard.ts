@@ -8,7 +8,7 @@
  * sandboxes are paused. Never killed: a pause refused (`CHECKPOINT_BLOCKED`, or any failure) leaves the
  * sandbox running and is tried again after `timeoutRetryMs`, as timeout pauses are.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { pauseLocked } from '../lifecycle/pause.js';
 import { withCause } from '../observe/call-context.js';
 import { loadSandbox, messageOf } from '../lifecycle/records.js';

@@ -5,7 +5,7 @@
  * its sandboxes alive, and the limit it is over. `budget-guard.ts` enforces them.
  */
 import { RamifyError, type Budget, type BudgetInfo, type BudgetLimit, type SetBudgetRequest } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled, isTerminal } from '../lifecycle/state-machine.js';
 import type { BudgetRecord, SandboxRecord } from '../ports/store.js';

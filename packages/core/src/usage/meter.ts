@@ -18,7 +18,7 @@
  * Readings run one at a time (one lock), so a stop's reading and a sweep never both count the same CPU.
  * With `usageSampleMs` 0 metering is off: nothing is read or written.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { KeyedLock } from '../lifecycle/locks.js';
 import type { SandboxState } from '@ramify/contracts';
 import type { RuntimeUsage } from '../ports/runtime.js';
@@ -49,11 +49,11 @@ interface Raw {
   blind: boolean;
 }
 
-type MeterCore = Pick<Core, 'store' | 'runtimes' | 'network' | 'clock' | 'logger' | 'activity' | 'options'>;
+type MeterCore = Pick<Core, 'hostId' | 'store' | 'runtimes' | 'network' | 'clock' | 'logger' | 'activity' | 'options'>;
 
 export class UsageMeter {
   readonly #core: MeterCore;
-  readonly #locks = new KeyedLock();
+  readonly #locks: KeyedLock;
   readonly #last = new Map<string, LastReading>();
   /** Sandboxes whose CPU use this meter has judged (a rate, or a runtime that cannot say). */
   readonly #judged = new Set<string>();
@@ -62,6 +62,7 @@ export class UsageMeter {
 
   constructor(core: MeterCore) {
     this.#core = core;
+    this.#locks = new KeyedLock(core.hostId);
     this.metrics = new MetricsWindow(core.options.metricsWindowMs);
   }
 
@@ -103,7 +104,7 @@ export class UsageMeter {
     const running: SandboxRecord[] = [];
     let cursor: string | undefined;
     do {
-      const page = await this.#core.store.listSandboxes({ states: ['running'], limit: 500, cursor });
+      const page = await this.#core.store.listSandboxes({ states: ['running'], hostId: this.#core.hostId, limit: 500, cursor });
       running.push(...page.sandboxes);
       cursor = page.nextCursor ?? undefined;
     } while (cursor);

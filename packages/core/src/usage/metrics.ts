@@ -3,7 +3,7 @@
  * while it ran (every `usageSampleMs`, kept in memory for `metricsWindowMs`), with E2B's field names.
  */
 import type { MetricsQuery, SandboxMetric } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled } from '../lifecycle/state-machine.js';
 import { parseQueryTime } from './report.js';

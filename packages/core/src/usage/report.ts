@@ -4,7 +4,7 @@
  * written to the store, plus the live sandboxes' time not written yet (exact up to now).
  */
 import { RamifyError, type UsageGroupBy, type UsageQuery, type UsageResponse, type UsageRow } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord, UsageAmounts } from '../ports/store.js';
 import { defaultListedStates } from '../lifecycle/state-machine.js';
 import { hourCeil, hourOf } from './accrual.js';

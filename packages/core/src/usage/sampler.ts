@@ -3,7 +3,7 @@
  * sandbox through the meter (one store write for all of them; live metrics and auto-pause's CPU judgement
  * come from the same reading), then checks the budgets covering them. One pass at a time.
  */
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { messageOf } from '../lifecycle/records.js';
 import { enforceBudgets } from './budget-guard.js';

@@ -4,7 +4,7 @@
  * it is exact now). Shared by the usage report, the fork tree and budgets.
  */
 import type { UsageFigures } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import type { SandboxRecord, UsageAmounts } from '../ports/store.js';
 import { meterClassOf, timeAmounts, type HourAmounts } from './accrual.js';
 

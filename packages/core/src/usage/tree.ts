@@ -4,7 +4,7 @@
  * totals and the budget set on it.
  */
 import type { SandboxTreeNode, SandboxTreeResponse } from '@ramify/contracts';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { loadSandbox } from '../lifecycle/records.js';
 import { budgetStatus, toBudgetInfo } from './budgets.js';
 import { noAmounts, sandboxTotals, toFigures } from './totals.js';

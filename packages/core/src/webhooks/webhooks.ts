@@ -5,7 +5,7 @@
  */
 import { EVENT_TYPES, RamifyError, type CreateWebhookRequest, type WebhookDelivery, type WebhookInfo } from '@ramify/contracts';
 import { requireAdmin, type Actor } from '../access/actor.js';
-import type { Core } from '../core.js';
+import type { Core } from '../context.js';
 import { newWebhookId } from '../ids.js';
 import { eventId } from '../events/list.js';
 import type { DeliveryRecord, WebhookRecord } from '../ports/event-store.js';

@@ -2,7 +2,7 @@
  * The OpenAPI 3.1 document of `/v1`, assembled from the same route list and zod schemas the daemon
  * validates with (zod 4's `z.toJSONSchema`), plus the WebSocket routes described in prose.
  */
-import { ERROR_CODES } from '@ramify/contracts';
+import { ERROR_CODES, ROUTES, type OperationId, type RouteDef } from '@ramify/contracts';
 import { z } from 'zod';
 import type { RouteSpec } from './route.js';
 
@@ -39,23 +39,44 @@ const EGRESS_NOTE = [
   'old snapshot whose sandbox is gone), such sandboxes start open.',
 ].join(' ');
 
-/** Extra documented routes that are not in the declarative list (WebSockets). */
+/** Extra documented routes that are not in the declarative list (WebSockets, `/mcp`); method and path come from the route table. */
 export interface ExtraOperation {
-  method: 'get' | 'post';
-  path: string;
+  operation: OperationId;
   summary: string;
   description: string;
   /** OpenAPI responses; default a WebSocket upgrade (101). */
   responses?: Record<string, unknown>;
 }
 
+/** An OpenAPI path from a table path: `/v1/sandboxes/:id` → `/v1/sandboxes/{id}`. */
+export function openApiPath(path: string): string {
+  return path.replace(/:([A-Za-z]+)/g, '{$1}');
+}
+
+/**
+ * What an operation carries from the route table: its `operationId`, no security for a public route,
+ * and the table's own fields as extensions (`x-ramify-auth`, `x-ramify-target`, `x-ramify-transport`,
+ * `x-ramify-action`), so a reader of the document sees who may call it and where it runs.
+ */
+function tableFields(operationId: OperationId, def: RouteDef): Record<string, unknown> {
+  return {
+    operationId,
+    ...(def.auth === 'public' ? { security: [] } : {}),
+    'x-ramify-auth': def.auth,
+    'x-ramify-target': def.target,
+    'x-ramify-transport': def.transport,
+    ...(def.action ? { 'x-ramify-action': def.action } : {}),
+  };
+}
+
 /** Build the document. */
 export function buildOpenApi(routes: readonly RouteSpec[], extras: readonly ExtraOperation[], version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
-    const path = r.url.replace(/:([A-Za-z]+)/g, '{$1}');
+    const def: RouteDef = ROUTES[r.operation];
+    const path = openApiPath(def.path);
     const parameters: unknown[] = [];
-    for (const name of r.url.match(/:([A-Za-z]+)/g) ?? []) {
+    for (const name of def.path.match(/:([A-Za-z]+)/g) ?? []) {
       parameters.push({ name: name.slice(1), in: 'path', required: true, schema: { type: name === ':pid' ? 'integer' : 'string' } });
     }
     if (r.query) {
@@ -79,18 +100,20 @@ export function buildOpenApi(routes: readonly RouteSpec[], extras: readonly Extr
         : r.body
           ? { required: !r.body.safeParse(undefined).success, content: { 'application/json': { schema: schemaOf(r.body, 'input') } } }
           : undefined;
-    (paths[path] ??= {})[r.method.toLowerCase()] = {
+    (paths[path] ??= {})[def.method.toLowerCase()] = {
       summary: r.summary,
       ...(r.description ? { description: r.description } : {}),
-      operationId: r.action ?? `${r.method.toLowerCase()}${path.replace(/[{}]/g, '').replace(/\/(\w)/g, (_, c: string) => c.toUpperCase())}`,
-      ...(r.auth === false ? { security: [] } : {}),
+      ...tableFields(r.operation, def),
       ...(parameters.length ? { parameters } : {}),
       ...(body ? { requestBody: body } : {}),
       responses: { [status]: success, default: { description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } } },
     };
   }
   for (const e of extras) {
-    (paths[e.path] ??= {})[e.method] = { summary: e.summary, description: e.description, responses: e.responses ?? { '101': { description: 'switching to WebSocket' } } };
+    const def: RouteDef = ROUTES[e.operation];
+    (paths[openApiPath(def.path)] ??= {})[def.method.toLowerCase()] = {
+      summary: e.summary, description: e.description, ...tableFields(e.operation, def), responses: e.responses ?? { '101': { description: 'switching to WebSocket' } },
+    };
   }
   return {
     openapi: '3.1.0',

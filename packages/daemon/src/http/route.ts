@@ -1,8 +1,10 @@
 /**
- * Declarative routes: each route names its method, path, schemas (validation and OpenAPI), audit action
- * and success status, and a handler that calls one use-case. {@link mountRoutes} registers them on
- * Fastify with the shared validation; {@link buildOpenApi} documents the same list.
+ * Declarative routes: each route names its operation in contracts' route table (`ROUTES`: method, path,
+ * audit action, auth), its schemas (validation and OpenAPI) and success status, and a handler that calls
+ * one use-case. {@link mountRoutes} registers them on Fastify with the shared validation; {@link buildOpenApi}
+ * documents the same list.
  */
+import { ROUTES, type OperationId } from '@ramify/contracts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { observing, runOperation, withCallContext, type Actor, type Core } from '@ramify/core';
 import { z } from 'zod';
@@ -26,14 +28,11 @@ export interface RouteContext<B, Q, P> {
 }
 
 export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, P extends z.ZodType = z.ZodType> {
-  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  /** Fastify path, e.g. `/v1/sandboxes/:id`. */
-  url: string;
+  /** The route in contracts' table (`ROUTES[operation]`): its method, path, audit action and who may call it come from there. */
+  operation: OperationId;
   summary: string;
   /** Longer prose for OpenAPI (limits, caveats); optional. */
   description?: string;
-  /** Audit action of a mutating route (`sandbox.pause`); absent for reads. */
-  action?: string;
   /** JSON body schema; `raw` when the body is an unbuffered byte stream. */
   body?: B | 'raw';
   query?: Q;
@@ -42,8 +41,6 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   response?: z.ZodType | 'raw' | 'ndjson';
   /** Success status; default 200 (204 sends no body). */
   status?: number;
-  /** Default true. */
-  auth?: boolean;
   /** `traced` (default): each call is a telemetry operation (a span when tracing); `untraced` for scrapes and health checks. */
   telemetry?: 'traced' | 'untraced';
   handler: (ctx: RouteContext<z.infer<B>, z.infer<Q>, z.infer<P>>) => Promise<unknown>;
@@ -70,11 +67,13 @@ export interface RouteConfig {
  */
 export function mountRoutes(app: FastifyInstance, core: Core, routes: readonly RouteSpec[]): void {
   for (const spec of routes) {
-    const auth = spec.auth ?? true;
-    const config: RouteConfig = { action: spec.action, auth, scope: scopeOf(spec.url, auth) };
+    const def = ROUTES[spec.operation];
+    const action = 'action' in def ? def.action : undefined;
+    const auth = def.auth !== 'public';
+    const config: RouteConfig = { action, auth, scope: scopeOf(def.path, auth) };
     app.route({
-      method: spec.method,
-      url: spec.url,
+      method: def.method,
+      url: def.path,
       config,
       handler: async (request, reply) => {
         const run = async (): Promise<unknown> => {
@@ -88,7 +87,7 @@ export function mountRoutes(app: FastifyInstance, core: Core, routes: readonly R
           return spec.status === 204 ? reply.send() : reply.send(result);
         };
         if (spec.telemetry === 'untraced' || !auth || !observing(core)) return run();
-        return inCallContext(request, core, () => runOperation(core, { name: `${spec.method} ${spec.url}`, sandboxId: pathSandboxId(request), attributes: { 'http.request.method': spec.method, 'http.route': spec.url, ...(spec.action ? { 'ramify.action': spec.action } : {}) } }, run));
+        return inCallContext(request, core, () => runOperation(core, { name: `${def.method} ${def.path}`, sandboxId: pathSandboxId(request), attributes: { 'http.request.method': def.method, 'http.route': def.path, ...(action ? { 'ramify.action': action } : {}) } }, run));
       },
     });
   }

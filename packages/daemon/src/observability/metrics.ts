@@ -9,12 +9,14 @@
  * - `ramify_errors_total{code}`: API errors answered, by RamifyError code;
  * - `ramify_egress_verdicts_total{verdict,protocol}`: egress verdicts enforcement reported;
  * - `ramify_events_total{type}`: events recorded;
+ * - `ramify_instances_lost_total{runtime,reason,noticed_by}`: running sandboxes whose runtime instance was
+ *   found gone (`instanceLost` on core's bus; reason `oom`, `exited` or `missing`);
  * - `ramify_queue_size{queue}`: what waits in the daemon's queues (webhook deliveries, events, the
  *   command, egress and ingress logs; {@link DaemonMetrics.addQueue} adds one, e.g. the warm pool);
  * - Node's process metrics (`ramify_process_*`, `ramify_nodejs_*`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { EgressVerdict, EventHub, Store, Telemetry, TelemetryOperation } from '@ramify/core';
+import type { EgressVerdict, EventHub, SandboxEvents, Store, Telemetry, TelemetryOperation } from '@ramify/core';
 
 /** Core operations whose durations are a histogram (other telemetry operations, e.g. routes, are traces only). */
 const TIMED_OPERATIONS: ReadonlySet<string> = new Set(['create', 'pause', 'resume', 'fork', 'snapshot', 'kill', 'exec']);
@@ -36,6 +38,8 @@ export interface DaemonMetrics {
   addQueue(name: string, size: () => number): void;
   /** Count the events `hub` publishes (`ramify_events_total`); returns the unsubscribe function. */
   countEvents(hub: EventHub): () => void;
+  /** Count the lost instances `events` announces (`ramify_instances_lost_total`); returns the unsubscribe function. */
+  countLostInstances(events: Pick<SandboxEvents, 'onInstanceLost'>): () => void;
   /** The exposition text, and its content type. */
   render(): Promise<{ contentType: string; text: string }>;
 }
@@ -60,6 +64,10 @@ export function createMetrics(deps: { store: Pick<Store, 'countSandboxes'> }): D
   const errors = new Counter({ name: 'ramify_errors_total', help: 'API errors answered, by error code', labelNames: ['code'] as const, registers: [registry] });
   const verdicts = new Counter({ name: 'ramify_egress_verdicts_total', help: 'Egress verdicts enforcement reported', labelNames: ['verdict', 'protocol'] as const, registers: [registry] });
   const events = new Counter({ name: 'ramify_events_total', help: 'Events recorded, by type', labelNames: ['type'] as const, registers: [registry] });
+  const lost = new Counter({
+    name: 'ramify_instances_lost_total', help: 'Running sandboxes whose runtime instance was found gone, by runtime, reason and what noticed it',
+    labelNames: ['runtime', 'reason', 'noticed_by'] as const, registers: [registry],
+  });
   new Gauge({
     name: 'ramify_queue_size', help: 'Items waiting in the daemon\'s queues', labelNames: ['queue'] as const, registers: [registry],
     collect() {
@@ -89,6 +97,7 @@ export function createMetrics(deps: { store: Pick<Store, 'countSandboxes'> }): D
     egressVerdict: (v) => verdicts.inc({ verdict: v.verdict, protocol: v.protocol }),
     addQueue: (name, size) => void queues.set(name, size),
     countEvents: (hub) => hub.subscribe((event) => events.inc({ type: event.type })),
+    countLostInstances: (bus) => bus.onInstanceLost((e) => lost.inc({ runtime: e.sandbox.runtime, reason: e.reason, noticed_by: e.noticedBy })),
     render: async () => ({ contentType: registry.contentType, text: await registry.metrics() }),
   };
 }

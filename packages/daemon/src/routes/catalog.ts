@@ -11,24 +11,24 @@ const AuditQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(10
 
 export const catalogRoutes: RouteSpec[] = [
   route({
-    method: 'GET', url: '/v1/snapshots', summary: "List the team's snapshots (and the shared templates' images)", response: z.object({ snapshots: z.array(SnapshotInfo) }),
+    operation: 'listSnapshots', summary: "List the team's snapshots (and the shared templates' images)", response: z.object({ snapshots: z.array(SnapshotInfo) }),
     handler: async ({ core, actor }) => ({ snapshots: (await listSnapshots(core, { teamId: actor.teamId })).map(toSnapshotInfo) }),
   }),
   route({
-    method: 'GET', url: '/v1/snapshots/:id', summary: 'Get a snapshot (by id or name)', params: IdParams, response: SnapshotInfo,
+    operation: 'getSnapshot', summary: 'Get a snapshot (by id or name)', params: IdParams, response: SnapshotInfo,
     handler: async ({ core, params, actor }) => toSnapshotInfo(await getSnapshot(core, params.id, actor.teamId)),
   }),
   route({
-    method: 'DELETE', url: '/v1/snapshots/:id', summary: 'Delete a snapshot (409 while a sandbox or template needs it)', action: 'snapshot.delete',
+    operation: 'deleteSnapshot', summary: 'Delete a snapshot (409 while a sandbox or template needs it)',
     params: IdParams, status: 204,
     handler: async ({ core, params, actor }) => deleteSnapshot(core, params.id, actor.teamId),
   }),
   route({
-    method: 'GET', url: '/v1/templates', summary: "List the templates the team may use: its own and the shared ones (the default team's)", response: z.object({ templates: z.array(TemplateInfo) }),
+    operation: 'listTemplates', summary: "List the templates the team may use: its own and the shared ones (the default team's)", response: z.object({ templates: z.array(TemplateInfo) }),
     handler: async ({ core, actor }) => ({ templates: (await listTemplates(core, actor.teamId)).map(toTemplateInfo) }),
   }),
   route({
-    method: 'POST', url: '/v1/templates', summary: "Build a template of the caller's team (the default team's are shared with every team); the response is an NDJSON stream of TemplateBuildEvent", action: 'template.build',
+    operation: 'buildTemplate', summary: "Build a template of the caller's team (the default team's are shared with every team); the response is an NDJSON stream of TemplateBuildEvent",
     body: TemplateSpec, query: TemplateBuildQuery, response: 'ndjson',
     handler: async ({ core, body, query, request, reply, actor }) => {
       const runtimes = query.runtime;
@@ -51,12 +51,12 @@ export const catalogRoutes: RouteSpec[] = [
     },
   }),
   route({
-    method: 'DELETE', url: '/v1/templates/:id', summary: "Delete one of the team's templates and its images (409 while a live sandbox or another template needs it; 403 for a shared one)", action: 'template.delete',
+    operation: 'deleteTemplate', summary: "Delete one of the team's templates and its images (409 while a live sandbox or another template needs it; 403 for a shared one)",
     params: IdParams, status: 204,
     handler: async ({ core, params, actor }) => deleteTemplate(core, params.id, actor.teamId),
   }),
   route({
-    method: 'GET', url: '/v1/audit',
+    operation: 'listAudit',
     summary: "The team's audit log (its keys' calls), newest first; the default team's admin keys also see calls that carried no valid key",
     query: AuditQuery, response: z.object({ entries: z.array(AuditEntry) }),
     handler: async ({ core, query, actor }) => ({

@@ -9,7 +9,7 @@ import { IdParams, route, type RouteSpec } from '../http/route.js';
 
 export const eventRoutes: RouteSpec[] = [
   route({
-    method: 'GET', url: '/v1/events', summary: "The team's lifecycle events, oldest first from a cursor (or newest first), filtered by sandbox and type",
+    operation: 'listEvents', summary: "The team's lifecycle events, oldest first from a cursor (or newest first), filtered by sandbox and type",
     description: 'after: the nextCursor of the previous page (an event id, evt_<n>; anything else is 400). Oldest first (default), nextCursor is always the last event\'s id, so polling with it returns only newer events; '
       + "newest first, it is null after the last page. type: comma-separated event types (an unknown one is 400). sandboxId: another team's sandbox is 404 SANDBOX_NOT_FOUND. "
       + 'Events are kept for the daemon\'s retention (default 7 days).',
@@ -23,7 +23,7 @@ export const eventRoutes: RouteSpec[] = [
     }),
   }),
   route({
-    method: 'GET', url: '/v1/sandboxes/:id/timeline', summary: "A sandbox's timeline: its lifecycle events, commands (exit code, duration), egress and ingress decisions, merged by time",
+    operation: 'getTimeline', summary: "A sandbox's timeline: its lifecycle events, commands (exit code, duration), egress and ingress decisions, merged by time",
     description: 'The newest limit entries (default 200, at most 1000) of the four together, newest first (order=desc, default) or oldest first (order=asc). '
       + 'Commands: those started over the API whose exit the daemon saw. A killed sandbox keeps its events and commands; its egress and ingress logs end with it.',
     params: IdParams, query: TimelineQuery, response: TimelineResponse,

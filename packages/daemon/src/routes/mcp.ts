@@ -6,6 +6,7 @@
  * GET and DELETE (a session's stream and end) are 405: there are no sessions.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ROUTES } from '@ramify/contracts';
 import { handleMcpPost, methodNotAllowed } from '@ramify/mcp';
 import type { ExtraOperation } from '../http/openapi.js';
 import type { RouteConfig } from '../http/route.js';
@@ -13,7 +14,7 @@ import { bearerToken } from '../http/auth.js';
 import { scopeOf } from '../http/scope.js';
 
 /** Path of the MCP endpoint. */
-export const MCP_PATH = '/mcp';
+export const MCP_PATH = ROUTES.mcp.path;
 /**
  * Largest MCP request, bytes: one `files_write` of up to 8 MiB characters (its limit) in JSON, with room
  * for escaping. Other API routes keep the 1 MiB JSON limit.
@@ -21,7 +22,7 @@ export const MCP_PATH = '/mcp';
 export const MCP_BODY_LIMIT = 24 << 20;
 
 export const mcpDocs: ExtraOperation[] = [{
-  method: 'post', path: MCP_PATH, summary: 'MCP (Streamable HTTP, stateless): Ramify as tools for agents',
+  operation: 'mcp', summary: 'MCP (Streamable HTTP, stateless): Ramify as tools for agents',
   description: 'JSON-RPC 2.0 messages of the Model Context Protocol (initialize, tools/list, tools/call, resources/list, resources/read); answers as application/json. Send Accept: application/json, text/event-stream. No sessions: GET and DELETE are 405. The tools and resources are those of `ramify mcp` (see README, "MCP"). Bearer auth as every route; each tool call acts as, and is audited under, the calling key.',
   responses: { '200': { description: 'JSON-RPC response' }, '202': { description: 'notification accepted' }, '401': { description: 'missing or wrong API key' } },
 }];

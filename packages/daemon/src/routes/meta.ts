@@ -28,7 +28,7 @@ function poolHealth(stats: WarmPoolStats): WarmPoolHealth {
 export function metaRoutes(documented: readonly RouteSpec[], extras: readonly ExtraOperation[] = []): RouteSpec[] {
   const meta: RouteSpec[] = [
     route({
-      method: 'GET', url: '/v1/health', summary: 'Liveness and available runtimes', auth: false,
+      operation: 'getHealth', summary: 'Liveness and available runtimes',
       response: z.object({
         ok: z.literal(true),
         version: z.string(),
@@ -51,7 +51,7 @@ export function metaRoutes(documented: readonly RouteSpec[], extras: readonly Ex
       }),
     }),
     route({
-      method: 'GET', url: '/v1/openapi.json', summary: 'This document', auth: false,
+      operation: 'getOpenApi', summary: 'This document',
       handler: async () => document,
     }),
   ];

@@ -10,7 +10,7 @@ import type { DaemonMetrics } from '../observability/metrics.js';
 /** The route over `metrics`; null: this daemon collects none (503). */
 export function metricsRoute(metrics: DaemonMetrics | null): RouteSpec {
   return route({
-    method: 'GET', url: '/metrics', summary: 'Prometheus metrics (text format 0.0.4), series prefixed ramify_ (an admin key of the default team)',
+    operation: 'getMetrics', summary: 'Prometheus metrics (text format 0.0.4), series prefixed ramify_ (an admin key of the default team)',
     description: 'Without a key 401, any other key 403. A scraper without a key: ramify serve --metrics-listen ADDR:PORT serves the same text at /metrics there.',
     response: 'raw', telemetry: 'untraced',
     handler: async ({ actor, reply }) => {

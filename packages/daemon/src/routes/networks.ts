@@ -20,35 +20,35 @@ const ISOLATION = 'Sandboxes on a network reach each other by any protocol and p
 
 export const networkRoutes: RouteSpec[] = [
   route({
-    method: 'POST', url: '/v1/networks', status: 201, action: 'network.create', body: CreateNetworkRequest, response: NetworkInfo,
+    operation: 'createNetwork', status: 201, body: CreateNetworkRequest, response: NetworkInfo,
     summary: 'Create a private network (its name a DNS label); 409 NETWORK_EXISTS when the name is taken', description: ISOLATION,
     handler: async ({ core, body, actor }) => toNetworkInfo(await createNetwork(core, actor.teamId, body)),
   }),
   route({
-    method: 'GET', url: '/v1/networks', summary: 'Private networks, oldest first, with their members', response: ListNetworksResponse,
+    operation: 'listNetworks', summary: 'Private networks, oldest first, with their members', response: ListNetworksResponse,
     handler: async ({ core, actor }) => ({ networks: (await listNetworks(core, actor.teamId)).map(toNetworkInfo) }),
   }),
   route({
-    method: 'GET', url: '/v1/networks/:network', summary: 'A private network (by name or id) with its members', params: NetworkParams, response: NetworkInfo,
+    operation: 'getNetwork', summary: 'A private network (by name or id) with its members', params: NetworkParams, response: NetworkInfo,
     handler: async ({ core, params, actor }) => toNetworkInfo(await getNetwork(core, actor.teamId, params.network)),
   }),
   route({
-    method: 'DELETE', url: '/v1/networks/:network', status: 204, action: 'network.delete', params: NetworkParams,
+    operation: 'deleteNetwork', status: 204, params: NetworkParams,
     summary: 'Delete a private network; 409 NETWORK_IN_USE naming its sandboxes (details.sandboxes) while any is on it',
     handler: async ({ core, params, actor }) => deleteNetwork(core, actor.teamId, params.network),
   }),
   route({
-    method: 'GET', url: '/v1/sandboxes/:id/networks', summary: 'The private networks a sandbox is on, with its alias and name on each', params: IdParams, response: SandboxNetworksResponse,
+    operation: 'listSandboxNetworks', summary: 'The private networks a sandbox is on, with its alias and name on each', params: IdParams, response: SandboxNetworksResponse,
     handler: async ({ core, params }) => ({ networks: (await listSandboxNetworks(core, params.id)).map(toSandboxNetworkInfo) }),
   }),
   route({
-    method: 'POST', url: '/v1/sandboxes/:id/networks', status: 201, action: 'sandbox.network-attach', params: IdParams, body: NetworkJoinRequest, response: SandboxNetworkInfo,
+    operation: 'joinNetwork', status: 201, params: IdParams, body: NetworkJoinRequest, response: SandboxNetworkInfo,
     summary: 'Put a running or paused sandbox on a private network, live (stored, then enforced, before it answers); 404 NETWORK_NOT_FOUND, 409 NETWORK_ALIAS_TAKEN',
     description: `The alias defaults to sbx-<last 8 characters of the id>. Attaching again with the same alias (or none) is a no-op. ${ISOLATION}`,
     handler: async ({ core, params, body }) => toSandboxNetworkInfo(await attachNetwork(core, params.id, body)),
   }),
   route({
-    method: 'DELETE', url: '/v1/sandboxes/:id/networks/:network', status: 204, action: 'sandbox.network-detach', params: MemberParams,
+    operation: 'leaveNetwork', status: 204, params: MemberParams,
     summary: "Take a sandbox off a private network, live: its open connections to the network's members are cut, its name there stops resolving (idempotent)",
     handler: async ({ core, params }) => detachNetwork(core, params.id, params.network),
   }),

@@ -12,52 +12,52 @@ const ExitInfo = z.object({ exitCode: z.number().int().nullable(), signal: z.str
 
 export const processRoutes: RouteSpec[] = [
   route({
-    method: 'POST', url: '/v1/sandboxes/:id/commands', summary: 'Run a command (foreground: waits for exit; background: returns its pid)',
+    operation: 'runCommand', summary: 'Run a command (foreground: waits for exit; background: returns its pid)',
     description: 'A foreground result keeps the head of each stream, at most the daemon\'s maxOutputBytes bytes of it (ramify serve --max-output-bytes; default 33554432, 32 MiB; '
       + 'a cut inside a UTF-8 character leaves that character out). truncated says whether either stream was cut, capture has the limit and, per stream, '
       + 'keptBytes and totalBytes (what the process wrote). The exit code is the process\'s either way. To get every byte, run it over GET /v1/sandboxes/{id}/commands/stream.',
-    action: 'command.run', params: IdParams, body: CommandRequest, response: z.union([CommandResult, z.object({ pid: z.number().int() })]),
+    params: IdParams, body: CommandRequest, response: z.union([CommandResult, z.object({ pid: z.number().int() })]),
     handler: async ({ core, params, body }) => runCommand(core, params.id, body),
   }),
   route({
-    method: 'POST', url: '/v1/sandboxes/:id/pty', summary: 'Start a terminal (a process on a pseudo-terminal); returns its pid and size',
+    operation: 'createPty', summary: 'Start a terminal (a process on a pseudo-terminal); returns its pid and size',
     description: 'Default size 80x24, each side 1..1000 (else 400 PTY_SIZE_INVALID); default command /bin/bash -i -l; TERM=xterm-256color and LANG=C.UTF-8 unless envs say otherwise. '
       + 'Its output (stdout and stderr merged) waits in the agent\'s buffer: read it with GET /v1/sandboxes/{id}/processes/{pid}/stream, type with POST .../stdin, resize with POST .../resize. '
       + 'Or open it over the WebSocket GET /v1/sandboxes/{id}/pty/stream.',
-    action: 'pty.create', params: IdParams, body: PtyRequest, response: PtyInfo, status: 201,
+    params: IdParams, body: PtyRequest, response: PtyInfo, status: 201,
     handler: async ({ core, params, body }) => createPty(core, params.id, body),
   }),
   route({
-    method: 'POST', url: '/v1/sandboxes/:id/processes/:pid/resize', summary: "Resize a terminal's window (the program gets SIGWINCH)",
+    operation: 'resizeProcess', summary: "Resize a terminal's window (the program gets SIGWINCH)",
     description: 'Errors: 400 PTY_SIZE_INVALID (each side 1..1000); 404 PROCESS_NOT_FOUND; 409 NOT_A_PTY (started without a terminal); 409 PROCESS_EXITED.',
-    action: 'process.resize', params: PidParams, body: ResizeRequest, status: 204,
+    params: PidParams, body: ResizeRequest, status: 204,
     handler: async ({ core, params, body }) => resizePty(core, params.id, params.pid, body),
   }),
   route({
-    method: 'GET', url: '/v1/sandboxes/:id/processes', summary: 'List processes', params: IdParams, response: z.object({ processes: z.array(ProcessInfo) }),
+    operation: 'listProcesses', summary: 'List processes', params: IdParams, response: z.object({ processes: z.array(ProcessInfo) }),
     handler: async ({ core, params }) => ({ processes: await listProcesses(core, params.id) }),
   }),
   route({
-    method: 'POST', url: '/v1/sandboxes/:id/processes/:pid/stdin', summary: "Write raw bytes (application/octet-stream) to a process's stdin",
+    operation: 'writeStdin', summary: "Write raw bytes (application/octet-stream) to a process's stdin",
     description: 'Errors: 409 PROCESS_EXITED (details pid, exitCode, signal) once the process has exited; 409 INVALID_STATE when it was started without stdin or its stdin is closed; 404 PROCESS_NOT_FOUND.',
-    action: 'process.stdin', params: PidParams, body: 'raw', status: 204,
+    params: PidParams, body: 'raw', status: 204,
     handler: async ({ core, params, body }) => {
       if (!isStream(body)) throw new RamifyError('BAD_REQUEST', 'send stdin as raw bytes with Content-Type: application/octet-stream');
       for await (const chunk of body) await sendStdin(core, params.id, params.pid, chunk as Uint8Array);
     },
   }),
   route({
-    method: 'POST', url: '/v1/sandboxes/:id/processes/:pid/stdin/close', summary: "Close a process's stdin", action: 'process.stdin.close',
+    operation: 'closeStdin', summary: "Close a process's stdin",
     params: PidParams, body: NoBody.optional(), status: 204,
     handler: async ({ core, params }) => closeStdin(core, params.id, params.pid),
   }),
   route({
-    method: 'POST', url: '/v1/sandboxes/:id/processes/:pid/signal', summary: "Signal a process's group", action: 'process.signal',
+    operation: 'signalProcess', summary: "Signal a process's group",
     params: PidParams, body: SignalRequest, status: 204,
     handler: async ({ core, params, body }) => signalProcess(core, params.id, params.pid, body.signal),
   }),
   route({
-    method: 'GET', url: '/v1/sandboxes/:id/processes/:pid/wait', summary: 'Wait for a process to exit (long poll)', params: PidParams, response: ExitInfo,
+    operation: 'waitProcess', summary: 'Wait for a process to exit (long poll)', params: PidParams, response: ExitInfo,
     handler: async ({ core, params }) => waitProcess(core, params.id, params.pid),
   }),
 ];

@@ -24,7 +24,7 @@ const ResumeRequest = z.strictObject({ timeoutMs: z.number().int().positive().ma
 
 export const sandboxRoutes: RouteSpec[] = [
   route({
-    method: 'POST', url: '/v1/sandboxes', summary: 'Create a sandbox from a template or snapshot', action: 'sandbox.create',
+    operation: 'createSandbox', summary: 'Create a sandbox from a template or snapshot',
     body: CreateSandboxRequest, response: SandboxInfo, status: 201,
     handler: async ({ core, body, request, actor }) => {
       const record = await createSandbox(core, body, { teamId: actor.teamId });
@@ -33,43 +33,43 @@ export const sandboxRoutes: RouteSpec[] = [
     },
   }),
   route({
-    method: 'GET', url: '/v1/sandboxes', summary: "List the caller's team's sandboxes (filter by state and metadata, paginated)",
+    operation: 'listSandboxes', summary: "List the caller's team's sandboxes (filter by state and metadata, paginated)",
     query: ListSandboxesQuery, response: ListSandboxesResponse,
     handler: async ({ core, query, actor }) => listSandboxes(core, { ...parseListQuery(query), teamId: actor.teamId }),
   }),
   route({
-    method: 'GET', url: '/v1/sandboxes/:id', summary: 'Get a sandbox', params: IdParams, response: SandboxInfo,
+    operation: 'getSandbox', summary: 'Get a sandbox', params: IdParams, response: SandboxInfo,
     handler: async ({ core, params }) => toSandboxInfo(await getSandbox(core, params.id), core.options.ingress),
   }),
   route({
-    method: 'DELETE', url: '/v1/sandboxes/:id', summary: 'Kill a sandbox (idempotent)', action: 'sandbox.kill', params: IdParams, status: 204,
+    operation: 'killSandbox', summary: 'Kill a sandbox (idempotent)', params: IdParams, status: 204,
     handler: async ({ core, params }) => {
       await killSandbox(core, params.id);
     },
   }),
   route({
-    method: 'POST', url: '/v1/sandboxes/:id/pause', summary: 'Pause (checkpoint) a sandbox; 409 CHECKPOINT_BLOCKED keeps it running',
-    action: 'sandbox.pause', params: IdParams, body: NoBody.optional(), response: SandboxInfo,
+    operation: 'pauseSandbox', summary: 'Pause (checkpoint) a sandbox; 409 CHECKPOINT_BLOCKED keeps it running',
+    params: IdParams, body: NoBody.optional(), response: SandboxInfo,
     handler: async ({ core, params }) => toSandboxInfo(await pauseSandbox(core, params.id), core.options.ingress),
   }),
   route({
-    method: 'POST', url: '/v1/sandboxes/:id/resume', summary: 'Resume a paused sandbox', action: 'sandbox.resume',
+    operation: 'resumeSandbox', summary: 'Resume a paused sandbox',
     params: IdParams, body: ResumeRequest.optional(), response: SandboxInfo,
     handler: async ({ core, params, body }) => toSandboxInfo(await resumeSandbox(core, params.id, { timeoutMs: body?.timeoutMs }), core.options.ingress),
   }),
   route({
-    method: 'POST', url: '/v1/sandboxes/:id/fork', summary: 'Fork a running or paused sandbox into count new sandboxes', action: 'sandbox.fork',
+    operation: 'forkSandbox', summary: 'Fork a running or paused sandbox into count new sandboxes',
     params: IdParams, body: ForkRequest, response: ForkResponse, status: 201,
     handler: async ({ core, params, body }) => ({ sandboxes: (await forkSandbox(core, params.id, body))
       .map((r) => toSandboxInfo(r, core.options.ingress)) }),
   }),
   route({
-    method: 'POST', url: '/v1/sandboxes/:id/snapshots', summary: 'Take a named snapshot that outlives the sandbox', action: 'sandbox.snapshot',
+    operation: 'snapshotSandbox', summary: 'Take a named snapshot that outlives the sandbox',
     params: IdParams, body: SnapshotRequest, response: SnapshotInfo, status: 201,
     handler: async ({ core, params, body }) => toSnapshotInfo(await snapshotSandbox(core, params.id, body)),
   }),
   route({
-    method: 'POST', url: '/v1/sandboxes/:id/timeout', summary: "Set a sandbox's lifetime from now", action: 'sandbox.timeout',
+    operation: 'setSandboxTimeout', summary: "Set a sandbox's lifetime from now",
     params: IdParams, body: SetTimeoutRequest, response: SandboxInfo,
     handler: async ({ core, params, body }) => toSandboxInfo(await setSandboxTimeout(core, params.id, body.timeoutMs), core.options.ingress),
   }),

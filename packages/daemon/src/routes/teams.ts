@@ -9,27 +9,27 @@ import { route, type RouteSpec } from '../http/route.js';
 
 export const teamRoutes: RouteSpec[] = [
   route({
-    method: 'POST', url: '/v1/teams', summary: 'Create a team, optionally with its quota (an admin key of the default team)', action: 'team.create',
+    operation: 'createTeam', summary: 'Create a team, optionally with its quota (an admin key of the default team)',
     description: 'The id is what people type (1-63 of a-z, 0-9 and -). 403 FORBIDDEN for any other key, 409 CONFLICT when the id is taken.',
     body: CreateTeamRequest, response: TeamInfo, status: 201,
     handler: async ({ core, body, actor }) => toTeamInfo(core, await createTeam(core, actor, body)),
   }),
   route({
-    method: 'GET', url: '/v1/teams', summary: "Teams with their quotas and usage: every team for the default team's admin keys, else the caller's own", response: ListTeamsResponse,
+    operation: 'listTeams', summary: "Teams with their quotas and usage: every team for the default team's admin keys, else the caller's own", response: ListTeamsResponse,
     handler: async ({ core, actor }) => ({ teams: await Promise.all((await listTeams(core, actor)).map((t) => toTeamInfo(core, t))) }),
   }),
   route({
-    method: 'GET', url: '/v1/teams/:team', summary: 'One team, its quota and usage (404 TEAM_NOT_FOUND for a team the key cannot see)', params: TeamParams, response: TeamInfo,
+    operation: 'getTeam', summary: 'One team, its quota and usage (404 TEAM_NOT_FOUND for a team the key cannot see)', params: TeamParams, response: TeamInfo,
     handler: async ({ core, params, actor }) => toTeamInfo(core, await visibleTeam(core, actor, params.team)),
   }),
   route({
-    method: 'PATCH', url: '/v1/teams/:team', summary: "Change a team's quota (an admin key of the default team); fields not given stay, null removes a limit",
+    operation: 'setTeamQuota', summary: "Change a team's quota (an admin key of the default team); fields not given stay, null removes a limit",
     description: 'Limits are whole numbers from 0; exceeding one at create, fork or resume is 429 QUOTA_EXCEEDED naming it. A lower limit stops nothing already running.',
-    action: 'team.quota', params: TeamParams, body: UpdateTeamRequest, response: TeamInfo,
+    params: TeamParams, body: UpdateTeamRequest, response: TeamInfo,
     handler: async ({ core, params, body, actor }) => toTeamInfo(core, await setTeamQuota(core, actor, params.team, body.quota)),
   }),
   route({
-    method: 'POST', url: '/v1/keys', summary: 'Create an API key (an admin key); the secret is in this answer only', action: 'key.create',
+    operation: 'createApiKey', summary: 'Create an API key (an admin key); the secret is in this answer only',
     description: "team: default the caller's (another team takes an admin key of the default team; else 404 TEAM_NOT_FOUND); role: default member; ttlMs: default never expires. 403 FORBIDDEN for a member key.",
     body: CreateApiKeyRequest, response: CreatedApiKey, status: 201,
     handler: async ({ core, body, actor }) => {
@@ -38,12 +38,12 @@ export const teamRoutes: RouteSpec[] = [
     },
   }),
   route({
-    method: 'GET', url: '/v1/keys', summary: "API keys (an admin key): the caller's team's; the default team's admin keys see every team's (?team= filters)",
+    operation: 'listApiKeys', summary: "API keys (an admin key): the caller's team's; the default team's admin keys see every team's (?team= filters)",
     query: ListApiKeysQuery, response: ListApiKeysResponse,
     handler: async ({ core, query, actor }) => ({ keys: (await listApiKeys(core, actor, query.team !== undefined ? { team: query.team } : {})).map(toApiKeyInfo) }),
   }),
   route({
-    method: 'DELETE', url: '/v1/keys/:keyId', summary: 'Revoke an API key (an admin key): refused from its next request on', action: 'key.revoke',
+    operation: 'revokeApiKey', summary: 'Revoke an API key (an admin key): refused from its next request on',
     description: "404 API_KEY_NOT_FOUND for another team's key; 409 CONFLICT for the default team's last admin key.",
     params: ApiKeyParams, status: 204,
     handler: async ({ core, params, actor }) => revokeApiKey(core, actor, params.keyId),

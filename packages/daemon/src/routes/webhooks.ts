@@ -9,7 +9,7 @@ import { route, type RouteSpec } from '../http/route.js';
 
 export const webhookRoutes: RouteSpec[] = [
   route({
-    method: 'POST', url: '/v1/webhooks', summary: "Register a webhook for the team's events (an admin key); the signing secret is in this answer only", action: 'webhook.create',
+    operation: 'createWebhook', summary: "Register a webhook for the team's events (an admin key); the signing secret is in this answer only",
     description: 'url: http:// or https:// (anything else is 400). events: the types to deliver (default all; an unknown one is 400). Each delivery is a JSON POST of the event '
       + 'with X-Ramify-Signature: sha256=<hex HMAC-SHA256 of the raw body keyed by the secret> and X-Ramify-Timestamp; a non-2xx or no answer within 10 s is retried with exponential backoff.',
     body: CreateWebhookRequest, response: CreatedWebhook, status: 201,
@@ -19,20 +19,20 @@ export const webhookRoutes: RouteSpec[] = [
     },
   }),
   route({
-    method: 'GET', url: '/v1/webhooks', summary: "The team's webhooks (an admin key), never their secrets", response: ListWebhooksResponse,
+    operation: 'listWebhooks', summary: "The team's webhooks (an admin key), never their secrets", response: ListWebhooksResponse,
     handler: async ({ core, actor }) => ({ webhooks: (await listWebhooks(core, actor)).map(toWebhookInfo) }),
   }),
   route({
-    method: 'GET', url: '/v1/webhooks/:webhookId', summary: 'One webhook (an admin key)', params: WebhookParams, response: WebhookInfo,
+    operation: 'getWebhook', summary: 'One webhook (an admin key)', params: WebhookParams, response: WebhookInfo,
     handler: async ({ core, params, actor }) => toWebhookInfo(await getWebhook(core, actor, params.webhookId)),
   }),
   route({
-    method: 'DELETE', url: '/v1/webhooks/:webhookId', summary: 'Delete a webhook and its delivery log (an admin key); nothing more is sent to it', action: 'webhook.delete',
+    operation: 'deleteWebhook', summary: 'Delete a webhook and its delivery log (an admin key); nothing more is sent to it',
     params: WebhookParams, status: 204,
     handler: async ({ core, params, actor }) => deleteWebhook(core, actor, params.webhookId),
   }),
   route({
-    method: 'GET', url: '/v1/webhooks/:webhookId/deliveries', summary: "A webhook's delivery log, newest first: each event's status and attempts (status code, error, duration)",
+    operation: 'listDeliveries', summary: "A webhook's delivery log, newest first: each event's status and attempts (status code, error, duration)",
     params: WebhookParams, query: ListDeliveriesQuery, response: ListDeliveriesResponse,
     handler: async ({ core, params, query, actor }) => ({ deliveries: (await listDeliveries(core, actor, params.webhookId, query.limit)).map(toDeliveryInfo) }),
   }),

@@ -2,6 +2,7 @@
  * `sandbox.commands`: run commands (streamed over a WebSocket), start background processes, and
  * re-attach to processes started earlier (even before a pause, resume or fork).
  */
+import { ROUTES } from '@ramify/contracts';
 import type { CommandRequest, CommandResult, ProcessInfo, StreamOffsets } from '@ramify/contracts';
 import type { ApiClient } from '../http.js';
 import { CommandExitError, ConnectionError, NotFoundError } from '../errors.js';
@@ -69,7 +70,7 @@ export class Commands {
       ...(opts.stdin !== undefined && opts.stdin !== false ? { stdin: true } : {}),
     };
     if (opts.background) {
-      const { pid } = await this.api.json<{ pid: number }>('POST', `/sandboxes/${this.encodedId}/commands`, { json: { ...request, background: true } });
+      const { pid } = await this.api.at(ROUTES.runCommand, { id: this.sandboxId }).json<{ pid: number }>({ json: { ...request, background: true } });
       const handle = await this.attach(pid, opts, { stdout: 0, stderr: 0 });
       this.feedStdin(handle, opts.stdin);
       return handle;
@@ -115,15 +116,12 @@ export class Commands {
     return this.routes.closeStdin(pid);
   }
 
-  private get encodedId(): string {
-    return encodeURIComponent(this.sandboxId);
-  }
 
   private async attach(pid: number, callbacks: OutputCallbacks, from: StreamOffsets): Promise<CommandHandle> {
     const sink = new OutputSink(callbacks, from);
     let onReady!: () => void;
     const ready = new Promise<void>((resolve) => { onReady = resolve; });
-    const socket = await openStreamSocket(this.api, this.routes.streamPath(pid), { stdout: from.stdout, stderr: from.stderr }, {
+    const socket = await openStreamSocket(this.api, this.routes.stream(pid), { stdout: from.stdout, stderr: from.stderr }, {
       onData: (channel, bytes) => { sink.push(channel, bytes); onReady(); },
       onStarted: (_pid, maxOutputBytes) => {
         if (maxOutputBytes !== undefined) sink.limitTo(maxOutputBytes);
@@ -138,7 +136,7 @@ export class Commands {
 
   private async runForeground(request: CommandRequest, opts: CommandStartOpts): Promise<CommandResult> {
     const sink = new OutputSink(opts);
-    const { socket, started, first } = await startOnStream(this.api, `/sandboxes/${this.encodedId}/commands/stream`, { type: 'start', request }, sink);
+    const { socket, started, first } = await startOnStream(this.api, this.api.at(ROUTES.streamCommand, { id: this.sandboxId }), { type: 'start', request }, sink);
     if ('end' in first) {
       const { end } = first;
       if (end.kind === 'error') throw end.error;

@@ -187,7 +187,7 @@ export class CommandHandle {
       this.failures += 1;
       if (this.disconnected) return this.socket;
       try {
-        return await openStreamSocket(this.routes.api, this.routes.streamPath(this.pid),
+        return await openStreamSocket(this.routes.api, this.routes.stream(this.pid),
           { stdout: this.sink.offsets.stdout, stderr: this.sink.offsets.stderr },
           { onData: (channel, bytes) => this.sink.push(channel, bytes) });
       } catch (err) {

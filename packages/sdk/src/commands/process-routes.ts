@@ -1,4 +1,6 @@
 /** The `/processes` routes of one sandbox, shared by {@link Commands} and {@link CommandHandle}. */
+import { ROUTES } from '@ramify/contracts';
+import type { BoundRoute } from '../http.js';
 import type { ProcessInfo } from '@ramify/contracts';
 import type { ApiClient } from '../http.js';
 import type { StreamExit } from './stream-socket.js';
@@ -14,45 +16,42 @@ export function toBytes(data: string | Uint8Array): Uint8Array {
 export class ProcessRoutes {
   constructor(readonly api: ApiClient, readonly sandboxId: string) {}
 
-  private path(pid: number, rest = ''): string {
-    return `/sandboxes/${encodeURIComponent(this.sandboxId)}/processes/${pid}${rest}`;
-  }
 
-  /** WebSocket path of a process's output stream. */
-  streamPath(pid: number): string {
-    return this.path(pid, '/stream');
+  /** A process's output stream (a WebSocket). */
+  stream(pid: number): BoundRoute {
+    return this.api.at(ROUTES.streamProcess, { id: this.sandboxId, pid });
   }
 
   async list(): Promise<ProcessInfo[]> {
-    const res = await this.api.json<{ processes: ProcessInfo[] }>('GET', `/sandboxes/${encodeURIComponent(this.sandboxId)}/processes`);
+    const res = await this.api.at(ROUTES.listProcesses, { id: this.sandboxId }).json<{ processes: ProcessInfo[] }>();
     return res.processes;
   }
 
   sendStdin(pid: number, data: string | Uint8Array): Promise<void> {
-    return this.api.empty('POST', this.path(pid, '/stdin'), { body: toBytes(data) });
+    return this.api.at(ROUTES.writeStdin, { id: this.sandboxId, pid }).empty({ body: toBytes(data) });
   }
 
   closeStdin(pid: number): Promise<void> {
-    return this.api.empty('POST', this.path(pid, '/stdin/close'));
+    return this.api.at(ROUTES.closeStdin, { id: this.sandboxId, pid }).empty();
   }
 
   /** Resize a terminal (`PTY_SIZE_INVALID`, `NOT_A_PTY`, `PROCESS_NOT_FOUND`, `PROCESS_EXITED`). */
   resize(pid: number, size: { cols: number; rows: number }): Promise<void> {
-    return this.api.empty('POST', this.path(pid, '/resize'), { json: { cols: size.cols, rows: size.rows } });
+    return this.api.at(ROUTES.resizeProcess, { id: this.sandboxId, pid }).empty({ json: { cols: size.cols, rows: size.rows } });
   }
 
   signal(pid: number, signal: ProcessSignal): Promise<void> {
-    return this.api.empty('POST', this.path(pid, '/signal'), { json: { signal } });
+    return this.api.at(ROUTES.signalProcess, { id: this.sandboxId, pid }).empty({ json: { signal } });
   }
 
   /** The sandbox's current state and, in `error`, why (e.g. to tell a paused sandbox from a dead one). */
   async sandboxState(): Promise<{ state: string; error: string | null }> {
-    const info = await this.api.json<{ state: string; error?: string | null }>('GET', `/sandboxes/${encodeURIComponent(this.sandboxId)}`);
+    const info = await this.api.at(ROUTES.getSandbox, { id: this.sandboxId }).json<{ state: string; error?: string | null }>();
     return { state: info.state, error: info.error ?? null };
   }
 
   /** Long poll until the process exits (no request deadline). */
   wait(pid: number): Promise<StreamExit> {
-    return this.api.json<StreamExit>('GET', this.path(pid, '/wait'), { timeoutMs: 0 });
+    return this.api.at(ROUTES.waitProcess, { id: this.sandboxId, pid }).json<StreamExit>({ timeoutMs: 0 });
   }
 }

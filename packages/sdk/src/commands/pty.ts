@@ -4,6 +4,7 @@
  * also types ({@link PtyHandle.sendInput}) and resizes. Output is bytes: a terminal merges stdout and
  * stderr, and escape sequences are the program's, so nothing is decoded.
  */
+import { ROUTES } from '@ramify/contracts';
 import type { PtyInfo, PtyRequest, PtySize } from '@ramify/contracts';
 import type { ApiClient } from '../http.js';
 import { ConnectionError, NotFoundError } from '../errors.js';
@@ -88,7 +89,7 @@ export class Pty {
       ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
     };
     const sink = new OutputSink({ onStdoutBytes: opts.onData });
-    const { socket, started, first } = await startOnStream(this.api, `/sandboxes/${encodeURIComponent(this.sandboxId)}/pty/stream`, { type: 'startPty', request }, sink);
+    const { socket, started, first } = await startOnStream(this.api, this.api.at(ROUTES.streamPty, { id: this.sandboxId }), { type: 'startPty', request }, sink);
     if ('end' in first) {
       if (first.end.kind === 'error') throw first.end.error;
       // A terminal that exits at once still sends `started` before its exit; a close without either is a drop.
@@ -108,7 +109,7 @@ export class Pty {
     const sink = new OutputSink({ onStdoutBytes: opts.onData }, from);
     let onReady!: () => void;
     const ready = new Promise<void>((resolve) => { onReady = resolve; });
-    const socket = await openStreamSocket(this.api, this.routes.streamPath(pid), from, {
+    const socket = await openStreamSocket(this.api, this.routes.stream(pid), from, {
       onData: (channel, bytes) => { sink.push(channel, bytes); onReady(); },
       onStarted: () => onReady(),
     });
@@ -140,6 +141,6 @@ export class Pty {
 
   /** Start a terminal in the background (no output followed); attach later with {@link connect}. */
   createDetached(request: PtyRequest): Promise<PtyInfo> {
-    return this.api.json<PtyInfo>('POST', `/sandboxes/${encodeURIComponent(this.sandboxId)}/pty`, { json: request });
+    return this.api.at(ROUTES.createPty, { id: this.sandboxId }).json<PtyInfo>({ json: request });
   }
 }

@@ -3,6 +3,7 @@
  * speaking the contract's framing: binary frames are `[channel byte, ...payload]` (1 stdout, 2 stderr,
  * 0 stdin from the client), text frames are JSON {@link StreamControl} messages.
  */
+import type { BoundRoute } from '../http.js';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
 import { StreamChannel, type StreamControl } from '@ramify/contracts';
@@ -50,8 +51,9 @@ export interface StreamSocket {
  * upgrade is refused (e.g. `SANDBOX_NOT_FOUND`), with `ConnectionError` when the API is unreachable,
  * and with `TimeoutError`-like `REQUEST_TIMEOUT` when the handshake exceeds the request deadline.
  */
-export function openStreamSocket(api: ApiClient, path: string, query: Query | undefined, events: StreamSocketEvents): Promise<StreamSocket> {
-  const url = api.wsUrl(path, query);
+export function openStreamSocket(api: ApiClient, route: BoundRoute, query: Query | undefined, events: StreamSocketEvents): Promise<StreamSocket> {
+  const url = route.wsUrl(query);
+  const { path } = route;
   const timeoutMs = api.config.requestTimeoutMs;
   const ws = new WebSocket(url, { headers: api.authHeaders(), ...(timeoutMs > 0 ? { handshakeTimeout: timeoutMs } : {}) });
   let settleEnd!: (end: StreamEnd) => void;
@@ -164,10 +166,10 @@ export interface StartSink {
  * after an end that overtook it (a process that exits at once still sends `started` before its exit).
  * @throws what {@link openStreamSocket} throws.
  */
-export async function startOnStream(api: ApiClient, path: string, start: StreamControl, sink: StartSink): Promise<{ socket: StreamSocket; started: Promise<number>; first: StreamStart }> {
+export async function startOnStream(api: ApiClient, route: BoundRoute, start: StreamControl, sink: StartSink): Promise<{ socket: StreamSocket; started: Promise<number>; first: StreamStart }> {
   let onPid!: (pid: number) => void;
   const started = new Promise<number>((resolve) => { onPid = resolve; });
-  const socket = await openStreamSocket(api, path, undefined, {
+  const socket = await openStreamSocket(api, route, undefined, {
     onData: (channel, bytes) => sink.push(channel, bytes),
     onStarted: (pid, maxOutputBytes) => {
       if (maxOutputBytes !== undefined) sink.limitTo(maxOutputBytes);

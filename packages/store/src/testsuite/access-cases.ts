@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sandbox, team, withStore, type StoreHarness } from './harness.js';
+import { sandbox, snapshot, team, withStore, type StoreHarness } from './harness.js';
 
 const sshKey = (id: string, fingerprint: string, teamId = 'default') => ({
   id, teamId, ownerApiKeyId: 'key_1', name: id, type: 'ssh-ed25519', fingerprint, publicKey: `ssh-ed25519 ${id}`, createdAt: 1,
@@ -73,19 +73,58 @@ export function accessCases(h: StoreHarness): void {
 
   test('slots: lowest free first, idempotent per sandbox, reused after release, bounded; concurrent allocations get distinct slots', async () => {
     await withStore(h, 'slots', async (store) => {
-      assert.equal(await store.allocateSlot('a'), 1);
-      assert.equal(await store.allocateSlot('b'), 2);
-      assert.equal(await store.allocateSlot('a'), 1);
-      assert.equal(await store.allocateSlot('c'), 3);
-      await assert.rejects(store.allocateSlot('d'), { code: 'RUNTIME_UNAVAILABLE' });
+      assert.equal(await store.allocateSlot('a', 'h1'), 1);
+      assert.equal(await store.allocateSlot('b', 'h1'), 2);
+      assert.equal(await store.allocateSlot('a', 'h1'), 1);
+      assert.equal(await store.allocateSlot('c', 'h1'), 3);
+      await assert.rejects(store.allocateSlot('d', 'h1'), { code: 'RUNTIME_UNAVAILABLE' });
       await store.releaseSlot('b');
       await store.releaseSlot('nobody');
-      assert.equal(await store.allocateSlot('d'), 2);
-      assert.deepEqual(await store.listSlots(), [{ slot: 1, sandboxId: 'a' }, { slot: 2, sandboxId: 'd' }, { slot: 3, sandboxId: 'c' }]);
+      assert.equal(await store.allocateSlot('d', 'h1'), 2);
+      assert.deepEqual(await store.listSlots('h1'), [
+        { hostId: 'h1', slot: 1, sandboxId: 'a' },
+        { hostId: 'h1', slot: 2, sandboxId: 'd' },
+        { hostId: 'h1', slot: 3, sandboxId: 'c' },
+      ]);
     }, { maxSlots: 3 });
     await withStore(h, 'slots_race', async (store) => {
-      const slots = await Promise.all(Array.from({ length: 12 }, (_, i) => store.allocateSlot(`race_${i}`)));
+      const slots = await Promise.all(Array.from({ length: 12 }, (_, i) => store.allocateSlot(`race_${i}`, 'h1')));
       assert.deepEqual([...slots].sort((x, y) => x - y), Array.from({ length: 12 }, (_, i) => i + 1));
+    });
+  });
+
+  test('slots are keyed by host: each host numbers its own from 1; a lease moves with its sandbox', async () => {
+    await withStore(h, 'slots_hosts', async (store) => {
+      assert.equal(await store.allocateSlot('a', 'h1'), 1);
+      assert.equal(await store.allocateSlot('b', 'h2'), 1, 'slot 1 of another host is free');
+      assert.equal(await store.allocateSlot('c', 'h1'), 2);
+      await assert.rejects(store.allocateSlot('d', 'h1'), { code: 'RUNTIME_UNAVAILABLE' });
+      assert.equal(await store.allocateSlot('d', 'h2'), 2, 'h1 being full leaves h2 its own slots');
+      // Resumed on h2 after h2's 'b' left: 'a' gives up its lease on h1 and takes h2's lowest free slot.
+      await store.releaseSlot('b');
+      assert.equal(await store.allocateSlot('a', 'h2'), 1);
+      assert.deepEqual(await store.listSlots('h1'), [{ hostId: 'h1', slot: 2, sandboxId: 'c' }]);
+      assert.deepEqual(await store.listSlots('h2'), [{ hostId: 'h2', slot: 1, sandboxId: 'a' }, { hostId: 'h2', slot: 2, sandboxId: 'd' }]);
+    }, { maxSlots: 2 });
+  });
+
+  test('host ids: recorded on sandboxes and snapshots, filter listings, and rows without one are adopted once', async () => {
+    await withStore(h, 'host_ids', async (store) => {
+      const mine = sandbox({ hostId: 'h1' });
+      const theirs = sandbox({ hostId: 'h2' });
+      const old = sandbox({ hostId: null, slot: 1 });
+      for (const s of [mine, theirs, old]) await store.insertSandbox(s);
+      await store.insertSnapshot(snapshot({ id: 'snap_h2', hostId: 'h2' }));
+      await store.insertSnapshot(snapshot({ id: 'snap_old', hostId: null }));
+      const ids = async (hostId: string): Promise<string[]> => (await store.listSandboxes({ hostId })).sandboxes.map((s) => s.id);
+      assert.deepEqual(await ids('h1'), [mine.id]);
+      assert.deepEqual(await store.adoptUnhostedRows('h1'), { sandboxes: 1, snapshots: 1, slots: 0 });
+      assert.deepEqual(await ids('h1'), [mine.id, old.id]);
+      assert.deepEqual(await ids('h2'), [theirs.id]);
+      assert.equal((await store.getSnapshot('snap_old'))?.hostId, 'h1');
+      assert.equal((await store.getSnapshot('snap_h2'))?.hostId, 'h2');
+      assert.deepEqual(await store.adoptUnhostedRows('h2'), { sandboxes: 0, snapshots: 0, slots: 0 }, 'adopted rows are not adopted again');
+      assert.equal((await store.updateSandbox(old.id, { hostId: 'h2' })).hostId, 'h2', 'a resume elsewhere moves it');
     });
   });
 

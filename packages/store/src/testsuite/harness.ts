@@ -31,7 +31,7 @@ export function sandbox(overrides: Partial<SandboxRecord> = {}): SandboxRecord {
     id, teamId: 'default', state: 'running', runtime: 'gvisor', templateId: 'tpl_1', sourceSnapshotId: 'snap_tpl', rootfsDir: '/layers/files-1/rootfs', parentId: null,
     cpuCount: 1, memoryMB: 512, diskSizeMB: null, metadata: {}, envs: { A: '1' }, createdAt: 1_700_000_000_000 + seq, timeoutMs: 300_000, onTimeout: 'pause',
     endAt: 1_700_000_300_000, slot: null, pausedSnapshotId: null, error: null, operation: null, ingress: { ports: [], autoResume: null }, autoPause: null,
-    lastActiveAt: null, ...overrides,
+    lastActiveAt: null, hostId: null, ...overrides,
   };
 }
 
@@ -41,7 +41,7 @@ export function snapshot(overrides: Partial<SnapshotRecord> = {}): SnapshotRecor
   return {
     id, teamId: 'default', name: null, kind: 'pause', status: 'ready', runtime: 'gvisor', templateId: 'tpl_1', sandboxId: null, parentSnapshotId: null,
     sizeBytes: 100, createdAt: 1_700_000_000_000 + seq, cpuCount: 1, memoryMB: 512, diskSizeMB: null, rootfsDir: '/layers/files-1/rootfs', envs: null, egress: null,
-    ...overrides,
+    hostId: null, ...overrides,
   };
 }
 

@@ -3,7 +3,7 @@
  * maxOutputBytes}`, then output frames, then `{type:'exit', ...}` and close 1000. Accepts stdin frames
  * and `{type:'closeStdin'}` (see frames.ts for the framing and the failure rules).
  */
-import { CommandRequest } from '@ramify/contracts';
+import { CommandRequest, ROUTES } from '@ramify/contracts';
 import { startCommand, type Core } from '@ramify/core';
 import type { FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
@@ -16,7 +16,7 @@ const StartMessage = z.strictObject({ type: z.literal('start'), request: Command
 /** Serve one command stream on `socket`. */
 export function commandStream(core: Core, socket: WebSocket, request: FastifyRequest): void {
   serveStartStream(core, socket, request, {
-    action: 'command.stream',
+    action: ROUTES.streamCommand.action,
     firstFrame: 'start',
     start: (id, frame, handlers) => startCommand(core, id, validate(StartMessage, frame, 'body').request, handlers),
   });

@@ -4,6 +4,7 @@
  * watches (a directory's events).
  * frames.ts has what they share: framing, input, errors.
  */
+import { ROUTES, type OperationId } from '@ramify/contracts';
 import type { Core } from '@ramify/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
@@ -19,32 +20,33 @@ import { ptyStream } from './terminals.js';
 import { watchStream } from './watch.js';
 
 export const streamDocs: ExtraOperation[] = [
-  { method: 'get', path: '/v1/sandboxes/{id}/commands/stream', summary: 'Run a command over a WebSocket', description: `First text frame {type:"start", request: CommandRequest}; see StreamControl. ${STARTED_DOC}` },
-  { method: 'get', path: '/v1/sandboxes/{id}/processes/{pid}/stream', summary: "Re-attach to a process's output", description: `Query stdout=N&stderr=N byte offsets; replay, then live output; see StreamControl. A terminal also takes {type:"resize", cols, rows}. ${STARTED_DOC}` },
+  { operation: 'streamCommand', summary: 'Run a command over a WebSocket', description: `First text frame {type:"start", request: CommandRequest}; see StreamControl. ${STARTED_DOC}` },
+  { operation: 'streamProcess', summary: "Re-attach to a process's output", description: `Query stdout=N&stderr=N byte offsets; replay, then live output; see StreamControl. A terminal also takes {type:"resize", cols, rows}. ${STARTED_DOC}` },
   {
-    method: 'get', path: '/v1/sandboxes/{id}/pty/stream', summary: 'Open a terminal (PTY) over a WebSocket',
+    operation: 'streamPty', summary: 'Open a terminal (PTY) over a WebSocket',
     description: `First text frame {type:"startPty", request: PtyRequest}; output on channel 1 (stdout and stderr merged by the terminal), keystrokes as binary frames on channel 0, {type:"resize", cols, rows} to resize (1..1000 each, else {type:"error", code:"PTY_SIZE_INVALID"}); see StreamControl. ${STARTED_DOC}`,
   },
   {
-    method: 'get', path: '/v1/sandboxes/{id}/files/watch', summary: 'Watch a directory over a WebSocket',
+    operation: 'watchDir', summary: 'Watch a directory over a WebSocket',
     description: 'Query path=P (an existing directory, else FILE_NOT_FOUND or NOT_A_DIRECTORY) and recursive=true|false. Text frames (WatchControl): {type:"watching", watchId, path, recursive, from} first, then {type:"events", events:[{seq, type: create|write|remove|rename|chmod, name, path, isDir}]} in order ({type:"overflow", seq, reason} marks where events are missing), {type:"end", reason} when the watch ends. Send {type:"stop"} to stop it. Closing the socket leaves the watch running: re-attach with /files/watch/{watchId}?from=N.',
   },
   {
-    method: 'get', path: '/v1/sandboxes/{id}/files/watch/{watchId}', summary: 'Listen to a watch again',
+    operation: 'rewatchDir', summary: 'Listen to a watch again',
     description: 'Query from=N: the sequence number after the last event received. Replays what the agent still holds (after an overflow marker when it no longer holds N), then live events; frames as /files/watch. 404 WATCH_NOT_FOUND once the watch ended or expired (a minute with nobody listening).',
   },
-  { method: 'get', path: '/v1/events/stream', summary: "Follow the team's events live over a WebSocket", description: EVENT_STREAM_DOC },
+  { operation: 'streamEvents', summary: "Follow the team's events live over a WebSocket", description: EVENT_STREAM_DOC },
 ];
 
 type Serve = (core: Core, socket: WebSocket, request: FastifyRequest) => void;
 
-const STREAMS: ReadonlyArray<[string, Serve]> = [
-  ['/v1/sandboxes/:id/commands/stream', commandStream],
-  ['/v1/sandboxes/:id/processes/:pid/stream', processStream],
-  ['/v1/sandboxes/:id/pty/stream', ptyStream],
-  ['/v1/sandboxes/:id/files/watch', watchStream],
-  ['/v1/sandboxes/:id/files/watch/:watchId', watchStream],
-  ['/v1/events/stream', eventStream],
+/** Each WebSocket route of the table and what serves it. */
+const STREAMS: ReadonlyArray<[OperationId, Serve]> = [
+  ['streamCommand', commandStream],
+  ['streamProcess', processStream],
+  ['streamPty', ptyStream],
+  ['watchDir', watchStream],
+  ['rewatchDir', watchStream],
+  ['streamEvents', eventStream],
 ];
 
 /**
@@ -53,9 +55,10 @@ const STREAMS: ReadonlyArray<[string, Serve]> = [
  * as the stream's error frame, as any failure before a stream starts.
  */
 export function mountStreams(app: FastifyInstance, core: Core): void {
-  for (const [url, serve] of STREAMS) {
-    const config: RouteConfig = { auth: true, scope: scopeOf(url, true) };
-    app.get(url, { websocket: true, config }, (socket, request) => {
+  for (const [operation, serve] of STREAMS) {
+    const { path } = ROUTES[operation];
+    const config: RouteConfig = { auth: true, scope: scopeOf(path, true) };
+    app.get(path, { websocket: true, config }, (socket, request) => {
       if (request.ramify.scopeError) return fail(core, socket, request.ramify.scopeError);
       // In the caller's context: what the stream starts (a command) is the key's doing.
       inCallContext(request, core, () => serve(core, socket, request));

@@ -4,7 +4,7 @@
  * a terminal merges stdout and stderr), then `{type:'exit', ...}` and close 1000. Input: binary frames on
  * channel 0 (keystrokes) and `{type:'resize', cols, rows}`. Re-attach with the process stream.
  */
-import { PtyRequest } from '@ramify/contracts';
+import { PtyRequest, ROUTES } from '@ramify/contracts';
 import { startPty, type Core } from '@ramify/core';
 import type { FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
@@ -17,7 +17,7 @@ const StartPtyMessage = z.strictObject({ type: z.literal('startPty'), request: P
 /** Serve one terminal stream on `socket`. */
 export function ptyStream(core: Core, socket: WebSocket, request: FastifyRequest): void {
   serveStartStream(core, socket, request, {
-    action: 'pty.stream',
+    action: ROUTES.streamPty.action,
     firstFrame: 'startPty',
     start: (id, frame, handlers) => startPty(core, id, validate(StartPtyMessage, frame, 'body').request, handlers),
   });

@@ -4,7 +4,7 @@
  * then live). Frames: contracts' `WatchControl` (`watching` first, `events`, `end`; `stop` from the
  * client). Closing the socket never stops the watch (the agent stops one nobody listened to for a minute).
  */
-import { RamifyError, type WatchControl, type WatchEndReason, type WatchWireEvent } from '@ramify/contracts';
+import { RamifyError, ROUTES, type WatchControl, type WatchEndReason, type WatchWireEvent } from '@ramify/contracts';
 import { attachWatch, startWatch, stopWatch, type Core, type WatchStreamHandlers } from '@ramify/core';
 import type { FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
@@ -44,11 +44,11 @@ export function watchStream(core: Core, socket: WebSocket, request: FastifyReque
         target = { id, watchId: started.watchId };
         detach = started.detach;
         frames.open({ type: 'watching', watchId: started.watchId, path: started.path, recursive: started.recursive, from: started.nextSeq });
-        await writeAudit(core.store, core.clock, core.logger, request, { action: 'files.watch', status: 200 });
+        await writeAudit(core.store, core.clock, core.logger, request, { action: ROUTES.watchDir.action, status: 200 });
       }
       if (socket.readyState !== socket.OPEN) detach();
     } catch (err) {
-      if (!reattach) await writeAudit(core.store, core.clock, core.logger, request, { action: 'files.watch', status: statusOf(err), errorCode: codeOf(err) });
+      if (!reattach) await writeAudit(core.store, core.clock, core.logger, request, { action: ROUTES.watchDir.action, status: statusOf(err), errorCode: codeOf(err) });
       fail(core, socket, err);
     }
   });
