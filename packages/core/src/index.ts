@@ -19,6 +19,8 @@ export { runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps, type CoreOp
 export { createCore, closeCoreSinks } from './core.js';
 export * from './ports/event-store.js';
 export * from './ports/hosts.js';
+export * from './placement/placement.js';
+export * from './placement/host-loss.js';
 export * from './ports/telemetry.js';
 export * from './ports/webhook-sender.js';
 
