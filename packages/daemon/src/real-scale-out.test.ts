@@ -213,4 +213,22 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     await until('the counter counts on host B', async () => Number(await sh(paused, 'cat /tmp/count')) > first);
     assert.ok(first > 2);
   });
+
+  test('a host drains: placement skips it, its running sandboxes are paused, their images uploaded, then it is gone', async () => {
+    const store = api!.core.store;
+    const before = (await store.listSandboxes({ states: ['running'], hostId: 'host-rrb', limit: 100 })).sandboxes.map((s) => s.id);
+    assert.ok(before.length > 0, 'host B runs sandboxes');
+    const drained = await hosts[1]!.drain();
+    assert.deepEqual(drained?.paused.sort(), [...before].sort());
+    assert.deepEqual(drained?.failed, []);
+    assert.equal(drained?.uploadsDone, true);
+    const host = await store.getHost('host-rrb');
+    assert.equal(host?.state, 'gone');
+    assert.deepEqual(host?.pendingUploadIds, []);
+    for (const id of before) assert.equal((await call('GET', `/v1/sandboxes/${id}`)).json.state, 'paused');
+    // No live host is left: a create has nowhere to go.
+    const refused = await call('POST', '/v1/sandboxes', {});
+    assert.equal(refused.status, 503);
+    assert.equal(refused.json.error.code, 'NO_HOST_CAPACITY');
+  });
 });
