@@ -4,9 +4,14 @@
  * reason in one store transaction (`Store.expireHosts`; Postgres `SKIP LOCKED`, so several API processes
  * sweeping at once write each host off once). Its paused sandboxes are left paused: placement resumes those
  * whose image is durable on another host and answers `SANDBOX_UNAVAILABLE` for the others until it returns.
+ * A kill of a sandbox on a lost host is answered by the API itself ({@link killOnLostHost}).
  */
 import type { Core } from '../context.js';
+import { transition } from '../lifecycle/records.js';
+import { collectSnapshots } from '../lifecycle/snapshot-gc.js';
+import { isTerminal } from '../lifecycle/state-machine.js';
 import type { LostHost } from '../ports/hosts.js';
+import type { SandboxRecord } from '../ports/store.js';
 
 /** How often the API role sweeps (ms): a lost host is written off at most this long after its lease expired. */
 export const HOST_SWEEP_INTERVAL_MS = 2000;
@@ -33,4 +38,19 @@ export function startHostSweep(core: Pick<Core, 'store' | 'logger'>, intervalMs 
       await running;
     },
   };
+}
+
+/**
+ * Kill a sandbox whose host is lost, without that host (the API role answers the kill: no live host holds
+ * it): `killing` → `killed` in the store, its slot lease released, the images only it needed collected
+ * from the bucket. If the host returns, its reconcile stops the instance (no longer one of its live sandboxes).
+ * Idempotent on a killed sandbox.
+ */
+export async function killOnLostHost(core: Core, record: SandboxRecord): Promise<SandboxRecord> {
+  if (isTerminal(record.state)) return record;
+  const killing = await transition(core, record, 'killing', { operation: { kind: 'kill' } });
+  await core.store.releaseSlot(record.id);
+  const killed = await transition(core, killing, 'killed', { operation: null, endAt: null, slot: null, pausedSnapshotId: null });
+  await collectSnapshots(core, [record.pausedSnapshotId, record.sourceSnapshotId]);
+  return killed;
 }

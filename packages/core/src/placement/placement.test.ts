@@ -11,7 +11,7 @@ import { silentLogger } from '../ports/logger.js';
 import { createTestWorld, type TestWorld } from '../testing/world.js';
 import { createSandbox } from '../lifecycle/create.js';
 import { pauseSandbox } from '../lifecycle/pause.js';
-import { sweepLostHosts } from './host-loss.js';
+import { killOnLostHost, sweepLostHosts } from './host-loss.js';
 import { acceptPlacement, imageDurable, placeCreate, placeOnSandbox, PLACEMENT_HEADER } from './placement.js';
 
 const worlds: TestWorld[] = [];
@@ -105,4 +105,10 @@ test('the sweep writes off an expired host: its running sandboxes error HOST_LOS
   assert.equal((await w.core.store.getSandbox(running))?.state, 'error');
   assert.equal((await w.core.store.getSandbox(paused))?.state, 'paused');
   assert.deepEqual(await sweepLostHosts({ store: w.core.store, logger: silentLogger }), []);
+  // A kill without the host: recorded, its slot freed; again is a no-op.
+  for (const id of [running, paused]) {
+    assert.equal((await killOnLostHost(w.core, (await w.core.store.getSandbox(id))!)).state, 'killed');
+    assert.equal((await killOnLostHost(w.core, (await w.core.store.getSandbox(id))!)).state, 'killed');
+  }
+  assert.deepEqual(await w.core.store.listSlots(w.core.hostId), []);
 });

@@ -11,7 +11,7 @@ import { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { matchRoute, RamifyError, type CreateSandboxRequest, type RouteMatch } from '@ramify/contracts';
-import { placeCreate, placeOnSandbox, PLACEMENT_HEADER, type Core, type PlacementTarget } from '@ramify/core';
+import { killOnLostHost, placeCreate, placeOnSandbox, PLACEMENT_HEADER, type Core, type PlacementTarget } from '@ramify/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createProxyServer } from 'http-proxy-3';
 import { callerOf } from '../http/request-context.js';
@@ -76,6 +76,12 @@ export function installForwarding(app: FastifyInstance, core: Core): void {
       const target = await placeOnSandbox(core, record, match.operationId === 'resumeSandbox' ? 'resume' : 'call');
       forward(request, reply, target);
     } catch (err) {
+      // No live host holds it: the kill is answered here (the store forgets it; a returning host stops it).
+      const code = (err as { code?: string }).code;
+      if (match.operationId === 'killSandbox' && (code === 'HOST_LOST' || code === 'SANDBOX_UNAVAILABLE')) {
+        await killOnLostHost(core, record);
+        return reply.code(204).send();
+      }
       // A stream answers its refusal as its error frame after the upgrade (routes/streams/index.ts).
       if (request.headers.upgrade === undefined) throw err;
       request.ramify.scopeError = err;
