@@ -6,7 +6,7 @@
  * locked (`FOR UPDATE SKIP LOCKED`) while its load is counted again and the reservation written: two
  * processes placing at once take turns per host. SQLite has one connection, so its transactions take turns.
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, type SandboxState } from '@ramify/contracts';
 import type { HostHeartbeat, HostRecord, HostRegistration, HostState, LostHost, PlacementRequest, PlacementReservation } from '@ramify/core';
 import { sql, type Selectable } from 'kysely';
 import { dialectOf } from './prepared.js';
@@ -177,9 +177,13 @@ export async function expireHosts(db: Executor): Promise<LostHost[]> {
       await trx.updateTable('hosts').set({ state: 'gone' }).where('id', '=', host.id).execute();
       await trx.deleteFrom('host_reservations').where('host_id', '=', host.id).execute();
       const reason = `HOST_LOST: host '${host.id}' stopped heartbeating (last at ${new Date(host.lastHeartbeatAt).toISOString()}); the sandbox's memory and processes were on it`;
-      const rows = await trx.updateTable('sandboxes').set({ state: 'error', error: reason, operation: null, updated_at: now })
-        .where('host_id', '=', host.id).where('state', 'in', LOST_ON_HOST_LOSS).returning('id').execute();
-      lost.push({ hostId: host.id, lostSandboxIds: rows.map((r) => r.id).sort() });
+      const before = await trx.selectFrom('sandboxes').select(['id', 'state']).where('host_id', '=', host.id).where('state', 'in', LOST_ON_HOST_LOSS).execute();
+      if (before.length > 0) {
+        await trx.updateTable('sandboxes').set({ state: 'error', error: reason, operation: null, updated_at: now }).where('id', 'in', before.map((r) => r.id)).execute();
+      }
+      lost.push({
+        hostId: host.id, lostSandboxIds: before.map((r) => r.id).sort(), previousStates: Object.fromEntries(before.map((r) => [r.id, r.state as SandboxState])),
+      });
     }
     return lost;
   });

@@ -16,17 +16,25 @@ import type { SandboxRecord } from '../ports/store.js';
 /** How often the API role sweeps (ms): a lost host is written off at most this long after its lease expired. */
 export const HOST_SWEEP_INTERVAL_MS = 2000;
 
-/** One sweep: write off every host whose lease expired; logs each. Returns what it wrote off. */
-export async function sweepLostHosts(core: Pick<Core, 'store' | 'logger'>): Promise<LostHost[]> {
+/**
+ * One sweep: write off every host whose lease expired; logs each, and announces each written-off sandbox's
+ * transition to `error` on the bus (so it is in the events table and reaches webhooks). Returns what it wrote off.
+ */
+export async function sweepLostHosts(core: Pick<Core, 'store' | 'logger' | 'events' | 'clock'>): Promise<LostHost[]> {
   const lost = await core.store.expireHosts();
   for (const host of lost) {
     core.logger.warn('host lost: its lease expired; its running sandboxes are now error HOST_LOST', { hostId: host.hostId, sandboxes: host.lostSandboxIds });
+    for (const id of host.lostSandboxIds) {
+      const sandbox = await core.store.getSandbox(id);
+      const from = host.previousStates[id];
+      if (sandbox && from) core.events.emitState({ sandboxId: id, from, to: 'error', sandbox, at: core.clock.now() });
+    }
   }
   return lost;
 }
 
 /** Sweep every `intervalMs` until the returned stop is called (it waits for a sweep in progress). */
-export function startHostSweep(core: Pick<Core, 'store' | 'logger'>, intervalMs = HOST_SWEEP_INTERVAL_MS): { stop(): Promise<void> } {
+export function startHostSweep(core: Pick<Core, 'store' | 'logger' | 'events' | 'clock'>, intervalMs = HOST_SWEEP_INTERVAL_MS): { stop(): Promise<void> } {
   let running: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
     running = sweepLostHosts(core).catch((err: unknown) => core.logger.warn('host sweep failed', { error: err instanceof Error ? err.message : String(err) }));

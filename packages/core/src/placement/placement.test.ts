@@ -7,7 +7,6 @@
 import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { HostRegistration } from '../ports/hosts.js';
-import { silentLogger } from '../ports/logger.js';
 import { createTestWorld, type TestWorld } from '../testing/world.js';
 import { createSandbox } from '../lifecycle/create.js';
 import { pauseSandbox } from '../lifecycle/pause.js';
@@ -100,11 +99,14 @@ test('the sweep writes off an expired host: its running sandboxes error HOST_LOS
   const paused = (await createSandbox(w.core, {})).id;
   await pauseSandbox(w.core, paused);
   await sleep(10);
-  const lost = await sweepLostHosts({ store: w.core.store, logger: silentLogger });
-  assert.deepEqual(lost, [{ hostId: w.core.hostId, lostSandboxIds: [running] }]);
+  const seen: string[] = [];
+  w.core.events.onState((e) => seen.push(`${e.sandboxId} ${e.from}->${e.to}`));
+  const lost = await sweepLostHosts(w.core);
+  assert.deepEqual(lost, [{ hostId: w.core.hostId, lostSandboxIds: [running], previousStates: { [running]: 'running' } }]);
+  assert.deepEqual(seen, [`${running} running->error`], 'the transition is announced on the bus');
   assert.equal((await w.core.store.getSandbox(running))?.state, 'error');
   assert.equal((await w.core.store.getSandbox(paused))?.state, 'paused');
-  assert.deepEqual(await sweepLostHosts({ store: w.core.store, logger: silentLogger }), []);
+  assert.deepEqual(await sweepLostHosts(w.core), []);
   // A kill without the host: recorded, its slot freed; again is a no-op.
   for (const id of [running, paused]) {
     assert.equal((await killOnLostHost(w.core, (await w.core.store.getSandbox(id))!)).state, 'killed');

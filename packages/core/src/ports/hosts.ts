@@ -13,6 +13,8 @@
  * Times are ms since the epoch; memory is MiB.
  */
 
+import type { SandboxState } from '@ramify/contracts';
+
 /** `active`: takes work; `draining`: finishing, placement skips it; `gone`: stopped or lost. */
 export type HostState = 'active' | 'draining' | 'gone';
 
@@ -103,6 +105,8 @@ export interface LostHost {
   hostId: string;
   /** Its sandboxes that were running (or mid-operation): now `error` with a `HOST_LOST` reason. */
   lostSandboxIds: string[];
+  /** Each of those sandboxes' state before (the transition's `from`, for its event). */
+  previousStates: Record<string, SandboxState>;
 }
 
 /** See the module doc. */

@@ -97,7 +97,7 @@ export function hostCases(h: StoreHarness): void {
       await place(store, 'r_a', 128, { hostId: 'host-a' }).catch(() => undefined);
       await sleep(20);
       const lost = await store.expireHosts();
-      assert.deepEqual(lost, [{ hostId: 'host-a', lostSandboxIds: ['sbx_run'] }]);
+      assert.deepEqual(lost, [{ hostId: 'host-a', lostSandboxIds: ['sbx_run'], previousStates: { sbx_run: 'running' } }]);
       const run = await store.getSandbox('sbx_run');
       assert.equal(run?.state, 'error');
       assert.match(run?.error ?? '', /^HOST_LOST: host 'host-a' stopped heartbeating/);
