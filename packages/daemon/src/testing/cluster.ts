@@ -11,6 +11,8 @@
  * `close()` kills every sandbox, stops every process and removes every namespace, veth, table and
  * directory; `leftovers()` says what remains (empty after a clean close). As root. Test support only.
  */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +21,7 @@ import { S3ChunkStore } from '@ramify/storage';
 import { openStore } from '@ramify/store';
 import { startPostgresCluster, type PostgresCluster } from '@ramify/store/testsuite';
 import { apiCaller, type ApiReply } from '../real-test-support.js';
-import { freePort, startDaemonProcess, type DaemonProcess } from './daemon-process.js';
+import { CLI_MAIN, freePort, startDaemonProcess, type DaemonProcess } from './daemon-process.js';
 import { hostLeftovers, processesNaming, sweepHost } from './host-leftovers.js';
 import { createHostLan, ip, lanLeftovers, type HostLan, type LanHost } from './host-lan.js';
 import { seedTemplate } from './template-seed.js';
@@ -77,6 +79,15 @@ export interface Cluster {
   leftovers(): string[];
 }
 
+/**
+ * `roles` when this checkout's `ramify serve` has `--role` (the API/host split of issue 16), else
+ * `plain`: tests run what they can on plain daemons and skip the rest with the reason.
+ */
+export function detectClusterMode(): ClusterMode {
+  const help = spawnSync(process.execPath, [CLI_MAIN, 'serve', '--help'], { encoding: 'utf8' });
+  return /--role\b/.test(help.stdout) && /--advertise-url\b/.test(help.stdout) ? 'roles' : 'plain';
+}
+
 const BUCKET = 'ramify-cluster';
 const PORT = 7423;
 
@@ -113,6 +124,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     ...lanLeftovers(prefix),
     ...[...hosts, { dataDir: join(baseDir, 'seed'), networkPrefix: seedPrefix }].flatMap((h) => hostLeftovers(h)),
     ...processesNaming(baseDir).map((pid) => `process ${pid}`),
+    ...(existsSync(baseDir) ? [`directory ${baseDir}`] : []),
     ...ip(['-br', 'link']).split('\n').filter((l) => l.startsWith(prefix)).map((l) => `link ${l.split(/\s+/)[0]}`),
   ];
   const close = async (): Promise<void> => {
