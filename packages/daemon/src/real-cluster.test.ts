@@ -17,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { startPostgresCluster } from '@ramify/store/testsuite';
 import { realRuntimeSkip, shellCaller, until } from './real-test-support.js';
-import { detectClusterMode, startCluster, type Cluster, type ClusterHost } from './testing/cluster.js';
+import { detectClusterMode, sandboxesRunningOn, startCluster, type Cluster, type ClusterHost } from './testing/cluster.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
 const PREFIX = 'rcx';
@@ -88,7 +88,10 @@ describe(`a multi-host cluster on one machine (${mode} daemons)`, { skip, timeou
 
   test('each host creates, pauses and resumes its own sandboxes; slots, namespaces and tables do not collide', async () => {
     const ids = await Promise.all(cluster.hosts.map((host) => busySandbox(host)));
-    for (const [k, host] of cluster.hosts.entries()) assert.equal(await cluster.hostOf(ids[k]!), host.hostId, `sandbox ${k + 1} is on ${host.hostId}`);
+    for (const [k, host] of cluster.hosts.entries()) {
+      assert.equal(await cluster.hostOf(ids[k]!), host.hostId, `sandbox ${k + 1} is recorded on ${host.hostId}`);
+      assert.deepEqual(sandboxesRunningOn(host), [ids[k]], `only sandbox ${k + 1} runs under ${host.hostId}'s runsc state`);
+    }
     for (const host of cluster.hosts) {
       // Slots are per host: each host's first sandbox has slot 1, in namespaces named after its own prefix.
       assert.ok(existsSync(`/run/netns/${host.networkPrefix}-s1`), `${host.hostId}'s slot 1 namespace ${host.networkPrefix}-s1`);

@@ -55,8 +55,10 @@ export interface ClusterHost extends LanHost {
 export interface Cluster {
   mode: ClusterMode;
   hosts: ClusterHost[];
-  /** The API process (`roles` only), null in `plain` mode or while stopped. */
+  /** The first API process (`roles` only), null in `plain` mode or while stopped. */
   api: DaemonProcess | null;
+  /** Every API process started (`roles` only), by index; a stopped one stays with `exited()` set. */
+  apis: DaemonProcess[];
   apiKey: string;
   templateId: string;
   databaseUrl: string;
@@ -67,8 +69,8 @@ export interface Cluster {
   callAt(url: () => string): (method: string, path: string, body?: unknown) => Promise<ApiReply>;
   /** (Re)start host `index`'s daemon (1-based); resolves once it answers. */
   startHost(index: number): Promise<ClusterHost>;
-  /** (Re)start the API process (`roles` only). */
-  startApi(): Promise<DaemonProcess>;
+  /** (Re)start API process `index` (default 0; `roles` only) on its own port, kept across restarts. */
+  startApi(index?: number): Promise<DaemonProcess>;
   /** Which host holds sandbox `id` now (its `hostId` in Postgres). */
   hostOf(id: string): Promise<string | null>;
   /** Sandbox `id`'s paused image, once its upload to S3 finished (its manifest is in the bucket), polled for up to `timeoutMs`. @throws Error otherwise. */
@@ -77,6 +79,13 @@ export interface Cluster {
   close(): Promise<void>;
   /** What remains of the cluster on the machine (empty after `close()`). */
   leftovers(): string[];
+}
+
+/** Sandboxes whose runsc container runs under `host`'s data directory now (its runsc state), by id. */
+export function sandboxesRunningOn(host: Pick<ClusterHost, 'dataDir'>): string[] {
+  const r = spawnSync('runsc', ['--root', join(host.dataDir, 'runtime', 'gvisor', 'state'), 'list', '-format', 'json'], { encoding: 'utf8' });
+  const containers = (JSON.parse(r.stdout || 'null') ?? []) as Array<{ id: string; status: string }>;
+  return containers.filter((c) => c.status === 'running').map((c) => c.id.split('.')[0] as string);
 }
 
 /**
@@ -115,9 +124,9 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   let pg: PostgresCluster | null = null;
   let s3: LocalS3Server | null = null;
   const hosts: ClusterHost[] = [];
-  let api: DaemonProcess | null = null;
-  /** The API process's port, kept across restarts (clients keep their URL). */
-  let apiPort: number | undefined;
+  const apis: DaemonProcess[] = [];
+  /** The API processes' ports, kept across restarts (clients keep their URL). */
+  const apiPorts: number[] = [];
   let closed = false;
   const seedPrefix = `${prefix}s`;
   const leftovers = (): string[] => [
@@ -131,7 +140,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     if (closed) return;
     closed = true;
     if (pg && apiKey) await killSandboxes().catch(() => undefined);
-    await api?.stop(20_000);
+    await Promise.all(apis.map((a) => a.stop(20_000)));
     await Promise.all(hosts.map((h) => h.daemon?.stop(20_000)));
     for (const host of hosts) await sweepHost(host);
     lan?.remove();
@@ -143,7 +152,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const env = (): Record<string, string> => ({ RAMIFY_DATABASE_URL: databaseUrl, RAMIFY_S3_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId, RAMIFY_S3_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey });
   let databaseUrl = '';
   const callAt = (url: () => string) => apiCaller(url, () => apiKey);
-  const entryUrl = (): string => (mode === 'roles' ? api?.url : hosts[0]?.url) ?? '';
+  const entryUrl = (): string => (mode === 'roles' ? apis[0]?.url : hosts[0]?.url) ?? '';
   /** Every sandbox not yet killed, killed through the host holding it (the API in `roles` mode). */
   const killSandboxes = async (): Promise<void> => {
     const store = await openStore({ kind: 'postgres', url: databaseUrl });
@@ -151,6 +160,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       for (const s of (await store.listSandboxes({ limit: 1000 })).sandboxes) {
         if (s.state === 'killed') continue;
         const holder = hosts.find((h) => h.hostId === s.hostId && h.daemon);
+        const api = apis.find((a) => !a.exited());
         const url = mode === 'roles' && api ? api.url : holder?.daemon?.url;
         if (url) await callAt(() => url)('DELETE', `/v1/sandboxes/${s.id}`).catch(() => undefined);
       }
@@ -180,14 +190,15 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       host.daemon = await startDaemonProcess({ args: hostArgs(mode, host, s3Server, options.snapshotCacheBytes), env: env(), netns: host.netns, logFile: join(host.dataDir, 'serve.log'), url: host.url });
       return host;
     };
-    const startApi = async (): Promise<DaemonProcess> => {
+    const startApi = async (index = 0): Promise<DaemonProcess> => {
       if (mode !== 'roles') throw new Error('an API process runs in roles mode only');
-      if (api && !api.exited()) return api;
-      const dataDir = join(baseDir, 'api');
+      const running = apis[index];
+      if (running && !running.exited()) return running;
+      const dataDir = join(baseDir, `api-${index}`);
       await mkdir(dataDir, { recursive: true });
-      apiPort ??= await freePort();
-      const url = `http://127.0.0.1:${apiPort}`;
-      api = await startDaemonProcess({ args: ['--role', 'api', '--host', '127.0.0.1', '--port', String(apiPort), '--data-dir', dataDir, '--log-level', 'warn', ...s3Args(s3Server)], env: env(), logFile: join(dataDir, 'serve.log'), url });
+      const port = (apiPorts[index] ??= await freePort());
+      const api = await startDaemonProcess({ args: ['--role', 'api', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--log-level', 'warn', ...s3Args(s3Server)], env: env(), logFile: join(dataDir, 'serve.log'), url: `http://127.0.0.1:${port}` });
+      apis[index] = api;
       return api;
     };
     // One at a time: s3rver answers a listing made while another host writes its start-up probe with a 500.
@@ -211,7 +222,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       throw new Error(`sandbox ${id}'s paused image was not uploaded within ${timeoutMs} ms`);
     };
     return {
-      mode, hosts, get api() { return api; }, apiKey, templateId: seeded.templateId, databaseUrl, s3: s3Server,
+      mode, hosts, get api() { return apis[0] && !apis[0].exited() ? apis[0] : null; }, apis, apiKey, templateId: seeded.templateId, databaseUrl, s3: s3Server,
       entryUrl, callAt, startHost, startApi, hostOf, durablePausedImage, close, leftovers,
     };
   } catch (err) {
