@@ -13,21 +13,15 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startPostgresCluster } from '@ramify/store/testsuite';
-import { realRuntimeSkip, shellCaller, until, type ApiReply } from './real-test-support.js';
-import { detectClusterMode, sandboxesRunningOn, startCluster, type Cluster, type ClusterHost } from './testing/cluster.js';
+import { shellCaller, until, type ApiReply } from './real-test-support.js';
+import { clusterSkip, detectClusterMode, sandboxesRunningOn, startCluster, type Cluster, type ClusterHost } from './testing/cluster.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
 
 async function rolesSkip(): Promise<string | false> {
   if (process.env.RAMIFY_TEST_FULL !== '1') return 'long (a three-host cluster, a host lease expiring): runs in npm run test:full (RAMIFY_TEST_FULL=1)';
   if (detectClusterMode() !== 'roles') return "ramify serve has no --role/--advertise-url yet (the API/host split of issue 16)";
-  const runtime = realRuntimeSkip(rootfs, ['runsc', 'nft', 'nsenter', 'unshare']);
-  if (runtime) return runtime;
-  const pg = await startPostgresCluster();
-  if ('skip' in pg) return pg.skip;
-  pg.stop();
-  return false;
+  return clusterSkip(rootfs);
 }
 
 const skip = await rolesSkip();

@@ -15,24 +15,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { startPostgresCluster } from '@ramify/store/testsuite';
-import { realRuntimeSkip, shellCaller, until } from './real-test-support.js';
-import { detectClusterMode, sandboxesRunningOn, startCluster, type Cluster, type ClusterHost } from './testing/cluster.js';
+import { shellCaller, until } from './real-test-support.js';
+import { clusterSkip, detectClusterMode, sandboxesRunningOn, startCluster, type Cluster, type ClusterHost } from './testing/cluster.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
 const PREFIX = 'rcx';
 
-/** Why this cannot run here, or false. */
-async function clusterSkip(): Promise<string | false> {
-  const runtime = realRuntimeSkip(rootfs, ['runsc', 'nft', 'nsenter', 'unshare']);
-  if (runtime) return runtime;
-  const pg = await startPostgresCluster();
-  if ('skip' in pg) return pg.skip;
-  pg.stop();
-  return false;
-}
-
-const skip = await clusterSkip();
+const skip = await clusterSkip(rootfs);
 const mode = detectClusterMode();
 let cluster: Cluster;
 

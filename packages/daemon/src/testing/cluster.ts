@@ -20,7 +20,7 @@ import { startLocalS3Server, S3RVER_CREDENTIALS, type LocalS3Server } from '@ram
 import { S3ChunkStore } from '@ramify/storage';
 import { openStore } from '@ramify/store';
 import { startPostgresCluster, type PostgresCluster } from '@ramify/store/testsuite';
-import { apiCaller, type ApiReply } from '../real-test-support.js';
+import { apiCaller, realRuntimeSkip, type ApiReply } from '../real-test-support.js';
 import { CLI_MAIN, freePort, startDaemonProcess, type DaemonProcess } from './daemon-process.js';
 import { hostLeftovers, processesNaming, sweepHost } from './host-leftovers.js';
 import { createHostLan, ip, lanLeftovers, type HostLan, type LanHost } from './host-lan.js';
@@ -79,6 +79,19 @@ export interface Cluster {
   close(): Promise<void>;
   /** What remains of the cluster on the machine (empty after `close()`). */
   leftovers(): string[];
+}
+
+/**
+ * Why a cluster cannot run here, or false: root, runsc, nft, nsenter and unshare, the prepared rootfs,
+ * Postgres' binaries (a throwaway server is started and stopped to find out).
+ */
+export async function clusterSkip(rootfs: string | undefined): Promise<string | false> {
+  const runtime = realRuntimeSkip(rootfs, ['runsc', 'nft', 'nsenter', 'unshare']);
+  if (runtime) return runtime;
+  const pg = await startPostgresCluster();
+  if ('skip' in pg) return pg.skip;
+  pg.stop();
+  return false;
 }
 
 /** Sandboxes whose runsc container runs under `host`'s data directory now (its runsc state), by id. */
