@@ -141,6 +141,27 @@ export const ERROR_CODES = {
    * (`cpuSeconds`, `sandboxSeconds` or `maxSandboxes`), `max`, `used`. Raise the budget to go on.
    */
   BUDGET_EXCEEDED: 429,
+  /**
+   * A host daemon's clock is too far off the database's to take a lease (details: `hostId`, `skewMs`,
+   * `maxSkewMs`): synchronise it (chrony, systemd-timesyncd) and start it again.
+   */
+  HOST_CLOCK_SKEW: 409,
+  /** No host of that id in the registry. */
+  HOST_NOT_FOUND: 404,
+  /**
+   * The host holding the sandbox stopped heartbeating and was written off (its running sandboxes are
+   * `error`); a host whose lease expired must register again before it takes work.
+   */
+  HOST_LOST: 409,
+  /** No active host has room for the sandbox (memory, CPUs or network slots); details: `hosts`, `memoryMB`, `cpus`. Retry later or add a host. */
+  NO_HOST_CAPACITY: 503,
+  /**
+   * The paused sandbox's image lives only on a host that is gone (its upload to remote storage had not
+   * finished): it can be resumed once that host returns. details: `hostId`.
+   */
+  SANDBOX_UNAVAILABLE: 503,
+  /** A forwarded create or resume carried no placement reservation of this host (a client cannot pick a host). */
+  PLACEMENT_INVALID: 409,
 } as const satisfies Record<string, number>;
 
 /** One of {@link ERROR_CODES}' keys. */

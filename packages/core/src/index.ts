@@ -18,6 +18,9 @@ export * from './ids.js';
 export { runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps, type CoreOptions } from './context.js';
 export { createCore, closeCoreSinks } from './core.js';
 export * from './ports/event-store.js';
+export * from './ports/hosts.js';
+export * from './placement/placement.js';
+export * from './placement/host-loss.js';
 export * from './ports/telemetry.js';
 export * from './ports/webhook-sender.js';
 

@@ -32,6 +32,9 @@ import type { DaemonMetrics } from './observability/metrics.js';
 import { usageRoutes } from './routes/usage.js';
 import { mountStreams } from './routes/streams/index.js';
 import { mcpDocs, mountMcp } from './routes/mcp.js';
+import { installForwarding } from './roles/forward.js';
+import { installPlacementCheck } from './roles/placement-check.js';
+import type { ServeRole } from './roles/role.js';
 
 export interface BuildAppOptions {
   core: Core;
@@ -39,6 +42,8 @@ export interface BuildAppOptions {
   loggerInstance?: FastifyBaseLogger;
   /** The daemon's metrics: `/metrics` serves them and errors are counted; absent or null: none (`/metrics` is 503). */
   metrics?: DaemonMetrics | null;
+  /** `single` (default): every route served here; `api`: calls on sandboxes forwarded to their hosts; `host`: placed calls checked (roles/). */
+  role?: ServeRole;
 }
 
 /** Every declarative route of the API (WebSockets are mounted separately). */
@@ -64,6 +69,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('onRequest', mcpToolHook());
   // After the tool hook: a call refused for another team's sandbox is still audited with its tool.
   app.addHook('onRequest', scopeHook(core));
+  // After auth and scope: nothing is forwarded or placed for a caller without a key or for another team's sandbox.
+  if (options.role === 'api') installForwarding(app, core);
+  if (options.role === 'host') installPlacementCheck(app, core);
   app.addHook('onRequest', activityHook(core));
   app.addHook('onResponse', auditHook(core.store, core.clock, core.logger));
 

@@ -8,7 +8,7 @@ import { pino, type Logger as Pino } from 'pino';
 import { totalmem } from 'node:os';
 import { defaultWarmPoolBudgetMB, parseWarmPoolSpec, type WarmPoolConfig } from '@ramify/contracts';
 import {
-  ActivityPersister, AutoPauseScheduler, EventPruner, LivenessMonitor, prewarmFreeSlots, reconcile, TimeoutScheduler, UsageSampler, type Core, type CoreOptions, type Logger,
+  ActivityPersister, AutoPauseScheduler, EventPruner, LivenessMonitor, prewarmFreeSlots, reconcile, startHostSweep, TimeoutScheduler, UsageSampler, type Core, type CoreOptions, type Logger,
 } from '@ramify/core';
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
@@ -20,8 +20,18 @@ import { describeDatabase, resolveDatabase } from './database.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
 import { startSshGateway, type RunningSshGateway, type SshOptions } from './ssh/gateway.js';
 import { startMetricsListener, type MetricsListener } from './observability/metrics-listener.js';
+import { startHostAgent, type HostAgent } from './roles/host-agent.js';
+import { checkRoleConfig, type ServeRole } from './roles/role.js';
 
 export interface ServeOptions {
+  /**
+   * `single` (default: one machine, everything here), `api` (no runtimes or networking: serves the shared
+   * store and forwards calls on sandboxes to their hosts) or `host` (runtimes and networking; registers in
+   * the host registry): `ramify serve --role`. `api` and `host` need Postgres and S3 (docs/design/SCALE-OUT.md).
+   */
+  role?: ServeRole;
+  /** The host role's URL for API processes (`--advertise-url`), e.g. `http://10.0.0.5:7423`. */
+  advertiseUrl?: string;
   /** Default: `RAMIFY_HOME`, else `/var/lib/ramify`. */
   dataDir?: string;
   /**
@@ -116,6 +126,13 @@ export interface RamifyServer {
   snapshotStorage: string;
   /** Where state lives: `SQLite (<path>)` or `Postgres at <URL without password>`. */
   database: string;
+  /** The role it serves in. */
+  role: ServeRole;
+  /**
+   * Host role: drain (state `draining`, pause its running sandboxes, wait for their uploads, state `gone`);
+   * other roles: nothing. `ramify serve --role host` calls it on SIGTERM, before {@link close}.
+   */
+  drain(): Promise<{ paused: string[]; failed: string[]; uploadsDone: boolean } | null>;
   /** Stop listening, stop the scheduler, close agent channels and the store. Sandboxes keep running. */
   close(): Promise<void>;
 }
@@ -134,10 +151,16 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const logger = adaptLogger(log);
   const snapshotStorage = resolveSnapshotStorage(options.snapshotStorage);
   const database = resolveDatabase(dataDir, options.databaseUrl);
+  const role = options.role ?? 'single';
+  checkRoleConfig(role, { database, storage: snapshotStorage, advertiseUrl: options.advertiseUrl });
+  // The API role opens no runtime and enforces no egress: every call on a sandbox goes to its host.
+  const roleOverrides = role === 'api' ? { runtimes: [], templateBuilder: null } : {};
 
   const composition = await compose({
-    dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) },
-    maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress,
+    dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: { ...roleOverrides, ...options.overrides },
+    coreOptions: { ...options.coreOptions, ...warmPoolOptions(options), ...(role === 'api' ? { warmPool: parseWarmPoolSpec('off') } : {}) },
+    maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network,
+    egress: role === 'api' ? { mode: 'off' } : options.egress,
     clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
   });
   const { core } = composition;
@@ -151,25 +174,34 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   let app: FastifyInstance | undefined;
   let ingress: RunningIngress | undefined;
   let ssh: RunningSshGateway | undefined;
+  let agent: HostAgent | undefined;
+  let sweep: { stop(): Promise<void> } | undefined;
+  const api = role === 'api';
   try {
     const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
     const newApiKey = await ensureApiKey({ store: core.store, clock: core.clock, dataDir, print });
-    if (options.reconcile !== 'skip') await reconcile(core);
-    prewarmFreeSlots(core);
-    await core.pool.start();
-    await core.webhooks.start();
     pruner.start();
-    scheduler.start();
-    liveness.start();
-    autoPause.start();
-    activity.start();
-    usage.start();
-    if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
-    if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf' });
+    if (api) {
+      sweep = startHostSweep(core);
+    } else {
+      if (options.reconcile !== 'skip') await reconcile(core);
+      prewarmFreeSlots(core);
+      await core.pool.start();
+      await core.webhooks.start();
+      scheduler.start();
+      liveness.start();
+      autoPause.start();
+      activity.start();
+      usage.start();
+      if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
+      if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf' });
+    }
     if (options.metricsListen && composition.metrics) metricsListener = await startMetricsListener(composition.metrics, options.metricsListen, logger);
-    app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics });
+    app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics, role });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
-    logger.info('ramify serving', { url: address, dataDir, hostId: core.hostId });
+    // After reconcile and once the API answers: placement may send work from the moment it is registered.
+    if (role === 'host') agent = await startHostAgent(core, { advertiseUrl: options.advertiseUrl as string });
+    logger.info('ramify serving', { url: address, dataDir, hostId: core.hostId, role });
     const listening = app;
     return {
       url: address,
@@ -184,7 +216,11 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       database: describeDatabase(database),
       metricsAddress: metricsListener?.address ?? null,
       otlpUrl: composition.tracing?.url ?? null,
+      role,
+      drain: async () => (agent ? agent.drain() : null),
       close: async () => {
+        agent?.stop();
+        await sweep?.stop();
         await metricsListener?.close();
         await ssh?.close();
         await ingress?.close();
@@ -203,6 +239,8 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       },
     };
   } catch (err) {
+    agent?.stop();
+    await sweep?.stop();
     await app?.close().catch(() => undefined);
     await metricsListener?.close().catch(() => undefined);
     await ssh?.close().catch(() => undefined);

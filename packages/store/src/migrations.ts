@@ -619,6 +619,39 @@ const ENTRIES: readonly Migration[] = [
       ALTER TABLE slots_v26 RENAME TO slots;
     `,
   },
+  {
+    // Named for merges: renumber freely if another branch took 29 (nothing depends on the number).
+    version: 29,
+    name: 'hosts',
+    // The host registry of the API/host split (docs/design/SCALE-OUT.md): host daemons, their leases on the
+    // database's clock, capacity and last reported load; and placement reservations, capacity held on a host
+    // for a sandbox between the API's choice and the host's create. Portable SQL: Postgres runs the same text.
+    sql: `
+      CREATE TABLE hosts (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('active', 'draining', 'gone')),
+        lease_expires_at BIGINT NOT NULL,
+        last_heartbeat_at BIGINT NOT NULL,
+        started_at BIGINT NOT NULL,
+        memory_mb BIGINT NOT NULL,
+        cpus BIGINT NOT NULL,
+        slots BIGINT NOT NULL,
+        running_sandboxes BIGINT NOT NULL DEFAULT 0,
+        memory_reserved_mb BIGINT NOT NULL DEFAULT 0,
+        cached_images TEXT NOT NULL DEFAULT '[]',
+        pending_uploads TEXT NOT NULL DEFAULT '[]'
+      );
+      CREATE TABLE host_reservations (
+        id TEXT PRIMARY KEY,
+        host_id TEXT NOT NULL REFERENCES hosts(id) ON DELETE CASCADE,
+        memory_mb BIGINT NOT NULL,
+        cpus BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL
+      );
+      CREATE INDEX host_reservations_host ON host_reservations(host_id, expires_at);
+    `,
+  },
 ];
 
 /** Every migration, each with its Postgres text attached where it has one. */

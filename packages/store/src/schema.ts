@@ -290,6 +290,32 @@ export interface SchemaMigrationsTable {
   applied_at: number;
 }
 
+/** Migration 29: host daemons (docs/design/SCALE-OUT.md). */
+export interface HostsTable {
+  id: string;
+  url: string;
+  state: string;
+  lease_expires_at: number;
+  last_heartbeat_at: number;
+  started_at: number;
+  memory_mb: number;
+  cpus: number;
+  slots: number;
+  running_sandboxes: Generated<number>;
+  memory_reserved_mb: Generated<number>;
+  cached_images: Generated<string>;
+  pending_uploads: Generated<string>;
+}
+
+/** Migration 29: capacity held on a host between placement and the host's create. */
+export interface HostReservationsTable {
+  id: string;
+  host_id: string;
+  memory_mb: number;
+  cpus: number;
+  expires_at: number;
+}
+
 /** Every table of the store, by name. */
 export interface Database {
   sandboxes: SandboxesTable;
@@ -315,6 +341,8 @@ export interface Database {
   events: EventsTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  hosts: HostsTable;
+  host_reservations: HostReservationsTable;
   schema_migrations: SchemaMigrationsTable;
 }
 

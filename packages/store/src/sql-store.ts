@@ -7,6 +7,7 @@
 import type {
   ApiKeyRecord, AuditQuery, AuditRecord, BudgetRecord, CanonicalEgressPolicy, CommandLogRecord, DeliveryRecord, EgressLogRecord, EgressPolicyRecord, EventQuery,
   EventRecord, IngressLogRecord, IngressWakes, NetworkMemberRecord, NetworkMembership, NetworkRecord, SandboxActivityRecord, SandboxCount, SandboxMeterRecord,
+  HostHeartbeat, HostRecord, HostRegistration, HostState, LostHost, PlacementRequest, PlacementReservation,
   SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord, SlotLease, AdoptedRows, SnapshotPatch, SnapshotRecord, SshKeyRecord, SshTokenRecord, Store, TeamRecord,
   TemplateRecord, UsageSum, UsageSumQuery, UsageWrite, WebhookRecord,
 } from '@ramify/core';
@@ -18,6 +19,7 @@ import { CommandLogRows } from './command-log.js';
 import * as egress from './egress.js';
 import { DEFAULT_EGRESS_LOG_MAX_ENTRIES, EgressLogRows } from './egress-log.js';
 import * as events from './events.js';
+import * as hosts from './hosts.js';
 import { DEFAULT_INGRESS_LOG_MAX_ENTRIES, IngressLogRows } from './ingress-log.js';
 import * as networks from './networks.js';
 import * as sandboxes from './sandboxes.js';
@@ -338,6 +340,37 @@ export class SqlStore implements Store {
   }
   budgetsCovering(sandboxIds: readonly string[]): Promise<BudgetRecord[]> {
     return budgets.budgetsCovering(this.kysely, sandboxIds);
+  }
+
+  registerHost(registration: HostRegistration): Promise<HostRecord> {
+    return hosts.registerHost(this.kysely, registration);
+  }
+  heartbeatHost(id: string, heartbeat: HostHeartbeat): Promise<HostRecord> {
+    return hosts.heartbeatHost(this.kysely, id, heartbeat);
+  }
+  setHostState(id: string, state: HostState): Promise<HostRecord> {
+    return hosts.setHostState(this.kysely, id, state);
+  }
+  getHost(id: string): Promise<HostRecord | null> {
+    return hosts.getHost(this.kysely, id);
+  }
+  listHosts(): Promise<HostRecord[]> {
+    return hosts.listHosts(this.kysely);
+  }
+  databaseNow(): Promise<number> {
+    return hosts.databaseNow(this.kysely);
+  }
+  reserveHost(request: PlacementRequest): Promise<PlacementReservation> {
+    return hosts.reserveHost(this.kysely, request);
+  }
+  getReservation(id: string): Promise<PlacementReservation | null> {
+    return hosts.getReservation(this.kysely, id);
+  }
+  releaseReservation(id: string): Promise<void> {
+    return hosts.releaseReservation(this.kysely, id);
+  }
+  expireHosts(): Promise<LostHost[]> {
+    return hosts.expireHosts(this.kysely);
   }
 
   /** Close the connection (SQLite) or the pool (Postgres); a second call does nothing. */

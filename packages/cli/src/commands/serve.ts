@@ -11,6 +11,7 @@ import { intIn, parseDuration } from '../parse.js';
 /** The part of `@ramify/daemon` this command uses (imported dynamically so the CLI builds without it). */
 interface DaemonModule {
   serve(options: {
+    role?: 'single' | 'api' | 'host'; advertiseUrl?: string;
     host?: string; port?: number; dataDir?: string; hostId?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
     ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
@@ -20,7 +21,8 @@ interface DaemonModule {
     metricsAddress: string | null; otlpUrl: string | null;
     url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; database: string; ingress: { address: string; url: string } | null;
     ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(): Promise<void>;
-    core: { pool: { stats(): { mode: string; budgetMB: number } } };
+    core: { pool: { stats(): { mode: string; budgetMB: number } }; hostId: string };
+    role: string; drain(): Promise<{ paused: string[]; failed: string[]; uploadsDone: boolean } | null>;
   }>;
 }
 
@@ -39,6 +41,10 @@ async function loadDaemon(): Promise<DaemonModule> {
 
 /** The flags of `ramify serve` (also passed on to a detached daemon). */
 interface ServeFlags {
+  /** `--role single|api|host` (docs/design/SCALE-OUT.md). */
+  role?: 'single' | 'api' | 'host';
+  /** `--advertise-url`: where API processes reach this host (host role). */
+  advertiseUrl?: string;
   host?: string;
   port?: number;
   dataDir?: string;
@@ -152,6 +158,8 @@ function networkPrefix(value: string): string {
 /** Register `serve` on `program`. */
 export function registerServe(program: Command, env: CliEnv): void {
   program.command('serve').description('run the Ramify daemon (API, runtimes, networking) until interrupted')
+    .addOption(new Option('--role <role>', "single (default: everything in this process), api (no runtimes: serves the shared store, places creates and forwards calls on sandboxes to their hosts) or host (runtimes and networking; registers with the API processes through the database, heartbeats, drains on SIGTERM). api and host need --database-url and --s3-bucket").choices(['single', 'api', 'host']))
+    .option('--advertise-url <url>', 'with --role host: where API processes reach this host\'s API listener, e.g. http://10.0.0.5:7423')
     .option('--host <host>', 'address to listen on (default 127.0.0.1: loopback only)')
     .option('--port <port>', 'port to listen on (default 7423; 0 picks a free one)', intIn(0, 65535))
     .option('--data-dir <dir>', 'data directory (default $RAMIFY_HOME, else /var/lib/ramify)')
@@ -196,6 +204,7 @@ export function registerServe(program: Command, env: CliEnv): void {
       const metricsListen = opts.metricsListen === undefined || opts.metricsListen === 'off' ? undefined : listenAddress('--metrics-listen', opts.metricsListen, '127.0.0.1:9464');
       const otlpEndpoint = opts.otlpEndpoint === undefined ? undefined : otlpUrl(opts.otlpEndpoint);
       const server = await serve({
+        ...(opts.role ? { role: opts.role } : {}), ...(opts.advertiseUrl ? { advertiseUrl: opts.advertiseUrl } : {}),
         host: opts.host, port: opts.port, dataDir: opts.dataDir, ...(opts.hostId ? { hostId: opts.hostId } : {}), logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
         ...(opts.networkPrefix ? { network: { prefix: opts.networkPrefix } } : {}),
         warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget, snapshotStorage: snapshotStorageFlags(opts),
@@ -215,15 +224,21 @@ export function registerServe(program: Command, env: CliEnv): void {
       if (server.otlpUrl) ctx.note(`ramify: exporting traces to ${server.otlpUrl}`);
       for (const line of server.runtimeSummary) ctx.note(`ramify: runtime ${line}`);
       ctx.note(`ramify: ${warmPoolLine(server.core.pool.stats())}`);
-      await new Promise<void>((resolve) => {
-        const stop = (): void => {
+      if (server.role !== 'single') ctx.note(`ramify: role ${server.role}${server.role === 'host' ? ` (host id ${server.core.hostId}; SIGTERM drains: pauses its sandboxes, waits for their uploads)` : ''}`);
+      const signal = await new Promise<NodeJS.Signals>((resolve) => {
+        const stop = (received: NodeJS.Signals): void => {
           process.off('SIGINT', stop);
           process.off('SIGTERM', stop);
-          resolve();
+          resolve(received);
         };
         process.on('SIGINT', stop);
         process.on('SIGTERM', stop);
       });
+      if (signal === 'SIGTERM' && server.role === 'host') {
+        ctx.note('ramify: draining (placement skips this host; pausing its sandboxes; waiting for uploads)');
+        const drained = await server.drain();
+        if (drained) ctx.note(`ramify: drained: ${drained.paused.length} paused, ${drained.failed.length} could not be paused, uploads ${drained.uploadsDone ? 'done' : 'NOT done (their sandboxes resume only here)'}`);
+      }
       await server.close();
     }));
 }
@@ -245,6 +260,8 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   const log = openSync(logPath, 'a', 0o600);
   chmodSync(logPath, 0o600);
   const args = [process.argv[1]!, 'serve'];
+  if (opts.role) args.push('--role', opts.role);
+  if (opts.advertiseUrl) args.push('--advertise-url', opts.advertiseUrl);
   if (opts.host) args.push('--host', opts.host);
   if (opts.port !== undefined) args.push('--port', String(opts.port));
   if (opts.dataDir) args.push('--data-dir', opts.dataDir);

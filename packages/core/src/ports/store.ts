@@ -11,6 +11,7 @@
 import type { ApiKeyRole, AutoPause, EgressLogEntry, EgressPeer, ExposedPort, RuntimeName, SandboxState, SnapshotInfo, SnapshotNetworks, TeamQuota, TimeoutAction } from '@ramify/contracts';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import type { EventStore } from './event-store.js';
+import type { HostRegistry } from './hosts.js';
 
 /**
  * A sandbox's inbound side: the ports it exposes through the daemon's ingress (port order, no duplicates)
@@ -504,7 +505,7 @@ export interface AdoptedRows {
 }
 
 /** See the module doc; the events, webhooks and command log half is {@link EventStore}. */
-export interface Store extends EventStore {
+export interface Store extends EventStore, HostRegistry {
   /** Insert a new sandbox. Rejects `CONFLICT` when the id exists. */
   insertSandbox(record: SandboxRecord): Promise<void>;
   getSandbox(id: string): Promise<SandboxRecord | null>;

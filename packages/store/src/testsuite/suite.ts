@@ -7,6 +7,7 @@ import { describe } from 'node:test';
 import { accessCases } from './access-cases.js';
 import { eventCases } from './event-cases.js';
 import type { StoreHarness } from './harness.js';
+import { hostCases } from './host-cases.js';
 import { logCases } from './log-cases.js';
 import { networkCases } from './network-cases.js';
 import { sandboxCases } from './sandbox-cases.js';
@@ -23,6 +24,7 @@ export function storeConformance(harness: StoreHarness): void {
     describe('events and webhooks', () => eventCases(harness));
     describe('usage and budgets', () => usageCases(harness));
     describe('networks', () => networkCases(harness));
+    describe('hosts and placement', () => hostCases(harness));
   });
 }
 

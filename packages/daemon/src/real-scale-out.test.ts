@@ -1,0 +1,157 @@
+/**
+ * The API/host split through REAL processes' parts on one machine (docs/design/SCALE-OUT.md): a throwaway
+ * Postgres 15 cluster, s3rver, one API-role daemon and two host-role daemons (real gVisor, namespaces,
+ * nftables; each its own data dir, port, network prefix and host id), sharing nothing but Postgres and S3.
+ * Shows: a create through the API is placed (on the host caching the template; on the other host, which
+ * downloads the template image from S3, once the first drains) and forwarded; exec over a WebSocket through
+ * the API; a fork lands on its parent's host; another team's sandbox is 404 at the API and nothing reaches a
+ * host; no key is 401; a host refuses a create that placement did not send it.
+ * Skipped, with the reason, when not root, without runsc, the rootfs, or Postgres's binaries.
+ */
+import { Sandbox } from '@ramify/sdk';
+import { startLocalS3Server, S3RVER_CREDENTIALS, waitDurable, type LocalS3Server } from '@ramify/storage/testsuite';
+import { startPostgresCluster, type PostgresCluster } from '@ramify/store/testsuite';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { forceCleanup } from './real-egress-support.js';
+import { apiCaller, realRuntimeSkip, registerRootfsTemplate, stopRealDaemon, type ApiReply } from './real-test-support.js';
+import { serve, type RamifyServer, type ServeOptions } from './serve.js';
+
+const rootfs = process.env.RAMIFY_TEST_ROOTFS;
+const cluster: PostgresCluster | { skip: string } = realRuntimeSkip(rootfs) ? { skip: 'no runtime' } : await startPostgresCluster();
+const skip = realRuntimeSkip(rootfs) || ('skip' in cluster ? cluster.skip : false);
+
+const BUCKET = 'ramify-scale';
+const HOSTS = [{ id: 'host-rra', prefix: 'rra' }, { id: 'host-rrb', prefix: 'rrb' }] as const;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+let s3: LocalS3Server | undefined;
+let api: RamifyServer | undefined;
+const hosts: RamifyServer[] = [];
+const dirs: string[] = [];
+let key = '';
+let acmeKey = '';
+/** Requests (and upgrades) each host's listener received, by host id. */
+const received = new Map<string, number>();
+const call = apiCaller(() => api?.url, () => key);
+
+async function start(options: ServeOptions & { role: 'api' | 'host' }, dataDirName: string): Promise<RamifyServer> {
+  const dataDir = await mkdtemp(join(tmpdir(), `ramify-${dataDirName}-`));
+  dirs.push(dataDir);
+  const server = await serve({
+    dataDir, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], databaseUrl: await (cluster as PostgresCluster).ensureDatabase('scale'),
+    snapshotStorage: { s3Endpoint: s3!.endpoint, s3Bucket: BUCKET, s3PathStyle: true, s3Credentials: { ...S3RVER_CREDENTIALS } }, ...options,
+  });
+  key ||= server.newApiKey ?? '';
+  return server;
+}
+
+describe('scale-out: one API process and two hosts over Postgres and S3 (real gVisor)', { skip, timeout: 600_000 }, () => {
+  before(async () => {
+    s3 = await startLocalS3Server({ bucket: BUCKET });
+    for (const h of HOSTS) {
+      const port = await freePort();
+      const server = await start({ role: 'host', hostId: h.id, port, advertiseUrl: `http://127.0.0.1:${port}`, network: { prefix: h.prefix } }, h.prefix);
+      received.set(h.id, 0);
+      const count = (): void => void received.set(h.id, (received.get(h.id) ?? 0) + 1);
+      server.app.server.on('request', count).on('upgrade', count);
+      hosts.push(server);
+    }
+    // Every process starts (and checks the bucket) before anything is uploaded: s3rver's listing answers 500
+    // while objects are being written.
+    api = await start({ role: 'api', port: 0 }, 'rr-api');
+    // The template is built on the first host; its image goes to S3 for the other.
+    await registerRootfsTemplate(hosts[0]!.core, rootfs as string, { templateId: 'tpl_rr', snapshotId: 'snap_rr_base' });
+    await waitDurable(hosts[0]!.core.storage, 'snap_rr_base', 120_000);
+    assert.ok(key, 'the first process made the API key');
+  });
+  after(async () => {
+    // Kills go through the API, which forwards each to the sandbox's host (a host's own core must not kill
+    // a sandbox another host holds: its runtime instance is not there).
+    for (const team of [key, acmeKey].filter((k) => k !== '')) {
+      const caller = apiCaller(() => api?.url, () => team);
+      for (const s of (await caller('GET', '/v1/sandboxes').catch(() => null))?.json?.sandboxes ?? []) await caller('DELETE', `/v1/sandboxes/${s.id}`).catch(() => undefined);
+    }
+    for (const [i, server] of hosts.entries()) {
+      await stopRealDaemon(server, apiCaller(() => server.url, () => key)).catch(async () => {
+        await server.close().catch(() => undefined);
+        await forceCleanup(HOSTS[i]!.prefix, server.dataDir);
+      });
+    }
+    await api?.close().catch(() => undefined);
+    await s3?.close();
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+    if (!('skip' in cluster)) cluster.stop();
+  });
+
+  const hostOf = async (id: string): Promise<string | null> => (await api!.core.store.getSandbox(id))?.hostId ?? null;
+  const created = async (): Promise<ApiReply> => call('POST', '/v1/sandboxes', { timeoutMs: 600_000 });
+
+  test('the hosts registered; a create is placed on the host caching the template, forwarded, and runs there', async () => {
+    assert.deepEqual((await api!.core.store.listHosts()).map((h) => [h.id, h.state]), [['host-rra', 'active'], ['host-rrb', 'active']]);
+    const reply = await created();
+    assert.equal(reply.status, 201, JSON.stringify(reply.json));
+    assert.equal(reply.json.state, 'running');
+    assert.equal(await hostOf(reply.json.id), 'host-rra');
+    // Exec over the command WebSocket, through the API.
+    const sbx = await Sandbox.connect(reply.json.id, { apiUrl: api!.url, apiKey: key, requestTimeoutMs: 600_000 });
+    let streamed = '';
+    const result = await sbx.commands.run('echo "on $(hostname)"; echo 42 > /tmp/n', { onStdout: (chunk) => { streamed += chunk; } });
+    assert.equal(result.exitCode, 0);
+    assert.match(streamed, /^on /);
+    // A fork lands on its parent's host.
+    const fork = await call('POST', `/v1/sandboxes/${reply.json.id}/fork`, { count: 1 });
+    assert.equal(fork.status, 201, JSON.stringify(fork.json));
+    const childId = fork.json.sandboxes[0].id as string;
+    assert.equal(await hostOf(childId), 'host-rra');
+    const child = await call('POST', `/v1/sandboxes/${childId}/commands`, { cmd: 'cat /tmp/n' });
+    assert.equal(child.json.stdout, '42\n');
+  });
+
+  test('with the first host draining, a create goes to the other, which downloads the template image from S3', async () => {
+    await api!.core.store.setHostState('host-rra', 'draining');
+    try {
+      const reply = await created();
+      assert.equal(reply.status, 201, JSON.stringify(reply.json));
+      assert.equal(await hostOf(reply.json.id), 'host-rrb');
+      const r = await call('POST', `/v1/sandboxes/${reply.json.id}/commands`, { cmd: 'echo b' });
+      assert.equal(r.json.stdout, 'b\n');
+    } finally {
+      await api!.core.store.setHostState('host-rra', 'active');
+    }
+  });
+
+  test('another team\'s sandbox is 404 at the API and no key is 401, nothing forwarded; a host refuses an unplaced create', async () => {
+    const own = (await call('GET', '/v1/sandboxes')).json.sandboxes[0].id as string;
+    assert.equal((await call('POST', '/v1/teams', { id: 'acme' })).status, 201);
+    acmeKey = (await call('POST', '/v1/keys', { team: 'acme', role: 'admin' })).json.key as string;
+    const acme = apiCaller(() => api?.url, () => acmeKey);
+    const before = [...received.values()].reduce((a, b) => a + b, 0);
+    const foreign = await acme('POST', `/v1/sandboxes/${own}/commands`, { cmd: 'id' });
+    assert.equal(foreign.status, 404);
+    assert.equal(foreign.json.error.code, 'SANDBOX_NOT_FOUND');
+    const ws = await Sandbox.connect(own, { apiUrl: api!.url, apiKey: acmeKey }).catch((err: unknown) => err);
+    assert.equal((ws as { code?: string }).code, 'SANDBOX_NOT_FOUND');
+    const anonymous = await fetch(`${api!.url}/v1/sandboxes/${own}/commands`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"cmd":"id"}' });
+    assert.equal(anonymous.status, 401);
+    assert.equal([...received.values()].reduce((a, b) => a + b, 0), before, 'no request reached a host');
+    // A client calling a host directly cannot pick it: the host wants the API's reservation.
+    const direct = await apiCaller(() => hosts[1]!.url, () => key)('POST', '/v1/sandboxes', { timeoutMs: 60_000 });
+    assert.equal(direct.status, 409);
+    assert.equal(direct.json.error.code, 'PLACEMENT_INVALID');
+    const forged = await fetch(`${hosts[1]!.url}/v1/sandboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-ramify-placement': 'rsv_forged' }, body: '{}' });
+    assert.equal(forged.status, 409);
+  });
+});
