@@ -210,7 +210,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       const dataDir = join(baseDir, `api-${index}`);
       await mkdir(dataDir, { recursive: true });
       const port = (apiPorts[index] ??= await freePort());
-      const api = await startDaemonProcess({ args: ['--role', 'api', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--log-level', 'warn', ...s3Args(s3Server)], env: env(), logFile: join(dataDir, 'serve.log'), url: `http://127.0.0.1:${port}` });
+      const api = await startDaemonProcess({ args: ['--role', 'api', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--ingress-listen', 'off', '--ssh-listen', 'off', '--log-level', 'warn', ...s3Args(s3Server)], env: env(), logFile: join(dataDir, 'serve.log'), url: `http://127.0.0.1:${port}` });
       apis[index] = api;
       return api;
     };
