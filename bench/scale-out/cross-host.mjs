@@ -52,6 +52,10 @@ async function pauseDurable(host, id) {
 async function resumeElsewhere(from, id) {
   const to = cluster.hosts.find((h) => h !== from);
   if (mode !== 'roles') return [(await time(() => must(to, 'POST', `/v1/sandboxes/${id}/resume`)))[0], to];
+  // Placement trusts a gone host's image only if it is older than the host's last heartbeat by the allowed
+  // clock skew (2 s; core/placement imageDurable): a host drained sooner after the pause leaves the sandbox
+  // SANDBOX_UNAVAILABLE although the drain waited for the upload. Wait that out (not timed).
+  await new Promise((resolve) => setTimeout(resolve, 2500));
   await from.daemon.stop();
   try {
     const [ms] = await time(() => must(to, 'POST', `/v1/sandboxes/${id}/resume`));
