@@ -46,10 +46,13 @@ let acmeKey = '';
 /** Requests (and upgrades) each host's listener received, by host id. */
 const received = new Map<string, number>();
 const call = apiCaller(() => api?.url, () => key);
+/** Short leases: a stopped host is written off within seconds (the sweep runs every 2 s). */
+const LEASE = { leaseMs: 3000, heartbeatMs: 1000 };
+const ports = new Map<string, number>();
 
 async function start(options: ServeOptions & { role: 'api' | 'host' }, dataDirName: string): Promise<RamifyServer> {
-  const dataDir = await mkdtemp(join(tmpdir(), `ramify-${dataDirName}-`));
-  dirs.push(dataDir);
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), `ramify-${dataDirName}-`)));
+  if (!dirs.includes(dataDir)) dirs.push(dataDir);
   const server = await serve({
     dataDir, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], databaseUrl: await (cluster as PostgresCluster).ensureDatabase('scale'),
     snapshotStorage: { s3Endpoint: s3!.endpoint, s3Bucket: BUCKET, s3PathStyle: true, s3Credentials: { ...S3RVER_CREDENTIALS } }, ...options,
@@ -58,16 +61,23 @@ async function start(options: ServeOptions & { role: 'api' | 'host' }, dataDirNa
   return server;
 }
 
+/** Start (or restart, on the same data dir, port and id) host daemon `h`, counting the requests it receives. */
+async function startHost(h: (typeof HOSTS)[number], dataDir: string): Promise<RamifyServer> {
+  if (!dirs.includes(dataDir)) dirs.push(dataDir);
+  const port = ports.get(h.id) as number;
+  const server = await start({ role: 'host', hostId: h.id, port, advertiseUrl: `http://127.0.0.1:${port}`, network: { prefix: h.prefix }, hostLease: LEASE, dataDir }, h.prefix);
+  received.set(h.id, received.get(h.id) ?? 0);
+  const count = (): void => void received.set(h.id, (received.get(h.id) ?? 0) + 1);
+  server.app.server.on('request', count).on('upgrade', count);
+  return server;
+}
+
 describe('scale-out: one API process and two hosts over Postgres and S3 (real gVisor)', { skip, timeout: 600_000 }, () => {
   before(async () => {
     s3 = await startLocalS3Server({ bucket: BUCKET });
     for (const h of HOSTS) {
-      const port = await freePort();
-      const server = await start({ role: 'host', hostId: h.id, port, advertiseUrl: `http://127.0.0.1:${port}`, network: { prefix: h.prefix } }, h.prefix);
-      received.set(h.id, 0);
-      const count = (): void => void received.set(h.id, (received.get(h.id) ?? 0) + 1);
-      server.app.server.on('request', count).on('upgrade', count);
-      hosts.push(server);
+      ports.set(h.id, await freePort());
+      hosts.push(await startHost(h, await mkdtemp(join(tmpdir(), `ramify-${h.prefix}-`))));
     }
     // Every process starts (and checks the bucket) before anything is uploaded: s3rver's listing answers 500
     // while objects are being written.
@@ -153,5 +163,72 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     assert.equal(direct.json.error.code, 'PLACEMENT_INVALID');
     const forged = await fetch(`${hosts[1]!.url}/v1/sandboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-ramify-placement': 'rsv_forged' }, body: '{}' });
     assert.equal(forged.status, 409);
+  });
+
+  const sh = async (id: string, cmd: string): Promise<string> => {
+    const r = await call('POST', `/v1/sandboxes/${id}/commands`, { cmd });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    return r.json.stdout as string;
+  };
+  const until = async (what: string, check: () => Promise<boolean>, limitMs = 60_000): Promise<void> => {
+    for (const deadline = Date.now() + limitMs; !(await check()); await new Promise((r) => setTimeout(r, 200))) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    }
+  };
+
+  test('a stopped host is written off: its running sandbox is error HOST_LOST, its durable paused one resumes on the other host still counting', async () => {
+    const store = api!.core.store;
+    // Both on host A (B, which caches the template too by now, drains meanwhile).
+    await store.setHostState('host-rrb', 'draining');
+    const paused = (await call('POST', '/v1/sandboxes', { timeoutMs: 600_000 })).json.id as string;
+    const running = (await call('POST', '/v1/sandboxes', { timeoutMs: 600_000 })).json.id as string;
+    await store.setHostState('host-rrb', 'active');
+    for (const id of [paused, running]) assert.equal((await store.getSandbox(id))?.hostId, 'host-rra');
+    await call('POST', `/v1/sandboxes/${paused}/commands`, { cmd: 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.2; done', background: true });
+    await until('the counter counts', async () => Number(await sh(paused, 'cat /tmp/count 2>/dev/null || echo 0')) > 2);
+    const pause = await call('POST', `/v1/sandboxes/${paused}/pause`);
+    assert.equal(pause.status, 200, JSON.stringify(pause.json));
+    const image = (await store.getSandbox(paused))!.pausedSnapshotId!;
+    await waitDurable(hosts[0]!.core.storage, image, 120_000);
+    // Placement trusts a lost host's image once a heartbeat after the pause no longer listed it as pending.
+    const written = (await store.getSnapshot(image))!.createdAt;
+    await until('a heartbeat reports the image durable', async () => {
+      const host = await store.getHost('host-rra');
+      return host !== null && !host.pendingUploadIds.includes(image) && host.lastHeartbeatAt > written + 2000;
+    });
+    // Host A stops (no drain): its lease runs out and the API's sweep writes it off. Its runtime instances stay
+    // (a stopped daemon leaves its sandboxes running); after() removes them as a returning host's reconcile would.
+    await hosts[0]!.close();
+    await until('the sweep marks host A gone', async () => (await store.getHost('host-rra'))?.state === 'gone', 30_000);
+    const lost = await call('GET', `/v1/sandboxes/${running}`);
+    assert.equal(lost.json.state, 'error');
+    assert.match(lost.json.error ?? '', /^HOST_LOST: host 'host-rra'/);
+    const onLost = await call('POST', `/v1/sandboxes/${running}/commands`, { cmd: 'true' });
+    assert.equal(onLost.json.error.code, 'HOST_LOST');
+    // The paused sandbox resumes on host B from S3, memory and processes intact.
+    const resumed = await call('POST', `/v1/sandboxes/${paused}/resume`);
+    assert.equal(resumed.status, 200, JSON.stringify(resumed.json));
+    assert.equal((await store.getSandbox(paused))?.hostId, 'host-rrb');
+    const first = Number(await sh(paused, 'cat /tmp/count'));
+    await until('the counter counts on host B', async () => Number(await sh(paused, 'cat /tmp/count')) > first);
+    assert.ok(first > 2);
+  });
+
+  test('a host drains: placement skips it, its running sandboxes are paused, their images uploaded, then it is gone', async () => {
+    const store = api!.core.store;
+    const before = (await store.listSandboxes({ states: ['running'], hostId: 'host-rrb', limit: 100 })).sandboxes.map((s) => s.id);
+    assert.ok(before.length > 0, 'host B runs sandboxes');
+    const drained = await hosts[1]!.drain();
+    assert.deepEqual(drained?.paused.sort(), [...before].sort());
+    assert.deepEqual(drained?.failed, []);
+    assert.equal(drained?.uploadsDone, true);
+    const host = await store.getHost('host-rrb');
+    assert.equal(host?.state, 'gone');
+    assert.deepEqual(host?.pendingUploadIds, []);
+    for (const id of before) assert.equal((await call('GET', `/v1/sandboxes/${id}`)).json.state, 'paused');
+    // No live host is left: a create has nowhere to go.
+    const refused = await call('POST', '/v1/sandboxes', {});
+    assert.equal(refused.status, 503);
+    assert.equal(refused.json.error.code, 'NO_HOST_CAPACITY');
   });
 });

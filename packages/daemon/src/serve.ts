@@ -32,6 +32,8 @@ export interface ServeOptions {
   role?: ServeRole;
   /** The host role's URL for API processes (`--advertise-url`), e.g. `http://10.0.0.5:7423`. */
   advertiseUrl?: string;
+  /** The host role's lease and heartbeat period (ms); default 10 s and 3 s (roles/host-agent.ts). Tests shorten them. */
+  hostLease?: { leaseMs: number; heartbeatMs: number };
   /** Default: `RAMIFY_HOME`, else `/var/lib/ramify`. */
   dataDir?: string;
   /**
@@ -200,7 +202,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics, role });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     // After reconcile and once the API answers: placement may send work from the moment it is registered.
-    if (role === 'host') agent = await startHostAgent(core, { advertiseUrl: options.advertiseUrl as string });
+    if (role === 'host') agent = await startHostAgent(core, { advertiseUrl: options.advertiseUrl as string, ...options.hostLease });
     logger.info('ramify serving', { url: address, dataDir, hostId: core.hostId, role });
     const listening = app;
     return {
