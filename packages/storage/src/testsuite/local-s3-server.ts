@@ -31,15 +31,21 @@ export interface LocalS3Server {
 /** Credentials s3rver accepts. */
 export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
 
-/** Start s3rver with one bucket (`bucket`, default `ramify-test`) on 127.0.0.1 on a free port. */
-export async function startLocalS3Server(options: { bucket?: string } = {}): Promise<LocalS3Server> {
+/**
+ * Start s3rver with one bucket (`bucket`, default `ramify-test`) on a free port of `address` (default
+ * 127.0.0.1; a multi-host test gives the address its host namespaces reach).
+ */
+export async function startLocalS3Server(options: { bucket?: string; address?: string } = {}): Promise<LocalS3Server> {
   const bucket = options.bucket ?? 'ramify-test';
+  const address = options.address ?? '127.0.0.1';
   const dir = await mkdtemp(join(tmpdir(), 'ramify-s3rver-'));
   let port = 0;
   let child: ChildProcess | null = null;
   const start = async (): Promise<void> => {
     if (child) return;
-    const next = spawn(process.execPath, [fileURLToPath(new URL('./s3rver-process.js', import.meta.url)), dir, String(port), bucket], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // s3rver encrypts ListObjectsV2's continuation token with DES, which OpenSSL 3 keeps in its legacy
+    // provider: without it every truncated listing (MaxKeys below the keys there) answers 500.
+    const next = spawn(process.execPath, ['--openssl-legacy-provider', fileURLToPath(new URL('./s3rver-process.js', import.meta.url)), dir, String(port), bucket, address], { stdio: ['ignore', 'pipe', 'inherit'] });
     const [line] = (await Promise.race([once(createInterface({ input: next.stdout! }), 'line'), once(next, 'exit').then(() => [null])])) as [string | null];
     if (line === null) throw new Error('s3rver exited before it listened');
     port = (JSON.parse(line) as { port: number }).port;
@@ -54,7 +60,7 @@ export async function startLocalS3Server(options: { bucket?: string } = {}): Pro
     await exited;
   };
   await start();
-  const endpoint = `http://127.0.0.1:${port}`;
+  const endpoint = `http://${address}:${port}`;
   return {
     endpoint,
     bucket,

@@ -5,7 +5,7 @@
  * exit) stops the server and deletes the directory. Debian's `postgresql-15` provides the binaries.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,6 +48,13 @@ export interface PostgresClusterOptions {
    * fsync off (tests: nothing outlives the cluster).
    */
   durability?: 'fast' | 'durable';
+  /**
+   * Addresses the server listens on; the first is the host of {@link PostgresCluster.url}. Default
+   * `['127.0.0.1']`. A multi-host test adds the address its host namespaces reach (a bridge's).
+   */
+  listenAddresses?: string[];
+  /** Networks (CIDR) allowed to connect without a password besides loopback, e.g. `10.199.0.0/24`; default none. */
+  trustNetworks?: string[];
 }
 
 /**
@@ -72,6 +79,8 @@ export async function startPostgresCluster(options: PostgresClusterOptions = {})
     execFileSync(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], cwd: dir });
   };
   const data = join(dir, 'data');
+  const listen = options.listenAddresses ?? ['127.0.0.1'];
+  for (const address of listen) if (!/^[0-9a-f.:]+$/i.test(address)) throw new Error(`not an IP address: ${address}`);
   const port = await freePort();
   let started = false;
   const stop = (): void => {
@@ -89,8 +98,9 @@ export async function startPostgresCluster(options: PostgresClusterOptions = {})
   process.on('exit', stop);
   try {
     run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
+    for (const cidr of options.trustNetworks ?? []) appendFileSync(join(data, 'pg_hba.conf'), `host all all ${cidr} trust\n`);
     const fast = options.durability === 'durable' ? '' : ' -c fsync=off -c synchronous_commit=off -c full_page_writes=off';
-    const serverOptions = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c max_connections=200${fast}`;
+    const serverOptions = `-c listen_addresses=${listen.join(',')} -p ${port} -k ${dir} -c max_connections=200${fast}`;
     run('pg_ctl', ['-D', data, '-o', serverOptions, '-l', join(dir, 'server.log'), '-w', '-t', '30', 'start']);
     started = true;
   } catch (err) {
@@ -99,9 +109,9 @@ export async function startPostgresCluster(options: PostgresClusterOptions = {})
     throw new Error(`could not start a test Postgres: ${(err as Error).message}\n${log}`);
   }
   const version = bin.split('/').at(-2) ?? '?';
-  const url = (database: string): string => `postgres://postgres@127.0.0.1:${port}/${database}`;
+  const url = (database: string): string => `postgres://postgres@${listen[0]}:${port}/${database}`;
   return {
-    name: `Postgres ${version} on 127.0.0.1:${port}`,
+    name: `Postgres ${version} on ${listen[0]}:${port}`,
     url,
     async ensureDatabase(database: string, template?: string): Promise<string> {
       for (const name of [database, template ?? 'postgres']) if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: ${name}`);
