@@ -139,18 +139,18 @@ async function reserveOnce(db: Executor, req: PlacementRequest, random: () => nu
 }
 
 /**
- * Placement's choice among fitting hosts, best first: hosts caching `req.imageId` before the others; within
- * each group, `sampleSize` (default 3) sampled at random, least loaded by memory fraction first, then the rest.
+ * Placement's choice among fitting hosts, best first: `sampleSize` (default 3) sampled at random, least
+ * loaded by memory fraction first, a host caching `req.imageId` first among equally loaded ones; then the
+ * rest in the same order. The cache only breaks ties: preferring it outright put every create on the one
+ * host that had the template until it was full, instead of spreading them.
  */
 export function rankHosts(fitting: HostRecord[], loads: Map<string, Load>, req: PlacementRequest, random: () => number): HostRecord[] {
   const frac = (h: HostRecord): number => (loads.get(h.id)?.memoryMB ?? 0) / Math.max(1, h.capacity.memoryMB);
+  const caches = (h: HostRecord): number => (req.imageId !== null && h.cachedImageIds.includes(req.imageId) ? 0 : 1);
+  const better = (a: HostRecord, b: HostRecord): number => frac(a) - frac(b) || caches(a) - caches(b);
   const k = req.sampleSize ?? 3;
-  const order = (group: HostRecord[]): HostRecord[] => {
-    const shuffled = group.map((h) => ({ h, r: random() })).sort((a, b) => a.r - b.r).map((x) => x.h);
-    return [...shuffled.slice(0, k).sort((a, b) => frac(a) - frac(b)), ...shuffled.slice(k)];
-  };
-  const caching = req.imageId === null ? [] : fitting.filter((h) => h.cachedImageIds.includes(req.imageId as string));
-  return [...order(caching), ...order(fitting.filter((h) => !caching.includes(h)))];
+  const shuffled = fitting.map((h) => ({ h, r: random() })).sort((a, b) => a.r - b.r).map((x) => x.h);
+  return [...shuffled.slice(0, k).sort(better), ...shuffled.slice(k).sort(better)];
 }
 
 export async function getReservation(db: Executor, id: string): Promise<PlacementReservation | null> {

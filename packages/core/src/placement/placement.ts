@@ -72,7 +72,7 @@ async function sourceImage(core: Pick<Core, 'store' | 'options'>, request: Creat
  * @throws RamifyError HOST_LOST (a non-paused sandbox on a lost host), SANDBOX_UNAVAILABLE (its image is
  *   not yet uploaded from the lost host), NO_HOST_CAPACITY.
  */
-export async function placeOnSandbox(core: Pick<Core, 'store'>, record: SandboxRecord, purpose: 'resume' | 'call'): Promise<PlacementTarget> {
+export async function placeOnSandbox(core: Pick<Core, 'store' | 'storage'>, record: SandboxRecord, purpose: 'resume' | 'call'): Promise<PlacementTarget> {
   const host = record.hostId === null ? null : await core.store.getHost(record.hostId);
   const now = await core.store.databaseNow();
   if (host !== null && hostIsLive(host, now)) return { hostId: host.id, url: host.url, reservation: null };
@@ -83,7 +83,7 @@ export async function placeOnSandbox(core: Pick<Core, 'store'>, record: SandboxR
     });
   }
   const image = await core.store.getSnapshot(record.pausedSnapshotId);
-  if (host === null || image === null || !imageDurable(host, record.pausedSnapshotId, image.createdAt)) {
+  if (image === null || !(await imageLeftHost(core, host, record.pausedSnapshotId, image.createdAt))) {
     throw new RamifyError('SANDBOX_UNAVAILABLE', `sandbox '${record.id}' is paused on host '${hostId}', which is gone before its image reached remote storage: it can be resumed once that host returns`, {
       sandboxId: record.id, hostId,
     });
@@ -104,6 +104,21 @@ export const MAX_CLOCK_SKEW_MS = 2000;
  */
 export function imageDurable(host: HostRecord, snapshotId: string, imageCreatedAt: number): boolean {
   return !host.pendingUploadIds.includes(snapshotId) && imageCreatedAt + MAX_CLOCK_SKEW_MS <= host.lastHeartbeatAt;
+}
+
+/**
+ * Whether a lost host's image can be opened elsewhere: its last heartbeat says so ({@link imageDurable}), or,
+ * since a heartbeat lags an upload by up to its interval (and a host stopped or killed right after an upload
+ * sends no more), the remote storage itself has the image's manifest, which an upload writes last.
+ */
+async function imageLeftHost(core: Pick<Core, 'storage'>, host: HostRecord | null, snapshotId: string, imageCreatedAt: number): Promise<boolean> {
+  if (host !== null && imageDurable(host, snapshotId, imageCreatedAt)) return true;
+  if (!core.storage.uploadState) return false;
+  try {
+    return (await core.storage.uploadState(snapshotId)).state === 'durable';
+  } catch {
+    return false;
+  }
 }
 
 /**
