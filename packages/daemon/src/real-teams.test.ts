@@ -140,6 +140,13 @@ describe('teams and scoped keys through a real daemon (gVisor)', { skip, timeout
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /FORBIDDEN/);
     assert.equal((await asA('POST', '/v1/keys', { role: 'admin' })).status, 403);
+    // A team admin makes its own team's keys; naming another team (the default one too) is a clear 403.
+    const adminA = await createApiKey((server as RamifyServer).core.store, (server as RamifyServer).core.clock, 'admin-a', { teamId: 'team-a', role: 'admin' });
+    const crossed = await cli(conn(adminA.key), ['key', 'create', '--team', 'default']);
+    assert.equal(crossed.code, 1);
+    assert.match(crossed.stderr, /FORBIDDEN.*this admin key of team 'team-a' manages the keys of team 'team-a' only .*managed by the operator/);
+    const own = await callAs(() => adminA.key)('POST', '/v1/keys', {});
+    assert.deepEqual([own.status, own.json.team], [201, 'team-a']);
 
     const spare = JSON.parse((await cli(conn(operatorKey), ['key', 'create', '--team', 'team-a', '--json'])).stdout) as { id: string; key: string };
     assert.equal((await callAs(() => spare.key)('GET', '/v1/sandboxes')).status, 200);

@@ -31,7 +31,7 @@ export function registerKeys(program: Command, env: CliEnv): void {
   const key = program.command('key').description('API keys: each belongs to one team and has a role').addHelpText('after', `\n${TEAMS_HELP}`);
 
   key.command('create')
-    .option('--team <id>', "the key's team (default the calling key's)")
+    .option('--team <id>', "the key's team (default the calling key's; another team: only with an admin key of the default team)")
     .option('--role <role>', 'member (use sandboxes; the default) or admin (also manage keys)', oneOf(['admin', 'member'] as const))
     .option('--expires <duration>', 'lifetime, e.g. 30d or 12h (1m to 3650d; default: until revoked)', ttlArg)
     .option('--name <name>', 'a label (default the role)')
