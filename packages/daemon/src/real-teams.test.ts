@@ -158,8 +158,15 @@ describe('teams and scoped keys through a real daemon (gVisor)', { skip, timeout
     const server0 = server as RamifyServer;
     const expired = await createApiKey(server0.core.store, server0.core.clock, 'expired', { teamId: 'team-a', role: 'member', expiresAt: Date.now() - 1 });
     assert.equal((await callAs(() => expired.key)('GET', '/v1/sandboxes')).status, 401, 'expired: refused');
-    const list = JSON.parse((await cli(conn(operatorKey), ['key', 'list', '--team', 'team-a', '--json'])).stdout) as { keys: Array<{ id: string; revokedAt: string | null; prefix: string }> };
+    const list = JSON.parse((await cli(conn(operatorKey), ['key', 'list', '--team', 'team-a', '--json'])).stdout) as { keys: Array<{ id: string; revokedAt: string | null; prefix: string; status: string }> };
     assert.notEqual(list.keys.find((k) => k.id === spare.id)?.revokedAt, null);
+    const statusOf = (id: string): string | undefined => list.keys.find((k) => k.id === id)?.status;
+    assert.deepEqual([statusOf(spare.id), statusOf(expired.record.id), statusOf(adminA.record.id)], ['revoked', 'expired', 'active']);
+    const table = (await cli(conn(operatorKey), ['key', 'list', '--team', 'team-a'])).stdout;
+    assert.match(table.split('\n')[0] ?? '', /^ID +PREFIX +TEAM +ROLE +NAME +STATUS +CREATED +LAST USED +EXPIRES$/);
+    for (const [id, status] of [[spare.id, /revoked \S+/], [expired.record.id, /expired \S+/], [adminA.record.id, /active/]] as const) {
+      assert.match(table.split('\n').find((line) => line.startsWith(id)) ?? '', status, id);
+    }
     assert.ok(!JSON.stringify(list).includes(spare.key), 'listing never shows a secret');
   });
 

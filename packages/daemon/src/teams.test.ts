@@ -65,7 +65,9 @@ describe('teams and keys', () => {
     assert.equal((await call(bearer(key.body.key), 'GET', '/v1/sandboxes')).status, 200);
 
     const listed = await call(bed.auth, 'GET', '/v1/keys?team=acme');
-    assert.deepEqual(Object.keys(listed.body.keys[0]).sort(), ['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'prefix', 'revokedAt', 'role', 'team']);
+    assert.deepEqual(Object.keys(listed.body.keys[0]).sort(), ['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'prefix', 'revokedAt', 'role', 'status', 'team']);
+    assert.equal(listed.body.keys[0].status, 'active');
+    assert.equal(key.body.status, 'active');
     assert.equal(listed.body.keys[0].lastUsedAt, new Date(bed.world.clock.now()).toISOString());
     assert.ok(!JSON.stringify(listed.body).includes(key.body.key));
     const teams = await call(bed.auth, 'GET', '/v1/teams');
@@ -115,7 +117,11 @@ describe('teams and keys', () => {
     assert.equal((await call(bed.auth, 'DELETE', `/v1/keys/${other.id}`)).status, 204);
     assert.equal((await call(bearer(other.key), 'GET', '/v1/sandboxes')).status, 401);
     assert.equal((await call(bed.auth, 'DELETE', `/v1/keys/${other.id}`)).status, 204, 'idempotent');
-    assert.notEqual((await call(bed.auth, 'GET', '/v1/keys?team=acme')).body.keys[1].revokedAt, null);
+    const keys = (await call(bed.auth, 'GET', '/v1/keys?team=acme')).body.keys as Array<{ id: string; status: string; revokedAt: string | null }>;
+    assert.notEqual(keys[1]?.revokedAt, null);
+    assert.deepEqual(keys.map((k) => [k.id, k.status]), [[made.id, 'expired'], [other.id, 'revoked']], 'the listing tells expired and revoked keys apart');
+    assert.equal((await call(bed.auth, 'DELETE', `/v1/keys/${made.id}`)).status, 204);
+    assert.equal((await call(bed.auth, 'GET', '/v1/keys?team=acme')).body.keys[0].status, 'revoked', 'revoked wins over expired');
     const own = (await call(bed.auth, 'GET', '/v1/keys?team=default')).body.keys[0];
     assert.deepEqual((await call(bed.auth, 'DELETE', `/v1/keys/${own.id}`)).body.error.code, 'CONFLICT', 'the last admin key of the default team stays');
   });

@@ -5,7 +5,7 @@
  * keys (of their own team; the default team's: of any team), member keys only use the team's sandboxes.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { RamifyError, type ApiKeyInfo, type ApiKeyRole, type CreateApiKeyRequest } from '@ramify/contracts';
+import { RamifyError, type ApiKeyInfo, type ApiKeyRole, type ApiKeyStatus, type CreateApiKeyRequest } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import type { Clock } from '../ports/clock.js';
 import type { ApiKeyRecord, Store, TeamRecord } from '../ports/store.js';
@@ -124,8 +124,14 @@ export async function revokeApiKey(core: Pick<Core, 'store' | 'clock'>, actor: A
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
-/** The API shape of a key (never its hash). */
-export function toApiKeyInfo(r: ApiKeyRecord): ApiKeyInfo {
+/** Where `record` stands at `now` (ms): revoked wins over expired. */
+export function apiKeyStatus(record: ApiKeyRecord, now: number): ApiKeyStatus {
+  if (record.revokedAt !== null) return 'revoked';
+  return isLiveKey(record, now) ? 'active' : 'expired';
+}
+
+/** The API shape of a key at `now` (ms; its `status` then), never its hash. */
+export function toApiKeyInfo(r: ApiKeyRecord, now: number): ApiKeyInfo {
   return {
     id: r.id,
     name: r.name,
@@ -136,5 +142,6 @@ export function toApiKeyInfo(r: ApiKeyRecord): ApiKeyInfo {
     lastUsedAt: iso(r.lastUsedAt),
     expiresAt: iso(r.expiresAt),
     revokedAt: iso(r.revokedAt),
+    status: apiKeyStatus(r, now),
   };
 }
