@@ -134,6 +134,11 @@ export const ERROR_CODES = {
   // Events and webhooks (see docs/design/EVENTS.md).
   /** No webhook of that id in the caller's team (another team's is 404 too). */
   WEBHOOK_NOT_FOUND: 404,
+  /**
+   * `after=` of an event listing or stream is not an event id this key's team was given: malformed, of
+   * another team's stream, past the team's newest event, or from before per-team ids (details: `cursor`).
+   */
+  INVALID_CURSOR: 400,
   // Budgets (see docs/design/USAGE.md).
   /**
    * The fork tree is over its budget (its sandboxes were paused), or this fork would take it over

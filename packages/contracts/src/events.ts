@@ -36,12 +36,19 @@ export type EventType = z.infer<typeof EventType>;
 export const EventCause = z.enum(['api', 'timeout', 'idle', 'wake', 'budget', 'runtime', 'system']);
 export type EventCause = z.infer<typeof EventCause>;
 
-/** An event id, also the cursor of event listings and streams: `evt_` and its sequence number. */
-export const EventId = z.string().regex(/^evt_[1-9][0-9]{0,15}$/, 'an event cursor is an event id, evt_ followed by its number (e.g. evt_42: the nextCursor of a previous page)');
+/**
+ * An event id, also the cursor of event listings and streams: opaque, of the form `evt_<stream>_<n>`, per
+ * team (`n` counts the team's own events). Only its length is checked here; the daemon refuses anything
+ * that is not one of the caller's team's ids with 400 `INVALID_CURSOR`.
+ */
+export const EventId = z.string().min(1).max(128);
 
 /** One event (webhooks deliver this object, plus `delivery`). */
 export const SandboxEvent = z.object({
-  /** `evt_<n>`: n grows with every event the daemon records (the order events happened in). */
+  /**
+   * Opaque, unique within the team (`evt_<stream>_<n>`: n is the event's number in its team's stream, so it
+   * grows with the team's events in the order they happened). Receivers of webhooks dedupe on it.
+   */
   id: z.string(),
   type: EventType,
   /** When it happened (ISO time). */

@@ -91,6 +91,10 @@ export const CreateApiKeyRequest = z.strictObject({
 export type CreateApiKeyRequest = z.infer<typeof CreateApiKeyRequest>;
 
 /** An API key as listed (never its secret: only a hash of it is stored). */
+/** Where a key stands at the time of the answer. */
+export const ApiKeyStatus = z.enum(['active', 'expired', 'revoked']);
+export type ApiKeyStatus = z.infer<typeof ApiKeyStatus>;
+
 export const ApiKeyInfo = z.object({
   /** `key_<ulid>`. */
   id: z.string(),
@@ -105,6 +109,11 @@ export const ApiKeyInfo = z.object({
   /** Null: until revoked. */
   expiresAt: z.string().nullable(),
   revokedAt: z.string().nullable(),
+  /**
+   * Whether the key opens anything now: `active`, `expired` (its `expiresAt` has passed) or `revoked`
+   * (revoked wins over expired). Expired and revoked keys are 401 on every request.
+   */
+  status: ApiKeyStatus,
 });
 export type ApiKeyInfo = z.infer<typeof ApiKeyInfo>;
 

@@ -82,7 +82,8 @@ export { runOperation, phaseTimer, observing, type OperationSpec } from './obser
 export { EventHub } from './events/hub.js';
 export { EventRecorder, type EventRecorderOptions } from './events/recorder.js';
 export { EVENTS_FROM_BUS, type NewEvent } from './events/from-bus.js';
-export { listEvents, followEvents, toSandboxEvent, eventId, type EventFilter, type EventSubscription } from './events/list.js';
+export { listEvents, followEvents, toSandboxEvent, type EventFilter, type EventSubscription } from './events/list.js';
+export { eventId } from './events/cursor.js';
 export { EventPruner, pruneEvents } from './events/retention.js';
 export { getTimeline, toCommandLogEntry } from './events/timeline.js';
 export { BufferedCommandLog, watchCommand, COMMAND_LOG_MAX_CMD, type CommandWatch } from './sandbox/command-log.js';

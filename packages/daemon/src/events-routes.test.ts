@@ -66,7 +66,7 @@ describe('events', () => {
     const forked = page.body.events[3];
     assert.equal(forked.data.childIds.length, 2);
     assert.equal(page.body.events[4].data.name, 'snap-1');
-    const ids = page.body.events.map((e: { id: string }) => Number(e.id.slice(4)));
+    const ids = page.body.events.map((e: { id: string }) => Number(e.id.split('_')[2]));
     assert.deepEqual(ids, [...ids].sort((a, b) => a - b), 'ids grow in order');
 
     const all = await call(bed.auth, 'GET', '/v1/events?type=sandbox.lifecycle.created');
@@ -86,14 +86,44 @@ describe('events', () => {
   });
 
   test('bad input is a clear 400: an unknown type, a malformed cursor, an unknown field', async () => {
-    for (const url of ['/v1/events?type=sandbox.lifecycle.nope', '/v1/events?type=', '/v1/events?after=12', '/v1/events?after=evt_x', '/v1/events?after=evt_0', '/v1/events?limit=0', '/v1/events?colour=red']) {
+    for (const url of ['/v1/events?type=sandbox.lifecycle.nope', '/v1/events?type=', '/v1/events?limit=0', '/v1/events?colour=red', '/v1/events?after=']) {
       const res = await call(bed.auth, 'GET', url);
       assert.deepEqual([res.status, res.body.error.code], [400, 'VALIDATION_FAILED'], url);
     }
+    for (const cursor of ['12', 'evt_x', 'evt_0', 'evt_5', 'evt_0000000g_1', 'nope']) {
+      const res = await call(bed.auth, 'GET', `/v1/events?after=${cursor}`);
+      assert.deepEqual([res.status, res.body.error.code], [400, 'INVALID_CURSOR'], cursor);
+      assert.match(res.body.error.message, /is not an event cursor: pass an event's id or the nextCursor of a previous page/);
+    }
     const res = await call(bed.auth, 'GET', '/v1/events?type=sandbox.lifecycle.paused,sandbox.lifecycle.nope');
     assert.match(res.body.error.message, /unknown event type 'sandbox\.lifecycle\.nope'; known: sandbox\.lifecycle\.created/);
-    assert.match((await call(bed.auth, 'GET', '/v1/events?after=nope')).body.error.message, /an event cursor is an event id/);
     assert.equal((await call({}, 'GET', '/v1/events')).status, 401);
+  });
+
+  test("cursors are per team: another team's activity leaves no gap, and its cursors are refused", async () => {
+    const other = await teamWithKey('beta');
+    const own = (await call(other, 'POST', '/v1/sandboxes', {})).body.id as string;
+    const before = (await call(other, 'GET', '/v1/events')).body as { events: Array<{ id: string }>; nextCursor: string };
+    // The default team is busy meanwhile: none of it may show in beta's ids.
+    const busy = (await call(bed.auth, 'POST', '/v1/sandboxes', {})).body.id as string;
+    for (const action of ['pause', 'resume', 'pause']) await call(bed.auth, 'POST', `/v1/sandboxes/${busy}/${action}`, action === 'resume' ? {} : undefined);
+    await call(other, 'POST', `/v1/sandboxes/${own}/pause`);
+    const after = (await call(other, 'GET', `/v1/events?after=${before.nextCursor}`)).body as { events: Array<{ id: string }>; nextCursor: string };
+    const number = (id: string): number => Number(id.split('_')[2]);
+    assert.deepEqual([before.events.map((e) => number(e.id)), after.events.map((e) => number(e.id))], [[1], [2]], "beta's ids count beta's events only");
+    const defaults = (await call(bed.auth, 'GET', '/v1/events')).body as { events: Array<{ id: string }>; nextCursor: string };
+    assert.deepEqual(defaults.events.map((e) => number(e.id)), [1, 2, 3, 4]);
+    // Another team's cursor, a cursor past the newest event, and the old global form: 400, the same message.
+    const past = after.nextCursor.replace(/_\d+$/, '_3');
+    for (const [key, cursor] of [[other, defaults.nextCursor], [bed.auth, after.nextCursor], [other, past], [other, 'evt_2']] as const) {
+      const refused = await call(key, 'GET', `/v1/events?after=${cursor}`);
+      assert.deepEqual([refused.status, refused.body.error.code, refused.body.error.details?.cursor], [400, 'INVALID_CURSOR', cursor], cursor);
+    }
+    assert.equal((await call(other, 'GET', `/v1/events?after=${defaults.nextCursor}`)).body.error.message, (await call(other, 'GET', `/v1/events?after=${past}`)).body.error.message.replace(past, defaults.nextCursor), 'another team\'s cursor reads as one never given out');
+    const frames = await streamFrames(`/v1/events/stream?after=${defaults.nextCursor}`, other, () => false);
+    assert.deepEqual([frames[0]?.type, frames[0]?.code], ['error', 'INVALID_CURSOR']);
+    const replay = await streamFrames(`/v1/events/stream?after=${before.nextCursor}`, other, (f) => f.some((x) => x.type === 'ready'));
+    assert.deepEqual(replay.map((f) => (f.type === 'event' ? (f.event as { id: string }).id : f.type)), [after.events[0]?.id, 'ready']);
   });
 
   test("another team's key: 404 for its sandbox, nothing of it in the listing or the stream", async () => {

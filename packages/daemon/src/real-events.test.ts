@@ -126,6 +126,14 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
     const childEvents = streamedA.filter((e) => e.sandboxId === child).map((e) => e.type);
     assert.deepEqual(childEvents, ['sandbox.lifecycle.created', 'sandbox.lifecycle.killed']);
 
+    // Cursors are per team (the CLI unchanged in use): team A's own pages go on from its cursor; the same
+    // cursor is no position in team B's stream (400 INVALID_CURSOR), so B learns nothing of A's volume.
+    const paged = await cli(conn(keys.memberA), ['events', '--sandbox', id, '--after', listed[2]!.id, '--json']);
+    assert.equal(paged.code, 0, paged.stderr);
+    assert.deepEqual((JSON.parse(paged.stdout) as { events: SandboxEvent[] }).events.map((e) => e.id), listed.slice(3).map((e) => e.id));
+    const crossed = await cli(conn(keys.memberB), ['events', '--after', listed[2]!.id]);
+    assert.deepEqual([crossed.code, /INVALID_CURSOR/.test(crossed.stderr)], [1, true], crossed.stderr);
+
     // Team B: 404 for the sandbox, none of its events listed, streamed or delivered.
     const foreign = await memberB('GET', `/v1/events?sandboxId=${id}`);
     assert.deepEqual([foreign.status, foreign.json.error.code], [404, 'SANDBOX_NOT_FOUND']);
@@ -148,6 +156,8 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
       assert.equal(Math.floor(Date.parse(payload.delivery.sentAt) / 1000), Number(headers['x-ramify-timestamp']));
       assert.equal(payload.delivery.webhookId, hooks.good?.id);
     }
+    const goodIds = good.received.map((r) => (JSON.parse(r.body.toString()) as SandboxEvent).id);
+    assert.ok(listed.every((e) => goodIds.includes(e.id)), "the webhook payloads carry the listing's ids");
     const goodTypes = good.received.map((r) => (JSON.parse(r.body.toString()) as SandboxEvent).type);
     assert.deepEqual(goodTypes.filter((t) => expected.includes(t)).length, expected.length + 2);
 

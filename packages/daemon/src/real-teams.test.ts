@@ -140,6 +140,13 @@ describe('teams and scoped keys through a real daemon (gVisor)', { skip, timeout
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /FORBIDDEN/);
     assert.equal((await asA('POST', '/v1/keys', { role: 'admin' })).status, 403);
+    // A team admin makes its own team's keys; naming another team (the default one too) is a clear 403.
+    const adminA = await createApiKey((server as RamifyServer).core.store, (server as RamifyServer).core.clock, 'admin-a', { teamId: 'team-a', role: 'admin' });
+    const crossed = await cli(conn(adminA.key), ['key', 'create', '--team', 'default']);
+    assert.equal(crossed.code, 1);
+    assert.match(crossed.stderr, /FORBIDDEN.*this admin key of team 'team-a' manages the keys of team 'team-a' only .*managed by the operator/);
+    const own = await callAs(() => adminA.key)('POST', '/v1/keys', {});
+    assert.deepEqual([own.status, own.json.team], [201, 'team-a']);
 
     const spare = JSON.parse((await cli(conn(operatorKey), ['key', 'create', '--team', 'team-a', '--json'])).stdout) as { id: string; key: string };
     assert.equal((await callAs(() => spare.key)('GET', '/v1/sandboxes')).status, 200);
@@ -151,8 +158,15 @@ describe('teams and scoped keys through a real daemon (gVisor)', { skip, timeout
     const server0 = server as RamifyServer;
     const expired = await createApiKey(server0.core.store, server0.core.clock, 'expired', { teamId: 'team-a', role: 'member', expiresAt: Date.now() - 1 });
     assert.equal((await callAs(() => expired.key)('GET', '/v1/sandboxes')).status, 401, 'expired: refused');
-    const list = JSON.parse((await cli(conn(operatorKey), ['key', 'list', '--team', 'team-a', '--json'])).stdout) as { keys: Array<{ id: string; revokedAt: string | null; prefix: string }> };
+    const list = JSON.parse((await cli(conn(operatorKey), ['key', 'list', '--team', 'team-a', '--json'])).stdout) as { keys: Array<{ id: string; revokedAt: string | null; prefix: string; status: string }> };
     assert.notEqual(list.keys.find((k) => k.id === spare.id)?.revokedAt, null);
+    const statusOf = (id: string): string | undefined => list.keys.find((k) => k.id === id)?.status;
+    assert.deepEqual([statusOf(spare.id), statusOf(expired.record.id), statusOf(adminA.record.id)], ['revoked', 'expired', 'active']);
+    const table = (await cli(conn(operatorKey), ['key', 'list', '--team', 'team-a'])).stdout;
+    assert.match(table.split('\n')[0] ?? '', /^ID +PREFIX +TEAM +ROLE +NAME +STATUS +CREATED +LAST USED +EXPIRES$/);
+    for (const [id, status] of [[spare.id, /revoked \S+/], [expired.record.id, /expired \S+/], [adminA.record.id, /active/]] as const) {
+      assert.match(table.split('\n').find((line) => line.startsWith(id)) ?? '', status, id);
+    }
     assert.ok(!JSON.stringify(list).includes(spare.key), 'listing never shows a secret');
   });
 

@@ -12,7 +12,7 @@ import type { RuntimeName } from '@ramify/contracts';
 import { killSandbox, type Core } from '@ramify/core';
 import { buildImage } from '@ramify/template-builder';
 import { forceCleanup } from './real-egress-support.js';
-import { serve, type RamifyServer } from './serve.js';
+import { serve, type RamifyServer, type ServeOptions } from './serve.js';
 
 /** Why a real-runtime test cannot run here (`false` when it can): root, the tools, `RAMIFY_TEST_ROOTFS`. */
 export function realRuntimeSkip(rootfs: string | undefined, tools: string[] = ['runsc']): string | false {
@@ -105,11 +105,14 @@ export interface RealDaemon {
 
 /**
  * Serve a daemon opening only `runtime` under network prefix `prefix`, with `rootfs` registered as
- * template `templateId` (and `warmPool` as `serve()`'s, default off). @throws Error when the daemon reports the runtime unavailable.
+ * template `templateId` (and `warmPool` as `serve()`'s, default off; `coreOptions` as `serve()`'s). @throws Error when the daemon reports the runtime unavailable.
  */
-export async function openRealDaemon(options: { runtime: RuntimeName; prefix: string; rootfs: string; templateId: string; warmPool?: string }): Promise<RealDaemon> {
+export async function openRealDaemon(options: { runtime: RuntimeName; prefix: string; rootfs: string; templateId: string; warmPool?: string; coreOptions?: ServeOptions['coreOptions'] }): Promise<RealDaemon> {
   const dataDir = await mkdtemp(join(tmpdir(), `ramify-${options.prefix}-e2e-`));
-  const server = await serve({ dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: [options.runtime], network: { prefix: options.prefix }, ...(options.warmPool ? { warmPool: options.warmPool } : {}) });
+  const server = await serve({
+    dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: [options.runtime], network: { prefix: options.prefix },
+    ...(options.warmPool ? { warmPool: options.warmPool } : {}), ...(options.coreOptions ? { coreOptions: options.coreOptions } : {}),
+  });
   const key = server.newApiKey ?? '';
   const call = apiCaller(() => server.url, () => key);
   const close = async (): Promise<void> => {

@@ -65,7 +65,9 @@ describe('teams and keys', () => {
     assert.equal((await call(bearer(key.body.key), 'GET', '/v1/sandboxes')).status, 200);
 
     const listed = await call(bed.auth, 'GET', '/v1/keys?team=acme');
-    assert.deepEqual(Object.keys(listed.body.keys[0]).sort(), ['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'prefix', 'revokedAt', 'role', 'team']);
+    assert.deepEqual(Object.keys(listed.body.keys[0]).sort(), ['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'prefix', 'revokedAt', 'role', 'status', 'team']);
+    assert.equal(listed.body.keys[0].status, 'active');
+    assert.equal(key.body.status, 'active');
     assert.equal(listed.body.keys[0].lastUsedAt, new Date(bed.world.clock.now()).toISOString());
     assert.ok(!JSON.stringify(listed.body).includes(key.body.key));
     const teams = await call(bed.auth, 'GET', '/v1/teams');
@@ -73,7 +75,7 @@ describe('teams and keys', () => {
     assert.deepEqual((await call(bearer(key.body.key), 'GET', '/v1/teams')).body.teams.map((t: { id: string }) => t.id), ['acme'], 'a member sees its own team');
   });
 
-  test('a member key cannot manage keys or teams (403); a team admin manages only its own team (404 for others)', async () => {
+  test('a member key cannot manage keys or teams (403); a team admin manages only its own team (403 for keys of others, 404 for their teams)', async () => {
     const member = await teamWithKey('acme');
     for (const [method, url, payload] of [['POST', '/v1/keys', {}], ['GET', '/v1/keys', undefined], ['POST', '/v1/teams', { id: 'x' }], ['PATCH', '/v1/teams/acme', { quota: { maxRunning: 1 } }]] as const) {
       const res = await call(member, method, url, payload);
@@ -81,9 +83,21 @@ describe('teams and keys', () => {
     }
     const admin = await teamWithKey('beta', 'admin');
     assert.equal((await call(admin, 'POST', '/v1/keys', { role: 'member' })).body.team, 'beta', "default: the caller's team");
-    assert.deepEqual((await call(admin, 'POST', '/v1/keys', { team: 'acme' })).body.error.code, 'TEAM_NOT_FOUND');
-    assert.deepEqual((await call(admin, 'GET', '/v1/keys?team=acme')).body.error.code, 'TEAM_NOT_FOUND');
-    assert.deepEqual((await call(admin, 'GET', '/v1/teams/acme')).body.error.code, 'TEAM_NOT_FOUND');
+    // Keys of another team, the default team's included: one clear 403 whether the team exists or not.
+    const refusals = [];
+    for (const team of ['default', 'acme', 'nope']) {
+      const made = await call(admin, 'POST', '/v1/keys', { team });
+      assert.deepEqual([made.status, made.body.error.code], [403, 'FORBIDDEN'], team);
+      assert.equal(made.body.error.message, `creating an API key for team '${team}' is refused: this admin key of team 'beta' manages the keys of team 'beta' only (leave the team out); the keys of other teams are managed by the operator (an admin key of the 'default' team)`);
+      const listed = await call(admin, 'GET', `/v1/keys?team=${team}`);
+      assert.deepEqual([listed.status, listed.body.error.code], [403, 'FORBIDDEN'], team);
+      refusals.push(listed.body.error.message.replace(team, 'T'));
+    }
+    assert.equal(new Set(refusals).size, 1, 'nothing tells an existing team from an unknown one');
+    const seen = await call(admin, 'GET', '/v1/teams/acme');
+    assert.deepEqual([seen.status, seen.body.error.code, seen.body.error.message], [404, 'TEAM_NOT_FOUND', "team 'acme' not found (a key of team 'beta' sees that team only)"]);
+    assert.equal((await call(admin, 'GET', '/v1/teams/nope')).body.error.message, seen.body.error.message.replace('acme', 'nope'));
+    assert.equal((await bed.world.store.listApiKeys({ teamId: 'default' })).length, 1, 'no key made for the default team');
     assert.ok((await call(admin, 'GET', '/v1/keys')).body.keys.every((k: { team: string }) => k.team === 'beta'));
     const acmeKeys = (await call(bed.auth, 'GET', '/v1/keys?team=acme')).body.keys;
     assert.deepEqual((await call(admin, 'DELETE', `/v1/keys/${acmeKeys[0].id}`)).body.error.code, 'API_KEY_NOT_FOUND');
@@ -103,7 +117,11 @@ describe('teams and keys', () => {
     assert.equal((await call(bed.auth, 'DELETE', `/v1/keys/${other.id}`)).status, 204);
     assert.equal((await call(bearer(other.key), 'GET', '/v1/sandboxes')).status, 401);
     assert.equal((await call(bed.auth, 'DELETE', `/v1/keys/${other.id}`)).status, 204, 'idempotent');
-    assert.notEqual((await call(bed.auth, 'GET', '/v1/keys?team=acme')).body.keys[1].revokedAt, null);
+    const keys = (await call(bed.auth, 'GET', '/v1/keys?team=acme')).body.keys as Array<{ id: string; status: string; revokedAt: string | null }>;
+    assert.notEqual(keys[1]?.revokedAt, null);
+    assert.deepEqual(keys.map((k) => [k.id, k.status]), [[made.id, 'expired'], [other.id, 'revoked']], 'the listing tells expired and revoked keys apart');
+    assert.equal((await call(bed.auth, 'DELETE', `/v1/keys/${made.id}`)).status, 204);
+    assert.equal((await call(bed.auth, 'GET', '/v1/keys?team=acme')).body.keys[0].status, 'revoked', 'revoked wins over expired');
     const own = (await call(bed.auth, 'GET', '/v1/keys?team=default')).body.keys[0];
     assert.deepEqual((await call(bed.auth, 'DELETE', `/v1/keys/${own.id}`)).body.error.code, 'CONFLICT', 'the last admin key of the default team stays');
   });

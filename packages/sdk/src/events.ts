@@ -18,7 +18,10 @@ export interface EventFilterOpts {
   sandboxId?: string;
   /** Only these types. */
   types?: EventType[];
-  /** Start after this event id (a `nextCursor`, or the id of the last event you have). */
+  /**
+   * Start after this event id (a `nextCursor`, or the id of the last event you have): opaque and per team;
+   * one that is not of the key's team is refused with `INVALID_CURSOR` (a `RamifyError`, 400).
+   */
   after?: string;
 }
 

@@ -13,6 +13,10 @@ const conn = () => ({ apiUrl: server.url, apiKey: server.apiKey });
 before(async () => { server = await startContractServer(); });
 after(async () => { await server.close(); });
 
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** A strategy that never ends on its own. */
+const never = (): Promise<never> => new Promise<never>(() => undefined);
+
 const forkCalls = () => server.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/fork')).length;
 
 describe('protocol: Sandbox.explore', () => {
@@ -39,9 +43,10 @@ describe('protocol: Sandbox.explore', () => {
     assert.equal(report.winner.score, 18);
     assert.equal(report.winner.result, 9);
     assert.equal(await report.winner.sandbox.isRunning(), true);
-    assert.deepEqual(report.entries.map((e) => [e.name, e.score, e.outcome]), [
-      ['low', 2, 'killed'], ['high', 18, 'winner'], ['broken', -Infinity, 'killed'], ['mid', 10, 'killed'],
+    assert.deepEqual(report.entries.map((e) => [e.name, e.score, e.outcome, e.status]), [
+      ['low', 2, 'killed', 'finished'], ['high', 18, 'winner', 'finished'], ['broken', -Infinity, 'killed', 'failed'], ['mid', 10, 'killed', 'finished'],
     ]);
+    assert.equal(report.stoppedBy, null);
     assert.equal(report.entries[2].error?.message, 'no luck');
     for (const e of report.entries) {
       const state = (await Sandbox.getInfo(e.sandboxId, conn())).state;
@@ -79,6 +84,52 @@ describe('protocol: Sandbox.explore', () => {
       assert.ok(e.entries.every((x) => x.outcome === 'killed'));
       return true;
     });
+  });
+
+  test('a budget that runs out: explore returns the report, the finished strategy wins, the unfinished one is stopped and left paused', async () => {
+    const source = await Sandbox.create(conn());
+    const report = await Sandbox.explore(source, [
+      { name: 'quick', run: async () => 7 },
+      { name: 'endless', run: async () => { await sleep(30); server.state.budgets.exceed(source.sandboxId); return never(); } },
+    ], { score: (r) => r, budget: { cpuSeconds: 5 }, budgetPollMs: 10 });
+    assert.equal(report.stoppedBy, 'budget');
+    if (report.stoppedBy !== 'budget') return;
+    assert.deepEqual([report.budget.exceeded, report.budget.used.cpuSeconds, report.budget.limits.cpuSeconds], ['cpuSeconds', 5.5, 5]);
+    assert.deepEqual([report.winner?.strategy, report.winner?.result, report.winner?.score], ['quick', 7, 7], 'the best of what finished');
+    assert.deepEqual(report.entries.map((e) => [e.name, e.status, e.outcome, e.error?.code ?? null]), [['quick', 'finished', 'winner', null], ['endless', 'stopped', 'paused', 'BUDGET_EXCEEDED']]);
+    assert.match(report.entries[1]!.error!.message, /budget ran out \(cpuSeconds 5\.5 of 5\) before this strategy ended/);
+    assert.deepEqual(report.forkTree.children.map((c) => c.outcome), ['winner', 'paused']);
+    for (const e of report.entries) assert.equal((await Sandbox.getInfo(e.sandboxId, conn())).state, 'paused', `${e.name}: the daemon paused the tree, and explore killed nothing`);
+  });
+
+  test('a budget that stops every strategy: the report with no winner, not ExploreFailedError', async () => {
+    const source = await Sandbox.create(conn());
+    const report = await Sandbox.explore(source, [
+      { name: 'a', run: async () => { await sleep(20); server.state.budgets.exceed(source.sandboxId, 'sandboxSeconds', 61); return never(); } },
+      { name: 'b', run: async () => never() },
+    ], { score: () => 1, budget: { sandboxSeconds: 60 }, budgetPollMs: 10 });
+    assert.equal(report.stoppedBy, 'budget');
+    assert.equal(report.winner, null);
+    assert.deepEqual(report.entries.map((e) => [e.status, e.outcome]), [['stopped', 'paused'], ['stopped', 'paused']]);
+    assert.match(report.entries[0]!.error!.message, /sandboxSeconds 61 of 60/);
+  });
+
+  test("a strategy whose command broke because the budget paused its fork is stopped, not failed (found without waiting for the poll)", async () => {
+    const source = await Sandbox.create(conn());
+    const report = await Sandbox.explore(source, [
+      { name: 'ok', run: async () => 'done' },
+      { name: 'cut', run: async (sbx) => { await sleep(20); server.state.budgets.exceed(source.sandboxId); return (await sbx.commands.run('echo after the pause')).stdout; } },
+    ], { score: () => 1, budget: { cpuSeconds: 5 }, budgetPollMs: 600_000 });
+    assert.equal(report.stoppedBy, 'budget');
+    assert.deepEqual(report.entries.map((e) => [e.name, e.status, e.outcome]), [['ok', 'finished', 'winner'], ['cut', 'stopped', 'paused']]);
+    assert.equal((await Sandbox.getInfo(report.entries[1]!.sandboxId, conn())).state, 'paused', 'its fork is not killed as a loser would be');
+  });
+
+  test('with a budget that does not run out, explore reports as without one; all failing still throws', async () => {
+    const source = await Sandbox.create(conn());
+    const report = await Sandbox.explore(source, [{ name: 'one', run: async () => 3 }], { score: (r) => r, budget: { cpuSeconds: 100 }, budgetPollMs: 10 });
+    assert.deepEqual([report.stoppedBy, report.winner?.strategy, report.entries[0]?.status], [null, 'one', 'finished']);
+    await assert.rejects(Sandbox.explore(source, [{ name: 'x', run: async () => { throw new Error('no'); } }], { score: () => 1, budget: { cpuSeconds: 100 }, budgetPollMs: 10 }), ExploreFailedError);
   });
 
   test('pickWinner: highest score, ties go to the faster run, then the earlier strategy', () => {

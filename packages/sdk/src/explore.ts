@@ -2,8 +2,9 @@
  * Best-of-N exploration: fork a sandbox once per strategy, try every strategy at the same time from the
  * same starting point (memory, processes, files), score the outcomes, keep the best sandbox.
  */
-import { MAX_FORK_COUNT, type Budget } from '@ramify/contracts';
+import { MAX_FORK_COUNT, type Budget, type BudgetInfo } from '@ramify/contracts';
 import { RamifyError, isRamifyError } from './errors.js';
+import { stoppedByBudget, watchBudget, type BudgetWatch } from './explore-budget.js';
 import type { Sandbox } from './sandbox.js';
 
 /** One way to attempt the task; `run` gets its own fork of the source sandbox. */
@@ -26,9 +27,12 @@ export interface ExploreOpts<T> {
    * Limits of the exploration, set on the source before it forks (`source.setBudget`): its tree (the source
    * and its forks) counts from then (a budget the source had keeps its start, with these limits). Over
    * cpuSeconds or sandboxSeconds the daemon pauses the tree, never kills it: explore then stops waiting for
-   * the strategies still running (their entries fail with `BUDGET_EXCEEDED`; their forks are left to the
+   * the strategies still running and returns an {@link ExploreStoppedReport} (`stoppedBy: 'budget'`): the
+   * stopped strategies' entries have `status: 'stopped'` and `outcome: 'paused'` (their forks are left to the
    * daemon's pause, which may still be under way when explore returns, and stay `paused`, resumable once
-   * `source.setBudget` raises the limit) and reports on the ones that finished.
+   * `source.setBudget` raises the limit); the ones that finished are scored and handled as usual, and the
+   * best of them is the `winner` (null when none finished with a score). A strategy whose command broke
+   * because the daemon paused its fork counts as stopped, not failed.
    */
   budget?: Budget;
   /** How often explore looks at the budget while strategies run, ms; default 1000. */
@@ -53,11 +57,19 @@ export interface ExploreFailure {
   message: string;
 }
 
+/**
+ * How a strategy ended: `finished` (it ran and was scored), `failed` (`run` or `score` threw, or the score
+ * was not a number: see {@link ExploreEntry.error}), `stopped` (the exploration's budget ran out before it
+ * ended; its fork was left paused).
+ */
+export type StrategyStatus = 'finished' | 'failed' | 'stopped';
+
 /** One strategy's line in the report. */
 export interface ExploreEntry {
   name: string;
   sandboxId: string;
-  /** The score; `-Infinity` when the strategy failed (see `error`). */
+  status: StrategyStatus;
+  /** The score; `-Infinity` when the strategy failed or was stopped (see `error`). */
   score: number;
   /** Time `run` took, ms (scoring not included). */
   durationMs: number;
@@ -93,14 +105,35 @@ export interface ForkTreeNode {
   children: ForkTreeNode[];
 }
 
-/** Result of {@link explore}. `entries` are in strategy order. */
+/** Result of {@link explore} when every strategy ended on its own. `entries` are in strategy order. */
 export interface ExploreReport<T> {
   winner: ExploreWinner<T>;
   entries: ExploreEntry[];
   forkTree: ForkTreeNode;
+  /** Null: nothing stopped the exploration (see {@link ExploreStoppedReport}). */
+  stoppedBy: null;
 }
 
-/** Every strategy failed (`EXPLORE_FAILED`); `entries` says how. Every fork was killed (`outcome` `killed`), or kept with `keep: 'all'`. */
+/**
+ * Result of {@link explore} when its budget ran out before every strategy ended: the strategies still
+ * running are `stopped` (forks left paused), the others are reported as usual. Never thrown: what finished
+ * is yours to use.
+ */
+export interface ExploreStoppedReport<T> {
+  /** The best of the strategies that finished with a score before the budget ran out; null when none did. */
+  winner: ExploreWinner<T> | null;
+  entries: ExploreEntry[];
+  forkTree: ForkTreeNode;
+  stoppedBy: 'budget';
+  /** The source's budget as explore found it exceeded (limits, what the tree used, which limit). */
+  budget: BudgetInfo;
+}
+
+/**
+ * Every strategy failed (`EXPLORE_FAILED`) and no budget stopped any; `entries` says how. Every fork was
+ * killed (`outcome` `killed`), or kept with `keep: 'all'`. (A budget that stops strategies makes explore
+ * return an {@link ExploreStoppedReport} instead, even when none finished.)
+ */
 export class ExploreFailedError extends RamifyError {
   readonly entries: ExploreEntry[];
   constructor(entries: ExploreEntry[]) {
@@ -113,49 +146,38 @@ export class ExploreFailedError extends RamifyError {
 const failure = (err: unknown): ExploreFailure =>
   isRamifyError(err) ? { code: err.code, message: err.message } : { message: err instanceof Error ? err.message : String(err) };
 
-interface Attempt<T> { entry: ExploreEntry; sandbox: Sandbox; result?: T; stoppedByBudget?: boolean }
+interface Attempt<T> { entry: ExploreEntry; sandbox: Sandbox; result?: T }
 
-/**
- * Resolves with the failure to record once the source's own budget is found exceeded (polled every
- * `pollMs`); never, once `stop` is called first.
- */
-function budgetRunsOut(source: Sandbox, pollMs: number): { exceeded: Promise<ExploreFailure>; stop: () => void } {
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const exceeded = new Promise<ExploreFailure>((resolve) => {
-    const look = async (): Promise<void> => {
-      const own = (await source.getBudgets().catch(() => [])).find((b) => b.sandboxId === source.sandboxId);
-      if (stopped) return;
-      if (own?.exceeded) {
-        const used = own.exceeded === 'cpuSeconds' ? own.used.cpuSeconds : own.used.sandboxSeconds;
-        resolve({ code: 'BUDGET_EXCEEDED', message: `the exploration's budget ran out (${own.exceeded} ${used} of ${own.limits[own.exceeded]}): its fork was paused` });
-        return;
-      }
-      timer = setTimeout(() => void look(), pollMs);
-    };
-    timer = setTimeout(() => void look(), pollMs);
-  });
-  return { exceeded, stop: () => { stopped = true; clearTimeout(timer); } };
+/** The attempt of a strategy the budget stopped after `durationMs`. */
+function stopped<T>(name: string, sandbox: Sandbox, durationMs: number, info: BudgetInfo): Attempt<T> {
+  return { entry: { name, sandboxId: sandbox.sandboxId, status: 'stopped', score: -Infinity, durationMs, outcome: 'paused', error: stoppedByBudget(info) }, sandbox };
 }
 
-async function attempt<T>(strategy: Strategy<T>, sandbox: Sandbox, opts: ExploreOpts<T>): Promise<Attempt<T>> {
-  const entry: ExploreEntry = { name: strategy.name, sandboxId: sandbox.sandboxId, score: -Infinity, durationMs: 0, outcome: 'killed' };
+async function attempt<T>(strategy: Strategy<T>, sandbox: Sandbox, opts: ExploreOpts<T>, watch: BudgetWatch | null): Promise<Attempt<T>> {
+  const entry: ExploreEntry = { name: strategy.name, sandboxId: sandbox.sandboxId, status: 'failed', score: -Infinity, durationMs: 0, outcome: 'killed' };
   const started = performance.now();
+  // A failure while the budget is out: the daemon paused the fork under the strategy (a broken command).
+  const failed = async (err: unknown): Promise<Attempt<T>> => {
+    const info = watch ? await watch.checkNow() : null;
+    if (info) return stopped(strategy.name, sandbox, entry.durationMs, info);
+    entry.error = failure(err);
+    return { entry, sandbox };
+  };
   let result: T;
   try {
     result = await strategy.run(sandbox);
   } catch (err) {
     entry.durationMs = performance.now() - started;
-    entry.error = failure(err);
-    return { entry, sandbox };
+    return failed(err);
   }
   entry.durationMs = performance.now() - started;
   try {
     const score = await opts.score(result, sandbox);
     if (typeof score !== 'number' || Number.isNaN(score)) throw new Error(`score is not a number (${String(score)})`);
     entry.score = score;
+    entry.status = 'finished';
   } catch (err) {
-    entry.error = failure(err);
+    return { ...(await failed(err)), result };
   }
   return { entry, sandbox, result };
 }
@@ -177,12 +199,16 @@ export function pickWinner(entries: readonly Pick<ExploreEntry, 'score' | 'durat
  * whose score throws or is not a number, is failed: its entry gets `error` (`code` when it was a
  * `RamifyError`, e.g. `COMMAND_EXIT`) and `score: -Infinity`, it cannot win, and its fork is handled
  * like any loser's (`outcome` `killed`, or `kept` with `keep: 'all'`; see {@link ForkOutcome}). A
- * failed kill is recorded in the entry's `killError`, not thrown. Throws
- * {@link ExploreFailedError} when every strategy failed, `BAD_REQUEST` for 0 or more than 64
- * strategies, and the API's error when the fork fails (`BUDGET_EXCEEDED` when the budget is already out).
- * With `opts.budget`, see {@link ExploreOpts.budget}: strategies stopped by it fail and keep their forks paused.
+ * failed kill is recorded in the entry's `killError`, not thrown.
+ * @returns an {@link ExploreReport}; with `opts.budget`, an {@link ExploreStoppedReport} instead when the
+ *   budget ran out before every strategy ended (see {@link ExploreOpts.budget}).
+ * @throws {@link ExploreFailedError} when every strategy failed and no budget stopped any, `BAD_REQUEST`
+ *   for 0 or more than 64 strategies, and the API's error when the fork fails (nothing ran:
+ *   `BUDGET_EXCEEDED` when the budget is already out).
  */
-export async function explore<T>(source: Sandbox, strategies: Strategy<T>[], opts: ExploreOpts<T>): Promise<ExploreReport<T>> {
+export function explore<T>(source: Sandbox, strategies: Strategy<T>[], opts: ExploreOpts<T> & { budget?: undefined }): Promise<ExploreReport<T>>;
+export function explore<T>(source: Sandbox, strategies: Strategy<T>[], opts: ExploreOpts<T>): Promise<ExploreReport<T> | ExploreStoppedReport<T>>;
+export async function explore<T>(source: Sandbox, strategies: Strategy<T>[], opts: ExploreOpts<T>): Promise<ExploreReport<T> | ExploreStoppedReport<T>> {
   if (strategies.length === 0 || strategies.length > MAX_FORK_COUNT) {
     throw new RamifyError('BAD_REQUEST', `explore needs 1 to ${MAX_FORK_COUNT} strategies, got ${strategies.length}`);
   }
@@ -192,21 +218,19 @@ export async function explore<T>(source: Sandbox, strategies: Strategy<T>[], opt
     await Promise.allSettled(forks.map((f) => f.kill()));
     throw new RamifyError('INTERNAL', `fork returned ${forks.length} sandboxes for ${strategies.length} strategies`);
   }
-  const budget = opts.budget ? budgetRunsOut(source, opts.budgetPollMs ?? 1000) : null;
+  const watch = opts.budget ? watchBudget(source, opts.budgetPollMs ?? 1000) : null;
   const started = performance.now();
   const attempts = await Promise.all(strategies.map((s, i) => {
-    const running = attempt(s, forks[i], opts);
-    if (!budget) return running;
-    const stopped = budget.exceeded.then((error): Attempt<T> => ({
-      entry: { name: s.name, sandboxId: forks[i].sandboxId, score: -Infinity, durationMs: performance.now() - started, outcome: 'paused', error }, sandbox: forks[i], stoppedByBudget: true,
-    }));
-    return Promise.race([running, stopped]);
-  })).finally(() => budget?.stop());
+    const running = attempt(s, forks[i], opts, watch);
+    if (!watch) return running;
+    const cut = watch.exceeded.then((info) => stopped<T>(s.name, forks[i], performance.now() - started, info));
+    return Promise.race([running, cut]);
+  })).finally(() => watch?.stop());
   const entries = attempts.map((a) => a.entry);
   const winnerIndex = pickWinner(entries);
   const keep = opts.keep ?? 'winner';
   await Promise.all(attempts.map(async (a, i) => {
-    if (a.stoppedByBudget) return;
+    if (a.entry.status === 'stopped') return;
     const isWinner = i === winnerIndex;
     if (keep === 'all' || (keep === 'winner' && isWinner)) {
       a.entry.outcome = isWinner ? 'winner' : 'kept';
@@ -215,14 +239,14 @@ export async function explore<T>(source: Sandbox, strategies: Strategy<T>[], opt
     a.entry.outcome = 'killed';
     try { await a.sandbox.kill(); } catch (err) { a.entry.killError = failure(err); }
   }));
-  if (winnerIndex < 0) throw new ExploreFailedError(entries);
-  const w = attempts[winnerIndex];
-  return {
-    winner: { sandbox: w.sandbox, strategy: w.entry.name, score: w.entry.score, result: w.result as T, durationMs: w.entry.durationMs },
-    entries,
-    forkTree: {
-      sandboxId: source.sandboxId, strategy: null, score: null, outcome: 'source', error: null,
-      children: entries.map((e) => ({ sandboxId: e.sandboxId, strategy: e.name, score: e.score, outcome: e.outcome, error: e.error?.message ?? null, children: [] })),
-    },
+  const w = winnerIndex >= 0 ? attempts[winnerIndex] : undefined;
+  const winner: ExploreWinner<T> | null = w ? { sandbox: w.sandbox, strategy: w.entry.name, score: w.entry.score, result: w.result as T, durationMs: w.entry.durationMs } : null;
+  const forkTree: ForkTreeNode = {
+    sandboxId: source.sandboxId, strategy: null, score: null, outcome: 'source', error: null,
+    children: entries.map((e) => ({ sandboxId: e.sandboxId, strategy: e.name, score: e.score, outcome: e.outcome, error: e.error?.message ?? null, children: [] })),
   };
+  const budget = watch?.found ?? null;
+  if (budget && entries.some((e) => e.status === 'stopped')) return { winner, entries, forkTree, stoppedBy: 'budget', budget };
+  if (!winner) throw new ExploreFailedError(entries);
+  return { winner, entries, forkTree, stoppedBy: null };
 }

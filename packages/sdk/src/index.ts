@@ -20,8 +20,8 @@ export { syncDir, SYNC_DEBOUNCE_MS, DEFAULT_IGNORES, IGNORE_FILE, statePath, typ
 export { WatchHandle, type WatchOpts, type WatchOverflow, type FilesystemEvent, type FilesystemEventType, type WatchGapReason } from './watch.js';
 export {
   explore, pickWinner, ExploreFailedError,
-  type Strategy, type ExploreOpts, type ExploreReport, type ExploreEntry, type ExploreWinner, type ExploreFailure,
-  type ForkTreeNode, type ForkOutcome,
+  type Strategy, type ExploreOpts, type ExploreReport, type ExploreStoppedReport, type ExploreEntry, type ExploreWinner, type ExploreFailure,
+  type ForkTreeNode, type ForkOutcome, type StrategyStatus,
 } from './explore.js';
 export {
   getHealth, listSnapshots, getSnapshot, deleteSnapshot, listTemplates, buildTemplate, deleteTemplate, listAudit, type BuildTemplateOpts,

@@ -17,7 +17,7 @@ import { Files } from './files.js';
 import { SandboxNetworks } from './networks.js';
 import { InvalidStateError, SandboxNotFoundError } from './errors.js';
 import { SandboxPaginator, type SandboxListFilter } from './paginator.js';
-import { explore, type ExploreOpts, type ExploreReport, type Strategy } from './explore.js';
+import { explore, type ExploreOpts, type ExploreReport, type ExploreStoppedReport, type Strategy } from './explore.js';
 import { listEventsWith, streamEventsWith, timelineWith, type EventStreamHandle, type ListEventsOpts, type StreamEventsOpts, type TimelineOpts } from './events.js';
 import type { ListEventsResponse, TimelineEntry } from '@ramify/contracts';
 import { deleteBudget, fetchBudgets, fetchMetrics, fetchSandboxUsage, fetchTree, getUsage, patchBudget, type SandboxMetrics, type TimeArg, type UsageOpts } from './usage.js';
@@ -195,9 +195,12 @@ export class Sandbox {
 
   /**
    * Best-of-N: fork `source` once per strategy (one fork call), run the strategies concurrently, score
-   * each, keep the winner and kill the others. See {@link explore}.
+   * each, keep the winner and kill the others. With a `budget`, a budget that runs out first makes it
+   * return an `ExploreStoppedReport` (`stoppedBy: 'budget'`). See {@link explore}.
    */
-  static explore<T>(source: Sandbox, strategies: Strategy<T>[], opts: ExploreOpts<T>): Promise<ExploreReport<T>> {
+  static explore<T>(source: Sandbox, strategies: Strategy<T>[], opts: ExploreOpts<T> & { budget?: undefined }): Promise<ExploreReport<T>>;
+  static explore<T>(source: Sandbox, strategies: Strategy<T>[], opts: ExploreOpts<T>): Promise<ExploreReport<T> | ExploreStoppedReport<T>>;
+  static explore<T>(source: Sandbox, strategies: Strategy<T>[], opts: ExploreOpts<T>): Promise<ExploreReport<T> | ExploreStoppedReport<T>> {
     return explore(source, strategies, opts);
   }
 

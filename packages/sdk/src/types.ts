@@ -8,7 +8,7 @@ export type {
   EgressPolicyInfo, EgressPolicyRequest, EgressMode, EgressLogEntry, SnapshotEgress,
   AutoPause, IngressLogEntry, IngressLogResponse, ExposedPort, IngressEndpoint, PortAccess, PortInfo, PortSpec, PortsInfo, PortUrlInfo, SnapshotIngress,
   SshKeyInfo, SshAccessInfo,
-  TeamInfo, TeamQuota, SetTeamQuotaRequest, ApiKeyInfo, ApiKeyRole, CreatedApiKey,
+  TeamInfo, TeamQuota, SetTeamQuotaRequest, ApiKeyInfo, ApiKeyRole, ApiKeyStatus, CreatedApiKey,
   NetworkInfo, NetworkMemberInfo, NetworkJoinRequest, SandboxNetworkInfo, SnapshotNetworks, EgressPeer,
   SandboxEvent, EventType, EventCause, ListEventsResponse, TimelineEntry, CommandLogEntry, WebhookInfo, CreatedWebhook, WebhookDelivery, DeliveryAttempt, WebhookPayload,
   Budget, BudgetInfo, BudgetLimit, UsageFigures, UsageRow, UsageResponse, UsageGroupBy, SandboxMetric, SandboxTreeNode, SandboxTreeResponse,

@@ -1,11 +1,13 @@
 /**
- * Event, webhook and delivery rows (migration 20). Events are appended in order (`seq`, AUTOINCREMENT:
- * never reused, so a cursor never points at a newer event after a prune) and read by team, optionally by
- * sandbox and type, from a cursor in either direction.
+ * Event, webhook and delivery rows (migrations 20, 28). Events are appended in order: `seq` (global,
+ * increasing) and `team_seq`, the team's own number from its counter in `event_sequences` (bumped in the
+ * append's transaction, never lowered, so a cursor never points at a newer event after a prune; on
+ * Postgres the counter's row lock also makes a team's appends commit in number order). Read by team,
+ * optionally by sandbox and type, from a team cursor in either direction.
  */
 import { RamifyError } from '@ramify/contracts';
 import type { DeliveryRecord, EventQuery, EventRecord, WebhookRecord } from '@ramify/core';
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { conflictOnConstraint, onMissingParent } from './errors.js';
 import { insertRows } from './prepared.js';
 import { inTransaction, type EventsTable, type Executor, type WebhookDeliveriesTable, type WebhooksTable } from './schema.js';
@@ -13,7 +15,8 @@ import { inTransaction, type EventsTable, type Executor, type WebhookDeliveriesT
 type EventRow = Selectable<EventsTable>;
 
 const eventFromRow = (r: EventRow): EventRecord => ({
-  seq: r.seq,
+  seq: Number(r.seq),
+  teamSeq: Number(r.team_seq),
   type: r.type as EventRecord['type'],
   at: r.at,
   teamId: r.team_id,
@@ -26,11 +29,20 @@ const eventFromRow = (r: EventRow): EventRecord => ({
 /** Largest page a read returns (one more than the API's largest page). */
 const MAX_READ = 1001;
 
-/** Append one event; returns it with its `seq` (assigned by the database, increasing). */
-export async function appendEvent(db: Executor, e: Omit<EventRecord, 'seq'>): Promise<EventRecord> {
-  const row = { type: e.type, at: e.at, team_id: e.teamId, sandbox_id: e.sandboxId, key_id: e.keyId, cause: e.cause, data: JSON.stringify(e.data) };
-  const { rows } = await insertRows<{ seq: number }>(db, 'events', [row], 'seq');
-  return { ...e, seq: Number(rows[0]?.seq) };
+/** Append one event; returns it with its `seq` and its team's next `teamSeq`, both taken in one transaction. */
+export async function appendEvent(db: Executor, e: Omit<EventRecord, 'seq' | 'teamSeq'>): Promise<EventRecord> {
+  return inTransaction(db, async (trx) => {
+    const counter = await trx
+      .insertInto('event_sequences')
+      .values({ team_id: e.teamId, last_seq: 1 })
+      .onConflict((oc) => oc.column('team_id').doUpdateSet({ last_seq: sql<number>`event_sequences.last_seq + 1` }))
+      .returning('last_seq')
+      .executeTakeFirstOrThrow();
+    const teamSeq = Number(counter.last_seq);
+    const row = { type: e.type, at: e.at, team_id: e.teamId, team_seq: teamSeq, sandbox_id: e.sandboxId, key_id: e.keyId, cause: e.cause, data: JSON.stringify(e.data) };
+    const { rows } = await insertRows<{ seq: number }>(trx, 'events', [row], 'seq');
+    return { ...e, seq: Number(rows[0]?.seq), teamSeq };
+  });
 }
 
 /** One page of a team's events (see {@link EventQuery}). */
@@ -38,9 +50,21 @@ export async function listEvents(db: Executor, q: EventQuery): Promise<EventReco
   let query = db.selectFrom('events').selectAll().where('team_id', '=', q.teamId);
   if (q.sandboxId !== undefined) query = query.where('sandbox_id', '=', q.sandboxId);
   if (q.types && q.types.length > 0) query = query.where('type', 'in', q.types);
-  if (q.afterSeq !== undefined) query = query.where('seq', q.order === 'asc' ? '>' : '<', q.afterSeq);
+  if (q.afterTeamSeq !== undefined) query = query.where('team_seq', q.order === 'asc' ? '>' : '<', q.afterTeamSeq);
   const limit = Math.min(Math.max(Math.floor(q.limit) || 1, 1), MAX_READ);
-  return (await query.orderBy('seq', q.order === 'asc' ? 'asc' : 'desc').limit(limit).execute()).map(eventFromRow);
+  return (await query.orderBy('team_seq', q.order === 'asc' ? 'asc' : 'desc').limit(limit).execute()).map(eventFromRow);
+}
+
+/** The event of global number `seq`, or null. */
+export async function getEvent(db: Executor, seq: number): Promise<EventRecord | null> {
+  const row = await db.selectFrom('events').selectAll().where('seq', '=', seq).executeTakeFirst();
+  return row ? eventFromRow(row) : null;
+}
+
+/** The team's last event number (0 before its first). */
+export async function lastEventTeamSeq(db: Executor, teamId: string): Promise<number> {
+  const row = await db.selectFrom('event_sequences').select('last_seq').where('team_id', '=', teamId).executeTakeFirst();
+  return Number(row?.last_seq ?? 0);
 }
 
 /** Delete events before `before` and the deliveries of them, in one transaction; returns the events deleted. */
@@ -60,7 +84,7 @@ const webhookFromRow = (r: WebhookRow): WebhookRecord => ({
 type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 
 const deliveryFromRow = (r: DeliveryRow): DeliveryRecord => ({
-  id: r.id, webhookId: r.webhook_id, eventSeq: r.event_seq, eventType: r.event_type as DeliveryRecord['eventType'], status: r.status as DeliveryRecord['status'],
+  id: r.id, webhookId: r.webhook_id, eventSeq: Number(r.event_seq), eventTeamSeq: Number(r.event_team_seq), eventType: r.event_type as DeliveryRecord['eventType'], status: r.status as DeliveryRecord['status'],
   attempts: JSON.parse(r.attempts) as DeliveryRecord['attempts'], nextAttemptAt: r.next_attempt_at, createdAt: r.created_at,
 });
 
@@ -98,7 +122,7 @@ export async function insertDelivery(db: Executor, d: DeliveryRecord): Promise<v
   await db
     .insertInto('webhook_deliveries')
     .values({
-      id: d.id, webhook_id: d.webhookId, event_seq: d.eventSeq, event_type: d.eventType, status: d.status, attempts: JSON.stringify(d.attempts),
+      id: d.id, webhook_id: d.webhookId, event_seq: d.eventSeq, event_team_seq: d.eventTeamSeq, event_type: d.eventType, status: d.status, attempts: JSON.stringify(d.attempts),
       next_attempt_at: d.nextAttemptAt, created_at: d.createdAt,
     })
     .execute();

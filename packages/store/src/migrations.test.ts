@@ -435,3 +435,28 @@ describe('migration 26: host-ids (real SQLite file)', () => {
     }
   });
 });
+
+describe('migration 28: event-team-seq (real SQLite file)', () => {
+  test("existing events are numbered per team in their order, deliveries keep their event's number, and new ones go on", async () => {
+    const path = join(dir, 'v27.db');
+    const early = openDatabase(path, MIGRATIONS.filter((m) => m.version < 28));
+    const insert = early.prepare(`INSERT INTO events (type, at, team_id, sandbox_id, key_id, cause, data) VALUES ('sandbox.lifecycle.created', ?, ?, NULL, NULL, 'api', '{}')`);
+    for (const [at, team] of [[1, 'default'], [2, 'acme'], [3, 'acme'], [4, 'default'], [5, 'acme']] as const) insert.run(at, team);
+    early.prepare(`INSERT INTO webhooks (id, team_id, name, url, events, secret, created_at) VALUES ('wh_1', 'default', 'w', 'http://127.0.0.1:9/', '[]', 's', 1)`).run();
+    early.prepare(`INSERT INTO webhook_deliveries (id, webhook_id, event_seq, event_type, status, created_at) VALUES ('dlv_1', 'wh_1', 4, 'sandbox.lifecycle.created', 'pending', 1)`).run();
+    early.close();
+    const store = new SqliteStore({ path });
+    try {
+      const numbers = async (teamId: string): Promise<number[][]> => (await store.listEvents({ teamId, order: 'asc', limit: 10 })).map((e) => [e.seq, e.teamSeq]);
+      assert.deepEqual(await numbers('default'), [[1, 1], [4, 2]]);
+      assert.deepEqual(await numbers('acme'), [[2, 1], [3, 2], [5, 3]]);
+      assert.deepEqual([await store.lastEventTeamSeq('default'), await store.lastEventTeamSeq('acme')], [2, 3]);
+      assert.deepEqual((await store.listDeliveries('wh_1', 10)).map((d) => [d.eventSeq, d.eventTeamSeq]), [[4, 2]]);
+      const next = await store.appendEvent({ type: 'sandbox.oom', at: 6, teamId: 'acme', sandboxId: null, keyId: null, cause: 'runtime', data: {} });
+      assert.deepEqual([next.seq, next.teamSeq], [6, 4]);
+      assert.throws(() => store.db.prepare(`INSERT INTO events (type, at, team_id, team_seq, cause, data) VALUES ('sandbox.oom', 7, 'acme', 4, 'runtime', '{}')`).run(), /UNIQUE constraint/);
+    } finally {
+      await store.close();
+    }
+  });
+});

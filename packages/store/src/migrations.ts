@@ -620,6 +620,29 @@ const ENTRIES: readonly Migration[] = [
     `,
   },
   {
+    version: 28,
+    name: 'event-team-seq',
+    // Event ids and cursors per team (docs/design/EVENTS.md): each event gets its team's next number
+    // (team_seq), from a counter per team that never goes back (event_sequences: a team whose events were
+    // all pruned goes on from its last number), so a team's cursor shows the team's own events only, not
+    // the gaps other teams' events left in the global seq. Existing events are numbered per team in their
+    // order; each delivery keeps its event's team number for its event id. Portable SQL (both databases).
+    sql: `
+      ALTER TABLE events ADD COLUMN team_seq BIGINT NOT NULL DEFAULT 0;
+      UPDATE events SET team_seq = numbered.n
+        FROM (SELECT seq AS s, ROW_NUMBER() OVER (PARTITION BY team_id ORDER BY seq) AS n FROM events) AS numbered
+        WHERE numbered.s = events.seq;
+      DROP INDEX events_team;
+      CREATE UNIQUE INDEX events_team ON events(team_id, team_seq);
+      DROP INDEX events_sandbox;
+      CREATE INDEX events_sandbox ON events(sandbox_id, team_seq) WHERE sandbox_id IS NOT NULL;
+      CREATE TABLE event_sequences (
+        team_id TEXT NOT NULL PRIMARY KEY,
+        last_seq BIGINT NOT NULL
+      );
+      INSERT INTO event_sequences (team_id, last_seq) SELECT team_id, MAX(team_seq) FROM events GROUP BY team_id;
+      ALTER TABLE webhook_deliveries ADD COLUMN event_team_seq BIGINT NOT NULL DEFAULT 0;
+      UPDATE webhook_deliveries SET event_team_seq = events.team_seq FROM events WHERE events.seq = webhook_deliveries.event_seq;
     // Named for merges: renumber freely if another branch took 29 (nothing depends on the number).
     version: 29,
     name: 'hosts',

@@ -81,6 +81,26 @@ describe('Postgres store', { skip }, () => {
     }
   });
 
+  test("migration 28 numbers a team's existing events and deliveries per team, as on SQLite", async () => {
+    const url = await cluster.ensureDatabase('event_team_seq');
+    const early = await openPostgresStore({ url }, MIGRATIONS.filter((m) => m.version < 28));
+    for (const [at, team] of [[1, 'default'], [2, 'acme'], [3, 'acme'], [4, 'default'], [5, 'acme']] as const) {
+      await sql`INSERT INTO events (type, at, team_id, sandbox_id, key_id, cause, data) VALUES ('sandbox.lifecycle.created', ${at}, ${team}, NULL, NULL, 'api', '{}')`.execute(early.kysely);
+    }
+    await sql`INSERT INTO webhooks (id, team_id, name, url, events, secret, created_at) VALUES ('wh_1', 'default', 'w', 'http://127.0.0.1:9/', '[]', 's', 1)`.execute(early.kysely);
+    await sql`INSERT INTO webhook_deliveries (id, webhook_id, event_seq, event_type, status, created_at) VALUES ('dlv_1', 'wh_1', 4, 'sandbox.lifecycle.created', 'pending', 1)`.execute(early.kysely);
+    await early.close();
+    const store = await openPostgresStore({ url });
+    try {
+      const numbers = async (teamId: string): Promise<number[][]> => (await store.listEvents({ teamId, order: 'asc', limit: 10 })).map((e) => [e.seq, e.teamSeq]);
+      assert.deepEqual([await numbers('default'), await numbers('acme')], [[[1, 1], [4, 2]], [[2, 1], [3, 2], [5, 3]]]);
+      assert.deepEqual((await store.listDeliveries('wh_1', 10)).map((d) => [d.eventSeq, d.eventTeamSeq]), [[4, 2]]);
+      assert.equal((await store.appendEvent({ type: 'sandbox.oom', at: 6, teamId: 'acme', sandboxId: null, keyId: null, cause: 'runtime', data: {} })).teamSeq, 4);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('a schema newer than this code is refused, naming both versions', async () => {
     const url = await cluster.ensureDatabase('newer');
     const store = await openPostgresStore({ url });

@@ -253,6 +253,8 @@ export interface SandboxBudgetsTable {
 
 export interface EventsTable {
   seq: Generated<number>;
+  /** The event's number in its team's stream (migration 28). */
+  team_seq: number;
   type: string;
   at: number;
   team_id: string;
@@ -273,10 +275,16 @@ export interface WebhooksTable {
   created_by: string | null;
 }
 
+/** Each team's last event number (migration 28): never goes back, so a cursor never points at a newer event. */
+export interface EventSequencesTable {
+  team_id: string;
+  last_seq: number;
+}
 export interface WebhookDeliveriesTable {
   id: string;
   webhook_id: string;
   event_seq: number;
+  event_team_seq: number;
   event_type: string;
   status: string;
   attempts: Generated<string>;
@@ -339,6 +347,7 @@ export interface Database {
   usage_hours: UsageHoursTable;
   sandbox_budgets: SandboxBudgetsTable;
   events: EventsTable;
+  event_sequences: EventSequencesTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   hosts: HostsTable;

@@ -277,11 +277,17 @@ export class SqlStore implements Store {
     return networks.membersOfNetwork(this.kysely, networkId);
   }
 
-  appendEvent(event: Omit<EventRecord, 'seq'>): Promise<EventRecord> {
+  appendEvent(event: Omit<EventRecord, 'seq' | 'teamSeq'>): Promise<EventRecord> {
     return events.appendEvent(this.kysely, event);
   }
   listEvents(query: EventQuery): Promise<EventRecord[]> {
     return events.listEvents(this.kysely, query);
+  }
+  getEvent(seq: number): Promise<EventRecord | null> {
+    return events.getEvent(this.kysely, seq);
+  }
+  lastEventTeamSeq(teamId: string): Promise<number> {
+    return events.lastEventTeamSeq(this.kysely, teamId);
   }
   pruneEvents(before: number): Promise<number> {
     return events.pruneEvents(this.kysely, before);

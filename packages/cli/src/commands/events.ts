@@ -46,7 +46,7 @@ export function registerEvents(program: Command, env: CliEnv): void {
     .description("the team's lifecycle events, oldest first (--follow: then live, until Ctrl-C)")
     .option('--sandbox <id>', "only this sandbox's events")
     .option('--type <types>', 'only these types, comma-separated (repeatable)', listOf(EVENT_TYPES))
-    .option('--after <cursor>', 'only events after this one (an event id, evt_N: the last one you saw)')
+    .option('--after <cursor>', 'only events after this one (an event id of your team: the last one you saw, or a nextCursor)')
     .option('--limit <n>', 'at most this many (1-1000, default 100; with --follow: the replay is all after --after)', intIn(1, 1000))
     .addOption(new Option('--newest-first', 'newest first').conflicts('follow'))
     .option('-f, --follow', 'keep printing new events as they happen (--json: one JSON object per line)')

@@ -20,10 +20,14 @@ const ttlArg = (value: string): number => {
 
 const when = (iso: string | null): string => (iso === null ? '-' : formatRelative(iso));
 
+/** `active`, or `expired 3d ago` / `revoked 2h ago`. */
+const statusText = (k: ApiKeyInfo): string =>
+  k.status === 'revoked' ? `revoked ${when(k.revokedAt)}` : k.status === 'expired' ? `expired ${when(k.expiresAt)}` : 'active';
+
 function keysTable(keys: ApiKeyInfo[]): string {
   if (keys.length === 0) return 'no API keys';
-  return renderTable(['ID', 'PREFIX', 'TEAM', 'ROLE', 'NAME', 'CREATED', 'LAST USED', 'EXPIRES', 'REVOKED'],
-    keys.map((k) => [k.id, k.prefix, k.team, k.role, k.name, when(k.createdAt), when(k.lastUsedAt), k.expiresAt ?? 'never', when(k.revokedAt)]));
+  return renderTable(['ID', 'PREFIX', 'TEAM', 'ROLE', 'NAME', 'STATUS', 'CREATED', 'LAST USED', 'EXPIRES'],
+    keys.map((k) => [k.id, k.prefix, k.team, k.role, k.name, statusText(k), when(k.createdAt), when(k.lastUsedAt), k.expiresAt ?? 'never']));
 }
 
 /** Register `key` on the program. */
@@ -31,7 +35,7 @@ export function registerKeys(program: Command, env: CliEnv): void {
   const key = program.command('key').description('API keys: each belongs to one team and has a role').addHelpText('after', `\n${TEAMS_HELP}`);
 
   key.command('create')
-    .option('--team <id>', "the key's team (default the calling key's)")
+    .option('--team <id>', "the key's team (default the calling key's; another team: only with an admin key of the default team)")
     .option('--role <role>', 'member (use sandboxes; the default) or admin (also manage keys)', oneOf(['admin', 'member'] as const))
     .option('--expires <duration>', 'lifetime, e.g. 30d or 12h (1m to 3650d; default: until revoked)', ttlArg)
     .option('--name <name>', 'a label (default the role)')
@@ -53,7 +57,7 @@ The secret goes to stdout, alone on its line, and is never shown again (the daem
     }));
 
   key.command('list').alias('ls').option('--team <id>', "only this team's keys (the default team's admin keys see every team)")
-    .description('API keys the calling admin key manages: prefix, team, role, created, last used (--json: every field)')
+    .description('API keys the calling admin key manages: prefix, team, role, status (active, expired, revoked), created, last used, expires (--json: every field)')
     .action(action(env, async (ctx, opts: { team?: string }) => {
       const keys = await listApiKeys({ ...ctx.connection, ...(opts.team !== undefined ? { team: opts.team } : {}) });
       ctx.output({ keys }, () => keysTable(keys));

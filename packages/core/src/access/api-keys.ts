@@ -5,10 +5,10 @@
  * keys (of their own team; the default team's: of any team), member keys only use the team's sandboxes.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { RamifyError, type ApiKeyInfo, type ApiKeyRole, type CreateApiKeyRequest } from '@ramify/contracts';
+import { RamifyError, type ApiKeyInfo, type ApiKeyRole, type ApiKeyStatus, type CreateApiKeyRequest } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import type { Clock } from '../ports/clock.js';
-import type { ApiKeyRecord, Store } from '../ports/store.js';
+import type { ApiKeyRecord, Store, TeamRecord } from '../ports/store.js';
 import { newApiKeyId } from '../ids.js';
 import { DEFAULT_TEAM_ID, isOperator, requireAdmin, type Actor } from './actor.js';
 import { visibleTeam } from '../teams/teams.js';
@@ -63,14 +63,30 @@ export async function verifyApiKey(store: Store, key: string, now: number): Prom
 }
 
 /**
+ * The team whose keys `actor` (an admin key) asks to manage: its own; the operator: any existing team.
+ * A team admin naming any other team is refused with the same 403 whether that team exists or not (so
+ * it learns nothing), saying who manages other teams' keys.
+ * @throws RamifyError `FORBIDDEN` (another team, not the operator), `TEAM_NOT_FOUND` (the operator naming an unknown team).
+ */
+async function keysTeam(core: Pick<Core, 'store'>, actor: Actor, teamId: string, what: string): Promise<TeamRecord> {
+  if (teamId !== actor.teamId && !isOperator(actor)) {
+    throw new RamifyError('FORBIDDEN',
+      `${what} for team '${teamId}' is refused: this admin key of team '${actor.teamId}' manages the keys of team '${actor.teamId}' only (leave the team out); `
+      + `the keys of other teams are managed by the operator (an admin key of the '${DEFAULT_TEAM_ID}' team)`,
+      { team: actor.teamId, requested: teamId });
+  }
+  return visibleTeam(core, actor, teamId);
+}
+
+/**
  * `POST /v1/keys`: a new key for `input.team` (default the caller's), role `member` unless asked,
  * stored (hashed) before it resolves.
- * @throws RamifyError `FORBIDDEN` (a member key), `TEAM_NOT_FOUND` (unknown, or another team than the
- *   caller's without being the operator).
+ * @throws RamifyError `FORBIDDEN` (a member key; a team admin naming another team), `TEAM_NOT_FOUND`
+ *   (the operator naming an unknown team).
  */
 export async function issueApiKey(core: Pick<Core, 'store' | 'clock'>, actor: Actor, input: CreateApiKeyRequest): Promise<{ key: string; record: ApiKeyRecord }> {
   requireAdmin(actor, 'creating API keys');
-  const team = await visibleTeam(core, actor, input.team ?? actor.teamId);
+  const team = await keysTeam(core, actor, input.team ?? actor.teamId, 'creating an API key');
   const role = input.role ?? 'member';
   const expiresAt = input.ttlMs === undefined ? null : core.clock.now() + input.ttlMs;
   return createApiKey(core.store, core.clock, input.name ?? role, { teamId: team.id, role, expiresAt });
@@ -78,11 +94,11 @@ export async function issueApiKey(core: Pick<Core, 'store' | 'clock'>, actor: Ac
 
 /**
  * The keys the caller manages, oldest first: its team's (the operator: every team's, or `filter.team`'s).
- * @throws RamifyError `FORBIDDEN` (a member key), `TEAM_NOT_FOUND` (a team it cannot see).
+ * @throws RamifyError `FORBIDDEN` (a member key; a team admin naming another team), `TEAM_NOT_FOUND` (the operator naming an unknown team).
  */
 export async function listApiKeys(core: Pick<Core, 'store'>, actor: Actor, filter: { team?: string } = {}): Promise<ApiKeyRecord[]> {
   requireAdmin(actor, 'listing API keys');
-  if (filter.team !== undefined) return core.store.listApiKeys({ teamId: (await visibleTeam(core, actor, filter.team)).id });
+  if (filter.team !== undefined) return core.store.listApiKeys({ teamId: (await keysTeam(core, actor, filter.team, 'listing API keys')).id });
   return core.store.listApiKeys(isOperator(actor) ? {} : { teamId: actor.teamId });
 }
 
@@ -108,8 +124,14 @@ export async function revokeApiKey(core: Pick<Core, 'store' | 'clock'>, actor: A
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
-/** The API shape of a key (never its hash). */
-export function toApiKeyInfo(r: ApiKeyRecord): ApiKeyInfo {
+/** Where `record` stands at `now` (ms): revoked wins over expired. */
+export function apiKeyStatus(record: ApiKeyRecord, now: number): ApiKeyStatus {
+  if (record.revokedAt !== null) return 'revoked';
+  return isLiveKey(record, now) ? 'active' : 'expired';
+}
+
+/** The API shape of a key at `now` (ms; its `status` then), never its hash. */
+export function toApiKeyInfo(r: ApiKeyRecord, now: number): ApiKeyInfo {
   return {
     id: r.id,
     name: r.name,
@@ -120,5 +142,6 @@ export function toApiKeyInfo(r: ApiKeyRecord): ApiKeyInfo {
     lastUsedAt: iso(r.lastUsedAt),
     expiresAt: iso(r.expiresAt),
     revokedAt: iso(r.revokedAt),
+    status: apiKeyStatus(r, now),
   };
 }

@@ -9,7 +9,7 @@ import type { EventRecord } from '../ports/event-store.js';
 import type { SandboxEventMap, SandboxEventKind, SandboxStateEvent } from '../lifecycle/events.js';
 
 /** An event to store; `teamId` null: look it up from the sandbox's record. */
-export type NewEvent = Omit<EventRecord, 'seq' | 'teamId'> & { teamId: string | null };
+export type NewEvent = Omit<EventRecord, 'seq' | 'teamSeq' | 'teamId'> & { teamId: string | null };
 
 type Mapping<K extends SandboxEventKind> = (event: SandboxEventMap[K], context: CallContext) => NewEvent | null;
 

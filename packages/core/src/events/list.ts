@@ -6,24 +6,28 @@ import { EVENTS_DEFAULT_LIMIT, type EventType, type ListEventsResponse, type San
 import { ownedSandbox } from '../access/actor.js';
 import type { Core } from '../context.js';
 import type { EventRecord } from '../ports/event-store.js';
+import { eventId, teamSeqOf } from './cursor.js';
 
 /** What to list or follow (validated by the contract schemas first). */
 export interface EventFilter {
   sandboxId?: string;
   types?: readonly EventType[];
-  /** An event id (`evt_<n>`): start after it. */
+  /** An event id of the team (`events/cursor.ts`): start after it. */
   after?: string;
 }
 
-/** The event id of a stored event. */
-export const eventId = (seq: number): string => `evt_${seq}`;
-
-/** The sequence number of an event id already validated by the contract (`EventId`). */
-export const seqOf = (id: string): number => Number(id.slice(4));
-
 /** The API shape of a stored event. */
 export function toSandboxEvent(r: EventRecord): SandboxEvent {
-  return { id: eventId(r.seq), type: r.type, at: new Date(r.at).toISOString(), sandboxId: r.sandboxId, team: r.teamId, keyId: r.keyId, cause: r.cause, data: r.data };
+  return { id: eventId(r.teamId, r.teamSeq), type: r.type, at: new Date(r.at).toISOString(), sandboxId: r.sandboxId, team: r.teamId, keyId: r.keyId, cause: r.cause, data: r.data };
+}
+
+/**
+ * The team number `filter.after` names (0 without one: from the start).
+ * @throws RamifyError `INVALID_CURSOR`.
+ */
+async function afterOf(core: Core, teamId: string, filter: EventFilter): Promise<number | undefined> {
+  if (filter.after === undefined) return undefined;
+  return teamSeqOf(teamId, filter.after, await core.store.lastEventTeamSeq(teamId));
 }
 
 /** Whether `event` passes `filter` (the live side's check; the store does it for pages). */
@@ -35,18 +39,19 @@ export function matches(event: EventRecord, teamId: string, filter: EventFilter)
 
 /**
  * One page of `teamId`'s events, oldest first (`order: 'asc'`, default) or newest first.
- * @throws RamifyError `SANDBOX_NOT_FOUND` when `filter.sandboxId` is not the team's.
+ * @throws RamifyError `SANDBOX_NOT_FOUND` when `filter.sandboxId` is not the team's, `INVALID_CURSOR`.
  */
 export async function listEvents(core: Core, teamId: string, filter: EventFilter & { limit?: number; order?: 'asc' | 'desc' }): Promise<ListEventsResponse> {
   if (filter.sandboxId !== undefined) await ownedSandbox(core, teamId, filter.sandboxId);
   await core.eventLog.flush();
+  const after = await afterOf(core, teamId, filter);
   const limit = filter.limit ?? EVENTS_DEFAULT_LIMIT;
   const order = filter.order ?? 'asc';
   const rows = await core.store.listEvents({
     teamId, order, limit: limit + 1,
     ...(filter.sandboxId !== undefined ? { sandboxId: filter.sandboxId } : {}),
     ...(filter.types ? { types: filter.types } : {}),
-    ...(filter.after !== undefined ? { afterSeq: seqOf(filter.after) } : {}),
+    ...(after !== undefined ? { afterTeamSeq: after } : {}),
   });
   const hasMore = rows.length > limit;
   const events = rows.slice(0, limit).map(toSandboxEvent);
@@ -63,21 +68,23 @@ export interface EventSubscription {
 /**
  * Follow `teamId`'s events: those after `filter.after` first (from the store, oldest first), then each new
  * one as it is stored, each exactly once and in order. `onEvent` must not block (a stream sends a frame).
- * @throws RamifyError `SANDBOX_NOT_FOUND` when `filter.sandboxId` is not the team's.
+ * @throws RamifyError `SANDBOX_NOT_FOUND` when `filter.sandboxId` is not the team's, `INVALID_CURSOR`.
  */
 export async function followEvents(core: Core, teamId: string, filter: EventFilter, onEvent: (event: SandboxEvent) => void): Promise<EventSubscription> {
   if (filter.sandboxId !== undefined) await ownedSandbox(core, teamId, filter.sandboxId);
+  if (filter.after !== undefined) await core.eventLog.flush();
+  const after = await afterOf(core, teamId, filter);
   // Subscribe first and hold live events until the replay is out: none falls between the two.
   let held: EventRecord[] | null = [];
-  let lastSeq = filter.after !== undefined ? seqOf(filter.after) : 0;
+  let lastSeq = after ?? 0;
   const deliver = (event: EventRecord): void => {
-    if (event.seq <= lastSeq || !matches(event, teamId, filter)) return;
-    lastSeq = event.seq;
+    if (!matches(event, teamId, filter) || event.teamSeq <= lastSeq) return;
+    lastSeq = event.teamSeq;
     onEvent(toSandboxEvent(event));
   };
   const unsubscribe = core.eventHub.subscribe((event) => (held ? held.push(event) : deliver(event)));
   try {
-    if (filter.after !== undefined) {
+    if (after !== undefined) {
       await core.eventLog.flush();
       for (let page = await replayPage(core, teamId, filter, lastSeq); page.length > 0; page = await replayPage(core, teamId, filter, lastSeq)) {
         page.forEach(deliver);
@@ -93,6 +100,6 @@ export async function followEvents(core: Core, teamId: string, filter: EventFilt
   return { stop: unsubscribe };
 }
 
-function replayPage(core: Core, teamId: string, filter: EventFilter, afterSeq: number): Promise<EventRecord[]> {
-  return core.store.listEvents({ teamId, order: 'asc', limit: 500, afterSeq, ...(filter.sandboxId !== undefined ? { sandboxId: filter.sandboxId } : {}), ...(filter.types ? { types: filter.types } : {}) });
+function replayPage(core: Core, teamId: string, filter: EventFilter, afterTeamSeq: number): Promise<EventRecord[]> {
+  return core.store.listEvents({ teamId, order: 'asc', limit: 500, afterTeamSeq, ...(filter.sandboxId !== undefined ? { sandboxId: filter.sandboxId } : {}), ...(filter.types ? { types: filter.types } : {}) });
 }

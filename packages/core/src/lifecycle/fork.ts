@@ -20,7 +20,7 @@ import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import { forkNetworkJoins, type NetworkJoin } from '../networks/joins.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { checkForkCount, withinQuota } from '../teams/quota.js';
-import { withinBudget } from '../usage/budget-guard.js';
+import { checkBudgetsNow, withinBudget } from '../usage/budget-guard.js';
 import { checkpointRunning, forkPointRunning } from './checkpoint.js';
 import { finishKill } from './kill.js';
 import { loadSandbox, messageOf, transition } from './records.js';
@@ -42,7 +42,8 @@ export interface ForkInput {
 /**
  * The children belong to the parent's team, and its quota must have room for them; every budget covering
  * the parent must allow them (none exceeded, `maxSandboxes` not passed). Both are checked before the parent
- * is touched.
+ * is touched, the budgets on the tree's CPU read up to now; and once the children run, the budgets are
+ * checked again (a tree the restores took over its budget is marked and paused right away).
  * @returns the children, all `running`, in id order.
  * @throws RamifyError `VALIDATION_FAILED` (count), `QUOTA_EXCEEDED`, `BUDGET_EXCEEDED` (nothing forked), `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CHECKPOINT_BLOCKED`
  *   (the parent keeps running), and the first child's restore error (no child is left running then).
@@ -51,13 +52,19 @@ export async function forkSandbox(core: Core, sandboxId: string, input: ForkInpu
   if (!Number.isInteger(input.count) || input.count < 1 || input.count > MAX_FORK_COUNT) {
     throw new RamifyError('VALIDATION_FAILED', `count must be an integer from 1 to ${MAX_FORK_COUNT}`, { field: 'count' });
   }
-  return runOperation(core, { name: 'fork', sandboxId, attributes: { 'ramify.fork_count': input.count } }, () => core.locks.run(sandboxId, async () => {
-    const loaded = await loadSandbox(core, sandboxId);
-    await checkForkCount(core, loaded.teamId, input.count);
-    const childIds = Array.from({ length: input.count }, () => newSandboxId());
-    return withinQuota(core, loaded.teamId, childIds.map((id) => ({ id, memoryMB: loaded.memoryMB })), () =>
-      withinBudget(core, sandboxId, childIds, () => forkUnderLock(core, loaded, childIds, input.networks !== false)));
-  }));
+  return runOperation(core, { name: 'fork', sandboxId, attributes: { 'ramify.fork_count': input.count } }, async () => {
+    const children = await core.locks.run(sandboxId, async () => {
+      const loaded = await loadSandbox(core, sandboxId);
+      await checkForkCount(core, loaded.teamId, input.count);
+      const childIds = Array.from({ length: input.count }, () => newSandboxId());
+      return withinQuota(core, loaded.teamId, childIds.map((id) => ({ id, memoryMB: loaded.memoryMB })), () =>
+        withinBudget(core, sandboxId, childIds, () => forkUnderLock(core, loaded, childIds, input.networks !== false)));
+    });
+    // The children are running (and were read as they started): judge the tree's budgets now, not at the
+    // next sample. Over: marked now, paused in the background (this needs the locks just released).
+    await checkBudgetsNow(core, sandboxId);
+    return children;
+  });
 }
 
 /** The fork itself, under the parent's lock, its children admitted by the team's quota. */

@@ -5,9 +5,14 @@
  */
 import type { DeliveryAttempt, EventCause, EventType } from '@ramify/contracts';
 
-/** One stored event; `seq` orders them (it grows with every append) and makes the id `evt_<seq>`. */
+/**
+ * One stored event. `seq` orders every team's events together (it grows with every append; internal: a
+ * delivery names its event by it); `teamSeq` is its number in its team's stream (1, 2, 3, ... per team,
+ * never reused), which makes its API id and cursor (`events/cursor.ts`).
+ */
 export interface EventRecord {
   seq: number;
+  teamSeq: number;
   type: EventType;
   at: number;
   sandboxId: string | null;
@@ -23,8 +28,8 @@ export interface EventQuery {
   sandboxId?: string;
   /** Only these types; absent or empty: every type. */
   types?: readonly EventType[];
-  /** `asc`: seq > afterSeq, ascending; `desc`: seq < afterSeq, descending. Absent: from the start (asc) or the newest (desc). */
-  afterSeq?: number;
+  /** `asc`: teamSeq > afterTeamSeq, ascending; `desc`: teamSeq < afterTeamSeq, descending. Absent: from the start (asc) or the newest (desc). */
+  afterTeamSeq?: number;
   order: 'asc' | 'desc';
   /** 1-1001 (one more than a page, to tell whether more follow). */
   limit: number;
@@ -48,6 +53,8 @@ export interface DeliveryRecord {
   id: string;
   webhookId: string;
   eventSeq: number;
+  /** The event's number in its team's stream (its id). */
+  eventTeamSeq: number;
   eventType: EventType;
   status: 'pending' | 'delivered' | 'failed';
   /** Every attempt so far, oldest first (`at` as ms). */
@@ -78,10 +85,17 @@ export interface SandboxCount {
 }
 
 export interface EventStore {
-  /** Append one event; resolves with it, `seq` assigned. Rejects only on a store failure. */
-  appendEvent(event: Omit<EventRecord, 'seq'>): Promise<EventRecord>;
+  /**
+   * Append one event; resolves with it, `seq` and `teamSeq` (its team's next number, from a counter that
+   * never goes back, taken in the same transaction) assigned. Rejects only on a store failure.
+   */
+  appendEvent(event: Omit<EventRecord, 'seq' | 'teamSeq'>): Promise<EventRecord>;
   /** One page of a team's events (see {@link EventQuery}). */
   listEvents(query: EventQuery): Promise<EventRecord[]>;
+  /** The event of global number `seq`, or null (pruned, never made). */
+  getEvent(seq: number): Promise<EventRecord | null>;
+  /** The team's last event number given out (0 before its first event; pruning does not lower it). */
+  lastEventTeamSeq(teamId: string): Promise<number>;
   /** Delete events (and the deliveries of their webhooks) older than `before`; resolves with how many events went. */
   pruneEvents(before: number): Promise<number>;
 

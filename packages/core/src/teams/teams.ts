@@ -31,11 +31,15 @@ export function applyQuota(quota: TeamQuota, patch: SetTeamQuotaRequest): TeamQu
 
 /**
  * The team `teamId` when `actor` may see it (its own; the operator: any).
- * @throws RamifyError `TEAM_NOT_FOUND` otherwise.
+ * @throws RamifyError `TEAM_NOT_FOUND` otherwise: for any key but the operator's, the same message whether
+ *   the team exists or not, saying which team the key sees.
  */
 export async function visibleTeam(core: Pick<Core, 'store'>, actor: Actor, teamId: string): Promise<TeamRecord> {
   const team = teamId === actor.teamId || isOperator(actor) ? await core.store.getTeam(teamId) : null;
-  if (!team) throw new RamifyError('TEAM_NOT_FOUND', `team '${teamId}' not found`, { id: teamId });
+  if (!team) {
+    const scope = isOperator(actor) ? '' : ` (a key of team '${actor.teamId}' sees that team only)`;
+    throw new RamifyError('TEAM_NOT_FOUND', `team '${teamId}' not found${scope}`, { id: teamId });
+  }
   return team;
 }
 

@@ -64,9 +64,10 @@ export class FakeRuntime implements Runtime {
     if (this.refuseAllRestores) throw new RamifyError('VALIDATION_FAILED', `fake: memoryMB ${spec.resources.memoryMB} is more than the image allows`, { field: 'memoryMB' });
     if (this.failAllRestores || this.failRestoreOf.delete(spec.sandboxId)) throw new Error(`fake restore of ${spec.sandboxId} failed`);
     if (this.instances.has(spec.sandboxId)) throw new Error(`fake: ${spec.sandboxId} already exists`);
-    // A new instance: its counters start from zero.
+    // A new instance: its counters start from what the restore itself cost.
     this.#starts.set(spec.sandboxId, (this.#starts.get(spec.sandboxId) ?? 0) + 1);
-    this.cpuUs.delete(spec.sandboxId);
+    if (this.restoreCpuUs > 0) this.cpuUs.set(spec.sandboxId, this.restoreCpuUs);
+    else this.cpuUs.delete(spec.sandboxId);
     const guest = JSON.parse(await readFile(join(imageDir, 'guest.json'), 'utf8')) as FakeGuestState;
     this.instances.set(spec.sandboxId, { guest, spec, sessions: [] });
     this.#dead.delete(spec.sandboxId);
@@ -137,6 +138,8 @@ export class FakeRuntime implements Runtime {
 
   /** CPU time used so far per sandbox by its current instance, µs, as a test sets it ({@link usage}); absent: 0. A restore resets it. */
   readonly cpuUs = new Map<string, number>();
+  /** CPU time a restore leaves on the new instance's counter, µs (a real runsc restore costs about a CPU-second); default 0. */
+  restoreCpuUs = 0;
   /** Memory in use per sandbox, bytes, as a test sets it; absent: 64 MiB. */
   readonly memoryUsed = new Map<string, number>();
   /** Instances started per sandbox (boots and restores): names each instance. */

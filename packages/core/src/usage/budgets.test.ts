@@ -32,6 +32,14 @@ afterEach(async () => {
 
 const state = async (id: string): Promise<string> => (await getSandbox(w.core, id)).state;
 
+/** Wait until every sandbox of `ids` is paused (budget pauses started by a fork run in the background). */
+async function pausedSoon(ids: string[]): Promise<void> {
+  for (const end = Date.now() + 5_000; (await Promise.all(ids.map(state))).some((s) => s !== 'paused');) {
+    if (Date.now() > end) throw new Error(`not all paused: ${(await Promise.all(ids.map(state))).join(', ')}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 test('over cpuSeconds the whole tree is paused, forks and resumes are refused, a raise lets it resume', async () => {
   const root = await createSandbox(w.core, { budget: { cpuSeconds: 5 } });
   const [a, b] = await forkSandbox(w.core, root.id, { count: 2 });
@@ -138,4 +146,51 @@ test('a refused pause leaves the sandbox running and is retried after timeoutRet
   assert.equal(info?.exceeded, 'cpuSeconds');
   assert.equal(info?.used.cpuSeconds, 2);
   await assert.rejects(resumeSandbox(w.core, sbx.id), { code: 'BUDGET_EXCEEDED' });
+});
+
+test('a fork reads the tree first: over its budget since the last sample, it is refused at once, marked and paused', async () => {
+  const root = await createSandbox(w.core, { budget: { cpuSeconds: 5 } });
+  const sampler = new UsageSampler(w.core);
+  w.runtime.cpuUs.set(root.id, 2_000_000);
+  w.clock.advance(5_000);
+  await sampler.sweep();
+  // 4 more CPU-seconds since that sample: 6 of 5, which no sample has seen yet.
+  w.runtime.cpuUs.set(root.id, 6_000_000);
+  w.clock.advance(2_000);
+  await assert.rejects(forkSandbox(w.core, root.id, { count: 2 }), (err: { code: string; details: Record<string, unknown> }) => {
+    assert.deepEqual([err.code, err.details.limit, err.details.used], ['BUDGET_EXCEEDED', 'cpuSeconds', 6]);
+    return true;
+  });
+  assert.equal((await w.store.subtree(root.id)).length, 1, 'nothing forked');
+  assert.deepEqual(events.map((e) => [e.rootId, e.used]), [[root.id, 6]], 'the event at once, not at the next sample');
+  await pausedSoon([root.id]);
+  await assert.rejects(resumeSandbox(w.core, root.id), { code: 'BUDGET_EXCEEDED' });
+  assert.equal(events.length, 1);
+});
+
+test("a fork's children are read and judged as they start: restores that take the tree over pause it at once", async () => {
+  const root = await createSandbox(w.core, { budget: { cpuSeconds: 2.5 } });
+  w.runtime.cpuUs.set(root.id, 1_000_000);
+  // Each restore (the parent's after its fork checkpoint, and each child's) costs a CPU-second.
+  w.runtime.restoreCpuUs = 1_000_000;
+  const children = await forkSandbox(w.core, root.id, { count: 2 });
+  const [info] = await getBudgets(w.core, root.id);
+  assert.deepEqual([info?.exceeded, info?.used.cpuSeconds], ['cpuSeconds', 4], 'the parent before its checkpoint, then three restores: marked when the fork answers');
+  assert.deepEqual(events.map((e) => [e.rootId, e.used]), [[root.id, 4]]);
+  await pausedSoon([root.id, ...children.map((c) => c.id)]);
+  const [after] = await getBudgets(w.core, root.id);
+  assert.equal(after?.used.cpuSeconds, 4, 'nothing ran on unseen: the tree is exactly where the check found it');
+});
+
+test('a budget set on a running sandbox takes its base from a reading now, not from the last sample', async () => {
+  const sbx = await createSandbox(w.core, {});
+  const sampler = new UsageSampler(w.core);
+  w.runtime.cpuUs.set(sbx.id, 3_000_000);
+  w.clock.advance(2_000);
+  const set = await setBudget(w.core, sbx.id, { cpuSeconds: 1 });
+  assert.deepEqual([set.used.cpuSeconds, set.exceeded], [0, null], 'the 3 CPU-seconds before are its base');
+  w.clock.advance(5_000);
+  await sampler.sweep();
+  assert.equal(await state(sbx.id), 'running', 'nothing was used since the budget was set');
+  assert.equal(events.length, 0);
 });

@@ -40,6 +40,14 @@ async function treeTotals(core: BudgetCore, members: readonly SandboxRecord[]): 
   return { cpuUs, runningMs };
 }
 
+/**
+ * Read the counters of the running sandboxes among `members` now (`UsageMeter.readNow`), so totals taken
+ * next are exact up to now rather than up to the last sample. Never rejects.
+ */
+export async function readRunning(core: BudgetCore, members: readonly SandboxRecord[]): Promise<void> {
+  await core.meter.readNow(members.filter((m) => m.state === 'running'));
+}
+
 /** Where `budget`'s tree stands now. */
 export async function budgetStatus(core: BudgetCore, budget: BudgetRecord): Promise<BudgetStatus> {
   const members = await core.store.subtree(budget.sandboxId);
@@ -115,9 +123,11 @@ export async function setBudget(core: Core, sandboxId: string, patch: SetBudgetR
   });
 }
 
-/** The tree's CPU and running time now: the base of a budget set now. */
+/** The tree's CPU and running time now (its running sandboxes read first): the base of a budget set now. */
 async function baseOf(core: BudgetCore, sandboxId: string): Promise<{ baseCpuUs: number; baseRunningMs: number }> {
-  const totals = await treeTotals(core, await core.store.subtree(sandboxId));
+  const members = await core.store.subtree(sandboxId);
+  await readRunning(core, members);
+  const totals = await treeTotals(core, members);
   return { baseCpuUs: totals.cpuUs, baseRunningMs: totals.runningMs };
 }
 

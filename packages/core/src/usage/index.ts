@@ -7,5 +7,5 @@ export { getUsage, parseQueryTime, DEFAULT_USAGE_WINDOW_MS } from './report.js';
 export { getSandboxMetrics } from './metrics.js';
 export { getSandboxTree } from './tree.js';
 export { setBudget, removeBudget, getBudgets, budgetStatus, toBudgetInfo, newSandboxBudget, type BudgetStatus } from './budgets.js';
-export { withinBudget, assertSnapshotWithinBudget, enforceBudgets } from './budget-guard.js';
+export { withinBudget, assertSnapshotWithinBudget, enforceBudgets, checkBudgetsNow } from './budget-guard.js';
 export { sandboxTotals, toFigures } from './totals.js';

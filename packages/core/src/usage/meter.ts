@@ -90,6 +90,16 @@ export class UsageMeter {
   }
 
   /**
+   * Read these sandboxes' counters now and write what they used since their last reading, as a sample
+   * does: so a budget check (a fork, a resume, a budget being set) sees its tree's CPU exact up to now, not
+   * up to the last sample. A few file reads per sandbox and one store write. Never rejects.
+   */
+  async readNow(records: readonly SandboxRecord[]): Promise<void> {
+    if (!this.enabled || records.length === 0) return;
+    await this.#read(records).catch((err: unknown) => this.#warn('reading sandboxes for a budget check', err, records.map((r) => r.id).join(',')));
+  }
+
+  /**
    * Take the sandbox's counters as they are now as its baseline, counting nothing: a warm pool sandbox
    * being claimed (what its instance did in the pool is not the new sandbox's use). Never rejects.
    */

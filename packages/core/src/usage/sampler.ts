@@ -11,14 +11,13 @@ import { enforceBudgets } from './budget-guard.js';
 /** Samples every `usageSampleMs` once started; {@link PeriodicTask.sweep} samples now. */
 export class UsageSampler extends PeriodicTask {
   constructor(core: Core) {
-    const retryAt = new Map<string, number>();
     super(core.options.usageSampleMs, async () => {
       const sampled = await core.meter.sampleRunning().catch((err: unknown) => {
         core.logger.error('usage sample failed', { error: messageOf(err) });
         return [];
       });
       core.meter.metrics.prune(core.clock.now());
-      await enforceBudgets(core, sampled, retryAt);
+      await enforceBudgets(core, sampled);
     });
   }
 }

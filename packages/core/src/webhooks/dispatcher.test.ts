@@ -12,6 +12,7 @@ import { createTestWorld, type TestWorld } from '../testing/world.js';
 import { EventHub } from '../events/hub.js';
 import { WebhookDispatcher, type WebhookTunables } from './dispatcher.js';
 import { verifyWebhookBody } from './signing.js';
+import { eventId } from '../events/cursor.js';
 
 let world: TestWorld;
 let dispatcher: WebhookDispatcher | undefined;
@@ -53,9 +54,13 @@ describe('webhook dispatcher', () => {
   test('a failing receiver is retried until a 2xx; each attempt is logged; the body is signed', async () => {
     const sent: WebhookRequest[] = [];
     const statuses = [500, 503, 200];
-    await (await setUp({ post: async (r) => { sent.push(r); return { statusCode: statuses[sent.length - 1] ?? 200 }; } }, {})).publish();
+    // Another team's event first: the webhook's event ids are its own team's numbers, no gap for it.
+    await world.store.appendEvent({ type: 'sandbox.lifecycle.created', at: 0, teamId: 'acme', sandboxId: 'sbx_y', keyId: null, cause: 'api', data: {} });
+    const event = await (await setUp({ post: async (r) => { sent.push(r); return { statusCode: statuses[sent.length - 1] ?? 200 }; } }, {})).publish();
     await until(async () => (await world.store.listDeliveries('whk_a', 10))[0]?.status === 'delivered', 'delivered');
     const [delivery] = await world.store.listDeliveries('whk_a', 10);
+    assert.deepEqual([event.teamSeq, delivery?.eventTeamSeq], [1, 1]);
+    assert.deepEqual(sent.map((r) => [(JSON.parse(r.body) as { id: string }).id, r.headers['x-ramify-event-id']]), Array(3).fill([eventId('default', 1), eventId('default', 1)]));
     assert.deepEqual(delivery?.attempts.map((a) => a.statusCode), [500, 503, 200]);
     assert.deepEqual(delivery?.attempts.map((a) => a.error), ['the receiver answered 500', 'the receiver answered 503', null]);
     assert.deepEqual(sent.map((r) => (JSON.parse(r.body) as { delivery: { attempt: number } }).delivery.attempt), [1, 2, 3]);

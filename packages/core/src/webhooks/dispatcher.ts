@@ -89,8 +89,8 @@ export class WebhookDispatcher {
       await this.#ensureLoaded();
       for (const delivery of await this.#o.store.pendingDeliveries(this.#t.maxQueue)) {
         const webhook = this.#webhookById(delivery.webhookId);
-        const [event] = webhook ? await this.#o.store.listEvents({ teamId: webhook.teamId, afterSeq: delivery.eventSeq - 1, order: 'asc', limit: 1 }) : [];
-        if (event?.seq === delivery.eventSeq) this.#schedule({ delivery, event }, delivery.nextAttemptAt ?? this.#o.clock.now());
+        const event = webhook ? await this.#o.store.getEvent(delivery.eventSeq) : null;
+        if (event && event.teamId === webhook?.teamId) this.#schedule({ delivery, event }, delivery.nextAttemptAt ?? this.#o.clock.now());
       }
     } catch (err) {
       this.#o.logger.error('webhooks: re-queueing pending deliveries failed', { error: messageOf(err) });
@@ -163,7 +163,7 @@ export class WebhookDispatcher {
     const now = this.#o.clock.now();
     const full = this.queueSize() - this.#incoming.length >= this.#t.maxQueue;
     const delivery: DeliveryRecord = {
-      id: newDeliveryId(), webhookId: webhook.id, eventSeq: event.seq, eventType: event.type, createdAt: now,
+      id: newDeliveryId(), webhookId: webhook.id, eventSeq: event.seq, eventTeamSeq: event.teamSeq, eventType: event.type, createdAt: now,
       status: full ? 'failed' : 'pending', nextAttemptAt: full ? null : now,
       attempts: full ? [{ at: now, statusCode: null, error: `delivery queue full (${this.#t.maxQueue} waiting): not sent`, durationMs: 0 }] : [],
     };

@@ -7,7 +7,7 @@ import { EVENT_TYPES, RamifyError, type CreateWebhookRequest, type WebhookDelive
 import { requireAdmin, type Actor } from '../access/actor.js';
 import type { Core } from '../context.js';
 import { newWebhookId } from '../ids.js';
-import { eventId } from '../events/list.js';
+import { eventId } from '../events/cursor.js';
 import type { DeliveryRecord, WebhookRecord } from '../ports/event-store.js';
 
 /** Prefix of a webhook's signing secret. */
@@ -22,10 +22,10 @@ export function toWebhookInfo(r: WebhookRecord): WebhookInfo {
   return { id: r.id, team: r.teamId, name: r.name, url: r.url, events: [...r.events], createdAt: iso(r.createdAt), createdBy: r.createdBy };
 }
 
-/** The API shape of a delivery. */
-export function toDeliveryInfo(r: DeliveryRecord): WebhookDelivery {
+/** The API shape of a delivery of a webhook of team `teamId`. */
+export function toDeliveryInfo(r: DeliveryRecord, teamId: string): WebhookDelivery {
   return {
-    id: r.id, webhookId: r.webhookId, eventId: eventId(r.eventSeq), eventType: r.eventType, status: r.status,
+    id: r.id, webhookId: r.webhookId, eventId: eventId(teamId, r.eventTeamSeq), eventType: r.eventType, status: r.status,
     attempts: r.attempts.map((a) => ({ ...a, at: iso(a.at) })),
     nextAttemptAt: r.nextAttemptAt === null ? null : iso(r.nextAttemptAt), createdAt: iso(r.createdAt),
   };

@@ -10,7 +10,7 @@ import { IdParams, route, type RouteSpec } from '../http/route.js';
 export const eventRoutes: RouteSpec[] = [
   route({
     operation: 'listEvents', summary: "The team's lifecycle events, oldest first from a cursor (or newest first), filtered by sandbox and type",
-    description: 'after: the nextCursor of the previous page (an event id, evt_<n>; anything else is 400). Oldest first (default), nextCursor is always the last event\'s id, so polling with it returns only newer events; '
+    description: 'after: the nextCursor of the previous page, or an event id (opaque, per team; one that is not of the caller\'s team is 400 INVALID_CURSOR). Oldest first (default), nextCursor is always the last event\'s id, so polling with it returns only newer events; '
       + "newest first, it is null after the last page. type: comma-separated event types (an unknown one is 400). sandboxId: another team's sandbox is 404 SANDBOX_NOT_FOUND. "
       + 'Events are kept for the daemon\'s retention (default 7 days).',
     query: ListEventsQuery, response: ListEventsResponse,

@@ -30,17 +30,21 @@ export const teamRoutes: RouteSpec[] = [
   }),
   route({
     operation: 'createApiKey', summary: 'Create an API key (an admin key); the secret is in this answer only',
-    description: "team: default the caller's (another team takes an admin key of the default team; else 404 TEAM_NOT_FOUND); role: default member; ttlMs: default never expires. 403 FORBIDDEN for a member key.",
+    description: "team: default the caller's (another team takes an admin key of the default team; any other admin key naming another team is 403 FORBIDDEN, whether it exists or not; the operator naming an unknown team is 404 TEAM_NOT_FOUND); role: default member; ttlMs: default never expires. 403 FORBIDDEN for a member key.",
     body: CreateApiKeyRequest, response: CreatedApiKey, status: 201,
     handler: async ({ core, body, actor }) => {
       const { key, record } = await issueApiKey(core, actor, body);
-      return { ...toApiKeyInfo(record), key };
+      return { ...toApiKeyInfo(record, core.clock.now()), key };
     },
   }),
   route({
     operation: 'listApiKeys', summary: "API keys (an admin key): the caller's team's; the default team's admin keys see every team's (?team= filters)",
+    description: "Each key's status: active, expired or revoked (as of this answer). ?team= of another team than the caller's is 403 FORBIDDEN unless the caller is an admin key of the default team.",
     query: ListApiKeysQuery, response: ListApiKeysResponse,
-    handler: async ({ core, query, actor }) => ({ keys: (await listApiKeys(core, actor, query.team !== undefined ? { team: query.team } : {})).map(toApiKeyInfo) }),
+    handler: async ({ core, query, actor }) => {
+      const now = core.clock.now();
+      return { keys: (await listApiKeys(core, actor, query.team !== undefined ? { team: query.team } : {})).map((k) => toApiKeyInfo(k, now)) };
+    },
   }),
   route({
     operation: 'revokeApiKey', summary: 'Revoke an API key (an admin key): refused from its next request on',

@@ -34,6 +34,6 @@ export const webhookRoutes: RouteSpec[] = [
   route({
     operation: 'listDeliveries', summary: "A webhook's delivery log, newest first: each event's status and attempts (status code, error, duration)",
     params: WebhookParams, query: ListDeliveriesQuery, response: ListDeliveriesResponse,
-    handler: async ({ core, params, query, actor }) => ({ deliveries: (await listDeliveries(core, actor, params.webhookId, query.limit)).map(toDeliveryInfo) }),
+    handler: async ({ core, params, query, actor }) => ({ deliveries: (await listDeliveries(core, actor, params.webhookId, query.limit)).map((d) => toDeliveryInfo(d, actor.teamId)) }),
   }),
 ];

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { Budget, MAX_FORK_COUNT } from '@ramify/contracts';
-import { explore, ExploreFailedError, RamifyError, type CommandResult, type ExploreReport, type ForkTreeNode, type Sandbox, type Strategy } from '@ramify/sdk';
+import { explore, ExploreFailedError, RamifyError, type CommandResult, type ExploreReport, type ExploreStoppedReport, type ForkTreeNode, type Sandbox, type Strategy } from '@ramify/sdk';
 import { cutForModel } from '../cut.js';
 import { jsonSafe } from '../results.js';
 import { confirm, sandboxId } from './args.js';
@@ -53,7 +53,7 @@ export function lastNumber(text: string): number | undefined {
 const tree = (node: ForkTreeNode): string =>
   [`${node.sandboxId} (source)`, ...node.children.map((c, i) => {
     const branch = i === node.children.length - 1 ? '└─' : '├─';
-    const how = c.error ? `failed: ${c.error}` : `score ${c.score}`;
+    const how = c.outcome === 'paused' ? 'stopped by the budget' : c.error ? `failed: ${c.error}` : `score ${c.score}`;
     return `${branch} ${c.sandboxId}  ${c.strategy}  ${how}  → ${c.outcome}`;
   })].join('\n');
 
@@ -71,7 +71,7 @@ const sandboxExplore = defineTool({
     expectedOutput: z.string().min(1).optional().describe("instead of scoreCommand: a strategy passes (score 1) when its stdout contains this text, else it fails"),
     timeoutMs: z.number().int().min(1).max(3_600_000).default(DEFAULT_COMMAND_TIMEOUT_MS).describe(`deadline of each strategy's command and of the score command, ms (default ${DEFAULT_COMMAND_TIMEOUT_MS})`),
     keep: z.enum(['winner', 'all', 'none']).default('winner').describe('which forks stay alive afterwards: winner (default), all, or none; the source is never touched'),
-    budget: Budget.optional().describe('cap the exploration: { cpuSeconds?, sandboxSeconds?, maxSandboxes? } for the source and its forks from now; over it the forks are paused (never killed) and unfinished strategies fail with BUDGET_EXCEEDED'),
+    budget: Budget.optional().describe('cap the exploration: { cpuSeconds?, sandboxSeconds?, maxSandboxes? } for the source and its forks from now; over it the forks are paused (never killed), the unfinished strategies are reported stopped, and the best finished one (if any) wins'),
     confirm,
   }),
   hints: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -96,7 +96,7 @@ const sandboxExplore = defineTool({
       if (n === undefined) throw new Error(`scoreCommand printed no number: ${JSON.stringify(r.stdout.slice(-200))}`);
       return n;
     };
-    let report: ExploreReport<CommandResult>;
+    let report: ExploreReport<CommandResult> | ExploreStoppedReport<CommandResult>;
     try {
       report = await explore(source, strategies, { score, keep: args.keep, ...(args.budget ? { budget: args.budget } : {}) });
     } catch (err) {
@@ -104,17 +104,23 @@ const sandboxExplore = defineTool({
       throw err;
     }
     const w = report.winner;
-    const winnerStdout = cutForModel(w.result.stdout, WINNER_OUTPUT_BYTES, `the whole of it: command_output on the winner (sandboxId ${w.sandbox.sandboxId}, pid ${w.result.pid})`).text;
+    const winnerStdout = w ? cutForModel(w.result.stdout, WINNER_OUTPUT_BYTES, `the whole of it: command_output on the winner (sandboxId ${w.sandbox.sandboxId}, pid ${w.result.pid})`).text : null;
+    const stop = report.stoppedBy === 'budget'
+      ? `stopped by the budget (${report.budget.exceeded} ${report.budget.exceeded === 'sandboxSeconds' ? report.budget.used.sandboxSeconds : report.budget.used.cpuSeconds} of ${report.budget.limits[report.budget.exceeded ?? 'cpuSeconds']}): the unfinished strategies' forks are paused; raise the budget and resume them to go on`
+      : null;
     const text = [
-      `winner: ${w.strategy} in ${w.sandbox.sandboxId} (score ${w.score}, ${Math.round(w.durationMs)} ms)${args.keep === 'none' ? ', killed (keep none)' : ', left running'}`,
+      ...(stop ? [stop] : []),
+      w ? `winner: ${w.strategy} in ${w.sandbox.sandboxId} (score ${w.score}, ${Math.round(w.durationMs)} ms)${args.keep === 'none' ? ', killed (keep none)' : stop ? ', left as the budget left it (paused with the tree)' : ', left running'}` : 'no strategy finished with a score',
       tree(report.forkTree),
-      `--- winner's stdout ---`, winnerStdout,
+      ...(w ? [`--- winner's stdout ---`, winnerStdout as string] : []),
     ].join('\n');
     return {
       text,
       data: jsonSafe({
         sandboxId: args.sandboxId,
-        winner: { sandboxId: w.sandbox.sandboxId, strategy: w.strategy, score: w.score, durationMs: w.durationMs, exitCode: w.result.exitCode, stdout: winnerStdout },
+        stoppedBy: report.stoppedBy,
+        ...(report.stoppedBy === 'budget' ? { budget: report.budget } : {}),
+        winner: w ? { sandboxId: w.sandbox.sandboxId, strategy: w.strategy, score: w.score, durationMs: w.durationMs, exitCode: w.result.exitCode, stdout: winnerStdout } : null,
         entries: report.entries,
         forkTree: report.forkTree,
       }),

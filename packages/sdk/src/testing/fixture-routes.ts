@@ -173,5 +173,6 @@ export function httpRoutes(state: FixtureState): Route[] {
     }),
     route('GET', '/v1/audit', async () => ok({ entries: [] })),
     ...portRoutes.map((r) => route(r.method, `${S}${r.rest}`, async (req) => r.handler(notKilled(req), req))),
+    ...state.budgets.routes().map((r) => route(r.method, `${S}${r.rest}`, async (req) => r.handler(notKilled(req), () => req.json()))),
   ];
 }

@@ -8,6 +8,7 @@ import {
   type SandboxState, type SnapshotInfo, type TemplateInfo,
 } from '@ramify/contracts';
 import { FixtureProcess, builtinScript, type CommandScript } from './fixture-processes.js';
+import { FixtureBudgets } from './fixture-budgets.js';
 
 /** One fixture sandbox. */
 export interface FixtureSandbox {
@@ -49,6 +50,8 @@ function startingEgress(req: CreateSandboxRequest, inherited: { mode: EgressMode
 
 export class FixtureState {
   readonly sandboxes = new Map<string, FixtureSandbox>();
+  /** Budgets per fork tree (a test runs one out with `budgets.exceed`). */
+  readonly budgets = new FixtureBudgets(this.sandboxes);
   readonly snapshots = new Map<string, SnapshotInfo>();
   readonly templates = new Map<string, TemplateInfo>([['base', {
     id: 'tpl_base', name: 'base', runtime: 'gvisor', specHash: 'h0', snapshotId: 'snap_base', images: [{ runtime: 'gvisor', snapshotId: 'snap_base' }], parent: null, envs: {}, sizeBytes: 1 << 20, createdAt: now(), team: 'default',

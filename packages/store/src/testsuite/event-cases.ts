@@ -6,14 +6,14 @@ import { test } from 'node:test';
 import type { DeliveryRecord, EventRecord, WebhookRecord } from '@ramify/core';
 import { team, withStore, type StoreHarness } from './harness.js';
 
-const event = (at: number, overrides: Partial<Omit<EventRecord, 'seq'>> = {}): Omit<EventRecord, 'seq'> => ({
+const event = (at: number, overrides: Partial<Omit<EventRecord, 'seq' | 'teamSeq'>> = {}): Omit<EventRecord, 'seq' | 'teamSeq'> => ({
   type: 'sandbox.lifecycle.created', at, teamId: 'default', sandboxId: 'sbx_1', keyId: 'key_1', cause: 'api', data: { n: at, nested: { ok: true } }, ...overrides,
 });
 const webhook = (id: string, overrides: Partial<WebhookRecord> = {}): WebhookRecord => ({
   id, teamId: 'default', name: id, url: 'http://127.0.0.1:9/hook', events: ['sandbox.lifecycle.created'], secret: 'whsec_x', createdAt: 1, createdBy: null, ...overrides,
 });
 const delivery = (id: string, eventSeq: number, overrides: Partial<DeliveryRecord> = {}): DeliveryRecord => ({
-  id, webhookId: 'wh_1', eventSeq, eventType: 'sandbox.lifecycle.created', status: 'pending', attempts: [], nextAttemptAt: 10, createdAt: 1, ...overrides,
+  id, webhookId: 'wh_1', eventSeq, eventTeamSeq: eventSeq, eventType: 'sandbox.lifecycle.created', status: 'pending', attempts: [], nextAttemptAt: 10, createdAt: 1, ...overrides,
 });
 
 export function eventCases(h: StoreHarness): void {
@@ -24,22 +24,30 @@ export function eventCases(h: StoreHarness): void {
       const e3 = await store.appendEvent(event(3, { teamId: 'acme' }));
       const e4 = await store.appendEvent(event(4, { sandboxId: null, keyId: null, cause: 'system' }));
       assert.ok(e1.seq < e2.seq && e2.seq < e3.seq && e3.seq < e4.seq);
-      assert.deepEqual(e1, { ...event(1), seq: e1.seq });
+      assert.deepEqual([e1.teamSeq, e2.teamSeq, e3.teamSeq, e4.teamSeq], [1, 2, 1, 3], "each team's events are numbered 1, 2, 3, ...: another team's are no gap");
+      assert.deepEqual([await store.lastEventTeamSeq('default'), await store.lastEventTeamSeq('acme'), await store.lastEventTeamSeq('nobody')], [3, 1, 0]);
+      assert.deepEqual(e1, { ...event(1), seq: e1.seq, teamSeq: 1 });
+      assert.deepEqual(await store.getEvent(e3.seq), e3);
+      assert.equal(await store.getEvent(e4.seq + 1000), null);
       assert.deepEqual((await store.listEvents({ teamId: 'default', order: 'desc', limit: 10 })).map((e) => e.seq), [e4.seq, e2.seq, e1.seq]);
       assert.deepEqual((await store.listEvents({ teamId: 'default', order: 'asc', limit: 2 })).map((e) => e.seq), [e1.seq, e2.seq]);
-      assert.deepEqual((await store.listEvents({ teamId: 'default', order: 'asc', afterSeq: e1.seq, limit: 10 })).map((e) => e.seq), [e2.seq, e4.seq]);
-      assert.deepEqual((await store.listEvents({ teamId: 'default', order: 'desc', afterSeq: e4.seq, limit: 10 })).map((e) => e.seq), [e2.seq, e1.seq]);
+      assert.deepEqual((await store.listEvents({ teamId: 'default', order: 'asc', afterTeamSeq: e1.teamSeq, limit: 10 })).map((e) => e.seq), [e2.seq, e4.seq]);
+      assert.deepEqual((await store.listEvents({ teamId: 'default', order: 'desc', afterTeamSeq: e4.teamSeq, limit: 10 })).map((e) => e.seq), [e2.seq, e1.seq]);
       assert.deepEqual((await store.listEvents({ teamId: 'default', order: 'asc', sandboxId: 'sbx_2', limit: 10 })).map((e) => e.seq), [e2.seq]);
       assert.deepEqual((await store.listEvents({ teamId: 'default', order: 'asc', types: ['sandbox.lifecycle.paused'], limit: 10 })).map((e) => e.seq), [e2.seq]);
       assert.deepEqual(await store.listEvents({ teamId: 'acme', order: 'asc', limit: 10 }), [e3]);
       await store.insertWebhook(webhook('wh_1'));
-      await store.insertDelivery(delivery('dlv_1', e1.seq));
-      await store.insertDelivery(delivery('dlv_2', e4.seq));
+      await store.insertDelivery(delivery('dlv_1', e1.seq, { eventTeamSeq: e1.teamSeq }));
+      await store.insertDelivery(delivery('dlv_2', e4.seq, { eventTeamSeq: e4.teamSeq }));
+      assert.deepEqual((await store.listDeliveries('wh_1', 10)).map((d) => [d.eventSeq, d.eventTeamSeq]), [[e4.seq, 3], [e1.seq, 1]]);
       assert.equal(await store.pruneEvents(3), 2);
       assert.deepEqual((await store.listEvents({ teamId: 'default', order: 'asc', limit: 10 })).map((e) => e.seq), [e4.seq]);
       assert.deepEqual((await store.listDeliveries('wh_1', 10)).map((d) => d.id), ['dlv_2'], "a pruned event's delivery goes with it");
       const e5 = await store.appendEvent(event(5));
       assert.ok(e5.seq > e4.seq, 'a seq is never reused');
+      assert.equal(e5.teamSeq, 4, "a team's number goes on after a prune");
+      assert.equal(await store.pruneEvents(100), 3);
+      assert.equal((await store.appendEvent(event(101))).teamSeq, 5, 'and after every event of the team was pruned');
     });
   });
 
