@@ -643,6 +643,9 @@ const ENTRIES: readonly Migration[] = [
       INSERT INTO event_sequences (team_id, last_seq) SELECT team_id, MAX(team_seq) FROM events GROUP BY team_id;
       ALTER TABLE webhook_deliveries ADD COLUMN event_team_seq BIGINT NOT NULL DEFAULT 0;
       UPDATE webhook_deliveries SET event_team_seq = events.team_seq FROM events WHERE events.seq = webhook_deliveries.event_seq;
+    `,
+  },
+  {
     // Named for merges: renumber freely if another branch took 29 (nothing depends on the number).
     version: 29,
     name: 'hosts',
