@@ -14,6 +14,7 @@ import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
 import { compose, type ComposeOptions } from './compose.js';
+import { lockDataDir } from './data-dir-lock.js';
 import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './config.js';
 import { describeSnapshotStorage, resolveSnapshotStorage, type SnapshotStorageFlags } from './snapshot-storage.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
@@ -114,6 +115,8 @@ export interface RamifyServer {
 
 /**
  * Start the daemon. Rejects when the port is taken or the data directory cannot be used;
+ * `DATA_DIR_IN_USE` when another daemon holds the data directory (its lock, data-dir-lock.ts: taken before
+ * anything else is opened, released by `close()` or the process's end);
  * `VALIDATION_FAILED` for a bad `maxOutputBytes` or snapshot storage setting; `STORAGE_UNAVAILABLE` when
  * a configured bucket cannot be listed, written or deleted from (the message says how to fix it).
  */
@@ -124,12 +127,19 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, pino.destination(2));
   const logger = adaptLogger(log);
   const snapshotStorage = resolveSnapshotStorage(options.snapshotStorage);
-
-  const composition = await compose({
-    dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) },
-    maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress,
-    clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
-  });
+  // Before anything is opened: a second daemon here would share the store and take the first's egress table and NFLOG group.
+  const lock = lockDataDir(dataDir);
+  let composition: Awaited<ReturnType<typeof compose>>;
+  try {
+    composition = await compose({
+      dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) },
+      maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress,
+      clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
+    });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
   const pruner = new EventPruner(core);
@@ -187,7 +197,8 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
         await activity.stop();
         // Pooled sandboxes belong to no one: they go with the daemon (a crash leaves them to reconcile).
         await core.pool.close();
-        await composition.close();
+        // The lock goes last, whatever happens: the next daemon may start as soon as it is free.
+        await composition.close().finally(() => lock.release());
         log.flush();
       },
     };
@@ -203,7 +214,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     await usage.stop();
     await activity.stop();
     await core.pool.close();
-    await composition.close();
+    await composition.close().finally(() => lock.release());
     throw err;
   }
 }

@@ -152,7 +152,7 @@ export function registerServe(program: Command, env: CliEnv): void {
   program.command('serve').description('run the Ramify daemon (API, runtimes, networking) until interrupted')
     .option('--host <host>', 'address to listen on (default 127.0.0.1: loopback only)')
     .option('--port <port>', 'port to listen on (default 7423; 0 picks a free one)', intIn(0, 65535))
-    .option('--data-dir <dir>', 'data directory (default $RAMIFY_HOME, else /var/lib/ramify)')
+    .option('--data-dir <dir>', 'data directory (default $RAMIFY_HOME, else /var/lib/ramify); one daemon per data directory: a second one exits at once with DATA_DIR_IN_USE naming the pid that holds it')
     .option('--network-prefix <prefix>', "name prefix of this daemon's network namespaces, veths and nftables table, 1-4 lowercase letters (default 'rmf'); give a second daemon on the same host its own data directory and prefix", networkPrefix)
     .option('--host-id <id>', "this host's id, recorded on the sandboxes and snapshots it holds (lowercase letters, digits, '-'); kept in the data directory: default the kept one, else a generated host-<12 hex>. A data directory keeps its id")
     .addOption(new Option('--log-level <level>', 'daemon log level (JSON log on stderr)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
