@@ -14,7 +14,7 @@ import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Events, verifyWebhookSignature, type SandboxEvent } from '@ramify/sdk';
+import { Events, Sandbox, verifyWebhookSignature, type SandboxEvent } from '@ramify/sdk';
 import { serve, type RamifyServer } from './serve.js';
 import { apiCaller, realRuntimeSkip, registerRootfsTemplate, stopRealDaemon, until, type ApiReply } from './real-test-support.js';
 import { cli } from './real-ssh-support.js';
@@ -105,8 +105,15 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
     await until(async () => hung.hung > 0, 'the hung receiver holds a delivery');
     const ran = await memberA('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'echo hi; exit 3' });
     assert.deepEqual([ran.status, ran.json.exitCode], [200, 3]);
+    // The other doors a command comes through, each one `exec`: the CLI (started in the background over REST,
+    // followed over the process stream) and the SDK's commands.run (the command stream).
+    const viaCli = await cli(conn(keys.memberA), ['sandbox', 'exec', id, '--', 'sh', '-c', 'echo cli; exit 4']);
+    assert.deepEqual([viaCli.code, viaCli.stdout], [4, 'cli\n'], viaCli.stderr);
+    assert.equal((await Sandbox.fromId(id, conn(keys.memberA)).commands.run('echo sdk')).stdout, 'sdk\n');
     const paused = await memberA('POST', `/v1/sandboxes/${id}/pause`);
     assert.equal(paused.json.state, 'paused');
+    const inPaused = await memberA('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'true' });
+    assert.deepEqual([inPaused.status, inPaused.json.error.code], [409, 'INVALID_STATE'], 'a command in a paused sandbox is refused (an exec that failed)');
     assert.ok(hung.hung > 0, 'the pause completed while the receiver was still hung');
     assert.equal((await memberA('POST', `/v1/sandboxes/${id}/resume`, {})).json.state, 'running');
     const forked = await memberA('POST', `/v1/sandboxes/${id}/fork`, { count: 1 });
@@ -174,10 +181,13 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
 
     // Metrics move with the operations made.
     const afterScrape = parseMetrics(await scrape());
-    for (const [operation, n] of [['create', 1], ['pause', 1], ['resume', 1], ['fork', 1], ['snapshot', 1], ['kill', 2], ['exec', 1]] as const) {
+    for (const [operation, n] of [['create', 1], ['pause', 1], ['resume', 1], ['fork', 1], ['snapshot', 1], ['kill', 2], ['exec', 3]] as const) {
       const moved = sample(afterScrape, 'ramify_operations_total', { operation, outcome: 'ok' }) - sample(before, 'ramify_operations_total', { operation, outcome: 'ok' });
       assert.equal(moved, n, `ramify_operations_total{operation="${operation}"}`);
     }
+    const moved = (name: string, labels: Record<string, string>): number => sample(afterScrape, name, labels) - sample(before, name, labels);
+    assert.equal(moved('ramify_operations_total', { operation: 'exec', outcome: 'error' }), 1, 'the refused command is an exec that failed');
+    assert.equal(moved('ramify_errors_total', { code: 'INVALID_STATE' }), 1, 'with its code');
     assert.ok(sample(afterScrape, 'ramify_events_total', { type: 'sandbox.lifecycle.created' }) >= 2);
     assert.equal(sample(afterScrape, 'ramify_sandboxes', { state: 'running', runtime: 'gvisor' }), 0, 'none left running');
     assert.equal(afterScrape.find((f) => f.name === 'ramify_operation_duration_seconds')?.type, 'HISTOGRAM');
