@@ -5,7 +5,8 @@
  * answering 500 then 200, one that never answers, and an OTLP/HTTP collector. A lifecycle (create, exec,
  * pause, resume, fork, snapshot, kill) makes its events in order, listed, streamed and delivered signed;
  * the other team sees none of them; the hung receiver does not hold up an API call; /metrics parses and
- * its counters move; the create is one trace with its phase spans. Skipped, with the reason, when not
+ * its counters move (a command counted once whichever way it ran); the create is one trace with its phase
+ * spans nested (create → start → bringUp → restore, ...) and reads make none. Skipped, with the reason, when not
  * root or without the tools.
  */
 import { after, before, describe, test } from 'node:test';
@@ -204,19 +205,41 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
     assert.ok(parseMetrics(await ok.text()).some((f) => f.name === 'ramify_operations_total'));
   });
 
-  test("the lifecycle's create is one trace: the API span, the create operation, and its phases", async () => {
+  test("the lifecycle's create is one trace: the API span, the create operation, its phases nested; reads make no trace", async () => {
     const id = lifecycleSandbox;
     assert.ok(id, 'the lifecycle test made a sandbox');
-    const isCreate = (s: ReturnType<typeof spansOf>[number]): boolean => s.name === 'create' && (s.attributes ?? []).some((a) => a.key === 'ramify.sandbox_id' && a.value.stringValue === id);
+    type Span = ReturnType<typeof spansOf>[number];
+    const attribute = (s: Span, key: string): unknown => {
+      const value = (s.attributes ?? []).find((a) => a.key === key)?.value;
+      return value?.stringValue ?? value?.boolValue ?? value?.intValue;
+    };
+    const isCreate = (s: Span): boolean => s.name === 'create' && attribute(s, 'ramify.sandbox_id') === id;
     await until(async () => spansOf(collector.received).some(isCreate), 'the collector got the create span');
     const spans = spansOf(collector.received);
-    const create = spans.find(isCreate);
-    const trace = spans.filter((s) => s.traceId === create?.traceId);
+    const create = spans.find(isCreate) as Span;
+    const trace = spans.filter((s) => s.traceId === create.traceId);
     const root = trace.find((s) => !s.parentSpanId);
     assert.equal(root?.name, 'POST /v1/sandboxes');
-    assert.equal(create?.parentSpanId, root?.spanId);
-    const phases = trace.filter((s) => s.parentSpanId === create?.spanId).map((s) => s.name);
-    for (const phase of ['network', 'egress', 'restore', 'agent', 'identity']) assert.ok(phases.includes(phase), `phase ${phase} in ${phases.join(', ')}`);
+    assert.equal(create.parentSpanId, root?.spanId);
     assert.equal(trace.filter((s) => s.name === 'create').length, 1, 'one create operation in the trace');
+    const childrenOf = (parent: Span | undefined): Span[] => trace.filter((s) => parent !== undefined && s.parentSpanId === parent.spanId);
+    const child = (parent: Span | undefined, name: string): Span | undefined => childrenOf(parent).find((s) => s.name === name);
+    const names = (parent: Span | undefined): string[] => childrenOf(parent).map((s) => s.name).sort();
+    // create → resolve, networks, start; start → store, bringUp, running; bringUp → the restore's phases.
+    assert.deepEqual(names(create), ['networks', 'resolve', 'start']);
+    const start = child(create, 'start');
+    assert.deepEqual(names(start), ['bringUp', 'running', 'store']);
+    assert.deepEqual(names(child(start, 'bringUp')), ['agent', 'egress', 'identity', 'network', 'restore']);
+    assert.ok(trace.every((s) => s === root || s === create || attribute(s, 'ramify.phase') === true), 'below the operation, phases only');
+
+    // Reads: a client polling a sandbox makes no trace. A write after it (a create refused) does, and is
+    // exported after the read would have been (spans are exported in the order they end).
+    for (let i = 0; i < 3; i++) assert.equal((await memberA('GET', `/v1/sandboxes/${id}`)).status, 200);
+    const refused = await memberA('POST', '/v1/sandboxes', { template: 'tpl_rmev_none' });
+    assert.equal(refused.json.error.code, 'TEMPLATE_NOT_FOUND');
+    const isRefused = (s: Span): boolean => s.name === 'POST /v1/sandboxes' && attribute(s, 'ramify.error_code') === 'TEMPLATE_NOT_FOUND';
+    await until(async () => spansOf(collector.received).some(isRefused), 'the collector got the refused create');
+    const reads = spansOf(collector.received).filter((s) => s.name.startsWith('GET '));
+    assert.deepEqual(reads.map((s) => s.name), [], 'no GET made a trace (the lifecycle test made many)');
   });
 });

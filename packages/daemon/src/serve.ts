@@ -13,6 +13,7 @@ import {
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
+import type { TracedCalls } from './http/route.js';
 import { compose, type ComposeOptions } from './compose.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './config.js';
@@ -87,6 +88,11 @@ export interface ServeOptions {
   metricsListen?: { host: string; port: number };
   /** Export traces over OTLP/HTTP to this collector (`ramify serve --otlp-endpoint`); absent: no tracing. */
   otlpEndpoint?: string;
+  /**
+   * Which API calls are traces (`ramify serve --otlp-traces`): `writes` (default: the calls that change
+   * something; reads such as a client polling `GET /v1/sandboxes/{id}` are not) or `all`.
+   */
+  otlpTraces?: TracedCalls;
 }
 
 export interface RamifyServer {
@@ -167,7 +173,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
     if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf' });
     if (options.metricsListen && composition.metrics) metricsListener = await startMetricsListener(composition.metrics, options.metricsListen, logger);
-    app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics });
+    app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics, ...(options.otlpTraces ? { traced: options.otlpTraces } : {}) });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     logger.info('ramify serving', { url: address, dataDir, hostId: core.hostId });
     const listening = app;

@@ -15,7 +15,7 @@ interface DaemonModule {
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
     ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
     snapshotStorage?: { s3Endpoint?: string; s3Bucket?: string; s3Region?: string; s3Prefix?: string; s3PathStyle?: boolean; snapshotCacheBytes?: number };
-    metricsListen?: { host: string; port: number }; otlpEndpoint?: string; coreOptions?: { eventRetentionMs?: number; usageSampleMs?: number };
+    metricsListen?: { host: string; port: number }; otlpEndpoint?: string; otlpTraces?: 'writes' | 'all'; coreOptions?: { eventRetentionMs?: number; usageSampleMs?: number };
   }): Promise<{
     metricsAddress: string | null; otlpUrl: string | null;
     url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; ingress: { address: string; url: string } | null;
@@ -73,6 +73,8 @@ interface ServeFlags {
   metricsListen?: string;
   /** `--otlp-endpoint URL`: export traces over OTLP/HTTP. */
   otlpEndpoint?: string;
+  /** `--otlp-traces writes|all`: which API calls are traces. */
+  otlpTraces?: 'writes' | 'all';
   /** `--events-retention DURATION`, ms. */
   eventsRetention?: number;
   /** `--usage-sample`: ms between usage samples; 0 (`off`) turns metering off. */
@@ -174,6 +176,7 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--snapshot-cache-bytes <bytes>', 'with S3: bytes of uploaded snapshots kept on local disk; the least recently used beyond it are evicted and downloaded again when needed (default $RAMIFY_SNAPSHOT_CACHE_BYTES, else no limit)', intIn(0, Number.MAX_SAFE_INTEGER))
     .option('--metrics-listen <addr:port>', "also serve Prometheus metrics at http://ADDR:PORT/metrics WITHOUT auth, for a scraper (default off; GET /metrics on the API takes an admin key of the default team)")
     .option('--otlp-endpoint <url>', 'export traces over OTLP/HTTP (JSON) to this collector, e.g. http://127.0.0.1:4318 (spans go to /v1/traces there); default off')
+    .addOption(new Option('--otlp-traces <calls>', "which API calls are traces: 'writes' (default: the calls that change something; a client polling GET /v1/sandboxes/ID makes none) or 'all' (reads too)").choices(['writes', 'all']))
     .option('--events-retention <duration>', 'how long events, webhook deliveries and the command log are kept, e.g. 7d (1h to 365d; default 7d)', retentionArg)
     .option('--usage-sample <duration>', "how often each running sandbox's CPU, memory, disk and traffic are read, metered and checked against budgets (default 5s); 'off' turns metering, live metrics and budget enforcement off", (v: string) => (v === 'off' ? 0 : parseDuration(v)))
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
@@ -196,7 +199,7 @@ export function registerServe(program: Command, env: CliEnv): void {
         host: opts.host, port: opts.port, dataDir: opts.dataDir, ...(opts.hostId ? { hostId: opts.hostId } : {}), logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
         ...(opts.networkPrefix ? { network: { prefix: opts.networkPrefix } } : {}),
         warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget, snapshotStorage: snapshotStorageFlags(opts),
-        ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}),
+        ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}), ...(opts.otlpTraces ? { otlpTraces: opts.otlpTraces } : {}),
         coreOptions: {
           ...(opts.eventsRetention !== undefined ? { eventRetentionMs: opts.eventsRetention } : {}),
           ...(opts.usageSample !== undefined ? { usageSampleMs: opts.usageSample } : {}),
@@ -263,6 +266,7 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.warmPoolBudget !== undefined) args.push('--warm-pool-budget', String(opts.warmPoolBudget));
   if (opts.metricsListen) args.push('--metrics-listen', opts.metricsListen);
   if (opts.otlpEndpoint) args.push('--otlp-endpoint', opts.otlpEndpoint);
+  if (opts.otlpTraces) args.push('--otlp-traces', opts.otlpTraces);
   if (opts.eventsRetention !== undefined) args.push('--events-retention', `${opts.eventsRetention}ms`);
   if (opts.usageSample !== undefined) args.push('--usage-sample', opts.usageSample === 0 ? 'off' : `${opts.usageSample}ms`);
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log] });

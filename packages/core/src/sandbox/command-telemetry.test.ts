@@ -7,22 +7,16 @@
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AgentExit } from '@ramify/contracts';
-import { createTestWorld, type TestWorld } from '../testing/world.js';
-import { RecordingTelemetry } from '../testing/recording-telemetry.js';
+import type { TestWorld } from '../testing/world.js';
+import { createRecordedWorld, type RecordingTelemetry } from '../testing/recording-telemetry.js';
 import { createSandbox } from '../lifecycle/create.js';
 import { pauseSandbox } from '../lifecycle/pause.js';
 import { runCommand, signalProcess, startCommand } from './commands.js';
 
 let w: TestWorld;
 let telemetry: RecordingTelemetry;
-beforeEach(async () => {
-  w = await createTestWorld();
-  telemetry = new RecordingTelemetry();
-  w.core.telemetry = telemetry;
-});
-afterEach(async () => {
-  await w.dispose();
-});
+beforeEach(async () => ({ world: w, telemetry } = await createRecordedWorld()));
+afterEach(() => w.dispose());
 
 /** `startCommand` with handlers that resolve `exited` at the exit. */
 async function stream(sandboxId: string, cmd: string, background: boolean): Promise<{ pid: number; exited: Promise<AgentExit> }> {

@@ -82,6 +82,7 @@ export function createMetrics(deps: { store: Pick<Store, 'countSandboxes'> }): D
       const end = durations.startTimer({ operation: name });
       const operation: TelemetryOperation = {
         phase: () => undefined,
+        beginPhase: () => IGNORED,
         set: () => undefined,
         end: ({ errorCode }) => {
           const outcome = errorCode === null ? 'ok' : 'error';
@@ -103,4 +104,4 @@ export function createMetrics(deps: { store: Pick<Store, 'countSandboxes'> }): D
   };
 }
 
-const IGNORED: TelemetryOperation = { phase: () => undefined, set: () => undefined, end: () => undefined };
+const IGNORED: TelemetryOperation = { phase: () => undefined, beginPhase: () => IGNORED, set: () => undefined, end: () => undefined };
