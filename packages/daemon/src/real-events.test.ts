@@ -19,7 +19,7 @@ import { Events, Sandbox, verifyWebhookSignature, type SandboxEvent } from '@ram
 import { serve, type RamifyServer } from './serve.js';
 import { apiCaller, realRuntimeSkip, registerRootfsTemplate, stopRealDaemon, until, type ApiReply } from './real-test-support.js';
 import { cli } from './real-ssh-support.js';
-import { parseMetrics, sample, spansOf, startPeer, type Peer } from './real-events-support.js';
+import { parseMetrics, sample, spansOf, startDnsUpstream, startPeer, type DnsUpstreamPeer, type Peer } from './real-events-support.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
 const skip = realRuntimeSkip(rootfs);
@@ -34,6 +34,7 @@ let flaky: Peer;
 let hung: Peer;
 let otherTeams: Peer;
 let collector: Peer;
+let dnsUpstream: DnsUpstreamPeer | undefined;
 let operatorKey = '';
 const keys = { adminA: '', memberA: '', memberAId: '', adminB: '', memberB: '' };
 const callAs = (key: () => string): ((method: string, path: string, body?: unknown) => Promise<ApiReply>) => apiCaller(() => server?.url, key);
@@ -55,9 +56,12 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
     otherTeams = await startPeer(() => 200);
     collector = await startPeer(() => 200);
     peers.push(good, flaky, hung, otherTeams, collector);
+    // The policy resolver forwards allowed names to a DNS server on loopback (NXDOMAIN, or SERVFAIL for `broken.*`).
+    dnsUpstream = await startDnsUpstream();
     dataDir = await mkdtemp(join(tmpdir(), 'ramify-rmev-e2e-'));
     server = await serve({
       dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX },
+      egress: { upstreams: [{ address: dnsUpstream.address, port: dnsUpstream.port }] },
       metricsListen: { host: '127.0.0.1', port: 0 }, otlpEndpoint: collector.url.replace('/hook', ''),
       // Retries soon (the 500 receiver's second attempt), and a hung receiver held long enough to act meanwhile.
       coreOptions: { webhooks: { retryBaseMs: 200, timeoutMs: 60_000 } },
@@ -77,6 +81,7 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
     if (server) await stopRealDaemon(server, operator);
     server = undefined;
     for (const peer of peers) await peer.close();
+    await dnsUpstream?.close();
     await rm(dataDir, { recursive: true, force: true });
   });
 
@@ -241,5 +246,35 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
     await until(async () => spansOf(collector.received).some(isRefused), 'the collector got the refused create');
     const reads = spansOf(collector.received).filter((s) => s.name.startsWith('GET '));
     assert.deepEqual(reads.map((s) => s.name), [], 'no GET made a trace (the lifecycle test made many)');
+  });
+  test('DNS lookups the policy denies, or that fail, are in the timeline and the egress log: each name once per window', async () => {
+    const created = await memberA('POST', '/v1/sandboxes', { template: TEMPLATE, egress: { mode: 'allowlist', rules: ['*.allowed.test'] } });
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    const id = created.json.id as string;
+    // 20 rounds of three lookups: refused by the policy; allowed, no such name upstream; allowed, upstream failing.
+    const lookups = 'for i in $(seq 1 20); do getent hosts blocked.example.com; getent hosts missing.allowed.test; getent hosts broken.allowed.test; done; echo done';
+    const ran = await memberA('POST', `/v1/sandboxes/${id}/commands`, { cmd: lookups });
+    assert.deepEqual([ran.json.exitCode, ran.json.stdout], [0, 'done\n'], 'none of them resolved');
+    assert.ok(dnsUpstream?.asked.includes('missing.allowed.test') && dnsUpstream.asked.includes('broken.allowed.test'), 'allowed names went upstream');
+    assert.ok(!dnsUpstream?.asked.includes('blocked.example.com'), 'the refused one did not');
+
+    const timeline = await cli(conn(keys.memberA), ['sandbox', 'events', id, '--json']);
+    assert.equal(timeline.code, 0, timeline.stderr);
+    type Egress = { protocol: string; name: string | null; verdict: string; rule: string | null; error?: string | null; destination: string };
+    const dns = (JSON.parse(timeline.stdout) as { entries: Array<{ kind: string; egress?: Egress }> }).entries
+      .filter((e) => e.kind === 'egress' && e.egress?.protocol === 'dns').map((e) => e.egress as Egress);
+    const shown = dns.map((e) => [e.name, e.verdict, e.rule, e.error ?? null, e.destination]).sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+    assert.deepEqual(shown, [
+      ['blocked.example.com', 'denied', null, null, ''],
+      ['broken.allowed.test', 'allowed', '*.allowed.test', 'SERVFAIL', ''],
+      ['missing.allowed.test', 'allowed', '*.allowed.test', 'NXDOMAIN', ''],
+    ], 'each of the 60 lookups (and their retries) logged once per name');
+    const log = await memberA('GET', `/v1/sandboxes/${id}/egress/log`);
+    assert.equal(log.json.entries.filter((e: Egress) => e.protocol === 'dns').length, 3, 'the egress log holds the same entries');
+    const human = await cli(conn(keys.memberA), ['sandbox', 'events', id]);
+    assert.match(human.stdout, /allowed dns missing\.allowed\.test → NXDOMAIN \(rule \*\.allowed\.test\)/);
+    assert.match(human.stdout, /denied dns blocked\.example\.com/);
+    assert.equal((await memberB('GET', `/v1/sandboxes/${id}/egress/log`)).status, 404, "another team's key sees none of it");
+    assert.equal((await memberA('DELETE', `/v1/sandboxes/${id}`)).status, 204);
   });
 });

@@ -52,10 +52,11 @@ describe('egress log rows (real SQLite)', () => {
       await store.insertSandbox(b);
       const dns: EgressLogRecord = { sandboxId: a.id, at: 5, protocol: 'dns', destination: '', port: null, name: 'denied.test', verdict: 'denied', rule: null };
       const allowed: EgressLogRecord = { sandboxId: a.id, at: 6, protocol: 'tcp', destination: '198.51.100.7', port: 443, name: 'pkg.test', verdict: 'allowed', rule: '*.pkg.test:443' };
-      assert.equal(await store.appendEgressLog([dns, entry(b.id, 1), allowed]), 3);
+      const failed: EgressLogRecord = { sandboxId: a.id, at: 7, protocol: 'dns', destination: '', port: null, name: 'gone.pkg.test', verdict: 'allowed', rule: '*.pkg.test', error: 'NXDOMAIN' };
+      assert.equal(await store.appendEgressLog([dns, entry(b.id, 1), allowed, failed]), 4);
       assert.equal(await store.appendEgressLog([]), 0);
-      assert.deepEqual(await store.listEgressLog(a.id, 10), [allowed, dns]);
-      assert.deepEqual(await store.listEgressLog(a.id, 1), [allowed]);
+      assert.deepEqual(await store.listEgressLog(a.id, 10), [failed, allowed, dns]);
+      assert.deepEqual(await store.listEgressLog(a.id, 1), [failed]);
       assert.deepEqual(await store.listEgressLog(b.id, 10), [entry(b.id, 1)]);
       assert.deepEqual(await store.listEgressLog('sbx_missing', 10), []);
       // Order is append order, not `at` (sources' clocks may interleave).

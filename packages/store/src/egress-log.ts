@@ -20,15 +20,17 @@ const fromRow = (r: Record<string, unknown>): EgressLogRecord => ({
   verdict: r.verdict as EgressLogRecord['verdict'],
   rule: r.rule as string | null,
   ...(typeof r.peer_sandbox_id === 'string' ? { peer: { sandboxId: r.peer_sandbox_id, network: (r.peer_network as string | null) ?? null } } : {}),
+  // Only failed DNS lookups carry an error.
+  ...(typeof r.error === 'string' ? { error: r.error as NonNullable<EgressLogRecord['error']> } : {}),
 });
 
-/** The egress log table (migration 4; the peer columns: migration 17). */
+/** The egress log table (migration 4; the peer columns: migration 17; error: migration 27). */
 export class EgressLogRows extends BoundedLogRows<EgressLogRecord> {
   constructor(db: Db, maxEntries: number) {
     super(db, {
       table: 'egress_log',
-      columns: ['sandbox_id', 'at', 'protocol', 'destination', 'port', 'name', 'verdict', 'rule', 'peer_sandbox_id', 'peer_network'],
-      toRow: (e) => [e.sandboxId, e.at, e.protocol, e.destination, e.port, e.name, e.verdict, e.rule, e.peer?.sandboxId ?? null, e.peer?.network ?? null],
+      columns: ['sandbox_id', 'at', 'protocol', 'destination', 'port', 'name', 'verdict', 'rule', 'peer_sandbox_id', 'peer_network', 'error'],
+      toRow: (e) => [e.sandboxId, e.at, e.protocol, e.destination, e.port, e.name, e.verdict, e.rule, e.peer?.sandboxId ?? null, e.peer?.network ?? null, e.error ?? null],
       fromRow,
     }, maxEntries);
   }

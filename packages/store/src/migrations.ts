@@ -612,4 +612,13 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE slots_v26 RENAME TO slots;
     `,
   },
+  {
+    version: 27,
+    name: 'egress-log-dns-errors',
+    // Why an allowed DNS lookup got no address (NXDOMAIN, SERVFAIL): the policy resolver reports failed
+    // lookups to the egress log beside the names it refused (docs/design/EGRESS.md). NULL on every other row.
+    sql: `
+      ALTER TABLE egress_log ADD COLUMN error TEXT CHECK (error IS NULL OR error IN ('NXDOMAIN', 'SERVFAIL'));
+    `,
+  },
 ];
