@@ -339,9 +339,9 @@ export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
 /** One verdict of the egress enforcement (a connection or a DNS name). */
 export const EgressLogEntry = z.object({
   at: z.string(),
-  /** `tcp`, `udp`, `icmp`, or `dns` for a name the policy resolver answered or refused. */
+  /** `tcp`, `udp`, `icmp`, or `dns` for a name the policy resolver answered, refused, or could not resolve. */
   protocol: z.enum(['tcp', 'udp', 'icmp', 'dns']),
-  /** Destination IPv4 address (for `dns`: the address answered, or empty when refused). */
+  /** Destination IPv4 address (for `dns`: the address answered, or empty when refused or failed). */
   destination: z.string(),
   /** Destination port; null when the protocol has none. */
   port: z.number().int().nullable(),
@@ -355,6 +355,12 @@ export const EgressLogEntry = z.object({
    * null when refused: they share none). Absent from every other entry.
    */
   peer: EgressPeer.nullable().optional(),
+  /**
+   * A DNS lookup the policy allowed that got no address (`dns`, verdict `allowed`, empty destination): the
+   * answer's code. `NXDOMAIN`: no such name; `SERVFAIL`: no answer could be had (the upstream resolvers
+   * unreachable, slow or failing, or the daemon's resolver overloaded). Absent from every other entry.
+   */
+  error: z.enum(['NXDOMAIN', 'SERVFAIL']).nullable().optional(),
 });
 export type EgressLogEntry = z.infer<typeof EgressLogEntry>;
 

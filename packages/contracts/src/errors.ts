@@ -63,6 +63,11 @@ export const ERROR_CODES = {
   DATABASE_UNAVAILABLE: 503,
   /** The image was made by a runtime release this host's cannot restore (e.g. another runsc release); details name both. */
   IMAGE_INCOMPATIBLE: 409,
+  /**
+   * `ramify serve`: another daemon holds this data directory's lock (details: `dataDir`, `pid` of the holder,
+   * null when unknown). One daemon per data directory: stop it, or give this one its own `--data-dir`.
+   */
+  DATA_DIR_IN_USE: 409,
   AGENT_UNREACHABLE: 502,
   INTERNAL: 500,
   /** A template build step failed (mmdebstrap, a setup `run` command, the checkpoint); details name the step. */

@@ -78,7 +78,7 @@ export * from './usage/index.js';
 export { BufferedLog, DEFAULT_LOG_BUFFER, type BufferedLogOptions, type BufferedLogStats } from './log/buffered-log.js';
 
 export { currentCallContext, withCallContext, withCause, type CallContext } from './observe/call-context.js';
-export { runOperation, phaseTimer, observing, type OperationSpec } from './observe/operation.js';
+export { runOperation, runPhase, phaseTimer, observing, type OperationSpec } from './observe/operation.js';
 export { EventHub } from './events/hub.js';
 export { EventRecorder, type EventRecorderOptions } from './events/recorder.js';
 export { EVENTS_FROM_BUS, type NewEvent } from './events/from-bus.js';

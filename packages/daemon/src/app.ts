@@ -14,7 +14,7 @@ import { toHttpError } from './http/errors.js';
 import { mcpToolHook } from './http/mcp-tool.js';
 import { freshRequestContext } from './http/request-context.js';
 import { scopeHook } from './http/scope.js';
-import { mountRoutes, type RouteSpec } from './http/route.js';
+import { mountRoutes, type RouteSpec, type TracedCalls } from './http/route.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { egressRoutes } from './routes/egress.js';
 import { portRoutes } from './routes/ports.js';
@@ -44,6 +44,8 @@ export interface BuildAppOptions {
   metrics?: DaemonMetrics | null;
   /** `single` (default): every route served here; `api`: calls on sandboxes forwarded to their hosts; `host`: placed calls checked (roles/). */
   role?: ServeRole;
+  /** Which API calls are traces (see {@link TracedCalls}); default `writes`. */
+  traced?: TracedCalls;
 }
 
 /** Every declarative route of the API (WebSockets are mounted separately). */
@@ -111,7 +113,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // Frames carry stdin chunks and control messages; 16 MiB bounds one frame, not a stream.
   await app.register(websocket, { options: { maxPayload: 16 << 20 } });
   const routes = [...API_ROUTES, metricsRoute(options.metrics ?? null)];
-  mountRoutes(app, core, [...metaRoutes(routes, mcpDocs), ...routes]);
+  mountRoutes(app, core, [...metaRoutes(routes, mcpDocs), ...routes], options.traced);
   mountStreams(app, core);
   mountMcp(app);
   return app;

@@ -224,7 +224,7 @@ async function openHostEgress(prefix: string, logger: Logger, egress: EgressOpti
     ...(egress.upstreams ? { upstreams: egress.upstreams } : {}),
     ...(egress.resolverPort !== undefined ? { resolverPort: egress.resolverPort } : {}),
     onDenied: (e) => logger.debug('egress: DNS name denied', { sandboxId: e.sandboxId, name: e.name, qtype: e.qtype }),
-    onError: (err, source) => logger.warn('egress: error', { source, error: err instanceof Error ? err.message : String(err) }),
+    onError: upstreamQuiet(logger),
     onReinstall: () => logger.warn('egress: the nftables table was missing; re-installed it with every policy', { prefix }),
     onVerdict,
   };
@@ -238,6 +238,25 @@ async function openHostEgress(prefix: string, logger: Logger, egress: EgressOpti
     connectionLog: hostEgress.nflog ? `nftables log group ${hostEgress.nflogGroup} via ulogd` : 'off (ulogd2 missing: only DNS and proxy verdicts are logged)',
   });
   return hostEgress;
+}
+
+/**
+ * Egress errors for the log. A failed upstream lookup is a sandbox's failed lookup (its egress log says so,
+ * bounded per sandbox): a loop of them must not flood the daemon's log, so those are one warning a minute
+ * with how many failed since; every other error is a warning each.
+ */
+function upstreamQuiet(logger: Logger): NonNullable<HostEgressOptions['onError']> {
+  let lastAt = 0;
+  let since = 0;
+  return (err, source) => {
+    const error = err instanceof Error ? err.message : String(err);
+    if (source !== 'upstream') return logger.warn('egress: error', { source, error });
+    since++;
+    if (Date.now() - lastAt < 60_000) return;
+    logger.warn('egress: upstream DNS lookups are failing (each is in its sandbox\'s egress log)', { failed: since, last: error });
+    lastAt = Date.now();
+    since = 0;
+  };
 }
 
 /**

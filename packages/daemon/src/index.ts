@@ -9,4 +9,5 @@ export type { SshOptions } from './ssh/gateway.js';
 export { ensureApiKey } from './api-key-bootstrap.js';
 export { resolveDataDir, resolveCacheDir, resolveMaxOutputBytes, DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT, API_KEY_FILE } from './config.js';
 export { toHttpError, type HttpError } from './http/errors.js';
+export type { TracedCalls } from './http/route.js';
 export { DAEMON_VERSION } from './routes/meta.js';

@@ -1,9 +1,12 @@
 /**
  * Loopback peers of real-events.test.ts: webhook receivers (one that answers 200, one that answers 500
- * then 200, one that never answers), an OTLP/HTTP collector decoding the exporter's JSON, and a
- * Prometheus scrape parsed with `parse-prometheus-text-format`. Test support only.
+ * then 200, one that never answers), an OTLP/HTTP collector decoding the exporter's JSON, a DNS server
+ * the daemon's policy resolver forwards to, and a Prometheus scrape parsed with
+ * `parse-prometheus-text-format`. Test support only.
  */
+import { createSocket } from 'node:dgram';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import * as dnsPacket from 'dns-packet';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 
@@ -95,4 +98,36 @@ export function sample(families: MetricFamily[], name: string, labels: Record<st
   const family = families.find((f) => f.name === name);
   const metric = family?.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
   return metric?.value === undefined ? 0 : Number(metric.value);
+}
+
+/** A loopback DNS server on UDP (`dns-packet`): SERVFAIL for names starting `broken.`, NXDOMAIN for every other. */
+export interface DnsUpstreamPeer {
+  address: string;
+  port: number;
+  /** Names asked, in order. */
+  asked: string[];
+  close(): Promise<void>;
+}
+
+/** Start a {@link DnsUpstreamPeer} on 127.0.0.1. */
+export async function startDnsUpstream(): Promise<DnsUpstreamPeer> {
+  const socket = createSocket('udp4');
+  const asked: string[] = [];
+  socket.on('message', (msg, rinfo) => {
+    const query = dnsPacket.decode(msg);
+    const question = query.questions?.[0];
+    if (!question) return;
+    asked.push(question.name);
+    const rcode = question.name.startsWith('broken.') ? 'SERVFAIL' : 'NXDOMAIN';
+    // dns-packet takes the RCODE in the low bits of `flags` (its `rcode` field is for decoding).
+    const flags = dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | (rcode === 'SERVFAIL' ? 2 : 3);
+    socket.send(dnsPacket.encode({ id: query.id, type: 'response', flags, questions: [question] }), rinfo.port, rinfo.address);
+  });
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+  return {
+    address: '127.0.0.1',
+    port: socket.address().port,
+    asked,
+    close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
+  };
 }

@@ -5,7 +5,8 @@
  * answering 500 then 200, one that never answers, and an OTLP/HTTP collector. A lifecycle (create, exec,
  * pause, resume, fork, snapshot, kill) makes its events in order, listed, streamed and delivered signed;
  * the other team sees none of them; the hung receiver does not hold up an API call; /metrics parses and
- * its counters move; the create is one trace with its phase spans. Skipped, with the reason, when not
+ * its counters move (a command counted once whichever way it ran); the create is one trace with its phase
+ * spans nested (create → start → bringUp → restore, ...) and reads make none. Skipped, with the reason, when not
  * root or without the tools.
  */
 import { after, before, describe, test } from 'node:test';
@@ -14,11 +15,11 @@ import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Events, verifyWebhookSignature, type SandboxEvent } from '@ramify/sdk';
+import { Events, Sandbox, verifyWebhookSignature, type SandboxEvent } from '@ramify/sdk';
 import { serve, type RamifyServer } from './serve.js';
 import { apiCaller, realRuntimeSkip, registerRootfsTemplate, stopRealDaemon, until, type ApiReply } from './real-test-support.js';
 import { cli } from './real-ssh-support.js';
-import { parseMetrics, sample, spansOf, startPeer, type Peer } from './real-events-support.js';
+import { parseMetrics, sample, spansOf, startDnsUpstream, startPeer, type DnsUpstreamPeer, type Peer } from './real-events-support.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
 const skip = realRuntimeSkip(rootfs);
@@ -33,6 +34,7 @@ let flaky: Peer;
 let hung: Peer;
 let otherTeams: Peer;
 let collector: Peer;
+let dnsUpstream: DnsUpstreamPeer | undefined;
 let operatorKey = '';
 const keys = { adminA: '', memberA: '', memberAId: '', adminB: '', memberB: '' };
 const callAs = (key: () => string): ((method: string, path: string, body?: unknown) => Promise<ApiReply>) => apiCaller(() => server?.url, key);
@@ -54,9 +56,12 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
     otherTeams = await startPeer(() => 200);
     collector = await startPeer(() => 200);
     peers.push(good, flaky, hung, otherTeams, collector);
+    // The policy resolver forwards allowed names to a DNS server on loopback (NXDOMAIN, or SERVFAIL for `broken.*`).
+    dnsUpstream = await startDnsUpstream();
     dataDir = await mkdtemp(join(tmpdir(), 'ramify-rmev-e2e-'));
     server = await serve({
       dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX },
+      egress: { upstreams: [{ address: dnsUpstream.address, port: dnsUpstream.port }] },
       metricsListen: { host: '127.0.0.1', port: 0 }, otlpEndpoint: collector.url.replace('/hook', ''),
       // Retries soon (the 500 receiver's second attempt), and a hung receiver held long enough to act meanwhile.
       coreOptions: { webhooks: { retryBaseMs: 200, timeoutMs: 60_000 } },
@@ -76,6 +81,7 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
     if (server) await stopRealDaemon(server, operator);
     server = undefined;
     for (const peer of peers) await peer.close();
+    await dnsUpstream?.close();
     await rm(dataDir, { recursive: true, force: true });
   });
 
@@ -105,8 +111,15 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
     await until(async () => hung.hung > 0, 'the hung receiver holds a delivery');
     const ran = await memberA('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'echo hi; exit 3' });
     assert.deepEqual([ran.status, ran.json.exitCode], [200, 3]);
+    // The other doors a command comes through, each one `exec`: the CLI (started in the background over REST,
+    // followed over the process stream) and the SDK's commands.run (the command stream).
+    const viaCli = await cli(conn(keys.memberA), ['sandbox', 'exec', id, '--', 'sh', '-c', 'echo cli; exit 4']);
+    assert.deepEqual([viaCli.code, viaCli.stdout], [4, 'cli\n'], viaCli.stderr);
+    assert.equal((await Sandbox.fromId(id, conn(keys.memberA)).commands.run('echo sdk')).stdout, 'sdk\n');
     const paused = await memberA('POST', `/v1/sandboxes/${id}/pause`);
     assert.equal(paused.json.state, 'paused');
+    const inPaused = await memberA('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'true' });
+    assert.deepEqual([inPaused.status, inPaused.json.error.code], [409, 'INVALID_STATE'], 'a command in a paused sandbox is refused (an exec that failed)');
     assert.ok(hung.hung > 0, 'the pause completed while the receiver was still hung');
     assert.equal((await memberA('POST', `/v1/sandboxes/${id}/resume`, {})).json.state, 'running');
     const forked = await memberA('POST', `/v1/sandboxes/${id}/fork`, { count: 1 });
@@ -184,10 +197,13 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
 
     // Metrics move with the operations made.
     const afterScrape = parseMetrics(await scrape());
-    for (const [operation, n] of [['create', 1], ['pause', 1], ['resume', 1], ['fork', 1], ['snapshot', 1], ['kill', 2], ['exec', 1]] as const) {
+    for (const [operation, n] of [['create', 1], ['pause', 1], ['resume', 1], ['fork', 1], ['snapshot', 1], ['kill', 2], ['exec', 3]] as const) {
       const moved = sample(afterScrape, 'ramify_operations_total', { operation, outcome: 'ok' }) - sample(before, 'ramify_operations_total', { operation, outcome: 'ok' });
       assert.equal(moved, n, `ramify_operations_total{operation="${operation}"}`);
     }
+    const moved = (name: string, labels: Record<string, string>): number => sample(afterScrape, name, labels) - sample(before, name, labels);
+    assert.equal(moved('ramify_operations_total', { operation: 'exec', outcome: 'error' }), 1, 'the refused command is an exec that failed');
+    assert.equal(moved('ramify_errors_total', { code: 'INVALID_STATE' }), 1, 'with its code');
     assert.ok(sample(afterScrape, 'ramify_events_total', { type: 'sandbox.lifecycle.created' }) >= 2);
     assert.equal(sample(afterScrape, 'ramify_sandboxes', { state: 'running', runtime: 'gvisor' }), 0, 'none left running');
     assert.equal(afterScrape.find((f) => f.name === 'ramify_operation_duration_seconds')?.type, 'HISTOGRAM');
@@ -204,19 +220,71 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
     assert.ok(parseMetrics(await ok.text()).some((f) => f.name === 'ramify_operations_total'));
   });
 
-  test("the lifecycle's create is one trace: the API span, the create operation, and its phases", async () => {
+  test("the lifecycle's create is one trace: the API span, the create operation, its phases nested; reads make no trace", async () => {
     const id = lifecycleSandbox;
     assert.ok(id, 'the lifecycle test made a sandbox');
-    const isCreate = (s: ReturnType<typeof spansOf>[number]): boolean => s.name === 'create' && (s.attributes ?? []).some((a) => a.key === 'ramify.sandbox_id' && a.value.stringValue === id);
+    type Span = ReturnType<typeof spansOf>[number];
+    const attribute = (s: Span, key: string): unknown => {
+      const value = (s.attributes ?? []).find((a) => a.key === key)?.value;
+      return value?.stringValue ?? value?.boolValue ?? value?.intValue;
+    };
+    const isCreate = (s: Span): boolean => s.name === 'create' && attribute(s, 'ramify.sandbox_id') === id;
     await until(async () => spansOf(collector.received).some(isCreate), 'the collector got the create span');
     const spans = spansOf(collector.received);
-    const create = spans.find(isCreate);
-    const trace = spans.filter((s) => s.traceId === create?.traceId);
+    const create = spans.find(isCreate) as Span;
+    const trace = spans.filter((s) => s.traceId === create.traceId);
     const root = trace.find((s) => !s.parentSpanId);
     assert.equal(root?.name, 'POST /v1/sandboxes');
-    assert.equal(create?.parentSpanId, root?.spanId);
-    const phases = trace.filter((s) => s.parentSpanId === create?.spanId).map((s) => s.name);
-    for (const phase of ['network', 'egress', 'restore', 'agent', 'identity']) assert.ok(phases.includes(phase), `phase ${phase} in ${phases.join(', ')}`);
+    assert.equal(create.parentSpanId, root?.spanId);
     assert.equal(trace.filter((s) => s.name === 'create').length, 1, 'one create operation in the trace');
+    const childrenOf = (parent: Span | undefined): Span[] => trace.filter((s) => parent !== undefined && s.parentSpanId === parent.spanId);
+    const child = (parent: Span | undefined, name: string): Span | undefined => childrenOf(parent).find((s) => s.name === name);
+    const names = (parent: Span | undefined): string[] => childrenOf(parent).map((s) => s.name).sort();
+    // create → resolve, networks, start; start → store, bringUp, running; bringUp → the restore's phases.
+    assert.deepEqual(names(create), ['networks', 'resolve', 'start']);
+    const start = child(create, 'start');
+    assert.deepEqual(names(start), ['bringUp', 'running', 'store']);
+    assert.deepEqual(names(child(start, 'bringUp')), ['agent', 'egress', 'identity', 'network', 'restore']);
+    assert.ok(trace.every((s) => s === root || s === create || attribute(s, 'ramify.phase') === true), 'below the operation, phases only');
+
+    // Reads: a client polling a sandbox makes no trace. A write after it (a create refused) does, and is
+    // exported after the read would have been (spans are exported in the order they end).
+    for (let i = 0; i < 3; i++) assert.equal((await memberA('GET', `/v1/sandboxes/${id}`)).status, 200);
+    const refused = await memberA('POST', '/v1/sandboxes', { template: 'tpl_rmev_none' });
+    assert.equal(refused.json.error.code, 'TEMPLATE_NOT_FOUND');
+    const isRefused = (s: Span): boolean => s.name === 'POST /v1/sandboxes' && attribute(s, 'ramify.error_code') === 'TEMPLATE_NOT_FOUND';
+    await until(async () => spansOf(collector.received).some(isRefused), 'the collector got the refused create');
+    const reads = spansOf(collector.received).filter((s) => s.name.startsWith('GET '));
+    assert.deepEqual(reads.map((s) => s.name), [], 'no GET made a trace (the lifecycle test made many)');
+  });
+  test('DNS lookups the policy denies, or that fail, are in the timeline and the egress log: each name once per window', async () => {
+    const created = await memberA('POST', '/v1/sandboxes', { template: TEMPLATE, egress: { mode: 'allowlist', rules: ['*.allowed.test'] } });
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    const id = created.json.id as string;
+    // 10 rounds of three lookups: refused by the policy; allowed, no such name upstream; allowed, upstream failing.
+    const lookups = 'for i in $(seq 1 10); do getent hosts blocked.example.com; getent hosts missing.allowed.test; getent hosts broken.allowed.test; done; echo done';
+    const ran = await memberA('POST', `/v1/sandboxes/${id}/commands`, { cmd: lookups });
+    assert.deepEqual([ran.json.exitCode, ran.json.stdout], [0, 'done\n'], 'none of them resolved');
+    assert.ok(dnsUpstream?.asked.includes('missing.allowed.test') && dnsUpstream.asked.includes('broken.allowed.test'), 'allowed names went upstream');
+    assert.ok(!dnsUpstream?.asked.includes('blocked.example.com'), 'the refused one did not');
+
+    const timeline = await cli(conn(keys.memberA), ['sandbox', 'events', id, '--json']);
+    assert.equal(timeline.code, 0, timeline.stderr);
+    type Egress = { protocol: string; name: string | null; verdict: string; rule: string | null; error?: string | null; destination: string };
+    const dns = (JSON.parse(timeline.stdout) as { entries: Array<{ kind: string; egress?: Egress }> }).entries
+      .filter((e) => e.kind === 'egress' && e.egress?.protocol === 'dns').map((e) => e.egress as Egress);
+    const shown = dns.map((e) => [e.name, e.verdict, e.rule, e.error ?? null, e.destination]).sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+    assert.deepEqual(shown, [
+      ['blocked.example.com', 'denied', null, null, ''],
+      ['broken.allowed.test', 'allowed', '*.allowed.test', 'SERVFAIL', ''],
+      ['missing.allowed.test', 'allowed', '*.allowed.test', 'NXDOMAIN', ''],
+    ], 'each of the 30 lookups (and their retries) logged once per name');
+    const log = await memberA('GET', `/v1/sandboxes/${id}/egress/log`);
+    assert.equal(log.json.entries.filter((e: Egress) => e.protocol === 'dns').length, 3, 'the egress log holds the same entries');
+    const human = await cli(conn(keys.memberA), ['sandbox', 'events', id]);
+    assert.match(human.stdout, /allowed dns missing\.allowed\.test → NXDOMAIN \(rule \*\.allowed\.test\)/);
+    assert.match(human.stdout, /denied dns blocked\.example\.com/);
+    assert.equal((await memberB('GET', `/v1/sandboxes/${id}/egress/log`)).status, 404, "another team's key sees none of it");
+    assert.equal((await memberA('DELETE', `/v1/sandboxes/${id}`)).status, 204);
   });
 });

@@ -89,6 +89,24 @@ describe('serve() with the fake runtime (bootstrap and restart wiring only)', ()
     await assert.rejects(serve({ dataDir, port: 0, logLevel: 'silent', maxOutputBytes: -1, overrides: { runtimes: [runtime], network, connectAgent: runtime.connectAgent, templateBuilder: null } }), { code: 'VALIDATION_FAILED' });
   });
 
+  test('one daemon per data directory: a second serve() is refused with DATA_DIR_IN_USE; close() and a failed start free it', async () => {
+    const first = await start(() => undefined);
+    try {
+      await assert.rejects(start(() => undefined), (err: { code?: string; message?: string; details?: { pid?: number; dataDir?: string } }) => {
+        assert.equal(err.code, 'DATA_DIR_IN_USE');
+        assert.deepEqual(err.details, { dataDir, pid: process.pid });
+        assert.match(err.message ?? '', new RegExp(`pid ${process.pid}.*--data-dir`));
+        return true;
+      });
+      assert.equal((await fetch(`${first.url}/v1/health`)).status, 200, 'the first daemon is untouched');
+    } finally {
+      await first.close();
+    }
+    await assert.rejects(serve({ dataDir, port: 0, logLevel: 'silent', maxOutputBytes: -1, overrides: { runtimes: [runtime], network, connectAgent: runtime.connectAgent, templateBuilder: null } }), { code: 'VALIDATION_FAILED' });
+    const next = await start(() => undefined);
+    await next.close();
+  });
+
   test('data directory: option, then RAMIFY_HOME, then /var/lib/ramify', () => {
     assert.equal(resolveDataDir('/x', { RAMIFY_HOME: '/y' }), '/x');
     assert.equal(resolveDataDir(undefined, { RAMIFY_HOME: '/y' }), '/y');

@@ -13,7 +13,9 @@ import {
 import type { FastifyInstance } from 'fastify';
 import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
+import type { TracedCalls } from './http/route.js';
 import { compose, type ComposeOptions } from './compose.js';
+import { lockDataDir } from './data-dir-lock.js';
 import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './config.js';
 import { describeSnapshotStorage, resolveSnapshotStorage, type SnapshotStorageFlags } from './snapshot-storage.js';
 import { describeDatabase, resolveDatabase } from './database.js';
@@ -104,6 +106,11 @@ export interface ServeOptions {
   metricsListen?: { host: string; port: number };
   /** Export traces over OTLP/HTTP to this collector (`ramify serve --otlp-endpoint`); absent: no tracing. */
   otlpEndpoint?: string;
+  /**
+   * Which API calls are traces (`ramify serve --otlp-traces`): `writes` (default: the calls that change
+   * something; reads such as a client polling `GET /v1/sandboxes/{id}` are not) or `all`.
+   */
+  otlpTraces?: TracedCalls;
 }
 
 export interface RamifyServer {
@@ -141,6 +148,8 @@ export interface RamifyServer {
 
 /**
  * Start the daemon. Rejects when the port is taken or the data directory cannot be used;
+ * `DATA_DIR_IN_USE` when another daemon holds the data directory (its lock, data-dir-lock.ts: taken before
+ * anything else is opened, released by `close()` or the process's end);
  * `VALIDATION_FAILED` for a bad `maxOutputBytes`, snapshot storage setting or database URL; `STORAGE_UNAVAILABLE` when
  * a configured bucket cannot be listed, written or deleted from; `DATABASE_UNAVAILABLE` when the Postgres
  * database cannot be opened (both messages say what failed and how to fix it).
@@ -158,13 +167,21 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   // The API role opens no runtime and enforces no egress: every call on a sandbox goes to its host.
   const roleOverrides = role === 'api' ? { runtimes: [], templateBuilder: null } : {};
 
-  const composition = await compose({
-    dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: { ...roleOverrides, ...options.overrides },
-    coreOptions: { ...options.coreOptions, ...warmPoolOptions(options), ...(role === 'api' ? { warmPool: parseWarmPoolSpec('off') } : {}) },
-    maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network,
-    egress: role === 'api' ? { mode: 'off' } : options.egress,
-    clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
-  });
+  // Before anything is opened: a second daemon here would share the store and take the first's egress table and NFLOG group.
+  const lock = lockDataDir(dataDir);
+  let composition: Awaited<ReturnType<typeof compose>>;
+  try {
+    composition = await compose({
+      dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: { ...roleOverrides, ...options.overrides },
+      coreOptions: { ...options.coreOptions, ...warmPoolOptions(options), ...(role === 'api' ? { warmPool: parseWarmPoolSpec('off') } : {}) },
+      maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network,
+      egress: role === 'api' ? { mode: 'off' } : options.egress,
+      clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
+    });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
   const pruner = new EventPruner(core);
@@ -199,7 +216,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf' });
     }
     if (options.metricsListen && composition.metrics) metricsListener = await startMetricsListener(composition.metrics, options.metricsListen, logger);
-    app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics, role });
+    app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics, role, ...(options.otlpTraces ? { traced: options.otlpTraces } : {}) });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     // After reconcile and once the API answers: placement may send work from the moment it is registered.
     if (role === 'host') agent = await startHostAgent(core, { advertiseUrl: options.advertiseUrl as string, ...options.hostLease });
@@ -236,7 +253,8 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
         await activity.stop();
         // Pooled sandboxes belong to no one: they go with the daemon (a crash leaves them to reconcile).
         await core.pool.close();
-        await composition.close();
+        // The lock goes last, whatever happens: the next daemon may start as soon as it is free.
+        await composition.close().finally(() => lock.release());
         log.flush();
       },
     };
@@ -254,7 +272,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     await usage.stop();
     await activity.stop();
     await core.pool.close();
-    await composition.close();
+    await composition.close().finally(() => lock.release());
     throw err;
   }
 }

@@ -20,16 +20,18 @@ const fromRow = (r: Record<string, unknown>): EgressLogRecord => ({
   verdict: r.verdict as EgressLogRecord['verdict'],
   rule: r.rule as string | null,
   ...(typeof r.peer_sandbox_id === 'string' ? { peer: { sandboxId: r.peer_sandbox_id, network: (r.peer_network as string | null) ?? null } } : {}),
+  // Only failed DNS lookups carry an error.
+  ...(typeof r.error === 'string' ? { error: r.error as NonNullable<EgressLogRecord['error']> } : {}),
 });
 
-/** The egress log table (migration 4; the peer columns: migration 17). */
+/** The egress log table (migration 4; the peer columns: migration 17; error: migration 27). */
 export class EgressLogRows extends BoundedLogRows<EgressLogRecord> {
   constructor(db: Executor, maxEntries: number) {
     super(db, {
       table: 'egress_log',
       toRow: (e) => ({
         sandbox_id: e.sandboxId, at: e.at, protocol: e.protocol, destination: e.destination, port: e.port, name: e.name, verdict: e.verdict, rule: e.rule,
-        peer_sandbox_id: e.peer?.sandboxId ?? null, peer_network: e.peer?.network ?? null,
+        peer_sandbox_id: e.peer?.sandboxId ?? null, peer_network: e.peer?.network ?? null, error: e.error ?? null,
       }),
       fromRow,
     }, maxEntries);

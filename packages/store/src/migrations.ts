@@ -620,6 +620,15 @@ const ENTRIES: readonly Migration[] = [
     `,
   },
   {
+    version: 27,
+    name: 'egress-log-dns-errors',
+    // Why an allowed DNS lookup got no address (NXDOMAIN, SERVFAIL): the policy resolver reports failed
+    // lookups to the egress log beside the names it refused (docs/design/EGRESS.md). NULL on every other row.
+    sql: `
+      ALTER TABLE egress_log ADD COLUMN error TEXT CHECK (error IS NULL OR error IN ('NXDOMAIN', 'SERVFAIL'));
+    `,
+  },
+  {
     version: 28,
     name: 'event-team-seq',
     // Event ids and cursors per team (docs/design/EVENTS.md): each event gets its team's next number

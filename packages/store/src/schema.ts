@@ -139,6 +139,8 @@ export interface EgressLogTable {
   rule: string | null;
   peer_sandbox_id: string | null;
   peer_network: string | null;
+  /** Migration 27: NXDOMAIN or SERVFAIL for an allowed DNS lookup that got no address; NULL otherwise. */
+  error: string | null;
 }
 
 export interface IngressLogTable {

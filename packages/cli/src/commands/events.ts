@@ -29,7 +29,9 @@ function timelineRow(entry: TimelineEntry): string[] {
     }
     case 'egress': {
       const e = entry.egress;
-      return [entry.at, 'egress', `${e.verdict} ${e.protocol} ${e.name ?? e.destination}${e.port === null ? '' : `:${e.port}`}${e.rule ? ` (rule ${e.rule})` : ''}`];
+      // A failed lookup: `allowed dns pypi.org → SERVFAIL (rule pypi.org)`.
+      const failed = e.error ? ` → ${e.error}` : '';
+      return [entry.at, 'egress', `${e.verdict} ${e.protocol} ${e.name ?? e.destination}${e.port === null ? '' : `:${e.port}`}${failed}${e.rule ? ` (rule ${e.rule})` : ''}`];
     }
     case 'ingress': {
       const i = entry.ingress;

@@ -45,8 +45,9 @@ function policyText(policy: EgressPolicyInfo): string {
 function logTable(entries: EgressLogEntry[]): string {
   if (entries.length === 0) return 'no egress log entries';
   // PEER: the sandbox at the other end of a connection between sandboxes (sandbox id on network), '-' for the internet.
+  // A failed DNS lookup has no destination: its DNS error stands there (NXDOMAIN, SERVFAIL).
   return renderTable(['AT', 'VERDICT', 'PROTO', 'DESTINATION', 'NAME', 'RULE', 'PEER'], entries.map((e) => [
-    e.at, e.verdict, e.protocol, e.port === null ? e.destination : `${e.destination}:${e.port}`, e.name ?? '-', e.rule ?? '-',
+    e.at, e.verdict, e.protocol, e.error ?? (e.port === null ? e.destination : `${e.destination}:${e.port}`), e.name ?? '-', e.rule ?? '-',
     e.peer ? `${e.peer.sandboxId}${e.peer.network ? ` on ${e.peer.network}` : ''}` : '-',
   ]));
 }
@@ -76,7 +77,7 @@ export function registerEgress(sandbox: Command, env: CliEnv): void {
       ctx.output(policy, () => policyText(policy));
     }));
 
-  egress.command('log').argument('<id>', 'sandbox id').description('show egress verdicts, newest first (allowed and denied connections, DNS names answered or refused)')
+  egress.command('log').argument('<id>', 'sandbox id').description('show egress verdicts, newest first (allowed and denied connections, DNS names answered, refused or not found)')
     .option('--limit <n>', 'at most this many entries (1-1000)', intIn(1, 1000))
     .action(action(env, async (ctx, id: string, opts: { limit?: number }) => {
       const entries = await Sandbox.fromId(id, ctx.connection).getEgressLog({ limit: opts.limit });

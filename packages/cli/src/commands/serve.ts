@@ -16,7 +16,7 @@ interface DaemonModule {
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
     ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
     snapshotStorage?: { s3Endpoint?: string; s3Bucket?: string; s3Region?: string; s3Prefix?: string; s3PathStyle?: boolean; snapshotCacheBytes?: number };
-    metricsListen?: { host: string; port: number }; otlpEndpoint?: string; coreOptions?: { eventRetentionMs?: number; usageSampleMs?: number }; databaseUrl?: string;
+    metricsListen?: { host: string; port: number }; otlpEndpoint?: string; otlpTraces?: 'writes' | 'all'; coreOptions?: { eventRetentionMs?: number; usageSampleMs?: number }; databaseUrl?: string;
   }): Promise<{
     metricsAddress: string | null; otlpUrl: string | null;
     url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; database: string; ingress: { address: string; url: string } | null;
@@ -81,6 +81,8 @@ interface ServeFlags {
   metricsListen?: string;
   /** `--otlp-endpoint URL`: export traces over OTLP/HTTP. */
   otlpEndpoint?: string;
+  /** `--otlp-traces writes|all`: which API calls are traces. */
+  otlpTraces?: 'writes' | 'all';
   /** `--events-retention DURATION`, ms. */
   eventsRetention?: number;
   /** `--usage-sample`: ms between usage samples; 0 (`off`) turns metering off. */
@@ -162,7 +164,7 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--advertise-url <url>', 'with --role host: where API processes reach this host\'s API listener, e.g. http://10.0.0.5:7423')
     .option('--host <host>', 'address to listen on (default 127.0.0.1: loopback only)')
     .option('--port <port>', 'port to listen on (default 7423; 0 picks a free one)', intIn(0, 65535))
-    .option('--data-dir <dir>', 'data directory (default $RAMIFY_HOME, else /var/lib/ramify)')
+    .option('--data-dir <dir>', 'data directory (default $RAMIFY_HOME, else /var/lib/ramify); one daemon per data directory: a second one exits at once with DATA_DIR_IN_USE naming the pid that holds it')
     .option('--network-prefix <prefix>', "name prefix of this daemon's network namespaces, veths and nftables table, 1-4 lowercase letters (default 'rmf'); give a second daemon on the same host its own data directory and prefix", networkPrefix)
     .option('--host-id <id>', "this host's id, recorded on the sandboxes and snapshots it holds (lowercase letters, digits, '-'); kept in the data directory: default the kept one, else a generated host-<12 hex>. A data directory keeps its id")
     .addOption(new Option('--log-level <level>', 'daemon log level (JSON log on stderr)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
@@ -185,6 +187,7 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--snapshot-cache-bytes <bytes>', 'with S3: bytes of uploaded snapshots kept on local disk; the least recently used beyond it are evicted and downloaded again when needed (default $RAMIFY_SNAPSHOT_CACHE_BYTES, else no limit)', intIn(0, Number.MAX_SAFE_INTEGER))
     .option('--metrics-listen <addr:port>', "also serve Prometheus metrics at http://ADDR:PORT/metrics WITHOUT auth, for a scraper (default off; GET /metrics on the API takes an admin key of the default team)")
     .option('--otlp-endpoint <url>', 'export traces over OTLP/HTTP (JSON) to this collector, e.g. http://127.0.0.1:4318 (spans go to /v1/traces there); default off')
+    .addOption(new Option('--otlp-traces <calls>', "which API calls are traces: 'writes' (default: the calls that change something; a client polling GET /v1/sandboxes/ID makes none) or 'all' (reads too)").choices(['writes', 'all']))
     .option('--events-retention <duration>', 'how long events, webhook deliveries and the command log are kept, e.g. 7d (1h to 365d; default 7d)', retentionArg)
     .option('--usage-sample <duration>', "how often each running sandbox's CPU, memory, disk and traffic are read, metered and checked against budgets (default 5s); 'off' turns metering, live metrics and budget enforcement off", (v: string) => (v === 'off' ? 0 : parseDuration(v)))
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
@@ -209,7 +212,7 @@ export function registerServe(program: Command, env: CliEnv): void {
         ...(opts.networkPrefix ? { network: { prefix: opts.networkPrefix } } : {}),
         warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget, snapshotStorage: snapshotStorageFlags(opts),
         ...(opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : {}),
-        ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}),
+        ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}), ...(opts.otlpTraces ? { otlpTraces: opts.otlpTraces } : {}),
         coreOptions: {
           ...(opts.eventsRetention !== undefined ? { eventRetentionMs: opts.eventsRetention } : {}),
           ...(opts.usageSample !== undefined ? { usageSampleMs: opts.usageSample } : {}),
@@ -285,6 +288,7 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.warmPoolBudget !== undefined) args.push('--warm-pool-budget', String(opts.warmPoolBudget));
   if (opts.metricsListen) args.push('--metrics-listen', opts.metricsListen);
   if (opts.otlpEndpoint) args.push('--otlp-endpoint', opts.otlpEndpoint);
+  if (opts.otlpTraces) args.push('--otlp-traces', opts.otlpTraces);
   if (opts.eventsRetention !== undefined) args.push('--events-retention', `${opts.eventsRetention}ms`);
   if (opts.usageSample !== undefined) args.push('--usage-sample', opts.usageSample === 0 ? 'off' : `${opts.usageSample}ms`);
   // The database URL may carry a password: it goes in the child's environment, not its argv (ps shows argv).

@@ -29,6 +29,7 @@ export const DEFAULT_EGRESS_LOG_BUFFER = DEFAULT_LOG_BUFFER;
 export type EgressLogStats = BufferedLogStats;
 
 const PROTOCOLS: ReadonlySet<string> = new Set(['tcp', 'udp', 'icmp', 'dns']);
+const DNS_ERRORS: ReadonlySet<string> = new Set(['NXDOMAIN', 'SERVFAIL']);
 const VERDICTS: ReadonlySet<string> = new Set(['allowed', 'denied']);
 
 export class BufferedEgressLog extends BufferedLog<EgressVerdict, EgressLogRecord> implements EgressLogSink {
@@ -52,5 +53,6 @@ function toRecord(v: EgressVerdict, clock: Clock): EgressLogRecord | null {
     verdict: v.verdict,
     rule: typeof v.rule === 'string' ? v.rule : null,
     ...(v.peer && typeof v.peer.sandboxId === 'string' ? { peer: { sandboxId: v.peer.sandboxId, network: typeof v.peer.network === 'string' ? v.peer.network : null } } : {}),
+    ...(typeof v.error === 'string' && DNS_ERRORS.has(v.error) ? { error: v.error } : {}),
   };
 }

@@ -35,5 +35,6 @@ export function toEgressLogEntry(r: EgressLogRecord): EgressLogEntry {
   return {
     at: new Date(r.at).toISOString(), protocol: r.protocol, destination: r.destination, port: r.port, name: r.name, verdict: r.verdict, rule: r.rule,
     ...(r.peer ? { peer: { sandboxId: r.peer.sandboxId, network: r.peer.network } } : {}),
+    ...(r.error ? { error: r.error } : {}),
   };
 }

@@ -53,7 +53,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest, o
 /** {@link createSandbox} inside its operation. */
 async function createUnder(core: Core, request: CreateSandboxRequest, owner: { teamId?: string }): Promise<SandboxRecord> {
   const teamId = owner.teamId ?? DEFAULT_TEAM_ID;
-  const { mark: phase, phases } = phaseTimer();
+  const { mark: phase, within, phases } = phaseTimer();
   const egress = request.egress === undefined ? undefined : normaliseEgressPolicy(request.egress);
   const ports = request.ports === undefined ? undefined : parsePortSpecs(request.ports);
   const askedAutoPause = request.autoPause === undefined ? undefined : checkAutoPause(request.autoPause);
@@ -86,7 +86,8 @@ async function createUnder(core: Core, request: CreateSandboxRequest, owner: { t
       core.logger.warn('the snapshot recorded no egress policy (taken before policies were recorded, its sandbox gone): the sandbox starts open', { snapshotId: source.snapshotId, sandboxId: id });
     }
     phase('networksMs');
-    const started = await withinQuota(core, teamId, [{ id, memoryMB }], () => core.locks.run(id, () =>
+    // `start` holds the sandbox's own phases (store, bringUp and its network, egress, restore, agent, ...).
+    const started = await within('startMs', () => withinQuota(core, teamId, [{ id, memoryMB }], () => core.locks.run(id, () =>
       startSandbox(core, {
         id,
         teamId,
@@ -108,8 +109,7 @@ async function createUnder(core: Core, request: CreateSandboxRequest, owner: { t
         networks,
         budget: request.budget,
       }, pooled),
-    ));
-    phase('startMs');
+    )));
     core.logger.debug('sandbox created', { sandboxId: id, pool: pooled ? 'hit' : 'miss', ...phases });
     return started;
   } catch (err) {

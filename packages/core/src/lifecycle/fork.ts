@@ -15,7 +15,7 @@
 import { MAX_FORK_COUNT, RamifyError } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../context.js';
 import { newSandboxId } from '../ids.js';
-import { runOperation } from '../observe/operation.js';
+import { runOperation, runPhase } from '../observe/operation.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import { forkNetworkJoins, type NetworkJoin } from '../networks/joins.js';
 import type { SandboxRecord } from '../ports/store.js';
@@ -75,18 +75,20 @@ async function forkUnderLock(core: Core, loaded: SandboxRecord, childIds: string
   const keepsRunning = runtimeFor(core, parent.runtime).checkpointKeepRunning !== undefined;
   if (checkpointSourceFor(sandboxId, parent.state) === 'checkpoint-first' && keepsRunning) {
     // The runtime takes the fork point in place: the parent never stops being `running`.
-    parent = (await forkPointRunning(core, parent, { operation: (snapshotId) => ({ kind: 'fork', snapshotId, childIds, parentWasRunning: true }) })).record;
+    parent = (await runPhase('forkPoint', () => forkPointRunning(core, parent, { operation: (snapshotId) => ({ kind: 'fork', snapshotId, childIds, parentWasRunning: true }) }))).record;
   } else if (checkpointSourceFor(sandboxId, parent.state) === 'checkpoint-first') {
     const endAt = parent.endAt ?? core.clock.now() + parent.timeoutMs;
+    const running = parent;
     parent = (
-      await checkpointRunning(core, parent, {
+      await runPhase('forkPoint', () => checkpointRunning(core, running, {
         kind: 'fork',
         operation: (snapshotId) => ({ kind: 'fork', snapshotId, childIds, parentWasRunning: true }),
         afterwards: 'operation-continues',
-      })
+      }))
     ).record;
     // The parent comes back while its children start: the restores overlap.
-    parentRestore = restoreParent(core, parent, endAt);
+    const checkpointed = parent;
+    parentRestore = runPhase('restoreParent', () => restoreParent(core, checkpointed, endAt));
   } else {
     parent = await core.store.updateSandbox(sandboxId, {
       operation: { kind: 'fork', snapshotId: parent.pausedSnapshotId as string, childIds, parentWasRunning: false },
@@ -129,8 +131,9 @@ interface ChildPlan {
 
 async function startChildren(core: Core, parent: SandboxRecord, plan: ChildPlan): Promise<SandboxRecord[]> {
   const { snapshotId, childIds, egress, networks } = plan;
+  // Each child's start is a phase of the fork of its own (its phases nest under it), side by side.
   const outcomes = await mapLimit(childIds, core.options.forkConcurrency, (id) =>
-    core.locks.run(id, () =>
+    core.locks.run(id, () => runPhase('start', () =>
       startSandbox(core, {
         id,
         teamId: parent.teamId,
@@ -153,7 +156,7 @@ async function startChildren(core: Core, parent: SandboxRecord, plan: ChildPlan)
         // Its own URLs (its own id, its own token) for the same ports.
         ingress: parent.ingress,
         networks: networks.get(id) ?? [],
-      }),
+      }), { attributes: { 'ramify.sandbox_id': id } }),
     ),
   );
   const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');

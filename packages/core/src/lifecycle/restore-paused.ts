@@ -29,13 +29,12 @@ export async function restorePaused(core: Core, record: SandboxRecord, plan: Res
   const snapshotId = record.pausedSnapshotId;
   if (snapshotId === null) throw new RamifyError('INTERNAL', `paused sandbox '${record.id}' has no pause image`, { id: record.id });
   const keep = plan.afterwards === 'operation-continues';
-  const { mark: phase, phases } = phaseTimer();
+  const { mark: phase, within, phases } = phaseTimer();
   // Its instance will run on this host: recorded before the restore, so a crash leaves it to this host's reconcile.
   const resuming = await transition(core, record, 'resuming', { operation: keep ? record.operation : { kind: 'resume', snapshotId }, hostId: core.hostId });
   phase('resumingMs');
   try {
-    await bringUp(core, resuming, snapshotId);
-    phase('bringUpMs');
+    await within('bringUpMs', () => bringUp(core, resuming, snapshotId));
   } catch (err) {
     await transition(core, resuming, 'paused', { operation: keep ? record.operation : null, error: `resume failed: ${messageOf(err)}` });
     throw err;

@@ -64,7 +64,7 @@ export async function startSandbox(core: Core, fresh: NewSandbox, pooled: Pooled
     lastActiveAt: null,
     hostId: core.hostId,
   };
-  const { mark: phase, phases } = phaseTimer();
+  const { mark: phase, within, phases } = phaseTimer();
   await core.store.insertSandbox(record);
   if (pooled) core.pool.settle(record.id);
   core.events.emitState({ sandboxId: record.id, from: 'creating', to: 'creating', sandbox: record, at: record.createdAt });
@@ -75,9 +75,11 @@ export async function startSandbox(core: Core, fresh: NewSandbox, pooled: Pooled
     // Its own access token (a fork's differs from its parent's), stored before the sandbox is acknowledged.
     await core.store.ensureAccessToken(record.id, newAccessToken(core.entropy), record.createdAt);
     phase('storeMs');
-    if (pooled) record = await adoptOrRestore(core, record, fresh.sourceSnapshotId);
-    else record = await restoreFresh(core, record, fresh.sourceSnapshotId);
-    phase(pooled ? 'claimMs' : 'restoreMs');
+    const claimed = record;
+    // The bring-up's own phases (network, egress, restore, agent, identity) nest under this one.
+    record = pooled
+      ? await within('claimMs', () => adoptOrRestore(core, claimed, fresh.sourceSnapshotId))
+      : await within('bringUpMs', () => restoreFresh(core, claimed, fresh.sourceSnapshotId));
   } catch (err) {
     // The stored row is the truth: a step may have leased (or released) a slot since `record` was read.
     record = (await core.store.getSandbox(record.id)) ?? record;

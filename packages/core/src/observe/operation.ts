@@ -46,15 +46,39 @@ export async function runOperation<T>(core: Pick<Core, 'telemetry' | 'options'>,
 }
 
 /**
+ * Run `fn` as phase `name` of the current telemetry operation, a phase that has phases of its own: what
+ * the phase timers inside `fn` report (and the phases they run) nests under it, so a create's trace reads
+ * `create` → `start` → `bringUp` → `restore`, not one flat row. Begun at `options.startMs`
+ * (`performance.now()`, default now), ended when `fn` settles (with the RamifyError code it threw).
+ * Work side by side (a fork's children) runs each in its own phase. Just `fn()` outside an operation.
+ */
+export async function runPhase<T>(name: string, fn: () => Promise<T>, options: { startMs?: number; attributes?: TelemetryAttributes } = {}): Promise<T> {
+  const operation = currentCallContext().operation;
+  if (operation === null) return fn();
+  const phase = operation.beginPhase(name, options.startMs ?? performance.now(), options.attributes);
+  try {
+    const result = await withCallContext({ operation: phase }, fn);
+    phase.end({ errorCode: null });
+    return result;
+  } catch (err) {
+    phase.end({ errorCode: isRamifyError(err) ? err.code : 'INTERNAL' });
+    throw err;
+  }
+}
+
+/**
  * Phase durations of one operation, for debug logs that say where a create, resume, fork or pause spends
  * its time: `mark('restoreMs')` records the milliseconds since the previous mark, and reports the phase
  * (`restore`) to the current telemetry operation, if any. Work that runs side by side is timed with
  * `overlap('egressMs', startedAt)` (a `performance.now()` value): its own duration and span, without
  * moving the sequential marks; `mark(name, { span: false })` then closes the joint phase for the log only.
+ * `within('startMs', fn)` is a mark whose phase has phases of its own: `fn` runs in it ({@link runPhase}),
+ * from the previous mark to `fn`'s end.
  */
 export function phaseTimer(): {
   mark: (name: string, options?: { span?: boolean }) => void;
   overlap: (name: string, startedAt: number) => void;
+  within: <T>(name: string, fn: () => Promise<T>) => Promise<T>;
   phases: Record<string, number>;
 } {
   const phases: Record<string, number> = {};
@@ -62,6 +86,15 @@ export function phaseTimer(): {
   let last = performance.now();
   return {
     phases,
+    async within<T>(name: string, fn: () => Promise<T>): Promise<T> {
+      const startedAt = last;
+      try {
+        return await runPhase(name.replace(/Ms$/, ''), fn, { startMs: startedAt });
+      } finally {
+        last = performance.now();
+        phases[name] = Math.round(last - startedAt);
+      }
+    },
     mark(name: string, options?: { span?: boolean }): void {
       const now = performance.now();
       phases[name] = Math.round(now - last);

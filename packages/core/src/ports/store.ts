@@ -339,6 +339,8 @@ export interface EgressLogRecord {
   rule: string | null;
   /** The other sandbox of a connection between two sandboxes (and the network that allowed it); absent or null otherwise. */
   peer?: EgressPeer | null;
+  /** Why an allowed DNS lookup got no address (`NXDOMAIN`, `SERVFAIL`); absent or null otherwise. */
+  error?: EgressLogEntry['error'];
 }
 
 /**

@@ -3,7 +3,9 @@
  * command stream, a background command while its agent channel stayed open), with who started it, its
  * exit and its duration: the commands half of a sandbox's timeline. Recorded into `core.commandLog`
  * (buffered, never blocking: {@link BufferedLog}); the store keeps each sandbox's newest 1000, kept after
- * a kill and pruned with the events. A foreground command is also one `exec` telemetry operation.
+ * a kill and pruned with the events. Every command started over the API, whichever door it came through
+ * (REST, the command stream, the SDK's `commands.run`, MCP, the CLI's `exec`), is also one `exec` telemetry
+ * operation (see {@link watchCommand}).
  */
 import { isRamifyError, type AgentExit } from '@ramify/contracts';
 import type { Core } from '../context.js';
@@ -42,15 +44,23 @@ export interface CommandWatch {
 }
 
 /**
- * Watch a command about to start in `sandboxId`, in the caller's call context (its API key). `timed`:
- * `exec` makes it one telemetry operation from now to its exit (a foreground command); `untimed` only logs it.
+ * Watch a command about to start in `sandboxId`, in the caller's call context (its API key). It is one
+ * `exec` telemetry operation (a duration sample of `ramify_operation_duration_seconds{operation="exec"}`
+ * and a span), begun now, before the sandbox is looked up:
+ * - ended `ok` when its exit is seen (a non-zero exit is the command's result, not a failed operation);
+ * - ended with the error's code when it could not start (`INVALID_STATE`, `CWD_NOT_FOUND`, ...);
+ * - when its agent channel closes before its exit is seen (a pause, a kill, a lost agent): a `foreground`
+ *   command (its caller waits for the exit) ends with that error (`AGENT_UNREACHABLE`); a `background` one
+ *   is not ended at all: it may still be running (paused with its sandbox), so neither an outcome nor a
+ *   duration is known, and it is not counted.
+ * Only commands whose exit was seen are written to the command log.
  */
-export function watchCommand(core: Pick<Core, 'commandLog' | 'telemetry' | 'clock' | 'options'>, sandboxId: string, cmd: string, timing: 'exec' | 'untimed'): CommandWatch {
+export function watchCommand(core: Pick<Core, 'commandLog' | 'telemetry' | 'clock' | 'options'>, sandboxId: string, cmd: string, mode: 'foreground' | 'background'): CommandWatch {
   if (!observing(core)) return UNWATCHED;
   const context = currentCallContext();
   const at = core.clock.now();
   const startedAt = performance.now();
-  const operation: TelemetryOperation | null = timing === 'exec' ? core.telemetry.begin('exec', { 'ramify.sandbox_id': sandboxId }, context.operation) : null;
+  const operation: TelemetryOperation = core.telemetry.begin('exec', { 'ramify.sandbox_id': sandboxId, 'ramify.command_mode': mode }, context.operation);
   let pid: number | null = null;
   let exit: AgentExit | null = null;
   let done = false;
@@ -58,7 +68,7 @@ export function watchCommand(core: Pick<Core, 'commandLog' | 'telemetry' | 'cloc
     if (done || pid === null || exit === null) return;
     done = true;
     const durationMs = Math.round((performance.now() - startedAt) * 10) / 10;
-    operation?.end({ errorCode: null });
+    operation.end({ errorCode: null });
     if (core.options.events === 'off') return;
     core.commandLog.record({
       sandboxId, at, pid, cmd: cmd.length > COMMAND_LOG_MAX_CMD ? `${cmd.slice(0, COMMAND_LOG_MAX_CMD - 1)}…` : cmd,
@@ -77,7 +87,8 @@ export function watchCommand(core: Pick<Core, 'commandLog' | 'telemetry' | 'cloc
     abandoned: (err) => {
       if (done) return;
       done = true;
-      operation?.end({ errorCode: isRamifyError(err) ? err.code : 'INTERNAL' });
+      if (mode === 'background' && pid !== null) return;
+      operation.end({ errorCode: isRamifyError(err) ? err.code : 'INTERNAL' });
     },
   };
 }

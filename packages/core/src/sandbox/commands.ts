@@ -31,9 +31,9 @@ export function toStartOptions(request: CommandRequest, defaultTimeoutMs: number
  * @throws RamifyError `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CWD_NOT_FOUND`, `AGENT_UNREACHABLE` (channel lost mid-run).
  */
 export async function runCommand(core: Core, sandboxId: string, request: CommandRequest): Promise<CommandResult | { pid: number }> {
-  const session = await agentFor(core, sandboxId);
-  const watch = watchCommand(core, sandboxId, request.cmd, request.background ? 'untimed' : 'exec');
+  const watch = watchCommand(core, sandboxId, request.cmd, request.background ? 'background' : 'foreground');
   try {
+    const session = await agentFor(core, sandboxId);
     if (request.background) {
       const started = await session.start(toStartOptions(request, 0), { onExit: watch.exited });
       watch.started(started.pid);
@@ -78,8 +78,14 @@ export interface StreamSubscription {
  * @throws RamifyError as {@link runCommand}.
  */
 export async function startCommand(core: Core, sandboxId: string, request: CommandRequest, handlers: StreamHandlers): Promise<{ pid: number } & StreamSubscription> {
-  const session = await agentFor(core, sandboxId);
-  const watch = watchCommand(core, sandboxId, request.cmd, request.background ? 'untimed' : 'exec');
+  const watch = watchCommand(core, sandboxId, request.cmd, request.background ? 'background' : 'foreground');
+  let session: Awaited<ReturnType<typeof agentFor>>;
+  try {
+    session = await agentFor(core, sandboxId);
+  } catch (err) {
+    watch.abandoned(err);
+    throw err;
+  }
   const onDisconnect = (reason: string): void => {
     watch.abandoned(new RamifyError('AGENT_UNREACHABLE', reason));
     handlers.onDisconnect?.(reason);

@@ -8,3 +8,4 @@ export { FakeRuntime, FakeNetwork, DirSnapshotStorage, ManualClock, type FakeChe
 export { FakeEgressEnforcer } from './fake-egress.js';
 export { FakeNetworkEnforcer } from './fake-networks.js';
 export { createTestWorld, seedTemplate, openSqliteStore, TEST_HOST_ID, type SeedTemplateOptions, type TestWorld } from './world.js';
+export { RecordingTelemetry, createRecordedWorld, type RecordedOperation } from './recording-telemetry.js';

@@ -41,7 +41,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   response?: z.ZodType | 'raw' | 'ndjson';
   /** Success status; default 200 (204 sends no body). */
   status?: number;
-  /** `traced` (default): each call is a telemetry operation (a span when tracing); `untraced` for scrapes and health checks. */
+  /**
+   * `traced`: each call is a telemetry operation (a trace when tracing); `untraced` for scrapes and health
+   * checks. Default: by the method and the app's {@link TracedCalls} (state-changing calls are traced, reads
+   * (GET) only when the daemon traces `all`).
+   */
   telemetry?: 'traced' | 'untraced';
   handler: (ctx: RouteContext<z.infer<B>, z.infer<Q>, z.infer<P>>) => Promise<unknown>;
 }
@@ -62,15 +66,29 @@ export interface RouteConfig {
 }
 
 /**
- * Register every route on `app`.
+ * Which API calls are traces (`ramify serve --otlp-traces`): `writes` (default), the calls that change
+ * something (POST, PUT, PATCH, DELETE); `all`, reads (GET) too. A client polling a sandbox or an event
+ * list would otherwise send the collector a trace per poll.
+ */
+export type TracedCalls = 'writes' | 'all';
+
+/** Whether calls of `spec` (method `method`) are telemetry operations under `traced`. */
+function isTraced(spec: RouteSpec, method: string, traced: TracedCalls): boolean {
+  if (spec.telemetry !== undefined) return spec.telemetry === 'traced';
+  return traced === 'all' || method !== 'GET';
+}
+
+/**
+ * Register every route on `app`; `traced` says which calls are traced (default `writes`).
  * @throws Error for a route naming an id nothing scopes to the caller's team (see {@link scopeOf}).
  */
-export function mountRoutes(app: FastifyInstance, core: Core, routes: readonly RouteSpec[]): void {
+export function mountRoutes(app: FastifyInstance, core: Core, routes: readonly RouteSpec[], traced: TracedCalls = 'writes'): void {
   for (const spec of routes) {
     const def = ROUTES[spec.operation];
     const action = 'action' in def ? def.action : undefined;
     const auth = def.auth !== 'public';
     const config: RouteConfig = { action, auth, scope: scopeOf(def.path, auth) };
+    const traces = isTraced(spec, def.method, traced);
     app.route({
       method: def.method,
       url: def.path,
@@ -87,6 +105,8 @@ export function mountRoutes(app: FastifyInstance, core: Core, routes: readonly R
           return spec.status === 204 ? reply.send() : reply.send(result);
         };
         if (spec.telemetry === 'untraced' || !auth || !observing(core)) return run();
+        // A read still runs in its caller's context (its key), without an operation of its own.
+        if (!traces) return inCallContext(request, core, run);
         return inCallContext(request, core, () => runOperation(core, { name: `${def.method} ${def.path}`, sandboxId: pathSandboxId(request), attributes: { 'http.request.method': def.method, 'http.route': def.path, ...(action ? { 'ramify.action': action } : {}) } }, run));
       },
     });

@@ -4,7 +4,8 @@
  * without auth (`--metrics-listen`):
  * - `ramify_sandboxes{state,runtime}`: sandboxes that are not killed (read from the store at each scrape);
  * - `ramify_operation_duration_seconds{operation,outcome}`: create, pause, resume, fork, snapshot, kill
- *   and exec (a foreground command, start to exit), from core's telemetry operations, and
+ *   and exec (a command run over the API, whichever way: REST, the command stream, SDK, CLI, MCP, in the
+ *   foreground or the background; from its request to its exit), from core's telemetry operations, and
  *   `ramify_operations_total{operation,outcome}` counting them (what a rate() of them wants, without buckets);
  * - `ramify_errors_total{code}`: API errors answered, by RamifyError code;
  * - `ramify_egress_verdicts_total{verdict,protocol}`: egress verdicts enforcement reported;
@@ -57,10 +58,10 @@ export function createMetrics(deps: { store: Pick<Store, 'countSandboxes'> }): D
     },
   });
   const durations = new Histogram({
-    name: 'ramify_operation_duration_seconds', help: 'Durations of lifecycle operations and foreground commands (exec), seconds',
+    name: 'ramify_operation_duration_seconds', help: 'Durations of lifecycle operations and of commands run (exec: request to exit), seconds',
     labelNames: ['operation', 'outcome'] as const, buckets: DURATION_BUCKETS, registers: [registry],
   });
-  const operations = new Counter({ name: 'ramify_operations_total', help: 'Lifecycle operations and foreground commands (exec) ended, by outcome', labelNames: ['operation', 'outcome'] as const, registers: [registry] });
+  const operations = new Counter({ name: 'ramify_operations_total', help: 'Lifecycle operations and commands run (exec) ended, by outcome', labelNames: ['operation', 'outcome'] as const, registers: [registry] });
   const errors = new Counter({ name: 'ramify_errors_total', help: 'API errors answered, by error code', labelNames: ['code'] as const, registers: [registry] });
   const verdicts = new Counter({ name: 'ramify_egress_verdicts_total', help: 'Egress verdicts enforcement reported', labelNames: ['verdict', 'protocol'] as const, registers: [registry] });
   const events = new Counter({ name: 'ramify_events_total', help: 'Events recorded, by type', labelNames: ['type'] as const, registers: [registry] });
@@ -81,6 +82,7 @@ export function createMetrics(deps: { store: Pick<Store, 'countSandboxes'> }): D
       const end = durations.startTimer({ operation: name });
       const operation: TelemetryOperation = {
         phase: () => undefined,
+        beginPhase: () => IGNORED,
         set: () => undefined,
         end: ({ errorCode }) => {
           const outcome = errorCode === null ? 'ok' : 'error';
@@ -102,4 +104,4 @@ export function createMetrics(deps: { store: Pick<Store, 'countSandboxes'> }): D
   };
 }
 
-const IGNORED: TelemetryOperation = { phase: () => undefined, set: () => undefined, end: () => undefined };
+const IGNORED: TelemetryOperation = { phase: () => undefined, beginPhase: () => IGNORED, set: () => undefined, end: () => undefined };

@@ -63,6 +63,8 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
     phase: (name, startMs, endMs) => {
       tracer.startSpan(name, { startTime: epochMs(startMs), attributes: { 'ramify.phase': true } }, api.trace.setSpan(api.ROOT_CONTEXT, span)).end(epochMs(endMs));
     },
+    beginPhase: (name, startMs, attributes) =>
+      operationOf(tracer.startSpan(name, { startTime: epochMs(startMs), attributes: { 'ramify.phase': true, ...attributes } }, api.trace.setSpan(api.ROOT_CONTEXT, span))),
     set: (attributes: TelemetryAttributes) => void span.setAttributes(attributes),
     end: ({ errorCode }) => {
       if (errorCode !== null) {

@@ -142,6 +142,9 @@ export async function startHostEgress(options: HostEgressOptions): Promise<HostE
       options.onDenied?.(event);
       if (logging) verdicts.dnsDenied(event);
     },
+    onFailed: (event) => {
+      if (logging) verdicts.dnsFailed(event);
+    },
     onError: (err, source) => options.onError?.(err, source),
   });
   const names = new UpstreamNameResolver({ upstreams });

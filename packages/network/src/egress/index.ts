@@ -1,6 +1,6 @@
 export { PolicyDnsResolver } from './dns/dns-resolver.js';
 export type {
-  DnsAnswerEvent, DnsDeniedEvent, DnsDroppedAddressesEvent, DnsErrorSource, DnsPolicyVerdict, DnsResolverStats,
+  DnsAnswerEvent, DnsDeniedEvent, DnsDroppedAddressesEvent, DnsFailedEvent, DnsErrorSource, DnsPolicyVerdict, DnsResolverStats,
   DnsSandboxPolicy, PolicyDnsResolverOptions,
 } from './dns/dns-resolver-types.js';
 export type { DnsUpstream } from './dns/dns-upstream.js';

@@ -23,20 +23,22 @@ export function logCases(h: StoreHarness): void {
     const dns: EgressLogRecord = { sandboxId: a.id, at: 5, protocol: 'dns', destination: '', port: null, name: 'denied.test', verdict: 'denied', rule: null };
     const allowed: EgressLogRecord = { sandboxId: a.id, at: 6, protocol: 'tcp', destination: '198.51.100.7', port: 443, name: 'pkg.test', verdict: 'allowed', rule: '*.pkg.test:443' };
     const peer: EgressLogRecord = { ...egress(a.id, 7), verdict: 'allowed', peer: { sandboxId: b.id, network: 'backend' } };
+    // A lookup the policy allowed that found no such name (migration 27).
+    const failed: EgressLogRecord = { sandboxId: a.id, at: 8, protocol: 'dns', destination: '', port: null, name: 'gone.pkg.test', verdict: 'allowed', rule: '*.pkg.test', error: 'NXDOMAIN' };
     await withStore(h, 'egress_log', async (store) => {
       await store.insertSandbox(a);
       await store.insertSandbox(b);
-      assert.equal(await store.appendEgressLog([dns, egress(b.id, 1), allowed, peer]), 4);
+      assert.equal(await store.appendEgressLog([dns, egress(b.id, 1), allowed, peer, failed]), 5);
       assert.equal(await store.appendEgressLog([]), 0);
-      assert.deepEqual(await store.listEgressLog(a.id, 10), [peer, allowed, dns]);
-      assert.deepEqual(await store.listEgressLog(a.id, 1), [peer]);
+      assert.deepEqual(await store.listEgressLog(a.id, 10), [failed, peer, allowed, dns]);
+      assert.deepEqual(await store.listEgressLog(a.id, 1), [failed]);
       assert.deepEqual(await store.listEgressLog(b.id, 10), [egress(b.id, 1)]);
       assert.deepEqual(await store.listEgressLog('sbx_missing', 10), []);
       await store.appendEgressLog([egress(a.id, 0, { at: 1 })]);
       assert.equal((await store.listEgressLog(a.id, 1))[0]?.at, 1, 'order is append order, not `at`');
     });
     await withStore(h, 'egress_log', async (store) => {
-      assert.equal((await store.listEgressLog(a.id, 10)).length, 4);
+      assert.equal((await store.listEgressLog(a.id, 10)).length, 5);
     });
   });
 

@@ -40,6 +40,22 @@ export interface DnsDeniedEvent {
   qtype: string;
 }
 
+/**
+ * A name the policy allowed whose lookup got no address: `NXDOMAIN` (the upstream says there is no such
+ * name) or `SERVFAIL` (no answer could be had: every upstream failed, timed out or answered SERVFAIL, the
+ * query deadline passed, the resolver was at `maxInFlight`, or opening the addresses failed).
+ */
+export interface DnsFailedEvent {
+  sandboxId: string;
+  /** Normalized name. */
+  name: string;
+  /** Query type as `dns-packet` names it (an `A` question: the others are answered empty here). */
+  qtype: string;
+  rcode: 'NXDOMAIN' | 'SERVFAIL';
+  /** The rule that allowed the name. */
+  rule: string | null;
+}
+
 /** Addresses removed from an answer because they lie in a blocked range. */
 export interface DnsDroppedAddressesEvent {
   sandboxId: string;
@@ -80,6 +96,8 @@ export interface PolicyDnsResolverOptions {
   localZone?: LocalZone;
   /** Called (not awaited) for each denied name. */
   onDenied?(event: DnsDeniedEvent): void;
+  /** Called (not awaited) for each allowed name whose lookup failed (answered NXDOMAIN or SERVFAIL). */
+  onFailed?(event: DnsFailedEvent): void;
   /** Called (not awaited) when blocked addresses were removed from an answer. */
   onAddressesDropped?(event: DnsDroppedAddressesEvent): void;
   /** Called for internal errors (upstream failures, hook throws, socket errors). */

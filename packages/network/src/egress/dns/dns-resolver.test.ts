@@ -6,7 +6,7 @@ import { DEFAULT_FAKE_ZONE } from '../../testing/fake-internet-defaults.js';
 import { queryDnsFrom, type DnsQueryOptions, type DnsQuestionSpec } from '../../testing/dns-query.js';
 import type { VethNamespace } from '../../testing/veth-namespace.js';
 import { PolicyDnsResolver } from './dns-resolver.js';
-import type { DnsAnswerEvent, DnsDeniedEvent, DnsDroppedAddressesEvent, DnsSandboxPolicy } from './dns-resolver-types.js';
+import type { DnsAnswerEvent, DnsDeniedEvent, DnsDroppedAddressesEvent, DnsFailedEvent, DnsSandboxPolicy } from './dns-resolver-types.js';
 
 // The resolver runs in this (host) process on the host side of the sandbox client's link; the client
 // (`sandbox`) and a stranger send real queries from their own namespaces; upstream is the rig's
@@ -26,6 +26,7 @@ let resolver: PolicyDnsResolver;
 let answers: Array<DnsAnswerEvent & { doneAt: number }> = [];
 let denied: DnsDeniedEvent[] = [];
 let dropped: DnsDroppedAddressesEvent[] = [];
+let failed: DnsFailedEvent[] = [];
 /** The hook's stand-in for adding set elements. */
 let hookDelayMs = 50;
 
@@ -52,6 +53,7 @@ before(async () => {
     onAnswer,
     onDenied: (e) => denied.push(e),
     onAddressesDropped: (e) => dropped.push(e),
+    onFailed: (e) => failed.push(e),
     upstreamTimeoutMs: 1000,
     queryTimeoutMs: 1500,
   });
@@ -66,6 +68,7 @@ beforeEach(() => {
   answers = [];
   denied = [];
   dropped = [];
+  failed = [];
 });
 
 const ask = (from: VethNamespace, questions: DnsQuestionSpec[], options: Partial<DnsQueryOptions> = {}) =>
@@ -159,6 +162,16 @@ test('fail closed: a throwing hook, a hook past the deadline, a failing or silen
     ['broken.example.com', 'SERVFAIL', 0],
     ['slow.example.com', 'SERVFAIL', 0],
   ]);
+  const failure = (name: string): DnsFailedEvent => ({ sandboxId: 'sbx_1', name, qtype: 'A', rcode: 'SERVFAIL', rule: '*.example.com' });
+  assert.deepEqual(failed, ['hookfail.example.com', 'hookhang.example.com', 'broken.example.com', 'slow.example.com'].map(failure), 'each reported as a failed lookup');
+  assert.deepEqual(denied, [], 'not as denied: the policy allowed them');
+});
+
+test('an allowed name the upstream does not know is NXDOMAIN, reported as a failed lookup with the rule that allowed it', async () => {
+  const [r] = await ask(sandbox, [{ name: 'nosuch.example.com' }]);
+  assert.equal(r!.rcode, 'NXDOMAIN');
+  assert.deepEqual(failed, [{ sandboxId: 'sbx_1', name: 'nosuch.example.com', qtype: 'A', rcode: 'NXDOMAIN', rule: '*.example.com' }]);
+  assert.deepEqual(answers, []);
 });
 
 test('a name that is not a plain hostname is FORMERR, reported as denied, never asked upstream', async () => {

@@ -214,6 +214,7 @@ export class PolicyDnsResolver {
     if (this.inFlight >= (this.options.maxInFlight ?? 512)) {
       this.counters.overloaded++;
       this.counters.failed++;
+      this.fail(policy, { name, qtype: question.type, rule: verdict.rule }, 'SERVFAIL');
       return { rcode: 'SERVFAIL' };
     }
     this.inFlight++;
@@ -240,6 +241,7 @@ export class PolicyDnsResolver {
       if (upstream.transport === 'tcp') this.counters.tcpFallbacks++;
       if (upstream.message.rcode === 'NXDOMAIN') {
         this.counters.answered++;
+        this.fail(policy, ask, 'NXDOMAIN');
         return { rcode: 'NXDOMAIN', authorities: upstream.message.authorities.filter((r) => r.type === 'SOA') };
       }
       const filtered = filterAnswer(upstream.message, name, qtype, this.blocked, this.options.ttlRangeSeconds ?? { min: 30, max: 3600 });
@@ -258,6 +260,7 @@ export class PolicyDnsResolver {
     } catch (err) {
       this.report(err, stage);
       this.counters.failed++;
+      this.fail(policy, ask, 'SERVFAIL');
       return { rcode: 'SERVFAIL' };
     } finally {
       clearTimeout(timer);
@@ -283,6 +286,10 @@ export class PolicyDnsResolver {
   private deny(policy: DnsSandboxPolicy, name: string, qtype: string): void {
     this.counters.denied++;
     this.notify(() => this.options.onDenied?.({ sandboxId: policy.sandboxId, name, qtype }));
+  }
+
+  private fail(policy: DnsSandboxPolicy, ask: { name: string; qtype: string; rule: string | null }, rcode: 'NXDOMAIN' | 'SERVFAIL'): void {
+    this.notify(() => this.options.onFailed?.({ sandboxId: policy.sandboxId, name: ask.name, qtype: ask.qtype, rcode, rule: ask.rule }));
   }
 
   /** Run a reporting callback; its failure is reported, never turned into a different answer. */

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatEgressRule, parseEgressPolicy, type EgressVerdict } from '@ramify/core';
+import { DnsReportLimit } from './dns-report-limit.js';
 import { EgressVerdicts } from './egress-verdicts.js';
 import { parseNflogLine, type NflogPacket } from '../nft/nflog-reader.js';
 import { matchConnection } from '../policy/policy-match.js';
@@ -66,4 +67,34 @@ test('EgressVerdicts: sandbox by veth (spoofed source too), rule from learned na
     { sandboxId: 'sbx_1', protocol: 'icmp', destination: '198.51.100.7', port: null, name: null, verdict: 'allowed', rule: '198.51.100.7' },
   ]);
   assert.equal(out[0]!.at, new Date(0).toISOString());
+});
+
+test('DnsReportLimit: a repeat once per window; per sandbox at most a burst, refilled per second', () => {
+  const limit = new DnsReportLimit({ repeatWindowMs: 30_000, burst: 3, perSecond: 1 });
+  const at = (ms: number, key: string, sandbox = 'sbx_1'): boolean => limit.admit(sandbox, key, ms);
+  assert.deepEqual([at(0, 'a'), at(10, 'a'), at(29_999, 'a')], [true, false, false], 'a repeat within the window');
+  assert.deepEqual([at(20, 'b'), at(30, 'c'), at(40, 'd')], [true, true, false], 'the burst is spent (a, b, c)');
+  assert.equal(at(50, 'x', 'sbx_2'), true, 'another sandbox has its own bucket');
+  assert.equal(at(1_040, 'd'), true, 'one report more a second later');
+  assert.equal(at(1_050, 'e'), false);
+  assert.equal(at(31_000, 'a'), true, 'after the window the name is reported again');
+  assert.equal(limit.dropped, 4);
+});
+
+test('EgressVerdicts: denied and failed lookups as dns entries (failed: allowed, its rule and error), bounded per sandbox', () => {
+  const out: EgressVerdict[] = [];
+  const verdicts = new EgressVerdicts({ prefix: 'rxz', slots: new SlotPolicies(DEFAULT_LAYOUT), emit: (v) => out.push(v), dnsReports: { burst: 4, perSecond: 0 } });
+  for (let i = 0; i < 10; i++) verdicts.dnsDenied({ sandboxId: 'sbx_1', name: 'denied.test', qtype: i % 2 ? 'AAAA' : 'A' });
+  verdicts.dnsFailed({ sandboxId: 'sbx_1', name: 'gone.pkg.test', qtype: 'A', rcode: 'NXDOMAIN', rule: '*.pkg.test' });
+  verdicts.dnsFailed({ sandboxId: 'sbx_1', name: 'gone.pkg.test', qtype: 'A', rcode: 'NXDOMAIN', rule: '*.pkg.test' });
+  verdicts.dnsFailed({ sandboxId: 'sbx_1', name: 'flaky.pkg.test', qtype: 'A', rcode: 'SERVFAIL', rule: '*.pkg.test' });
+  for (let i = 0; i < 5; i++) verdicts.dnsDenied({ sandboxId: 'sbx_1', name: `random${i}.test`, qtype: 'A' });
+  const shown = out.map((v) => [v.protocol, v.name, v.verdict, v.rule, v.error ?? null, v.destination]);
+  assert.deepEqual(shown, [
+    ['dns', 'denied.test', 'denied', null, null, ''],
+    ['dns', 'gone.pkg.test', 'allowed', '*.pkg.test', 'NXDOMAIN', ''],
+    ['dns', 'flaky.pkg.test', 'allowed', '*.pkg.test', 'SERVFAIL', ''],
+    ['dns', 'random0.test', 'denied', null, null, ''],
+  ], 'repeats once; then the bucket of 4 is empty');
+  assert.equal(verdicts.dnsReportsDropped, 9 + 1 + 4, 'repeats of denied.test and gone.pkg.test, and random1-4');
 });

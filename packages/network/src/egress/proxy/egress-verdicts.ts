@@ -1,7 +1,8 @@
 /**
  * `EgressVerdicts`: turns what the three enforcement parts see into {@link EgressVerdict}s for the egress
  * log. Sources: the policy DNS resolver (protocol `dns`: each answered address of an allowed name, each
- * denied name with an empty destination), the SNI/Host proxy (tcp, the SNI/Host as `name`) and the
+ * denied name with an empty destination, and each allowed name whose lookup failed, with an empty
+ * destination and `error` NXDOMAIN or SERVFAIL), the SNI/Host proxy (tcp, the SNI/Host as `name`) and the
  * nftables log (every other new connection and every denied packet: tcp, udp, icmp).
  *
  * The sandbox is the one holding the slot when the verdict is turned into an entry: found by the slot's
@@ -10,10 +11,12 @@
  * sandbox resolved to that address; null when denied or when egress is open.
  *
  * Volume: the kernel rate-limits the log per slot; repeats of one denied packet (same addresses, ports and
- * protocol, e.g. SYN retransmissions) within `repeatWindowMs` are reported once.
+ * protocol, e.g. SYN retransmissions) within `repeatWindowMs` are reported once. Denied and failed DNS
+ * lookups are bounded per sandbox by {@link DnsReportLimit} (a repeat once per window, and a token bucket).
  */
 import { formatEgressRule, type EgressVerdict } from '@ramify/core';
-import type { DnsAnswerEvent, DnsDeniedEvent } from '../dns/dns-resolver-types.js';
+import type { DnsAnswerEvent, DnsDeniedEvent, DnsFailedEvent } from '../dns/dns-resolver-types.js';
+import { DnsReportLimit, type DnsReportLimitOptions } from './dns-report-limit.js';
 import type { EgressProxyDecision } from './egress-proxy-types.js';
 import type { NflogPacket } from '../nft/nflog-reader.js';
 import { NFLOG_KINDS } from '../nft/nft-ruleset.js';
@@ -38,6 +41,8 @@ export interface EgressVerdictsOptions {
   networks?: Pick<NetworkDirectoryReader, 'sharedNetwork' | 'hostnameOn'>;
   /** Window for reporting a repeated denied packet once; default 30000 ms. */
   repeatWindowMs?: number;
+  /** Bounds on denied and failed DNS lookups reported per sandbox (see {@link DnsReportLimit}); defaults there. */
+  dnsReports?: DnsReportLimitOptions;
   /**
    * How long a denied proxy decision waits for the nftables record of its connection (which carries the
    * address the sandbox dialed) before it is reported with an empty destination; default 500 ms, 0 = never.
@@ -58,9 +63,11 @@ export class EgressVerdicts {
   private readonly intentWaiters = new Map<string, () => void>();
 
   private intentWaitMs: number;
+  private readonly dnsLimit: DnsReportLimit;
 
   constructor(options: EgressVerdictsOptions) {
     this.options = options;
+    this.dnsLimit = new DnsReportLimit(options.dnsReports);
     this.vethPattern = new RegExp(`^${options.prefix}h(\\d+)$`);
     this.intentWaitMs = options.intentWaitMs ?? 500;
   }
@@ -78,9 +85,21 @@ export class EgressVerdicts {
     }
   }
 
-  /** A name was refused (NXDOMAIN/FORMERR, never forwarded). */
+  /** A name was refused (NXDOMAIN/FORMERR, never forwarded); within the sandbox's DNS report bounds. */
   dnsDenied(event: DnsDeniedEvent): void {
+    if (!this.dnsLimit.admit(event.sandboxId, `denied|${event.name}`)) return;
     this.emit({ sandboxId: event.sandboxId, at: new Date().toISOString(), protocol: 'dns', destination: '', port: null, name: event.name, verdict: 'denied', rule: null });
+  }
+
+  /** An allowed name's lookup got no address (NXDOMAIN or SERVFAIL); within the sandbox's DNS report bounds. */
+  dnsFailed(event: DnsFailedEvent): void {
+    if (!this.dnsLimit.admit(event.sandboxId, `failed|${event.rcode}|${event.name}`)) return;
+    this.emit({ sandboxId: event.sandboxId, at: new Date().toISOString(), protocol: 'dns', destination: '', port: null, name: event.name, verdict: 'allowed', rule: event.rule, error: event.rcode });
+  }
+
+  /** Denied and failed DNS lookups left out of the log by the bounds so far. */
+  get dnsReportsDropped(): number {
+    return this.dnsLimit.dropped;
   }
 
   /**
