@@ -22,7 +22,7 @@ import { openStore } from '@ramify/store';
 import { startPostgresCluster, type PostgresCluster } from '@ramify/store/testsuite';
 import { apiCaller, realRuntimeSkip, type ApiReply } from '../real-test-support.js';
 import { CLI_MAIN, freePort, startDaemonProcess, type DaemonProcess } from './daemon-process.js';
-import { hostLeftovers, processesNaming, sweepHost } from './host-leftovers.js';
+import { forgetHostNamespaces, hostLeftovers, processesNaming, sweepHost } from './host-leftovers.js';
 import { createHostLan, ip, lanLeftovers, type HostLan, type LanHost } from './host-lan.js';
 import { seedTemplate } from './template-seed.js';
 
@@ -200,6 +200,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       const host = hosts[index - 1];
       if (!host) throw new RangeError(`no host ${index}`);
       if (host.daemon && !host.daemon.exited()) return host;
+      if (host.daemon) forgetHostNamespaces(host);
       host.daemon = await startDaemonProcess({ args: hostArgs(mode, host, s3Server, options.snapshotCacheBytes), env: env(), netns: host.netns, logFile: join(host.dataDir, 'serve.log'), url: host.url });
       return host;
     };

@@ -65,6 +65,18 @@ export async function sweepHost(host: HostFootprint): Promise<void> {
     }
     await new Promise((resolve) => setTimeout(resolve, 300));
   }
+  forgetHostNamespaces(host);
+}
+
+/**
+ * Remove a host's namespace entries and slot markers, and nothing else. A host daemon runs in a mount
+ * namespace of its own (daemon-process.ts), so its slot namespaces' bind mounts die with it and only
+ * empty files stay in /run/netns, which its next process would take for live namespaces (`nsenter`:
+ * "reassociate to namespace 'ns/net' failed"). On a real machine the mounts outlive the daemon; here a
+ * restarted host starts as after a reboot of its network state. Its runtime leftovers stay for its
+ * reconcile to find.
+ */
+export function forgetHostNamespaces(host: HostFootprint): void {
   const mine = new RegExp(`^${host.networkPrefix}-`);
   for (const name of listed('/run/netns', mine)) {
     spawnSync('ip', ['netns', 'delete', name]);
