@@ -82,9 +82,17 @@ export async function openChannel(slotAddress: string, agent: InstanceAgent | un
   if (agent && deps.dial && agent.mayHold.length > 0) {
     const reasons: string[] = [];
     for (const key of [...agent.mayHold]) {
-      let socket: Socket | undefined;
+      let socket: Socket;
       try {
         socket = await deps.dial(slotAddress, agent.tcpPort);
+      } catch (err) {
+        // Not a key's fault: the next key would meet the same.
+        reasons.push(err instanceof Error ? err.message : String(err));
+        break;
+      }
+      // Until the agent client takes the socket over, a reset must not be an unhandled 'error'.
+      socket.on('error', () => undefined);
+      try {
         if (!agent.mayHold.includes(agent.key)) agent.mayHold.push(agent.key);
         if (await exchangeHello(socket, { key: Buffer.from(key, 'hex'), nextKey: Buffer.from(agent.key, 'hex') })) {
           agent.mayHold = [agent.key];
@@ -95,7 +103,7 @@ export async function openChannel(slotAddress: string, agent: InstanceAgent | un
       } catch (err) {
         reasons.push(err instanceof Error ? err.message : String(err));
       }
-      socket?.destroy();
+      socket.destroy();
     }
     deps.onFallback?.(`TCP to ${slotAddress}:${agent.tcpPort}: ${[...new Set(reasons)].join('; ')}`);
   } else if (agent && deps.dial) {
