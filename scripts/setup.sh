@@ -5,15 +5,21 @@
 #   bash scripts/setup.sh --deps     install + build only (what CI and `npm test` need)
 #   add --browser (either mode) to install Debian's chromium too: the real-browser ingress test
 #   (packages/daemon/src/real-ingress-browser.test.ts) runs with it and is skipped, saying why, without it.
+#   add --postgres to keep the daemon's state in Postgres instead of SQLite: Debian's postgresql-15 is
+#   installed and started, a `ramify` role and database made, and their URL written to
+#   $RAMIFY_HOME/database-url (0600), which the daemon started here uses (docs/design/STORE.md).
+#   --deps installs postgresql-15 too (its tests start their own throwaway servers), but starts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=all
 browser=
+postgres=
 for arg in "$@"; do
   case "$arg" in
     --deps) mode=--deps ;;
     --browser) browser=1 ;;
-    *) echo "setup: unknown option '$arg' (--deps, --browser)" >&2; exit 2 ;;
+    --postgres) postgres=1 ;;
+    *) echo "setup: unknown option '$arg' (--deps, --browser, --postgres)" >&2; exit 2 ;;
   esac
 done
 
@@ -58,10 +64,14 @@ need=()
 # `myhostname` to the hosts line of /etc/nsswitch.conf).
 # tmux: the real test of `ramify sandbox shell` drives the CLI in a tmux session (real-shell-tmux.test.ts).
 # openssh-client and rsync: the SSH gateway's tests drive it with the real ssh, scp, sftp and rsync.
+# postgresql-15: the store's conformance suite and the daemon's Postgres tests start throwaway servers
+# of it (--deps); --postgres runs Debian's own cluster of it for the daemon.
+pg=
+if [ "$mode" = "--deps" ] || [ -n "$postgres" ]; then pg=postgresql-15; fi
 for pkg in mmdebstrap nftables iproute2 util-linux gcc libc6-dev ca-certificates \
            ulogd2 ulogd2-json busybox-static cpio e2fsprogs procps python3 openssl libnss-myhostname tmux \
            openssh-client rsync \
-           ${browser:+chromium}; do
+           ${browser:+chromium} ${pg}; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -93,6 +103,27 @@ if [ -f packages/cli/dist/main.js ]; then
   ln -sf "$PWD/packages/cli/dist/main.js" /usr/local/bin/ramify
 fi
 
+if [ -n "$postgres" ]; then
+  step "Postgres for the daemon's state (Debian's cluster 15/main, role and database 'ramify')"
+  pg_lsclusters -h 2>/dev/null | grep -q '^15 main ' || pg_createcluster 15 main
+  pg_ctlcluster 15 main start 2>/dev/null || pg_ctlcluster 15 main status >/dev/null
+  url_file="${RAMIFY_HOME:-/var/lib/ramify}/database-url"
+  if [ ! -s "$url_file" ]; then
+    mkdir -p "$(dirname "$url_file")" && chmod 700 "$(dirname "$url_file")"
+    password="$(openssl rand -hex 16)"
+    port="$(pg_lsclusters -h | awk '$1 == "15" && $2 == "main" { print $3 }')"
+    # The password reaches psql through its environment, never an argv (ps shows argv).
+    RAMIFY_PG_PASSWORD="$password" runuser -u postgres -- psql -q -v ON_ERROR_STOP=1 -p "$port" <<'SQL'
+\getenv pw RAMIFY_PG_PASSWORD
+SELECT format('CREATE ROLE ramify LOGIN PASSWORD %L', :'pw') WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ramify') \gexec
+SELECT format('ALTER ROLE ramify PASSWORD %L', :'pw') \gexec
+SELECT 'CREATE DATABASE ramify OWNER ramify' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'ramify') \gexec
+SQL
+    (umask 077 && echo "postgres://ramify:$password@127.0.0.1:$port/ramify" > "$url_file")
+  fi
+  echo "state in Postgres: the URL is in $url_file (ramify serve --database-url \"\$(cat $url_file)\")"
+fi
+
 [ "$mode" = "--deps" ] && exit 0
 
 step "start ramify serve (log: ${RAMIFY_HOME:-/var/lib/ramify}/serve.log)"
@@ -102,7 +133,7 @@ if pkill -f '(bin/ramify|cli/dist/main\.js) serve'; then
   echo "stopped the running ramify serve (an earlier build); starting this one"
   for _ in $(seq 1 40); do pgrep -f '(bin/ramify|cli/dist/main\.js) serve' >/dev/null || break; sleep 0.25; done
 fi
-ramify serve --detach
+if [ -n "$postgres" ]; then RAMIFY_DATABASE_URL="$(cat "${RAMIFY_HOME:-/var/lib/ramify}/database-url")" ramify serve --detach; else ramify serve --detach; fi
 step "build templates for gVisor and the microVM runtime (first time ~3 min: Debian packages are fetched once, then cached)"
 ramify template build base
 ramify template build examples/templates/python-tests.yaml

@@ -56,6 +56,11 @@ export const ERROR_CODES = {
    * bucket missing, or access denied; the message names what failed and how to fix it. Nothing local is lost.
    */
   STORAGE_UNAVAILABLE: 503,
+  /**
+   * The database of shared state (Postgres) cannot be used: unreachable, credentials refused, database
+   * missing; the message names the server (never the password), what failed and how to fix it.
+   */
+  DATABASE_UNAVAILABLE: 503,
   /** The image was made by a runtime release this host's cannot restore (e.g. another runsc release); details name both. */
   IMAGE_INCOMPATIBLE: 409,
   AGENT_UNREACHABLE: 502,

@@ -47,7 +47,7 @@ import { resolveMaxOutputBytes } from './config.js';
 import { resolveHostId } from './host-id.js';
 import { openRuntimes, type GvisorOptions, type MicrovmOptions } from './runtimes.js';
 import { closeSnapshotStorage, openSnapshotStorage, type SnapshotStorageConfig } from './snapshot-storage.js';
-import { SqliteStore } from '@ramify/store';
+import { openStore, type StoreConfig } from '@ramify/store';
 import { LocalTemplateBuilder } from '@ramify/template-builder';
 import { createMetrics, type DaemonMetrics } from './observability/metrics.js';
 import { startTracing, type Tracing } from './observability/tracing.js';
@@ -108,6 +108,8 @@ export interface ComposeOptions {
   egress?: EgressOptions;
   /** Where snapshots live (see snapshot-storage.ts); default local disk under `dataDir`. */
   snapshotStorage?: SnapshotStorageConfig;
+  /** Where state lives (see database.ts); default SQLite at `<dataDir>/ramify.db`. */
+  store?: StoreConfig;
   /** `collect` (default): Prometheus metrics (observability/metrics.ts); `off`: none (`/metrics` is 503). */
   metrics?: 'collect' | 'off';
   /** Export traces over OTLP/HTTP to this collector (see {@link startTracing}); absent: no tracing, nothing of OpenTelemetry loaded. */
@@ -131,10 +133,17 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   const coreOptions = { ...options.coreOptions, ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: resolveMaxOutputBytes(options.maxOutputBytes) } : {}) };
   const clock = options.clock ?? systemClock;
   const hostId = await resolveHostId(dataDir, options.hostId);
+  // WIRING: store (SQLite under the data dir, or Postgres at a URL, opened first: an unreachable database fails fast naming
+  // its fix; network slots bounded by the address layout).
+  const store = overrides.store ?? (await openStore(options.store ?? { kind: 'sqlite', path: join(dataDir, 'ramify.db') }, { maxSlots: MAX_SLOT }));
   // WIRING: snapshot storage (local disk, or S3 behind the local cache; the bucket is checked here, before anything else opens).
-  const storage = overrides.storage ?? (await openSnapshotStorage(dataDir, options.snapshotStorage ?? { kind: 'local' }, logger));
-  // WIRING: store (SQLite under the data dir; slots bounded by the network's address layout).
-  const store = overrides.store ?? new SqliteStore({ path: join(dataDir, 'ramify.db'), maxSlots: MAX_SLOT });
+  let storage: SnapshotStorage;
+  try {
+    storage = overrides.storage ?? (await openSnapshotStorage(dataDir, options.snapshotStorage ?? { kind: 'local' }, logger));
+  } catch (err) {
+    if (!overrides.store) await store.close();
+    throw err;
+  }
   // Rows from before host ids (migration 26) are this daemon's: it is the only one that ever used them.
   const adopted = await store.adoptUnhostedRows(hostId);
   if (adopted.sandboxes + adopted.snapshots + adopted.slots > 0) logger.info('adopted rows recorded before host ids', { hostId, ...adopted });

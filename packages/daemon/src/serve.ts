@@ -16,6 +16,7 @@ import { buildApp } from './app.js';
 import { compose, type ComposeOptions } from './compose.js';
 import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './config.js';
 import { describeSnapshotStorage, resolveSnapshotStorage, type SnapshotStorageFlags } from './snapshot-storage.js';
+import { describeDatabase, resolveDatabase } from './database.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
 import { startSshGateway, type RunningSshGateway, type SshOptions } from './ssh/gateway.js';
 import { startMetricsListener, type MetricsListener } from './observability/metrics-listener.js';
@@ -80,6 +81,11 @@ export interface ServeOptions {
    * `RAMIFY_SNAPSHOT_CACHE_BYTES` variable fills in a flag not given. No bucket: local disk.
    */
   snapshotStorage?: SnapshotStorageFlags;
+  /**
+   * Keep state in Postgres at this URL (`ramify serve --database-url`), the shared state of several Ramify
+   * processes; `RAMIFY_DATABASE_URL` fills it in when absent. None: SQLite in the data directory.
+   */
+  databaseUrl?: string;
   /** Prometheus metrics: `collect` (default; `GET /metrics` with an admin key of the default team) or `off`. */
   metrics?: ComposeOptions['metrics'];
   /** Also serve `GET /metrics` without auth on this address (`ramify serve --metrics-listen`); absent: no such listener. */
@@ -108,14 +114,17 @@ export interface RamifyServer {
   runtimeSummary: string[];
   /** Where snapshots live: `local disk (...)` or the bucket and the local cache's budget. */
   snapshotStorage: string;
+  /** Where state lives: `SQLite (<path>)` or `Postgres at <URL without password>`. */
+  database: string;
   /** Stop listening, stop the scheduler, close agent channels and the store. Sandboxes keep running. */
   close(): Promise<void>;
 }
 
 /**
  * Start the daemon. Rejects when the port is taken or the data directory cannot be used;
- * `VALIDATION_FAILED` for a bad `maxOutputBytes` or snapshot storage setting; `STORAGE_UNAVAILABLE` when
- * a configured bucket cannot be listed, written or deleted from (the message says how to fix it).
+ * `VALIDATION_FAILED` for a bad `maxOutputBytes`, snapshot storage setting or database URL; `STORAGE_UNAVAILABLE` when
+ * a configured bucket cannot be listed, written or deleted from; `DATABASE_UNAVAILABLE` when the Postgres
+ * database cannot be opened (both messages say what failed and how to fix it).
  */
 export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const dataDir = resolveDataDir(options.dataDir);
@@ -124,9 +133,10 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, pino.destination(2));
   const logger = adaptLogger(log);
   const snapshotStorage = resolveSnapshotStorage(options.snapshotStorage);
+  const database = resolveDatabase(dataDir, options.databaseUrl);
 
   const composition = await compose({
-    dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) },
+    dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: options.overrides, coreOptions: { ...options.coreOptions, ...warmPoolOptions(options) },
     maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network, egress: options.egress,
     clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
   });
@@ -171,6 +181,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       ssh: ssh ? { address: ssh.address, host: ssh.endpoint.host, port: ssh.endpoint.port, fingerprint: ssh.fingerprint } : null,
       runtimeSummary: runtimeSummary(core),
       snapshotStorage: describeSnapshotStorage(dataDir, snapshotStorage),
+      database: describeDatabase(database),
       metricsAddress: metricsListener?.address ?? null,
       otlpUrl: composition.tracing?.url ?? null,
       close: async () => {

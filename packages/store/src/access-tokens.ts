@@ -3,29 +3,22 @@
  * written once (insert-or-keep), read on every ingress request. Deleted with the sandbox row.
  */
 import { RamifyError } from '@ramify/contracts';
-import type { Db } from './db.js';
+import { onMissingParent } from './errors.js';
+import type { Executor } from './schema.js';
 
-export class AccessTokenRows {
-  readonly #get;
-  readonly #insert;
+export async function getAccessToken(db: Executor, sandboxId: string): Promise<string | null> {
+  return (await db.selectFrom('access_tokens').select('token').where('sandbox_id', '=', sandboxId).executeTakeFirst())?.token ?? null;
+}
 
-  constructor(db: Db) {
-    this.#get = db.prepare('SELECT token FROM access_tokens WHERE sandbox_id = ?');
-    this.#insert = db.prepare('INSERT INTO access_tokens (sandbox_id, token, created_at) VALUES (?, ?, ?) ON CONFLICT (sandbox_id) DO NOTHING');
+/** The stored token, storing `candidate` first when there is none (one atomic insert-or-keep). @throws RamifyError `SANDBOX_NOT_FOUND`. */
+export async function ensureAccessToken(db: Executor, sandboxId: string, candidate: string, at: number): Promise<string> {
+  try {
+    await db.insertInto('access_tokens').values({ sandbox_id: sandboxId, token: candidate, created_at: at }).onConflict((oc) => oc.column('sandbox_id').doNothing()).execute();
+  } catch (err) {
+    onMissingParent(err, () => new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId }));
+    throw err;
   }
-
-  get(sandboxId: string): string | null {
-    return (this.#get.get(sandboxId) as { token: string } | undefined)?.token ?? null;
-  }
-
-  /** The stored token, storing `candidate` first when there is none. @throws RamifyError `SANDBOX_NOT_FOUND`. */
-  ensure(sandboxId: string, candidate: string, at: number): string {
-    try {
-      this.#insert.run(sandboxId, candidate, at);
-    } catch (err) {
-      if ((err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
-      throw err;
-    }
-    return this.get(sandboxId) as string;
-  }
+  const token = await getAccessToken(db, sandboxId);
+  if (token === null) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
+  return token;
 }

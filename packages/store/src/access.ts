@@ -2,21 +2,13 @@
  * API key (each a team's, migration 17), audit log and slot lease rows.
  */
 import { RamifyError } from '@ramify/contracts';
-import type { ApiKeyRecord, AuditQuery, AuditRecord, SlotLease } from '@ramify/core';
-import { conflictOnConstraint, type Db } from './db.js';
+import type { AdoptedRows, ApiKeyRecord, AuditQuery, AuditRecord, SlotLease } from '@ramify/core';
+import { sql, type Selectable } from 'kysely';
+import { conflictOnConstraint, onMissingParent } from './errors.js';
+import { inTransaction, type ApiKeysTable, type AuditLogTable, type DialectName, type Executor } from './schema.js';
 
-interface ApiKeyRow {
-  id: string;
-  team_id: string;
-  role: string;
-  name: string;
-  hash: string;
-  prefix: string;
-  created_at: number;
-  last_used_at: number | null;
-  expires_at: number | null;
-  revoked_at: number | null;
-}
+/** `team_id`, `role`, `expires_at`: migration 17. */
+type ApiKeyRow = Selectable<ApiKeysTable>;
 
 const keyFromRow = (r: ApiKeyRow): ApiKeyRecord => ({
   id: r.id,
@@ -31,136 +23,118 @@ const keyFromRow = (r: ApiKeyRow): ApiKeyRecord => ({
   revokedAt: r.revoked_at,
 });
 
-export class ApiKeyRows {
-  readonly #db: Db;
-  constructor(db: Db) {
-    this.#db = db;
-  }
-  insert(k: ApiKeyRecord): void {
-    try {
-      this.#db
-        .prepare('INSERT INTO api_keys (id, team_id, role, name, hash, prefix, created_at, last_used_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-        .run(k.id, k.teamId, k.role, k.name, k.hash, k.prefix, k.createdAt, k.lastUsedAt, k.expiresAt, k.revokedAt);
-    } catch (err) {
-      if ((err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new RamifyError('TEAM_NOT_FOUND', `team '${k.teamId}' not found`, { id: k.teamId });
-      conflictOnConstraint(err, `API key '${k.id}' already exists`);
-    }
-  }
-  byHash(hash: string): ApiKeyRecord | null {
-    const row = this.#db.prepare('SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL').get(hash) as ApiKeyRow | undefined;
-    return row ? keyFromRow(row) : null;
-  }
-  get(id: string): ApiKeyRecord | null {
-    const row = this.#db.prepare('SELECT * FROM api_keys WHERE id = ?').get(id) as ApiKeyRow | undefined;
-    return row ? keyFromRow(row) : null;
-  }
-  list(filter: { teamId?: string } = {}): ApiKeyRecord[] {
-    const rows = filter.teamId === undefined
-      ? this.#db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all()
-      : this.#db.prepare('SELECT * FROM api_keys WHERE team_id = ? ORDER BY created_at, id').all(filter.teamId);
-    return (rows as ApiKeyRow[]).map(keyFromRow);
-  }
-  touch(id: string, at: number): void {
-    this.#db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?').run(at, id);
-  }
-  revoke(id: string, at: number): void {
-    this.#db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?').run(at, id);
+/** @throws RamifyError `TEAM_NOT_FOUND`, `CONFLICT` (id or hash taken). */
+export async function insertApiKey(db: Executor, k: ApiKeyRecord): Promise<void> {
+  try {
+    await db
+      .insertInto('api_keys')
+      .values({
+        id: k.id, team_id: k.teamId, role: k.role, name: k.name, hash: k.hash, prefix: k.prefix, created_at: k.createdAt, last_used_at: k.lastUsedAt,
+        expires_at: k.expiresAt, revoked_at: k.revokedAt,
+      })
+      .execute();
+  } catch (err) {
+    onMissingParent(err, () => new RamifyError('TEAM_NOT_FOUND', `team '${k.teamId}' not found`, { id: k.teamId }));
+    conflictOnConstraint(err, `API key '${k.id}' already exists`);
   }
 }
 
-interface AuditRow {
-  id: number;
-  at: number;
-  api_key_id: string | null;
-  team_id: string | null;
-  method: string;
-  path: string;
-  action: string;
-  sandbox_id: string | null;
-  status: number;
-  error_code: string | null;
-  tool: string | null;
+export async function apiKeyByHash(db: Executor, hash: string): Promise<ApiKeyRecord | null> {
+  const row = await db.selectFrom('api_keys').selectAll().where('hash', '=', hash).where('revoked_at', 'is', null).executeTakeFirst();
+  return row ? keyFromRow(row) : null;
 }
 
-export class AuditRows {
-  readonly #db: Db;
-  constructor(db: Db) {
-    this.#db = db;
-  }
-  append(e: Omit<AuditRecord, 'id'>): number {
-    const result = this.#db
-      .prepare('INSERT INTO audit_log (at, api_key_id, team_id, method, path, action, sandbox_id, status, error_code, tool) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(e.at, e.apiKeyId, e.teamId, e.method, e.path, e.action, e.sandboxId, e.status, e.errorCode, e.tool);
-    return Number(result.lastInsertRowid);
-  }
-  list(query: AuditQuery): AuditRecord[] {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (query.sandboxId !== undefined) {
-      where.push('sandbox_id = ?');
-      params.push(query.sandboxId);
-    }
-    if (query.teamId !== undefined) {
-      where.push(query.withAnonymous ? '(team_id = ? OR team_id IS NULL)' : 'team_id = ?');
-      params.push(query.teamId);
-    }
-    if (query.beforeId !== undefined) {
-      where.push('id < ?');
-      params.push(query.beforeId);
-    }
-    const limit = Math.min(Math.max(query.limit ?? 100, 1), 1000);
-    const sql = `SELECT * FROM audit_log ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
-    return (this.#db.prepare(sql).all(...params, limit) as AuditRow[]).map((r) => ({
-      id: r.id,
-      at: r.at,
-      apiKeyId: r.api_key_id,
-      teamId: r.team_id,
-      method: r.method,
-      path: r.path,
-      action: r.action,
-      sandboxId: r.sandbox_id,
-      status: r.status,
-      errorCode: r.error_code,
-      tool: r.tool,
-    }));
-  }
+export async function getApiKey(db: Executor, id: string): Promise<ApiKeyRecord | null> {
+  const row = await db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? keyFromRow(row) : null;
 }
 
-export class SlotRows {
-  readonly #db: Db;
-  readonly #maxSlots: number;
-  constructor(db: Db, maxSlots: number) {
-    this.#db = db;
-    this.#maxSlots = maxSlots;
-  }
-  /** Host `hostId`'s lowest free slot ≥ 1 (or the one already held there), in one transaction. */
-  allocate(sandboxId: string, hostId: string): number {
-    return this.#db.transaction(() => {
-      const held = this.#db.prepare('SELECT slot, host_id FROM slots WHERE sandbox_id = ?').get(sandboxId) as { slot: number; host_id: string } | undefined;
-      if (held?.host_id === hostId) return held.slot;
-      if (held) this.release(sandboxId);
-      const free = this.#db
-        .prepare(
-          `SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM slots WHERE host_id = :host AND slot = 1) THEN 1
-                  ELSE (SELECT MIN(a.slot) + 1 FROM slots a WHERE a.host_id = :host
-                          AND NOT EXISTS (SELECT 1 FROM slots b WHERE b.host_id = :host AND b.slot = a.slot + 1)) END AS slot`,
-        )
-        .get({ host: hostId }) as { slot: number };
-      if (free.slot > this.#maxSlots) {
-        throw new RamifyError('RUNTIME_UNAVAILABLE', `no free network slot: all ${this.#maxSlots} are in use`, { maxSlots: this.#maxSlots });
-      }
-      this.#db.prepare('INSERT INTO slots (host_id, slot, sandbox_id) VALUES (?, ?, ?)').run(hostId, free.slot, sandboxId);
-      return free.slot;
-    })();
-  }
-  release(sandboxId: string): void {
-    this.#db.prepare('DELETE FROM slots WHERE sandbox_id = ?').run(sandboxId);
-  }
-  list(hostId: string): SlotLease[] {
-    return (this.#db.prepare('SELECT host_id, slot, sandbox_id FROM slots WHERE host_id = ? ORDER BY slot').all(hostId) as Array<{ host_id: string; slot: number; sandbox_id: string }>).map((r) => ({
-      hostId: r.host_id,
-      slot: r.slot,
-      sandboxId: r.sandbox_id,
-    }));
-  }
+/** Oldest first; only the team's when `teamId` is given. */
+export async function listApiKeys(db: Executor, filter: { teamId?: string } = {}): Promise<ApiKeyRecord[]> {
+  let q = db.selectFrom('api_keys').selectAll();
+  if (filter.teamId !== undefined) q = q.where('team_id', '=', filter.teamId);
+  return (await q.orderBy('created_at').orderBy('id').execute()).map(keyFromRow);
+}
+
+export async function touchApiKey(db: Executor, id: string, at: number): Promise<void> {
+  await db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+}
+
+/** The first revocation time is kept. */
+export async function revokeApiKey(db: Executor, id: string, at: number): Promise<void> {
+  await db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+}
+
+/** Append one entry; returns its id (assigned by the database, increasing). */
+export async function appendAudit(db: Executor, e: Omit<AuditRecord, 'id'>): Promise<number> {
+  const row = await db
+    .insertInto('audit_log')
+    .values({ at: e.at, api_key_id: e.apiKeyId, team_id: e.teamId, method: e.method, path: e.path, action: e.action, sandbox_id: e.sandboxId, status: e.status, error_code: e.errorCode, tool: e.tool })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return Number(row.id);
+}
+
+const auditFromRow = (r: Selectable<AuditLogTable>): AuditRecord => ({
+  id: r.id, at: r.at, apiKeyId: r.api_key_id, teamId: r.team_id, method: r.method, path: r.path, action: r.action, sandboxId: r.sandbox_id, status: r.status,
+  errorCode: r.error_code, tool: r.tool,
+});
+
+/** Newest first. */
+export async function listAudit(db: Executor, query: AuditQuery): Promise<AuditRecord[]> {
+  let q = db.selectFrom('audit_log').selectAll();
+  if (query.sandboxId !== undefined) q = q.where('sandbox_id', '=', query.sandboxId);
+  const teamId = query.teamId;
+  if (teamId !== undefined) q = query.withAnonymous ? q.where((eb) => eb.or([eb('team_id', '=', teamId), eb('team_id', 'is', null)])) : q.where('team_id', '=', teamId);
+  if (query.beforeId !== undefined) q = q.where('id', '<', query.beforeId);
+  const limit = Math.min(Math.max(query.limit ?? 100, 1), 1000);
+  return (await q.orderBy('id', 'desc').limit(limit).execute()).map(auditFromRow);
+}
+
+/**
+ * Host `hostId`'s lowest free slot ≥ 1 (or the one the sandbox already holds there; one held on another
+ * host is given up), in one transaction. Slots are numbered per host (each host has its own address plan).
+ * On Postgres the transaction first locks the slots table against other writers (readers go on), so
+ * processes allocating at once take turns instead of picking the same free slot; SQLite has one writer.
+ * @throws RamifyError `RUNTIME_UNAVAILABLE` when every slot up to `maxSlots` is taken on that host.
+ */
+export async function allocateSlot(db: Executor, dialect: DialectName, sandboxId: string, hostId: string, maxSlots: number): Promise<number> {
+  return inTransaction(db, async (trx) => {
+    if (dialect === 'postgres') await sql`LOCK TABLE slots IN EXCLUSIVE MODE`.execute(trx);
+    const held = await trx.selectFrom('slots').select(['slot', 'host_id']).where('sandbox_id', '=', sandboxId).executeTakeFirst();
+    if (held?.host_id === hostId) return Number(held.slot);
+    if (held) await trx.deleteFrom('slots').where('sandbox_id', '=', sandboxId).execute();
+    const free = await sql<{ slot: number }>`SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM slots WHERE host_id = ${hostId} AND slot = 1) THEN 1
+        ELSE (SELECT MIN(a.slot) + 1 FROM slots a WHERE a.host_id = ${hostId}
+                AND NOT EXISTS (SELECT 1 FROM slots b WHERE b.host_id = ${hostId} AND b.slot = a.slot + 1)) END AS slot`.execute(trx);
+    const slot = Number(free.rows[0]?.slot);
+    if (slot > maxSlots) throw new RamifyError('RUNTIME_UNAVAILABLE', `no free network slot: all ${maxSlots} are in use`, { maxSlots });
+    await trx.insertInto('slots').values({ host_id: hostId, slot, sandbox_id: sandboxId }).execute();
+    return slot;
+  });
+}
+
+export async function releaseSlot(db: Executor, sandboxId: string): Promise<void> {
+  await db.deleteFrom('slots').where('sandbox_id', '=', sandboxId).execute();
+}
+
+/** Host `hostId`'s leases, by slot. */
+export async function listSlots(db: Executor, hostId: string): Promise<SlotLease[]> {
+  return (await db.selectFrom('slots').select(['host_id', 'slot', 'sandbox_id']).where('host_id', '=', hostId).orderBy('slot').execute()).map((r) => ({
+    hostId: r.host_id,
+    slot: Number(r.slot),
+    sandboxId: r.sandbox_id,
+  }));
+}
+
+/**
+ * Give `hostId` every sandbox, snapshot and slot row that names no host (rows from before migration 26),
+ * in one transaction; returns how many of each.
+ */
+export async function adoptUnhostedRows(db: Executor, hostId: string): Promise<AdoptedRows> {
+  return inTransaction(db, async (trx) => ({
+    sandboxes: Number((await trx.updateTable('sandboxes').set({ host_id: hostId }).where('host_id', 'is', null).executeTakeFirst()).numUpdatedRows),
+    snapshots: Number((await trx.updateTable('snapshots').set({ host_id: hostId }).where('host_id', 'is', null).executeTakeFirst()).numUpdatedRows),
+    slots: Number((await trx.updateTable('slots').set({ host_id: hostId }).where('host_id', '=', '').executeTakeFirst()).numUpdatedRows),
+  }));
 }

@@ -4,20 +4,10 @@
  */
 import { RamifyError } from '@ramify/contracts';
 import type { BudgetRecord } from '@ramify/core';
-import type { Db } from './db.js';
+import { sql, type Selectable } from 'kysely';
+import type { Executor, SandboxBudgetsTable } from './schema.js';
 
-interface BudgetRow {
-  sandbox_id: string;
-  team_id: string;
-  cpu_seconds: number | null;
-  sandbox_seconds: number | null;
-  max_sandboxes: number | null;
-  since: number;
-  base_cpu_us: number;
-  base_running_ms: number;
-  exceeded: string | null;
-  updated_at: number;
-}
+type BudgetRow = Selectable<SandboxBudgetsTable>;
 
 const fromRow = (r: BudgetRow): BudgetRecord => ({
   sandboxId: r.sandbox_id,
@@ -32,45 +22,45 @@ const fromRow = (r: BudgetRow): BudgetRecord => ({
   updatedAt: r.updated_at,
 });
 
-export class BudgetRows {
-  readonly #db: Db;
-  constructor(db: Db) {
-    this.#db = db;
+/** Insert or replace. @throws RamifyError `SANDBOX_NOT_FOUND` for an unknown sandbox. */
+export async function putBudget(db: Executor, b: BudgetRecord): Promise<void> {
+  if (!(await db.selectFrom('sandboxes').select('id').where('id', '=', b.sandboxId).executeTakeFirst())) {
+    throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${b.sandboxId}' not found`, { id: b.sandboxId });
   }
+  const row = {
+    sandbox_id: b.sandboxId, team_id: b.teamId, cpu_seconds: b.cpuSeconds, sandbox_seconds: b.sandboxSeconds, max_sandboxes: b.maxSandboxes, since: b.since,
+    base_cpu_us: b.baseCpuUs, base_running_ms: b.baseRunningMs, exceeded: b.exceeded, updated_at: b.updatedAt,
+  };
+  const { sandbox_id: _id, ...replaced } = row;
+  await db.insertInto('sandbox_budgets').values(row).onConflict((oc) => oc.column('sandbox_id').doUpdateSet(replaced)).execute();
+}
 
-  /** @throws RamifyError `SANDBOX_NOT_FOUND` for an unknown sandbox. */
-  put(b: BudgetRecord): void {
-    if (!this.#db.prepare('SELECT 1 FROM sandboxes WHERE id = ?').get(b.sandboxId)) {
-      throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${b.sandboxId}' not found`, { id: b.sandboxId });
-    }
-    this.#db
-      .prepare(
-        `INSERT OR REPLACE INTO sandbox_budgets (sandbox_id, team_id, cpu_seconds, sandbox_seconds, max_sandboxes, since, base_cpu_us, base_running_ms, exceeded, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(b.sandboxId, b.teamId, b.cpuSeconds, b.sandboxSeconds, b.maxSandboxes, b.since, b.baseCpuUs, b.baseRunningMs, b.exceeded, b.updatedAt);
-  }
+export async function getBudget(db: Executor, sandboxId: string): Promise<BudgetRecord | null> {
+  const row = await db.selectFrom('sandbox_budgets').selectAll().where('sandbox_id', '=', sandboxId).executeTakeFirst();
+  return row ? fromRow(row) : null;
+}
 
-  get(sandboxId: string): BudgetRecord | null {
-    const row = this.#db.prepare('SELECT * FROM sandbox_budgets WHERE sandbox_id = ?').get(sandboxId) as BudgetRow | undefined;
-    return row ? fromRow(row) : null;
-  }
+export async function deleteBudget(db: Executor, sandboxId: string): Promise<void> {
+  await db.deleteFrom('sandbox_budgets').where('sandbox_id', '=', sandboxId).execute();
+}
 
-  delete(sandboxId: string): void {
-    this.#db.prepare('DELETE FROM sandbox_budgets WHERE sandbox_id = ?').run(sandboxId);
-  }
-
-  /** Budgets set on any of `ids` or on one of their ancestors, nearest first per sandbox, each once. */
-  covering(ids: readonly string[]): BudgetRecord[] {
-    if (ids.length === 0) return [];
-    const rows = this.#db
-      .prepare(
-        `WITH RECURSIVE up(id, depth) AS (
-           SELECT id, 0 FROM sandboxes WHERE id IN (${ids.map(() => '?').join(', ')})
-           UNION SELECT s.parent_id, up.depth + 1 FROM up JOIN sandboxes s ON s.id = up.id WHERE s.parent_id IS NOT NULL)
-         SELECT b.* FROM sandbox_budgets b JOIN (SELECT id, MIN(depth) AS depth FROM up GROUP BY id) a ON a.id = b.sandbox_id ORDER BY a.depth, b.sandbox_id`,
-      )
-      .all(...ids) as BudgetRow[];
-    return rows.map(fromRow);
-  }
+/** Budgets set on any of `ids` or on one of their ancestors, nearest first per sandbox, each once. */
+export async function budgetsCovering(db: Executor, ids: readonly string[]): Promise<BudgetRecord[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .withRecursive('up(id, depth)', (qb) =>
+      qb
+        .selectFrom('sandboxes')
+        .select(['id', sql<number>`0`.as('depth')])
+        .where('id', 'in', ids)
+        .union(qb.selectFrom('up').innerJoin('sandboxes as s', 's.id', 'up.id').select([sql<string>`s.parent_id`.as('id'), sql<number>`up.depth + 1`.as('depth')]).where('s.parent_id', 'is not', null)),
+    )
+    .with('a', (qb) => qb.selectFrom('up').select((eb) => ['id', eb.fn.min('depth').as('depth')]).groupBy('id'))
+    .selectFrom('sandbox_budgets as b')
+    .innerJoin('a', 'a.id', 'b.sandbox_id')
+    .selectAll('b')
+    .orderBy('a.depth')
+    .orderBy('b.sandbox_id')
+    .execute();
+  return rows.map(fromRow);
 }

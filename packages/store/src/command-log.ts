@@ -3,7 +3,7 @@
  * ({@link BoundedLogRows}), kept after a kill (a timeline outlives its sandbox), pruned by age.
  */
 import type { CommandLogRecord } from '@ramify/core';
-import type { Db } from './db.js';
+import type { Executor } from './schema.js';
 import { BoundedLogRows } from './bounded-log.js';
 
 /** Commands kept per sandbox. */
@@ -22,21 +22,22 @@ const fromRow = (r: Record<string, unknown>): CommandLogRecord => ({
 });
 
 export class CommandLogRows extends BoundedLogRows<CommandLogRecord> {
-  readonly #prune;
+  readonly #db: Executor;
 
-  constructor(db: Db) {
+  constructor(db: Executor) {
     super(db, {
       table: 'command_log',
-      columns: ['sandbox_id', 'at', 'pid', 'cmd', 'exit_code', 'signal', 'error', 'duration_ms', 'key_id'],
-      toRow: (e) => [e.sandboxId, e.at, e.pid, e.cmd, e.exitCode, e.signal, e.error, e.durationMs, e.keyId],
+      toRow: (e) => ({
+        sandbox_id: e.sandboxId, at: e.at, pid: e.pid, cmd: e.cmd, exit_code: e.exitCode, signal: e.signal, error: e.error, duration_ms: e.durationMs, key_id: e.keyId,
+      }),
       fromRow,
       accepts: 'known',
     }, COMMAND_LOG_MAX_ENTRIES);
-    this.#prune = db.prepare('DELETE FROM command_log WHERE at < ?');
+    this.#db = db;
   }
 
   /** Delete entries that started before `before`; returns how many. */
-  prune(before: number): number {
-    return this.#prune.run(before).changes;
+  async prune(before: number): Promise<number> {
+    return Number((await this.#db.deleteFrom('command_log').where('at', '<', before).executeTakeFirst()).numDeletedRows);
   }
 }

@@ -32,20 +32,28 @@ export function openDatabase(path: string, migrations: readonly Migration[] = MI
  */
 export function migrate(db: Db, migrations: readonly Migration[]): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
-  const applied = new Set(appliedMigrations(db));
-  const current = Math.max(0, ...applied);
-  const known = Math.max(0, ...migrations.map((m) => m.version));
-  if (current > known) {
-    throw new RamifyError('INTERNAL', `database schema version ${current} is newer than this Ramify (knows up to ${known}); upgrade Ramify`);
-  }
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-  for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (applied.has(migration.version)) continue;
+  for (const migration of pendingMigrations(appliedMigrations(db), migrations)) {
     db.transaction(() => {
       db.exec(migration.sql);
       record.run(migration.version, migration.name, Date.now());
     })();
   }
+}
+
+/**
+ * The migrations to apply, in version order: every one whose version is not in `applied` (both databases'
+ * runners use this).
+ * @throws RamifyError `INTERNAL` when a version applied is newer than every one this code knows.
+ */
+export function pendingMigrations(applied: readonly number[], migrations: readonly Migration[]): Migration[] {
+  const current = Math.max(0, ...applied);
+  const known = Math.max(0, ...migrations.map((m) => m.version));
+  if (current > known) {
+    throw new RamifyError('INTERNAL', `database schema version ${current} is newer than this Ramify (knows up to ${known}); upgrade Ramify`);
+  }
+  const done = new Set(applied);
+  return [...migrations].sort((a, b) => a.version - b.version).filter((m) => !done.has(m.version));
 }
 
 /** Versions applied so far, ascending. */
@@ -59,11 +67,4 @@ export function appliedMigrations(db: Db): number[] {
  */
 export function requireRootfs(rootfsDir: string, what: string): void {
   if (typeof rootfsDir !== 'string' || rootfsDir === '') throw new RamifyError('INTERNAL', `${what} has no root filesystem directory (rootfsDir)`);
-}
-
-/** Map SQLite constraint violations to `CONFLICT`; rethrow anything else. */
-export function conflictOnConstraint(err: unknown, message: string): never {
-  const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT')) throw new RamifyError('CONFLICT', message);
-  throw err;
 }

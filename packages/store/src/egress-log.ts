@@ -3,7 +3,7 @@
  * describes (the newest `maxEntries` per sandbox).
  */
 import type { EgressLogRecord } from '@ramify/core';
-import type { Db } from './db.js';
+import type { Executor } from './schema.js';
 import { BoundedLogRows } from './bounded-log.js';
 
 /** Default number of entries kept per sandbox. */
@@ -24,11 +24,13 @@ const fromRow = (r: Record<string, unknown>): EgressLogRecord => ({
 
 /** The egress log table (migration 4; the peer columns: migration 17). */
 export class EgressLogRows extends BoundedLogRows<EgressLogRecord> {
-  constructor(db: Db, maxEntries: number) {
+  constructor(db: Executor, maxEntries: number) {
     super(db, {
       table: 'egress_log',
-      columns: ['sandbox_id', 'at', 'protocol', 'destination', 'port', 'name', 'verdict', 'rule', 'peer_sandbox_id', 'peer_network'],
-      toRow: (e) => [e.sandboxId, e.at, e.protocol, e.destination, e.port, e.name, e.verdict, e.rule, e.peer?.sandboxId ?? null, e.peer?.network ?? null],
+      toRow: (e) => ({
+        sandbox_id: e.sandboxId, at: e.at, protocol: e.protocol, destination: e.destination, port: e.port, name: e.name, verdict: e.verdict, rule: e.rule,
+        peer_sandbox_id: e.peer?.sandboxId ?? null, peer_network: e.peer?.network ?? null,
+      }),
       fromRow,
     }, maxEntries);
   }

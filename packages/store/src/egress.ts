@@ -4,15 +4,12 @@
  */
 import { RamifyError } from '@ramify/contracts';
 import type { CanonicalEgressPolicy, EgressPolicyRecord } from '@ramify/core';
-import type { Db } from './db.js';
+import { onMissingParent } from './errors.js';
+import type { Selectable } from 'kysely';
+import type { EgressPoliciesTable, Executor } from './schema.js';
 
-interface EgressPolicyRow {
-  sandbox_id: string;
-  /** `open`, `allowlist` or `deny-all` (migration 9; older rows were given the mode their rules meant). */
-  mode: string;
-  rules: string;
-  updated_at: number;
-}
+/** `mode`: `open`, `allowlist` or `deny-all` (migration 9; older rows were given the mode their rules meant). */
+type EgressPolicyRow = Selectable<EgressPoliciesTable>;
 
 const fromRow = (r: EgressPolicyRow): EgressPolicyRecord => ({
   sandboxId: r.sandbox_id,
@@ -21,42 +18,31 @@ const fromRow = (r: EgressPolicyRow): EgressPolicyRecord => ({
   updatedAt: r.updated_at,
 });
 
-export class EgressPolicyRows {
-  readonly #get;
-  readonly #put;
-  readonly #delete;
+export async function getEgressPolicy(db: Executor, sandboxId: string): Promise<EgressPolicyRecord | null> {
+  const row = await db.selectFrom('egress_policies').selectAll().where('sandbox_id', '=', sandboxId).executeTakeFirst();
+  return row ? fromRow(row) : null;
+}
 
-  constructor(db: Db) {
-    this.#get = db.prepare('SELECT * FROM egress_policies WHERE sandbox_id = ?');
-    this.#put = db.prepare(
-      `INSERT INTO egress_policies (sandbox_id, mode, rules, updated_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT (sandbox_id) DO UPDATE SET mode = excluded.mode, rules = excluded.rules, updated_at = excluded.updated_at`,
-    );
-    this.#delete = db.prepare('DELETE FROM egress_policies WHERE sandbox_id = ?');
+/**
+ * Insert or replace the whole policy (one statement: atomic).
+ * @throws RamifyError `SANDBOX_NOT_FOUND`; the database's CHECK error when the mode does not fit the rules.
+ */
+export async function putEgressPolicy(db: Executor, sandboxId: string, policy: CanonicalEgressPolicy, at: number): Promise<EgressPolicyRecord> {
+  const { mode, rules } = policy;
+  const row = { sandbox_id: sandboxId, mode, rules: JSON.stringify(rules), updated_at: at };
+  try {
+    await db
+      .insertInto('egress_policies')
+      .values(row)
+      .onConflict((oc) => oc.column('sandbox_id').doUpdateSet({ mode: row.mode, rules: row.rules, updated_at: row.updated_at }))
+      .execute();
+  } catch (err) {
+    onMissingParent(err, () => new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId }));
+    throw err;
   }
+  return { sandboxId, mode, rules: [...rules], updatedAt: at };
+}
 
-  get(sandboxId: string): EgressPolicyRecord | null {
-    const row = this.#get.get(sandboxId) as EgressPolicyRow | undefined;
-    return row ? fromRow(row) : null;
-  }
-
-  /**
-   * Insert or replace the whole policy (one statement: atomic).
-   * @throws RamifyError `SANDBOX_NOT_FOUND`; the database's CHECK error when the mode does not fit the rules.
-   */
-  put(sandboxId: string, policy: CanonicalEgressPolicy, at: number): EgressPolicyRecord {
-    const { mode, rules } = policy;
-    try {
-      this.#put.run(sandboxId, mode, JSON.stringify(rules), at);
-    } catch (err) {
-      const code = (err as { code?: unknown }).code;
-      if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
-      throw err;
-    }
-    return { sandboxId, mode, rules: [...rules], updatedAt: at };
-  }
-
-  delete(sandboxId: string): void {
-    this.#delete.run(sandboxId);
-  }
+export async function deleteEgressPolicy(db: Executor, sandboxId: string): Promise<void> {
+  await db.deleteFrom('egress_policies').where('sandbox_id', '=', sandboxId).execute();
 }

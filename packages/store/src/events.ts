@@ -5,19 +5,12 @@
  */
 import { RamifyError } from '@ramify/contracts';
 import type { DeliveryRecord, EventQuery, EventRecord, WebhookRecord } from '@ramify/core';
-import type { Statement } from 'better-sqlite3';
-import { conflictOnConstraint, type Db } from './db.js';
+import type { Selectable } from 'kysely';
+import { conflictOnConstraint, onMissingParent } from './errors.js';
+import { insertRows } from './prepared.js';
+import { inTransaction, type EventsTable, type Executor, type WebhookDeliveriesTable, type WebhooksTable } from './schema.js';
 
-interface EventRow {
-  seq: number;
-  type: string;
-  at: number;
-  team_id: string;
-  sandbox_id: string | null;
-  key_id: string | null;
-  cause: string;
-  data: string;
-}
+type EventRow = Selectable<EventsTable>;
 
 const eventFromRow = (r: EventRow): EventRecord => ({
   seq: r.seq,
@@ -33,133 +26,103 @@ const eventFromRow = (r: EventRow): EventRecord => ({
 /** Largest page a read returns (one more than the API's largest page). */
 const MAX_READ = 1001;
 
-export class EventRows {
-  readonly #db: Db;
-  readonly #insert;
-  /** Prepared listing statements by their SQL (a handful of shapes). */
-  readonly #lists = new Map<string, Statement>();
-
-  constructor(db: Db) {
-    this.#db = db;
-    this.#insert = db.prepare('INSERT INTO events (type, at, team_id, sandbox_id, key_id, cause, data) VALUES (?, ?, ?, ?, ?, ?, ?)');
-  }
-
-  append(e: Omit<EventRecord, 'seq'>): EventRecord {
-    const seq = Number(this.#insert.run(e.type, e.at, e.teamId, e.sandboxId, e.keyId, e.cause, JSON.stringify(e.data)).lastInsertRowid);
-    return { ...e, seq };
-  }
-
-  list(q: EventQuery): EventRecord[] {
-    const where = ['team_id = ?'];
-    const args: unknown[] = [q.teamId];
-    if (q.sandboxId !== undefined) {
-      where.push('sandbox_id = ?');
-      args.push(q.sandboxId);
-    }
-    if (q.types && q.types.length > 0) {
-      where.push(`type IN (${q.types.map(() => '?').join(', ')})`);
-      args.push(...q.types);
-    }
-    if (q.afterSeq !== undefined) {
-      where.push(q.order === 'asc' ? 'seq > ?' : 'seq < ?');
-      args.push(q.afterSeq);
-    }
-    const sql = `SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY seq ${q.order === 'asc' ? 'ASC' : 'DESC'} LIMIT ?`;
-    let statement = this.#lists.get(sql);
-    if (!statement) this.#lists.set(sql, (statement = this.#db.prepare(sql)));
-    return (statement.all(...args, Math.min(Math.max(Math.floor(q.limit) || 1, 1), MAX_READ)) as EventRow[]).map(eventFromRow);
-  }
-
-  /** Delete events before `before` and the deliveries of them, in one transaction; returns the events deleted. */
-  prune(before: number): number {
-    return this.#db.transaction(() => {
-      this.#db.prepare('DELETE FROM webhook_deliveries WHERE event_seq IN (SELECT seq FROM events WHERE at < ?)').run(before);
-      return this.#db.prepare('DELETE FROM events WHERE at < ?').run(before).changes;
-    })();
-  }
+/** Append one event; returns it with its `seq` (assigned by the database, increasing). */
+export async function appendEvent(db: Executor, e: Omit<EventRecord, 'seq'>): Promise<EventRecord> {
+  const row = { type: e.type, at: e.at, team_id: e.teamId, sandbox_id: e.sandboxId, key_id: e.keyId, cause: e.cause, data: JSON.stringify(e.data) };
+  const { rows } = await insertRows<{ seq: number }>(db, 'events', [row], 'seq');
+  return { ...e, seq: Number(rows[0]?.seq) };
 }
 
-interface WebhookRow {
-  id: string;
-  team_id: string;
-  name: string;
-  url: string;
-  events: string;
-  secret: string;
-  created_at: number;
-  created_by: string | null;
+/** One page of a team's events (see {@link EventQuery}). */
+export async function listEvents(db: Executor, q: EventQuery): Promise<EventRecord[]> {
+  let query = db.selectFrom('events').selectAll().where('team_id', '=', q.teamId);
+  if (q.sandboxId !== undefined) query = query.where('sandbox_id', '=', q.sandboxId);
+  if (q.types && q.types.length > 0) query = query.where('type', 'in', q.types);
+  if (q.afterSeq !== undefined) query = query.where('seq', q.order === 'asc' ? '>' : '<', q.afterSeq);
+  const limit = Math.min(Math.max(Math.floor(q.limit) || 1, 1), MAX_READ);
+  return (await query.orderBy('seq', q.order === 'asc' ? 'asc' : 'desc').limit(limit).execute()).map(eventFromRow);
 }
+
+/** Delete events before `before` and the deliveries of them, in one transaction; returns the events deleted. */
+export async function pruneEvents(db: Executor, before: number): Promise<number> {
+  return inTransaction(db, async (trx) => {
+    await trx.deleteFrom('webhook_deliveries').where('event_seq', 'in', (eb) => eb.selectFrom('events').select('seq').where('at', '<', before)).execute();
+    return Number((await trx.deleteFrom('events').where('at', '<', before).executeTakeFirst()).numDeletedRows);
+  });
+}
+
+type WebhookRow = Selectable<WebhooksTable>;
 
 const webhookFromRow = (r: WebhookRow): WebhookRecord => ({
   id: r.id, teamId: r.team_id, name: r.name, url: r.url, events: JSON.parse(r.events) as WebhookRecord['events'], secret: r.secret, createdAt: r.created_at, createdBy: r.created_by,
 });
 
-interface DeliveryRow {
-  id: string;
-  webhook_id: string;
-  event_seq: number;
-  event_type: string;
-  status: string;
-  attempts: string;
-  next_attempt_at: number | null;
-  created_at: number;
-}
+type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 
 const deliveryFromRow = (r: DeliveryRow): DeliveryRecord => ({
   id: r.id, webhookId: r.webhook_id, eventSeq: r.event_seq, eventType: r.event_type as DeliveryRecord['eventType'], status: r.status as DeliveryRecord['status'],
   attempts: JSON.parse(r.attempts) as DeliveryRecord['attempts'], nextAttemptAt: r.next_attempt_at, createdAt: r.created_at,
 });
 
-export class WebhookRows {
-  readonly #db: Db;
-
-  constructor(db: Db) {
-    this.#db = db;
+/** @throws RamifyError `TEAM_NOT_FOUND`, `CONFLICT` (id taken). */
+export async function insertWebhook(db: Executor, w: WebhookRecord): Promise<void> {
+  try {
+    await db
+      .insertInto('webhooks')
+      .values({ id: w.id, team_id: w.teamId, name: w.name, url: w.url, events: JSON.stringify(w.events), secret: w.secret, created_at: w.createdAt, created_by: w.createdBy })
+      .execute();
+  } catch (err) {
+    onMissingParent(err, () => new RamifyError('TEAM_NOT_FOUND', `team '${w.teamId}' not found`, { id: w.teamId }));
+    conflictOnConstraint(err, `webhook '${w.id}' already exists`);
   }
+}
 
-  insert(w: WebhookRecord): void {
-    try {
-      this.#db
-        .prepare('INSERT INTO webhooks (id, team_id, name, url, events, secret, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-        .run(w.id, w.teamId, w.name, w.url, JSON.stringify(w.events), w.secret, w.createdAt, w.createdBy);
-    } catch (err) {
-      if ((err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new RamifyError('TEAM_NOT_FOUND', `team '${w.teamId}' not found`, { id: w.teamId });
-      conflictOnConstraint(err, `webhook '${w.id}' already exists`);
-    }
-  }
+export async function getWebhook(db: Executor, id: string): Promise<WebhookRecord | null> {
+  const row = await db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? webhookFromRow(row) : null;
+}
 
-  get(id: string): WebhookRecord | null {
-    const row = this.#db.prepare('SELECT * FROM webhooks WHERE id = ?').get(id) as WebhookRow | undefined;
-    return row ? webhookFromRow(row) : null;
-  }
+/** Oldest first; only the team's when `teamId` is given. */
+export async function listWebhooks(db: Executor, teamId?: string): Promise<WebhookRecord[]> {
+  let q = db.selectFrom('webhooks').selectAll();
+  if (teamId !== undefined) q = q.where('team_id', '=', teamId);
+  return (await q.orderBy('created_at').orderBy('id').execute()).map(webhookFromRow);
+}
 
-  list(teamId?: string): WebhookRecord[] {
-    const rows = teamId === undefined
-      ? this.#db.prepare('SELECT * FROM webhooks ORDER BY created_at, id').all()
-      : this.#db.prepare('SELECT * FROM webhooks WHERE team_id = ? ORDER BY created_at, id').all(teamId);
-    return (rows as WebhookRow[]).map(webhookFromRow);
-  }
+export async function deleteWebhook(db: Executor, id: string): Promise<boolean> {
+  return (await db.deleteFrom('webhooks').where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n;
+}
 
-  delete(id: string): boolean {
-    return this.#db.prepare('DELETE FROM webhooks WHERE id = ?').run(id).changes > 0;
-  }
+/** Rejects (a foreign key violation) when the webhook is gone. */
+export async function insertDelivery(db: Executor, d: DeliveryRecord): Promise<void> {
+  await db
+    .insertInto('webhook_deliveries')
+    .values({
+      id: d.id, webhook_id: d.webhookId, event_seq: d.eventSeq, event_type: d.eventType, status: d.status, attempts: JSON.stringify(d.attempts),
+      next_attempt_at: d.nextAttemptAt, created_at: d.createdAt,
+    })
+    .execute();
+}
 
-  insertDelivery(d: DeliveryRecord): void {
-    this.#db
-      .prepare('INSERT INTO webhook_deliveries (id, webhook_id, event_seq, event_type, status, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(d.id, d.webhookId, d.eventSeq, d.eventType, d.status, JSON.stringify(d.attempts), d.nextAttemptAt, d.createdAt);
-  }
+export async function updateDelivery(db: Executor, d: Pick<DeliveryRecord, 'id' | 'status' | 'attempts' | 'nextAttemptAt'>): Promise<void> {
+  await db.updateTable('webhook_deliveries').set({ status: d.status, attempts: JSON.stringify(d.attempts), next_attempt_at: d.nextAttemptAt }).where('id', '=', d.id).execute();
+}
 
-  updateDelivery(d: Pick<DeliveryRecord, 'id' | 'status' | 'attempts' | 'nextAttemptAt'>): void {
-    this.#db.prepare('UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ? WHERE id = ?').run(d.status, JSON.stringify(d.attempts), d.nextAttemptAt, d.id);
-  }
+/** Newest first, at most `limit` (1-1000). */
+export async function listDeliveries(db: Executor, webhookId: string, limit: number): Promise<DeliveryRecord[]> {
+  const n = Math.min(Math.max(Math.floor(limit) || 1, 1), 1000);
+  return (await db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId).orderBy('id', 'desc').limit(n).execute()).map(deliveryFromRow);
+}
 
-  listDeliveries(webhookId: string, limit: number): DeliveryRecord[] {
-    const n = Math.min(Math.max(Math.floor(limit) || 1, 1), 1000);
-    return (this.#db.prepare('SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?').all(webhookId, n) as DeliveryRow[]).map(deliveryFromRow);
-  }
-
-  pending(limit: number): DeliveryRecord[] {
-    return (this.#db.prepare("SELECT * FROM webhook_deliveries WHERE status = 'pending' ORDER BY next_attempt_at, id LIMIT ?").all(Math.max(1, Math.floor(limit))) as DeliveryRow[]).map(deliveryFromRow);
-  }
+/** Pending deliveries of every webhook, due first. */
+export async function pendingDeliveries(db: Executor, limit: number): Promise<DeliveryRecord[]> {
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('status', '=', 'pending')
+    .orderBy('next_attempt_at', (ob) => ob.asc().nullsFirst())
+    .orderBy('id')
+    .limit(Math.max(1, Math.floor(limit)))
+    .execute();
+  return rows.map(deliveryFromRow);
 }

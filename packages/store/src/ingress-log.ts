@@ -4,7 +4,7 @@
  * (columns of `sandboxes`, migration 12).
  */
 import type { IngressLogRecord, IngressWakes } from '@ramify/core';
-import type { Db } from './db.js';
+import type { Executor } from './schema.js';
 import { BoundedLogRows } from './bounded-log.js';
 
 /** Default number of entries kept per sandbox. */
@@ -25,27 +25,27 @@ const fromRow = (r: Record<string, unknown>): IngressLogRecord => ({
 
 /** The ingress log table (migration 12). */
 export class IngressLogRows extends BoundedLogRows<IngressLogRecord> {
-  readonly #wake;
-  readonly #wakes;
+  readonly #db: Executor;
 
-  constructor(db: Db, maxEntries: number) {
+  constructor(db: Executor, maxEntries: number) {
     super(db, {
       table: 'ingress_log',
-      columns: ['sandbox_id', 'at', 'client', 'method', 'path', 'port', 'status', 'bytes', 'duration_ms', 'woke'],
-      toRow: (e) => [e.sandboxId, e.at, e.client, e.method, e.path, e.port, e.status, e.bytes, e.durationMs, e.woke ? 1 : 0],
+      toRow: (e) => ({
+        sandbox_id: e.sandboxId, at: e.at, client: e.client, method: e.method, path: e.path, port: e.port, status: e.status, bytes: e.bytes,
+        duration_ms: e.durationMs, woke: e.woke ? 1 : 0,
+      }),
       fromRow,
     }, maxEntries);
-    this.#wake = db.prepare('UPDATE sandboxes SET ingress_wakeups = ingress_wakeups + 1, last_wake_at = ? WHERE id = ?');
-    this.#wakes = db.prepare('SELECT ingress_wakeups AS count, last_wake_at AS lastAt FROM sandboxes WHERE id = ?');
+    this.#db = db;
   }
 
   /** Count one wake at `at` (ms); no-op for an unknown sandbox. */
-  recordWake(sandboxId: string, at: number): void {
-    this.#wake.run(at, sandboxId);
+  async recordWake(sandboxId: string, at: number): Promise<void> {
+    await this.#db.updateTable('sandboxes').set((eb) => ({ ingress_wakeups: eb('ingress_wakeups', '+', 1), last_wake_at: at })).where('id', '=', sandboxId).execute();
   }
 
-  wakes(sandboxId: string): IngressWakes {
-    const row = this.#wakes.get(sandboxId) as { count: number; lastAt: number | null } | undefined;
-    return row ? { count: row.count, lastAt: row.lastAt } : { count: 0, lastAt: null };
+  async wakes(sandboxId: string): Promise<IngressWakes> {
+    const row = await this.#db.selectFrom('sandboxes').select(['ingress_wakeups', 'last_wake_at']).where('id', '=', sandboxId).executeTakeFirst();
+    return row ? { count: row.ingress_wakeups, lastAt: row.last_wake_at } : { count: 0, lastAt: null };
   }
 }

@@ -1,14 +1,21 @@
 /**
- * Numbered schema migrations. Append only: a released migration is never edited; a change is a new
- * entry with the next number. Applied in order inside one transaction each, recorded in `schema_migrations`.
+ * Numbered schema migrations: the one history of both databases. Append only: a released migration is
+ * never edited; a change is a new entry with the next number. Applied in order inside one transaction
+ * each, recorded in `schema_migrations` (docs/design/STORE.md). Each entry's `sql` is SQLite's; Postgres
+ * runs its `postgres` text (postgres-migrations.ts) when the two must differ, else the same `sql`.
  */
+import { POSTGRES_SQL } from './postgres-migrations.js';
+
 export interface Migration {
   version: number;
   name: string;
+  /** SQLite's text, and Postgres's too when `postgres` is absent (then it must be portable: BIGINT, no json_*()). */
   sql: string;
+  /** Postgres's text of the same step, when SQLite's cannot run there. */
+  postgres?: string;
 }
 
-export const MIGRATIONS: readonly Migration[] = [
+const ENTRIES: readonly Migration[] = [
   {
     version: 1,
     name: 'initial',
@@ -613,3 +620,6 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
 ];
+
+/** Every migration, each with its Postgres text attached where it has one. */
+export const MIGRATIONS: readonly Migration[] = ENTRIES.map((m) => (POSTGRES_SQL[m.version] !== undefined && m.postgres === undefined ? { ...m, postgres: POSTGRES_SQL[m.version] } : m));

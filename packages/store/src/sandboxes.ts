@@ -5,40 +5,14 @@
 import { RamifyError } from '@ramify/contracts';
 import type { SandboxState } from '@ramify/contracts';
 import type { SandboxActivityRecord, SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord } from '@ramify/core';
-import { conflictOnConstraint, requireRootfs, type Db } from './db.js';
+import { sql, type Selectable } from 'kysely';
+import { requireRootfs } from './db.js';
+import { conflictOnConstraint } from './errors.js';
+import { insertRows, selectById, updateById } from './prepared.js';
+import { inTransaction, type Executor, type SandboxesTable } from './schema.js';
 
-interface SandboxRow {
-  id: string;
-  /** Migration 17 ('default' for rows from before it). */
-  team_id: string;
-  state: string;
-  runtime: string;
-  template_id: string;
-  source_snapshot_id: string | null;
-  rootfs_dir: string;
-  parent_id: string | null;
-  cpu_count: number;
-  memory_mb: number;
-  disk_size_mb: number | null;
-  metadata: string;
-  envs: string;
-  created_at: number;
-  timeout_ms: number;
-  on_timeout: string;
-  end_at: number | null;
-  slot: number | null;
-  paused_snapshot_id: string | null;
-  error: string | null;
-  operation: string | null;
-  /** JSON `{ ports, autoResume }` (migration 11). */
-  ingress: string;
-  /** JSON `{ idleMs }` or NULL (migration 12). */
-  auto_pause: string | null;
-  /** ms, or NULL (migration 14). */
-  last_active_at: number | null;
-  /** Migration 26; NULL until adopted. */
-  host_id: string | null;
-}
+/** Columns of migrations 1-26 (`team_id`: 17; JSON `ingress`: 11; `auto_pause`: 12; `last_active_at`: 14; `host_id`: 26). */
+type SandboxRow = Omit<Selectable<SandboxesTable>, 'updated_at' | 'ingress_wakeups' | 'last_wake_at'>;
 
 const COLUMNS: Record<keyof Omit<SandboxRecord, 'id'>, keyof SandboxRow> = {
   teamId: 'team_id',
@@ -103,148 +77,161 @@ function toColumnValue(field: string, value: unknown): unknown {
   return value;
 }
 
-export class SandboxRows {
-  readonly #db: Db;
-  readonly #get;
-  readonly #insertMeta;
-  readonly #deleteMeta;
+/** Column → value of the record's fields named (`id` and every mapped field). */
+function columnValues(source: Partial<SandboxRecord>, fields: ReadonlyArray<keyof SandboxRecord>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const f of fields) out[f === 'id' ? 'id' : COLUMNS[f as keyof typeof COLUMNS]] = toColumnValue(f, source[f]);
+  return out;
+}
 
-  constructor(db: Db) {
-    this.#db = db;
-    this.#get = db.prepare('SELECT * FROM sandboxes WHERE id = ?');
-    this.#insertMeta = db.prepare('INSERT INTO sandbox_metadata (sandbox_id, key, value) VALUES (?, ?, ?)');
-    this.#deleteMeta = db.prepare('DELETE FROM sandbox_metadata WHERE sandbox_id = ?');
-  }
+export async function getSandbox(db: Executor, id: string): Promise<SandboxRecord | null> {
+  const row = await selectById<SandboxRow>(db, 'sandboxes', 'id', id);
+  return row ? fromRow(row) : null;
+}
 
-  get(id: string): SandboxRecord | null {
-    const row = this.#get.get(id) as SandboxRow | undefined;
-    return row ? fromRow(row) : null;
-  }
-
-  /** @throws RamifyError `CONFLICT` (id taken), `INTERNAL` (no root filesystem given). */
-  insert(record: SandboxRecord): void {
-    requireRootfs(record.rootfsDir, `sandbox '${record.id}'`);
-    const fields = ['id', ...Object.keys(COLUMNS)] as Array<keyof SandboxRecord>;
-    const columns = fields.map((f) => (f === 'id' ? 'id' : COLUMNS[f]));
-    const sql = `INSERT INTO sandboxes (${columns.join(', ')}, updated_at) VALUES (${columns.map(() => '?').join(', ')}, ?)`;
-    const values = fields.map((f) => toColumnValue(f, record[f]));
-    try {
-      this.#db.transaction(() => {
-        this.#db.prepare(sql).run(...values, Date.now());
-        for (const [key, value] of Object.entries(record.metadata)) this.#insertMeta.run(record.id, key, value);
-      })();
-    } catch (err) {
-      conflictOnConstraint(err, `sandbox '${record.id}' already exists`);
+/** The row and its metadata pairs, atomically. @throws RamifyError `CONFLICT` (id taken), `INTERNAL` (no root filesystem given). */
+export async function insertSandbox(db: Executor, record: SandboxRecord): Promise<void> {
+  requireRootfs(record.rootfsDir, `sandbox '${record.id}'`);
+  const values = { ...columnValues(record, ['id', ...(Object.keys(COLUMNS) as Array<keyof SandboxRecord>)]), updated_at: Date.now() };
+  try {
+    // One statement needs no transaction of its own; with metadata rows, one transaction.
+    if (Object.keys(record.metadata).length === 0) await insertRows(db, 'sandboxes', [values]);
+    else {
+      await inTransaction(db, async (trx) => {
+        await insertRows(trx, 'sandboxes', [values]);
+        await insertMetadata(trx, record.id, record.metadata);
+      });
     }
+  } catch (err) {
+    conflictOnConstraint(err, `sandbox '${record.id}' already exists`);
   }
+}
 
-  update(id: string, patch: SandboxPatch): SandboxRecord {
-    // `autoPause: null` (off) is a value to store; other fields are left alone when undefined.
-    const fields = (Object.keys(patch) as Array<keyof SandboxPatch>).filter((f) => patch[f] !== undefined && f in COLUMNS);
-    return this.#db.transaction(() => {
-      if (fields.length > 0) {
-        const sets = fields.map((f) => `${COLUMNS[f]} = ?`).join(', ');
-        const result = this.#db
-          .prepare(`UPDATE sandboxes SET ${sets}, updated_at = ? WHERE id = ?`)
-          .run(...fields.map((f) => toColumnValue(f, patch[f])), Date.now(), id);
-        if (result.changes === 0) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${id}' not found`, { id });
-        if (patch.metadata) {
-          this.#deleteMeta.run(id);
-          for (const [key, value] of Object.entries(patch.metadata)) this.#insertMeta.run(id, key, value);
-        }
-      }
-      const updated = this.get(id);
-      if (!updated) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${id}' not found`, { id });
-      return updated;
-    })();
+async function insertMetadata(db: Executor, sandboxId: string, metadata: Record<string, string>): Promise<void> {
+  const rows = Object.entries(metadata).map(([key, value]) => ({ sandbox_id: sandboxId, key, value }));
+  if (rows.length > 0) await insertRows(db, 'sandbox_metadata', rows);
+}
+
+/**
+ * Apply the patch atomically: one UPDATE ... RETURNING (in a transaction with the metadata rows when the
+ * patch has metadata; in the caller's when `db` is one). @throws RamifyError `SANDBOX_NOT_FOUND`.
+ */
+export async function updateSandbox(db: Executor, id: string, patch: SandboxPatch): Promise<SandboxRecord> {
+  // `autoPause: null` (off) is a value to store; other fields are left alone when undefined.
+  const fields = (Object.keys(patch) as Array<keyof SandboxPatch>).filter((f) => patch[f] !== undefined && f in COLUMNS);
+  const notFound = (): RamifyError => new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${id}' not found`, { id });
+  if (fields.length === 0) {
+    const current = await getSandbox(db, id);
+    if (!current) throw notFound();
+    return current;
   }
-
-  /** Each sandbox's `last_active_at` raised to `at` (never lowered), in one transaction; unknown ids are skipped. */
-  recordActivity(entries: readonly SandboxActivityRecord[]): void {
-    const raise = this.#db.prepare('UPDATE sandboxes SET last_active_at = MAX(COALESCE(last_active_at, 0), ?) WHERE id = ?');
-    this.#db.transaction(() => {
-      for (const e of entries) raise.run(e.at, e.sandboxId);
-    })();
-  }
-
-  list(query: SandboxQuery): SandboxPage {
-    const limit = Math.min(Math.max(query.limit ?? 100, 1), 1000);
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (query.teamId !== undefined) {
-      where.push('s.team_id = ?');
-      params.push(query.teamId);
+  const write = async (trx: Executor): Promise<SandboxRecord> => {
+    const row = await updateById<SandboxRow>(trx, 'sandboxes', { ...columnValues(patch, fields), updated_at: Date.now() }, 'id', id);
+    if (!row) throw notFound();
+    if (patch.metadata) {
+      await trx.deleteFrom('sandbox_metadata').where('sandbox_id', '=', id).execute();
+      await insertMetadata(trx, id, patch.metadata);
     }
-    if (query.states && query.states.length > 0) {
-      where.push(`s.state IN (${query.states.map(() => '?').join(', ')})`);
-      params.push(...query.states);
-    }
-    if (query.endAtOrBefore !== undefined) {
-      where.push('s.end_at IS NOT NULL AND s.end_at <= ?');
-      params.push(query.endAtOrBefore);
-    }
-    if (query.withOperation) where.push('s.operation IS NOT NULL');
-    if (query.hostId !== undefined) {
-      where.push('s.host_id = ?');
-      params.push(query.hostId);
-    }
-    for (const [key, value] of Object.entries(query.metadata ?? {})) {
-      where.push('EXISTS (SELECT 1 FROM sandbox_metadata m WHERE m.sandbox_id = s.id AND m.key = ? AND m.value = ?)');
-      params.push(key, value);
-    }
-    if (query.cursor !== undefined) {
-      where.push('s.id > ?');
-      params.push(decodeCursor(query.cursor));
-    }
-    const sql = `SELECT s.* FROM sandboxes s ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY s.id LIMIT ?`;
-    const rows = this.#db.prepare(sql).all(...params, limit + 1) as SandboxRow[];
-    const page = rows.slice(0, limit).map(fromRow);
-    const last = page[page.length - 1];
-    return { sandboxes: page, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
-  }
+    return fromRow(row);
+  };
+  return patch.metadata ? inTransaction(db, write) : write(db);
+}
 
-  /**
-   * The team's sandboxes in one of `states`, and its paused ones inside a fork or snapshot of a running
-   * sandbox (they are back in a moment): what its quota counts.
-   */
-  resourceHolders(teamId: string, states: readonly SandboxState[]): Array<{ id: string; memoryMB: number }> {
-    const sql = `SELECT id, memory_mb FROM sandboxes WHERE team_id = ? AND (state IN (${states.map(() => '?').join(', ') || "''"})
-      OR (state = 'paused' AND operation IS NOT NULL AND json_extract(operation, '$.parentWasRunning') = 1)) ORDER BY id`;
-    return (this.#db.prepare(sql).all(teamId, ...states) as Array<{ id: string; memory_mb: number }>).map((r) => ({ id: r.id, memoryMB: r.memory_mb }));
-  }
+/** Each sandbox's `last_active_at` raised to `at` (never lowered), in one transaction; unknown ids are skipped. */
+export async function recordActivity(db: Executor, entries: readonly SandboxActivityRecord[]): Promise<void> {
+  if (entries.length === 0) return;
+  await inTransaction(db, async (trx) => {
+    for (const e of entries) {
+      await trx
+        .updateTable('sandboxes')
+        .set({ last_active_at: e.at })
+        .where('id', '=', e.sandboxId)
+        .where((eb) => eb.or([eb('last_active_at', 'is', null), eb('last_active_at', '<', e.at)]))
+        .execute();
+    }
+  });
+}
 
-  /** The sandbox and its descendants (recursively, by `parent_id`), parents before children. */
-  subtree(rootId: string): SandboxRecord[] {
-    const rows = this.#db
-      .prepare(
-        `WITH RECURSIVE sub(id, depth) AS (SELECT id, 0 FROM sandboxes WHERE id = ?
-           UNION ALL SELECT s.id, sub.depth + 1 FROM sandboxes s JOIN sub ON s.parent_id = sub.id)
-         SELECT s.* FROM sandboxes s JOIN sub ON s.id = sub.id ORDER BY sub.depth, s.id`,
-      )
-      .all(rootId) as SandboxRow[];
-    return rows.map(fromRow);
+export async function listSandboxes(db: Executor, query: SandboxQuery): Promise<SandboxPage> {
+  const limit = Math.min(Math.max(query.limit ?? 100, 1), 1000);
+  let q = db.selectFrom('sandboxes as s').selectAll('s');
+  if (query.teamId !== undefined) q = q.where('s.team_id', '=', query.teamId);
+  if (query.states && query.states.length > 0) q = q.where('s.state', 'in', query.states);
+  if (query.endAtOrBefore !== undefined) q = q.where('s.end_at', 'is not', null).where('s.end_at', '<=', query.endAtOrBefore);
+  if (query.withOperation) q = q.where('s.operation', 'is not', null);
+  if (query.hostId !== undefined) q = q.where('s.host_id', '=', query.hostId);
+  for (const [key, value] of Object.entries(query.metadata ?? {})) {
+    q = q.where(({ exists, selectFrom }) =>
+      exists(selectFrom('sandbox_metadata as m').select('m.key').whereRef('m.sandbox_id', '=', 's.id').where('m.key', '=', key).where('m.value', '=', value)),
+    );
   }
+  if (query.cursor !== undefined) q = q.where('s.id', '>', decodeCursor(query.cursor));
+  const rows = await q.orderBy('s.id').limit(limit + 1).execute();
+  const page = rows.slice(0, limit).map(fromRow);
+  const last = page[page.length - 1];
+  return { sandboxes: page, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
+}
 
-  /** Each given sandbox's root: the ancestor without a parent (itself when it has none). */
-  roots(ids: readonly string[]): Map<string, string> {
-    if (ids.length === 0) return new Map();
-    const rows = this.#db
-      .prepare(
-        `WITH RECURSIVE up(id, cur, parent) AS (
-           SELECT id, id, parent_id FROM sandboxes WHERE id IN (${ids.map(() => '?').join(', ')})
-           UNION ALL SELECT up.id, p.id, p.parent_id FROM up JOIN sandboxes p ON p.id = up.parent)
-         SELECT id, cur AS root FROM up WHERE parent IS NULL`,
-      )
-      .all(...ids) as Array<{ id: string; root: string }>;
-    return new Map(rows.map((r) => [r.id, r.root]));
-  }
+/**
+ * The team's sandboxes in one of `states`, and its paused ones inside a fork or snapshot of a running
+ * sandbox (they are back in a moment): what its quota counts. The operation's JSON is read here, not in
+ * SQL, so that the query is the same on both databases.
+ */
+export async function resourceHolders(db: Executor, teamId: string, states: readonly SandboxState[]): Promise<Array<{ id: string; memoryMB: number }>> {
+  const rows = await db
+    .selectFrom('sandboxes')
+    .select(['id', 'state', 'memory_mb', 'operation'])
+    .where('team_id', '=', teamId)
+    .where((eb) => eb.or([...(states.length > 0 ? [eb('state', 'in', states)] : []), eb.and([eb('state', '=', 'paused'), eb('operation', 'is not', null)])]))
+    .orderBy('id')
+    .execute();
+  const holds = (r: (typeof rows)[number]): boolean =>
+    (states as readonly string[]).includes(r.state) || (r.operation !== null && (JSON.parse(r.operation) as { parentWasRunning?: unknown }).parentWasRunning === true);
+  return rows.filter(holds).map((r) => ({ id: r.id, memoryMB: r.memory_mb }));
+}
 
-  /** Non-killed sandboxes that reference a snapshot. */
-  references(snapshotId: string): { pausedBy: string[]; sourceOf: string[] } {
-    const ids = (column: string): string[] =>
-      (this.#db.prepare(`SELECT id FROM sandboxes WHERE ${column} = ? AND state <> 'killed' ORDER BY id`).all(snapshotId) as Array<{ id: string }>).map((r) => r.id);
-    return { pausedBy: ids('paused_snapshot_id'), sourceOf: ids('source_snapshot_id') };
-  }
+/** The sandbox and its descendants (recursively, by `parent_id`), parents before children. */
+export async function subtree(db: Executor, rootId: string): Promise<SandboxRecord[]> {
+  const rows = await db
+    .withRecursive('sub(id, depth)', (qb) =>
+      qb
+        .selectFrom('sandboxes')
+        .select(['id', sql<number>`0`.as('depth')])
+        .where('id', '=', rootId)
+        .unionAll(qb.selectFrom('sandboxes as c').innerJoin('sub', 'sub.id', 'c.parent_id').select(['c.id', sql<number>`sub.depth + 1`.as('depth')])),
+    )
+    .selectFrom('sandboxes as s')
+    .innerJoin('sub', 'sub.id', 's.id')
+    .selectAll('s')
+    .orderBy('sub.depth')
+    .orderBy('s.id')
+    .execute();
+  return rows.map(fromRow);
+}
+
+/** Each given sandbox's root: the ancestor without a parent (itself when it has none). */
+export async function roots(db: Executor, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .withRecursive('up(id, cur, parent)', (qb) =>
+      qb
+        .selectFrom('sandboxes')
+        .select(['id', 'id as cur', 'parent_id as parent'])
+        .where('id', 'in', ids)
+        .unionAll(qb.selectFrom('up').innerJoin('sandboxes as p', 'p.id', 'up.parent').select(['up.id', 'p.id as cur', 'p.parent_id as parent'])),
+    )
+    .selectFrom('up')
+    .select(['id', 'cur as root'])
+    .where('parent', 'is', null)
+    .execute();
+  return new Map(rows.map((r) => [r.id, r.root]));
+}
+
+/** Non-killed sandboxes that reference a snapshot. */
+export async function references(db: Executor, snapshotId: string): Promise<{ pausedBy: string[]; sourceOf: string[] }> {
+  const ids = async (column: 'paused_snapshot_id' | 'source_snapshot_id'): Promise<string[]> =>
+    (await db.selectFrom('sandboxes').select('id').where(column, '=', snapshotId).where('state', '<>', 'killed').orderBy('id').execute()).map((r) => r.id);
+  return { pausedBy: await ids('paused_snapshot_id'), sourceOf: await ids('source_snapshot_id') };
 }
 
 function encodeCursor(lastId: string): string {

@@ -3,37 +3,16 @@
  */
 import { RamifyError, type AutoPause, type SnapshotNetworks } from '@ramify/contracts';
 import type { CanonicalEgressPolicy, SandboxIngress, SnapshotPatch, SnapshotRecord, TemplateRecord } from '@ramify/core';
-import { conflictOnConstraint, requireRootfs, type Db } from './db.js';
+import type { Selectable } from 'kysely';
+import { requireRootfs } from './db.js';
+import { conflictOnConstraint } from './errors.js';
+import type { Executor, SnapshotsTable, TemplatesTable } from './schema.js';
 
-interface SnapshotRow {
-  id: string;
-  team_id: string;
-  name: string | null;
-  kind: string;
-  status: string;
-  runtime: string;
-  template_id: string;
-  sandbox_id: string | null;
-  parent_snapshot_id: string | null;
-  size_bytes: number;
-  created_at: number;
-  cpu_count: number;
-  memory_mb: number;
-  disk_size_mb: number | null;
-  rootfs_dir: string;
-  /** JSON object of its sandbox's environment variables; NULL for template images and rows before migration 8. */
-  envs: string | null;
-  /** JSON `{ mode, rules }` of its sandbox's egress policy (migration 10); NULL for template images and orphaned old rows. */
-  egress: string | null;
-  /** JSON `{ ports, autoResume }` of its sandbox's ingress (migration 11); NULL when none is recorded. */
-  ingress: string | null;
-  /** JSON `{ idleMs }` of its sandbox's idle auto-pause (migration 13); NULL when off or not recorded. */
-  auto_pause: string | null;
-  /** JSON `[{ network, alias }]` of the private networks its sandbox was on (migration 17); NULL when not recorded. */
-  networks: string | null;
-  /** The host holding the image locally (migration 26); NULL until adopted. */
-  host_id: string | null;
-}
+/**
+ * JSON columns: `envs` (migration 8), `egress` (10), `ingress` (11), `auto_pause` (13), `networks` (18), `host_id` (26); NULL
+ * where nothing is recorded (template images, rows from before them).
+ */
+type SnapshotRow = Selectable<SnapshotsTable>;
 
 const snapshotFromRow = (r: SnapshotRow): SnapshotRecord => ({
   id: r.id,
@@ -71,105 +50,74 @@ const networksColumn = (networks: SnapshotRecord['networks']): string | null =>
 /** A record's egress policy as stored: JSON `{ mode, rules }` (nothing else of the object given), or NULL when none is recorded. */
 const egressColumn = (egress: SnapshotRecord['egress']): string | null => (egress === null ? null : JSON.stringify({ mode: egress.mode, rules: egress.rules }));
 
-export class SnapshotRows {
-  readonly #db: Db;
-  constructor(db: Db) {
-    this.#db = db;
+/** @throws RamifyError `CONFLICT` (id or name taken), `INTERNAL` (no root filesystem given). */
+export async function insertSnapshot(db: Executor, s: SnapshotRecord): Promise<void> {
+  requireRootfs(s.rootfsDir, `snapshot '${s.id}'`);
+  try {
+    await db
+      .insertInto('snapshots')
+      .values({
+        id: s.id, team_id: s.teamId, name: s.name, kind: s.kind, status: s.status, runtime: s.runtime, template_id: s.templateId, sandbox_id: s.sandboxId,
+        parent_snapshot_id: s.parentSnapshotId, size_bytes: s.sizeBytes, created_at: s.createdAt, cpu_count: s.cpuCount, memory_mb: s.memoryMB,
+        disk_size_mb: s.diskSizeMB, rootfs_dir: s.rootfsDir, envs: envsColumn(s.envs), egress: egressColumn(s.egress), ingress: ingressColumn(s.ingress),
+        auto_pause: autoPauseColumn(s.autoPause), networks: networksColumn(s.networks), host_id: s.hostId,
+      })
+      .execute();
+  } catch (err) {
+    conflictOnConstraint(err, s.name ? `a snapshot named '${s.name}' already exists` : `snapshot '${s.id}' already exists`);
   }
+}
 
-  /** @throws RamifyError `CONFLICT` (id or name taken), `INTERNAL` (no root filesystem given). */
-  insert(s: SnapshotRecord): void {
-    requireRootfs(s.rootfsDir, `snapshot '${s.id}'`);
+export async function getSnapshot(db: Executor, id: string): Promise<SnapshotRecord | null> {
+  const row = await db.selectFrom('snapshots').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? snapshotFromRow(row) : null;
+}
+
+export async function snapshotByName(db: Executor, name: string, teamId: string): Promise<SnapshotRecord | null> {
+  const row = await db.selectFrom('snapshots').selectAll().where('team_id', '=', teamId).where('name', '=', name).executeTakeFirst();
+  return row ? snapshotFromRow(row) : null;
+}
+
+/** @throws RamifyError `SNAPSHOT_NOT_FOUND`, `CONFLICT` (the new name is taken). */
+export async function updateSnapshot(db: Executor, id: string, patch: SnapshotPatch): Promise<SnapshotRecord> {
+  const set: Partial<SnapshotRow> = {};
+  if (patch.name !== undefined) set.name = patch.name;
+  if (patch.kind !== undefined) set.kind = patch.kind;
+  if (patch.status !== undefined) set.status = patch.status;
+  if (patch.sizeBytes !== undefined) set.size_bytes = patch.sizeBytes;
+  if (patch.envs !== undefined) set.envs = envsColumn(patch.envs);
+  if (patch.egress !== undefined) set.egress = egressColumn(patch.egress);
+  if (patch.ingress !== undefined) set.ingress = ingressColumn(patch.ingress);
+  if (patch.autoPause !== undefined) set.auto_pause = autoPauseColumn(patch.autoPause);
+  if (patch.networks !== undefined) set.networks = networksColumn(patch.networks);
+  if (Object.keys(set).length > 0) {
+    let changed: bigint;
     try {
-      this.#db
-        .prepare(
-          `INSERT INTO snapshots (id, team_id, name, kind, status, runtime, template_id, sandbox_id, parent_snapshot_id, size_bytes, created_at, cpu_count, memory_mb, disk_size_mb, rootfs_dir,
-             envs, egress, ingress, auto_pause, networks, host_id)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(
-          s.id, s.teamId, s.name, s.kind, s.status, s.runtime, s.templateId, s.sandboxId, s.parentSnapshotId, s.sizeBytes, s.createdAt, s.cpuCount, s.memoryMB, s.diskSizeMB, s.rootfsDir,
-          envsColumn(s.envs), egressColumn(s.egress), ingressColumn(s.ingress), autoPauseColumn(s.autoPause), networksColumn(s.networks), s.hostId,
-        );
+      changed = (await db.updateTable('snapshots').set(set).where('id', '=', id).executeTakeFirst()).numUpdatedRows;
     } catch (err) {
-      conflictOnConstraint(err, s.name ? `a snapshot named '${s.name}' already exists` : `snapshot '${s.id}' already exists`);
+      conflictOnConstraint(err, `a snapshot named '${patch.name}' already exists`);
     }
+    if (changed === 0n) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${id}' not found`, { id });
   }
-
-  get(id: string): SnapshotRecord | null {
-    const row = this.#db.prepare('SELECT * FROM snapshots WHERE id = ?').get(id) as SnapshotRow | undefined;
-    return row ? snapshotFromRow(row) : null;
-  }
-
-  byName(name: string, teamId: string): SnapshotRecord | null {
-    const row = this.#db.prepare('SELECT * FROM snapshots WHERE team_id = ? AND name = ?').get(teamId, name) as SnapshotRow | undefined;
-    return row ? snapshotFromRow(row) : null;
-  }
-
-  update(id: string, patch: SnapshotPatch): SnapshotRecord {
-    const columns: Record<string, string> = {
-      name: 'name', kind: 'kind', status: 'status', sizeBytes: 'size_bytes', envs: 'envs', egress: 'egress', ingress: 'ingress', autoPause: 'auto_pause', networks: 'networks',
-    };
-    const fields = Object.keys(patch).filter((f) => f in columns && patch[f as keyof typeof patch] !== undefined);
-    const jsonColumns: Record<string, () => string | null> = {
-      envs: () => envsColumn(patch.envs ?? null),
-      egress: () => egressColumn(patch.egress ?? null),
-      ingress: () => ingressColumn(patch.ingress ?? null),
-      autoPause: () => autoPauseColumn(patch.autoPause ?? null),
-      networks: () => networksColumn(patch.networks ?? null),
-    };
-    const value = (f: string): unknown => (jsonColumns[f] ? jsonColumns[f]() : patch[f as keyof typeof patch]);
-    if (fields.length > 0) {
-      try {
-        const result = this.#db
-          .prepare(`UPDATE snapshots SET ${fields.map((f) => `${columns[f]} = ?`).join(', ')} WHERE id = ?`)
-          .run(...fields.map(value), id);
-        if (result.changes === 0) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${id}' not found`, { id });
-      } catch (err) {
-        conflictOnConstraint(err, `a snapshot named '${patch.name}' already exists`);
-      }
-    }
-    const updated = this.get(id);
-    if (!updated) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${id}' not found`, { id });
-    return updated;
-  }
-
-  list(filter: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] } = {}): SnapshotRecord[] {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filter.sandboxId !== undefined) {
-      where.push('sandbox_id = ?');
-      params.push(filter.sandboxId);
-    }
-    if (filter.kinds && filter.kinds.length > 0) {
-      where.push(`kind IN (${filter.kinds.map(() => '?').join(', ')})`);
-      params.push(...filter.kinds);
-    }
-    const sql = `SELECT * FROM snapshots ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC`;
-    return (this.#db.prepare(sql).all(...params) as SnapshotRow[]).map(snapshotFromRow);
-  }
-
-  delete(id: string): void {
-    this.#db.prepare('DELETE FROM snapshots WHERE id = ?').run(id);
-  }
+  const updated = await getSnapshot(db, id);
+  if (!updated) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${id}' not found`, { id });
+  return updated;
 }
 
-interface TemplateRow {
-  id: string;
-  team_id: string;
-  name: string;
-  runtime: string;
-  spec_hash: string;
-  snapshot_id: string;
-  parent: string | null;
-  size_bytes: number;
-  rootfs_dir: string;
-  created_at: number;
-  /** JSON array of `{ runtime, snapshotId }` (migration 5). */
-  images: string;
-  /** JSON object of environment variables (migration 7; `{}` for templates built before it). */
-  envs: string;
+/** Newest first. */
+export async function listSnapshots(db: Executor, filter: { sandboxId?: string; kinds?: SnapshotRecord['kind'][] } = {}): Promise<SnapshotRecord[]> {
+  let q = db.selectFrom('snapshots').selectAll();
+  if (filter.sandboxId !== undefined) q = q.where('sandbox_id', '=', filter.sandboxId);
+  if (filter.kinds && filter.kinds.length > 0) q = q.where('kind', 'in', filter.kinds);
+  return (await q.orderBy('created_at', 'desc').orderBy('id', 'desc').execute()).map(snapshotFromRow);
 }
+
+export async function deleteSnapshot(db: Executor, id: string): Promise<void> {
+  await db.deleteFrom('snapshots').where('id', '=', id).execute();
+}
+
+/** `images`: JSON `[{ runtime, snapshotId }]` (migration 5); `envs`: JSON object (migration 7; `{}` before it). */
+type TemplateRow = Selectable<TemplatesTable>;
 
 /** A record's images, the default one (`runtime`/`snapshotId`) first and present exactly once. */
 function templateImages(t: TemplateRecord): TemplateRecord['images'] {
@@ -192,54 +140,50 @@ const templateFromRow = (r: TemplateRow): TemplateRecord => ({
   envs: JSON.parse(r.envs) as TemplateRecord['envs'],
 });
 
-export class TemplateRows {
-  readonly #db: Db;
-  constructor(db: Db) {
-    this.#db = db;
+/** Insert or replace by id. @throws RamifyError `CONFLICT` when another template of the team has the name. */
+export async function putTemplate(db: Executor, t: TemplateRecord): Promise<void> {
+  const row = {
+    id: t.id, team_id: t.teamId, name: t.name, runtime: t.runtime, spec_hash: t.specHash, snapshot_id: t.snapshotId, parent: t.parent, size_bytes: t.sizeBytes,
+    rootfs_dir: t.rootfsDir, created_at: t.createdAt, images: JSON.stringify(templateImages(t)), envs: JSON.stringify(t.envs),
+  };
+  const { id: _id, team_id: _team, ...replaced } = row;
+  try {
+    await db.insertInto('templates').values(row).onConflict((oc) => oc.column('id').doUpdateSet(replaced)).execute();
+  } catch (err) {
+    conflictOnConstraint(err, `a template named '${t.name}' already exists`);
   }
+}
 
-  put(t: TemplateRecord): void {
-    try {
-      this.#db
-        .prepare(
-          `INSERT INTO templates (id, team_id, name, runtime, spec_hash, snapshot_id, parent, size_bytes, rootfs_dir, created_at, images, envs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT(id) DO UPDATE SET name = excluded.name, runtime = excluded.runtime, spec_hash = excluded.spec_hash, snapshot_id = excluded.snapshot_id,
-             parent = excluded.parent, size_bytes = excluded.size_bytes, rootfs_dir = excluded.rootfs_dir, created_at = excluded.created_at, images = excluded.images,
-             envs = excluded.envs`,
-        )
-        .run(t.id, t.teamId, t.name, t.runtime, t.specHash, t.snapshotId, t.parent, t.sizeBytes, t.rootfsDir, t.createdAt, JSON.stringify(templateImages(t)), JSON.stringify(t.envs));
-    } catch (err) {
-      conflictOnConstraint(err, `a template named '${t.name}' already exists`);
-    }
-  }
+export async function getTemplate(db: Executor, id: string): Promise<TemplateRecord | null> {
+  const row = await db.selectFrom('templates').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? templateFromRow(row) : null;
+}
 
-  get(id: string): TemplateRecord | null {
-    const row = this.#db.prepare('SELECT * FROM templates WHERE id = ?').get(id) as TemplateRow | undefined;
-    return row ? templateFromRow(row) : null;
-  }
+export async function templateByName(db: Executor, name: string, teamId: string): Promise<TemplateRecord | null> {
+  const row = await db.selectFrom('templates').selectAll().where('team_id', '=', teamId).where('name', '=', name).executeTakeFirst();
+  return row ? templateFromRow(row) : null;
+}
 
-  byName(name: string, teamId: string): TemplateRecord | null {
-    const row = this.#db.prepare('SELECT * FROM templates WHERE team_id = ? AND name = ?').get(teamId, name) as TemplateRow | undefined;
-    return row ? templateFromRow(row) : null;
-  }
+export async function listTemplates(db: Executor): Promise<TemplateRecord[]> {
+  return (await db.selectFrom('templates').selectAll().orderBy('name').orderBy('team_id').execute()).map(templateFromRow);
+}
 
-  list(): TemplateRecord[] {
-    return (this.#db.prepare('SELECT * FROM templates ORDER BY name, team_id').all() as TemplateRow[]).map(templateFromRow);
-  }
+export async function deleteTemplate(db: Executor, id: string): Promise<void> {
+  await db.deleteFrom('templates').where('id', '=', id).execute();
+}
 
-  delete(id: string): void {
-    this.#db.prepare('DELETE FROM templates WHERE id = ?').run(id);
-  }
-
-  /** Ids of templates built on a snapshot (as their default image or any runtime's image). */
-  usingSnapshot(snapshotId: string): string[] {
-    const rows = this.#db
-      .prepare(
-        `SELECT id FROM templates WHERE snapshot_id = ?
-           OR EXISTS (SELECT 1 FROM json_each(templates.images) WHERE json_extract(json_each.value, '$.snapshotId') = ?)
-         ORDER BY id`,
-      )
-      .all(snapshotId, snapshotId) as Array<{ id: string }>;
-    return rows.map((r) => r.id);
-  }
+/**
+ * Ids of templates built on a snapshot (as their default image or any runtime's image). The images JSON
+ * is matched roughly in SQL (LIKE, the same on both databases) and exactly here.
+ */
+export async function templatesUsingSnapshot(db: Executor, snapshotId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('templates')
+    .select(['id', 'snapshot_id', 'images'])
+    .where((eb) => eb.or([eb('snapshot_id', '=', snapshotId), eb('images', 'like', `%${JSON.stringify(snapshotId)}%`)]))
+    .orderBy('id')
+    .execute();
+  const uses = (r: (typeof rows)[number]): boolean =>
+    r.snapshot_id === snapshotId || (JSON.parse(r.images) as TemplateRecord['images']).some((i) => i.snapshotId === snapshotId);
+  return rows.filter(uses).map((r) => r.id);
 }

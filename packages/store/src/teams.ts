@@ -3,15 +3,11 @@
  */
 import { RamifyError } from '@ramify/contracts';
 import type { TeamRecord } from '@ramify/core';
-import { conflictOnConstraint, type Db } from './db.js';
+import type { Selectable } from 'kysely';
+import { conflictOnConstraint } from './errors.js';
+import type { Executor, TeamsTable } from './schema.js';
 
-interface TeamRow {
-  id: string;
-  created_at: number;
-  max_running: number | null;
-  max_memory_mb: number | null;
-  max_forks_per_call: number | null;
-}
+type TeamRow = Selectable<TeamsTable>;
 
 const teamFromRow = (r: TeamRow): TeamRecord => ({
   id: r.id,
@@ -19,35 +15,35 @@ const teamFromRow = (r: TeamRow): TeamRecord => ({
   quota: { maxRunning: r.max_running, maxMemoryMB: r.max_memory_mb, maxForksPerCall: r.max_forks_per_call },
 });
 
-export class TeamRows {
-  readonly #db: Db;
-  constructor(db: Db) {
-    this.#db = db;
+/** @throws RamifyError `CONFLICT` (id taken, or refused by the table's checks). */
+export async function insertTeam(db: Executor, t: TeamRecord): Promise<void> {
+  try {
+    await db
+      .insertInto('teams')
+      .values({ id: t.id, created_at: t.createdAt, max_running: t.quota.maxRunning, max_memory_mb: t.quota.maxMemoryMB, max_forks_per_call: t.quota.maxForksPerCall })
+      .execute();
+  } catch (err) {
+    conflictOnConstraint(err, `team '${t.id}' already exists`);
   }
-  /** @throws RamifyError `CONFLICT` (id taken, or refused by the table's checks). */
-  insert(t: TeamRecord): void {
-    try {
-      this.#db
-        .prepare('INSERT INTO teams (id, created_at, max_running, max_memory_mb, max_forks_per_call) VALUES (?, ?, ?, ?, ?)')
-        .run(t.id, t.createdAt, t.quota.maxRunning, t.quota.maxMemoryMB, t.quota.maxForksPerCall);
-    } catch (err) {
-      conflictOnConstraint(err, `team '${t.id}' already exists`);
-    }
-  }
-  get(id: string): TeamRecord | null {
-    const row = this.#db.prepare('SELECT * FROM teams WHERE id = ?').get(id) as TeamRow | undefined;
-    return row ? teamFromRow(row) : null;
-  }
-  list(): TeamRecord[] {
-    return (this.#db.prepare('SELECT * FROM teams ORDER BY id').all() as TeamRow[]).map(teamFromRow);
-  }
-  /** @throws RamifyError `TEAM_NOT_FOUND`. */
-  setQuota(id: string, quota: TeamRecord['quota']): TeamRecord {
-    const result = this.#db
-      .prepare('UPDATE teams SET max_running = ?, max_memory_mb = ?, max_forks_per_call = ? WHERE id = ?')
-      .run(quota.maxRunning, quota.maxMemoryMB, quota.maxForksPerCall, id);
-    const updated = result.changes === 0 ? null : this.get(id);
-    if (!updated) throw new RamifyError('TEAM_NOT_FOUND', `team '${id}' not found`, { id });
-    return updated;
-  }
+}
+
+export async function getTeam(db: Executor, id: string): Promise<TeamRecord | null> {
+  const row = await db.selectFrom('teams').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? teamFromRow(row) : null;
+}
+
+export async function listTeams(db: Executor): Promise<TeamRecord[]> {
+  return (await db.selectFrom('teams').selectAll().orderBy('id').execute()).map(teamFromRow);
+}
+
+/** @throws RamifyError `TEAM_NOT_FOUND`. */
+export async function setTeamQuota(db: Executor, id: string, quota: TeamRecord['quota']): Promise<TeamRecord> {
+  const result = await db
+    .updateTable('teams')
+    .set({ max_running: quota.maxRunning, max_memory_mb: quota.maxMemoryMB, max_forks_per_call: quota.maxForksPerCall })
+    .where('id', '=', id)
+    .executeTakeFirst();
+  const updated = result.numUpdatedRows === 0n ? null : await getTeam(db, id);
+  if (!updated) throw new RamifyError('TEAM_NOT_FOUND', `team '${id}' not found`, { id });
+  return updated;
 }

@@ -15,10 +15,10 @@ interface DaemonModule {
     ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
     ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
     snapshotStorage?: { s3Endpoint?: string; s3Bucket?: string; s3Region?: string; s3Prefix?: string; s3PathStyle?: boolean; snapshotCacheBytes?: number };
-    metricsListen?: { host: string; port: number }; otlpEndpoint?: string; coreOptions?: { eventRetentionMs?: number; usageSampleMs?: number };
+    metricsListen?: { host: string; port: number }; otlpEndpoint?: string; coreOptions?: { eventRetentionMs?: number; usageSampleMs?: number }; databaseUrl?: string;
   }): Promise<{
     metricsAddress: string | null; otlpUrl: string | null;
-    url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; ingress: { address: string; url: string } | null;
+    url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; database: string; ingress: { address: string; url: string } | null;
     ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(): Promise<void>;
     core: { pool: { stats(): { mode: string; budgetMB: number } } };
   }>;
@@ -58,6 +58,8 @@ interface ServeFlags {
   ingressTlsKey?: string;
   /** `--ssh-listen ADDR:PORT` or `off`. */
   sshListen?: string;
+  /** `--database-url`: Postgres for state (else $RAMIFY_DATABASE_URL, else SQLite in the data directory). */
+  databaseUrl?: string;
   s3Endpoint?: string;
   s3Bucket?: string;
   s3Region?: string;
@@ -166,6 +168,7 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--warm-pool <spec>', "idle sandboxes kept restored so that a create claims one (tens of ms) instead of restoring: 'auto' (default: one per template created from in the last hour), 'off', or sizes per template 'base=2,python-tests=1' (':microvm' after a name for that runtime)", warmPoolSpec)
     .option('--warm-pool-budget <MB>', 'most memoryMB the warm pool\'s idle sandboxes may add up to (default 1/16 of the host\'s memory, 512 to 4096)', intIn(0, 1 << 20))
     .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory`)
+    .option('--database-url <url>', 'keep state in Postgres, e.g. postgres://ramify:secret@db.internal:5432/ramify (default $RAMIFY_DATABASE_URL; none: SQLite in the data directory). Several daemons may share one database; it is migrated at start')
     .option('--s3-bucket <bucket>', 'keep snapshots in this S3-compatible bucket, the local disk as a cache (default $RAMIFY_S3_BUCKET; none: local disk only). Credentials: $RAMIFY_S3_ACCESS_KEY_ID and $RAMIFY_S3_SECRET_ACCESS_KEY, else the AWS SDK\'s default chain')
     .option('--s3-endpoint <url>', 'S3-compatible endpoint, e.g. http://127.0.0.1:9000 for MinIO or https://<account>.r2.cloudflarestorage.com (default $RAMIFY_S3_ENDPOINT, else AWS)')
     .option('--s3-region <region>', 'bucket region (default $RAMIFY_S3_REGION, else $AWS_REGION, else us-east-1; R2: auto)')
@@ -196,6 +199,7 @@ export function registerServe(program: Command, env: CliEnv): void {
         host: opts.host, port: opts.port, dataDir: opts.dataDir, ...(opts.hostId ? { hostId: opts.hostId } : {}), logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
         ...(opts.networkPrefix ? { network: { prefix: opts.networkPrefix } } : {}),
         warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget, snapshotStorage: snapshotStorageFlags(opts),
+        ...(opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : {}),
         ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}),
         coreOptions: {
           ...(opts.eventsRetention !== undefined ? { eventRetentionMs: opts.eventsRetention } : {}),
@@ -203,6 +207,7 @@ export function registerServe(program: Command, env: CliEnv): void {
         },
       });
       ctx.note(`ramify: serving ${server.url} (data ${server.dataDir}); Ctrl-C stops the daemon (sandboxes keep running)`);
+      ctx.note(`ramify: state in ${server.database}`);
       ctx.note(`ramify: snapshots in ${server.snapshotStorage}`);
       if (server.ingress) ctx.note(`ramify: port URLs ${server.ingress.url} (listening on ${server.ingress.address})`);
       if (server.ssh) ctx.note(`ramify: ssh -p ${server.ssh.port} <sandboxId>@${server.ssh.host} (listening on ${server.ssh.address}; host key ${server.ssh.fingerprint})`);
@@ -265,7 +270,9 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.otlpEndpoint) args.push('--otlp-endpoint', opts.otlpEndpoint);
   if (opts.eventsRetention !== undefined) args.push('--events-retention', `${opts.eventsRetention}ms`);
   if (opts.usageSample !== undefined) args.push('--usage-sample', opts.usageSample === 0 ? 'off' : `${opts.usageSample}ms`);
-  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log] });
+  // The database URL may carry a password: it goes in the child's environment, not its argv (ps shows argv).
+  const env = opts.databaseUrl ? { ...process.env, RAMIFY_DATABASE_URL: opts.databaseUrl } : process.env;
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env });
   child.unref();
   closeSync(log);
   let exited = false;

@@ -1,8 +1,8 @@
 /**
  * The Store port: durable state of the control plane (teams, sandboxes, snapshots, templates, API keys, the audit
- * log, network slot allocation, egress policies and egress logs). `@ramify/store` implements it on SQLite; a Postgres implementation
- * serves several API hosts later. Every call is async (Postgres) but cheap (one indexed statement or one
- * short transaction). Times are ms since the epoch.
+ * log, network slot allocation, egress policies and egress logs). `@ramify/store` implements it once for SQLite
+ * (the single-machine default) and Postgres (shared by several processes): docs/design/STORE.md. Every call
+ * is async but cheap (one indexed statement or one short transaction). Times are ms since the epoch.
  *
  * Crash safety: core writes a sandbox's {@link SandboxRecord.operation} BEFORE the runtime acts and clears
  * it in the same write that records the outcome, so after a crash `reconcile` finds every half-done
