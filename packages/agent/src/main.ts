@@ -1,13 +1,15 @@
 /**
  * The in-sandbox entry point (bundled to `dist/agent.mjs`):
- *   node agent.mjs serve  [--socket PATH] [--virtio-port DEVICE] [--virtio-poll-ms N] [--virtio-stall-ms N] [--ring-bytes N] [--oom-killer agent|kernel]
+ *   node agent.mjs serve  [--socket PATH] [--tcp-port N] [--virtio-port DEVICE] [--virtio-poll-ms N] [--virtio-stall-ms N] [--ring-bytes N] [--oom-killer agent|kernel]
  *   node agent.mjs bridge [--socket PATH] [--connect-timeout-ms N]
  * `serve` runs the agent (under tini as PID 1 in the sandbox). It listens on the unix socket `--socket`
  * (default /run/ramify/agent.sock) and/or serves the virtio-serial port `--virtio-port` (microVMs, e.g.
  * /dev/virtio-ports/org.ramify.agent0): with `--virtio-port` alone there is no socket; give both to
  * serve both over one process table. On the port every host connection opens with the hello/ack
  * handshake (`protocol/virtio-handshake.ts`, host side `openVirtioChannel`); while no host is connected
- * the agent looks for one every `--virtio-poll-ms` (default 50); a frame that stops arriving midway for
+ * the agent looks for one every `--virtio-poll-ms` (default 50); `--tcp-port` also listens on that TCP port
+ * (gVisor: the host dials it through the sandbox's slot address; a connection there must open with the
+ * channel hello and the key a host gave through the socket, `server/channel-key.ts`); a frame that stops arriving midway for
  * `--virtio-stall-ms` (default 5000) is dropped. `--oom-killer` says who stops a process that exhausts
  * the sandbox's memory: `agent` (gVisor, which has no OOM killer: the agent's guard kills) or `kernel`
  * (microVMs: the guest kernel kills; the agent keeps itself out of its choice and reports each kill).
@@ -17,9 +19,10 @@ import { runBridge } from './server/bridge.js';
 
 export const DEFAULT_SOCKET_PATH = '/run/ramify/agent.sock';
 
-const USAGE = `usage: agent.mjs serve  [--socket PATH] [--virtio-port DEVICE] [--virtio-poll-ms N] [--virtio-stall-ms N] [--ring-bytes N] [--oom-killer agent|kernel]
+const USAGE = `usage: agent.mjs serve  [--socket PATH] [--tcp-port N] [--virtio-port DEVICE] [--virtio-poll-ms N] [--virtio-stall-ms N] [--ring-bytes N] [--oom-killer agent|kernel]
        agent.mjs bridge [--socket PATH] [--connect-timeout-ms N]
-serve listens on --socket (default ${DEFAULT_SOCKET_PATH}) unless only --virtio-port is given; give both to serve both.
+serve listens on --socket (default ${DEFAULT_SOCKET_PATH}) unless only --virtio-port is given; give both to serve both;
+--tcp-port adds a TCP port whose connections must open with the channel hello.
 `;
 
 function flag(args: string[], name: string): string | undefined {
@@ -63,10 +66,13 @@ async function main(argv: string[]): Promise<void> {
       socketPath,
       virtioPort: virtioPath ? { path: virtioPath, pollMs: numberFlag(args, '--virtio-poll-ms'), stallMs: numberFlag(args, '--virtio-stall-ms') } : undefined,
       ringBytes: numberFlag(args, '--ring-bytes'),
+      tcpPort: numberFlag(args, '--tcp-port'),
       oomKiller,
     });
     if (virtioPath) process.stderr.write(`ramify-agent: serving virtio port ${virtioPath} (pid ${process.pid})\n`);
     if (socketPath) process.stderr.write(`ramify-agent: listening on ${socketPath} (pid ${process.pid})\n`);
+    const tcpPort = numberFlag(args, '--tcp-port');
+    if (tcpPort !== undefined) process.stderr.write(`ramify-agent: listening on TCP port ${tcpPort}\n`);
     return;
   }
   process.stderr.write(USAGE);

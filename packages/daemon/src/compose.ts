@@ -42,6 +42,7 @@ import {
   type HostEgressOptions,
 } from '@ramify/network';
 import { GvisorRuntime } from '@ramify/runtime-gvisor';
+import { openAgentDialing } from './agent-channel.js';
 import { resolveMaxOutputBytes } from './config.js';
 import { resolveHostId } from './host-id.js';
 import { openRuntimes, type GvisorOptions, type MicrovmOptions } from './runtimes.js';
@@ -163,6 +164,12 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
       : undefined;
   // WIRING: network (namespaces + slots; the host table is the enforcer's when egress is enforced).
   const network = overrides.network ?? new NamespaceNetwork({ prefix, ...(hostEgress ? { hostFirewall: hostEgress.enforcer } : {}) });
+  // WIRING: the gVisor agent channel over TCP into each sandbox's netstack (firewall table + dialer) on the
+  // namespace network's slots; without it, agents are reached through `runsc exec`.
+  const agentDialing =
+    !overrides.runtimes && network instanceof NamespaceNetwork && (options.runtimes ?? ['gvisor']).includes('gvisor')
+      ? await openAgentDialing(prefix, network.layout, logger)
+      : null;
   // WIRING: agent connector (host side of the agent protocol).
   const connect: ConnectAgent = overrides.connectAgent ?? ((channel, opts) => connectAgent(channel, { pingTimeoutMs: opts?.pingTimeoutMs }));
   // WIRING: runtimes (gVisor and the QEMU microVM; a new runtime is opened in runtimes.ts).
@@ -171,7 +178,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
     : await openRuntimes({
         dataDir, cacheDir: options.cacheDir, logger, nameservers: hostEgress ? [DNS_SERVICE_ADDRESS] : null,
         ...(options.runtimes ? { names: options.runtimes } : {}),
-        ...(options.gvisor ? { gvisor: options.gvisor } : {}),
+        gvisor: { ...options.gvisor, ...(agentDialing ? { dialAgent: agentDialing.dial } : {}) },
         ...(options.microvm ? { microvm: options.microvm } : {}),
       });
   const { runtimes } = opened;
@@ -199,6 +206,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
     tracing,
     close: async () => {
       await core.sessions.closeAll();
+      agentDialing?.close();
       // Let background `runsc delete`s of old incarnations finish.
       for (const runtime of runtimes) if (runtime instanceof GvisorRuntime) await runtime.settle();
       if (network instanceof NamespaceNetwork) await network.settle();

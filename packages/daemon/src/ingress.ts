@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { DEFAULT_INGRESS_DOMAIN, RamifyError, type IngressEndpoint } from '@ramify/contracts';
 import { ingressTarget, sandboxListeners, tokenVerifier, wakeForIngress, type Core } from '@ramify/core';
-import { DEFAULT_INGRESS_UID, IngressThread, installIngressFirewall, watchIngressFirewall, NamespaceNetwork, layoutForPrefix, slotAddresses, slotRange, type IngressBackend } from '@ramify/network';
+import { DEFAULT_AGENT_DIALER_UID, DEFAULT_INGRESS_UID, IngressThread, installIngressFirewall, watchIngressFirewall, NamespaceNetwork, layoutForPrefix, slotAddresses, slotRange, type IngressBackend } from '@ramify/network';
 import { IngressRouteFeed } from './ingress-routes.js';
 
 /** `ramify serve --ingress-*`. */
@@ -46,7 +46,8 @@ export interface RunningIngress {
 export async function startIngress(core: Core, options: IngressOptions, network: { prefix: string }): Promise<RunningIngress> {
   const layout = core.network instanceof NamespaceNetwork ? core.network.layout : layoutForPrefix(network.prefix);
   const dialerUid = options.uid ?? DEFAULT_INGRESS_UID;
-  const firewall = { prefix: network.prefix, slotRange: slotRange(layout), dialerUid };
+  // The agent channel's dialer passes here; its own table keeps it to the agent port (agent-channel.ts).
+  const firewall = { prefix: network.prefix, slotRange: slotRange(layout), dialerUid, agentDialerUid: DEFAULT_AGENT_DIALER_UID };
   let stopWatch = (): void => undefined;
   if ((options.firewall ?? 'install') === 'install') {
     await installIngressFirewall(firewall);

@@ -125,7 +125,8 @@ describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 
     const { json } = await call('POST', '/v1/sandboxes', { egress: ['allowed.test'], timeoutMs: 600_000 });
     const id = json.id as string;
     assert.equal((await sh(id, "bash -c 'exec 3<>/dev/tcp/192.0.2.10/80; exec 3>&-; echo closed'")).trim(), 'closed');
-    assert.equal((await sh(id, 'cat /proc/net/tcp | wc -l')).trim(), '1', '/proc/net/tcp lists no connection (header only)');
+    // Less the agent's own port (49982 = C33E): its listener and the host's channel.
+    assert.equal((await sh(id, "grep -v ':C33E ' /proc/net/tcp | wc -l")).trim(), '1', '/proc/net/tcp lists no connection (header only)');
     const paused = await call('POST', `/v1/sandboxes/${id}/pause`);
     assert.equal(paused.status, 200, JSON.stringify(paused.json));
     assert.equal((await call('POST', `/v1/sandboxes/${id}/resume`)).json.state, 'running');

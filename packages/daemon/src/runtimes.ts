@@ -11,7 +11,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RuntimeName } from '@ramify/contracts';
 import type { Logger, Runtime } from '@ramify/core';
-import { GvisorRuntime, type RunscPlatform } from '@ramify/runtime-gvisor';
+import { GvisorRuntime, type AgentDialer, type RunscPlatform } from '@ramify/runtime-gvisor';
 import { MicrovmRuntime, detectAcceleration, prepareGuestKernel, qemuVersion } from '@ramify/runtime-microvm';
 
 export interface GvisorOptions {
@@ -21,6 +21,8 @@ export interface GvisorOptions {
   platform?: RunscPlatform;
   /** Parent cgroup of every sandbox; null disables limits. Default `/ramify`. */
   cgroupParent?: string | null;
+  /** The agent channel's dialer (agent-channel.ts); absent: agents are reached through `runsc exec`. */
+  dialAgent?: AgentDialer;
 }
 
 export interface MicrovmOptions {
@@ -84,6 +86,10 @@ async function openGvisor(options: RuntimeOptions, resolvConfPath: string): Prom
     ...(gvisor.runscPath !== undefined ? { runscPath: gvisor.runscPath } : {}),
     ...(gvisor.platform !== undefined ? { platform: gvisor.platform } : {}),
     ...(gvisor.cgroupParent !== undefined ? { cgroupParent: gvisor.cgroupParent } : {}),
+    ...(gvisor.dialAgent ? { dialAgent: gvisor.dialAgent } : {}),
+    // At boot the agent has no key yet (expected); any other fallback is worth a look.
+    onAgentChannelFallback: (sandboxId, reason) =>
+      (reason === 'the agent holds no key yet' ? options.logger.debug : options.logger.warn).call(options.logger, 'agent channel: over runsc exec instead of TCP', { sandboxId, reason }),
   });
   options.logger.info('runtime ready', { runtime: runtime.name, version: runtime.version });
   return runtime;

@@ -4,3 +4,4 @@ export { run, runChecked, type RunResult } from './exec.js';
 export * from './egress/index.js';
 export * from './ingress/index.js';
 export * from './private/index.js';
+export * from './agent-channel/index.js';

@@ -19,6 +19,7 @@ import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { RamifyError } from '@ramify/contracts';
 import type { NetworkAttachment, SandboxNetwork, SlotTraffic } from '@ramify/core';
 import { removeRouteGuard } from './egress/nft/route-guard.js';
+import { removeAgentFirewall } from './agent-channel/firewall.js';
 import { removeIngressFirewall } from './ingress/firewall.js';
 import { run, runChecked } from './exec.js';
 import { layoutForPrefix, slotAddresses, slotRange, type SlotLayout } from './slots.js';
@@ -325,7 +326,7 @@ export class NamespaceNetwork implements SandboxNetwork {
   }
 
   /**
-   * Remove every namespace, the host tables (`ip`, `inet` and the ingress's) and the egress route guard made with this prefix
+   * Remove every namespace, the host tables (`ip`, `inet`, the ingress's and the agent channel's) and the egress route guard made with this prefix
    * (tests, `ramify serve --reset-network`).
    */
   async destroyAll(): Promise<void> {
@@ -337,6 +338,7 @@ export class NamespaceNetwork implements SandboxNetwork {
     }
     await run(['nft', 'delete', 'table', 'ip', this.prefix]);
     await removeIngressFirewall(this.prefix);
+    await removeAgentFirewall(this.prefix);
     // The egress enforcer's table (made by `hostFirewall`, or by an earlier daemon with enforcement).
     if (this.hostFirewall) await this.hostFirewall.uninstall();
     else {

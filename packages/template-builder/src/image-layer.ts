@@ -11,7 +11,7 @@ import { RamifyError, type AgentExit, type AgentSession } from '@ramify/contract
 import type { ConnectAgent, Runtime, SandboxNetwork, SandboxResources, SnapshotManifest, SnapshotStorage } from '@ramify/core';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AGENT_SERVE_VIRTIO_ARGV } from '@ramify/agent';
+import { AGENT_SERVE_VIRTIO_ARGV, AGENT_TCP_PORT } from '@ramify/agent';
 import { AGENT_GUEST_PATH, AGENT_RUN_DIR } from './files-layer.js';
 import { LineSplitter, LineTail } from './lines.js';
 
@@ -25,12 +25,14 @@ export const TEMPLATE_INIT_ARGV: readonly string[] = ['/usr/bin/tini', '-s', '--
 export const TEMPLATE_INIT_ARGV_VIRTIO: readonly string[] = ['/usr/bin/tini', '-s', '--', '/usr/bin/node', ...AGENT_SERVE_VIRTIO_ARGV.slice(1)];
 
 /**
- * The init argv for `runtime`: by how its host reaches the agent, and telling the agent who stops a
- * process that exhausts the sandbox's memory (`--oom-killer`, see `RuntimeCapabilities.oomKiller`).
+ * The init argv for `runtime`: by how its host reaches the agent (`netstack-tcp`: also on
+ * `AGENT_TCP_PORT`), and telling the agent who stops a process that exhausts the sandbox's memory
+ * (`--oom-killer`, see `RuntimeCapabilities.oomKiller`).
  */
 export function templateInitArgv(runtime: Pick<Runtime, 'capabilities'>): string[] {
-  const base = runtime.capabilities.agentChannel === 'virtio-serial' ? TEMPLATE_INIT_ARGV_VIRTIO : TEMPLATE_INIT_ARGV;
-  return [...base, '--oom-killer', runtime.capabilities.oomKiller];
+  const { agentChannel, oomKiller } = runtime.capabilities;
+  const base = agentChannel === 'virtio-serial' ? TEMPLATE_INIT_ARGV_VIRTIO : TEMPLATE_INIT_ARGV;
+  return [...base, ...(agentChannel === 'netstack-tcp' ? ['--tcp-port', String(AGENT_TCP_PORT)] : []), '--oom-killer', oomKiller];
 }
 
 /** Leases a network slot for the build sandbox (the daemon's Store implements this). */

@@ -1,9 +1,10 @@
 /**
  * The agent's server: serves any number of successive or concurrent connections over one shared process
- * table, on a unix socket (gVisor: the host reaches it through a `bridge` run with `runsc exec`), on a
- * virtio-serial port (microVM: the host connects to QEMU's chardev socket; see `virtio-port.ts`), or on
- * both at once. Connections come and go (the host drops them before every checkpoint and reconnects after
- * restore); processes, output rings and files outlive them.
+ * table, on a unix socket (gVisor: the host's `runsc exec` bridge reaches it), on a TCP port in the
+ * sandbox's own network stack (gVisor: the host dials the sandbox's slot address; every connection opens
+ * with the channel hello, `channel-key.ts`), on a virtio-serial port (microVM: the host connects to QEMU's
+ * chardev socket; see `virtio-port.ts`), or on several at once. Connections come and go (the host drops
+ * them before every checkpoint and reconnects after restore); processes, output rings and files outlive them.
  */
 import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -11,6 +12,7 @@ import { dirname } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { AgentEvents } from './agent-events.js';
 import { BridgePids, bridgePidDir } from './bridge-pids.js';
+import { ChannelKey, type ChannelTransport } from './channel-key.js';
 import { AgentConnection } from './connection.js';
 import { createHandler } from './handlers.js';
 import { OomWatch, type OomKillerMode } from './memory/oom-watch.js';
@@ -26,6 +28,11 @@ export interface AgentServerOptions extends Omit<ProcessTableOptions, 'resetOomS
   socketPath?: string;
   /** A virtio-serial port to serve host connections on. At least one of `socketPath`/`virtioPort` is needed. */
   virtioPort?: VirtioPortOptions;
+  /**
+   * A TCP port to listen on, on every address of the sandbox (gVisor: the host's agent channel). It admits
+   * a connection only after a hello with the key a host set through the unix socket (`channel-key.ts`).
+   */
+  tcpPort?: number;
   /** Where diagnostics go (default: stderr). */
   log?: (line: string) => void;
   /** `false`: no system-call helper process (`syscall-helper.ts`); the hostname and clock are set with the tools. Default on. */
@@ -41,6 +48,8 @@ export interface AgentServerOptions extends Omit<ProcessTableOptions, 'resetOomS
 export interface RunningAgentServer {
   /** The socket server, when `socketPath` was given. */
   readonly server: Server | undefined;
+  /** The TCP server, when `tcpPort` was given. */
+  readonly tcpServer: Server | undefined;
   /** The virtio port server, when `virtioPort` was given. */
   readonly virtio: VirtioPortServer | undefined;
   readonly table: ProcessTable;
@@ -50,23 +59,28 @@ export interface RunningAgentServer {
   close(): Promise<void>;
 }
 
-async function listen(socketPath: string, onConnection: (socket: Socket) => void, log: (line: string) => void): Promise<{ server: Server; close: () => Promise<void> }> {
+/** Listen on a unix socket path (a stale file there is replaced) or a TCP port on every address. */
+async function listen(where: string | number, onConnection: (socket: Socket) => void, log: (line: string) => void): Promise<{ server: Server; close: () => Promise<void> }> {
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
     onConnection(socket);
   });
-  mkdirSync(dirname(socketPath), { recursive: true });
-  rmSync(socketPath, { force: true });
+  if (typeof where === 'string') {
+    mkdirSync(dirname(where), { recursive: true });
+    rmSync(where, { force: true });
+  }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(socketPath, () => {
+    const listening = (): void => {
       server.off('error', reject);
       resolve();
-    });
+    };
+    if (typeof where === 'string') server.listen(where, listening);
+    else server.listen(where, '0.0.0.0', listening);
   });
-  chmodSync(socketPath, 0o600);
+  if (typeof where === 'string') chmodSync(where, 0o600);
   server.on('error', (err) => log(`server error: ${err.message}`));
   return {
     server,
@@ -98,7 +112,9 @@ export async function startAgentServer(options: AgentServerOptions): Promise<Run
   const table = new ProcessTable(identity, { ...options, resetOomScore: oom.resetOomScore, onKilled: () => oom.commandKilled() });
   oom.start(table);
   const freezer = new ProcessFreezer({ spareCommandLinesWith: bridges, bridges: bridgePids });
-  const handle = createHandler({ table, identity, freezer, events, watches: new WatchTable(), roomForFiles: (bytes) => oom.roomForFiles(bytes), identityApplied: () => oom.identityApplied() });
+  const handle = createHandler({
+    table, identity, freezer, events, watches: new WatchTable(), roomForFiles: (bytes) => oom.roomForFiles(bytes), identityApplied: () => oom.identityApplied(), hostChannelPort: options.tcpPort,
+  });
   // A new host connection means a checkpoint is over (restored, or failed): what was frozen for it goes on.
   const connect = (channel: Duplex): AgentConnection => {
     bridgePids?.prune();
@@ -108,17 +124,29 @@ export async function startAgentServer(options: AgentServerOptions): Promise<Run
     events.attach(conn);
     return conn;
   };
-  const socket = options.socketPath ? await listen(options.socketPath, connect, log) : undefined;
+  // Socket connections open with the channel hello (optional on the unix socket): see channel-key.ts.
+  const key = new ChannelKey();
+  const admitted = (transport: ChannelTransport) => (socket: Socket): void => {
+    if (transport === 'tcp') socket.setNoDelay(true);
+    void key.admit(socket, transport).then((ok) => {
+      if (!ok) return;
+      connect(socket);
+      socket.resume();
+    });
+  };
+  const socket = options.socketPath ? await listen(options.socketPath, admitted('unix'), log) : undefined;
+  const tcp = options.tcpPort !== undefined ? await listen(options.tcpPort, admitted('tcp'), log) : undefined;
   const virtio = options.virtioPort ? serveVirtioPort(options.virtioPort, connect, log) : undefined;
   return {
     server: socket?.server,
+    tcpServer: tcp?.server,
     virtio,
     table,
     events,
     close: async () => {
       oom.stop();
       identity.syscalls?.stop();
-      await Promise.all([socket?.close(), virtio?.close()]);
+      await Promise.all([socket?.close(), tcp?.close(), virtio?.close()]);
     },
   };
 }

@@ -45,10 +45,12 @@ export interface HandlerDeps {
   roomForFiles?: (bytes: number) => boolean;
   /** Called after every identity was applied (the OOM watch fits /dev/shm to the memory this restore has). */
   identityApplied?: () => Promise<void>;
+  /** The agent's TCP port, when it listens on one: the host's connections to it are left out of endpoint reports. */
+  hostChannelPort?: number;
 }
 
 /** Build the request handler over the state every connection shares. */
-export function createHandler({ table, identity, freezer, events, watches, roomForFiles, identityApplied }: HandlerDeps) {
+export function createHandler({ table, identity, freezer, events, watches, roomForFiles, identityApplied, hostChannelPort }: HandlerDeps) {
   const methods: Record<MethodName, (p: Params, conn: AgentConnection) => Promise<unknown>> = {
     ping: async () => ({ protocol: PROTOCOL_VERSION, node: process.version, agentPid: process.pid }),
     setIdentity: async (p) => {
@@ -121,8 +123,8 @@ export function createHandler({ table, identity, freezer, events, watches, roomF
       if (typeof p.target !== 'string' || p.target.length === 0 || p.target.includes('\0')) throw new RamifyError('BAD_REQUEST', "'target' must be a non-empty string without NUL");
       return makeSymlink(p.target, resolvePath(p.path));
     },
-    networkEndpoints: () => networkEndpoints(),
-    quiesceNetwork: () => quiesceNetwork(freezer),
+    networkEndpoints: () => networkEndpoints(undefined, hostChannelPort),
+    quiesceNetwork: () => quiesceNetwork(freezer, undefined, hostChannelPort),
   };
 
   return async (method: string, params: unknown, conn: AgentConnection): Promise<unknown> => {

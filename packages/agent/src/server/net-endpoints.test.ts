@@ -46,3 +46,13 @@ test('malformed input yields nothing rather than throwing', () => {
   assert.deepEqual(parseProcNetTcp(''), []);
   assert.deepEqual(parseProcNetTcp('garbage\n  x: y z\n'), []);
 });
+
+test("the host's established connection to the agent's TCP port is left out; a half-made one there is reported", () => {
+  const agentPort = `  sl  local_address rem_address   st
+   0: 0200FE0A:C33E 0100C80A:D431 01 00000000:00000000 00:00000000 00000000     0        0 1 1
+   1: 0200FE0A:C33E 0100C80A:D432 03 00000000:00000000 00:00000000 00000000     0        0 2 1
+   2: 0200FE0A:1F90 0100C80A:D433 01 00000000:00000000 00:00000000 00000000     0        0 3 1
+`;
+  assert.deepEqual(reportableEndpoints(parseProcNetTcp(agentPort), 49982), ['10.254.0.2:49982 -> 10.200.0.1:54322 SYN_RECV', '10.254.0.2:8080 -> 10.200.0.1:54323 ESTABLISHED']);
+  assert.equal(reportableEndpoints(parseProcNetTcp(agentPort)).length, 3, 'without the port, all');
+});

@@ -85,15 +85,21 @@ function formatEndpoint(e: { address: string; port: number }): string {
   return addr.includes(':') ? `[${addr}]:${e.port}` : `${addr}:${e.port}`;
 }
 
-/** Endpoints that are not listening and whose local address is not loopback, as `local -> remote STATE`. */
-export function reportableEndpoints(endpoints: TcpEndpoint[]): string[] {
+/**
+ * Endpoints that are not listening and whose local address is not loopback, as `local -> remote STATE`,
+ * less the host's own established connections to the agent's TCP port `hostChannelPort` (the host closes
+ * them before every checkpoint; one is what asks). Any other state on that port is reported: a half-made
+ * connection is what gVisor 20240729 cannot checkpoint.
+ */
+export function reportableEndpoints(endpoints: TcpEndpoint[], hostChannelPort?: number): string[] {
+  const hostChannel = (e: TcpEndpoint): boolean => e.local.port === hostChannelPort && e.state === 'ESTABLISHED';
   return endpoints
-    .filter((e) => e.state !== 'LISTEN' && !isLoopback(e.local.address))
+    .filter((e) => e.state !== 'LISTEN' && !isLoopback(e.local.address) && !hostChannel(e))
     .map((e) => `${formatEndpoint(e.local)} -> ${formatEndpoint(e.remote)} ${e.state}`);
 }
 
-/** Read /proc/net/tcp and /proc/net/tcp6 (a missing file counts as empty). */
-export async function networkEndpoints(procNet = '/proc/net'): Promise<{ endpoints: string[] }> {
+/** Read /proc/net/tcp and /proc/net/tcp6 (a missing file counts as empty); see {@link reportableEndpoints}. */
+export async function networkEndpoints(procNet = '/proc/net', hostChannelPort?: number): Promise<{ endpoints: string[] }> {
   const texts = await Promise.all(['tcp', 'tcp6'].map((f) => readFile(`${procNet}/${f}`, 'utf8').catch(() => '')));
-  return { endpoints: texts.flatMap((t) => reportableEndpoints(parseProcNetTcp(t))) };
+  return { endpoints: texts.flatMap((t) => reportableEndpoints(parseProcNetTcp(t), hostChannelPort)) };
 }

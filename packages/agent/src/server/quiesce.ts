@@ -137,11 +137,11 @@ export function byDepth(stats: ProcStat[]): ProcStat[] {
  * One quiesce attempt: when no endpoint is connected, freeze, and check again (continuing everything if
  * one appeared after all). `frozen: true` leaves the processes stopped until the next host connection.
  */
-export async function quiesceNetwork(freezer: ProcessFreezer, procNet = '/proc/net'): Promise<QuiesceReport> {
-  const before = await networkEndpoints(procNet);
+export async function quiesceNetwork(freezer: ProcessFreezer, procNet = '/proc/net', hostChannelPort?: number): Promise<QuiesceReport> {
+  const before = await networkEndpoints(procNet, hostChannelPort);
   if (before.endpoints.length > 0) return { frozen: false, endpoints: before.endpoints };
   freezer.freeze();
-  const after = await networkEndpoints(procNet);
+  const after = await networkEndpoints(procNet, hostChannelPort);
   if (after.endpoints.length > 0) {
     freezer.thaw();
     return { frozen: false, endpoints: after.endpoints };

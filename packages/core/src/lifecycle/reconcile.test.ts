@@ -74,6 +74,21 @@ describe('reconcile after a restart (fake runtime)', () => {
     assert.equal((await resumeSandbox(w2.core, paused.id)).state, 'running');
   });
 
+  test("a running sandbox's egress policy is in force again before its agent is reached (a gVisor host reaches it through the slot)", async () => {
+    const w1 = await world();
+    const sbx = await createSandbox(w1.core, { egress: ['pypi.org'] });
+    const w2 = await restart(w1);
+    // The restarted enforcement holds nothing; record when the agent is reached among its calls.
+    w2.egress.inForce.clear();
+    w2.egress.calls.length = 0;
+    const open = w2.runtime.openAgentChannel.bind(w2.runtime);
+    w2.runtime.openAgentChannel = async (id: string) => (w2.egress.calls.push(`agent ${id}`), open(id));
+    await reconcile(w2.core);
+    const applied = w2.egress.calls.findIndex((c) => c.startsWith('apply') && c.includes(sbx.id));
+    const reached = w2.egress.calls.indexOf(`agent ${sbx.id}`);
+    assert.ok(applied >= 0 && reached > applied, w2.egress.calls.join('\n'));
+  });
+
   test('a running sandbox whose instance vanished becomes error with a reason and frees its slot', async () => {
     const w1 = await world();
     const sbx = await createSandbox(w1.core, {});

@@ -3,10 +3,12 @@
  * back into agreement after a restart or crash:
  * 1. interrupted forks are undone for their children (the caller never learned their ids) and the
  *    parent is brought back to the state it had;
- * 2. every other live sandbox is reconciled by state (see reconcile-sandbox.ts): running ones re-attached,
- *    half-done operations rolled forward or back, paused ones left resumable;
- * 3. the egress policy and private networks of every running or paused sandbox are enforced again (a host reboot or a restart of
- *    the enforcement loses it; re-applying is idempotent);
+ * 2. the egress policy and private networks of every running or paused sandbox are enforced again (a host reboot or a restart of
+ *    the enforcement loses it; re-applying is idempotent), before its agent is reached: the host reaches a
+ *    gVisor agent through the slot, whose replies the host drops while it holds no policy for it;
+ * 3. every other live sandbox is reconciled by state (see reconcile-sandbox.ts): running ones re-attached,
+ *    half-done operations rolled forward or back, paused ones left resumable; those that became running
+ *    or paused in doing so get their policy then;
  * 4. orphans are removed: runtime instances no live sandbox owns, network slots no live sandbox leases,
  *    slot leases of dead sandboxes, and `pending` snapshot rows (images never committed).
  * Snapshot directories with no row are only logged (they may belong to a template being built).
@@ -43,6 +45,7 @@ export async function reconcile(core: Core): Promise<ReconcileReport> {
   for (const record of records.filter((r) => r.operation?.kind === 'fork')) {
     await core.locks.run(record.id, () => undoForkChildren(core, record, report));
   }
+  const enforced = await reapplyEgressPolicies(core, new Set());
   for (const stale of await liveRecords(core)) {
     if (report.sandboxes[stale.id]) continue;
     report.sandboxes[stale.id] = await core.locks.run(stale.id, async () => {
@@ -52,7 +55,7 @@ export async function reconcile(core: Core): Promise<ReconcileReport> {
       return outcome;
     });
   }
-  await reapplyEgressPolicies(core);
+  await reapplyEgressPolicies(core, enforced);
   await removeOrphans(core, report);
   core.logger.info('reconcile done', { ...report });
   return report;
@@ -103,16 +106,20 @@ async function finishParentOperation(core: Core, sandboxId: string): Promise<voi
 }
 
 /**
- * Enforce the stored egress policy of every running or paused sandbox again. A failure is logged and the
- * sandbox stays cut off: the enforcer drops all traffic of a slot it holds no policy for (fail closed), and
- * the sandbox's next restore or policy change retries.
+ * Enforce the stored egress policy of every running or paused sandbox again, but those in `done`; returns
+ * the ids it enforced, `done`'s included. A failure is logged and the sandbox stays cut off: the enforcer
+ * drops all traffic of a slot it holds no policy for (fail closed), and the sandbox's next restore or
+ * policy change retries.
  */
-async function reapplyEgressPolicies(core: Core): Promise<void> {
-  if (!core.egressEnforcer) return;
+async function reapplyEgressPolicies(core: Core, done: ReadonlySet<string>): Promise<Set<string>> {
+  const enforced = new Set(done);
+  if (!core.egressEnforcer) return enforced;
   for (const stale of await liveRecords(core)) {
+    if (done.has(stale.id)) continue;
     await core.locks.run(stale.id, async () => {
       const record = await loadSandbox(core, stale.id);
       if (!egressEnforced(record.state)) return;
+      enforced.add(record.id);
       await enforceStoredEgressPolicy(core, record).catch((err: unknown) =>
         core.logger.error('reconcile: enforcing the egress policy failed', { sandboxId: record.id, error: messageOf(err) }),
       );
@@ -121,6 +128,7 @@ async function reapplyEgressPolicies(core: Core): Promise<void> {
       );
     });
   }
+  return enforced;
 }
 
 async function removeOrphans(core: Core, report: ReconcileReport): Promise<void> {

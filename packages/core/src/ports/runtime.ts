@@ -22,10 +22,12 @@ export interface RuntimeCapabilities {
   checkpointNeedsQuietNetwork: boolean;
   /**
    * How the host reaches the agent, hence how the agent must be started at boot: `unix-socket` (the
-   * agent listens on a socket inside the sandbox; gVisor bridges to it) or `virtio-serial` (the agent
+   * agent listens on a socket inside the sandbox; the host bridges to it), `netstack-tcp` (the agent also
+   * listens on `@ramify/agent`'s `AGENT_TCP_PORT` in the sandbox's own network stack, `serve --tcp-port`,
+   * and the host dials it through the sandbox's network slot; gVisor) or `virtio-serial` (the agent
    * serves a virtio-serial port whose host end is a unix socket; QEMU).
    */
-  agentChannel: 'unix-socket' | 'virtio-serial';
+  agentChannel: 'unix-socket' | 'netstack-tcp' | 'virtio-serial';
   /**
    * The sandbox's own root disk, when the runtime gives it one: the size template images are made with
    * (the default and least size, MiB) and the most a sandbox may ask for (MiB). A disk grows at a

@@ -12,8 +12,8 @@
  *
  * Constant rule count; `install` is one `nft -f -` transaction (create-if-missing, delete, define).
  */
-import { runChecked, run } from '../exec.js';
-import { watchTable, type TableWatchOptions } from '../table-watch.js';
+import { installOwnedTable, ownedTableInstalled, removeOwnedTable, watchOwnedTable, type OwnedTable } from '../owned-table.js';
+import type { TableWatchOptions } from '../table-watch.js';
 
 /** Marker on the rule; its presence means the table is installed. */
 export const INGRESS_FIREWALL_MARKER = 'ramify-ingress-v1';
@@ -25,6 +25,11 @@ export interface IngressFirewallSpec {
   slotRange: string;
   /** The only uid whose sockets may open connections to the slot range. */
   dialerUid: number;
+  /**
+   * The agent channel's dialer, let through too: its own table (`agent-channel/firewall.ts`) limits it to
+   * the agent's port and keeps every other uid, this dialer's included, off that port.
+   */
+  agentDialerUid?: number;
 }
 
 /** The table's name. */
@@ -33,41 +38,31 @@ export const ingressTableName = (prefix: string): string => `${prefix}_ingress`;
 /** The whole table (replaces an older one atomically). */
 export function ingressTableScript(spec: IngressFirewallSpec): string {
   const t = ingressTableName(spec.prefix);
+  const uids = spec.agentDialerUid === undefined ? `${spec.dialerUid}` : `{ ${spec.dialerUid}, ${spec.agentDialerUid} }`;
   return [
     `table inet ${t} {}`,
     `delete table inet ${t}`,
     `table inet ${t} {`,
     `  chain output { type filter hook output priority filter; policy accept;`,
-    `    ip daddr ${spec.slotRange} ct state new meta skuid != ${spec.dialerUid} reject with icmpx admin-prohibited comment "${INGRESS_FIREWALL_MARKER}"`,
+    `    ip daddr ${spec.slotRange} ct state new meta skuid != ${uids} reject with icmpx admin-prohibited comment "${INGRESS_FIREWALL_MARKER}"`,
     `  }`,
     `}`,
   ].join('\n') + '\n';
 }
 
+const owned = (spec: IngressFirewallSpec): OwnedTable => ({ name: ingressTableName(spec.prefix), marker: INGRESS_FIREWALL_MARKER, script: ingressTableScript(spec) });
+
 /** Install (or replace) the ingress table. Rejects with nft's error. */
-export async function installIngressFirewall(spec: IngressFirewallSpec): Promise<void> {
-  await runChecked(['nft', '-f', '-'], ingressTableScript(spec));
-}
+export const installIngressFirewall = (spec: IngressFirewallSpec): Promise<void> => installOwnedTable(owned(spec));
 
 /** True when the table is there with its rule (a flushed ruleset loses it). */
-export async function ingressFirewallInstalled(prefix: string): Promise<boolean> {
-  const r = await run(['nft', 'list', 'table', 'inet', ingressTableName(prefix)]);
-  return r.code === 0 && r.stdout.includes(INGRESS_FIREWALL_MARKER);
-}
+export const ingressFirewallInstalled = (prefix: string): Promise<boolean> => ownedTableInstalled(ingressTableName(prefix), INGRESS_FIREWALL_MARKER);
 
 /**
  * Re-install the table whenever it is gone (a `nft flush ruleset`, a hand-deleted table), checked when the
  * kernel reports a deletion (`table-watch.ts`), as the egress watchdog does for its table. Returns the function that stops it.
  */
-export function watchIngressFirewall(spec: IngressFirewallSpec, options: TableWatchOptions = {}): () => void {
-  return watchTable(async () => {
-    if (await ingressFirewallInstalled(spec.prefix)) return false;
-    await installIngressFirewall(spec);
-    return true;
-  }, options);
-}
+export const watchIngressFirewall = (spec: IngressFirewallSpec, options: TableWatchOptions = {}): (() => void) => watchOwnedTable(owned(spec), options);
 
 /** Remove the table (tests, `destroyAll`); no-op when absent. */
-export async function removeIngressFirewall(prefix: string): Promise<void> {
-  await run(['nft', 'delete', 'table', 'inet', ingressTableName(prefix)]);
-}
+export const removeIngressFirewall = (prefix: string): Promise<void> => removeOwnedTable(ingressTableName(prefix));

@@ -3,12 +3,14 @@
  * changes live in the sandbox's memory and are part of every checkpoint; the template's rootfs on the
  * host stays pristine. Checkpoint stops the sandbox; restoring one image N times gives N forks.
  *
- * Per sandbox on disk: `<bundlesDir>/<id>/config.json` (OCI spec), `instance.json` (its netns, so the
- * daemon can find it again after a restart) and `runsc.log`.
+ * Per sandbox on disk: `<bundlesDir>/<id>/config.json` (OCI spec), `instance.json` (its netns, slot
+ * address and agent key, so the daemon can find and reach it again after a restart) and `runsc.log`.
+ * The agent channel is TCP into the sandbox's network stack, or a `runsc exec` bridge (agent-channel.ts).
  */
 import { mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
+import { bootedAgent, imageAgent, openChannel, restoredAgent, type AgentDialer, type ImageAgent, type InstanceAgent } from './agent-channel.js';
 import { ChildStream } from './child-stream.js';
 import { RamifyError } from '@ramify/contracts';
 import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, RuntimeUsage } from '@ramify/core';
@@ -33,6 +35,13 @@ export interface GvisorRuntimeOptions {
    * unix socket (starts in ~30 ms; a Node bridge takes ~250 ms under gVisor's ptrace platform).
    */
   bridgeArgv?: string[];
+  /**
+   * Dials the agent's TCP port through a sandbox's slot address as the daemon's agent dialer (whose uid
+   * alone the host firewall lets reach that port). Absent: every agent channel is a `runsc exec` bridge.
+   */
+  dialAgent?: AgentDialer;
+  /** Told when an agent channel that could have been TCP went over the bridge, and why. */
+  onAgentChannelFallback?: (sandboxId: string, reason: string) => void;
 }
 
 export const DEFAULT_AGENT_SOCKET = '/run/ramify/agent.sock';
@@ -57,6 +66,10 @@ interface InstanceFile {
    * even for a stopped container; old incarnations are deleted in the background.
    */
   containerId: string;
+  /** The sandbox's slot address (where the agent's TCP port is dialed). */
+  slotAddress?: string;
+  /** The incarnation's agent when it listens on TCP (its port and keys); absent: bridge only. */
+  agent?: InstanceAgent;
 }
 
 /** The sandbox id of a runsc container id made by {@link GvisorRuntime}. */
@@ -67,7 +80,8 @@ export class GvisorRuntime implements Runtime {
   readonly capabilities: RuntimeCapabilities = {
     memorySnapshot: true,
     forkSharesMemory: false,
-    agentChannel: 'unix-socket',
+    // The agent also listens on TCP in the sandbox's netstack; the bridge is the fallback (agent-channel.ts).
+    agentChannel: 'netstack-tcp',
     // runsc 20240729 with --net-disconnect-ok checkpoints with open TCP connections, resetting them, but a
     // server whose established connection was reset may stop accepting after a later restore (measured: an
     // asyncio server spins on ECONNABORTED): core still waits for established connections and refuses
@@ -96,7 +110,8 @@ export class GvisorRuntime implements Runtime {
 
   private constructor(
     private readonly runsc: Runsc,
-    private readonly options: Required<Omit<GvisorRuntimeOptions, 'runscPath' | 'platform'>>,
+    private readonly options: Required<Omit<GvisorRuntimeOptions, 'runscPath' | 'platform' | 'dialAgent' | 'onAgentChannelFallback'>> &
+      Pick<GvisorRuntimeOptions, 'dialAgent' | 'onAgentChannelFallback'>,
     /** `runsc --version` first line. */
     readonly version: string,
   ) {}
@@ -128,6 +143,8 @@ export class GvisorRuntime implements Runtime {
       resolvConfPath: options.resolvConfPath,
       cgroupParent: options.cgroupParent === undefined ? '/ramify' : options.cgroupParent,
       bridgeArgv: options.bridgeArgv ?? DEFAULT_BRIDGE,
+      dialAgent: options.dialAgent,
+      onAgentChannelFallback: options.onAgentChannelFallback,
     }, version);
     await runtime.sweepStale();
     return runtime;
@@ -142,16 +159,21 @@ export class GvisorRuntime implements Runtime {
     return join(this.options.workDir, 'bundles', id);
   }
 
-  private async writeBundle(spec: RuntimeSandboxSpec, argv: string[]): Promise<{ dir: string; containerId: string }> {
+  private async writeBundle(spec: RuntimeSandboxSpec, argv: string[], agent: InstanceAgent | undefined): Promise<{ dir: string; containerId: string }> {
     const dir = this.bundleDir(spec.sandboxId);
     await mkdir(dir, { recursive: true });
     const containerId = `${spec.sandboxId}.${(this.generation++).toString(36)}`;
     const config = buildOciSpec(spec, { argv, resolvConfPath: this.options.resolvConfPath, cgroupsPath: this.cgroupPath(containerId) });
-    const instance: InstanceFile = { netnsPath: spec.network.netnsPath, containerId };
+    const instance: InstanceFile = { netnsPath: spec.network.netnsPath, containerId, slotAddress: spec.network.slotAddress, ...(agent ? { agent } : {}) };
     await writeFile(join(dir, 'config.json'), JSON.stringify(config, null, 1));
-    await writeFile(join(dir, 'instance.json'), JSON.stringify(instance));
-    this.instances.set(spec.sandboxId, instance);
+    await this.writeInstance(spec.sandboxId, instance);
     return { dir, containerId: instance.containerId };
+  }
+
+  /** Persist (and cache) the instance file: root's only, it holds the agent's key. */
+  private async writeInstance(sandboxId: string, instance: InstanceFile): Promise<void> {
+    await writeFile(join(this.bundleDir(sandboxId), 'instance.json'), JSON.stringify(instance), { mode: 0o600 });
+    this.instances.set(sandboxId, instance);
   }
 
   private async instance(id: string): Promise<InstanceFile | undefined> {
@@ -174,7 +196,7 @@ export class GvisorRuntime implements Runtime {
 
   async boot(spec: RuntimeSandboxSpec, argv: string[]): Promise<void> {
     await this.retire(spec.sandboxId);
-    const { dir, containerId } = await this.writeBundle(spec, argv);
+    const { dir, containerId } = await this.writeBundle(spec, argv, bootedAgent(argv));
     await this.startWithHeadroom(spec, containerId, () => this.runsc.start(spec.network.netnsPath, ['run', '-detach', '-bundle', dir, containerId], join(dir, 'runsc.log')));
   }
 
@@ -195,26 +217,26 @@ export class GvisorRuntime implements Runtime {
    *   runsc release (gVisor's state format changes between releases), `RUNTIME_ERROR` with runsc's reason.
    */
   async restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void> {
-    await this.assertRestorable(imageDir);
+    const stamp = await this.assertRestorable(imageDir);
     await this.retire(spec.sandboxId);
-    const { dir, containerId } = await this.writeBundle(spec, ['/usr/bin/tini', '-s', '--', '/bin/true']);
+    const { dir, containerId } = await this.writeBundle(spec, ['/usr/bin/tini', '-s', '--', '/bin/true'], restoredAgent(stamp.agent));
     await this.startWithHeadroom(spec, containerId, () =>
       this.runsc.start(spec.network.netnsPath, ['restore', '-detach', '-image-path', imageDir, '-bundle', dir, containerId], join(dir, 'runsc.log')),
     );
   }
 
-  /** Refuse an image whose stamp ({@link IMAGE_STAMP}) names another runsc release than this host's. */
-  private async assertRestorable(imageDir: string): Promise<void> {
+  /** The image's stamp ({@link IMAGE_STAMP}); refuses one that names another runsc release than this host's. */
+  private async assertRestorable(imageDir: string): Promise<ImageStamp> {
     const stamp = await readFile(join(imageDir, IMAGE_STAMP), 'utf8').then(
-      (text) => (JSON.parse(text) as { runsc?: string }).runsc ?? null,
+      (text) => JSON.parse(text) as Partial<ImageStamp>,
       () => null,
     );
-    if (stamp === this.version) return;
-    const madeBy = stamp ?? 'runsc 20221219 or earlier (an image without a release stamp)';
+    if (stamp?.runsc === this.version) return { runsc: stamp.runsc, ...(stamp.agent ? { agent: stamp.agent } : {}) };
+    const madeBy = stamp?.runsc ?? 'runsc 20221219 or earlier (an image without a release stamp)';
     throw new RamifyError(
       'IMAGE_INCOMPATIBLE',
       `this image was made by ${madeBy} and this host runs ${this.version}, which cannot restore it (gVisor's checkpoint format changes between releases): rebuild a template image with \`ramify template build <spec>\`; a paused sandbox resumes on a host with its runsc release (the image is kept)`,
-      { imageRuntime: stamp, hostRuntime: this.version },
+      { imageRuntime: stamp?.runsc ?? null, hostRuntime: this.version },
     );
   }
 
@@ -267,7 +289,8 @@ export class GvisorRuntime implements Runtime {
     const inst = await this.requireInstance(sandboxId);
     await mkdir(imageDir, { recursive: true });
     // Stamped first: a checkpoint outlives a daemon killed meanwhile, and reconcile commits what it wrote.
-    await writeFile(join(imageDir, IMAGE_STAMP), JSON.stringify({ runsc: this.version }));
+    const stamp: ImageStamp = { runsc: this.version, ...(inst.agent ? { agent: imageAgent(inst.agent) } : {}) };
+    await writeFile(join(imageDir, IMAGE_STAMP), JSON.stringify(stamp), { mode: 0o600 });
     const cgroup = this.cgroupPath(inst.containerId);
     const checkpoint = async (): Promise<void> => {
       const r = await this.runsc.inNetns(inst.netnsPath, ['checkpoint', '-image-path', imageDir, inst.containerId]);
@@ -293,12 +316,25 @@ export class GvisorRuntime implements Runtime {
     await rm(this.bundleDir(sandboxId), { recursive: true, force: true });
   }
 
+  /**
+   * A byte stream to the agent: TCP to the slot address with the channel hello, or a `runsc exec` bridge
+   * (agent-channel.ts). @throws RamifyError `AGENT_UNREACHABLE` when the bridge's hello gets no answer.
+   */
   async openAgentChannel(sandboxId: string): Promise<Duplex> {
     const inst = await this.requireInstance(sandboxId);
-    const child = this.runsc.spawnExec(inst.netnsPath, inst.containerId, this.options.bridgeArgv, ['pipe', 'pipe', 'ignore']);
-    const stream = new ChildStream(child);
-    child.on('error', (e) => stream.destroy(new RamifyError('AGENT_UNREACHABLE', `agent bridge failed: ${e.message}`)));
-    return stream;
+    const bridge = (): Duplex => {
+      const child = this.runsc.spawnExec(inst.netnsPath, inst.containerId, this.options.bridgeArgv, ['pipe', 'pipe', 'ignore']);
+      const stream = new ChildStream(child);
+      child.on('error', (e) => stream.destroy(new RamifyError('AGENT_UNREACHABLE', `agent bridge failed: ${e.message}`)));
+      return stream;
+    };
+    const onFallback = this.options.onAgentChannelFallback;
+    return openChannel(inst.slotAddress ?? '', inst.agent, {
+      ...(inst.slotAddress !== undefined && this.options.dialAgent ? { dial: this.options.dialAgent } : {}),
+      bridge,
+      persist: () => this.writeInstance(sandboxId, inst),
+      ...(onFallback ? { onFallback: (reason: string) => onFallback(sandboxId, reason) } : {}),
+    });
   }
 
   async status(sandboxId: string): Promise<RuntimeInstanceStatus> {
@@ -398,5 +434,13 @@ async function processLives(pid: number, containerId: string): Promise<boolean> 
   return cmdline.includes(containerId);
 }
 
-/** File in every image naming the runsc release that made it (`{"runsc": "runsc version 0.0~20240729.0"}`). */
+/**
+ * File in every image naming the runsc release that made it (`{"runsc": "runsc version 0.0~20240729.0"}`)
+ * and, when its agent listens on TCP, the port and the keys it may hold (`agent`).
+ */
 const IMAGE_STAMP = 'ramify-runsc.json';
+
+interface ImageStamp {
+  runsc: string;
+  agent?: ImageAgent;
+}
