@@ -29,7 +29,7 @@ let unavailable: string | undefined;
 
 const { call, ingress, serving, urlOf } = ingressTestKit(() => (server ? { url: server.url, key, ingressPort } : undefined));
 
-describe('ingress: a port URL into a real microVM', { skip, timeout: 1_200_000 }, () => {
+describe('ingress: a port URL into a real microVM', { skip: skip || (process.env.RAMIFY_TEST_FULL !== '1' ? 'long under TCG: runs in npm run test:full (RAMIFY_TEST_FULL=1)' : false), timeout: 1_200_000 }, () => {
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'ramify-ingress-vm-'));
     server = await serve({

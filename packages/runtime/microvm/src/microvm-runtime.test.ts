@@ -228,7 +228,7 @@ test('a fork point keeps the VM running in the same QEMU process; the image rest
   await runtime.kill(id);
 });
 
-test('the real agent over virtio-serial: command, checkpoint, two restores with their own entropy', { skip, timeout: 300_000 }, async (t) => {
+test('the real agent over virtio-serial: command, checkpoint, two restores with their own entropy', { skip: skip || (process.env.RAMIFY_TEST_FULL !== '1' ? 'long under TCG: runs in npm run test:full (RAMIFY_TEST_FULL=1)' : false), timeout: 300_000 }, async (t) => {
   const bundle = await readFile(join(rootfs!, 'opt/ramify/agent.mjs'), 'utf8').catch(() => '');
   if (!bundle.includes('--virtio-port')) return t.skip('the agent bundle in RAMIFY_TEST_ROOTFS has no virtio transport');
   const run = async (id: string, cmd: string): Promise<string> => {
