@@ -60,9 +60,12 @@ export async function removeHostNetwork(prefix: string): Promise<void> {
     if (name.startsWith(`${prefix}-`)) await rm(`/run/ramify-net/${name}`, { force: true });
   }
   const tables = await hostRun(['nft', 'list', 'tables']);
-  // `ip <prefix>`: the plain network table; `inet <prefix>`: the egress enforcer's (which replaces it).
-  for (const family of ['ip', 'inet']) {
-    if (tables.stdout.split('\n').some((line) => line.trim() === `table ${family} ${prefix}`)) await hostRun(['nft', 'delete', 'table', family, prefix]);
+  // `ip <prefix>`: the plain network table; `inet <prefix>`: the egress enforcer's (which replaces it);
+  // `inet <prefix>_agent` (the agent channel's), `<prefix>_ingress` and any other table of the prefix.
+  const own = new RegExp(`^table (ip|inet) (${prefix}(?:_[a-z0-9_]+)?)$`);
+  for (const line of tables.stdout.split('\n')) {
+    const match = own.exec(line.trim());
+    if (match?.[1] && match[2]) await hostRun(['nft', 'delete', 'table', match[1], match[2]]);
   }
   // The enforcer's fail-closed routing guard (ip rules on the prefix's slot range).
   await removeRouteGuard(slotRange(layoutForPrefix(prefix)));
