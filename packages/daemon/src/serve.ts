@@ -219,7 +219,10 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics, role, ...(options.otlpTraces ? { traced: options.otlpTraces } : {}) });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     // After reconcile and once the API answers: placement may send work from the moment it is registered.
-    if (role === 'host') agent = await startHostAgent(core, { advertiseUrl: options.advertiseUrl as string, ...options.hostLease });
+    if (role === 'host') agent = await startHostAgent(core, {
+      advertiseUrl: options.advertiseUrl as string, ...options.hostLease,
+      ...(ingress ? { ingressListen: ingress.address } : {}), ...(ssh ? { sshListen: ssh.address } : {}),
+    });
     logger.info('ramify serving', { url: address, dataDir, hostId: core.hostId, role });
     const listening = app;
     return {

@@ -22,6 +22,7 @@ const hostFromRow = (r: Selectable<HostsTable>): HostRecord => ({
   capacity: { memoryMB: Number(r.memory_mb), cpus: Number(r.cpus), slots: Number(r.slots) },
   load: { runningSandboxes: Number(r.running_sandboxes), memoryReservedMB: Number(r.memory_reserved_mb) },
   cachedImageIds: JSON.parse(r.cached_images) as string[], pendingUploadIds: JSON.parse(r.pending_uploads) as string[],
+  ingressAddress: r.ingress_address ?? null, sshAddress: r.ssh_address ?? null,
 });
 
 /** The database's clock (ms): Postgres `clock_timestamp()`; SQLite: this process's (the caller's). */
@@ -52,6 +53,7 @@ export async function registerHost(db: Executor, reg: HostRegistration): Promise
   const values = {
     url: reg.url, state: 'active', lease_expires_at: now + reg.leaseMs, last_heartbeat_at: now, started_at: now, memory_mb: reg.capacity.memoryMB, cpus: reg.capacity.cpus,
     slots: reg.capacity.slots, running_sandboxes: 0, memory_reserved_mb: 0, cached_images: JSON.stringify(reg.cachedImageIds), pending_uploads: JSON.stringify(reg.pendingUploadIds),
+    ingress_address: reg.ingressAddress ?? null, ssh_address: reg.sshAddress ?? null,
   };
   await db.insertInto('hosts').values({ id: reg.id, ...values }).onConflict((oc) => oc.column('id').doUpdateSet(values)).execute();
   return (await getHost(db, reg.id)) as HostRecord;

@@ -687,6 +687,17 @@ const ENTRIES: readonly Migration[] = [
       CREATE INDEX host_reservations_host ON host_reservations(host_id, expires_at);
     `,
   },
+  {
+    version: 30,
+    name: 'host-edges',
+    // Where the API role reaches a host's ingress listener and SSH gateway (`host:port`), so that port URLs
+    // and SSH connections made to an API process reach the sandbox's host (docs/design/SCALE-OUT.md).
+    // NULL: the host runs no such listener. Portable SQL.
+    sql: `
+      ALTER TABLE hosts ADD COLUMN ingress_address TEXT;
+      ALTER TABLE hosts ADD COLUMN ssh_address TEXT;
+    `,
+  },
 ];
 
 /** Every migration, each with its Postgres text attached where it has one. */

@@ -315,6 +315,9 @@ export interface HostsTable {
   memory_reserved_mb: Generated<number>;
   cached_images: Generated<string>;
   pending_uploads: Generated<string>;
+  /** Migration 30: `host:port` of the host's ingress listener and SSH gateway; null: none. */
+  ingress_address: Generated<string | null>;
+  ssh_address: Generated<string | null>;
 }
 
 /** Migration 29: capacity held on a host between placement and the host's create. */

@@ -51,6 +51,10 @@ export interface HostRecord {
   cachedImageIds: string[];
   /** Snapshot images this host holds that are not yet durable in remote storage (at its last heartbeat). */
   pendingUploadIds: string[];
+  /** `host:port` where API processes reach this host's ingress listener (port URLs); null: it runs none. */
+  ingressAddress: string | null;
+  /** `host:port` where API processes reach this host's SSH gateway; null: it runs none. */
+  sshAddress: string | null;
 }
 
 export interface HostRegistration {
@@ -59,6 +63,9 @@ export interface HostRegistration {
   capacity: HostCapacity;
   cachedImageIds: string[];
   pendingUploadIds: string[];
+  /** `host:port` of its ingress listener and SSH gateway as API processes reach them; absent: none. */
+  ingressAddress?: string;
+  sshAddress?: string;
   /** The host's own clock when it asked (ms), compared with the database's. */
   hostNowMs: number;
   leaseMs: number;

@@ -30,6 +30,9 @@ interface LocalImages {
 
 export interface HostAgentOptions {
   advertiseUrl: string;
+  /** `host:port` the ingress listener and SSH gateway listen on (see {@link edgeAddress}); absent: none runs here. */
+  ingressListen?: string;
+  sshListen?: string;
   capacity?: HostCapacity;
   leaseMs?: number;
   heartbeatMs?: number;
@@ -47,12 +50,27 @@ export interface HostAgent {
   stop(): void;
 }
 
+/**
+ * Where API processes reach a listener of this host: its listen address, or for a wildcard (`0.0.0.0`, `::`)
+ * or loopback listen address the advertise URL's host name with the listen port. `listen` is `host:port`.
+ */
+export function edgeAddress(listen: string, advertiseUrl: string): string {
+  const colon = listen.lastIndexOf(':');
+  const host = listen.slice(0, colon);
+  const port = listen.slice(colon + 1);
+  const local = host === '0.0.0.0' || host === '::' || host === '' || host.startsWith('127.') || host === '::1';
+  if (!local) return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  return `${new URL(advertiseUrl).hostname}:${port}`;
+}
+
 /** Register `core`'s host and start heartbeating. @throws RamifyError HOST_CLOCK_SKEW. */
 export async function startHostAgent(core: Core, options: HostAgentOptions): Promise<HostAgent> {
   const leaseMs = options.leaseMs ?? LEASE_MS;
   const capacity = options.capacity ?? defaultCapacity();
   const register = async (): Promise<HostRecord> => core.store.registerHost({
-    id: core.hostId, url: options.advertiseUrl, capacity, ...(await localImages(core)), hostNowMs: core.clock.now(), leaseMs, maxClockSkewMs: MAX_CLOCK_SKEW_MS,
+    id: core.hostId, url: options.advertiseUrl, capacity, ...(await localImages(core)),
+    ...(options.ingressListen ? { ingressAddress: edgeAddress(options.ingressListen, options.advertiseUrl) } : {}),
+    ...(options.sshListen ? { sshAddress: edgeAddress(options.sshListen, options.advertiseUrl) } : {}), hostNowMs: core.clock.now(), leaseMs, maxClockSkewMs: MAX_CLOCK_SKEW_MS,
   });
   let record = await register();
   let beating: Promise<void> = Promise.resolve();

@@ -26,6 +26,7 @@ export function hostCases(h: StoreHarness): void {
       assert.ok(a.leaseExpiresAt >= before + 10_000 && a.leaseExpiresAt <= (await store.databaseNow()) + 10_000);
       assert.deepEqual(a.capacity, { memoryMB: 2048, cpus: 8, slots: 100 });
       assert.deepEqual(a.cachedImageIds, ['snap_tpl']);
+      assert.deepEqual([a.ingressAddress, a.sshAddress], [null, null]);
       await sleep(5);
       const b = await store.heartbeatHost('host-a', { ...heartbeat, load: { runningSandboxes: 2, memoryReservedMB: 1024 }, pendingUploadIds: ['snap_p'] });
       assert.ok(b.leaseExpiresAt > a.leaseExpiresAt);
@@ -36,7 +37,8 @@ export function hostCases(h: StoreHarness): void {
       await assert.rejects(store.setHostState('host-x', 'gone'), { code: 'HOST_NOT_FOUND' });
       await store.setHostState('host-a', 'gone');
       await assert.rejects(store.heartbeatHost('host-a', heartbeat), { code: 'HOST_LOST' });
-      assert.equal((await store.registerHost(registration('host-a', { url: 'http://moved:1' }))).state, 'active');
+      const moved = await store.registerHost(registration('host-a', { url: 'http://moved:1', ingressAddress: 'moved:7424', sshAddress: 'moved:2222' }));
+      assert.deepEqual([moved.state, moved.ingressAddress, moved.sshAddress], ['active', 'moved:7424', 'moved:2222']);
       assert.deepEqual((await store.listHosts()).map((x) => [x.id, x.url, x.state]), [['host-a', 'http://moved:1', 'active']]);
       assert.equal(await store.getHost('host-x'), null);
     });
