@@ -6,11 +6,12 @@
  * are refused. Started by `serve()` when `ssh` is given.
  */
 import { hostname } from 'node:os';
-import { wakeForSsh, type Core, type SshEndpoint } from '@ramify/core';
+import type { Core, SshEndpoint } from '@ramify/core';
 import { DEFAULT_INGRESS_UID, IngressDialer, NamespaceNetwork, layoutForPrefix } from '@ramify/network';
 import ssh2, { type CipherAlgorithm, type ClientInfo, type Connection } from 'ssh2';
-import { authenticate, MAX_AUTH_FAILURES, type SshPrincipal } from './auth.js';
+import { acceptClient } from './auth.js';
 import { Forwards } from './forward.js';
+import { ensureRunningHere } from './host-placement.js';
 import { loadHostKey } from './keys.js';
 import { serveSession } from './session.js';
 import type { SshScope } from './scope.js';
@@ -42,14 +43,15 @@ export interface RunningSshGateway {
  * Ciphers offered, AES first: Node's OpenSSL runs them with AES-NI. ssh2's chacha20-poly1305 needs its
  * optional native addon (not built here) to be fast, and OpenSSH clients pick it first when offered.
  */
-const CIPHERS: CipherAlgorithm[] = ['aes128-gcm@openssh.com', 'aes256-gcm@openssh.com', 'aes128-ctr', 'aes192-ctr', 'aes256-ctr'];
+export const CIPHERS: CipherAlgorithm[] = ['aes128-gcm@openssh.com', 'aes256-gcm@openssh.com', 'aes128-ctr', 'aes192-ctr', 'aes256-ctr'];
 
 /**
  * Start the gateway for `core`: host key (made once in `dataDir`), dialer, listener. Sets
- * `core.options.ssh` to the endpoint `ssh-access` commands point at.
+ * `core.options.ssh` to the endpoint `ssh-access` commands point at. `placed` (the host role): connections
+ * work on this host's sandboxes only (./host-placement.ts).
  * @throws when the port is taken or the host key cannot be read or written.
  */
-export async function startSshGateway(core: Core, options: SshOptions, context: { dataDir: string; prefix: string }): Promise<RunningSshGateway> {
+export async function startSshGateway(core: Core, options: SshOptions, context: { dataDir: string; prefix: string; placed?: boolean }): Promise<RunningSshGateway> {
   const hostKey = await loadHostKey(context.dataDir);
   const layout = core.network instanceof NamespaceNetwork ? core.network.layout : layoutForPrefix(context.prefix);
   const dialer = new IngressDialer({ uid: options.dialerUid ?? DEFAULT_INGRESS_UID });
@@ -58,7 +60,7 @@ export async function startSshGateway(core: Core, options: SshOptions, context: 
   const server = new ssh2.Server({ hostKeys: [hostKey.privateKey], ident: 'Ramify', algorithms: { cipher: CIPHERS } }, (client, info) => {
     clients.add(client);
     client.once('close', () => clients.delete(client));
-    serveConnection(core, forwards, client, info);
+    serveConnection(core, forwards, client, info, context.placed === true);
   });
   const stopDropping = core.events.onCheckpointing(({ sandboxId }) => {
     const dropped = forwards.dropFor(sandboxId);
@@ -100,29 +102,12 @@ export async function startSshGateway(core: Core, options: SshOptions, context: 
 }
 
 /** One client connection: authentication, then its channels, all for the one sandbox it named. */
-function serveConnection(core: Core, forwards: Forwards, client: Connection, info: ClientInfo): void {
-  let principal: SshPrincipal | null = null;
-  let failures = 0;
-  // Keystrokes and their echo go out at once (ssh2 documents Connection#setNoDelay; @types/ssh2 lacks it).
-  (client as Connection & { setNoDelay(noDelay?: boolean): Connection }).setNoDelay(true);
-  client.on('error', (err) => core.logger.debug('ssh: connection error', { client: info.ip, error: err.message }));
-  client.on('authentication', (ctx) => {
-    authenticate(core, ctx, (accepted) => (principal = accepted))
-      .then((result) => {
-        if (result.outcome === 'refused' && ctx.method !== 'none' && ++failures >= MAX_AUTH_FAILURES) client.end();
-      })
-      .catch((err: unknown) => {
-        core.logger.warn('ssh: authentication failed with an error', { client: info.ip, error: err instanceof Error ? err.message : String(err) });
-        ctx.reject();
-      });
-  });
-  client.on('ready', () => {
-    if (!principal) return void client.end();
+function serveConnection(core: Core, forwards: Forwards, client: Connection, info: ClientInfo, placed: boolean): void {
+  acceptClient(core, client, info, (principal) => {
     const { sandboxId } = principal;
     const release = core.activity.hold(sandboxId);
     client.once('close', release);
-    core.logger.info('ssh: connected', { sandboxId, client: info.ip, via: principal.via.method, ...(principal.via.method === 'key' ? { keyId: principal.via.keyId } : {}) });
-    const scope: SshScope = { core, sandboxId, ensureRunning: async () => (await wakeForSsh(core, sandboxId, core.options.ingressWakeTimeoutMs)).record };
+    const scope: SshScope = { core, sandboxId, ensureRunning: () => ensureRunningHere(core, principal, placed) };
     client.on('session', (accept) => {
       const session = accept();
       if (session) serveSession(scope, session);
