@@ -3,8 +3,8 @@
  * API"), driven by the REAL OpenSSH tools (ssh, sftp) against the API process's listener, with a sandbox
  * on a host: a command with its exit code, stdout, stderr and stdin; a shell on a terminal; an sftp put and
  * get; `ssh -L` to a server in the sandbox; an `ssh-access` token answered by the API; a paused sandbox
- * woken; refusals (no key, an unregistered key, another team's key) with nothing reaching a host; a host
- * without SSH and a host not answering told on stderr. Test support only.
+ * woken; refusals (no key, an unregistered key, another team's key) with nothing reaching a host; another
+ * host's gateway refusing the sandbox; a host without SSH and a host not answering told on stderr. Test support only.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { ApiReply } from './real-test-support.js';
 import { until } from './real-test-support.js';
-import { background, run, sshOptions } from './real-ssh-support.js';
+import { assertTerminalRun, background, run, sshOptions, TERMINAL_INPUT } from './real-ssh-support.js';
 import type { RamifyServer } from './serve.js';
 
 type Caller = (method: string, path: string, body?: unknown) => Promise<ApiReply>;
@@ -21,6 +21,7 @@ type Caller = (method: string, path: string, body?: unknown) => Promise<ApiReply
 /** What the cases need of the suite: the API process, the default team's caller, another team's. */
 export interface RelaySuite {
   api(): RamifyServer;
+  hosts(): RamifyServer[];
   call: Caller;
   acme(): Caller;
   freePort(): Promise<number>;
@@ -69,12 +70,7 @@ export function sshRelayCases(suite: RelaySuite): void {
 
     const both = await ssh(['echo out; echo err >&2; cat; exit 7'], { input: 'in\n' });
     assert.deepEqual([both.code, both.stdout, both.stderr], [7, 'out\nin\n', 'err\n']);
-    const terminal = await ssh([], { before: ['-tt'], input: 'stty size; echo "tty=$(tty)"\necho "answer $((6*7))"\nexit 5\n' });
-    const text = terminal.stdout.replaceAll('\r\n', '\n');
-    assert.equal(terminal.code, 5, text);
-    assert.match(text, /^24 80$/m);
-    assert.match(text, /^tty=\/dev\/pts\/\d+$/m);
-    assert.match(text, /^answer 42$/m);
+    assertTerminalRun(await ssh([], { before: ['-tt'], input: TERMINAL_INPUT }));
 
     const payload = Buffer.from(Array.from({ length: 200_000 }, (_, i) => (i * 7) % 251));
     await writeFile(join(work, 'up.bin'), payload);
@@ -119,6 +115,14 @@ export function sshRelayCases(suite: RelaySuite): void {
     assert.ok(await refused(await newKey('id_unregistered')), 'an unregistered key');
     assert.ok(await refused(acmeKey), "another team's key");
     assert.equal(minted, before, 'no connection to a host was made');
+
+    // A host's own gateway serves its own sandboxes only: another host's, even with a live token, is refused.
+    const onHost = (await suite.api().core.store.getSandbox(id))!.hostId;
+    const other = suite.hosts().find((h) => h.core.hostId !== onHost)!;
+    const token = (await suite.call('POST', `/v1/sandboxes/${id}/ssh-access`, {})).json.user as string;
+    const direct = await run('ssh', [...sshOptions(null), '-p', String(other.ssh?.port), `${token}@127.0.0.1`, 'echo in']);
+    assert.equal(direct.code, 255, direct.stdout);
+    assert.match(direct.stderr, new RegExp(`ramify: sandbox '${id}' is on host '${onHost}', not this one \\(${other.core.hostId}\\): connect through the API's SSH gateway`));
 
     // The sandbox's host as the registry would have it without an SSH gateway, then with one that does not answer.
     const store = suite.api().core.store;

@@ -96,6 +96,10 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     // The template is built on the first host; its image goes to S3 for the other.
     await registerRootfsTemplate(hosts[0]!.core, rootfs as string, { templateId: 'tpl_rr', snapshotId: 'snap_rr_base' });
     await waitDurable(hosts[0]!.core.storage, 'snap_rr_base', 120_000);
+    // Placement prefers the host caching the image once a heartbeat has reported it (the first create expects host A).
+    for (const deadline = Date.now() + 30_000; !(await api.core.store.getHost('host-rra'))?.cachedImageIds.includes('snap_rr_base'); await new Promise((r) => setTimeout(r, 100))) {
+      assert.ok(Date.now() < deadline, 'host A reports the template image cached');
+    }
     assert.ok(key, 'the first process made the API key');
   });
   after(async () => {
@@ -176,7 +180,7 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     assert.equal(forged.status, 409);
   });
 
-  sshRelayCases({ api: () => api!, call, acme: () => apiCaller(() => api?.url, () => acmeKey), freePort });
+  sshRelayCases({ api: () => api!, hosts: () => hosts, call, acme: () => apiCaller(() => api?.url, () => acmeKey), freePort });
 
   const sh = async (id: string, cmd: string): Promise<string> => {
     const r = await call('POST', `/v1/sandboxes/${id}/commands`, { cmd });

@@ -51,7 +51,7 @@ function bridge(channel: ServerChannel, remote: ClientChannel, lost: () => strin
   });
 }
 
-/** Serve one client session channel over `upstream`. `describe` names the host for messages. */
+/** Serve one client session channel over `upstream`; `lost()` says why a channel ended without an exit status. */
 export function relaySession(session: Session, upstream: Upstream, lost: () => string): void {
   const env: Record<string, string> = {};
   let pty: PseudoTtyOptions | null = null;

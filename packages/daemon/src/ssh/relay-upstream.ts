@@ -11,7 +11,7 @@
 import { RamifyError } from '@ramify/contracts';
 import { grantSshAccess, placeOnSandbox, revokeSshToken, type Core } from '@ramify/core';
 import ssh2, { type Client } from 'ssh2';
-import { CIPHERS } from './gateway.js';
+import { CIPHERS } from './listener.js';
 
 /** How long the relay's token lives if it is never revoked (ms): a connection is authenticated well within it. */
 const RELAY_TOKEN_TTL_MS = 60_000;

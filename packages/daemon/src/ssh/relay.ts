@@ -8,12 +8,10 @@
  * The host key is this process's (`<data dir>/ssh_host_ed25519_key`): API processes behind one load
  * balancer share it by having the same file in their data directories.
  */
-import { hostname } from 'node:os';
-import type { Core, SshEndpoint } from '@ramify/core';
-import ssh2, { type ClientInfo, type Connection } from 'ssh2';
+import type { Core } from '@ramify/core';
+import type { ClientInfo, Connection } from 'ssh2';
 import { acceptClient } from './auth.js';
-import { CIPHERS, type RunningSshGateway, type SshOptions } from './gateway.js';
-import { loadHostKey } from './keys.js';
+import { listenSsh, type RunningSshGateway, type SshOptions } from './listener.js';
 import { relayForward, relaySession, type Upstream } from './relay-channels.js';
 import { connectUpstream } from './relay-upstream.js';
 
@@ -26,37 +24,9 @@ const FAILED_LINGER_MS = 3000;
  * @throws when the port is taken or the host key cannot be read or written.
  */
 export async function startSshRelay(core: Core, options: SshOptions, context: { dataDir: string }): Promise<RunningSshGateway> {
-  const hostKey = await loadHostKey(context.dataDir);
-  const clients = new Set<Connection>();
-  const server = new ssh2.Server({ hostKeys: [hostKey.privateKey], ident: 'Ramify', algorithms: { cipher: CIPHERS } }, (client, info) => {
-    clients.add(client);
-    client.once('close', () => clients.delete(client));
-    relayConnection(core, client, info);
-  });
-  const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 2222, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const bound = server.address() as { address: string; port: number };
-  const wildcard = host === '0.0.0.0' || host === '::';
-  const endpoint: SshEndpoint = { host: options.publicHost ?? (wildcard ? hostname() : host), port: options.publicPort ?? bound.port };
-  core.options.ssh = endpoint;
-  core.logger.info('ssh relay serving', { address: `${bound.address}:${bound.port}`, hostKey: hostKey.fingerprint });
-  return {
-    endpoint,
-    address: `${bound.address}:${bound.port}`,
-    fingerprint: hostKey.fingerprint,
-    close: async () => {
-      core.options.ssh = null;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const client of clients) client.end();
-      await closed;
-    },
-  };
+  const listening = await listenSsh(core, options, context.dataDir, (client, info) => relayConnection(core, client, info));
+  core.logger.info('ssh relay serving', { address: listening.address, hostKey: listening.fingerprint });
+  return listening;
 }
 
 /** One client connection: authenticated here, then relayed to its sandbox's host. */
