@@ -33,8 +33,14 @@ export async function startSshRelay(core: Core, options: SshOptions, context: { 
 function relayConnection(core: Core, client: Connection, info: ClientInfo): void {
   acceptClient(core, client, info, ({ sandboxId }) => {
     let hostId = 'unknown';
+    let left = false;
+    client.once('close', () => (left = true));
     const upstream: Upstream = connectUpstream(core, sandboxId).then(({ client: host, target }) => {
       hostId = target.hostId;
+      if (left) {
+        host.end();
+        throw new Error('the client left before the host connection was ready');
+      }
       core.logger.info('ssh relay: connected to the host', { sandboxId, hostId, reservation: target.reservationId });
       // A host going away ends the client's connection, once its channels have said so.
       host.once('close', () => setTimeout(() => client.end(), FAILED_LINGER_MS).unref());
