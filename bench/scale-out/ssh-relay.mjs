@@ -10,12 +10,12 @@
 //                relay's extra handshake, token mint and revoke included [relay <= 2x direct]
 //  scp up/down:  --mb of random bytes with `scp` (SFTP), sha256 checked [relay >= 0.5x direct MB/s]
 // As root; needs the packages built, Postgres' binaries (postgresql-15), ssh, scp, ssh-keygen.
-import { spawn } from 'node:child_process';
 import { createHash, randomFillSync } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { run as runChild } from '../../packages/daemon/dist/real-ssh-support.js';
 import { startCluster } from '../../packages/daemon/dist/testing/cluster.js';
 import { benchRootfs } from '../support/in-process-daemon.mjs';
 
@@ -27,15 +27,10 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const verdict = (ok) => (ok ? 'ok' : 'MISSED');
 const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 
-function run(command, args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (c) => (stderr += c));
-    child.stdout.resume();
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited ${code}: ${stderr.trim()}`))));
-  });
+/** Run a child to its end (asynchronously); rejects with its stderr unless it exits 0. */
+async function run(command, args) {
+  const r = await runChild(command, args);
+  if (r.code !== 0) throw new Error(`${command} exited ${r.code}: ${r.stderr.trim()}`);
 }
 async function timed(fn) {
   const t = performance.now();
