@@ -48,10 +48,10 @@ export async function startIngressEdge(core: Core, options: IngressOptions): Pro
   // would close it (Node's 5 s keep-alive).
   const agent = new Agent({ keepAlive: true, timeout: 4000 });
   const proxy = createProxyServer({ xfwd: false, changeOrigin: false, agent });
-  const failed = (target: EdgeTarget, client: ServerResponse | Socket) => (err: Error): void => {
+  const failed = (target: EdgeTarget, client: ServerResponse | Socket, accept: string | undefined) => (err: Error): void => {
     core.logger.warn('ingress edge: a host\'s ingress did not answer', { hostId: target.hostId, address: target.address, error: err.message });
     const error = new RamifyError('RUNTIME_UNAVAILABLE', `host '${target.hostId}' did not answer at ${target.address}: ${err.message}`, { hostId: target.hostId });
-    if ('writeHead' in client) sendError(client, error, undefined);
+    if ('writeHead' in client) sendError(client, error, accept);
     else sendUpgradeError(client, error);
   };
   const prepare = async (req: IncomingMessage, client: ServerResponse | Socket): Promise<EdgeTarget | null> => {
@@ -70,14 +70,14 @@ export async function startIngressEdge(core: Core, options: IngressOptions): Pro
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     prepare(req, res).then(
-      (target) => target && proxy.web(req, res, { target: `http://${target.address}` }, failed(target, res)),
+      (target) => target && proxy.web(req, res, { target: `http://${target.address}` }, failed(target, res, req.headers.accept)),
       (err: unknown) => sendError(res, asError(core, err), req.headers.accept),
     );
   });
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     prepare(req, socket).then(
-      (target) => target && proxy.ws(req, socket, head, { target: `http://${target.address}` }, failed(target, socket)),
+      (target) => target && proxy.ws(req, socket, head, { target: `http://${target.address}` }, failed(target, socket, undefined)),
       (err: unknown) => sendUpgradeError(socket, asError(core, err)),
     );
   });
