@@ -162,6 +162,11 @@ describe(`a multi-host cluster on one machine (${mode} daemons)`, { skip, timeou
     await same('no token', 401, 'ACCESS_TOKEN_REQUIRED');
     await same('another sandbox\'s token', 403, 'ACCESS_TOKEN_INVALID', { 'x-ramify-access-token': `rit_${'A'.repeat(43)}` });
     assert.equal((await same('its token', 200, null, { 'x-ramify-access-token': token as string })).body, 'hello from the sandbox\n');
+    // Another host's ingress, asked directly, does not serve it (a slot number is per host) nor move it.
+    const other = cluster.hosts.find((h) => h !== holder)!;
+    const elsewhere = await ingressTestKit(() => ({ url: other.url, key: cluster.apiKey, ingressPort: 7424, ingressAddress: other.address })).ingress(name, '/index.html', { headers: { 'x-ramify-access-token': token as string } });
+    assert.equal(elsewhere.status, 409, elsewhere.body);
+    assert.equal(JSON.parse(elsewhere.body).error.code, 'PLACEMENT_INVALID');
     // A WebSocket echo on the public port, through the edge.
     const echo = async (): Promise<string> => {
       const socket = new WebSocket(`ws://127.0.0.1:${cluster.edgePort}/`, { headers: { host: `8001-${id.toLowerCase()}.localhost` } });

@@ -52,6 +52,8 @@ export async function startIngressEdge(core: Core, options: IngressOptions): Pro
     core.logger.warn('ingress edge: a host\'s ingress did not answer', { hostId: target.hostId, address: target.address, error: err.message });
     const error = new RamifyError('RUNTIME_UNAVAILABLE', `host '${target.hostId}' did not answer at ${target.address}: ${err.message}`, { hostId: target.hostId });
     if ('writeHead' in client) sendError(client, error, accept);
+    // An upgrade already under way cannot take an HTTP answer any more.
+    else if (client.bytesWritten > 0) client.destroy();
     else sendUpgradeError(client, error);
   };
   const prepare = async (req: IncomingMessage, client: ServerResponse | Socket): Promise<EdgeTarget | null> => {
