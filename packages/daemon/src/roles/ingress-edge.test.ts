@@ -137,10 +137,12 @@ test('a paused sandbox whose host is lost moves: the edge places it on another h
   await w.core.store.registerHost(registration(w.core.hostId, { leaseMs: 1 }));
   await w.core.store.registerHost(registration('host-b', { ingressAddress: ingress.address }));
   await new Promise((resolve) => setTimeout(resolve, 10));
-  const reply = await get(edge, hostOf(id));
-  assert.equal(reply.status, 200, reply.body);
+  // A page's requests arriving at once share one placement: one host, one reservation.
+  const replies = await Promise.all([1, 2, 3, 4, 5].map(() => get(edge, hostOf(id))));
+  for (const reply of replies) assert.equal(reply.status, 200, reply.body);
   const reservation = ingress.seen[0]?.headers[PLACEMENT_HEADER] as string;
   assert.match(reservation, /^rsv_/);
+  assert.deepEqual(ingress.seen.map((r) => r.headers[PLACEMENT_HEADER]), Array(5).fill(reservation));
   for (let i = 0; i < 50 && (await w.core.store.getReservation(reservation)); i++) await new Promise((resolve) => setTimeout(resolve, 20));
   assert.equal(await w.core.store.getReservation(reservation), null, 'released once the request is done');
 });

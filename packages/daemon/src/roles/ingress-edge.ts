@@ -21,7 +21,7 @@ import { Agent, createServer as createHttpServer, type IncomingMessage, type Ser
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { DEFAULT_INGRESS_DOMAIN, isRamifyError, RamifyError } from '@ramify/contracts';
-import { effectiveAutoResume, exposedAccess, placeOnSandbox, PLACEMENT_HEADER, sandboxNotFound, type Core } from '@ramify/core';
+import { effectiveAutoResume, exposedAccess, placeOnSandbox, PLACEMENT_HEADER, sandboxNotFound, type Core, type SandboxRecord } from '@ramify/core';
 import { isIngressHost, parseIngressHost, sendError, sendUpgradeError } from '@ramify/network';
 import { createProxyServer } from 'http-proxy-3';
 import { publicEndpoint, type IngressOptions, type RunningIngress } from '../ingress.js';
@@ -32,7 +32,11 @@ interface EdgeTarget {
   /** `host:port` of the host's ingress listener. */
   address: string;
   reservationId: string | null;
+  /** Call once the request is done (the last request of a shared wake releases its reservation). Idempotent. */
+  done(): void;
 }
+
+type Placed = Omit<EdgeTarget, 'done'>;
 
 /**
  * Start the edge for the API role's `core` on `options.host:options.port` (default 127.0.0.1:7424) and set
@@ -56,18 +60,19 @@ export async function startIngressEdge(core: Core, options: IngressOptions): Pro
     else if (client.bytesWritten > 0) client.destroy();
     else sendUpgradeError(client, error);
   };
+  const wakes = new SharedWakes(core);
   const prepare = async (req: IncomingMessage, client: ServerResponse | Socket): Promise<EdgeTarget | null> => {
     // Only placement sets this header: a client's own is dropped.
     delete req.headers[PLACEMENT_HEADER];
-    const target = await edgeTarget(core, req.headers.host, domain);
-    if (target.reservationId !== null) {
-      const id = target.reservationId;
-      req.headers[PLACEMENT_HEADER] = id;
-      // Consumed by the host's resume; released either way once the request is done (a refused token too).
-      client.once('close', () => void core.store.releaseReservation(id).catch(() => undefined));
-    }
+    const target = await edgeTarget(core, req.headers.host, domain, wakes);
     // The client left while placement ran: nothing to send on.
-    return client.destroyed ? null : target;
+    if (client.destroyed) {
+      target.done();
+      return null;
+    }
+    if (target.reservationId !== null) req.headers[PLACEMENT_HEADER] = target.reservationId;
+    client.once('close', target.done);
+    return target;
   };
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
@@ -111,19 +116,58 @@ export async function startIngressEdge(core: Core, options: IngressOptions): Pro
 }
 
 /**
- * Where a request for `hostHeader` goes.
+ * Where a request for `hostHeader` goes; a paused sandbox that its host's ingress would wake goes through
+ * `wakes` (one placement shared by concurrent requests).
  * @throws RamifyError INGRESS_HOST_INVALID, SANDBOX_NOT_FOUND, SANDBOX_KILLED, PORT_NOT_EXPOSED, HOST_LOST,
  *   SANDBOX_UNAVAILABLE, NO_HOST_CAPACITY, RUNTIME_UNAVAILABLE (its host runs no ingress listener).
  */
-export async function edgeTarget(core: Core, hostHeader: string | undefined, domain: string): Promise<EdgeTarget> {
+export async function edgeTarget(core: Core, hostHeader: string | undefined, domain: string, wakes: SharedWakes): Promise<EdgeTarget> {
   const parsed = parseIngressHost(hostHeader, domain);
   if (!isIngressHost(parsed)) throw new RamifyError('INGRESS_HOST_INVALID', parsed.problem, { host: hostHeader ?? null });
   const record = await core.store.getSandbox(parsed.sandboxId);
   if (!record) throw sandboxNotFound(parsed.sandboxId);
   exposedAccess(record.id, record.state, record.ingress.ports, parsed.port);
   // A paused sandbox the host would wake may have to move first (its host lost): placement decides.
-  const wakes = record.state === 'paused' && effectiveAutoResume(record.ingress);
-  const placed = await placeOnSandbox(core, record, wakes ? 'resume' : 'call');
+  if (record.state === 'paused' && effectiveAutoResume(record.ingress)) return wakes.acquire(record);
+  return { ...(await placeOnIngress(core, record, 'call')), done: () => undefined };
+}
+
+/**
+ * Placements of paused sandboxes being woken, per sandbox: requests arriving while one is decided or in use
+ * share it (one host, one reservation), as a host's concurrent requests share one resume: a page's many
+ * requests must not reserve several hosts for one sandbox. Its reservation is released with its last request.
+ */
+export class SharedWakes {
+  private readonly entries = new Map<string, { placed: Promise<Placed>; users: number }>();
+
+  constructor(private readonly core: Core) {}
+
+  /** The shared target for waking `record`. @throws as {@link edgeTarget}. */
+  async acquire(record: SandboxRecord): Promise<EdgeTarget> {
+    let entry = this.entries.get(record.id);
+    if (!entry) this.entries.set(record.id, (entry = { placed: placeOnIngress(this.core, record, 'resume'), users: 0 }));
+    const shared = entry;
+    shared.users += 1;
+    let released = false;
+    const done = (): void => {
+      if (released) return;
+      released = true;
+      if ((shared.users -= 1) > 0) return;
+      if (this.entries.get(record.id) === shared) this.entries.delete(record.id);
+      shared.placed.then((p) => (p.reservationId ? this.core.store.releaseReservation(p.reservationId) : undefined)).catch(() => undefined);
+    };
+    try {
+      return { ...(await shared.placed), done };
+    } catch (err) {
+      done();
+      throw err;
+    }
+  }
+}
+
+/** Placement's host for `record` (core's `placeOnSandbox`) and its ingress listener. @throws as {@link edgeTarget}. */
+async function placeOnIngress(core: Core, record: SandboxRecord, purpose: 'resume' | 'call'): Promise<Placed> {
+  const placed = await placeOnSandbox(core, record, purpose);
   const host = await core.store.getHost(placed.hostId);
   if (!host?.ingressAddress) {
     if (placed.reservation) await core.store.releaseReservation(placed.reservation.id).catch(() => undefined);
