@@ -24,6 +24,7 @@ import { startSshGateway, type RunningSshGateway, type SshOptions } from './ssh/
 import { startSshRelay } from './ssh/relay.js';
 import { startMetricsListener, type MetricsListener } from './observability/metrics-listener.js';
 import { startHostAgent, type HostAgent } from './roles/host-agent.js';
+import { startIngressEdge } from './roles/ingress-edge.js';
 import { checkRoleConfig, type ServeRole } from './roles/role.js';
 
 export interface ServeOptions {
@@ -83,7 +84,8 @@ export interface ServeOptions {
   clock?: ComposeOptions['clock'];
   /**
    * The ingress listener for port URLs (`<port>-<sandboxId>.<domain>`); absent: none (`ramify serve` starts
-   * one on 127.0.0.1:7424, domain `localhost`, unless told `--ingress-listen off`).
+   * one on 127.0.0.1:7424, domain `localhost`, unless told `--ingress-listen off`). Role `api`: the ingress
+   * edge, which proxies each port URL to its sandbox's host's ingress (roles/ingress-edge.ts).
    */
   ingress?: IngressOptions;
   /**
@@ -204,6 +206,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     pruner.start();
     if (api) {
       sweep = startHostSweep(core);
+      if (options.ingress) ingress = await startIngressEdge(core, options.ingress);
       if (options.ssh) ssh = await startSshRelay(core, options.ssh, { dataDir });
     } else {
       if (options.reconcile !== 'skip') await reconcile(core);
