@@ -1,6 +1,6 @@
 /**
  * The webhook dispatcher over a real SQLite store and an in-test sender (the transport port; the daemon's
- * fetch sender is covered by real-events.test.ts): retries with backoff until a 2xx, every attempt
+ * sender is covered by webhook-sender.test.ts and real-events.test.ts): retries with backoff until a 2xx, every attempt
  * logged; a destination refused by policy failed at once; the bound on waiting deliveries; a hung webhook holding only its own slots.
  */
 import { afterEach, beforeEach, describe, test } from 'node:test';
