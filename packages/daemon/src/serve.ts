@@ -23,6 +23,7 @@ import { startIngress, type IngressOptions, type RunningIngress } from './ingres
 import { startSshGateway, type RunningSshGateway, type SshOptions } from './ssh/gateway.js';
 import { startMetricsListener, type MetricsListener } from './observability/metrics-listener.js';
 import { startHostAgent, type HostAgent } from './roles/host-agent.js';
+import { startIngressEdge } from './roles/ingress-edge.js';
 import { checkRoleConfig, type ServeRole } from './roles/role.js';
 
 export interface ServeOptions {
@@ -82,7 +83,8 @@ export interface ServeOptions {
   clock?: ComposeOptions['clock'];
   /**
    * The ingress listener for port URLs (`<port>-<sandboxId>.<domain>`); absent: none (`ramify serve` starts
-   * one on 127.0.0.1:7424, domain `localhost`, unless told `--ingress-listen off`).
+   * one on 127.0.0.1:7424, domain `localhost`, unless told `--ingress-listen off`). Role `api`: the ingress
+   * edge, which proxies each port URL to its sandbox's host's ingress (roles/ingress-edge.ts).
    */
   ingress?: IngressOptions;
   /**
@@ -208,6 +210,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     pruner.start();
     if (api) {
       sweep = startHostSweep(core);
+      if (options.ingress) ingress = await startIngressEdge(core, options.ingress);
     } else {
       if (options.reconcile !== 'skip') await reconcile(core);
       prewarmFreeSlots(core);
