@@ -7,7 +7,8 @@
  * slot namespaces, nftables tables); a sandbox paused on host 1, host 1 then stopped, resumes on host 2
  * with memory, processes and files intact (a counter keeps counting); port URLs of a sandbox on a host
  * answer at the API process's ingress edge (roles: HTTP, a WebSocket, the token check, a wake, a kill,
- * each answered as the host's own ingress answers); teardown leaves nothing behind.
+ * each answered as the host's own ingress answers); with roles, SSH through the API process's relay
+ * reaches each sandbox on its host; teardown leaves nothing behind.
  * Before the API/host split (`--role`) lands, hosts run as plain daemons on the shared database and the
  * test talks to a host's API directly; with it, through the API process. The split's own cases are in
  * `real-cluster-roles.test.ts`. Skipped, with the reason, when not root, without runsc, Postgres or the
@@ -20,6 +21,7 @@ import { existsSync } from 'node:fs';
 import WebSocket from 'ws';
 import { ingressTestKit, type IngressReply } from './real-ingress-support.js';
 import { WS_SERVER_PY } from './real-ingress-servers.js';
+import { run, sshOptions } from './real-ssh-support.js';
 import { shellCaller, until } from './real-test-support.js';
 import { clusterSkip, detectClusterMode, sandboxesRunningOn, startCluster, type Cluster, type ClusterHost } from './testing/cluster.js';
 
@@ -106,6 +108,14 @@ describe(`a multi-host cluster on one machine (${mode} daemons)`, { skip, timeou
       for (const other of cluster.hosts.filter((h) => h !== host)) assert.ok(!tables.some((t) => tableName(t).startsWith(other.networkPrefix)), `no table of ${other.hostId} in ${host.netns}`);
     }
     assert.deepEqual(nftTables(null).filter((t) => tableName(t).startsWith(PREFIX)), [], 'no host table in the root namespace');
+    if (mode === 'roles') {
+      // SSH through the API process's relay reaches each sandbox on its host (at the host's registered SSH address).
+      for (const [k, host] of holders.entries()) {
+        const user = (await clientFor(host).call('POST', `/v1/sandboxes/${ids[k]}/ssh-access`, {})).json.user as string;
+        const r = await run('ssh', [...sshOptions(null), '-p', String(cluster.apiSshPorts[0]), `${user}@127.0.0.1`, 'test -s /root/data.sum && echo relayed']);
+        assert.deepEqual([r.code, r.stdout], [0, 'relayed\n'], r.stderr);
+      }
+    }
 
     const before = await Promise.all(holders.map(async (host, k) => ({ count: await count(host, ids[k]!), pid: (await clientFor(host).sh(ids[k]!, 'cat /tmp/counter.pid')).trim() })));
     const paused = await Promise.all(holders.map((host, k) => clientFor(host).call('POST', `/v1/sandboxes/${ids[k]}/pause`)));

@@ -21,6 +21,7 @@ import { describeSnapshotStorage, resolveSnapshotStorage, type SnapshotStorageFl
 import { describeDatabase, resolveDatabase } from './database.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
 import { startSshGateway, type RunningSshGateway, type SshOptions } from './ssh/gateway.js';
+import { startSshRelay } from './ssh/relay.js';
 import { startMetricsListener, type MetricsListener } from './observability/metrics-listener.js';
 import { startHostAgent, type HostAgent } from './roles/host-agent.js';
 import { startIngressEdge } from './roles/ingress-edge.js';
@@ -89,7 +90,8 @@ export interface ServeOptions {
   ingress?: IngressOptions;
   /**
    * The SSH gateway (`ssh -p PORT <sandboxId>@HOST`); absent: none (`ramify serve` starts one on
-   * 127.0.0.1:2222 unless told `--ssh-listen off`). Its host key is made once in the data directory.
+   * 127.0.0.1:2222 unless told `--ssh-listen off`). Its host key is made once in the data directory. In the
+   * `api` role it relays every sandbox's connections to its host's gateway (ssh/relay.ts).
    */
   ssh?: SshOptions;
   /**
@@ -211,6 +213,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     if (api) {
       sweep = startHostSweep(core);
       if (options.ingress) ingress = await startIngressEdge(core, options.ingress);
+      if (options.ssh) ssh = await startSshRelay(core, options.ssh, { dataDir });
     } else {
       if (options.reconcile !== 'skip') await reconcile(core);
       prewarmFreeSlots(core);
@@ -222,7 +225,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       activity.start();
       usage.start();
       if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
-      if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf' });
+      if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf', placed: role === 'host' });
     }
     if (options.metricsListen && composition.metrics) metricsListener = await startMetricsListener(composition.metrics, options.metricsListen, logger);
     app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics, role, ...(options.otlpTraces ? { traced: options.otlpTraces } : {}) });

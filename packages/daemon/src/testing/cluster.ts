@@ -60,6 +60,8 @@ export interface Cluster {
   api: DaemonProcess | null;
   /** Every API process started (`roles` only), by index; a stopped one stays with `exited()` set. */
   apis: DaemonProcess[];
+  /** The SSH relay port of each API process (`--ssh-listen 127.0.0.1:PORT`), by index. */
+  apiSshPorts: number[];
   apiKey: string;
   templateId: string;
   databaseUrl: string;
@@ -146,6 +148,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const apiPorts: number[] = [];
   /** Their ingress edges' ports, likewise. */
   const edgePorts: number[] = [];
+  /** Their SSH relays' ports, likewise. */
+  const apiSshPorts: number[] = [];
   let closed = false;
   const seedPrefix = `${prefix}s`;
   const leftovers = (): string[] => [
@@ -218,7 +222,11 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       await mkdir(dataDir, { recursive: true });
       const port = (apiPorts[index] ??= await freePort());
       const edgePort = (edgePorts[index] ??= await freePort());
-      const api = await startDaemonProcess({ args: ['--role', 'api', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--ingress-listen', `127.0.0.1:${edgePort}`, '--ssh-listen', 'off', '--log-level', 'warn', ...s3Args(s3Server)], env: env(), logFile: join(dataDir, 'serve.log'), url: `http://127.0.0.1:${port}` });
+      const sshPort = (apiSshPorts[index] ??= await freePort());
+      const api = await startDaemonProcess({
+        args: ['--role', 'api', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--ingress-listen', `127.0.0.1:${edgePort}`, '--ssh-listen', `127.0.0.1:${sshPort}`, '--log-level', 'warn', ...s3Args(s3Server)],
+        env: env(), logFile: join(dataDir, 'serve.log'), url: `http://127.0.0.1:${port}`,
+      });
       apis[index] = api;
       return api;
     };
@@ -245,7 +253,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       throw new Error(`sandbox ${id}'s paused image was not uploaded within ${timeoutMs} ms`);
     };
     return {
-      mode, hosts, edgePort: edgePorts[0] ?? 0, get api() { return apis[0] && !apis[0].exited() ? apis[0] : null; }, apis, apiKey, templateId: seeded.templateId, databaseUrl, s3: s3Server,
+      mode, hosts, edgePort: edgePorts[0] ?? 0, get api() { return apis[0] && !apis[0].exited() ? apis[0] : null; }, apis, apiSshPorts, apiKey, templateId: seeded.templateId, databaseUrl, s3: s3Server,
       entryUrl, callAt, startHost, startApi, hostOf, durablePausedImage, close, leftovers,
     };
   } catch (err) {
