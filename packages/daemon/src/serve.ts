@@ -16,7 +16,7 @@ import { buildApp } from './app.js';
 import type { TracedCalls } from './http/route.js';
 import { compose, type ComposeOptions } from './compose.js';
 import { lockDataDir } from './data-dir-lock.js';
-import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './config.js';
+import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir, resolveWebhookAllowPrivate } from './config.js';
 import { describeSnapshotStorage, resolveSnapshotStorage, type SnapshotStorageFlags } from './snapshot-storage.js';
 import { describeDatabase, resolveDatabase } from './database.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
@@ -115,6 +115,12 @@ export interface ServeOptions {
    * something; reads such as a client polling `GET /v1/sandboxes/{id}` are not) or `all`.
    */
   otlpTraces?: TracedCalls;
+  /**
+   * Let webhooks reach loopback, private, link-local and this host's own addresses (`ramify serve
+   * --webhook-allow-private`, else `RAMIFY_WEBHOOK_ALLOW_PRIVATE`); default false: public addresses only.
+   * Overrides `coreOptions.webhooks.allowPrivateDestinations`.
+   */
+  webhookAllowPrivate?: boolean;
 }
 
 export interface RamifyServer {
@@ -177,7 +183,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   try {
     composition = await compose({
       dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: { ...roleOverrides, ...options.overrides },
-      coreOptions: { ...options.coreOptions, ...warmPoolOptions(options), ...(role === 'api' ? { warmPool: parseWarmPoolSpec('off') } : {}) },
+      coreOptions: { ...options.coreOptions, ...webhookOptions(options), ...warmPoolOptions(options), ...(role === 'api' ? { warmPool: parseWarmPoolSpec('off') } : {}) },
       maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network,
       egress: role === 'api' ? { mode: 'off' } : options.egress,
       clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
@@ -284,6 +290,12 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     await composition.close().finally(() => lock.release());
     throw err;
   }
+}
+
+/** The webhook options with the destination policy resolved (flag, else core option, else env). @throws RamifyError VALIDATION_FAILED. */
+function webhookOptions(options: ServeOptions): Partial<CoreOptions> {
+  const given = options.webhookAllowPrivate ?? options.coreOptions?.webhooks?.allowPrivateDestinations;
+  return { webhooks: { ...options.coreOptions?.webhooks, allowPrivateDestinations: resolveWebhookAllowPrivate(given) } };
 }
 
 /** The core options of `warmPool` and `warmPoolBudgetMB`. @throws RamifyError VALIDATION_FAILED for a bad spec. */

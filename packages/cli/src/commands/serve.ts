@@ -17,6 +17,7 @@ interface DaemonModule {
     ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
     snapshotStorage?: { s3Endpoint?: string; s3Bucket?: string; s3Region?: string; s3Prefix?: string; s3PathStyle?: boolean; snapshotCacheBytes?: number };
     metricsListen?: { host: string; port: number }; otlpEndpoint?: string; otlpTraces?: 'writes' | 'all'; coreOptions?: { eventRetentionMs?: number; usageSampleMs?: number }; databaseUrl?: string;
+    webhookAllowPrivate?: boolean;
   }): Promise<{
     metricsAddress: string | null; otlpUrl: string | null;
     url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; database: string; ingress: { address: string; url: string } | null;
@@ -91,6 +92,8 @@ interface ServeFlags {
   eventsRetention?: number;
   /** `--usage-sample`: ms between usage samples; 0 (`off`) turns metering off. */
   usageSample?: number;
+  /** `--webhook-allow-private`: webhooks may reach loopback/private addresses (else $RAMIFY_WEBHOOK_ALLOW_PRIVATE; default public only). */
+  webhookAllowPrivate?: boolean;
 }
 
 /** The snapshot storage flags given (the daemon fills in the rest from `RAMIFY_S3_*`). */
@@ -199,6 +202,7 @@ export function registerServe(program: Command, env: CliEnv): void {
     .addOption(new Option('--otlp-traces <calls>', "which API calls are traces: 'writes' (default: the calls that change something; a client polling GET /v1/sandboxes/ID makes none) or 'all' (reads too)").choices(['writes', 'all']))
     .option('--events-retention <duration>', 'how long events, webhook deliveries and the command log are kept, e.g. 7d (1h to 365d; default 7d)', retentionArg)
     .option('--usage-sample <duration>', "how often each running sandbox's CPU, memory, disk and traffic are read, metered and checked against budgets (default 5s); 'off' turns metering, live metrics and budget enforcement off", (v: string) => (v === 'off' ? 0 : parseDuration(v)))
+    .option('--webhook-allow-private', "let webhooks reach loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (169.254/16, cloud metadata) and this host's own addresses, for receivers on your own network (default $RAMIFY_WEBHOOK_ALLOW_PRIVATE, else off: public addresses only, checked on every address a URL's host resolves to at each delivery)")
     .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean; resetNetwork?: boolean }) => {
       if (opts.resetNetwork) {
         const reset = await (await loadDaemon()).resetNetwork({ dataDir: opts.dataDir ?? (process.env.RAMIFY_HOME || '/var/lib/ramify'), prefix: opts.networkPrefix ?? 'rmf' });
@@ -225,7 +229,7 @@ export function registerServe(program: Command, env: CliEnv): void {
         host: opts.host, port: opts.port, dataDir: opts.dataDir, ...(opts.hostId ? { hostId: opts.hostId } : {}), logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
         ...(opts.networkPrefix ? { network: { prefix: opts.networkPrefix } } : {}),
         warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget, snapshotStorage: snapshotStorageFlags(opts),
-        ...(opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : {}),
+        ...(opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : {}), ...(opts.webhookAllowPrivate ? { webhookAllowPrivate: true } : {}),
         ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}), ...(opts.otlpTraces ? { otlpTraces: opts.otlpTraces } : {}),
         coreOptions: {
           ...(opts.eventsRetention !== undefined ? { eventRetentionMs: opts.eventsRetention } : {}),
@@ -306,6 +310,7 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.otlpEndpoint) args.push('--otlp-endpoint', opts.otlpEndpoint);
   if (opts.otlpTraces) args.push('--otlp-traces', opts.otlpTraces);
   if (opts.eventsRetention !== undefined) args.push('--events-retention', `${opts.eventsRetention}ms`);
+  if (opts.webhookAllowPrivate) args.push('--webhook-allow-private');
   if (opts.usageSample !== undefined) args.push('--usage-sample', opts.usageSample === 0 ? 'off' : `${opts.usageSample}ms`);
   // The database URL may carry a password: it goes in the child's environment, not its argv (ps shows argv).
   const env = opts.databaseUrl ? { ...process.env, RAMIFY_DATABASE_URL: opts.databaseUrl } : process.env;
