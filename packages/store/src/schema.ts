@@ -324,8 +324,11 @@ export interface HostsTable {
 export interface HostReservationsTable {
   id: string;
   host_id: string;
+  /** Held in all: `sandboxes` × one sandbox's memoryMB and cpuCount. */
   memory_mb: number;
   cpus: number;
+  /** Migration 33: how many sandboxes (network slots) it holds: a fork's children; 1 for a create. */
+  sandboxes: Generated<number>;
   expires_at: number;
 }
 

@@ -5,16 +5,18 @@
  * (its reservation in the `x-ramify-placement` header, which the host checks against the store). Requests
  * travel through http-proxy-3: HTTP with streaming bodies both ways, and WebSocket upgrades. The caller's
  * own `Authorization` header goes along: the host authenticates it again against the shared store.
+ * A fork goes to its parent's host with a reservation there for all its children (`placeFork`).
  * `any` routes are served here from the store by the same handlers as on one machine.
  */
 import { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { matchRoute, RamifyError, type CreateSandboxRequest, type RouteMatch } from '@ramify/contracts';
-import { killOnLostHost, placeCreate, placeOnSandbox, PLACEMENT_HEADER, type Core, type PlacementTarget } from '@ramify/core';
+import { ForkRequest, matchRoute, RamifyError, type CreateSandboxRequest, type RouteMatch } from '@ramify/contracts';
+import { killOnLostHost, placeCreate, placeFork, placeOnSandbox, PLACEMENT_HEADER, type Core, type PlacementTarget } from '@ramify/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createProxyServer } from 'http-proxy-3';
 import { callerOf } from '../http/request-context.js';
+import { validate } from '../http/validate.js';
 
 /** How long a forwarded call may take before the host answers at all (ms): a create or resume on a busy host. */
 const PROXY_TIMEOUT_MS = 900_000;
@@ -69,7 +71,8 @@ export function installForwarding(app: FastifyInstance, core: Core): void {
 
   app.addHook('onRequest', async (request, reply) => {
     const match = routeOf(request);
-    if (match?.route.target !== 'sandbox-host' || request.ramify.scopeError) return;
+    // A fork is placed once its body is read (the preHandler below): its reservation is sized by `count`.
+    if (match?.route.target !== 'sandbox-host' || match.operationId === 'forkSandbox' || request.ramify.scopeError) return;
     const record = await core.store.getSandbox(match.params.id ?? '');
     if (!record) return;
     try {
@@ -90,6 +93,14 @@ export function installForwarding(app: FastifyInstance, core: Core): void {
 
   app.addHook('preHandler', async (request, reply) => {
     const match = routeOf(request);
+    if (match?.operationId === 'forkSandbox') {
+      // The parent's host must have room for every child: reserved there, or refused before anything forks.
+      const { count } = validate(ForkRequest, request.body ?? {}, 'body');
+      const record = await core.store.getSandbox(match.params.id ?? '');
+      if (!record) return;
+      forward(request, reply, await placeFork(core, record, count), Buffer.from(JSON.stringify(request.body ?? {})));
+      return;
+    }
     if (match?.route.target !== 'placed') return;
     const body = (request.body ?? {}) as CreateSandboxRequest;
     const target = await placeCreate(core, match.operationId === 'createSandbox' ? body : {}, callerOf(request).teamId);
