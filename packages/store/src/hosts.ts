@@ -202,6 +202,13 @@ export async function releaseReservation(db: Executor, id: string): Promise<void
   await db.deleteFrom('host_reservations').where('id', '=', id).execute();
 }
 
+/** See `HostRegistry.clusterSecret`: the first caller's `made` is stored; every caller reads the stored one. */
+export async function clusterSecret(db: Executor, name: string, made: string): Promise<string> {
+  await db.insertInto('cluster_secrets').values({ name, value: made }).onConflict((oc) => oc.column('name').doNothing()).execute();
+  const row = await db.selectFrom('cluster_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
+  return row.value;
+}
+
 /** See `HostRegistry.expireHosts`: one transaction; rows locked by another sweeper are skipped (Postgres). */
 export async function expireHosts(db: Executor): Promise<LostHost[]> {
   return inTransaction(db, async (trx) => {

@@ -332,6 +332,12 @@ export interface HostReservationsTable {
   expires_at: number;
 }
 
+/** Migration 33: secrets every process of this store shares, by name (made once by the first to ask). */
+export interface ClusterSecretsTable {
+  name: string;
+  value: string;
+}
+
 /** Every table of the store, by name. */
 export interface Database {
   sandboxes: SandboxesTable;
@@ -360,6 +366,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   hosts: HostsTable;
   host_reservations: HostReservationsTable;
+  cluster_secrets: ClusterSecretsTable;
   schema_migrations: SchemaMigrationsTable;
 }
 

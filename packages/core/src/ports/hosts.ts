@@ -162,4 +162,10 @@ export interface HostRegistry {
    * sweeping are skipped (Postgres `SKIP LOCKED`). Paused sandboxes are left as they are.
    */
   expireHosts(): Promise<LostHost[]>;
+  /**
+   * The secret called `name` that every process of this store shares (hex, 256 random bits), made and
+   * stored by the first process to ask. The API role signs the calls it forwards with `forwarding`
+   * (docs/design/SCALE-OUT.md). Only processes with access to the store can read it.
+   */
+  clusterSecret(name: string): Promise<string>;
 }

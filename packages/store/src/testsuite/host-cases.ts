@@ -133,6 +133,16 @@ export function hostCases(h: StoreHarness): void {
     }, { maxSlots: 4096 });
   });
 
+  test('cluster secrets: made once by the first to ask, the same for every caller, concurrent ones included', async () => {
+    await withStore(h, 'hosts_secret', async (store) => {
+      const all = await Promise.all([store.clusterSecret('forwarding'), store.clusterSecret('forwarding'), store.clusterSecret('forwarding')]);
+      assert.match(all[0]!, /^[0-9a-f]{64}$/);
+      assert.deepEqual(new Set(all).size, 1);
+      assert.equal(await store.clusterSecret('forwarding'), all[0]);
+      assert.notEqual(await store.clusterSecret('other'), all[0], 'one secret per name');
+    });
+  });
+
   test('host loss: an expired lease makes the host gone and its running sandboxes error HOST_LOST; paused ones stay', async () => {
     await withStore(h, 'hosts_loss', async (store) => {
       await store.registerHost(registration('host-a', { leaseMs: 1 }));
