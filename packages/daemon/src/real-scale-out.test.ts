@@ -88,6 +88,11 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     // The template is built on the first host; its image goes to S3 for the other.
     await registerRootfsTemplate(hosts[0]!.core, rootfs as string, { templateId: 'tpl_rr', snapshotId: 'snap_rr_base' });
     await waitDurable(hosts[0]!.core.storage, 'snap_rr_base', 120_000);
+    // Placement prefers the host whose last heartbeat listed the image: wait for that heartbeat (a loaded
+    // machine can upload the image before the next one).
+    for (const deadline = Date.now() + 30_000; !(await hosts[0]!.core.store.getHost('host-rra'))?.cachedImageIds.includes('snap_rr_base'); await new Promise((r) => setTimeout(r, 100))) {
+      assert.ok(Date.now() < deadline, 'host-rra never reported the template image');
+    }
     assert.ok(key, 'the first process made the API key');
   });
   after(async () => {
@@ -118,6 +123,11 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     assert.equal(reply.status, 201, JSON.stringify(reply.json));
     assert.equal(reply.json.state, 'running');
     assert.equal(await hostOf(reply.json.id), 'host-rra');
+    // Audited once, by the API (the host skips the call it sees signed), with the sandbox the host made.
+    const creates = async () => (await api!.core.store.listAudit({ sandboxId: reply.json.id })).filter((e) => e.action === 'sandbox.create');
+    await until('the create is audited', async () => (await creates()).length > 0, 5000);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.deepEqual((await creates()).map((e) => [e.status, e.path]), [[201, '/v1/sandboxes']]);
     // Exec over the command WebSocket, through the API.
     const sbx = await Sandbox.connect(reply.json.id, { apiUrl: api!.url, apiKey: key, requestTimeoutMs: 600_000 });
     let streamed = '';
