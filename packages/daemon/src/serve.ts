@@ -21,8 +21,10 @@ import { describeSnapshotStorage, resolveSnapshotStorage, type SnapshotStorageFl
 import { describeDatabase, resolveDatabase } from './database.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
 import { startSshGateway, type RunningSshGateway, type SshOptions } from './ssh/gateway.js';
+import { startSshRelay } from './ssh/relay.js';
 import { startMetricsListener, type MetricsListener } from './observability/metrics-listener.js';
 import { startHostAgent, type HostAgent } from './roles/host-agent.js';
+import { startIngressEdge } from './roles/ingress-edge.js';
 import { checkRoleConfig, type ServeRole } from './roles/role.js';
 
 export interface ServeOptions {
@@ -82,12 +84,14 @@ export interface ServeOptions {
   clock?: ComposeOptions['clock'];
   /**
    * The ingress listener for port URLs (`<port>-<sandboxId>.<domain>`); absent: none (`ramify serve` starts
-   * one on 127.0.0.1:7424, domain `localhost`, unless told `--ingress-listen off`).
+   * one on 127.0.0.1:7424, domain `localhost`, unless told `--ingress-listen off`). Role `api`: the ingress
+   * edge, which proxies each port URL to its sandbox's host's ingress (roles/ingress-edge.ts).
    */
   ingress?: IngressOptions;
   /**
    * The SSH gateway (`ssh -p PORT <sandboxId>@HOST`); absent: none (`ramify serve` starts one on
-   * 127.0.0.1:2222 unless told `--ssh-listen off`). Its host key is made once in the data directory.
+   * 127.0.0.1:2222 unless told `--ssh-listen off`). Its host key is made once in the data directory. In the
+   * `api` role it relays every sandbox's connections to its host's gateway (ssh/relay.ts).
    */
   ssh?: SshOptions;
   /**
@@ -201,6 +205,8 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     pruner.start();
     if (api) {
       sweep = startHostSweep(core);
+      if (options.ingress) ingress = await startIngressEdge(core, options.ingress);
+      if (options.ssh) ssh = await startSshRelay(core, options.ssh, { dataDir });
     } else {
       if (options.reconcile !== 'skip') await reconcile(core);
       prewarmFreeSlots(core);
@@ -212,7 +218,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       activity.start();
       usage.start();
       if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
-      if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf' });
+      if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf', placed: role === 'host' });
     }
     if (options.metricsListen && composition.metrics) metricsListener = await startMetricsListener(composition.metrics, options.metricsListen, logger);
     app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics, role, ...(options.otlpTraces ? { traced: options.otlpTraces } : {}) });

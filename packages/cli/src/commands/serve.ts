@@ -13,7 +13,7 @@ interface DaemonModule {
   serve(options: {
     role?: 'single' | 'api' | 'host'; advertiseUrl?: string;
     host?: string; port?: number; dataDir?: string; hostId?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
-    ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
+    ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string }; publicPort?: number; publicProtocol?: 'http' | 'https' };
     ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
     snapshotStorage?: { s3Endpoint?: string; s3Bucket?: string; s3Region?: string; s3Prefix?: string; s3PathStyle?: boolean; snapshotCacheBytes?: number };
     metricsListen?: { host: string; port: number }; otlpEndpoint?: string; otlpTraces?: 'writes' | 'all'; coreOptions?: { eventRetentionMs?: number; usageSampleMs?: number }; databaseUrl?: string;
@@ -62,6 +62,9 @@ interface ServeFlags {
   ingressDomain?: string;
   ingressTlsCert?: string;
   ingressTlsKey?: string;
+  /** `--ingress-public-port`, `--ingress-public-protocol`: what port URLs name when it is not this listener (a host behind an API's ingress edge). */
+  ingressPublicPort?: number;
+  ingressPublicProtocol?: 'http' | 'https';
   /** `--ssh-listen ADDR:PORT` or `off`. */
   sshListen?: string;
   /** `--database-url`: Postgres for state (else $RAMIFY_DATABASE_URL, else SQLite in the data directory). */
@@ -115,7 +118,7 @@ function listenAddress(flag: string, value: string, example: string): { host: st
  * The ingress options of `ramify serve`'s flags; null for `--ingress-listen off`.
  * @throws RamifyError VALIDATION_FAILED for a listen address that is not ADDR:PORT, or a TLS file without the other.
  */
-function ingressOptions(opts: ServeFlags): { host: string; port: number; domain?: string; tls?: { certFile: string; keyFile: string } } | null {
+function ingressOptions(opts: ServeFlags): { host: string; port: number; domain?: string; tls?: { certFile: string; keyFile: string }; publicPort?: number; publicProtocol?: 'http' | 'https' } | null {
   const listen = opts.ingressListen ?? DEFAULT_INGRESS_LISTEN;
   if (listen === 'off') return null;
   const { host, port } = listenAddress('--ingress-listen', listen, '127.0.0.1:7424, 0.0.0.0:443');
@@ -124,6 +127,8 @@ function ingressOptions(opts: ServeFlags): { host: string; port: number; domain?
     host, port,
     ...(opts.ingressDomain ? { domain: opts.ingressDomain } : {}),
     ...(opts.ingressTlsCert && opts.ingressTlsKey ? { tls: { certFile: opts.ingressTlsCert, keyFile: opts.ingressTlsKey } } : {}),
+    ...(opts.ingressPublicPort !== undefined ? { publicPort: opts.ingressPublicPort } : {}),
+    ...(opts.ingressPublicProtocol ? { publicProtocol: opts.ingressPublicProtocol } : {}),
   };
 }
 
@@ -171,13 +176,15 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--detach', 'run in the background (log: <data-dir>/serve.log); returns once the API answers, or at once if a daemon already answers there')
     .option('--microvm-memory <MB>', 'RAM microVM template images are booted with (default 1024): the most memoryMB a microVM sandbox can have; rebuild templates after changing it', intIn(128, 65536))
     .option('--max-output-bytes <bytes>', `bytes of each stream a command result keeps, the head (default ${DEFAULT_MAX_OUTPUT_BYTES}, 32 MiB; at most ${MAX_OUTPUT_BYTES_CEILING}); results say when they were cut, streams are never cut`, intIn(0, MAX_OUTPUT_BYTES_CEILING))
-    .option('--ingress-listen <addr:port>', `where port URLs are served (default ${DEFAULT_INGRESS_LISTEN}: loopback only; 'off' for none)`)
+    .option('--ingress-listen <addr:port>', `where port URLs are served (default ${DEFAULT_INGRESS_LISTEN}: loopback only; 'off' for none; with --role api: the cluster's ingress edge, proxying each port URL to its sandbox's host)`)
     .option('--ingress-domain <domain>', "domain of port URLs, http://<port>-<sandboxId>.<domain>:<port>/ (default 'localhost': *.localhost resolves to loopback in curl and browsers)")
     .option('--ingress-tls-cert <file>', 'PEM certificate (a wildcard *.<domain>) to serve port URLs over HTTPS, with --ingress-tls-key')
     .option('--ingress-tls-key <file>', 'PEM key of --ingress-tls-cert')
+    .option('--ingress-public-port <port>', 'the port port URLs name when it is not --ingress-listen\'s: behind a load balancer, or on a host behind an API process\'s ingress edge (give it the edge\'s port and --ingress-domain)', intIn(1, 65535))
+    .addOption(new Option('--ingress-public-protocol <protocol>', 'the protocol port URLs name when it is not the listener\'s: https on a host behind an edge that serves TLS').choices(['http', 'https']))
     .option('--warm-pool <spec>', "idle sandboxes kept restored so that a create claims one (tens of ms) instead of restoring: 'auto' (default: one per template created from in the last hour), 'off', or sizes per template 'base=2,python-tests=1' (':microvm' after a name for that runtime)", warmPoolSpec)
     .option('--warm-pool-budget <MB>', 'most memoryMB the warm pool\'s idle sandboxes may add up to (default 1/16 of the host\'s memory, 512 to 4096)', intIn(0, 1 << 20))
-    .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory`)
+    .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory. With --role api it serves every sandbox of the cluster, relaying to the sandbox's host (API processes behind one load balancer: copy one ssh_host_ed25519_key into each data directory)`)
     .option('--database-url <url>', 'keep state in Postgres, e.g. postgres://ramify:secret@db.internal:5432/ramify (default $RAMIFY_DATABASE_URL; none: SQLite in the data directory). Several daemons may share one database; it is migrated at start')
     .option('--s3-bucket <bucket>', 'keep snapshots in this S3-compatible bucket, the local disk as a cache (default $RAMIFY_S3_BUCKET; none: local disk only). Credentials: $RAMIFY_S3_ACCESS_KEY_ID and $RAMIFY_S3_SECRET_ACCESS_KEY, else the AWS SDK\'s default chain')
     .option('--s3-endpoint <url>', 'S3-compatible endpoint, e.g. http://127.0.0.1:9000 for MinIO or https://<account>.r2.cloudflarestorage.com (default $RAMIFY_S3_ENDPOINT, else AWS)')
@@ -277,6 +284,8 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.ingressDomain) args.push('--ingress-domain', opts.ingressDomain);
   if (opts.ingressTlsCert) args.push('--ingress-tls-cert', opts.ingressTlsCert);
   if (opts.ingressTlsKey) args.push('--ingress-tls-key', opts.ingressTlsKey);
+  if (opts.ingressPublicPort !== undefined) args.push('--ingress-public-port', String(opts.ingressPublicPort));
+  if (opts.ingressPublicProtocol) args.push('--ingress-public-protocol', opts.ingressPublicProtocol);
   if (opts.sshListen) args.push('--ssh-listen', opts.sshListen);
   if (opts.s3Bucket) args.push('--s3-bucket', opts.s3Bucket);
   if (opts.s3Endpoint) args.push('--s3-endpoint', opts.s3Endpoint);

@@ -6,7 +6,8 @@
  * travel through http-proxy-3: HTTP with streaming bodies both ways, and WebSocket upgrades. The caller's
  * own `Authorization` header goes along: the host authenticates it again against the shared store.
  * A fork goes to its parent's host with a reservation there for all its children (`placeFork`).
- * `any` routes are served here from the store by the same handlers as on one machine.
+ * `any` routes are served here from the store by the same handlers as on one machine, and so is
+ * `ssh-access` when this process runs the SSH relay (ssh/relay.ts): its command then names the relay.
  */
 import { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -95,6 +96,8 @@ export function installForwarding(app: FastifyInstance, core: Core): void {
     const match = routeOf(request);
     // A fork is placed once its body is read (the preHandler below): its reservation is sized by `count`.
     if (match?.route.target !== 'sandbox-host' || match.operationId === 'forkSandbox' || request.ramify.scopeError) return;
+    // With its own SSH relay the API grants SSH access itself (the token is in the shared store), pointing at the relay.
+    if (match.operationId === 'createSshAccess' && core.options.ssh) return;
     const record = await core.store.getSandbox(match.params.id ?? '');
     if (!record) return;
     try {
