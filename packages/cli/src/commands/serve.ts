@@ -24,6 +24,7 @@ interface DaemonModule {
     core: { pool: { stats(): { mode: string; budgetMB: number } }; hostId: string };
     role: string; drain(): Promise<{ paused: string[]; failed: string[]; uploadsDone: boolean } | null>;
   }>;
+  resetNetwork(options: { dataDir: string; prefix: string }): Promise<{ prefix: string; namespaces: number }>;
 }
 
 async function loadDaemon(): Promise<DaemonModule> {
@@ -173,6 +174,7 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--network-prefix <prefix>', "name prefix of this daemon's network namespaces, veths and nftables table, 1-4 lowercase letters (default 'rmf'); give a second daemon on the same host its own data directory and prefix", networkPrefix)
     .option('--host-id <id>', "this host's id, recorded on the sandboxes and snapshots it holds (lowercase letters, digits, '-'); kept in the data directory: default the kept one, else a generated host-<12 hex>. A data directory keeps its id")
     .addOption(new Option('--log-level <level>', 'daemon log level (JSON log on stderr)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
+    .option('--reset-network', "remove this daemon's network set-up left for its next start (namespaces <prefix>-*, their veths, the prefix's nftables tables and ip rules) and exit without serving; refused while the daemon runs or a sandbox of its data directory still runs (paused ones are fine)")
     .option('--detach', 'run in the background (log: <data-dir>/serve.log); returns once the API answers, or at once if a daemon already answers there')
     .option('--microvm-memory <MB>', 'RAM microVM template images are booted with (default 1024): the most memoryMB a microVM sandbox can have; rebuild templates after changing it', intIn(128, 65536))
     .option('--max-output-bytes <bytes>', `bytes of each stream a command result keeps, the head (default ${DEFAULT_MAX_OUTPUT_BYTES}, 32 MiB; at most ${MAX_OUTPUT_BYTES_CEILING}); results say when they were cut, streams are never cut`, intIn(0, MAX_OUTPUT_BYTES_CEILING))
@@ -197,7 +199,12 @@ export function registerServe(program: Command, env: CliEnv): void {
     .addOption(new Option('--otlp-traces <calls>', "which API calls are traces: 'writes' (default: the calls that change something; a client polling GET /v1/sandboxes/ID makes none) or 'all' (reads too)").choices(['writes', 'all']))
     .option('--events-retention <duration>', 'how long events, webhook deliveries and the command log are kept, e.g. 7d (1h to 365d; default 7d)', retentionArg)
     .option('--usage-sample <duration>', "how often each running sandbox's CPU, memory, disk and traffic are read, metered and checked against budgets (default 5s); 'off' turns metering, live metrics and budget enforcement off", (v: string) => (v === 'off' ? 0 : parseDuration(v)))
-    .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
+    .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean; resetNetwork?: boolean }) => {
+      if (opts.resetNetwork) {
+        const reset = await (await loadDaemon()).resetNetwork({ dataDir: opts.dataDir ?? (process.env.RAMIFY_HOME || '/var/lib/ramify'), prefix: opts.networkPrefix ?? 'rmf' });
+        ctx.output(reset, () => `ramify: removed the network set-up of prefix '${reset.prefix}' (${reset.namespaces} namespaces, its veths, tables and ip rules)`);
+        return;
+      }
       if (opts.detach) {
         const { url, started } = await serveDetached(opts);
         const dataDir = opts.dataDir ?? (process.env.RAMIFY_HOME || '/var/lib/ramify');
