@@ -164,7 +164,11 @@ export interface CoreDeps {
    * found; apt-get install qemu-system-x86"); `RUNTIME_UNAVAILABLE` errors quote it.
    */
   unavailableRuntimes?: Partial<Record<RuntimeName, string>>;
-  network: SandboxNetwork;
+  /**
+   * The sandboxes' network (namespaces, slots); null when this process runs no sandboxes (`ramify serve
+   * --role api`): starting one then fails `RUNTIME_UNAVAILABLE` ({@link networkFor}).
+   */
+  network: SandboxNetwork | null;
   storage: SnapshotStorage;
   connectAgent: ConnectAgent;
   clock: Clock;
@@ -220,6 +224,15 @@ export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog'
   pool: WarmPool;
   /** Metering (time and counters of every sandbox) and live metrics; see `usage/meter.ts`. */
   meter: UsageMeter;
+}
+
+/**
+ * The sandboxes' network of this process.
+ * @throws RamifyError `RUNTIME_UNAVAILABLE` when it runs no sandboxes (the API role: `network` is null).
+ */
+export function networkFor(core: Pick<Core, 'network' | 'hostId'>): SandboxNetwork {
+  if (core.network === null) throw new RamifyError('RUNTIME_UNAVAILABLE', `this process (${core.hostId}) runs no sandboxes: it has no sandbox network (an API process forwards such calls to a host)`);
+  return core.network;
 }
 
 /**

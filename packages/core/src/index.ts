@@ -15,7 +15,7 @@ export * from './ports/egress.js';
 export * from './ports/private-networks.js';
 
 export * from './ids.js';
-export { runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps, type CoreOptions } from './context.js';
+export { networkFor, runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps, type CoreOptions } from './context.js';
 export { createCore, closeCoreSinks } from './core.js';
 export * from './ports/event-store.js';
 export * from './ports/hosts.js';

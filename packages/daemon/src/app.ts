@@ -33,6 +33,7 @@ import { usageRoutes } from './routes/usage.js';
 import { mountStreams } from './routes/streams/index.js';
 import { mcpDocs, mountMcp } from './routes/mcp.js';
 import { installForwarding } from './roles/forward.js';
+import { installForwardedCheck } from './roles/forward-audit.js';
 import { installPlacementCheck } from './roles/placement-check.js';
 import type { ServeRole } from './roles/role.js';
 
@@ -73,7 +74,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('onRequest', scopeHook(core));
   // After auth and scope: nothing is forwarded or placed for a caller without a key or for another team's sandbox.
   if (options.role === 'api') installForwarding(app, core);
-  if (options.role === 'host') installPlacementCheck(app, core);
+  if (options.role === 'host') {
+    installForwardedCheck(app, core);
+    installPlacementCheck(app, core);
+  }
   app.addHook('onRequest', activityHook(core));
   app.addHook('onResponse', auditHook(core.store, core.clock, core.logger));
 

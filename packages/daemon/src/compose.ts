@@ -45,6 +45,7 @@ import { GvisorRuntime } from '@ramify/runtime-gvisor';
 import { openAgentDialing } from './agent-channel.js';
 import { resolveMaxOutputBytes } from './config.js';
 import { resolveHostId } from './host-id.js';
+import type { ServeRole } from './roles/role.js';
 import { openRuntimes, type GvisorOptions, type MicrovmOptions } from './runtimes.js';
 import { closeSnapshotStorage, openSnapshotStorage, type SnapshotStorageConfig } from './snapshot-storage.js';
 import { openStore, type StoreConfig } from '@ramify/store';
@@ -85,6 +86,12 @@ export interface EgressOptions {
 }
 
 export interface ComposeOptions {
+  /**
+   * `api` (`ramify serve --role api`): this process runs no sandboxes, so nothing of a host is built: no
+   * runtime, sandbox network (core's `network` is null), egress enforcement, agent channel or template
+   * builder; `overrides` of those are ignored. Default: everything (one machine, or a host).
+   */
+  role?: ServeRole;
   dataDir: string;
   /** This host's id; default the data directory's (made once: see host-id.ts). */
   hostId?: string;
@@ -144,16 +151,14 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
     if (!overrides.store) await store.close();
     throw err;
   }
+  if (options.role === 'api') return composeApi({ options, coreOptions, store, storage, hostId, clock, logger });
   // Rows from before host ids (migration 26) are this daemon's: it is the only one that ever used them.
   const adopted = await store.adoptUnhostedRows(hostId);
   if (adopted.sandboxes + adopted.snapshots + adopted.slots > 0) logger.info('adopted rows recorded before host ids', { hostId, ...adopted });
   const prefix = options.network?.prefix ?? 'rmf';
   // WIRING: egress log (enforcement's verdicts, buffered into the store in batches; core reads it).
   const egressLog = new BufferedEgressLog({ store, logger, clock });
-  // WIRING: metrics (prom-client) and traces (OpenTelemetry, loaded only with an endpoint): core's telemetry.
-  const metrics = options.metrics === 'off' ? null : createMetrics({ store });
-  const tracing = options.otlpEndpoint ? await startTracing({ endpoint: options.otlpEndpoint, logger }) : null;
-  const telemetry = teeTelemetry([metrics?.telemetry, tracing?.telemetry].filter((t) => t !== undefined));
+  const { metrics, tracing, telemetry } = await openTelemetry(options, store);
   // WIRING: egress enforcement (one nftables table per prefix + the policy DNS resolver + the table watchdog).
   const hostEgress =
     !overrides.network && !overrides.egressEnforcer && (options.egress?.mode ?? 'enforce') === 'enforce'
@@ -219,6 +224,37 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
       await hostEgress?.close();
     },
   };
+}
+
+/**
+ * The API role's core: the store, snapshot storage (images are read, e.g. a durable image's manifest, never
+ * run), metrics and traces; no runtime, network, egress enforcement or template builder is built, so this
+ * process needs none of a host's tools (runsc, QEMU, nft, namespaces).
+ */
+async function composeApi(parts: { options: ComposeOptions; coreOptions: Partial<CoreOptions>; store: Store; storage: SnapshotStorage; hostId: string; clock: Clock; logger: Logger }): Promise<Composition> {
+  const { options, coreOptions, store, storage, hostId, clock, logger } = parts;
+  const { metrics, tracing, telemetry } = await openTelemetry(options, store);
+  const core = createCore({
+    hostId, store, runtimes: [], network: null, storage, clock, logger, telemetry, webhookSender: createWebhookSender({ allowPrivateDestinations: coreOptions.webhooks?.allowPrivateDestinations ?? false }), options: coreOptions,
+    connectAgent: () => Promise.reject(new Error('an API process reaches no sandbox agent: calls on sandboxes are forwarded to their hosts')),
+  });
+  if (metrics) watchQueues(metrics, core);
+  return {
+    core, metrics, tracing,
+    close: async () => {
+      await closeSnapshotStorage(storage);
+      await closeCoreSinks(core);
+      await tracing?.shutdown().catch((err: unknown) => logger.warn('tracing: the last export failed', { error: err instanceof Error ? err.message : String(err) }));
+      if (!options.overrides?.store) await store.close();
+    },
+  };
+}
+
+/** WIRING: metrics (prom-client) and traces (OpenTelemetry, loaded only with an endpoint): core's telemetry. */
+async function openTelemetry(options: ComposeOptions, store: Store): Promise<{ metrics: DaemonMetrics | null; tracing: Tracing | null; telemetry: ReturnType<typeof teeTelemetry> }> {
+  const metrics = options.metrics === 'off' ? null : createMetrics({ store });
+  const tracing = options.otlpEndpoint ? await startTracing({ endpoint: options.otlpEndpoint, logger: options.logger }) : null;
+  return { metrics, tracing, telemetry: teeTelemetry([metrics?.telemetry, tracing?.telemetry].filter((t) => t !== undefined)) };
 }
 
 /**

@@ -4,9 +4,10 @@
  * nftables; each its own data dir, port, network prefix and host id), sharing nothing but Postgres and S3.
  * Shows: a create through the API is placed (on the host caching the template; on the other host, which
  * downloads the template image from S3, once the first drains) and forwarded; exec over a WebSocket through
- * the API; a fork lands on its parent's host; another team's sandbox is 404 at the API and nothing reaches a
- * host; no key is 401; a host refuses a create that placement did not send it; SSH through the API's relay
- * (real-scale-out-ssh.ts), and a paused sandbox of a lost host woken on the other by an SSH connection.
+ * the API; a fork lands on its parent's host, which must have room for its children (else 503 and nothing
+ * forks); another team's sandbox is 404 at the API and nothing reaches a host; no key is 401; a host refuses
+ * a create that placement did not send it; SSH through the API's relay (real-scale-out-ssh.ts), and a paused
+ * sandbox of a lost host woken on the other by an SSH connection.
  * Skipped, with the reason, when not root, without runsc, the rootfs, or Postgres's binaries.
  */
 import { Sandbox } from '@ramify/sdk';
@@ -130,6 +131,11 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     assert.equal(reply.status, 201, JSON.stringify(reply.json));
     assert.equal(reply.json.state, 'running');
     assert.equal(await hostOf(reply.json.id), 'host-rra');
+    // Audited once, by the API (the host skips the call it sees signed), with the sandbox the host made.
+    const creates = async () => (await api!.core.store.listAudit({ sandboxId: reply.json.id })).filter((e) => e.action === 'sandbox.create');
+    await until('the create is audited', async () => (await creates()).length > 0, 5000);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.deepEqual((await creates()).map((e) => [e.status, e.path]), [[201, '/v1/sandboxes']]);
     // Exec over the command WebSocket, through the API.
     const sbx = await Sandbox.connect(reply.json.id, { apiUrl: api!.url, apiKey: key, requestTimeoutMs: 600_000 });
     let streamed = '';
@@ -143,6 +149,23 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     assert.equal(await hostOf(childId), 'host-rra');
     const child = await call('POST', `/v1/sandboxes/${childId}/commands`, { cmd: 'cat /tmp/n' });
     assert.equal(child.json.stdout, '42\n');
+    // Forks take capacity on the parent's host: with it nearly full, a fork of 2 is refused before anything forks.
+    const rra = (await api!.core.store.getHost('host-rra'))!;
+    const filler = await api!.core.store.reserveHost({ reservationId: 'rsv_rr_filler', hostId: 'host-rra', memoryMB: rra.capacity.memoryMB - 3 * reply.json.memoryMB, cpus: 1, imageId: null, ttlMs: 60_000 });
+    try {
+      const before = (await call('GET', '/v1/sandboxes')).json.sandboxes.length as number;
+      const full = await call('POST', `/v1/sandboxes/${reply.json.id}/fork`, { count: 2 });
+      assert.equal(full.status, 503, JSON.stringify(full.json));
+      assert.equal(full.json.error.code, 'NO_HOST_CAPACITY');
+      assert.match(full.json.error.message, /host 'host-rra' has no room for 2 sandboxes .*memory: \d+ MiB free/);
+      assert.equal((await call('GET', '/v1/sandboxes')).json.sandboxes.length, before, 'nothing forked');
+      // A fork sent to the host directly has no reservation: refused there.
+      const direct = await apiCaller(() => hosts[0]!.url, () => key)('POST', `/v1/sandboxes/${reply.json.id}/fork`, { count: 1 });
+      assert.equal(direct.status, 409, JSON.stringify(direct.json));
+      assert.equal(direct.json.error.code, 'PLACEMENT_INVALID');
+    } finally {
+      await api!.core.store.releaseReservation(filler.id);
+    }
   });
 
   test('with the first host draining, a create goes to the other, which downloads the template image from S3', async () => {

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RuntimeName } from '@ramify/contracts';
-import { killSandbox, type Core } from '@ramify/core';
+import { killSandbox, networkFor, type Core } from '@ramify/core';
 import { buildImage } from '@ramify/template-builder';
 import { forceCleanup } from './real-egress-support.js';
 import { serve, type RamifyServer, type ServeOptions } from './serve.js';
@@ -67,7 +67,7 @@ export async function registerRootfsTemplate(core: Core, rootfs: string, ids: { 
   const runtime = core.runtimes[0]!;
   const manifest = await buildImage(
     { rootfsDir: rootfs, snapshotId, templateId, run: [], envs: {}, onPhase: () => undefined, onLine: () => undefined },
-    { runtime, network: core.network, slots: { allocateSlot: (id) => core.store.allocateSlot(id, core.hostId), releaseSlot: (id) => core.store.releaseSlot(id) }, storage: core.storage, connectAgent: core.connectAgent },
+    { runtime, network: networkFor(core), slots: { allocateSlot: (id) => core.store.allocateSlot(id, core.hostId), releaseSlot: (id) => core.store.releaseSlot(id) }, storage: core.storage, connectAgent: core.connectAgent },
   );
   await core.store.insertSnapshot({
     id: snapshotId, teamId: 'default', name: null, kind: 'template', status: 'ready', runtime: runtime.name, templateId, sandboxId: null,

@@ -174,18 +174,17 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const database = resolveDatabase(dataDir, options.databaseUrl);
   const role = options.role ?? 'single';
   checkRoleConfig(role, { database, storage: snapshotStorage, advertiseUrl: options.advertiseUrl });
-  // The API role opens no runtime and enforces no egress: every call on a sandbox goes to its host.
-  const roleOverrides = role === 'api' ? { runtimes: [], templateBuilder: null } : {};
 
   // Before anything is opened: a second daemon here would share the store and take the first's egress table and NFLOG group.
   const lock = lockDataDir(dataDir);
   let composition: Awaited<ReturnType<typeof compose>>;
   try {
     composition = await compose({
-      dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: { ...roleOverrides, ...options.overrides },
+      // The API role builds no runtime, network or egress enforcement (compose.ts): every call on a sandbox goes to its host.
+      role, dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: options.overrides,
       coreOptions: { ...options.coreOptions, ...webhookOptions(options), ...warmPoolOptions(options), ...(role === 'api' ? { warmPool: parseWarmPoolSpec('off') } : {}) },
       maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network,
-      egress: role === 'api' ? { mode: 'off' } : options.egress,
+      egress: options.egress,
       clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
     });
   } catch (err) {

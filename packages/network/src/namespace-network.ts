@@ -14,7 +14,7 @@
  * Setup costs ~6 process spawns (~50 ms). Every call is idempotent: `attach` on an existing slot
  * repairs it (runsc strips the guest address from eth0 when it takes the interface over).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statfsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { RamifyError } from '@ramify/contracts';
 import type { NetworkAttachment, SandboxNetwork, SlotTraffic } from '@ramify/core';
@@ -37,6 +37,21 @@ export interface NamespaceNetworkOptions {
 }
 
 const NETNS_DIR = '/var/run/netns';
+/** statfs(2) `f_type` of nsfs (linux/magic.h): a live namespace file is a bind mount of a namespace. */
+const NSFS_MAGIC = 0x6e736673;
+
+/**
+ * Whether `path` is a live namespace file: a mount of nsfs (`ip netns add` bind-mounts the namespace on it).
+ * An empty file left behind is not: after the mount namespace holding the bind mount went away (a daemon
+ * started in its own mount namespace), or a reboot when /run/netns is on a disk. One statfs, no spawn.
+ */
+export function isLiveNamespace(path: string): boolean {
+  try {
+    return statfsSync(path).type === NSFS_MAGIC;
+  } catch {
+    return false;
+  }
+}
 /** Markers of completely built slots (tmpfs: gone after a reboot, like the namespaces). */
 const READY_DIR = '/run/ramify-net';
 
@@ -114,10 +129,13 @@ export class NamespaceNetwork implements SandboxNetwork {
     return next;
   }
 
-  /** Both namespaces exist and the last step of {@link create} finished (a crash mid-build leaves no marker). */
+  /**
+   * Both namespaces are live (not files left behind: {@link isLiveNamespace}) and the last step of
+   * {@link create} finished (a crash mid-build leaves no marker). Otherwise the slot is rebuilt.
+   */
   private exists(slot: number): boolean {
     const n = this.names(slot);
-    return existsSync(`${NETNS_DIR}/${n.sandboxNs}`) && existsSync(`${NETNS_DIR}/${n.routerNs}`) && existsSync(this.readyMarker(slot));
+    return isLiveNamespace(`${NETNS_DIR}/${n.sandboxNs}`) && isLiveNamespace(`${NETNS_DIR}/${n.routerNs}`) && existsSync(this.readyMarker(slot));
   }
 
   private readyMarker(slot: number): string {
@@ -260,6 +278,11 @@ export class NamespaceNetwork implements SandboxNetwork {
     await run(['ip', 'netns', 'delete', n.sandboxNs]);
     await run(['ip', 'netns', 'delete', n.routerNs]);
     await run(['ip', 'link', 'delete', n.hostVeth]);
+    // A namespace file left behind (no namespace mounted on it) would make `netns add` fail: remove it.
+    for (const ns of [n.sandboxNs, n.routerNs]) {
+      const path = `${NETNS_DIR}/${ns}`;
+      if (existsSync(path) && !isLiveNamespace(path)) await rm(path, { force: true });
+    }
   }
 
   /**

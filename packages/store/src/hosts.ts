@@ -81,18 +81,24 @@ export async function setHostState(db: Executor, id: string, state: HostState): 
 
 interface Load { memoryMB: number; cpus: number; slots: number }
 
-/** Host `hostId`'s load from the store's rows: occupying sandboxes, slots, live reservations. */
+/** Host `hostId`'s load from the store's rows: occupying sandboxes, slots, live reservations (each holding `sandboxes` slots). */
 async function loadOf(db: Executor, hostId: string, now: number): Promise<Load> {
   const sbx = await db.selectFrom('sandboxes').select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('memory_mb'), sql<number>`0`).as('mem'), eb.fn.coalesce(eb.fn.sum<number>('cpu_count'), sql<number>`0`).as('cpus')])
     .where('host_id', '=', hostId).where('state', 'in', OCCUPYING).executeTakeFirstOrThrow();
-  const res = await db.selectFrom('host_reservations').select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('memory_mb'), sql<number>`0`).as('mem'), eb.fn.coalesce(eb.fn.sum<number>('cpus'), sql<number>`0`).as('cpus'), eb.fn.countAll<number>().as('n')])
+  const res = await db.selectFrom('host_reservations').select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('memory_mb'), sql<number>`0`).as('mem'), eb.fn.coalesce(eb.fn.sum<number>('cpus'), sql<number>`0`).as('cpus'), eb.fn.coalesce(eb.fn.sum<number>('sandboxes'), sql<number>`0`).as('n')])
     .where('host_id', '=', hostId).where('expires_at', '>', now).executeTakeFirstOrThrow();
   const slots = await db.selectFrom('slots').select((eb) => eb.fn.countAll<number>().as('n')).where('host_id', '=', hostId).executeTakeFirstOrThrow();
   return { memoryMB: Number(sbx.mem) + Number(res.mem), cpus: Number(sbx.cpus) + Number(res.cpus), slots: Number(slots.n) + Number(res.n) };
 }
 
-const fits = (h: HostRecord, load: Load, req: PlacementRequest): boolean =>
-  load.memoryMB + req.memoryMB <= h.capacity.memoryMB && load.cpus + req.cpus <= h.capacity.cpus && load.slots + 1 <= h.capacity.slots;
+/** What `req` holds in all: `count` sandboxes (default 1) of its memory and CPUs, one slot each. */
+const needOf = (req: PlacementRequest): Load => {
+  const n = req.count ?? 1;
+  return { memoryMB: req.memoryMB * n, cpus: req.cpus * n, slots: n };
+};
+
+const fits = (h: HostRecord, load: Load, need: Load): boolean =>
+  load.memoryMB + need.memoryMB <= h.capacity.memoryMB && load.cpus + need.cpus <= h.capacity.cpus && load.slots + need.slots <= h.capacity.slots;
 
 /** Lock host `id`'s row for this transaction (Postgres); `skip`: give up (false) when another holds it. */
 async function lockHost(trx: Executor, id: string, mode: 'skip-locked' | 'wait'): Promise<boolean> {
@@ -117,26 +123,55 @@ export async function reserveHost(db: Executor, req: PlacementRequest, random: (
 async function reserveOnce(db: Executor, req: PlacementRequest, random: () => number): Promise<PlacementReservation> {
   return inTransaction(db, async (trx) => {
     const now = await databaseNow(trx);
+    const need = needOf(req);
     let q = trx.selectFrom('hosts').selectAll().where('state', '=', 'active').where('lease_expires_at', '>', now);
     if (req.hostId !== undefined) q = q.where('id', '=', req.hostId);
     const live = (await q.orderBy('id').execute()).map(hostFromRow);
     const loads = new Map<string, Load>();
     for (const h of live) loads.set(h.id, await loadOf(trx, h.id, now));
-    const candidates = rankHosts(live.filter((h) => fits(h, loads.get(h.id) as Load, req)), loads, req, random);
+    const candidates = rankHosts(live.filter((h) => fits(h, loads.get(h.id) as Load, need)), loads, req, random);
     for (const mode of ['skip-locked', 'wait'] as const) {
       for (const host of candidates) {
         if (!(await lockHost(trx, host.id, mode))) continue;
         // Counted again under the lock: a reservation committed meanwhile by another process is seen now.
-        if (!fits(host, await loadOf(trx, host.id, await databaseNow(trx)), req)) continue;
+        const load = await loadOf(trx, host.id, await databaseNow(trx));
+        loads.set(host.id, load);
+        if (!fits(host, load, need)) continue;
         const expiresAt = now + req.ttlMs;
-        await trx.insertInto('host_reservations').values({ id: req.reservationId, host_id: host.id, memory_mb: req.memoryMB, cpus: req.cpus, expires_at: expiresAt }).execute();
-        return { id: req.reservationId, hostId: host.id, url: host.url, memoryMB: req.memoryMB, cpus: req.cpus, expiresAt };
+        await trx.insertInto('host_reservations').values({ id: req.reservationId, host_id: host.id, memory_mb: need.memoryMB, cpus: need.cpus, sandboxes: need.slots, expires_at: expiresAt }).execute();
+        return { id: req.reservationId, hostId: host.id, url: host.url, memoryMB: need.memoryMB, cpus: need.cpus, sandboxes: need.slots, expiresAt };
       }
       if (dialectOf(trx) !== 'postgres') break;
     }
-    throw new RamifyError('NO_HOST_CAPACITY', `no active host has room for ${req.memoryMB} MiB and ${req.cpus} CPU${req.hostId ? ` (only host '${req.hostId}' may take it)` : ''}: ${live.length} live host(s); retry later or add a host`, {
-      hosts: live.length, memoryMB: req.memoryMB, cpus: req.cpus, ...(req.hostId ? { hostId: req.hostId } : {}),
+    if (req.hostId !== undefined) throw await noRoomOn(trx, req, need, live[0] === undefined ? null : { host: live[0], load: loads.get(live[0].id) as Load });
+    throw new RamifyError('NO_HOST_CAPACITY', `no active host has room for ${req.memoryMB} MiB and ${req.cpus} CPU: ${live.length} live host(s); retry later or add a host`, {
+      hosts: live.length, memoryMB: req.memoryMB, cpus: req.cpus,
     });
+  });
+}
+
+/**
+ * The refusal of a placement only host `req.hostId` may take (a fork's children): it is not an active live
+ * host, or it lacks room; the message names the host and what is missing.
+ */
+async function noRoomOn(trx: Executor, req: PlacementRequest, need: Load, active: { host: HostRecord; load: Load } | null): Promise<RamifyError> {
+  const hostId = req.hostId as string;
+  const what = need.slots === 1 ? `${need.memoryMB} MiB and ${need.cpus} CPU` : `${need.slots} sandboxes of ${req.memoryMB} MiB and ${req.cpus} CPU (${need.memoryMB} MiB, ${need.cpus} CPU, ${need.slots} slots in all)`;
+  const details = { hostId, hosts: active ? 1 : 0, memoryMB: need.memoryMB, cpus: need.cpus, sandboxes: need.slots };
+  if (active === null) {
+    const host = await getHost(trx, hostId);
+    const why = host === null ? 'is not registered' : host.state !== 'active' ? `is ${host.state}` : 'stopped heartbeating';
+    return new RamifyError('NO_HOST_CAPACITY', `host '${hostId}' ${why}: it takes no new sandboxes, so it has no room for ${what}`, { ...details, missing: [] });
+  }
+  const { host, load } = active;
+  const free = { memoryMB: host.capacity.memoryMB - load.memoryMB, cpus: host.capacity.cpus - load.cpus, slots: host.capacity.slots - load.slots };
+  const missing = [
+    ...(need.memoryMB > free.memoryMB ? [`memory: ${Math.max(0, free.memoryMB)} MiB free of ${host.capacity.memoryMB}`] : []),
+    ...(need.cpus > free.cpus ? [`CPUs: ${Math.max(0, free.cpus)} free of ${host.capacity.cpus}`] : []),
+    ...(need.slots > free.slots ? [`network slots: ${Math.max(0, free.slots)} free of ${host.capacity.slots}`] : []),
+  ];
+  return new RamifyError('NO_HOST_CAPACITY', `host '${hostId}' has no room for ${what}: ${missing.join('; ') || 'taken by another placement meanwhile'}; retry later with fewer, or free some`, {
+    ...details, missing: missing.map((m) => m.split(':')[0] as string),
   });
 }
 
@@ -158,13 +193,20 @@ export function rankHosts(fitting: HostRecord[], loads: Map<string, Load>, req: 
 export async function getReservation(db: Executor, id: string): Promise<PlacementReservation | null> {
   const now = await databaseNow(db);
   const r = await db.selectFrom('host_reservations').innerJoin('hosts', 'hosts.id', 'host_reservations.host_id')
-    .select(['host_reservations.id', 'host_reservations.host_id', 'hosts.url', 'host_reservations.memory_mb', 'host_reservations.cpus', 'host_reservations.expires_at'])
+    .select(['host_reservations.id', 'host_reservations.host_id', 'hosts.url', 'host_reservations.memory_mb', 'host_reservations.cpus', 'host_reservations.sandboxes', 'host_reservations.expires_at'])
     .where('host_reservations.id', '=', id).where('host_reservations.expires_at', '>', now).executeTakeFirst();
-  return r ? { id: r.id, hostId: r.host_id, url: r.url, memoryMB: Number(r.memory_mb), cpus: Number(r.cpus), expiresAt: Number(r.expires_at) } : null;
+  return r ? { id: r.id, hostId: r.host_id, url: r.url, memoryMB: Number(r.memory_mb), cpus: Number(r.cpus), sandboxes: Number(r.sandboxes), expiresAt: Number(r.expires_at) } : null;
 }
 
 export async function releaseReservation(db: Executor, id: string): Promise<void> {
   await db.deleteFrom('host_reservations').where('id', '=', id).execute();
+}
+
+/** See `HostRegistry.clusterSecret`: the first caller's `made` is stored; every caller reads the stored one. */
+export async function clusterSecret(db: Executor, name: string, made: string): Promise<string> {
+  await db.insertInto('cluster_secrets').values({ name, value: made }).onConflict((oc) => oc.column('name').doNothing()).execute();
+  const row = await db.selectFrom('cluster_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
+  return row.value;
 }
 
 /** See `HostRegistry.expireHosts`: one transaction; rows locked by another sweeper are skipped (Postgres). */

@@ -698,6 +698,21 @@ const ENTRIES: readonly Migration[] = [
       ALTER TABLE hosts ADD COLUMN ssh_address TEXT;
     `,
   },
+  {
+    version: 33,
+    name: 'fork-reservations',
+    // A reservation holds capacity for several sandboxes at once: a fork's N children on their parent's
+    // host (docs/design/SCALE-OUT.md). memory_mb and cpus hold the total; sandboxes the slots. And the
+    // secrets every process of one store shares (the API role signs the calls it forwards and audits with
+    // one, so hosts do not audit them again). Portable SQL.
+    sql: `
+      ALTER TABLE host_reservations ADD COLUMN sandboxes BIGINT NOT NULL DEFAULT 1;
+      CREATE TABLE cluster_secrets (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+    `,
+  },
 ];
 
 /** Every migration, each with its Postgres text attached where it has one. */

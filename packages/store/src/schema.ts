@@ -324,9 +324,18 @@ export interface HostsTable {
 export interface HostReservationsTable {
   id: string;
   host_id: string;
+  /** Held in all: `sandboxes` × one sandbox's memoryMB and cpuCount. */
   memory_mb: number;
   cpus: number;
+  /** Migration 33: how many sandboxes (network slots) it holds: a fork's children; 1 for a create. */
+  sandboxes: Generated<number>;
   expires_at: number;
+}
+
+/** Migration 33: secrets every process of this store shares, by name (made once by the first to ask). */
+export interface ClusterSecretsTable {
+  name: string;
+  value: string;
 }
 
 /** Every table of the store, by name. */
@@ -357,6 +366,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   hosts: HostsTable;
   host_reservations: HostReservationsTable;
+  cluster_secrets: ClusterSecretsTable;
   schema_migrations: SchemaMigrationsTable;
 }
 

@@ -11,6 +11,7 @@ import type {
   SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord, SlotLease, AdoptedRows, SnapshotPatch, SnapshotRecord, SshKeyRecord, SshTokenRecord, Store, TeamRecord,
   TemplateRecord, UsageSum, UsageSumQuery, UsageWrite, WebhookRecord,
 } from '@ramify/core';
+import { randomBytes } from 'node:crypto';
 import type { SandboxState, TeamQuota } from '@ramify/contracts';
 import * as access from './access.js';
 import * as tokens from './access-tokens.js';
@@ -380,6 +381,9 @@ export class SqlStore implements Store {
   }
   expireHosts(): Promise<LostHost[]> {
     return hosts.expireHosts(this.kysely);
+  }
+  clusterSecret(name: string): Promise<string> {
+    return hosts.clusterSecret(this.kysely, name, randomBytes(32).toString('hex'));
   }
 
   /** Close the connection (SQLite) or the pool (Postgres); a second call does nothing. */

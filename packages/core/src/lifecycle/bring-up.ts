@@ -8,7 +8,7 @@
 import { stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { RamifyError, isRamifyError, type AgentIdentity } from '@ramify/contracts';
-import { runtimeFor, type Core } from '../context.js';
+import { networkFor, runtimeFor, type Core } from '../context.js';
 import { enforceEgressPolicy, enforceStoredEgressPolicy, releaseEgressEnforcement } from '../egress/enforcement.js';
 import { DENY_ALL_EGRESS_POLICY } from '../egress/policy.js';
 import { hostnameFor } from '../ids.js';
@@ -69,7 +69,7 @@ async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string,
   const hostname = hostnameFor(record.id);
   const { mark: phase, overlap, phases } = phaseTimer();
   try {
-    const network = await core.network.attach(record.id, record.slot);
+    const network = await networkFor(core).attach(record.id, record.slot);
     phase('networkMs');
     // The policy is enforced while the image is restored: the host drops every packet of a slot it holds
     // no policy for (fail closed), and a kept slot (a resume) holds the sandbox's own, so the restored
@@ -144,7 +144,7 @@ export async function releaseResources(core: Core, record: SandboxRecord): Promi
         .then(() => releaseEgressEnforcement(core, slot))
         // A kept slot gets back the guest address its runtime took over (queued before the slot is
         // free, so before any attach of it): the next attach has nothing left to check.
-        .then(() => (keep ? core.network.prepareGuest?.(slot) : core.network.detach(slot)))
+        .then(() => (keep ? core.network?.prepareGuest?.(slot) : core.network?.detach(slot)))
         .then(() => core.store.releaseSlot(record.id))
         .catch((err: unknown) => failures.push(`releasing network slot ${slot}: ${messageOf(err)}`));
     }

@@ -81,7 +81,7 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
     await runtime.checkpoint(record.id, imageDir);
     phase('checkpointMs');
     // The instance is gone and the slot is kept: its guest address goes back now, not at the restore.
-    if (record.slot !== null) core.network.prepareGuest?.(record.slot);
+    if (record.slot !== null) core.network?.prepareGuest?.(record.slot);
     const manifest = await core.storage.commit({ snapshotId, runtime: record.runtime, templateId: record.templateId, parentSnapshotId: record.sourceSnapshotId });
     sizeBytes = manifest.sizeBytes;
     phase('commitMs');

@@ -18,21 +18,22 @@ const deferred = new WeakSet<Core>();
  * small host, and the slots those bring-ups use were prepared before they began.
  */
 export function prewarmFreeSlots(core: Core): void {
-  if (core.options.prewarmSlots <= 0) return;
+  const network = core.network;
+  if (core.options.prewarmSlots <= 0 || network === null) return;
   if ((bringUpsInFlight.get(core) ?? 0) > 0) {
     deferred.add(core);
     return;
   }
   nextFreeSlots(core, null)
     .then(async (free) => {
-      core.network.prewarm(free);
+      network.prewarm(free);
       // Shrink: idle slots outside the pool (pushed out when lower slots were freed) are torn down,
       // each only if still unleased at the moment no attach of it can run.
       const leased = new Set((await core.store.listSlots(core.hostId)).map((l) => l.slot));
       const pool = new Set(free);
-      for (const slot of await core.network.listSlots()) {
+      for (const slot of await network.listSlots()) {
         if (leased.has(slot) || pool.has(slot)) continue;
-        void core.network
+        void network
           .detachIfUnused(slot, async () => !(await core.store.listSlots(core.hostId)).some((l) => l.slot === slot))
           .catch(() => undefined);
       }

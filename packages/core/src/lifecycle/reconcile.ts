@@ -149,9 +149,10 @@ async function removeOrphans(core: Core, report: ReconcileReport): Promise<void>
     if (!live.get(lease.sandboxId)) await core.store.releaseSlot(lease.sandboxId);
   }
   const leased = new Set((await core.store.listSlots(core.hostId)).map((l) => l.slot));
-  for (const slot of await core.network.listSlots().catch(() => [] as number[])) {
-    if (leased.has(slot)) continue;
-    await core.network.detach(slot).then(
+  const network = core.network;
+  for (const slot of (await network?.listSlots().catch(() => [] as number[])) ?? []) {
+    if (leased.has(slot) || !network) continue;
+    await network.detach(slot).then(
       () => report.orphanSlots.push(slot),
       (err: unknown) => core.logger.warn('reconcile: detaching an orphan slot failed', { slot, error: messageOf(err) }),
     );

@@ -11,7 +11,7 @@ import { createTestWorld, type TestWorld } from '../testing/world.js';
 import { createSandbox } from '../lifecycle/create.js';
 import { pauseSandbox } from '../lifecycle/pause.js';
 import { killOnLostHost, sweepLostHosts } from './host-loss.js';
-import { acceptPlacement, imageDurable, placeCreate, placeOnSandbox, PLACEMENT_HEADER } from './placement.js';
+import { acceptPlacement, imageDurable, placeCreate, placeFork, placeOnSandbox, PLACEMENT_HEADER } from './placement.js';
 
 const worlds: TestWorld[] = [];
 afterEach(async () => {
@@ -113,4 +113,27 @@ test('the sweep writes off an expired host: its running sandboxes error HOST_LOS
     assert.equal((await killOnLostHost(w.core, (await w.core.store.getSandbox(id))!)).state, 'killed');
   }
   assert.deepEqual(await w.core.store.listSlots(w.core.hostId), []);
+});
+
+test("a fork reserves its children's memory and CPUs on the parent's host; too many is NO_HOST_CAPACITY naming it, nothing held", async () => {
+  const w = await world();
+  const parentMB = w.core.options.defaultMemoryMB;
+  // Room for the parent and two children on this host; another host with plenty of room.
+  await w.core.store.registerHost(host(w.core.hostId, { capacity: { memoryMB: parentMB * 3, cpus: 64, slots: 64 } }));
+  await w.core.store.registerHost(host('host-b'));
+  const parent = (await w.core.store.getSandbox((await createSandbox(w.core, {})).id))!;
+  await assert.rejects(placeFork(w.core, parent, 3), (err: { code?: string; message?: string; details?: { hostId?: string } }) =>
+    err.code === 'NO_HOST_CAPACITY' && err.details?.hostId === w.core.hostId && err.message!.includes(`host '${w.core.hostId}' has no room for 3 sandboxes`) && err.message!.includes('memory:'));
+  const target = await placeFork(w.core, parent, 2);
+  assert.equal(target.hostId, w.core.hostId, "the parent's host, never another");
+  assert.deepEqual([target.reservation?.memoryMB, target.reservation?.cpus, target.reservation?.sandboxes], [parentMB * 2, parent.cpuCount * 2, 2]);
+  // The host accepts it for 2 children, not for 3.
+  assert.equal((await acceptPlacement(w.core, target.reservation!.id, 2)).id, target.reservation!.id);
+  await assert.rejects(acceptPlacement(w.core, target.reservation!.id, 3), { code: 'PLACEMENT_INVALID' });
+  await assert.rejects(placeFork(w.core, parent, 1), { code: 'NO_HOST_CAPACITY' }, 'held by the first fork until the host releases it');
+  await w.core.store.releaseReservation(target.reservation!.id);
+  await w.core.store.setHostState(w.core.hostId, 'draining');
+  await assert.rejects(placeFork(w.core, parent, 1), (err: { code?: string; message?: string }) => err.code === 'NO_HOST_CAPACITY' && /is draining/.test(err.message!));
+  await w.core.store.setHostState(w.core.hostId, 'gone');
+  await assert.rejects(placeFork(w.core, parent, 1), { code: 'HOST_LOST' });
 });

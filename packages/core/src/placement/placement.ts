@@ -4,7 +4,9 @@
  * - **create**: a host with room (memory, CPUs, slots), least loaded of a few sampled, preferring one that
  *   caches the sandbox's image; capacity is reserved in the same store transaction that chooses it
  *   (`Store.reserveHost`), so concurrent API processes never over-commit or double-place.
- * - **fork**: the parent's host (the fork route targets the sandbox's host: no decision here).
+ * - **fork**: the parent's host (the children's memory is the parent's image, on that host's disk), which
+ *   must have room for all N children: capacity for them is reserved there like a create's, or the fork is
+ *   refused (`NO_HOST_CAPACITY` naming the host and what is missing) before anything is created.
  * - **resume**: a paused sandbox resumes on the host holding its image while that host is live; otherwise on
  *   any host with room once the image is durable in remote storage (the host downloads it on open). Its
  *   image only on a lost host (not yet uploaded) is `SANDBOX_UNAVAILABLE` until that host returns.
@@ -94,6 +96,25 @@ export async function placeOnSandbox(core: Pick<Core, 'store' | 'storage'>, reco
   return { hostId: reservation.hostId, url: reservation.url, reservation };
 }
 
+/**
+ * Reserve room for `count` children of `parent` (each with its memoryMB and cpuCount, one network slot) on
+ * the parent's host, the only place a fork can run; the same transaction and locking as a create's.
+ * @throws RamifyError HOST_LOST (the parent's host is not live), NO_HOST_CAPACITY (the host is not active,
+ *   draining for one, or lacks room: the message names it and what is missing).
+ */
+export async function placeFork(core: Pick<Core, 'store'>, parent: SandboxRecord, count: number): Promise<PlacementTarget> {
+  const host = parent.hostId === null ? null : await core.store.getHost(parent.hostId);
+  if (host === null || !hostIsLive(host, await core.store.databaseNow())) {
+    throw new RamifyError('HOST_LOST', `sandbox '${parent.id}' is on host '${parent.hostId ?? 'unknown'}', which is not live: it cannot be forked${parent.state === 'paused' ? ' (resume it to move it to another host, then fork it there)' : ''}`, {
+      sandboxId: parent.id, hostId: parent.hostId ?? 'unknown',
+    });
+  }
+  const reservation = await core.store.reserveHost({
+    reservationId: newReservationId(), hostId: host.id, count, memoryMB: parent.memoryMB, cpus: parent.cpuCount, imageId: null, ttlMs: RESERVATION_TTL_MS,
+  });
+  return { hostId: reservation.hostId, url: reservation.url, reservation };
+}
+
 /** A host's clock may be this far off the database's (registration refuses more), ms. */
 export const MAX_CLOCK_SKEW_MS = 2000;
 
@@ -122,15 +143,21 @@ async function imageLeftHost(core: Pick<Core, 'storage'>, host: HostRecord | nul
 }
 
 /**
- * On the host: accept a forwarded create or cross-host resume only with a live reservation of the store for
- * this host. Returns the reservation (the caller releases it once the sandbox is recorded).
+ * On the host: accept a forwarded create, fork or cross-host resume only with a live reservation of the
+ * store for this host, holding at least `sandboxes` sandboxes (a fork of N: N; default 1). Returns the
+ * reservation (the caller releases it once the sandboxes are recorded).
  * @throws RamifyError PLACEMENT_INVALID otherwise.
  */
-export async function acceptPlacement(core: Pick<Core, 'store' | 'hostId'>, reservationId: string | undefined): Promise<PlacementReservation> {
+export async function acceptPlacement(core: Pick<Core, 'store' | 'hostId'>, reservationId: string | undefined, sandboxes = 1): Promise<PlacementReservation> {
   const reservation = reservationId ? await core.store.getReservation(reservationId) : null;
   if (!reservation || reservation.hostId !== core.hostId) {
-    throw new RamifyError('PLACEMENT_INVALID', `this host (${core.hostId}) takes creates and moves only as placed by an API process: ${reservationId ? `reservation '${reservationId}' is not this host's or has expired` : `no ${PLACEMENT_HEADER} header`}; call the API, not a host`, {
+    throw new RamifyError('PLACEMENT_INVALID', `this host (${core.hostId}) takes creates, forks and moves only as placed by an API process: ${reservationId ? `reservation '${reservationId}' is not this host's or has expired` : `no ${PLACEMENT_HEADER} header`}; call the API, not a host`, {
       hostId: core.hostId,
+    });
+  }
+  if (reservation.sandboxes < sandboxes) {
+    throw new RamifyError('PLACEMENT_INVALID', `reservation '${reservation.id}' holds room for ${reservation.sandboxes} sandbox(es), not ${sandboxes}: call the API, not a host`, {
+      hostId: core.hostId, reserved: reservation.sandboxes, requested: sandboxes,
     });
   }
   return reservation;

@@ -80,12 +80,15 @@ export interface HostHeartbeat {
   leaseMs: number;
 }
 
-/** A placement request: one sandbox's needs. */
+/** A placement request: one sandbox's needs, `count` times. */
 export interface PlacementRequest {
   /** The reservation's id (the API makes it; the host it names consumes it). */
   reservationId: string;
+  /** One sandbox's memory (MiB) and vCPUs. */
   memoryMB: number;
   cpus: number;
+  /** How many such sandboxes (a fork's children), each with a network slot; default 1. */
+  count?: number;
   /** The template image the sandbox starts from: hosts caching it are preferred. */
   imageId: string | null;
   /** Only this host (a fork goes to its parent's, a resume to the one holding the image); absent: any. */
@@ -96,14 +99,17 @@ export interface PlacementRequest {
   sampleSize?: number;
 }
 
-/** Capacity held on one host for one sandbox until the host records it (or `expiresAt`). */
+/** Capacity held on one host for one sandbox (or a fork's children) until the host records it (or `expiresAt`). */
 export interface PlacementReservation {
   id: string;
   hostId: string;
   /** The host's URL at the time of placement. */
   url: string;
+  /** Held in all: `sandboxes` × one sandbox's memory (MiB) and vCPUs. */
   memoryMB: number;
   cpus: number;
+  /** How many sandboxes (network slots) it holds: 1 for a create or resume, N for a fork of N. */
+  sandboxes: number;
   expiresAt: number;
 }
 
@@ -141,7 +147,9 @@ export interface HostRegistry {
    * CPUs, slots); among a few sampled (those caching `imageId` first), the least loaded by memory. The chosen
    * host's row is locked while its load is counted again (Postgres `FOR UPDATE SKIP LOCKED`, then waiting if
    * every candidate was locked), so concurrent placements never over-commit a host.
-   * Rejects `NO_HOST_CAPACITY` (details `hosts`, `memoryMB`, `cpus`) when none fits.
+   * With `hostId`, only that host (a fork's children go to their parent's host), with the same locking.
+   * Rejects `NO_HOST_CAPACITY` (details `hosts`, `memoryMB`, `cpus`; with `hostId` also `hostId`,
+   * `sandboxes` and `missing`: which of `memory`, `CPUs`, `network slots` lack room) when none fits.
    */
   reserveHost(request: PlacementRequest): Promise<PlacementReservation>;
   /** A live (unexpired) reservation, or null. */
@@ -154,4 +162,10 @@ export interface HostRegistry {
    * sweeping are skipped (Postgres `SKIP LOCKED`). Paused sandboxes are left as they are.
    */
   expireHosts(): Promise<LostHost[]>;
+  /**
+   * The secret called `name` that every process of this store shares (hex, 256 random bits), made and
+   * stored by the first process to ask. The API role signs the calls it forwards with `forwarding`
+   * (docs/design/SCALE-OUT.md). Only processes with access to the store can read it.
+   */
+  clusterSecret(name: string): Promise<string>;
 }

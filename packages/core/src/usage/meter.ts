@@ -197,7 +197,7 @@ export class UsageMeter {
     const network = this.#core.network;
     const [usage, traffic] = await Promise.all([
       runtime?.usage ? runtime.usage(record.id).catch(() => null) : Promise.resolve(null),
-      record.slot !== null && network.trafficBytes ? network.trafficBytes(record.slot).catch(() => null) : Promise.resolve(null),
+      record.slot !== null && network?.trafficBytes ? network.trafficBytes(record.slot).catch(() => null) : Promise.resolve(null),
     ]);
     return { record, usage, traffic, blind: !runtime?.usage };
   }

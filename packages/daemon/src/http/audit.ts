@@ -2,7 +2,8 @@
  * Audit: one entry per call of a mutating route (its config names an `action`) and per call an MCP tool
  * made (`x-ramify-mcp-tool`, see mcp-tool.ts; a read's action is `read`), written when the response has
  * been sent, with who (API key id and its team, null when unauthenticated), what (method, path, action,
- * sandbox, MCP tool), when, and the outcome (status, error code).
+ * sandbox, MCP tool), when, and the outcome (status, error code). In the API/host split the API process
+ * records the HTTP calls it forwards and the host skips them (roles/forward-audit.ts).
  */
 import { recordAudit, type Clock, type Logger, type Store } from '@ramify/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -16,6 +17,8 @@ export function auditHook(store: Store, clock: Clock, logger: Logger): (request:
   return async (request, reply) => {
     const config = request.routeOptions.config as Partial<RouteConfig> | undefined;
     if (!config?.action && !request.ramify?.tool) return;
+    // Forwarded by an API process, which records it (roles/forward-audit.ts): once, not here again.
+    if (request.ramify?.forwarded) return;
     await writeAudit(store, clock, logger, request, { action: config?.action ?? READ_ACTION, status: reply.statusCode });
   };
 }

@@ -19,6 +19,11 @@ export interface RequestContext {
   scopeError: unknown;
   /** The MCP tool the call is made for (header `x-ramify-mcp-tool`, see mcp-tool.ts); null otherwise. */
   tool: string | null;
+  /**
+   * Host role: the call was forwarded by an API process (its signature checked, roles/forward-audit.ts),
+   * which writes its audit entry: this process does not.
+   */
+  forwarded: boolean;
 }
 
 declare module 'fastify' {
@@ -28,7 +33,7 @@ declare module 'fastify' {
 }
 
 export function freshRequestContext(): RequestContext {
-  return { actor: null, sandboxId: null, errorCode: null, scopeError: null, tool: null };
+  return { actor: null, sandboxId: null, errorCode: null, scopeError: null, tool: null, forwarded: false };
 }
 
 /**

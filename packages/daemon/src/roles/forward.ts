@@ -5,17 +5,20 @@
  * (its reservation in the `x-ramify-placement` header, which the host checks against the store). Requests
  * travel through http-proxy-3: HTTP with streaming bodies both ways, and WebSocket upgrades. The caller's
  * own `Authorization` header goes along: the host authenticates it again against the shared store.
+ * A fork goes to its parent's host with a reservation there for all its children (`placeFork`).
  * `any` routes are served here from the store by the same handlers as on one machine, and so is
  * `ssh-access` when this process runs the SSH relay (ssh/relay.ts): its command then names the relay.
  */
 import { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { matchRoute, RamifyError, type CreateSandboxRequest, type RouteMatch } from '@ramify/contracts';
-import { killOnLostHost, placeCreate, placeOnSandbox, PLACEMENT_HEADER, type Core, type PlacementTarget } from '@ramify/core';
+import { ForkRequest, matchRoute, RamifyError, type CreateSandboxRequest, type RouteMatch } from '@ramify/contracts';
+import { killOnLostHost, placeCreate, placeFork, placeOnSandbox, PLACEMENT_HEADER, type Core, type PlacementTarget } from '@ramify/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createProxyServer } from 'http-proxy-3';
 import { callerOf } from '../http/request-context.js';
+import { AUDIT_ERROR_HEADER, AUDIT_SANDBOX_HEADER, FORWARDED_HEADER, forwardingSecret, signForwarded } from './forward-audit.js';
+import { validate } from '../http/validate.js';
 
 /** How long a forwarded call may take before the host answers at all (ms): a create or resume on a busy host. */
 const PROXY_TIMEOUT_MS = 900_000;
@@ -43,41 +46,63 @@ function upgradeOf(raw: IncomingMessage): { socket: Socket; head: Buffer } | nul
  */
 export function installForwarding(app: FastifyInstance, core: Core): void {
   const proxy = createProxyServer({ xfwd: true, proxyTimeout: PROXY_TIMEOUT_MS });
-  const failed = (target: PlacementTarget, res: ServerResponse | Socket) => (err: Error): void => {
+  const secret = forwardingSecret(core);
+  // The host's answer says what the audit entry needs (its error code, the sandbox a create made): read and dropped.
+  const forwarded = new WeakMap<IncomingMessage, FastifyRequest>();
+  proxy.on('proxyRes', (proxyRes, req) => {
+    const request = forwarded.get(req);
+    const errorCode = proxyRes.headers[AUDIT_ERROR_HEADER];
+    const sandboxId = proxyRes.headers[AUDIT_SANDBOX_HEADER];
+    delete proxyRes.headers[AUDIT_ERROR_HEADER];
+    delete proxyRes.headers[AUDIT_SANDBOX_HEADER];
+    if (!request) return;
+    if (typeof errorCode === 'string') request.ramify.errorCode = errorCode;
+    if (typeof sandboxId === 'string') request.ramify.sandboxId = sandboxId;
+  });
+  const failed = (target: PlacementTarget, res: ServerResponse | Socket, request: FastifyRequest) => (err: Error): void => {
     core.logger.warn('forwarding failed', { hostId: target.hostId, url: target.url, error: err.message });
     if (!('writeHead' in res)) return void res.destroy();
     if (res.headersSent) return void res.destroy();
-    const body = new RamifyError('RUNTIME_UNAVAILABLE', `host '${target.hostId}' at ${target.url} did not answer: ${err.message}`, { hostId: target.hostId }).toBody();
-    res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    const error = new RamifyError('RUNTIME_UNAVAILABLE', `host '${target.hostId}' at ${target.url} did not answer: ${err.message}`, { hostId: target.hostId });
+    request.ramify.errorCode = error.code;
+    res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify(error.toBody()));
   };
-  const forward = (request: FastifyRequest, reply: FastifyReply, target: PlacementTarget, body?: Buffer): void => {
+  const forward = async (request: FastifyRequest, reply: FastifyReply, target: PlacementTarget, body?: Buffer): Promise<void> => {
     const raw = request.raw;
-    // Only placement sets this header: a client's own is dropped.
+    // Only placement and this process set these headers: a client's own are dropped.
     delete raw.headers[PLACEMENT_HEADER];
+    delete raw.headers[FORWARDED_HEADER];
     const headers: Record<string, string> = target.reservation ? { [PLACEMENT_HEADER]: target.reservation.id } : {};
-    reply.hijack();
     const upgrade = upgradeOf(raw);
     if (upgrade) {
-      proxy.ws(raw, upgrade.socket, upgrade.head, { target: target.url, headers }, failed(target, upgrade.socket));
+      // A stream is audited by the host, where its outcome is decided (roles/forward-audit.ts).
+      reply.hijack();
+      proxy.ws(raw, upgrade.socket, upgrade.head, { target: target.url, headers }, failed(target, upgrade.socket, request));
       return;
     }
+    // Audited here, once, by the app's onResponse hook (it runs for a hijacked reply too, once the answer
+    // has gone), with what the host's answer said; the host skips the calls it sees signed.
+    headers[FORWARDED_HEADER] = signForwarded(await secret(), raw.method ?? 'GET', raw.url ?? '/', core.clock.now());
+    forwarded.set(raw, request);
+    reply.hijack();
     if (body) {
       delete raw.headers['transfer-encoding'];
       headers['content-length'] = String(body.length);
     }
-    proxy.web(raw, reply.raw, { target: target.url, headers, ...(body ? { buffer: Readable.from([body]) } : {}) }, failed(target, reply.raw));
+    proxy.web(raw, reply.raw, { target: target.url, headers, ...(body ? { buffer: Readable.from([body]) } : {}) }, failed(target, reply.raw, request));
   };
 
   app.addHook('onRequest', async (request, reply) => {
     const match = routeOf(request);
-    if (match?.route.target !== 'sandbox-host' || request.ramify.scopeError) return;
+    // A fork is placed once its body is read (the preHandler below): its reservation is sized by `count`.
+    if (match?.route.target !== 'sandbox-host' || match.operationId === 'forkSandbox' || request.ramify.scopeError) return;
     // With its own SSH relay the API grants SSH access itself (the token is in the shared store), pointing at the relay.
     if (match.operationId === 'createSshAccess' && core.options.ssh) return;
     const record = await core.store.getSandbox(match.params.id ?? '');
     if (!record) return;
     try {
       const target = await placeOnSandbox(core, record, match.operationId === 'resumeSandbox' ? 'resume' : 'call');
-      forward(request, reply, target);
+      await forward(request, reply, target);
     } catch (err) {
       // No live host holds it: the kill is answered here (the store forgets it; a returning host stops it).
       const code = (err as { code?: string }).code;
@@ -93,10 +118,18 @@ export function installForwarding(app: FastifyInstance, core: Core): void {
 
   app.addHook('preHandler', async (request, reply) => {
     const match = routeOf(request);
+    if (match?.operationId === 'forkSandbox') {
+      // The parent's host must have room for every child: reserved there, or refused before anything forks.
+      const { count } = validate(ForkRequest, request.body ?? {}, 'body');
+      const record = await core.store.getSandbox(match.params.id ?? '');
+      if (!record) return;
+      await forward(request, reply, await placeFork(core, record, count), Buffer.from(JSON.stringify(request.body ?? {})));
+      return;
+    }
     if (match?.route.target !== 'placed') return;
     const body = (request.body ?? {}) as CreateSandboxRequest;
     const target = await placeCreate(core, match.operationId === 'createSandbox' ? body : {}, callerOf(request).teamId);
-    forward(request, reply, target, Buffer.from(JSON.stringify(request.body ?? {})));
+    await forward(request, reply, target, Buffer.from(JSON.stringify(request.body ?? {})));
   });
 }
 

@@ -1,14 +1,16 @@
 /**
  * The host role's side of placement (docs/design/SCALE-OUT.md): a `placed` route (a create, a template
- * build), or a resume of a sandbox recorded on another host, runs here only with a live reservation of the
- * store for this host in the `x-ramify-placement` header (a client cannot pick a host, nor bypass the API's
+ * build), a fork (its reservation holding room for all `count` children), or a resume of a sandbox recorded
+ * on another host, runs here only with a live reservation of the store for this host in the
+ * `x-ramify-placement` header (a client cannot pick a host, nor bypass the API's
  * capacity accounting); the reservation is released once the call answered (the sandbox's own row counts
  * from then on). Any other call on a sandbox recorded on another host is refused: it would act on a runtime
  * instance this host does not hold.
  */
-import { matchRoute, RamifyError } from '@ramify/contracts';
+import { ForkRequest, matchRoute, RamifyError } from '@ramify/contracts';
 import { acceptPlacement, PLACEMENT_HEADER, type Core } from '@ramify/core';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { validate } from '../http/validate.js';
 
 /** Install the check on the host role's `app` (after the auth and scope hooks). */
 export function installPlacementCheck(app: FastifyInstance, core: Core): void {
@@ -22,6 +24,8 @@ export function installPlacementCheck(app: FastifyInstance, core: Core): void {
       held.set(request, (await acceptPlacement(core, reservationId)).id);
       return;
     }
+    // A fork's reservation must cover its `count`: checked once the body is read (the preHandler below).
+    if (match.operationId === 'forkSandbox') return;
     const record = await core.store.getSandbox(match.params.id ?? '');
     if (!record || record.hostId === core.hostId || record.hostId === null) return;
     if (match.operationId === 'resumeSandbox' && record.state === 'paused') {
@@ -31,6 +35,12 @@ export function installPlacementCheck(app: FastifyInstance, core: Core): void {
     throw new RamifyError('PLACEMENT_INVALID', `sandbox '${record.id}' is on host '${record.hostId}', not this one (${core.hostId}): call the API, which forwards to its host`, {
       sandboxId: record.id, hostId: record.hostId,
     });
+  });
+  app.addHook('preHandler', async (request: FastifyRequest) => {
+    if (request.ramify.scopeError || matchRoute(request.method, request.url.split('?')[0] ?? '')?.operationId !== 'forkSandbox') return;
+    const { count } = validate(ForkRequest, request.body ?? {}, 'body');
+    const header = request.headers[PLACEMENT_HEADER];
+    held.set(request, (await acceptPlacement(core, typeof header === 'string' ? header : undefined, count)).id);
   });
   app.addHook('onResponse', async (request) => {
     const id = held.get(request);

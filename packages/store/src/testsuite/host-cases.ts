@@ -1,7 +1,7 @@
 /**
  * Conformance cases: the host registry (leases on the database's clock, clock skew, drain states, heartbeats
  * after loss), placement reservations (capacity, preference for a cached image, a race of concurrent
- * placements that must never over-commit) and the host-loss sweep.
+ * placements that must never over-commit, a fork's N children reserved on one host) and the host-loss sweep.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -87,6 +87,60 @@ export function hostCases(h: StoreHarness): void {
       assert.deepEqual([...new Set(refused)], ['NO_HOST_CAPACITY']);
       for (const host of ['host-a', 'host-b']) assert.equal(placed.filter((p) => p.hostId === host).length, 4, host);
     }, { maxSlots: 4096 });
+  });
+
+  test('fork reservations: N children on one fixed host, counted as N sandboxes; too many refused naming the host and what is missing', async () => {
+    await withStore(h, 'hosts_fork', async (store) => {
+      // Room for 2 more children of 512 MiB: 2048 MiB, a 1024 MiB parent running on it.
+      await store.registerHost(registration('host-a', { capacity: { memoryMB: 2048, cpus: 8, slots: 100 } }));
+      await store.registerHost(registration('host-b'));
+      await store.insertSandbox(sandbox({ id: 'sbx_parent', hostId: 'host-a', memoryMB: 1024 }));
+      const fork = (id: string, count: number) => store.reserveHost({ reservationId: id, hostId: 'host-a', count, memoryMB: 512, cpus: 1, imageId: null, ttlMs: 60_000 });
+      await assert.rejects(fork('f3', 3), (err: { code?: string; message?: string; details?: Record<string, unknown> }) =>
+        err.code === 'NO_HOST_CAPACITY' && /host 'host-a' has no room for 3 sandboxes of 512 MiB/.test(err.message ?? '') && /memory: 1024 MiB free of 2048/.test(err.message ?? '') &&
+        err.details?.hostId === 'host-a' && err.details?.sandboxes === 3 && JSON.stringify(err.details?.missing) === '["memory"]', 'host-b has room, but a fork may only go to host-a');
+      assert.equal(await store.getReservation('f3'), null, 'nothing held by a refused fork');
+      const two = await fork('f2', 2);
+      assert.deepEqual([two.hostId, two.memoryMB, two.cpus, two.sandboxes], ['host-a', 1024, 2, 2]);
+      assert.deepEqual(await store.getReservation('f2'), two);
+      await assert.rejects(place(store, 'c1', 256, { hostId: 'host-a' }), { code: 'NO_HOST_CAPACITY' }, 'the fork holds the rest');
+      // Slots are counted per child.
+      await store.releaseReservation('f2');
+      await store.registerHost(registration('host-s', { capacity: { memoryMB: 8192, cpus: 64, slots: 3 } }));
+      await assert.rejects(store.reserveHost({ reservationId: 's4', hostId: 'host-s', count: 4, memoryMB: 64, cpus: 1, imageId: null, ttlMs: 60_000 }),
+        (err: { details?: Record<string, unknown> }) => JSON.stringify(err.details?.missing) === '["network slots"]');
+      await store.reserveHost({ reservationId: 's3', hostId: 'host-s', count: 3, memoryMB: 64, cpus: 1, imageId: null, ttlMs: 60_000 });
+      await assert.rejects(place(store, 's1', 64, { hostId: 'host-s' }), { code: 'NO_HOST_CAPACITY' }, 'its 3 slots are held by one reservation');
+      // A draining host takes no fork.
+      await store.setHostState('host-b', 'draining');
+      await assert.rejects(store.reserveHost({ reservationId: 'd1', hostId: 'host-b', count: 1, memoryMB: 64, cpus: 1, imageId: null, ttlMs: 60_000 }),
+        (err: { code?: string; message?: string }) => err.code === 'NO_HOST_CAPACITY' && /host 'host-b' is draining/.test(err.message ?? ''));
+    });
+  });
+
+  test('fork reservations: concurrent forks and creates on one host never over-commit it', async () => {
+    await withStore(h, 'hosts_fork_race', async (store) => {
+      await store.registerHost(registration('host-a', { capacity: { memoryMB: 4096, cpus: 64, slots: 100 } }));
+      // 6 forks of 2 x 512 MiB and 4 creates of 512 MiB at once into 4096 MiB: 8 x 512 MiB fit, never more.
+      const forks = Array.from({ length: 6 }, (_, i) => store.reserveHost({ reservationId: `fr_${i}`, hostId: 'host-a', count: 2, memoryMB: 512, cpus: 1, imageId: null, ttlMs: 60_000 }));
+      const creates = Array.from({ length: 4 }, (_, i) => place(store, `cr_${i}`, 512));
+      const results = await Promise.allSettled([...forks, ...creates]);
+      const held = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value.memoryMB] : [])).reduce((a, b) => a + b, 0);
+      const refused = results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as { code?: string }).code] : []));
+      assert.ok(held <= 4096, `held ${held} MiB of 4096`);
+      assert.ok(held >= 4096 - 512, `held ${held} MiB: room was left unused while placements were refused`);
+      assert.deepEqual([...new Set(refused)], ['NO_HOST_CAPACITY']);
+    }, { maxSlots: 4096 });
+  });
+
+  test('cluster secrets: made once by the first to ask, the same for every caller, concurrent ones included', async () => {
+    await withStore(h, 'hosts_secret', async (store) => {
+      const all = await Promise.all([store.clusterSecret('forwarding'), store.clusterSecret('forwarding'), store.clusterSecret('forwarding')]);
+      assert.match(all[0]!, /^[0-9a-f]{64}$/);
+      assert.deepEqual(new Set(all).size, 1);
+      assert.equal(await store.clusterSecret('forwarding'), all[0]);
+      assert.notEqual(await store.clusterSecret('other'), all[0], 'one secret per name');
+    });
   });
 
   test('host loss: an expired lease makes the host gone and its running sandboxes error HOST_LOST; paused ones stay', async () => {
