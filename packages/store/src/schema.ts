@@ -292,6 +292,16 @@ export interface WebhookDeliveriesTable {
   attempts: Generated<string>;
   next_attempt_at: number | null;
   created_at: number;
+  claimed_by: string | null;
+  claim_expires_at: number | null;
+}
+
+export interface QuotaReservationsTable {
+  team_id: string;
+  sandbox_id: string;
+  memory_mb: number;
+  holder: string;
+  expires_at: number;
 }
 
 export interface SchemaMigrationsTable {
@@ -357,6 +367,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   hosts: HostsTable;
   host_reservations: HostReservationsTable;
+  quota_reservations: QuotaReservationsTable;
   schema_migrations: SchemaMigrationsTable;
 }
 
