@@ -43,15 +43,21 @@ const admit = (store: Store, teamId: string, id: string, leaseMs = 60_000) =>
   store.reserveTeamRoom({ teamId, demand: [{ id, memoryMB: 256 }], holdingStates: HOLDING, holder: 'host-x', leaseMs, admits: fitsRunning(1) });
 
 export function crossProcessCases(h: StoreHarness): void {
-  test('quota: concurrent admissions from two stores into room for two admit two; reservations count until released or expired', async () => {
+  test('quota: concurrent admissions from two stores into room for one admit one; reservations count until released or expired', async () => {
     await twoStores(h, 'xp_quota', async (a, b) => {
       await a.insertTeam(team('qt'));
-      await a.setTeamQuota('qt', { maxRunning: 3, maxMemoryMB: null, maxForksPerCall: null });
+      await a.setTeamQuota('qt', { maxRunning: 2, maxMemoryMB: null, maxForksPerCall: null });
       await a.insertSandbox(sandbox({ teamId: 'qt', state: 'running', memoryMB: 100 }));
-      const ids = Array.from({ length: 8 }, () => freshId('sbx'));
-      const results = await Promise.all(ids.map((id, i) => admit(i % 2 === 0 ? a : b, 'qt', id)));
-      const admitted = ids.filter((_, i) => results[i]?.admitted);
-      assert.equal(admitted.length, 2, `room for two: ${JSON.stringify(results.map((r) => r?.usage))}`);
+      // Both pools' connections open first, so the admissions below really run at once.
+      await Promise.all([a, b].flatMap((s) => Array.from({ length: 6 }, () => s.teamUsage('qt', HOLDING))));
+      const racing = Array.from({ length: 10 }, () => freshId('sbx'));
+      const results = await Promise.all(racing.map((id, i) => admit(i % 2 === 0 ? a : b, 'qt', id)));
+      const won = racing.filter((_, i) => results[i]?.admitted);
+      assert.equal(won.length, 1, `room for one: ${JSON.stringify(results.map((r) => r?.usage))}`);
+      await a.setTeamQuota('qt', { maxRunning: 3, maxMemoryMB: null, maxForksPerCall: null });
+      const second = freshId('sbx');
+      assert.equal((await admit(b, 'qt', second))?.admitted, true);
+      const admitted = [won[0] as string, second];
       assert.deepEqual(await b.teamUsage('qt', HOLDING), { running: 3, memoryMB: 100 + 2 * 256 });
       // The admitted call's row appears (creating) while its reservation still stands: counted once.
       await a.insertSandbox(sandbox({ id: admitted[0], teamId: 'qt', state: 'creating', memoryMB: 256 }));
