@@ -13,12 +13,8 @@ export const AGENT_GUEST_PATH = '/opt/ramify/agent.mjs';
 /** The agent's unix socket inside the sandbox. */
 export const AGENT_GUEST_SOCKET = '/run/ramify/agent.sock';
 
-/**
- * The agent's TCP port inside a gVisor sandbox (`serve --tcp-port`): the host reaches the agent through
- * the sandbox's slot address on it (docs/design/RUNTIME-GVISOR.md, "The agent channel"). Reserved: a
- * sandbox's own server cannot bind it, and nothing but the daemon's agent dialer reaches it.
- */
-export const AGENT_TCP_PORT = 49982;
+/** The agent's TCP port inside a gVisor sandbox: defined with the API's contracts, which refuse to expose it. */
+export { AGENT_TCP_PORT } from '@ramify/contracts';
 
 /** Guest argv that starts the agent (run under `tini` as PID 1). */
 export const AGENT_SERVE_ARGV: readonly string[] = ['node', AGENT_GUEST_PATH, 'serve', '--socket', AGENT_GUEST_SOCKET];

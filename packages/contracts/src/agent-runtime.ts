@@ -5,3 +5,4 @@
 export * from './errors.js';
 export * from './pty.js';
 export * from './watch.js';
+export * from './agent-port.js';

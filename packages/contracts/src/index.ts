@@ -1,6 +1,7 @@
 export * from './errors.js';
 export * from './api.js';
 export * from './agent.js';
+export * from './agent-port.js';
 export * from './output-capture.js';
 export * from "./routes.js";
 export * from "./route-paths.js";

@@ -52,6 +52,9 @@ test('bad ports are refused and nothing is stored', async () => {
   }
   await assert.rejects(createSandbox(w.core, { ports: [3000, 3000] }), { code: 'VALIDATION_FAILED' });
   await assert.rejects(createSandbox(w.core, { ports: [0] }), { code: 'VALIDATION_FAILED' });
+  // The agent's own port (49982) is never a port URL.
+  await assert.rejects(exposePort(w.core, s.id, 49982), { code: 'VALIDATION_FAILED', message: /reserved for the Ramify agent/ });
+  await assert.rejects(createSandbox(w.core, { ports: [{ port: 49982, access: 'public' }] }), { code: 'VALIDATION_FAILED', message: /reserved for the Ramify agent/ });
   assert.deepEqual((await w.store.getSandbox(s.id))?.ingress.ports, [{ port: 3000, access: 'token' }]);
   await killSandbox(w.core, s.id);
   await assert.rejects(exposePort(w.core, s.id, 4000), { code: 'SANDBOX_NOT_FOUND' });

@@ -2,19 +2,22 @@
  * Exposed ports as data: validating and normalising a request's port list, the effective `autoResume`,
  * and the host and URL of a port (`<port>-<sandboxId>.<domain>[:<ingressPort>]`, E2B's shape).
  */
-import { MAX_EXPOSED_PORTS, RamifyError, type ExposedPort, type IngressEndpoint, type PortAccess, type PortSpec } from '@ramify/contracts';
+import { AGENT_TCP_PORT, MAX_EXPOSED_PORTS, RamifyError, type ExposedPort, type IngressEndpoint, type PortAccess, type PortSpec } from '@ramify/contracts';
 import type { SandboxIngress } from '../ports/store.js';
 
 /** A sandbox with nothing exposed and the default autoResume. */
 export const NO_INGRESS: SandboxIngress = { ports: [], autoResume: null };
 
 /**
- * `port` checked: an integer from 1 to 65535.
+ * `port` checked: an integer from 1 to 65535, not the agent's own port ({@link AGENT_TCP_PORT}).
  * @throws RamifyError `VALIDATION_FAILED` (details `field: 'port'`, `port`).
  */
 export function checkPort(port: unknown): number {
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
     throw new RamifyError('VALIDATION_FAILED', `port ${JSON.stringify(port)} is not a port: a port is an integer from 1 to 65535`, { field: 'port', port });
+  }
+  if (port === AGENT_TCP_PORT) {
+    throw new RamifyError('VALIDATION_FAILED', `port ${port} is reserved for the Ramify agent inside the sandbox: serve on another port`, { field: 'port', port });
   }
   return port;
 }

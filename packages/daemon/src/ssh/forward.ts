@@ -8,6 +8,7 @@
  * over the agent, and do not hold checkpoints up. Destinations other than the sandbox itself are refused.
  */
 import type { Socket } from 'node:net';
+import { AGENT_TCP_PORT } from '@ramify/contracts';
 import { hostnameFor, sandboxListeners, type Core } from '@ramify/core';
 import { DialError, slotAddresses, type IngressDialer, type SlotLayout } from '@ramify/network';
 import type { AcceptConnection, RejectConnection, ServerChannel, TcpipRequestInfo } from 'ssh2';
@@ -36,8 +37,8 @@ export class Forwards {
   async open(scope: SshScope, info: TcpipRequestInfo, accept: AcceptConnection<ServerChannel>, reject: RejectConnection): Promise<void> {
     const { core, sandboxId } = scope;
     const port = info.destPort;
-    if (!(SELF.has(info.destIP.toLowerCase()) || info.destIP.toLowerCase() === hostnameFor(sandboxId)) || !Number.isInteger(port) || port < 1 || port > 65535) {
-      core.logger.info('ssh: refused a forward to another host', { sandboxId, dest: `${info.destIP}:${port}` });
+    if (!(SELF.has(info.destIP.toLowerCase()) || info.destIP.toLowerCase() === hostnameFor(sandboxId)) || !Number.isInteger(port) || port < 1 || port > 65535 || port === AGENT_TCP_PORT) {
+      core.logger.info('ssh: refused a forward to another host or the agent port', { sandboxId, dest: `${info.destIP}:${port}` });
       return reject();
     }
     let socket: Socket;
