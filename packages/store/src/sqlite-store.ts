@@ -50,6 +50,8 @@ export class SqliteStore extends SqlStore {
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
   constructor(options: SqliteStoreOptions) {
     const db = openDatabase(options.path);
+    // One process owns the file: quota room still reserved at open was held by calls of a process that ended.
+    db.prepare('DELETE FROM quota_reservations').run();
     super(new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingDatabase(db) }) }), 'sqlite', options);
     this.db = db;
   }
