@@ -123,7 +123,7 @@ export class SqlStore implements Store {
   listTeams(): Promise<TeamRecord[]> {
     return teams.listTeams(this.kysely);
   }
-  setTeamQuota(id: string, quota: TeamQuota): Promise<TeamRecord> {
+  setTeamQuota(id: string, quota: Partial<TeamQuota>): Promise<TeamRecord> {
     return teams.setTeamQuota(this.kysely, id, quota);
   }
   reserveTeamRoom(request: TeamRoomRequest): Promise<TeamRoomResult | null> {

@@ -531,8 +531,11 @@ export interface Store extends EventStore, HostRegistry, TeamRoomStore {
   getTeam(id: string): Promise<TeamRecord | null>;
   /** By id. */
   listTeams(): Promise<TeamRecord[]>;
-  /** Replace the team's quota; returns the team. Rejects `TEAM_NOT_FOUND`. */
-  setTeamQuota(id: string, quota: TeamQuota): Promise<TeamRecord>;
+  /**
+   * Set the limits given (absent ones kept; null: no limit) in one write, so processes setting different
+   * limits at once keep both; returns the team. Rejects `TEAM_NOT_FOUND`.
+   */
+  setTeamQuota(id: string, quota: Partial<TeamQuota>): Promise<TeamRecord>;
 
   /** Rejects `CONFLICT` when the id, or the name within the team, is taken. */
   insertSnapshot(record: SnapshotRecord): Promise<void>;
