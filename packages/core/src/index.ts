@@ -20,6 +20,7 @@ export { createCore, closeCoreSinks } from './core.js';
 export * from './ports/event-store.js';
 export * from './ports/hosts.js';
 export * from './ports/team-room.js';
+export * from './ports/tree-room.js';
 export * from './placement/placement.js';
 export * from './placement/host-loss.js';
 export * from './ports/telemetry.js';

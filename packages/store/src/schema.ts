@@ -296,6 +296,13 @@ export interface WebhookDeliveriesTable {
   claim_expires_at: number | null;
 }
 
+export interface ForkTreeReservationsTable {
+  budget_sandbox_id: string;
+  sandbox_id: string;
+  holder: string;
+  expires_at: number;
+}
+
 export interface QuotaReservationsTable {
   team_id: string;
   sandbox_id: string;
@@ -368,6 +375,7 @@ export interface Database {
   hosts: HostsTable;
   host_reservations: HostReservationsTable;
   quota_reservations: QuotaReservationsTable;
+  fork_tree_reservations: ForkTreeReservationsTable;
   schema_migrations: SchemaMigrationsTable;
 }
 

@@ -5,7 +5,7 @@
  * promise resolves. {@link SqliteStore} and {@link openPostgresStore} open it on either database.
  */
 import type {
-  ApiKeyRecord, AuditQuery, AuditRecord, BudgetRecord, CanonicalEgressPolicy, CommandLogRecord, DeliveryClaim, DeliveryRecord, EventNotifications, TeamRoomRequest, TeamRoomResult, TeamUsage, EgressLogRecord, EgressPolicyRecord, EventQuery,
+  ApiKeyRecord, AuditQuery, AuditRecord, BudgetRecord, CanonicalEgressPolicy, CommandLogRecord, DeliveryClaim, DeliveryRecord, EventNotifications, TeamRoomRequest, TeamRoomResult, TeamUsage, TreeRoomRequest, TreeRoomResult, EgressLogRecord, EgressPolicyRecord, EventQuery,
   EventRecord, IngressLogRecord, IngressWakes, NetworkMemberRecord, NetworkMembership, NetworkRecord, SandboxActivityRecord, SandboxCount, SandboxMeterRecord,
   HostHeartbeat, HostRecord, HostRegistration, HostState, LostHost, PlacementRequest, PlacementReservation,
   SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord, SlotLease, AdoptedRows, SnapshotPatch, SnapshotRecord, SshKeyRecord, SshTokenRecord, Store, TeamRecord,
@@ -28,6 +28,7 @@ import { inTransaction, type DialectName, type Executor } from './schema.js';
 import * as snapshots from './snapshots.js';
 import * as ssh from './ssh.js';
 import * as teamRoom from './team-room.js';
+import * as treeRoom from './tree-room.js';
 import * as teams from './teams.js';
 import * as usage from './usage.js';
 
@@ -137,6 +138,15 @@ export class SqlStore implements Store {
   }
   teamUsage(teamId: string, holdingStates: readonly SandboxState[]): Promise<TeamUsage> {
     return teamRoom.teamUsage(this.kysely, teamId, holdingStates);
+  }
+  reserveTreeRoom(request: TreeRoomRequest): Promise<TreeRoomResult> {
+    return treeRoom.reserveTreeRoom(this.kysely, request);
+  }
+  renewTreeRoom(childIds: readonly string[], leaseMs: number): Promise<void> {
+    return treeRoom.renewTreeRoom(this.kysely, childIds, leaseMs);
+  }
+  releaseTreeRoom(childIds: readonly string[]): Promise<void> {
+    return treeRoom.releaseTreeRoom(this.kysely, childIds);
   }
 
   insertSnapshot(record: SnapshotRecord): Promise<void> {

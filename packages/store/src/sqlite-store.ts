@@ -50,8 +50,9 @@ export class SqliteStore extends SqlStore {
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
   constructor(options: SqliteStoreOptions) {
     const db = openDatabase(options.path);
-    // One process owns the file: quota room still reserved at open was held by calls of a process that ended.
+    // One process owns the file: room still reserved at open was held by calls of a process that ended.
     db.prepare('DELETE FROM quota_reservations').run();
+    db.prepare('DELETE FROM fork_tree_reservations').run();
     super(new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingDatabase(db) }) }), 'sqlite', options);
     this.db = db;
   }

@@ -13,6 +13,7 @@ import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import type { EventStore } from './event-store.js';
 import type { HostRegistry } from './hosts.js';
 import type { TeamRoomStore } from './team-room.js';
+import type { TreeRoomStore } from './tree-room.js';
 
 /**
  * A sandbox's inbound side: the ports it exposes through the daemon's ingress (port order, no duplicates)
@@ -508,7 +509,7 @@ export interface AdoptedRows {
 }
 
 /** See the module doc; the events, webhooks and command log half is {@link EventStore}. */
-export interface Store extends EventStore, HostRegistry, TeamRoomStore {
+export interface Store extends EventStore, HostRegistry, TeamRoomStore, TreeRoomStore {
   /** Insert a new sandbox. Rejects `CONFLICT` when the id exists. */
   insertSandbox(record: SandboxRecord): Promise<void>;
   getSandbox(id: string): Promise<SandboxRecord | null>;

@@ -2,8 +2,8 @@
  * Conformance cases: what several processes over one store rely on (docs/design/SCALE-OUT.md). Each case
  * opens the same database twice, as two processes do, where the store declares it can be shared
  * (`eventNotifications`: Postgres); a store one process owns (SQLite) plays both parts with one connection:
- * quota admission into room for one from both at once admits one; reservations count until released or
- * expired; one delivery per (webhook, event) and claims that one claimer gets, taken over when they run
+ * quota admission, and a fork's admission into its tree's maxSandboxes, into room for one from both at
+ * once admit one; reservations count until released or expired; one delivery per (webhook, event) and claims that one claimer gets, taken over when they run
  * out; the team counters as event positions; append notifications heard by the other store (Postgres;
  * SQLite declares none).
  */
@@ -76,6 +76,32 @@ export function crossProcessCases(h: StoreHarness): void {
       await new Promise((r) => setTimeout(r, 250));
       assert.equal((await b.teamUsage('qt', HOLDING)).running, 2);
       assert.equal(await admit(a, 'nobody', freshId('sbx')), null, 'an unknown team');
+    });
+  });
+
+  test('fork trees: concurrent fork admissions from two stores into the last room of a maxSandboxes admit one', async () => {
+    await twoStores(h, 'xp_tree', async (a, b) => {
+      const root = sandbox({ state: 'running' });
+      await a.insertSandbox(root);
+      await a.insertSandbox(sandbox({ parentId: root.id, state: 'paused' }));
+      await a.insertSandbox(sandbox({ parentId: root.id, state: 'killed' }));
+      await a.putBudget({ sandboxId: root.id, teamId: 'default', cpuSeconds: null, sandboxSeconds: null, maxSandboxes: 3, since: 1, baseCpuUs: 0, baseRunningMs: 0, exceeded: null, updatedAt: 1 });
+      const reserve = (store: Store, childIds: string[]) => store.reserveTreeRoom({
+        budgetSandboxIds: [root.id], childIds, deadStates: ['killed', 'error'], holder: 'host-x', leaseMs: 60_000, admits: (_, alive) => alive + childIds.length <= 3,
+      });
+      await Promise.all([a, b].flatMap((s) => Array.from({ length: 6 }, () => s.getBudget(root.id))));
+      const racing = Array.from({ length: 10 }, () => freshId('sbx'));
+      const results = await Promise.all(racing.map((id, i) => reserve(i % 2 === 0 ? a : b, [id])));
+      const won = racing.filter((_, i) => results[i]?.refused === null);
+      assert.equal(won.length, 1, `two alive (the killed one does not count), room for one: ${JSON.stringify(results)}`);
+      assert.deepEqual((await reserve(b, [freshId('sbx')])).refused, { budgetSandboxId: root.id, alive: 3 });
+      // The child's row appears while its reservation stands: counted once; a fork of two is refused.
+      await a.insertSandbox(sandbox({ id: won[0], parentId: root.id, state: 'creating' }));
+      assert.deepEqual((await reserve(a, [freshId('sbx')])).refused, { budgetSandboxId: root.id, alive: 3 });
+      await b.releaseTreeRoom(won);
+      await a.updateSandbox(won[0] as string, { state: 'error', error: 'x' });
+      assert.equal((await reserve(b, [freshId('sbx')])).refused, null, 'released and failed: room again');
+      assert.equal((await reserve(b, [])).refused, null, 'no children: nothing to check');
     });
   });
 
