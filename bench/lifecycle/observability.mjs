@@ -36,7 +36,8 @@ async function sink() {
 
 const receiver = await sink();
 const collector = await sink();
-const on = await daemonProcess('rmob', { metricsListen: { host: '127.0.0.1', port: 0 }, otlpEndpoint: collector.url });
+// The receiver is on loopback: its daemon allows private webhook destinations (closed by default).
+const on = await daemonProcess('rmob', { metricsListen: { host: '127.0.0.1', port: 0 }, otlpEndpoint: collector.url, webhookAllowPrivate: true });
 const off = await daemonProcess('rmoo', { metrics: 'off', coreOptions: { events: 'off', usageSampleMs: 0 } });
 const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))];
 const median = (xs) => quantile(xs, 0.5);

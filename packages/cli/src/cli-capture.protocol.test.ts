@@ -47,6 +47,7 @@ describe('protocol: ramify sandbox exec and the result limit', () => {
     const tooBig = await cli.ramify(['serve', '--max-output-bytes', String(41 << 20)]);
     assert.equal(tooBig.code, 2);
     assert.match((await cli.ramify(['serve', '--help'])).stdout, /--warm-pool <spec>/);
+    assert.match((await cli.ramify(['serve', '--help'])).stdout, /--webhook-allow-private/);
     const badPool = await cli.ramify(['serve', '--warm-pool', 'base=lots']);
     assert.equal(badPool.code, 2);
     assert.match(badPool.stderr, /'base=lots' is not <template>/);

@@ -55,6 +55,8 @@ describe('protocol: ramify sandbox url, expose, unexpose, auto-pause, ingress lo
     const id = (await ramify(['sandbox', 'create', '--auto-pause', '10m'])).stdout.trim();
     assert.deepEqual(cli.server.state.get(id).info.autoPause, { idleMs: 600_000 });
     assert.match((await ramify(['sandbox', 'get', id])).stdout, /auto-pause:\s+after 10m00s idle/);
+    const off = (await ramify(['sandbox', 'create', '--auto-pause', 'off'])).stdout.trim();
+    assert.equal(cli.server.state.get(off).info.autoPause, null, "create --auto-pause off: none");
     const set = await ramify(['sandbox', 'auto-pause', id, '30s']);
     assert.equal(set.code, 0, set.stderr);
     assert.equal(set.stdout.trim(), 'auto-pause: after 30.0s idle');

@@ -59,3 +59,9 @@ export function shellQuote(arg: string): string {
 export function commandLine(argv: string[]): string {
   return argv.length === 1 ? argv[0] : argv.map(shellQuote).join(' ');
 }
+
+/**
+ * A limit option's value as the API takes it: `none` → null (no limit). Option parsers return the string
+ * `'none'` rather than null because commander turns a parser's null into `''`.
+ */
+export const noLimit = (v: number | 'none'): number | null => (v === 'none' ? null : v);

@@ -140,7 +140,10 @@ export const WEBHOOK_ID_HEADER = 'x-ramify-webhook-id';
 export const WEBHOOK_EVENT_HEADER = 'x-ramify-event-id';
 export const WEBHOOK_DELIVERY_HEADER = 'x-ramify-delivery-id';
 
-/** A webhook URL: http or https, at most 2048 characters. */
+/**
+ * A webhook URL: http or https, at most 2048 characters, without userinfo (credentials). Its host is checked
+ * against the daemon's destination policy at create (a literal IP) and at each delivery (core's `webhooks/destination.ts`).
+ */
 export const WebhookUrl = z
   .string()
   .max(2048)
@@ -151,7 +154,15 @@ export const WebhookUrl = z
     } catch {
       return false;
     }
-  }, 'a webhook URL is an absolute http:// or https:// URL');
+  }, 'a webhook URL is an absolute http:// or https:// URL')
+  .refine((s) => {
+    try {
+      const url = new URL(s);
+      return url.username === '' && url.password === '';
+    } catch {
+      return true;
+    }
+  }, "a webhook URL carries no credentials (user:password@): each delivery's body is signed with the webhook's secret, so none are needed; if the receiver needs a token, put it in the path or the query");
 
 /** `POST /v1/webhooks`. */
 export const CreateWebhookRequest = z.strictObject({

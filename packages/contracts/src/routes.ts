@@ -82,7 +82,7 @@
  * | GET  | /v1/events?sandboxId=&type=&after=&limit=&order= | ListEventsQuery (`type`: comma-separated EventTypes; `after`: an event id, the previous page's `nextCursor`) | ListEventsResponse (oldest first by default); 400 for an unknown type or a malformed cursor; 404 SANDBOX_NOT_FOUND for another team's sandbox |
  * | WS   | /v1/events/stream?sandboxId=&type=&after= | EventStreamQuery | EventStreamFrame: replayed events after `after`, `{type:'ready'}`, then each new event; the team's only |
  * | GET  | /v1/sandboxes/:id/timeline?limit=N&order=asc\|desc | TimelineQuery | TimelineResponse (lifecycle events, commands with exit code and duration, egress and ingress decisions; newest first by default) |
- * | POST | /v1/webhooks | CreateWebhookRequest (`{ url, events?, name? }`, url http(s)) | 201 CreatedWebhook (the signing secret in `secret`, this once); 403 FORBIDDEN for a member key |
+ * | POST | /v1/webhooks | CreateWebhookRequest (`{ url, events?, name? }`, url http(s), no userinfo) | 201 CreatedWebhook (the signing secret in `secret`, this once); 400 VALIDATION_FAILED for credentials in the URL or a literal non-public IP host (unless `--webhook-allow-private`); 403 FORBIDDEN for a member key |
  * | GET  | /v1/webhooks | | ListWebhooksResponse (never a secret); 403 for a member key |
  * | GET  | /v1/webhooks/:webhookId | | WebhookInfo; 404 WEBHOOK_NOT_FOUND (also another team's) |
  * | DELETE | /v1/webhooks/:webhookId | | 204 (its deliveries go too); 404 WEBHOOK_NOT_FOUND |

@@ -92,3 +92,4 @@ export { BufferedCommandLog, watchCommand, COMMAND_LOG_MAX_CMD, type CommandWatc
 export { createWebhook, listWebhooks, getWebhook, deleteWebhook, listDeliveries, toWebhookInfo, toDeliveryInfo, WEBHOOK_SECRET_PREFIX, DELIVERIES_DEFAULT_LIMIT } from './webhooks/webhooks.js';
 export { WebhookDispatcher, DEFAULT_WEBHOOK_TUNABLES, type WebhookTunables, type WebhookDispatcherOptions } from './webhooks/dispatcher.js';
 export { signWebhookBody, verifyWebhookBody } from './webhooks/signing.js';
+export { WebhookDestinationRefused, destinationRefusal, nonPublicRange, literalAddress, redactWebhookUrl, WEBHOOK_ALLOW_PRIVATE_FLAG } from './webhooks/destination.js';

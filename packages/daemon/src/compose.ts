@@ -51,7 +51,7 @@ import { openStore, type StoreConfig } from '@ramify/store';
 import { LocalTemplateBuilder } from '@ramify/template-builder';
 import { createMetrics, type DaemonMetrics } from './observability/metrics.js';
 import { startTracing, type Tracing } from './observability/tracing.js';
-import { fetchWebhookSender } from './observability/webhook-sender.js';
+import { createWebhookSender } from './observability/webhook-sender.js';
 
 /** Replacements for the real implementations (each optional). `templateBuilder: null` disables building. */
 export interface ComposeOverrides {
@@ -194,10 +194,10 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   const egressEnforcer = overrides.egressEnforcer ?? hostEgress?.enforcer;
   const networkEnforcer = overrides.networkEnforcer ?? hostEgress?.networks;
 
-  // WIRING: webhook deliveries go out with fetch.
+  // WIRING: webhook deliveries go out over node:http(s), to public addresses only unless allowed (--webhook-allow-private).
   const core = createCore({
     hostId, store, runtimes, unavailableRuntimes: opened.unavailable, network, storage, connectAgent: connect, clock, logger, templateBuilder, egressEnforcer, networkEnforcer, egressLog,
-    telemetry, webhookSender: fetchWebhookSender, options: coreOptions,
+    telemetry, webhookSender: createWebhookSender({ allowPrivateDestinations: coreOptions.webhooks?.allowPrivateDestinations ?? false }), options: coreOptions,
   });
   if (metrics) watchQueues(metrics, core);
   return {

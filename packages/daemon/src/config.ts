@@ -37,3 +37,17 @@ export function resolveMaxOutputBytes(option?: number): number {
   }
   return option;
 }
+
+/**
+ * Whether webhooks may reach loopback, private, link-local and this host's own addresses (`ramify serve
+ * --webhook-allow-private`): `option` if given, else `RAMIFY_WEBHOOK_ALLOW_PRIVATE` (1/true/yes/on or
+ * 0/false/no/off), else false (public addresses only).
+ * @throws RamifyError VALIDATION_FAILED when the variable is not a boolean.
+ */
+export function resolveWebhookAllowPrivate(option?: boolean, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (option !== undefined) return option;
+  const value = env.RAMIFY_WEBHOOK_ALLOW_PRIVATE ?? '';
+  if (value === '' || /^(0|false|no|off)$/i.test(value)) return false;
+  if (/^(1|true|yes|on)$/i.test(value)) return true;
+  throw new RamifyError('VALIDATION_FAILED', `RAMIFY_WEBHOOK_ALLOW_PRIVATE='${value}' is not a boolean (1/true or 0/false)`);
+}

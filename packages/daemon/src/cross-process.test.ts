@@ -41,7 +41,7 @@ async function daemon(url: string, db: string, name: string): Promise<RamifyServ
   return serve({
     dataDir: join(root, `${db}-${name}`), hostId: `host-${name}`, port: 0, logLevel: 'silent', print: () => undefined, databaseUrl: url,
     overrides: { runtimes: [runtime], network: new FakeNetwork(), connectAgent: runtime.connectAgent, templateBuilder: null, storage: new DirSnapshotStorage(join(root, db, 'snapshots')) },
-    coreOptions: { eventPollMs: 5_000, webhooks: { claimLeaseMs: 300, claimSweepMs: 100, retryBaseMs: 50 } },
+    coreOptions: { eventPollMs: 5_000, webhooks: { claimLeaseMs: 300, claimSweepMs: 100, retryBaseMs: 50, allowPrivateDestinations: true } },
   });
 }
 

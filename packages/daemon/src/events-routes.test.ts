@@ -206,6 +206,25 @@ describe('webhooks', () => {
     assert.equal((await call(admin, 'DELETE', `/v1/webhooks/${made.body.id}`)).status, 204);
     assert.equal((await call(admin, 'GET', `/v1/webhooks/${made.body.id}`)).body.error.code, 'WEBHOOK_NOT_FOUND');
   });
+
+  test('closed by default: credentials and literal non-public IPs are 400 saying why; stored credentials never shown', async () => {
+    const admin = await teamWithKey('gamma', 'admin');
+    const creds = await call(admin, 'POST', '/v1/webhooks', { url: 'https://user:pw@hooks.example.com/r' });
+    assert.deepEqual([creds.status, creds.body.error.code], [400, 'VALIDATION_FAILED']);
+    assert.match(creds.body.error.message, /carries no credentials.*signed with the webhook's secret.*put it in the path or the query/);
+    for (const [url, what] of [['http://127.0.0.1:9/x', 'loopback'], ['http://169.254.169.254/latest/meta-data/', 'link-local'], ['http://[::1]/x', 'loopback'], ['http://192.168.1.10/x', 'private']]) {
+      const res = await call(admin, 'POST', '/v1/webhooks', { url });
+      assert.deepEqual([res.status, res.body.error.code], [400, 'VALIDATION_FAILED'], url);
+      assert.match(res.body.error.message, new RegExp(`is a ${what} address: webhooks reach public addresses only; start the daemon with --webhook-allow-private to allow it`), url);
+    }
+    assert.deepEqual((await call(admin, 'GET', '/v1/webhooks')).body.webhooks, [], 'nothing was stored');
+    // A name is checked at each delivery, on what it resolves to then (webhook-sender.test.ts).
+    assert.equal((await call(admin, 'POST', '/v1/webhooks', { url: 'http://localhost:9/x' })).status, 201);
+    // A row stored with credentials before they were refused: listed and read without them.
+    await bed.world.store.insertWebhook({ id: 'whk_old', teamId: 'gamma', name: 'old', url: 'https://user:s3cret@hooks.example.com/r', events: ['sandbox.lifecycle.created'], secret: 'whsec_x', createdAt: 0, createdBy: null });
+    const listed = JSON.stringify((await call(admin, 'GET', '/v1/webhooks')).body) + JSON.stringify((await call(admin, 'GET', '/v1/webhooks/whk_old')).body);
+    assert.ok(listed.includes('"https://hooks.example.com/r"') && !listed.includes('s3cret') && !listed.includes('user@'), listed);
+  });
 });
 
 describe('/metrics', () => {

@@ -7,6 +7,7 @@ export { compose, type ComposeOptions, type ComposeOverrides, type Composition, 
 export type { GvisorOptions, MicrovmOptions } from './runtimes.js';
 export type { SshOptions } from './ssh/gateway.js';
 export { ensureApiKey } from './api-key-bootstrap.js';
+export { resetNetwork, type NetworkReset } from './reset-network.js';
 export { resolveDataDir, resolveCacheDir, resolveMaxOutputBytes, DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT, API_KEY_FILE } from './config.js';
 export { toHttpError, type HttpError } from './http/errors.js';
 export type { TracedCalls } from './http/route.js';

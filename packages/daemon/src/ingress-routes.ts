@@ -3,7 +3,7 @@
  * with core. At start, a route for every sandbox not killed; from then on a new route on every state
  * change (core's state events: running with its slot address, pausing, paused, killing...) and every change
  * of its exposed ports (ingress events), posted from the event itself, so before the use-case that made the
- * change acknowledges it; a killed sandbox's route is removed. Token verifiers are read from the store once
+ * change acknowledges it; a killed sandbox's route is removed, and so is one recorded on another host (a cluster's shared store). Token verifiers are read from the store once
  * per sandbox (a token never changes once made); until one is read the route has none, and a request to a
  * token port asks core instead. See docs/design/INGRESS.md, "Where the ingress runs".
  */
@@ -61,7 +61,8 @@ export class IngressRouteFeed {
   }
 
   private update(record: SandboxRecord): void {
-    if (record.state === 'killed') {
+    // Another host's sandbox (a shared store): no route, so its requests ask core, which refuses or moves it.
+    if (record.state === 'killed' || (record.hostId !== null && record.hostId !== this.core.hostId)) {
       this.latest.delete(record.id);
       this.verifiers.delete(record.id);
       this.sink.deleteRoute(record.id);

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { DEFAULT_INGRESS_DOMAIN, RamifyError, type IngressEndpoint } from '@ramify/contracts';
-import { ingressTarget, sandboxListeners, tokenVerifier, wakeForIngress, type Core } from '@ramify/core';
+import { acceptPlacement, ingressTarget, sandboxListeners, tokenVerifier, wakeForIngress, type Core, type SandboxRecord } from '@ramify/core';
 import { DEFAULT_AGENT_DIALER_UID, DEFAULT_INGRESS_UID, IngressThread, installIngressFirewall, watchIngressFirewall, NamespaceNetwork, layoutForPrefix, slotAddresses, slotRange, type IngressBackend } from '@ramify/network';
 import { IngressRouteFeed } from './ingress-routes.js';
 
@@ -26,6 +26,11 @@ export interface IngressOptions {
    * 443); default the listen port.
    */
   publicPort?: number;
+  /**
+   * The protocol port URLs name, when it is not the listener's: a host behind an API process's ingress edge
+   * that terminates TLS names `https` while it serves plain HTTP (docs/design/SCALE-OUT.md, "Port URLs").
+   */
+  publicProtocol?: 'http' | 'https';
   /** How often the firewall table is checked and re-installed if gone, ms; default 2000. */
   watchIntervalMs?: number;
   /** Install the firewall table (default `install`; `skip` when the network is not the real one). */
@@ -64,12 +69,14 @@ export async function startIngress(core: Core, options: IngressOptions, network:
   const backend: IngressBackend = {
     target: async (sandboxId, port) => {
       const t = await ingressTarget(core, sandboxId, port);
-      const slotAddress = t.record.state === 'running' && t.record.slot !== null ? slotAddresses(layout, t.record.slot).slotAddress : null;
+      // Another host's slot number means nothing here: such a request goes on to `running`, which refuses it.
+      const slotAddress = t.record.state === 'running' && t.record.slot !== null && heldHere(core, t.record) ? slotAddresses(layout, t.record.slot).slotAddress : null;
       return { access: t.access, tokenVerifier: t.token === null ? null : tokenVerifier(t.token), slotAddress };
     },
-    running: async (sandboxId) => {
+    running: async (sandboxId, placement) => {
+      await acceptIngressPlacement(core, sandboxId, placement);
       const { record, woke } = await wakeForIngress(core, sandboxId, core.options.ingressWakeTimeoutMs);
-      if (record.slot === null) throw new RamifyError('UPSTREAM_ERROR', `sandbox '${sandboxId}' has no network slot`, { id: sandboxId });
+      if (record.slot === null || !heldHere(core, record)) throw new RamifyError('UPSTREAM_ERROR', `sandbox '${sandboxId}' has no network slot on this host`, { id: sandboxId });
       return { slotAddress: slotAddresses(layout, record.slot).slotAddress, woke };
     },
     listeners: (sandboxId, port) => sandboxListeners(core, sandboxId, port),
@@ -101,8 +108,7 @@ export async function startIngress(core: Core, options: IngressOptions, network:
     await stopAll();
     throw err;
   });
-  const publicPort = options.publicPort ?? bound.port;
-  const endpoint: IngressEndpoint = { domain, protocol: thread.protocol, port: publicPort === (thread.protocol === 'https' ? 443 : 80) ? null : publicPort };
+  const endpoint = publicEndpoint(domain, options.publicProtocol ?? thread.protocol, options.publicPort ?? bound.port);
   core.options.ingress = endpoint;
   core.logger.info('ingress serving', { address: `${bound.address}:${bound.port}`, domain, protocol: thread.protocol, dialerUid });
   return {
@@ -110,4 +116,33 @@ export async function startIngress(core: Core, options: IngressOptions, network:
     address: `${bound.address}:${bound.port}`,
     close: stopAll,
   };
+}
+
+/** The endpoint port URLs name: no port when it is the protocol's default one. */
+export function publicEndpoint(domain: string, protocol: 'http' | 'https', port: number): IngressEndpoint {
+  return { domain, protocol, port: port === (protocol === 'https' ? 443 : 80) ? null : port };
+}
+
+/** Whether `record` is this host's (in a cluster a sandbox's slot and runtime instance are on its recorded host). */
+export function heldHere(core: Pick<Core, 'hostId'>, record: Pick<SandboxRecord, 'hostId'>): boolean {
+  return record.hostId === null || record.hostId === core.hostId;
+}
+
+/**
+ * A port URL request for a sandbox recorded on another host is served here only to move a paused sandbox off
+ * a lost host: with a live reservation of this host in `placement` (an API process's ingress edge made it:
+ * docs/design/SCALE-OUT.md, "Port URLs"), as the resume route asks. The reservation is released by the edge
+ * once the request is done (the sandbox's own row counts from the resume on).
+ * @throws RamifyError PLACEMENT_INVALID otherwise.
+ */
+async function acceptIngressPlacement(core: Core, sandboxId: string, placement: string | undefined): Promise<void> {
+  const record = await core.store.getSandbox(sandboxId);
+  if (!record || heldHere(core, record)) return;
+  if (record.state === 'paused') {
+    await acceptPlacement(core, placement);
+    return;
+  }
+  throw new RamifyError('PLACEMENT_INVALID', `sandbox '${sandboxId}' is on host '${record.hostId}', not this one (${core.hostId}): its port URLs are served by that host, or by an API process's ingress edge`, {
+    sandboxId, hostId: record.hostId,
+  });
 }

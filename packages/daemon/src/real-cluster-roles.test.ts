@@ -4,7 +4,8 @@
  * namespace with its own address, data directory and runsc state, and `ramify serve --role api` processes
  * in the root namespace; clients talk to the API only. REAL gVisor, namespaces, nftables.
  * Shown: creates spread over the hosts; a fork lands on its parent's host; `kill -9` of a host agent
- * marks its running sandboxes lost (HOST_LOST) and leaves its uploaded paused ones resumable elsewhere;
+ * marks its running sandboxes lost (HOST_LOST, also at the API's ingress edge) and leaves its uploaded paused
+ * ones resumable elsewhere (one is woken on another host by a port URL request at the edge);
  * an API process restart loses nothing; two API processes racing creates never place one twice (each
  * sandbox runs under exactly one host's runsc state, the one recorded). Pause on A, A stopped, resume on
  * B: `real-cluster.test.ts`, which goes through the API here too.
@@ -13,6 +14,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { ingressTestKit } from './real-ingress-support.js';
 import { shellCaller, until, type ApiReply } from './real-test-support.js';
 import { clusterSkip, detectClusterMode, sandboxesRunningOn, startCluster, type Cluster, type ClusterHost } from './testing/cluster.js';
 
@@ -79,7 +81,10 @@ describe('the API/host split on a real three-host cluster', { skip, timeout: 1_8
   });
 
   test('kill -9 of a host agent: its running sandboxes are marked lost, its uploaded paused ones resume elsewhere', async () => {
-    const running = await create();
+    // A server on a public port; the fork (paused below) has it too, and is woken through the API's ingress edge.
+    const kit = ingressTestKit(() => ({ url: cluster.apis[0]?.url ?? '', key: cluster.apiKey, ingressPort: cluster.edgePort }));
+    const running = await kit.serving({ ports: [{ port: 8000, access: 'public' }] }, 8000);
+    const portHost = (id: string): string => `8000-${id.toLowerCase()}.localhost`;
     const forked = await api()('POST', `/v1/sandboxes/${running}/fork`, { count: 1 });
     assert.equal(forked.status, 201, JSON.stringify(forked.json));
     const paused = forked.json.sandboxes[0].id as string; // on the same host: a fork lands on its parent's
@@ -91,9 +96,15 @@ describe('the API/host split on a real three-host cluster', { skip, timeout: 1_8
 
     await until(async () => (await api()('GET', `/v1/sandboxes/${running}`)).json?.state === 'error', 'the running sandbox is marked lost', 180_000);
     assert.match(JSON.stringify((await api()('GET', `/v1/sandboxes/${running}`)).json), /HOST_LOST/);
-    const resumed = await api()('POST', `/v1/sandboxes/${paused}/resume`);
-    assert.equal(resumed.status, 200, JSON.stringify(resumed.json));
+    const gone = await kit.ingress(portHost(running), '/index.html');
+    assert.equal(gone.status, 409, gone.body);
+    assert.equal(JSON.parse(gone.body).error.code, 'HOST_LOST');
+    // A request at the edge places the paused fork on another host, whose ingress resumes it from S3.
+    const woken = await kit.ingress(portHost(paused), '/index.html');
+    assert.equal(woken.status, 200, woken.body);
+    assert.equal(woken.body, 'hello from the sandbox\n');
     assert.notEqual(await cluster.hostOf(paused), lost.hostId);
+    assert.equal((await api()('GET', `/v1/sandboxes/${paused}`)).json.state, 'running');
     assert.equal((await shellCaller(api())(paused, 'cat /root/kept.txt')).trim(), 'kept');
     await cluster.startHost(lost.index); // it returns, reconciles, and takes work again
     await killAll([running, paused]);

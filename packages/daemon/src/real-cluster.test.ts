@@ -5,7 +5,10 @@
  * id, sharing nothing but Postgres and S3. REAL gVisor, namespaces, nftables.
  * Shown here: each host creates, pauses and resumes its own sandboxes with nothing colliding (slots,
  * slot namespaces, nftables tables); a sandbox paused on host 1, host 1 then stopped, resumes on host 2
- * with memory, processes and files intact (a counter keeps counting); teardown leaves nothing behind.
+ * with memory, processes and files intact (a counter keeps counting); port URLs of a sandbox on a host
+ * answer at the API process's ingress edge (roles: HTTP, a WebSocket, the token check, a wake, a kill,
+ * each answered as the host's own ingress answers); with roles, SSH through the API process's relay
+ * reaches each sandbox on its host; teardown leaves nothing behind.
  * Before the API/host split (`--role`) lands, hosts run as plain daemons on the shared database and the
  * test talks to a host's API directly; with it, through the API process. The split's own cases are in
  * `real-cluster-roles.test.ts`. Skipped, with the reason, when not root, without runsc, Postgres or the
@@ -15,6 +18,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import WebSocket from 'ws';
+import { ingressTestKit, type IngressReply } from './real-ingress-support.js';
+import { WS_SERVER_PY } from './real-ingress-servers.js';
+import { run, sshOptions } from './real-ssh-support.js';
 import { shellCaller, until } from './real-test-support.js';
 import { clusterSkip, detectClusterMode, sandboxesRunningOn, startCluster, type Cluster, type ClusterHost } from './testing/cluster.js';
 
@@ -101,6 +108,14 @@ describe(`a multi-host cluster on one machine (${mode} daemons)`, { skip, timeou
       for (const other of cluster.hosts.filter((h) => h !== host)) assert.ok(!tables.some((t) => tableName(t).startsWith(other.networkPrefix)), `no table of ${other.hostId} in ${host.netns}`);
     }
     assert.deepEqual(nftTables(null).filter((t) => tableName(t).startsWith(PREFIX)), [], 'no host table in the root namespace');
+    if (mode === 'roles') {
+      // SSH through the API process's relay reaches each sandbox on its host (at the host's registered SSH address).
+      for (const [k, host] of holders.entries()) {
+        const user = (await clientFor(host).call('POST', `/v1/sandboxes/${ids[k]}/ssh-access`, {})).json.user as string;
+        const r = await run('ssh', [...sshOptions(null), '-p', String(cluster.apiSshPorts[0]), `${user}@127.0.0.1`, 'test -s /root/data.sum && echo relayed']);
+        assert.deepEqual([r.code, r.stdout], [0, 'relayed\n'], r.stderr);
+      }
+    }
 
     const before = await Promise.all(holders.map(async (host, k) => ({ count: await count(host, ids[k]!), pid: (await clientFor(host).sh(ids[k]!, 'cat /tmp/counter.pid')).trim() })));
     const paused = await Promise.all(holders.map((host, k) => clientFor(host).call('POST', `/v1/sandboxes/${ids[k]}/pause`)));
@@ -134,6 +149,56 @@ describe(`a multi-host cluster on one machine (${mode} daemons)`, { skip, timeou
     await assertIntact(holder, id, before);
     await cluster.startHost(a.index);
     assert.equal((await clientFor(holder).call('DELETE', `/v1/sandboxes/${id}`)).status, 204);
+  });
+
+  test('port URLs answer at the API\'s ingress edge as at the host: HTTP, WebSocket, token, wake, kill', { skip: mode === 'roles' ? false : 'the ingress edge is the API role\'s' }, async () => {
+    const kit = ingressTestKit(() => ({ url: cluster.entryUrl(), key: cluster.apiKey, ingressPort: cluster.edgePort }));
+    const id = await kit.serving({ ports: [8000, { port: 8001, access: 'public' }] }, 8000);
+    await kit.put(id, '/root/ws.py', WS_SERVER_PY);
+    await kit.background(id, 'python3 /root/ws.py 8001');
+    const holder = hostNamed(await cluster.hostOf(id));
+    // The same request straight to the host's own ingress listener, for comparison.
+    const direct = ingressTestKit(() => ({ url: holder.url, key: cluster.apiKey, ingressPort: 7424, ingressAddress: holder.address }));
+    const { url, host, token } = await kit.urlOf(id, 8000);
+    assert.equal(url, `http://8000-${id.toLowerCase()}.localhost:${cluster.edgePort}/`, 'the URL names the edge');
+    const name = host.split(':')[0] as string;
+    const same = async (what: string, status: number, code: string | null, headers: Record<string, string> = {}, hostName = name): Promise<IngressReply> => {
+      const [atEdge, atHost] = [await kit.ingress(hostName, '/index.html', { headers }), await direct.ingress(hostName, '/index.html', { headers })];
+      assert.equal(atEdge.status, status, `${what} at the edge: ${atEdge.body}`);
+      assert.equal(atHost.status, status, `${what} at the host: ${atHost.body}`);
+      if (code) for (const r of [atEdge, atHost]) assert.equal(JSON.parse(r.body).error.code, code, what);
+      return atEdge;
+    };
+    await same('no token', 401, 'ACCESS_TOKEN_REQUIRED');
+    await same('another sandbox\'s token', 403, 'ACCESS_TOKEN_INVALID', { 'x-ramify-access-token': `rit_${'A'.repeat(43)}` });
+    assert.equal((await same('its token', 200, null, { 'x-ramify-access-token': token as string })).body, 'hello from the sandbox\n');
+    // Another host's ingress, asked directly, does not serve it (a slot number is per host) nor move it.
+    const other = cluster.hosts.find((h) => h !== holder)!;
+    const elsewhere = await ingressTestKit(() => ({ url: other.url, key: cluster.apiKey, ingressPort: 7424, ingressAddress: other.address })).ingress(name, '/index.html', { headers: { 'x-ramify-access-token': token as string } });
+    assert.equal(elsewhere.status, 409, elsewhere.body);
+    assert.equal(JSON.parse(elsewhere.body).error.code, 'PLACEMENT_INVALID');
+    // A WebSocket echo on the public port, through the edge.
+    const echo = async (): Promise<string> => {
+      const socket = new WebSocket(`ws://127.0.0.1:${cluster.edgePort}/`, { headers: { host: `8001-${id.toLowerCase()}.localhost` } });
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      socket.send('ping');
+      const reply = await new Promise<string>((resolve) => socket.once('message', (m) => resolve(m.toString())));
+      socket.close();
+      return reply;
+    };
+    await until(async () => (await echo().catch(() => '')) === 'echo ping', 'the echo server answers through the edge');
+    // A paused sandbox is woken by a request at the edge (its host's ingress wakes it). The pause is
+    // answered by the host: its URLs name the edge too (--ingress-public-port).
+    const paused = await kit.call('POST', `/v1/sandboxes/${id}/pause`);
+    assert.equal(paused.status, 200, JSON.stringify(paused.json));
+    assert.deepEqual(paused.json.ingress, { domain: 'localhost', protocol: 'http', port: cluster.edgePort });
+    const woken = await kit.ingress(name, '/index.html', { headers: { 'x-ramify-access-token': token as string } });
+    assert.equal(woken.status, 200, woken.body);
+    assert.equal((await kit.call('GET', `/v1/sandboxes/${id}`)).json.state, 'running');
+    assert.equal(await echo(), 'echo ping', 'the WebSocket server came back with it');
+    assert.equal((await kit.call('DELETE', `/v1/sandboxes/${id}`)).status, 204);
+    await same('a killed sandbox', 410, 'SANDBOX_KILLED');
+    await same('an unknown sandbox', 404, 'SANDBOX_NOT_FOUND', {}, `8000-sbx_${'0'.repeat(26)}.localhost`);
   });
 
   test('teardown removes every process, namespace, veth, nftables table and directory', async () => {

@@ -63,6 +63,8 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
       dataDir, port: 0, logLevel: 'warn', print: () => undefined, runtimes: ['gvisor'], network: { prefix: PREFIX },
       egress: { upstreams: [{ address: dnsUpstream.address, port: dnsUpstream.port }] },
       metricsListen: { host: '127.0.0.1', port: 0 }, otlpEndpoint: collector.url.replace('/hook', ''),
+      // The receivers are on loopback: allowed only with --webhook-allow-private (real-webhook-destinations.test.ts: refused without).
+      webhookAllowPrivate: true,
       // Retries soon (the 500 receiver's second attempt), and a hung receiver held long enough to act meanwhile.
       coreOptions: { webhooks: { retryBaseMs: 200, timeoutMs: 60_000 } },
     });

@@ -13,6 +13,8 @@ export interface IngressDaemon {
   url: string;
   key: string;
   ingressPort: number;
+  /** The ingress's address; default 127.0.0.1. */
+  ingressAddress?: string;
 }
 
 /** One answer of the ingress. */
@@ -58,7 +60,7 @@ export function ingressTestKit(daemon: () => IngressDaemon | undefined): Ingress
   };
   const ingress: IngressTestKit['ingress'] = (host, path = '/', options = {}) =>
     new Promise((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port: daemon()?.ingressPort, path, method: options.method ?? 'GET', headers: { host, ...options.headers } }, (res) => {
+      const req = request({ host: daemon()?.ingressAddress ?? '127.0.0.1', port: daemon()?.ingressPort, path, method: options.method ?? 'GET', headers: { host, ...options.headers } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));

@@ -5,7 +5,8 @@
  * Shows: a create through the API is placed (on the host caching the template; on the other host, which
  * downloads the template image from S3, once the first drains) and forwarded; exec over a WebSocket through
  * the API; a fork lands on its parent's host; another team's sandbox is 404 at the API and nothing reaches a
- * host; no key is 401; a host refuses a create that placement did not send it.
+ * host; no key is 401; a host refuses a create that placement did not send it; SSH through the API's relay
+ * (real-scale-out-ssh.ts), and a paused sandbox of a lost host woken on the other by an SSH connection.
  * Skipped, with the reason, when not root, without runsc, the rootfs, or Postgres's binaries.
  */
 import { Sandbox } from '@ramify/sdk';
@@ -19,11 +20,14 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { forceCleanup } from './real-egress-support.js';
 import { apiCaller, realRuntimeSkip, registerRootfsTemplate, stopRealDaemon, type ApiReply } from './real-test-support.js';
+import { sshRelayCases } from './real-scale-out-ssh.js';
+import { run, sshOptions } from './real-ssh-support.js';
 import { serve, type RamifyServer, type ServeOptions } from './serve.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
-const cluster: PostgresCluster | { skip: string } = realRuntimeSkip(rootfs) ? { skip: 'no runtime' } : await startPostgresCluster();
-const skip = realRuntimeSkip(rootfs) || ('skip' in cluster ? cluster.skip : false);
+const TOOLS = ['runsc', 'ssh', 'sftp', 'ssh-keygen', 'curl'];
+const cluster: PostgresCluster | { skip: string } = realRuntimeSkip(rootfs, TOOLS) ? { skip: 'no runtime' } : await startPostgresCluster();
+const skip = realRuntimeSkip(rootfs, TOOLS) || ('skip' in cluster ? cluster.skip : false);
 
 const BUCKET = 'ramify-scale';
 /** The host-loss and drain cases add ~30 s: `npm run test:full` runs them. */
@@ -51,6 +55,8 @@ const call = apiCaller(() => api?.url, () => key);
 /** Short leases: a stopped host is written off within seconds (the sweep runs every 2 s). */
 const LEASE = { leaseMs: 3000, heartbeatMs: 1000 };
 const ports = new Map<string, number>();
+/** Each host's SSH gateway port, kept across a restart. */
+const sshPorts = new Map<string, number>();
 
 async function start(options: ServeOptions & { role: 'api' | 'host' }, dataDirName: string): Promise<RamifyServer> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), `ramify-${dataDirName}-`)));
@@ -67,7 +73,9 @@ async function start(options: ServeOptions & { role: 'api' | 'host' }, dataDirNa
 async function startHost(h: (typeof HOSTS)[number], dataDir: string): Promise<RamifyServer> {
   if (!dirs.includes(dataDir)) dirs.push(dataDir);
   const port = ports.get(h.id) as number;
-  const server = await start({ role: 'host', hostId: h.id, port, advertiseUrl: `http://127.0.0.1:${port}`, network: { prefix: h.prefix }, hostLease: LEASE, dataDir }, h.prefix);
+  const server = await start({
+    role: 'host', hostId: h.id, port, advertiseUrl: `http://127.0.0.1:${port}`, network: { prefix: h.prefix }, hostLease: LEASE, dataDir, ssh: { host: '127.0.0.1', port: sshPorts.get(h.id) as number },
+  }, h.prefix);
   received.set(h.id, received.get(h.id) ?? 0);
   const count = (): void => void received.set(h.id, (received.get(h.id) ?? 0) + 1);
   server.app.server.on('request', count).on('upgrade', count);
@@ -79,14 +87,19 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     s3 = await startLocalS3Server({ bucket: BUCKET });
     for (const h of HOSTS) {
       ports.set(h.id, await freePort());
+      sshPorts.set(h.id, await freePort());
       hosts.push(await startHost(h, await mkdtemp(join(tmpdir(), `ramify-${h.prefix}-`))));
     }
     // Every process starts (and checks the bucket) before anything is uploaded: s3rver's listing answers 500
     // while objects are being written.
-    api = await start({ role: 'api', port: 0 }, 'rr-api');
+    api = await start({ role: 'api', port: 0, ssh: { host: '127.0.0.1', port: 0 } }, 'rr-api');
     // The template is built on the first host; its image goes to S3 for the other.
     await registerRootfsTemplate(hosts[0]!.core, rootfs as string, { templateId: 'tpl_rr', snapshotId: 'snap_rr_base' });
     await waitDurable(hosts[0]!.core.storage, 'snap_rr_base', 120_000);
+    // Placement prefers the host caching the image once a heartbeat has reported it (the first create expects host A).
+    for (const deadline = Date.now() + 30_000; !(await api.core.store.getHost('host-rra'))?.cachedImageIds.includes('snap_rr_base'); await new Promise((r) => setTimeout(r, 100))) {
+      assert.ok(Date.now() < deadline, 'host A reports the template image cached');
+    }
     assert.ok(key, 'the first process made the API key');
   });
   after(async () => {
@@ -167,6 +180,8 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     assert.equal(forged.status, 409);
   });
 
+  sshRelayCases({ api: () => api!, hosts: () => hosts, call, acme: () => apiCaller(() => api?.url, () => acmeKey), freePort });
+
   const sh = async (id: string, cmd: string): Promise<string> => {
     const r = await call('POST', `/v1/sandboxes/${id}/commands`, { cmd });
     assert.equal(r.status, 200, JSON.stringify(r.json));
@@ -184,19 +199,24 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     await store.setHostState('host-rrb', 'draining');
     const paused = (await call('POST', '/v1/sandboxes', { timeoutMs: 600_000 })).json.id as string;
     const running = (await call('POST', '/v1/sandboxes', { timeoutMs: 600_000 })).json.id as string;
+    // Woken on host B by an SSH connection through the API's relay, below.
+    const sleeper = (await call('POST', '/v1/sandboxes', { timeoutMs: 600_000 })).json.id as string;
     await store.setHostState('host-rrb', 'active');
-    for (const id of [paused, running]) assert.equal((await store.getSandbox(id))?.hostId, 'host-rra');
+    for (const id of [paused, running, sleeper]) assert.equal((await store.getSandbox(id))?.hostId, 'host-rra');
+    await sh(sleeper, 'echo mark > /tmp/mark');
+    assert.equal((await call('POST', `/v1/sandboxes/${sleeper}/pause`)).json.state, 'paused');
     await call('POST', `/v1/sandboxes/${paused}/commands`, { cmd: 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.2; done', background: true });
     await until('the counter counts', async () => Number(await sh(paused, 'cat /tmp/count 2>/dev/null || echo 0')) > 2);
     const pause = await call('POST', `/v1/sandboxes/${paused}/pause`);
     assert.equal(pause.status, 200, JSON.stringify(pause.json));
     const image = (await store.getSandbox(paused))!.pausedSnapshotId!;
-    await waitDurable(hosts[0]!.core.storage, image, 120_000);
+    const sleeperImage = (await store.getSandbox(sleeper))!.pausedSnapshotId!;
+    for (const i of [image, sleeperImage]) await waitDurable(hosts[0]!.core.storage, i, 120_000);
     // Placement trusts a lost host's image once a heartbeat after the pause no longer listed it as pending.
-    const written = (await store.getSnapshot(image))!.createdAt;
-    await until('a heartbeat reports the image durable', async () => {
+    const written = Math.max((await store.getSnapshot(image))!.createdAt, (await store.getSnapshot(sleeperImage))!.createdAt);
+    await until('a heartbeat reports the images durable', async () => {
       const host = await store.getHost('host-rra');
-      return host !== null && !host.pendingUploadIds.includes(image) && host.lastHeartbeatAt > written + 2000;
+      return host !== null && !host.pendingUploadIds.includes(image) && !host.pendingUploadIds.includes(sleeperImage) && host.lastHeartbeatAt > written + 2000;
     });
     // Host A stops (no drain): its lease runs out and the API's sweep writes it off. Its runtime instances stay
     // (a stopped daemon leaves its sandboxes running); after() removes them as a returning host's reconcile would.
@@ -217,6 +237,11 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     const first = Number(await sh(paused, 'cat /tmp/count'));
     await until('the counter counts on host B', async () => Number(await sh(paused, 'cat /tmp/count')) > first);
     assert.ok(first > 2);
+    // An SSH connection through the API resumes the other through placement, on host B, its files intact.
+    const access = await call('POST', `/v1/sandboxes/${sleeper}/ssh-access`, {});
+    const woken = await run('ssh', [...sshOptions(null), '-p', String(api!.ssh?.port), `${access.json.user}@127.0.0.1`, 'cat /tmp/mark']);
+    assert.deepEqual([woken.code, woken.stdout], [0, 'mark\n'], woken.stderr);
+    assert.equal((await store.getSandbox(sleeper))?.hostId, 'host-rrb');
   });
 
   test('a host drains: placement skips it, its running sandboxes are paused, their images uploaded, then it is gone', { skip: full }, async () => {

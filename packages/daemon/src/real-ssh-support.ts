@@ -3,6 +3,7 @@
  * `ramify` CLI run as child processes against an in-process daemon. Always asynchronous (`spawn`): a
  * synchronous child would block the daemon's event loop it talks to. Test support only.
  */
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -61,4 +62,16 @@ export function background(command: string, args: string[]): { stop(): Promise<v
     },
     stderr: () => Buffer.concat(err).toString('utf8'),
   };
+}
+
+/** What a terminal session is fed (`ssh -tt`, commands on stdin): its size, its tty, arithmetic, exit 5. */
+export const TERMINAL_INPUT = 'stty size; echo "tty=$(tty)"\necho "answer $((6*7))"\nexit 5\n';
+
+/** Assert what {@link TERMINAL_INPUT} gives on a terminal: 80x24 (the size `ssh -tt` without one gets), a pts, 42, exit 5. */
+export function assertTerminalRun(r: Ran): void {
+  const text = r.stdout.replaceAll('\r\n', '\n');
+  assert.equal(r.code, 5, text);
+  assert.match(text, /^24 80$/m);
+  assert.match(text, /^tty=\/dev\/pts\/\d+$/m);
+  assert.match(text, /^answer 42$/m);
 }

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { hashSshToken } from '@ramify/core';
 import { serve, type RamifyServer } from './serve.js';
 import { apiCaller, realRuntimeSkip, registerRootfsTemplate, shellCaller, stopRealDaemon, until } from './real-test-support.js';
-import { background, cli, run, sshOptions } from './real-ssh-support.js';
+import { assertTerminalRun, background, cli, run, sshOptions, TERMINAL_INPUT } from './real-ssh-support.js';
 
 const rootfs = process.env.RAMIFY_TEST_ROOTFS;
 const skip = realRuntimeSkip(rootfs, ['runsc', 'ssh', 'scp', 'sftp', 'ssh-keygen', 'rsync', 'curl']);
@@ -113,12 +113,7 @@ describe('SSH gateway through a real daemon (gVisor) and OpenSSH', { skip, timeo
   });
 
   test('a shell on a terminal (ssh -tt, commands on stdin): default size, prompt, exit code', async () => {
-    const r = await ssh([], { before: ['-tt'], input: 'stty size; echo "tty=$(tty)"\necho "answer $((6*7))"\nexit 5\n' });
-    const text = r.stdout.replaceAll('\r\n', '\n');
-    assert.equal(r.code, 5, text);
-    assert.match(text, /^24 80$/m);
-    assert.match(text, /^tty=\/dev\/pts\/\d+$/m);
-    assert.match(text, /^answer 42$/m);
+    assertTerminalRun(await ssh([], { before: ['-tt'], input: TERMINAL_INPUT }));
   });
 
   test('commands: exit codes, stdout and stderr apart, stdin through to EOF', async () => {

@@ -214,5 +214,8 @@ describe('teams and scoped keys through a real daemon (gVisor)', { skip, timeout
     assert.deepEqual((await operator('GET', '/v1/teams')).json.teams.map((t: { id: string }) => t.id), ['default', 'team-a', 'team-b']);
     const usage = await cli(conn(operatorKey), ['team', 'quota', 'team-b', '--max-running', '-1']);
     assert.equal(usage.code, 2, 'the CLI refuses a negative limit as a usage error');
+    const lifted = await cli(conn(operatorKey), ['team', 'quota', 'team-b', '--max-running', 'none', '--json']);
+    assert.equal(lifted.code, 0, lifted.stderr);
+    assert.equal(JSON.parse(lifted.stdout).quota.maxRunning, null, "'none' lifts the limit");
   });
 });

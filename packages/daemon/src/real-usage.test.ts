@@ -165,8 +165,14 @@ describe('real metering and budgets (gVisor)', { skip, timeout: 600_000 }, () =>
     server!.core.events.onBudget((e) => events.push(e));
     const source = await Sandbox.create({ ...conn, template: 'base', timeoutMs: 600_000 });
     const quick: Strategy<number | null> = { name: 'quick', run: async (sbx) => (await sbx.commands.run('echo done')).exitCode };
-    const spin: Strategy<number | null> = { name: 'spin', run: async (sbx) => (await sbx.commands.run('sh -c "while :; do :; done"', { timeoutMs: 0 })).exitCode };
+    let spinRun: Promise<unknown> = Promise.resolve();
+    const spin: Strategy<number | null> = { name: 'spin', run: async (sbx) => {
+      spinRun = sbx.commands.run('sh -c "while :; do :; done"', { timeoutMs: 0 });
+      return ((await spinRun) as { exitCode: number }).exitCode;
+    } };
     const explored = await Sandbox.explore(source, [quick, spin], { score: () => 1, budget: { cpuSeconds: 5 }, budgetPollMs: 250 });
+    // The stopped strategy's command stops waiting for a resume (a script would otherwise never exit).
+    await assert.rejects(spinRun, { code: 'BUDGET_EXCEEDED' });
     assert.equal(explored.stoppedBy, 'budget', 'a report, not an error: what finished is usable');
     assert.deepEqual([explored.winner?.strategy, explored.winner?.result], ['quick', 0]);
     assert.deepEqual(explored.entries.map((e) => [e.name, e.status, e.outcome, e.error?.code ?? null]), [['quick', 'finished', 'winner', null], ['spin', 'stopped', 'paused', 'BUDGET_EXCEEDED']]);
@@ -200,9 +206,12 @@ describe('real metering and budgets (gVisor)', { skip, timeout: 600_000 }, () =>
     const view = JSON.parse(tree.stdout) as { rootId: string; size: number; root: { state: string; budget: { exceeded: string }; children: Array<{ state: string }> } };
     assert.deepEqual([view.rootId, view.size, view.root.state, view.root.budget.exceeded, view.root.children.map((c) => c.state)], [source.sandboxId, 3, 'paused', 'cpuSeconds', ['paused', 'paused']]);
 
-    const raised = await cli(conn, ['sandbox', 'budget', source.sandboxId, '--cpu-seconds', '1000', '--json']);
+    const raised = await cli(conn, ['sandbox', 'budget', source.sandboxId, '--cpu-seconds', '1000', '--max-sandboxes', '10', '--json']);
     assert.equal(raised.code, 0, raised.stderr);
-    assert.deepEqual([JSON.parse(raised.stdout).exceeded, JSON.parse(raised.stdout).limits.cpuSeconds], [null, 1000]);
+    assert.deepEqual([JSON.parse(raised.stdout).exceeded, JSON.parse(raised.stdout).limits.cpuSeconds, JSON.parse(raised.stdout).limits.maxSandboxes], [null, 1000, 10]);
+    const lifted = await cli(conn, ['sandbox', 'budget', source.sandboxId, '--max-sandboxes', 'none', '--json']);
+    assert.equal(lifted.code, 0, lifted.stderr);
+    assert.deepEqual([JSON.parse(lifted.stdout).limits.cpuSeconds, JSON.parse(lifted.stdout).limits.maxSandboxes], [1000, null], "'none' lifts one limit, keeps the others");
     for (const id of forks) assert.equal((await Sandbox.resume(id, conn)).state, 'running');
     // The spin goes on where it stopped: the spinning fork uses CPU again.
     const before = (await source.getBudgets())[0]!.used.cpuSeconds;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeNetwork, FakeRuntime, seedTemplate } from '@ramify/core/testing';
 import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING } from '@ramify/contracts';
-import { API_KEY_FILE, DEFAULT_DATA_DIR, resolveDataDir, resolveMaxOutputBytes } from './config.js';
+import { API_KEY_FILE, DEFAULT_DATA_DIR, resolveDataDir, resolveMaxOutputBytes, resolveWebhookAllowPrivate } from './config.js';
 import { serve, type RamifyServer } from './serve.js';
 
 let dataDir: string;
@@ -87,6 +87,19 @@ describe('serve() with the fake runtime (bootstrap and restart wiring only)', ()
     assert.equal(resolveMaxOutputBytes(MAX_OUTPUT_BYTES_CEILING), MAX_OUTPUT_BYTES_CEILING);
     for (const bad of [-1, 1.5, MAX_OUTPUT_BYTES_CEILING + 1]) assert.throws(() => resolveMaxOutputBytes(bad), { code: 'VALIDATION_FAILED' });
     await assert.rejects(serve({ dataDir, port: 0, logLevel: 'silent', maxOutputBytes: -1, overrides: { runtimes: [runtime], network, connectAgent: runtime.connectAgent, templateBuilder: null } }), { code: 'VALIDATION_FAILED' });
+  });
+
+  test('webhook destinations: public only by default; webhookAllowPrivate (or RAMIFY_WEBHOOK_ALLOW_PRIVATE) allows private ones', async () => {
+    for (const [option, expected] of [[undefined, false], [true, true]] as const) {
+      const server = await serve({ dataDir, port: 0, logLevel: 'silent', print: () => undefined, ...(option === undefined ? {} : { webhookAllowPrivate: option }), overrides: { runtimes: [runtime], network, connectAgent: runtime.connectAgent, templateBuilder: null } });
+      try {
+        assert.equal(server.core.options.webhooks.allowPrivateDestinations, expected);
+      } finally {
+        await server.close();
+      }
+    }
+    assert.deepEqual([resolveWebhookAllowPrivate(undefined, {}), resolveWebhookAllowPrivate(undefined, { RAMIFY_WEBHOOK_ALLOW_PRIVATE: '1' }), resolveWebhookAllowPrivate(false, { RAMIFY_WEBHOOK_ALLOW_PRIVATE: 'true' }), resolveWebhookAllowPrivate(undefined, { RAMIFY_WEBHOOK_ALLOW_PRIVATE: 'off' })], [false, true, false, false]);
+    assert.throws(() => resolveWebhookAllowPrivate(undefined, { RAMIFY_WEBHOOK_ALLOW_PRIVATE: 'maybe' }), { code: 'VALIDATION_FAILED' });
   });
 
   test('one daemon per data directory: a second serve() is refused with DATA_DIR_IN_USE; close() and a failed start free it', async () => {

@@ -16,13 +16,15 @@ import { buildApp } from './app.js';
 import type { TracedCalls } from './http/route.js';
 import { compose, type ComposeOptions } from './compose.js';
 import { lockDataDir } from './data-dir-lock.js';
-import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir } from './config.js';
+import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir, resolveWebhookAllowPrivate } from './config.js';
 import { describeSnapshotStorage, resolveSnapshotStorage, type SnapshotStorageFlags } from './snapshot-storage.js';
 import { describeDatabase, resolveDatabase } from './database.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
 import { startSshGateway, type RunningSshGateway, type SshOptions } from './ssh/gateway.js';
+import { startSshRelay } from './ssh/relay.js';
 import { startMetricsListener, type MetricsListener } from './observability/metrics-listener.js';
 import { startHostAgent, type HostAgent } from './roles/host-agent.js';
+import { startIngressEdge } from './roles/ingress-edge.js';
 import { checkRoleConfig, type ServeRole } from './roles/role.js';
 
 export interface ServeOptions {
@@ -82,12 +84,14 @@ export interface ServeOptions {
   clock?: ComposeOptions['clock'];
   /**
    * The ingress listener for port URLs (`<port>-<sandboxId>.<domain>`); absent: none (`ramify serve` starts
-   * one on 127.0.0.1:7424, domain `localhost`, unless told `--ingress-listen off`).
+   * one on 127.0.0.1:7424, domain `localhost`, unless told `--ingress-listen off`). Role `api`: the ingress
+   * edge, which proxies each port URL to its sandbox's host's ingress (roles/ingress-edge.ts).
    */
   ingress?: IngressOptions;
   /**
    * The SSH gateway (`ssh -p PORT <sandboxId>@HOST`); absent: none (`ramify serve` starts one on
-   * 127.0.0.1:2222 unless told `--ssh-listen off`). Its host key is made once in the data directory.
+   * 127.0.0.1:2222 unless told `--ssh-listen off`). Its host key is made once in the data directory. In the
+   * `api` role it relays every sandbox's connections to its host's gateway (ssh/relay.ts).
    */
   ssh?: SshOptions;
   /**
@@ -111,6 +115,12 @@ export interface ServeOptions {
    * something; reads such as a client polling `GET /v1/sandboxes/{id}` are not) or `all`.
    */
   otlpTraces?: TracedCalls;
+  /**
+   * Let webhooks reach loopback, private, link-local and this host's own addresses (`ramify serve
+   * --webhook-allow-private`, else `RAMIFY_WEBHOOK_ALLOW_PRIVATE`); default false: public addresses only.
+   * Overrides `coreOptions.webhooks.allowPrivateDestinations`.
+   */
+  webhookAllowPrivate?: boolean;
 }
 
 export interface RamifyServer {
@@ -173,7 +183,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   try {
     composition = await compose({
       dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: { ...roleOverrides, ...options.overrides },
-      coreOptions: { ...options.coreOptions, ...warmPoolOptions(options), ...(role === 'api' ? { warmPool: parseWarmPoolSpec('off') } : {}) },
+      coreOptions: { ...options.coreOptions, ...webhookOptions(options), ...warmPoolOptions(options), ...(role === 'api' ? { warmPool: parseWarmPoolSpec('off') } : {}) },
       maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network,
       egress: role === 'api' ? { mode: 'off' } : options.egress,
       clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
@@ -205,6 +215,8 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     await core.webhooks.start();
     if (api) {
       sweep = startHostSweep(core);
+      if (options.ingress) ingress = await startIngressEdge(core, options.ingress);
+      if (options.ssh) ssh = await startSshRelay(core, options.ssh, { dataDir });
     } else {
       if (options.reconcile !== 'skip') await reconcile(core);
       prewarmFreeSlots(core);
@@ -215,7 +227,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       activity.start();
       usage.start();
       if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
-      if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf' });
+      if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf', placed: role === 'host' });
     }
     if (options.metricsListen && composition.metrics) metricsListener = await startMetricsListener(composition.metrics, options.metricsListen, logger);
     app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics, role, ...(options.otlpTraces ? { traced: options.otlpTraces } : {}) });
@@ -280,6 +292,12 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     await composition.close().finally(() => lock.release());
     throw err;
   }
+}
+
+/** The webhook options with the destination policy resolved (flag, else core option, else env). @throws RamifyError VALIDATION_FAILED. */
+function webhookOptions(options: ServeOptions): Partial<CoreOptions> {
+  const given = options.webhookAllowPrivate ?? options.coreOptions?.webhooks?.allowPrivateDestinations;
+  return { webhooks: { ...options.coreOptions?.webhooks, allowPrivateDestinations: resolveWebhookAllowPrivate(given) } };
 }
 
 /** The core options of `warmPool` and `warmPoolBudgetMB`. @throws RamifyError VALIDATION_FAILED for a bad spec. */

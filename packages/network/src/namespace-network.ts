@@ -327,7 +327,7 @@ export class NamespaceNetwork implements SandboxNetwork {
 
   /**
    * Remove every namespace, the host tables (`ip`, `inet`, the ingress's and the agent channel's) and the egress route guard made with this prefix
-   * (tests, `ramify serve --reset-network`).
+   * (tests, `ramify serve --reset-network`: daemon/src/reset-network.ts).
    */
   async destroyAll(): Promise<void> {
     await this.settle();

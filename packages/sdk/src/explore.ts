@@ -3,7 +3,7 @@
  * same starting point (memory, processes, files), score the outcomes, keep the best sandbox.
  */
 import { MAX_FORK_COUNT, type Budget, type BudgetInfo } from '@ramify/contracts';
-import { RamifyError, isRamifyError } from './errors.js';
+import { RamifyError, errorFromCode, isRamifyError } from './errors.js';
 import { stoppedByBudget, watchBudget, type BudgetWatch } from './explore-budget.js';
 import type { Sandbox } from './sandbox.js';
 
@@ -223,7 +223,12 @@ export async function explore<T>(source: Sandbox, strategies: Strategy<T>[], opt
   const attempts = await Promise.all(strategies.map((s, i) => {
     const running = attempt(s, forks[i], opts, watch);
     if (!watch) return running;
-    const cut = watch.exceeded.then((info) => stopped<T>(s.name, forks[i], performance.now() - started, info));
+    const cut = watch.exceeded.then((info) => {
+      // The daemon paused the fork: its commands would wait for a resume that only a raised budget brings.
+      const { code, message } = stoppedByBudget(info);
+      forks[i]?.abandonHandles(errorFromCode(code, message, { sandboxId: forks[i]?.sandboxId }));
+      return stopped<T>(s.name, forks[i], performance.now() - started, info);
+    });
     return Promise.race([running, cut]);
   })).finally(() => watch?.stop());
   const entries = attempts.map((a) => a.entry);

@@ -112,6 +112,12 @@ export class Sandbox {
     this.networks = new SandboxNetworks(api, sandboxId);
   }
 
+  /** @internal Every live command and terminal handle of this object stops following; their waits reject with `err`. */
+  abandonHandles(err: RamifyError): void {
+    this.commands.abandonHandles(err);
+    this.pty.abandonHandles(err);
+  }
+
   /**
    * Create a sandbox (state `running` when this resolves): `create({ template: 'base', ... })`, or as
    * E2B's SDK takes it, `create('base', { ... })`. Throws `TEMPLATE_NOT_FOUND`, `SNAPSHOT_NOT_FOUND`,

@@ -18,7 +18,8 @@ export class Webhook {
   /**
    * Register `url` (http or https) for `events` (default every type). Resolves with the webhook and its
    * `secret` (`whsec_...`): keep it, it is shown only here.
-   * @throws `VALIDATION_FAILED` (not an http(s) URL, an unknown type), `FORBIDDEN` (a member key).
+   * @throws `VALIDATION_FAILED` (not an http(s) URL, credentials in it, a literal non-public IP while the
+   * daemon allows public destinations only, an unknown type), `FORBIDDEN` (a member key).
    */
   static create(url: string, opts: ConnectionOpts & { events?: EventType[]; name?: string } = {}): Promise<CreatedWebhook> {
     const { events, name, ...conn } = opts;

@@ -278,6 +278,9 @@ export class SqlStore implements Store {
   findSshToken(hash: string): Promise<SshTokenRecord | null> {
     return ssh.sshTokenByHash(this.kysely, hash);
   }
+  deleteSshToken(hash: string): Promise<boolean> {
+    return ssh.deleteSshToken(this.kysely, hash);
+  }
 
   insertNetwork(record: NetworkRecord): Promise<void> {
     return networks.insertNetwork(this.kysely, record);

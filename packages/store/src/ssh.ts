@@ -67,6 +67,10 @@ export async function sshTokenByHash(db: Executor, hash: string): Promise<SshTok
   return r ? { hash: r.hash, sandboxId: r.sandbox_id, ownerApiKeyId: r.owner_api_key_id, createdAt: r.created_at, expiresAt: r.expires_at } : null;
 }
 
+export async function deleteSshToken(db: Executor, hash: string): Promise<boolean> {
+  return (await db.deleteFrom('ssh_tokens').where('hash', '=', hash).executeTakeFirst()).numDeletedRows > 0n;
+}
+
 /** Part of a kill's write: the sandbox's tokens open nothing any more. */
 export async function deleteSshTokensOf(db: Executor, sandboxId: string): Promise<void> {
   await db.deleteFrom('ssh_tokens').where('sandbox_id', '=', sandboxId).execute();

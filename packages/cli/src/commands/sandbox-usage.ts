@@ -6,7 +6,7 @@ import { MAX_BUDGET_VALUE, type Budget, type BudgetInfo, type SandboxTreeNode } 
 import { Sandbox, SandboxNotFoundError, type SandboxMetrics } from '@ramify/sdk';
 import { InvalidArgumentError, type Command } from 'commander';
 import { action, type CliContext, type CliEnv } from '../context.js';
-import { parseDuration } from '../parse.js';
+import { noLimit, parseDuration } from '../parse.js';
 import { renderFields } from '../output/table.js';
 import { formatDuration } from '../output/format.js';
 import { timeOption } from './usage.js';
@@ -23,10 +23,10 @@ function metricLine(m: SandboxMetrics): string {
   return `[${time}]  CPU: ${m.cpuUsedPct.toFixed(2).padStart(6)}% / ${String(m.cpuCount).padStart(2)} Cores | Memory: ${mib(m.memUsed).padStart(5)} / ${mib(m.memTotal)} MiB | ${disk}`;
 }
 
-/** A budget limit option: a number above 0, or `none` (no limit). */
-function limitArg(parse: (v: string) => number): (value: string) => number | null {
+/** A budget limit option: a number above 0, or `none` (no limit: see `noLimit`). */
+function limitArg(parse: (v: string) => number): (value: string) => number | 'none' {
   return (value) => {
-    if (value === 'none') return null;
+    if (value === 'none') return 'none';
     const n = parse(value);
     if (!(n > 0) || n > MAX_BUDGET_VALUE) throw new InvalidArgumentError(`expected a number above 0 (at most ${MAX_BUDGET_VALUE}), or 'none'`);
     return n;
@@ -46,11 +46,11 @@ export function withBudgetOptions(cmd: Command, prefix = ''): Command {
 }
 
 /** The budget of parsed options (only those given). */
-export function budgetOf(opts: { cpuSeconds?: number | null; sandboxSeconds?: number | null; maxSandboxes?: number | null }): Budget {
+export function budgetOf(opts: { cpuSeconds?: number | 'none'; sandboxSeconds?: number | 'none'; maxSandboxes?: number | 'none' }): Budget {
   return {
-    ...(opts.cpuSeconds !== undefined ? { cpuSeconds: opts.cpuSeconds } : {}),
-    ...(opts.sandboxSeconds !== undefined ? { sandboxSeconds: opts.sandboxSeconds } : {}),
-    ...(opts.maxSandboxes !== undefined ? { maxSandboxes: opts.maxSandboxes } : {}),
+    ...(opts.cpuSeconds !== undefined ? { cpuSeconds: noLimit(opts.cpuSeconds) } : {}),
+    ...(opts.sandboxSeconds !== undefined ? { sandboxSeconds: noLimit(opts.sandboxSeconds) } : {}),
+    ...(opts.maxSandboxes !== undefined ? { maxSandboxes: noLimit(opts.maxSandboxes) } : {}),
   };
 }
 
@@ -120,7 +120,7 @@ sandbox-seconds the whole tree is paused (never killed) and forks and resumes in
 BUDGET_EXCEEDED) until the budget is raised; a fork past --max-sandboxes is refused.
   ramify sandbox budget sbx_... --cpu-seconds 600 --max-sandboxes 20
   ramify sandbox budget sbx_... --cpu-seconds 1200 && ramify sandbox resume sbx_...`)
-    .action(action(env, async (ctx, id: string, opts: { cpuSeconds?: number | null; sandboxSeconds?: number | null; maxSandboxes?: number | null; remove?: boolean }) => {
+    .action(action(env, async (ctx, id: string, opts: { cpuSeconds?: number | 'none'; sandboxSeconds?: number | 'none'; maxSandboxes?: number | 'none'; remove?: boolean }) => {
       const sbx = Sandbox.fromId(id, ctx.connection);
       const budget = budgetOf(opts);
       if (opts.remove) {

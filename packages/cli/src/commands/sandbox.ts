@@ -70,7 +70,7 @@ export function registerSandbox(program: Command, env: CliEnv): void {
     .addOption(new Option('--deny-all', 'deny all egress: nothing leaves (no name resolves, no address is reachable)').conflicts('egress'))
     .option('-p, --port <PORT>', "expose a port at its URL (token access; repeatable); see 'ramify sandbox url --help'", (v: string, prev: number[] = []) => [...prev, Number(v)])
     .option('--public-port <PORT>', 'expose a port with public access (no token; repeatable)', (v: string, prev: number[] = []) => [...prev, Number(v)])
-    .option('--auto-pause <duration>', "pause once idle this long, e.g. 10m (10s to 24h), or 'off'; see 'ramify sandbox auto-pause --help'", (v: string) => (v === 'off' ? null : parseDuration(v)))
+    .option('--auto-pause <duration>', "pause once idle this long, e.g. 10m (10s to 24h), or 'off'; see 'ramify sandbox auto-pause --help'", (v: string) => (v === 'off' ? 'off' : parseDuration(v)))
     .option('--network <NAME[:ALIAS]>', "join a private network, as <alias>.<network>.internal (repeatable); see 'ramify network --help'", collectNetwork)
     .addHelpText('after', `
 From a snapshot (--snapshot) the sandbox starts with the egress policy, the ports and the auto-pause the
@@ -79,14 +79,14 @@ It joins no private network the snapshot recorded: --network says which.
 --budget-* set a budget for it and everything forked from it; see 'ramify sandbox budget --help'.`)
     .action(action(env, async (ctx, opts: { template?: string; snapshot?: string; timeout?: number; onTimeout?: 'pause' | 'kill';
       env?: Record<string, string>; metadata?: Record<string, string>; cpu?: number; memory?: number; disk?: number; runtime?: RuntimeName; egress?: string[]; denyAll?: boolean; port?: number[]; publicPort?: number[];
-      autoPause?: number | null; network?: NetworkJoinRequest[]; budgetCpuSeconds?: number | null; budgetSandboxSeconds?: number | null; budgetMaxSandboxes?: number | null }) => {
+      autoPause?: number | 'off'; network?: NetworkJoinRequest[]; budgetCpuSeconds?: number | 'none'; budgetSandboxSeconds?: number | 'none'; budgetMaxSandboxes?: number | 'none' }) => {
       const budget = budgetOf({ cpuSeconds: opts.budgetCpuSeconds, sandboxSeconds: opts.budgetSandboxSeconds, maxSandboxes: opts.budgetMaxSandboxes });
       const ports = [...(opts.port ?? []).map((port) => ({ port, access: 'token' as const })), ...(opts.publicPort ?? []).map((port) => ({ port, access: 'public' as const }))];
       const sbx = await ctx.spin('creating sandbox', () => Sandbox.create({
         ...ctx.connection, template: opts.template, snapshot: opts.snapshot, timeoutMs: opts.timeout, onTimeout: opts.onTimeout,
         envs: opts.env, metadata: opts.metadata, cpuCount: opts.cpu, memoryMB: opts.memory, diskSizeMB: opts.disk, runtime: opts.runtime,
         egress: opts.denyAll ? DENY_ALL : opts.egress, ...(ports.length > 0 ? { ports } : {}),
-        ...(opts.autoPause !== undefined ? { autoPause: opts.autoPause === null ? null : { idleMs: opts.autoPause } } : {}),
+        ...(opts.autoPause !== undefined ? { autoPause: opts.autoPause === 'off' ? null : { idleMs: opts.autoPause } } : {}),
         ...(opts.network ? { networks: opts.network } : {}),
         ...(Object.keys(budget).length > 0 ? { budget } : {}),
       }));

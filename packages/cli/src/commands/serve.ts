@@ -13,10 +13,11 @@ interface DaemonModule {
   serve(options: {
     role?: 'single' | 'api' | 'host'; advertiseUrl?: string;
     host?: string; port?: number; dataDir?: string; hostId?: string; logLevel?: string; maxOutputBytes?: number; microvm?: { imageMemoryMB?: number };
-    ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string } };
+    ingress?: { host?: string; port?: number; domain?: string; tls?: { certFile: string; keyFile: string }; publicPort?: number; publicProtocol?: 'http' | 'https' };
     ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
     snapshotStorage?: { s3Endpoint?: string; s3Bucket?: string; s3Region?: string; s3Prefix?: string; s3PathStyle?: boolean; snapshotCacheBytes?: number };
     metricsListen?: { host: string; port: number }; otlpEndpoint?: string; otlpTraces?: 'writes' | 'all'; coreOptions?: { eventRetentionMs?: number; usageSampleMs?: number }; databaseUrl?: string;
+    webhookAllowPrivate?: boolean;
   }): Promise<{
     metricsAddress: string | null; otlpUrl: string | null;
     url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; database: string; ingress: { address: string; url: string } | null;
@@ -24,6 +25,7 @@ interface DaemonModule {
     core: { pool: { stats(): { mode: string; budgetMB: number } }; hostId: string };
     role: string; drain(): Promise<{ paused: string[]; failed: string[]; uploadsDone: boolean } | null>;
   }>;
+  resetNetwork(options: { dataDir: string; prefix: string }): Promise<{ prefix: string; namespaces: number }>;
 }
 
 async function loadDaemon(): Promise<DaemonModule> {
@@ -62,6 +64,9 @@ interface ServeFlags {
   ingressDomain?: string;
   ingressTlsCert?: string;
   ingressTlsKey?: string;
+  /** `--ingress-public-port`, `--ingress-public-protocol`: what port URLs name when it is not this listener (a host behind an API's ingress edge). */
+  ingressPublicPort?: number;
+  ingressPublicProtocol?: 'http' | 'https';
   /** `--ssh-listen ADDR:PORT` or `off`. */
   sshListen?: string;
   /** `--database-url`: Postgres for state (else $RAMIFY_DATABASE_URL, else SQLite in the data directory). */
@@ -87,6 +92,8 @@ interface ServeFlags {
   eventsRetention?: number;
   /** `--usage-sample`: ms between usage samples; 0 (`off`) turns metering off. */
   usageSample?: number;
+  /** `--webhook-allow-private`: webhooks may reach loopback/private addresses (else $RAMIFY_WEBHOOK_ALLOW_PRIVATE; default public only). */
+  webhookAllowPrivate?: boolean;
 }
 
 /** The snapshot storage flags given (the daemon fills in the rest from `RAMIFY_S3_*`). */
@@ -115,7 +122,7 @@ function listenAddress(flag: string, value: string, example: string): { host: st
  * The ingress options of `ramify serve`'s flags; null for `--ingress-listen off`.
  * @throws RamifyError VALIDATION_FAILED for a listen address that is not ADDR:PORT, or a TLS file without the other.
  */
-function ingressOptions(opts: ServeFlags): { host: string; port: number; domain?: string; tls?: { certFile: string; keyFile: string } } | null {
+function ingressOptions(opts: ServeFlags): { host: string; port: number; domain?: string; tls?: { certFile: string; keyFile: string }; publicPort?: number; publicProtocol?: 'http' | 'https' } | null {
   const listen = opts.ingressListen ?? DEFAULT_INGRESS_LISTEN;
   if (listen === 'off') return null;
   const { host, port } = listenAddress('--ingress-listen', listen, '127.0.0.1:7424, 0.0.0.0:443');
@@ -124,6 +131,8 @@ function ingressOptions(opts: ServeFlags): { host: string; port: number; domain?
     host, port,
     ...(opts.ingressDomain ? { domain: opts.ingressDomain } : {}),
     ...(opts.ingressTlsCert && opts.ingressTlsKey ? { tls: { certFile: opts.ingressTlsCert, keyFile: opts.ingressTlsKey } } : {}),
+    ...(opts.ingressPublicPort !== undefined ? { publicPort: opts.ingressPublicPort } : {}),
+    ...(opts.ingressPublicProtocol ? { publicProtocol: opts.ingressPublicProtocol } : {}),
   };
 }
 
@@ -168,16 +177,19 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--network-prefix <prefix>', "name prefix of this daemon's network namespaces, veths and nftables table, 1-4 lowercase letters (default 'rmf'); give a second daemon on the same host its own data directory and prefix", networkPrefix)
     .option('--host-id <id>', "this host's id, recorded on the sandboxes and snapshots it holds (lowercase letters, digits, '-'); kept in the data directory: default the kept one, else a generated host-<12 hex>. A data directory keeps its id")
     .addOption(new Option('--log-level <level>', 'daemon log level (JSON log on stderr)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
+    .option('--reset-network', "remove this daemon's network set-up left for its next start (namespaces <prefix>-*, their veths, the prefix's nftables tables and ip rules) and exit without serving; refused while the daemon runs or a sandbox of its data directory still runs (paused ones are fine)")
     .option('--detach', 'run in the background (log: <data-dir>/serve.log); returns once the API answers, or at once if a daemon already answers there')
     .option('--microvm-memory <MB>', 'RAM microVM template images are booted with (default 1024): the most memoryMB a microVM sandbox can have; rebuild templates after changing it', intIn(128, 65536))
     .option('--max-output-bytes <bytes>', `bytes of each stream a command result keeps, the head (default ${DEFAULT_MAX_OUTPUT_BYTES}, 32 MiB; at most ${MAX_OUTPUT_BYTES_CEILING}); results say when they were cut, streams are never cut`, intIn(0, MAX_OUTPUT_BYTES_CEILING))
-    .option('--ingress-listen <addr:port>', `where port URLs are served (default ${DEFAULT_INGRESS_LISTEN}: loopback only; 'off' for none)`)
+    .option('--ingress-listen <addr:port>', `where port URLs are served (default ${DEFAULT_INGRESS_LISTEN}: loopback only; 'off' for none; with --role api: the cluster's ingress edge, proxying each port URL to its sandbox's host)`)
     .option('--ingress-domain <domain>', "domain of port URLs, http://<port>-<sandboxId>.<domain>:<port>/ (default 'localhost': *.localhost resolves to loopback in curl and browsers)")
     .option('--ingress-tls-cert <file>', 'PEM certificate (a wildcard *.<domain>) to serve port URLs over HTTPS, with --ingress-tls-key')
     .option('--ingress-tls-key <file>', 'PEM key of --ingress-tls-cert')
+    .option('--ingress-public-port <port>', 'the port port URLs name when it is not --ingress-listen\'s: behind a load balancer, or on a host behind an API process\'s ingress edge (give it the edge\'s port and --ingress-domain)', intIn(1, 65535))
+    .addOption(new Option('--ingress-public-protocol <protocol>', 'the protocol port URLs name when it is not the listener\'s: https on a host behind an edge that serves TLS').choices(['http', 'https']))
     .option('--warm-pool <spec>', "idle sandboxes kept restored so that a create claims one (tens of ms) instead of restoring: 'auto' (default: one per template created from in the last hour), 'off', or sizes per template 'base=2,python-tests=1' (':microvm' after a name for that runtime)", warmPoolSpec)
     .option('--warm-pool-budget <MB>', 'most memoryMB the warm pool\'s idle sandboxes may add up to (default 1/16 of the host\'s memory, 512 to 4096)', intIn(0, 1 << 20))
-    .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory`)
+    .option('--ssh-listen <addr:port>', `where the SSH gateway listens: ssh -p PORT <sandboxId>@ADDR (default ${DEFAULT_SSH_LISTEN}: loopback only; 'off' for none); its host key is made once in the data directory. With --role api it serves every sandbox of the cluster, relaying to the sandbox's host (API processes behind one load balancer: copy one ssh_host_ed25519_key into each data directory)`)
     .option('--database-url <url>', 'keep state in Postgres, e.g. postgres://ramify:secret@db.internal:5432/ramify (default $RAMIFY_DATABASE_URL; none: SQLite in the data directory). Several daemons may share one database; it is migrated at start')
     .option('--s3-bucket <bucket>', 'keep snapshots in this S3-compatible bucket, the local disk as a cache (default $RAMIFY_S3_BUCKET; none: local disk only). Credentials: $RAMIFY_S3_ACCESS_KEY_ID and $RAMIFY_S3_SECRET_ACCESS_KEY, else the AWS SDK\'s default chain')
     .option('--s3-endpoint <url>', 'S3-compatible endpoint, e.g. http://127.0.0.1:9000 for MinIO or https://<account>.r2.cloudflarestorage.com (default $RAMIFY_S3_ENDPOINT, else AWS)')
@@ -190,7 +202,13 @@ export function registerServe(program: Command, env: CliEnv): void {
     .addOption(new Option('--otlp-traces <calls>', "which API calls are traces: 'writes' (default: the calls that change something; a client polling GET /v1/sandboxes/ID makes none) or 'all' (reads too)").choices(['writes', 'all']))
     .option('--events-retention <duration>', 'how long events, webhook deliveries and the command log are kept, e.g. 7d (1h to 365d; default 7d)', retentionArg)
     .option('--usage-sample <duration>', "how often each running sandbox's CPU, memory, disk and traffic are read, metered and checked against budgets (default 5s); 'off' turns metering, live metrics and budget enforcement off", (v: string) => (v === 'off' ? 0 : parseDuration(v)))
-    .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean }) => {
+    .option('--webhook-allow-private', "let webhooks reach loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (169.254/16, cloud metadata) and this host's own addresses, for receivers on your own network (default $RAMIFY_WEBHOOK_ALLOW_PRIVATE, else off: public addresses only, checked on every address a URL's host resolves to at each delivery)")
+    .action(action(env, async (ctx, opts: ServeFlags & { detach?: boolean; resetNetwork?: boolean }) => {
+      if (opts.resetNetwork) {
+        const reset = await (await loadDaemon()).resetNetwork({ dataDir: opts.dataDir ?? (process.env.RAMIFY_HOME || '/var/lib/ramify'), prefix: opts.networkPrefix ?? 'rmf' });
+        ctx.output(reset, () => `ramify: removed the network set-up of prefix '${reset.prefix}' (${reset.namespaces} namespaces, its veths, tables and ip rules)`);
+        return;
+      }
       if (opts.detach) {
         const { url, started } = await serveDetached(opts);
         const dataDir = opts.dataDir ?? (process.env.RAMIFY_HOME || '/var/lib/ramify');
@@ -211,7 +229,7 @@ export function registerServe(program: Command, env: CliEnv): void {
         host: opts.host, port: opts.port, dataDir: opts.dataDir, ...(opts.hostId ? { hostId: opts.hostId } : {}), logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
         ...(opts.networkPrefix ? { network: { prefix: opts.networkPrefix } } : {}),
         warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget, snapshotStorage: snapshotStorageFlags(opts),
-        ...(opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : {}),
+        ...(opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : {}), ...(opts.webhookAllowPrivate ? { webhookAllowPrivate: true } : {}),
         ...(metricsListen ? { metricsListen } : {}), ...(otlpEndpoint ? { otlpEndpoint } : {}), ...(opts.otlpTraces ? { otlpTraces: opts.otlpTraces } : {}),
         coreOptions: {
           ...(opts.eventsRetention !== undefined ? { eventRetentionMs: opts.eventsRetention } : {}),
@@ -277,6 +295,8 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.ingressDomain) args.push('--ingress-domain', opts.ingressDomain);
   if (opts.ingressTlsCert) args.push('--ingress-tls-cert', opts.ingressTlsCert);
   if (opts.ingressTlsKey) args.push('--ingress-tls-key', opts.ingressTlsKey);
+  if (opts.ingressPublicPort !== undefined) args.push('--ingress-public-port', String(opts.ingressPublicPort));
+  if (opts.ingressPublicProtocol) args.push('--ingress-public-protocol', opts.ingressPublicProtocol);
   if (opts.sshListen) args.push('--ssh-listen', opts.sshListen);
   if (opts.s3Bucket) args.push('--s3-bucket', opts.s3Bucket);
   if (opts.s3Endpoint) args.push('--s3-endpoint', opts.s3Endpoint);
@@ -290,6 +310,7 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   if (opts.otlpEndpoint) args.push('--otlp-endpoint', opts.otlpEndpoint);
   if (opts.otlpTraces) args.push('--otlp-traces', opts.otlpTraces);
   if (opts.eventsRetention !== undefined) args.push('--events-retention', `${opts.eventsRetention}ms`);
+  if (opts.webhookAllowPrivate) args.push('--webhook-allow-private');
   if (opts.usageSample !== undefined) args.push('--usage-sample', opts.usageSample === 0 ? 'off' : `${opts.usageSample}ms`);
   // The database URL may carry a password: it goes in the child's environment, not its argv (ps shows argv).
   const env = opts.databaseUrl ? { ...process.env, RAMIFY_DATABASE_URL: opts.databaseUrl } : process.env;

@@ -6,6 +6,7 @@ import { MAX_QUOTA_VALUE, type SetTeamQuotaRequest } from '@ramify/contracts';
 import { createTeam, getTeam, listTeams, setTeamQuota, type TeamInfo } from '@ramify/sdk';
 import { InvalidArgumentError, type Command } from 'commander';
 import { action, type CliEnv } from '../context.js';
+import { noLimit } from '../parse.js';
 import { renderFields, renderTable } from '../output/table.js';
 
 export const TEAMS_HELP = `Every sandbox, snapshot, template and SSH key belongs to a team, and every API key to one team:
@@ -14,25 +15,28 @@ team holds everything made before teams, and its templates (base, python-tests) 
 team. Admin keys of the default team make teams, set quotas and make keys for any team; other admin
 keys make keys for their own team; member keys use sandboxes. See 'ramify key --help'.`;
 
-/** A quota option value: a whole number from 0, or `none` (no limit). */
-const limitArg = (value: string): number | null => {
-  if (value === 'none') return null;
+/**
+ * A quota option value: a whole number from 0, or `none` (no limit). `none` stays the string: commander
+ * turns a parser's `null` into `''`; {@link quotaOf} maps it to `null`.
+ */
+const limitArg = (value: string): number | 'none' => {
+  if (value === 'none') return 'none';
   const n = Number(value);
   if (!/^\d+$/.test(value) || n > MAX_QUOTA_VALUE) throw new InvalidArgumentError(`expected a whole number from 0 to ${MAX_QUOTA_VALUE}, or 'none'`);
   return n;
 };
 
 interface QuotaOptions {
-  maxRunning?: number | null;
-  maxMemoryMb?: number | null;
-  maxForks?: number | null;
+  maxRunning?: number | 'none';
+  maxMemoryMb?: number | 'none';
+  maxForks?: number | 'none';
 }
 
 function quotaOf(opts: QuotaOptions): SetTeamQuotaRequest {
   return {
-    ...(opts.maxRunning !== undefined ? { maxRunning: opts.maxRunning } : {}),
-    ...(opts.maxMemoryMb !== undefined ? { maxMemoryMB: opts.maxMemoryMb } : {}),
-    ...(opts.maxForks !== undefined ? { maxForksPerCall: opts.maxForks } : {}),
+    ...(opts.maxRunning !== undefined ? { maxRunning: noLimit(opts.maxRunning) } : {}),
+    ...(opts.maxMemoryMb !== undefined ? { maxMemoryMB: noLimit(opts.maxMemoryMb) } : {}),
+    ...(opts.maxForks !== undefined ? { maxForksPerCall: noLimit(opts.maxForks) } : {}),
   };
 }
 

@@ -38,7 +38,7 @@ with exponential backoff (about 1, 2, 4, 8, 16 s; 6 attempts); 'ramify webhook d
 export function registerWebhooks(program: Command, env: CliEnv): void {
   const webhook = program.command('webhook').alias('webhooks').description("the team's webhooks: signed POSTs of its events (an admin key)").addHelpText('after', VERIFY_HELP);
 
-  webhook.command('add').argument('<url>', 'http:// or https:// URL the events are POSTed to')
+  webhook.command('add').argument('<url>', "http:// or https:// URL the events are POSTed to: no user:password@ (the body is signed; put a token in the path or query), a public address unless the daemon runs with --webhook-allow-private")
     .option('--events <types>', `event types to deliver, comma-separated (default all: ${EVENT_TYPES.join(', ')})`, listOf(EVENT_TYPES))
     .option('--name <name>', "a label (default the URL's host)")
     .description('register a webhook; prints its id and its signing secret (shown only now; --json: the webhook with secret)')

@@ -16,7 +16,8 @@ import { enforceStoredNetworks, releaseNetworkEnforcement } from '../networks/en
 import type { SandboxRecord } from '../ports/store.js';
 import { phaseTimer } from '../observe/operation.js';
 import { messageOf } from './records.js';
-import { isWarmSlot, prewarmFreeSlots } from './prewarm.js';
+import { bringUpsInFlight } from './bring-ups-in-flight.js';
+import { flushDeferredPrewarm, isWarmSlot, prewarmFreeSlots } from './prewarm.js';
 
 /**
  * Restore `snapshotId` into the sandbox described by `record` (which must hold a slot) and make its agent
@@ -31,7 +32,9 @@ export async function bringUp(core: Core, record: SandboxRecord, snapshotId: str
   try {
     await bringUpOne(core, record, snapshotId, options);
   } finally {
-    bringUpsInFlight.set(core, (bringUpsInFlight.get(core) ?? 1) - 1);
+    const left = (bringUpsInFlight.get(core) ?? 1) - 1;
+    bringUpsInFlight.set(core, left);
+    if (left === 0) flushDeferredPrewarm(core);
   }
 }
 
@@ -45,7 +48,7 @@ export interface BringUpOptions {
 }
 
 /** Bring-ups running now, per core (a fork x8 runs eight); the warm pool refills only while there are none. */
-export const bringUpsInFlight = new WeakMap<Core, number>();
+export { bringUpsInFlight };
 
 /**
  * The bound on a restored sandbox's agent answering: `agentConnectTimeoutMs`, times the bring-ups that
@@ -139,7 +142,9 @@ export async function releaseResources(core: Core, record: SandboxRecord): Promi
       const keep = await isWarmSlot(core, slot, record.id);
       await releaseNetworkEnforcement(core, slot)
         .then(() => releaseEgressEnforcement(core, slot))
-        .then(() => (keep ? undefined : core.network.detach(slot)))
+        // A kept slot gets back the guest address its runtime took over (queued before the slot is
+        // free, so before any attach of it): the next attach has nothing left to check.
+        .then(() => (keep ? core.network.prepareGuest?.(slot) : core.network.detach(slot)))
         .then(() => core.store.releaseSlot(record.id))
         .catch((err: unknown) => failures.push(`releasing network slot ${slot}: ${messageOf(err)}`));
     }

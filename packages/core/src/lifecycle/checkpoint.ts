@@ -77,6 +77,7 @@ export async function checkpointRunning(core: Core, record: SandboxRecord, plan:
     const { imageDir } = await core.storage.prepare(snapshotId);
     // The instance's last counter reading: its counters go with it.
     await core.meter.beforeStop(current);
+    phase('meterMs');
     await runtime.checkpoint(record.id, imageDir);
     phase('checkpointMs');
     // The instance is gone and the slot is kept: its guest address goes back now, not at the restore.

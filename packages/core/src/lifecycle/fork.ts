@@ -15,7 +15,7 @@
 import { MAX_FORK_COUNT, RamifyError } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../context.js';
 import { newSandboxId } from '../ids.js';
-import { runOperation, runPhase } from '../observe/operation.js';
+import { phaseTimer, runOperation, runPhase } from '../observe/operation.js';
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import { forkNetworkJoins, type NetworkJoin } from '../networks/joins.js';
 import type { SandboxRecord } from '../ports/store.js';
@@ -53,23 +53,30 @@ export async function forkSandbox(core: Core, sandboxId: string, input: ForkInpu
     throw new RamifyError('VALIDATION_FAILED', `count must be an integer from 1 to ${MAX_FORK_COUNT}`, { field: 'count' });
   }
   return runOperation(core, { name: 'fork', sandboxId, attributes: { 'ramify.fork_count': input.count } }, async () => {
+    // Where a fork spends its time beside the children's bring-ups (their phases are logged per child).
+    const { mark, phases } = phaseTimer();
+    const phase = (name: string): void => mark(name, { span: false });
     const children = await core.locks.run(sandboxId, async () => {
+      phase('lockMs');
       const loaded = await loadSandbox(core, sandboxId);
       await checkForkCount(core, loaded.teamId, input.count);
       const childIds = Array.from({ length: input.count }, () => newSandboxId());
       return withinQuota(core, loaded.teamId, childIds.map((id) => ({ id, memoryMB: loaded.memoryMB })), () =>
-        withinBudget(core, sandboxId, childIds, () => forkUnderLock(core, loaded, childIds, input.networks !== false)));
+        withinBudget(core, sandboxId, childIds, () => forkUnderLock(core, loaded, childIds, input.networks !== false, phase)));
     });
     // The children are running (and were read as they started): judge the tree's budgets now, not at the
     // next sample. Over: marked now, paused in the background (this needs the locks just released).
     await checkBudgetsNow(core, sandboxId);
+    phase('budgetsMs');
+    core.logger.debug('sandbox forked', { sandboxId, count: input.count, ...phases });
     return children;
   });
 }
 
 /** The fork itself, under the parent's lock, its children admitted by the team's quota. */
-async function forkUnderLock(core: Core, loaded: SandboxRecord, childIds: string[], joinNetworks: boolean): Promise<SandboxRecord[]> {
+async function forkUnderLock(core: Core, loaded: SandboxRecord, childIds: string[], joinNetworks: boolean, phase: (name: string) => void): Promise<SandboxRecord[]> {
   const sandboxId = loaded.id;
+  phase('admitMs');
   let parent = loaded;
   let parentRestore: Promise<SandboxRecord> | null = null;
   const keepsRunning = runtimeFor(core, parent.runtime).checkpointKeepRunning !== undefined;
@@ -94,18 +101,22 @@ async function forkUnderLock(core: Core, loaded: SandboxRecord, childIds: string
       operation: { kind: 'fork', snapshotId: parent.pausedSnapshotId as string, childIds, parentWasRunning: false },
     });
   }
+  phase('forkPointMs');
   const operation = parent.operation;
   if (operation?.kind !== 'fork') throw new RamifyError('INTERNAL', `fork of '${sandboxId}' lost its operation record`);
   try {
     const egress = (await core.store.getEgressPolicy(sandboxId)) ?? undefined;
     const networks = joinNetworks ? await forkNetworkJoins(core, sandboxId, childIds) : new Map<string, NetworkJoin[]>();
+    phase('planMs');
     const [children] = await Promise.allSettled([startChildren(core, parent, { snapshotId: operation.snapshotId, childIds, egress, networks }), parentRestore]);
     if (children.status === 'rejected') throw children.reason;
+    phase('childrenMs');
     core.events.emitForked({ sandboxId, sandbox: parent, children: children.value, snapshotId: operation.snapshotId, at: core.clock.now() });
     return children.value;
   } finally {
     await core.store.updateSandbox(sandboxId, { operation: null });
     await collectSnapshots(core, [operation.snapshotId]);
+    phase('finishMs');
   }
 }
 

@@ -4,14 +4,25 @@
  * the ~60 ms (idle) to ~600 ms (eight at once on two cores) of namespace setup off the critical path.
  */
 import type { Core } from '../context.js';
+import { bringUpsInFlight } from './bring-ups-in-flight.js';
+
+/** Cores whose prewarm was asked for while bring-ups ran: it runs when the last one ends. */
+const deferred = new WeakSet<Core>();
 
 /**
  * Ask the network to prepare the `core.options.prewarmSlots` lowest free slots, and to tear down idle
  * slots outside that pool. Fire and forget: never rejects; a slot allocated meanwhile finds its
- * namespaces ready (or builds them itself).
+ * namespaces ready (or builds them itself). While sandboxes are being brought up (a fork x8 restores
+ * eight at once) it is deferred to the end of the last one ({@link flushDeferredPrewarm}): building the
+ * next slots' namespaces (~6 spawns each) and tearing down others would take CPU from the restores on a
+ * small host, and the slots those bring-ups use were prepared before they began.
  */
 export function prewarmFreeSlots(core: Core): void {
   if (core.options.prewarmSlots <= 0) return;
+  if ((bringUpsInFlight.get(core) ?? 0) > 0) {
+    deferred.add(core);
+    return;
+  }
   nextFreeSlots(core, null)
     .then(async (free) => {
       core.network.prewarm(free);
@@ -41,4 +52,10 @@ async function nextFreeSlots(core: Core, releasing: string | null): Promise<numb
 export async function isWarmSlot(core: Core, slot: number, sandboxId: string): Promise<boolean> {
   if (core.options.prewarmSlots <= 0) return false;
   return (await nextFreeSlots(core, sandboxId)).includes(slot);
+}
+
+/** Run the prewarm deferred while bring-ups ran, if any (called when the last bring-up ended). */
+export function flushDeferredPrewarm(core: Core): void {
+  if (!deferred.delete(core)) return;
+  prewarmFreeSlots(core);
 }

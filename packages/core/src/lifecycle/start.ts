@@ -107,9 +107,10 @@ export async function startSandbox(core: Core, fresh: NewSandbox, pooled: Pooled
 /** Lease a slot for `record` and restore `snapshotId` into it. @returns the record with its slot. */
 async function restoreFresh(core: Core, record: SandboxRecord, snapshotId: string): Promise<SandboxRecord> {
   const slot = await core.store.allocateSlot(record.id, core.hostId);
-  prewarmFreeSlots(core);
   const withSlot = await core.store.updateSandbox(record.id, { slot });
   await bringUp(core, withSlot, snapshotId);
+  // The slot taken is replaced once the bring-ups are done (a fork's siblings took the prepared ones).
+  prewarmFreeSlots(core);
   return withSlot;
 }
 

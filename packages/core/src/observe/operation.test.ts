@@ -11,8 +11,9 @@ import { createSandbox } from '../lifecycle/create.js';
 import { forkSandbox } from '../lifecycle/fork.js';
 import { pauseSandbox } from '../lifecycle/pause.js';
 import { resumeSandbox } from '../lifecycle/resume.js';
-import { withCallContext } from './call-context.js';
+import { currentCallContext, withCallContext } from './call-context.js';
 import { runPhase } from './operation.js';
+import { parseWarmPoolSpec } from '@ramify/contracts';
 
 let w: TestWorld;
 let telemetry: RecordingTelemetry;
@@ -59,6 +60,32 @@ describe('telemetry phases nest where the work nests', () => {
     assert.deepEqual(starts.map((s) => s.attributes['ramify.sandbox_id']).sort(), children.map((c) => c.id).sort());
     for (const start of starts) assert.deepEqual(treeOf(start), { phases: ['store', 'running'], children: { bringUp: BRING_UP } });
     assert.deepEqual(telemetry.childrenOf(fork).map((c) => c.name).filter((n) => n !== 'start').sort(), ['forkPoint', 'restoreParent']);
+  });
+
+  test("a create's claim from the warm pool: the pool's refill is not part of the create's trace", async () => {
+    const pooled = await createRecordedWorld({ warmPool: parseWarmPoolSpec('base=1'), warmPoolQuietMs: 0 });
+    try {
+      await pooled.world.core.pool.start();
+      await pooled.world.core.pool.filled();
+      // The context each restore runs in: the refill's must be the system's, not the claiming create's.
+      const contexts: Array<{ sandboxId: string; operation: boolean; cause: string }> = [];
+      const runtime = pooled.world.runtime;
+      const restore = runtime.restore.bind(runtime);
+      runtime.restore = async (spec, imageDir) => {
+        const ctx = currentCallContext();
+        contexts.push({ sandboxId: spec.sandboxId, operation: ctx.operation !== null, cause: ctx.cause });
+        return restore(spec, imageDir);
+      };
+      const sbx = await createSandbox(pooled.world.core, {});
+      assert.equal(pooled.world.core.pool.stats().hits, 1);
+      await pooled.world.core.pool.filled();
+      assert.equal(pooled.world.core.pool.stats().idle, 1, 'refilled');
+      const refill = contexts.filter((c) => c.sandboxId !== sbx.id);
+      assert.deepEqual(refill.map((c) => [c.operation, c.cause]), [[false, 'system']], 'the refill runs outside the create: no operation (so no span under it), caused by the system');
+    } finally {
+      await pooled.world.core.pool.close();
+      await pooled.world.dispose();
+    }
   });
 
   test('runPhase: the error code of a failed phase; outside an operation it just runs', async () => {

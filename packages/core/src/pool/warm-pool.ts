@@ -13,6 +13,7 @@ import { newSandboxId } from '../ids.js';
 import { bringUp, bringUpsInFlight, releaseResources } from '../lifecycle/bring-up.js';
 import { prewarmFreeSlots } from '../lifecycle/prewarm.js';
 import { messageOf } from '../lifecycle/records.js';
+import { withCause } from '../observe/call-context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { AUTO_WINDOW_MS } from '@ramify/contracts';
 import { poolTargets, sameKey, useKey, type PoolKey, type PoolTarget } from './targets.js';
@@ -205,7 +206,9 @@ export class WarmPool {
       clearTimeout(this.#timer);
     }
     this.#timerDueMs = dueMs;
-    this.#timer = setTimeout(() => {
+    // A refill is the pool's own work, not the call that asked for it (a create's claim): made outside the
+    // caller's context, its spans are traces of their own and its events are caused by the system.
+    this.#timer = withCause('system', () => setTimeout(() => {
       this.#timer = null;
       this.#running = this.#tick().then((next) => {
         this.#running = null;
@@ -213,7 +216,7 @@ export class WarmPool {
         this.#asked = null;
         this.#schedule(Math.min(next, asked));
       });
-    }, delayMs);
+    }, delayMs));
     // Only a caller of filled() keeps the process alive for the pool.
     if (this.#waiters.length === 0) this.#timer.unref();
   }

@@ -658,6 +658,8 @@ export interface Store extends EventStore, HostRegistry, TeamRoomStore, TreeRoom
   insertSshToken(record: SshTokenRecord): Promise<void>;
   /** The token record with this hash (expired or not), or null. */
   findSshToken(hash: string): Promise<SshTokenRecord | null>;
+  /** Delete the token record with this hash. @returns whether there was one. */
+  deleteSshToken(hash: string): Promise<boolean>;
 
   /** Rejects `NETWORK_EXISTS` (details `name`, `id`) when the name is taken. */
   insertNetwork(record: NetworkRecord): Promise<void>;

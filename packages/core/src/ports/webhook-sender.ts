@@ -17,7 +17,9 @@ export interface WebhookSender {
   /**
    * POST `request.body` to `request.url`; resolves with the receiver's status, whatever it is (a redirect
    * is not followed: it counts as an answer).
-   * @throws Error when no answer came in time (refused, reset, DNS, `timeoutMs` passed).
+   * @throws WebhookDestinationRefused (`webhooks/destination.ts`) when the destination policy refuses the
+   * address connected to (checked on every address the host resolves to, before connecting: a permanent
+   * failure, not retried); Error when no answer came in time (refused, reset, DNS, `timeoutMs` passed).
    */
   post(request: WebhookRequest): Promise<{ statusCode: number }>;
 }

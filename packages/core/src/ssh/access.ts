@@ -61,3 +61,12 @@ export async function grantSshAccess(
   const user = sshTokenUser(record.id, token);
   return { host: endpoint.host, port: endpoint.port, user, token, command: sshCommand(endpoint, user), expiresAt: new Date(expiresAt).toISOString() };
 }
+
+/**
+ * Revoke `token` at once (its row deleted; a connection it opened stays open). The API role's SSH relay
+ * revokes the token it minted for its connection to a host as soon as that connection is authenticated.
+ * @returns whether a row was deleted.
+ */
+export function revokeSshToken(core: Pick<Core, 'store'>, token: string): Promise<boolean> {
+  return core.store.deleteSshToken(hashSshToken(token));
+}

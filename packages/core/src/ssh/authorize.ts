@@ -15,20 +15,33 @@ export interface SshUser {
   sandboxId: string;
   /** The token after `+`, when the user name carries one. */
   token: string | null;
+  /**
+   * A placement reservation (`rsv_...`) after the token, `sbx_...+rst_...+rsv_...`: the API role's SSH relay
+   * names the one placement made for a paused sandbox whose host is gone (docs/design/SCALE-OUT.md). It
+   * grants nothing by itself: the token authenticates, the host checks the reservation is its own.
+   */
+  reservationId: string | null;
 }
+
+/** Prefix of a placement reservation's id in an SSH user name (core's placement makes `rsv_<hex>`). */
+const RESERVATION_PREFIX = 'rsv_';
 
 const SANDBOX_ID = /^sbx[_-]([0-9A-Za-z]{26})$/;
 
 /**
- * Read `sbx_<ulid>` or `sbx_<ulid>+<token>` (the id also lower-cased or with `-`, as in host names:
- * it is normalised to `sbx_` + upper case). Null when the name is not of that form.
+ * Read `sbx_<ulid>`, `sbx_<ulid>+<token>` or `sbx_<ulid>+<token>+rsv_<id>` (the id also lower-cased or with
+ * `-`, as in host names: it is normalised to `sbx_` + upper case). Null when the name is not of that form.
  */
 export function parseSshUser(user: string): SshUser | null {
   const at = user.indexOf(SSH_TOKEN_USER_SEPARATOR);
   const idPart = at < 0 ? user : user.slice(0, at);
   const m = SANDBOX_ID.exec(idPart);
   if (!m) return null;
-  return { sandboxId: `sbx_${m[1]!.toUpperCase()}`, token: at < 0 ? null : user.slice(at + 1) };
+  const sandboxId = `sbx_${m[1]!.toUpperCase()}`;
+  if (at < 0) return { sandboxId, token: null, reservationId: null };
+  const rest = user.slice(at + 1);
+  const r = rest.lastIndexOf(`${SSH_TOKEN_USER_SEPARATOR}${RESERVATION_PREFIX}`);
+  return r < 0 ? { sandboxId, token: rest, reservationId: null } : { sandboxId, token: rest.slice(0, r), reservationId: rest.slice(r + 1) };
 }
 
 /** The sandbox when it can be opened at all: it exists and is neither killed, being killed nor failed. */

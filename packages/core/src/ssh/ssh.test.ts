@@ -10,7 +10,7 @@ import { createSandbox } from '../lifecycle/create.js';
 import { killSandbox } from '../lifecycle/kill.js';
 import { pauseSandbox } from '../lifecycle/pause.js';
 import { wakeForIngress, wakeForSsh } from '../ingress/ingress-target.js';
-import { grantSshAccess, hashSshToken } from './access.js';
+import { grantSshAccess, hashSshToken, revokeSshToken } from './access.js';
 import { parseSshUser, sshKeyOpens, sshTokenOpens } from './authorize.js';
 import { addSshKey, listSshKeys, removeSshKey, toSshKeyInfo } from './keys.js';
 
@@ -24,10 +24,11 @@ afterEach(async () => {
   await w.dispose();
 });
 
-test('user names: the sandbox id (any case, _ or -), optionally + a token', () => {
+test('user names: the sandbox id (any case, _ or -), optionally + a token (+ a reservation)', () => {
   const id = 'sbx_01M8K8X452ADP02FS1JK0BWJKD';
-  assert.deepEqual(parseSshUser(id), { sandboxId: id, token: null });
-  assert.deepEqual(parseSshUser('sbx-01m8k8x452adp02fs1jk0bwjkd+rst_x'), { sandboxId: id, token: 'rst_x' });
+  assert.deepEqual(parseSshUser(id), { sandboxId: id, token: null, reservationId: null });
+  assert.deepEqual(parseSshUser('sbx-01m8k8x452adp02fs1jk0bwjkd+rst_x'), { sandboxId: id, token: 'rst_x', reservationId: null });
+  assert.deepEqual(parseSshUser(`${id}+rst_x+rsv_0a1b`), { sandboxId: id, token: 'rst_x', reservationId: 'rsv_0a1b' }, "the API relay's placement");
   for (const bad of ['root', 'sbx_short', `${id}x`, '', `snap_${id.slice(4)}`]) assert.equal(parseSshUser(bad), null, bad);
 });
 
@@ -69,6 +70,14 @@ test('tokens: stored hashed, open their own sandbox until they expire, gone with
   await killSandbox(w.core, a.id);
   assert.equal(await sshTokenOpens(w.core, a.id, again.token), false);
   await assert.rejects(grantSshAccess(w.core, a.id, { ownerApiKeyId: null }), { code: 'SANDBOX_NOT_FOUND' });
+});
+
+test('a token revoked opens nothing from then on', async () => {
+  const s = await createSandbox(w.core, {});
+  const access = await grantSshAccess(w.core, s.id, { ttlMs: 60_000, ownerApiKeyId: null });
+  assert.equal(await revokeSshToken(w.core, access.token), true);
+  assert.equal(await sshTokenOpens(w.core, s.id, access.token), false);
+  assert.equal(await revokeSshToken(w.core, access.token), false);
 });
 
 test('no gateway, no access', async () => {

@@ -227,6 +227,11 @@ export class FakeNetwork implements SandboxNetwork {
     for (const slot of slots) if (!this.attached.has(slot)) this.attached.set(slot, '(warm)');
   }
 
+  /** Recorded as `prepareGuest <slot>`. */
+  prepareGuest(slot: number): void {
+    this.calls.push(`prepareGuest ${slot}`);
+  }
+
   async detachIfUnused(slot: number, unused: () => Promise<boolean>): Promise<void> {
     if (await unused()) await this.detach(slot);
   }

@@ -57,8 +57,8 @@ export class RecordingTelemetry implements Telemetry {
 }
 
 /** A fresh test world whose core reports to a {@link RecordingTelemetry} (so it observes operations). */
-export async function createRecordedWorld(): Promise<{ world: TestWorld; telemetry: RecordingTelemetry }> {
-  const world = await createTestWorld();
+export async function createRecordedWorld(options: Parameters<typeof createTestWorld>[0] = {}): Promise<{ world: TestWorld; telemetry: RecordingTelemetry }> {
+  const world = await createTestWorld(options);
   const telemetry = new RecordingTelemetry();
   world.core.telemetry = telemetry;
   return { world, telemetry };

@@ -79,8 +79,17 @@ export class UsageMeter {
   async beforeTransition(record: SandboxRecord, to: SandboxState): Promise<void> {
     if (!this.enabled) return;
     if (meterClassOf(record.state) !== meterClassOf(to)) await this.#locks.run(`time:${record.id}`, () => this.#writeTime(record));
-    if (to === 'running') await this.#read([record]).catch((err: unknown) => this.#warn('reading a started sandbox', err, record.id));
+    // The new instance's baseline is taken in the background, queued now (before the state is written):
+    // a cgroup read can block for seconds while runsc makes or removes other sandboxes' cgroups (measured
+    // 1-4 s on a loaded 2-core host during a fork x8), and a start must not wait for it. Its CPU counter
+    // starts with the instance, so a later reading counts the same; later readings queue behind it.
+    if (to === 'running') void this.#read([record]).catch((err: unknown) => this.#warn('reading a started sandbox', err, record.id));
     if (to === 'killed') this.forget(record.id);
+  }
+
+  /** Resolves once every reading queued so far (a start's baseline in the background) is written. Never rejects. */
+  async settle(): Promise<void> {
+    await this.#locks.run('counters', async () => undefined);
   }
 
   /** Called right before the runtime stops the sandbox's instance (checkpoint, kill): its last reading. Never rejects. */

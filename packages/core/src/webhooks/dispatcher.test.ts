@@ -1,7 +1,7 @@
 /**
  * The webhook dispatcher over a real SQLite store and an in-test sender (the transport port; the daemon's
- * fetch sender is covered by real-events.test.ts): retries with backoff until a 2xx, every attempt
- * logged; the bound on waiting deliveries; a hung webhook holding only its own slots.
+ * sender is covered by webhook-sender.test.ts and real-events.test.ts): retries with backoff until a 2xx, every attempt
+ * logged; a destination refused by policy failed at once; the bound on waiting deliveries; a hung webhook holding only its own slots.
  */
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +12,7 @@ import { createTestWorld, type TestWorld } from '../testing/world.js';
 import { EventHub } from '../events/hub.js';
 import { WebhookDispatcher, type WebhookTunables } from './dispatcher.js';
 import { verifyWebhookBody } from './signing.js';
+import { WebhookDestinationRefused } from './destination.js';
 import { eventId } from '../events/cursor.js';
 
 let world: TestWorld;
@@ -74,6 +75,16 @@ describe('webhook dispatcher', () => {
     await until(async () => (await world.store.listDeliveries('whk_a', 10))[0]?.status === 'failed', 'failed');
     assert.equal(calls, 2);
     assert.deepEqual((await world.store.listDeliveries('whk_a', 10))[0]?.attempts.map((a) => a.error), ['connection refused', 'connection refused']);
+  });
+
+  test('a destination the policy refuses is failed at once, with the reason: no retries', async () => {
+    let calls = 0;
+    const reason = 'destination 127.0.0.1 is a loopback address: webhooks reach public addresses only; start the daemon with --webhook-allow-private to allow it';
+    const { publish } = await setUp({ post: async () => { calls += 1; throw new WebhookDestinationRefused(reason); } }, { maxAttempts: 6 });
+    await publish();
+    await until(async () => (await world.store.listDeliveries('whk_a', 10))[0]?.status === 'failed', 'failed');
+    const [delivery] = await world.store.listDeliveries('whk_a', 10);
+    assert.deepEqual([calls, delivery?.attempts.map((a) => a.error), delivery?.nextAttemptAt], [1, [reason], null]);
   });
 
   test('over maxQueue a delivery is failed at once, not sent', async () => {

@@ -2,7 +2,8 @@
  * The webhook dispatcher: delivers each stored event to the webhooks of its team that take its type,
  * off the path of the call that caused it. Per delivery: a row in the store (`pending`), then attempts,
  * each a signed JSON POST bounded by `timeoutMs`, retried with exponential backoff (`retryBaseMs` × 2^n,
- * ±20 % jitter, at most `retryMaxMs`) until a 2xx (`delivered`) or `maxAttempts` (`failed`); every
+ * ±20 % jitter, at most `retryMaxMs`) until a 2xx (`delivered`) or `maxAttempts` (`failed`; at once for a destination the policy refuses,
+ * `destination.ts`); every
  * attempt is logged on its delivery. A slow or dead receiver cannot slow the daemon: events reach the
  * dispatcher through the hub and are matched on a later turn of the event loop, at most `concurrency`
  * POSTs are in flight (`perWebhookConcurrency` per webhook, so one hung receiver holds only its own
@@ -23,6 +24,7 @@ import type { DeliveryRecord, EventRecord, WebhookRecord } from '../ports/event-
 import type { Logger } from '../ports/logger.js';
 import type { Store } from '../ports/store.js';
 import type { WebhookSender } from '../ports/webhook-sender.js';
+import { WebhookDestinationRefused } from './destination.js';
 import { signWebhookBody } from './signing.js';
 
 /** Tunables; every field has a default ({@link DEFAULT_WEBHOOK_TUNABLES}). */
@@ -43,15 +45,22 @@ export interface WebhookTunables {
   claimLeaseMs: number;
   /** How often pending deliveries whose claim ran out are claimed, ms. */
   claimSweepMs: number;
+  /**
+   * Allow loopback, private, link-local and this host's own addresses as destinations (`ramify serve
+   * --webhook-allow-private`); default false: public addresses only (`destination.ts`). Read at create
+   * (a literal IP host) and by the daemon's sender (every address it connects to).
+   */
+  allowPrivateDestinations: boolean;
 }
 
 /**
  * 10 s per attempt, 6 attempts over ~31 s of backoff (1, 2, 4, 8, 16 s), 8 in flight (2 per webhook), 10000
- * waiting; a dead process's deliveries are taken over 30 s after they were due, looked for every 5 s.
+ * waiting, public destinations only; a dead process's deliveries are taken over 30 s after they were due,
+ * looked for every 5 s.
  */
 export const DEFAULT_WEBHOOK_TUNABLES: WebhookTunables = {
   timeoutMs: 10_000, maxAttempts: 6, retryBaseMs: 1_000, retryMaxMs: 300_000, concurrency: 8, perWebhookConcurrency: 2, maxQueue: 10_000,
-  claimLeaseMs: 30_000, claimSweepMs: 5_000,
+  claimLeaseMs: 30_000, claimSweepMs: 5_000, allowPrivateDestinations: false,
 };
 
 export interface WebhookDispatcherOptions {
@@ -288,16 +297,18 @@ export class WebhookDispatcher {
     const started = performance.now();
     let statusCode: number | null = null;
     let error: string | null = null;
+    let permanent = false;
     try {
       statusCode = (await this.#o.sender.post({ url: webhook.url, headers, body, timeoutMs: this.#t.timeoutMs, signal: this.#stopping.signal })).statusCode;
       if (statusCode < 200 || statusCode > 299) error = `the receiver answered ${statusCode}`;
     } catch (err) {
       error = messageOf(err);
+      permanent = err instanceof WebhookDestinationRefused;
     }
     const durationMs = Math.round(performance.now() - started);
     if (this.#stopping.signal.aborted) return; // Cut short by a stop: not an attempt; it stays pending.
     delivery.attempts.push({ at: sentAt, statusCode, error, durationMs });
-    const retry = error !== null && number < this.#t.maxAttempts && !this.#closed;
+    const retry = error !== null && !permanent && number < this.#t.maxAttempts && !this.#closed;
     delivery.status = error === null ? 'delivered' : retry ? 'pending' : 'failed';
     const waitMs = retry ? this.#backoffMs(number) : 0;
     delivery.nextAttemptAt = retry ? this.#o.clock.now() + waitMs : null;

@@ -9,6 +9,8 @@ import type { Core } from '../context.js';
 import { newWebhookId } from '../ids.js';
 import { eventId } from '../events/cursor.js';
 import type { DeliveryRecord, WebhookRecord } from '../ports/event-store.js';
+import { checkWebhookUrlHost, redactWebhookUrl } from './destination.js';
+import { DEFAULT_WEBHOOK_TUNABLES } from './dispatcher.js';
 
 /** Prefix of a webhook's signing secret. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
@@ -17,9 +19,9 @@ export const DELIVERIES_DEFAULT_LIMIT = 50;
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-/** The API shape of a webhook (never its secret). */
+/** The API shape of a webhook (never its secret, nor credentials a URL stored before they were refused carries). */
 export function toWebhookInfo(r: WebhookRecord): WebhookInfo {
-  return { id: r.id, team: r.teamId, name: r.name, url: r.url, events: [...r.events], createdAt: iso(r.createdAt), createdBy: r.createdBy };
+  return { id: r.id, team: r.teamId, name: r.name, url: redactWebhookUrl(r.url), events: [...r.events], createdAt: iso(r.createdAt), createdBy: r.createdBy };
 }
 
 /** The API shape of a delivery of a webhook of team `teamId`. */
@@ -34,12 +36,14 @@ export function toDeliveryInfo(r: DeliveryRecord, teamId: string): WebhookDelive
 /**
  * Register a webhook for the caller's team (its URL and types already validated by `CreateWebhookRequest`).
  * @returns the webhook and its secret (the only time the secret is shown).
- * @throws RamifyError `FORBIDDEN` for a member key.
+ * @throws RamifyError `FORBIDDEN` for a member key; `VALIDATION_FAILED` for a URL whose literal host is a
+ * non-public IP while the daemon allows only public destinations (`destination.ts`).
  */
 export async function createWebhook(core: Core, actor: Actor, request: CreateWebhookRequest): Promise<{ webhook: WebhookRecord; secret: string }> {
   requireAdmin(actor, 'managing webhooks');
   const secret = WEBHOOK_SECRET_PREFIX + Buffer.from(core.entropy(32)).toString('base64url');
   const url = new URL(request.url);
+  checkWebhookUrlHost(url, core.options.webhooks.allowPrivateDestinations ?? DEFAULT_WEBHOOK_TUNABLES.allowPrivateDestinations);
   const webhook: WebhookRecord = {
     id: newWebhookId(),
     teamId: actor.teamId,

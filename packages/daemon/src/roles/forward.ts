@@ -5,7 +5,8 @@
  * (its reservation in the `x-ramify-placement` header, which the host checks against the store). Requests
  * travel through http-proxy-3: HTTP with streaming bodies both ways, and WebSocket upgrades. The caller's
  * own `Authorization` header goes along: the host authenticates it again against the shared store.
- * `any` routes are served here from the store by the same handlers as on one machine.
+ * `any` routes are served here from the store by the same handlers as on one machine, and so is
+ * `ssh-access` when this process runs the SSH relay (ssh/relay.ts): its command then names the relay.
  */
 import { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -70,6 +71,8 @@ export function installForwarding(app: FastifyInstance, core: Core): void {
   app.addHook('onRequest', async (request, reply) => {
     const match = routeOf(request);
     if (match?.route.target !== 'sandbox-host' || request.ramify.scopeError) return;
+    // With its own SSH relay the API grants SSH access itself (the token is in the shared store), pointing at the relay.
+    if (match.operationId === 'createSshAccess' && core.options.ssh) return;
     const record = await core.store.getSandbox(match.params.id ?? '');
     if (!record) return;
     try {

@@ -10,7 +10,8 @@ import { route, type RouteSpec } from '../http/route.js';
 export const webhookRoutes: RouteSpec[] = [
   route({
     operation: 'createWebhook', summary: "Register a webhook for the team's events (an admin key); the signing secret is in this answer only",
-    description: 'url: http:// or https:// (anything else is 400). events: the types to deliver (default all; an unknown one is 400). Each delivery is a JSON POST of the event '
+    description: 'url: http:// or https:// without user:password@ (anything else is 400: the body is signed, so a token, if any, goes in the path or query). '
+      + 'Destinations are public addresses only unless the daemon runs with --webhook-allow-private: a literal non-public IP is 400 here, a name resolving to one fails its deliveries at once, saying why. events: the types to deliver (default all; an unknown one is 400). Each delivery is a JSON POST of the event '
       + 'with X-Ramify-Signature: sha256=<hex HMAC-SHA256 of the raw body keyed by the secret> and X-Ramify-Timestamp; a non-2xx or no answer within 10 s is retried with exponential backoff.',
     body: CreateWebhookRequest, response: CreatedWebhook, status: 201,
     handler: async ({ core, body, actor }) => {

@@ -5,7 +5,7 @@
  * closed after {@link MAX_AUTH_FAILURES} refusals.
  */
 import { parseSshUser, sshKeyOpens, sshTokenOpens, type Core } from '@ramify/core';
-import ssh2, { type AuthContext, type PublicKeyAuthContext } from 'ssh2';
+import ssh2, { type AuthContext, type ClientInfo, type Connection, type PublicKeyAuthContext } from 'ssh2';
 import { fingerprintOf } from './keys.js';
 
 /** Refusals after which the connection is closed (OpenSSH's sshd allows 6 tries). */
@@ -17,8 +17,8 @@ const METHODS: ['publickey', 'password', 'keyboard-interactive'] = ['publickey',
 /** Who got in, and how. */
 export interface SshPrincipal {
   sandboxId: string;
-  /** `key` (with the registered key's id) or `token`. */
-  via: { method: 'key'; keyId: string } | { method: 'token' };
+  /** `key` (with the registered key's id) or `token` (with the placement reservation its user name named, if any: SCALE-OUT.md). */
+  via: { method: 'key'; keyId: string } | { method: 'token'; reservationId: string | null };
 }
 
 /**
@@ -34,17 +34,18 @@ export type AuthOutcome = { outcome: 'accepted'; principal: SshPrincipal } | { o
 export async function authenticate(core: Core, ctx: AuthContext, onAccepted: (principal: SshPrincipal) => void): Promise<AuthOutcome> {
   const user = parseSshUser(ctx.username);
   if (!user) return refuse(ctx);
+  const byToken: SshPrincipal = { sandboxId: user.sandboxId, via: { method: 'token', reservationId: user.reservationId } };
   switch (ctx.method) {
     case 'none':
-      return user.token !== null && (await sshTokenOpens(core, user.sandboxId, user.token)) ? accept(ctx, onAccepted, { sandboxId: user.sandboxId, via: { method: 'token' } }) : refuse(ctx);
+      return user.token !== null && (await sshTokenOpens(core, user.sandboxId, user.token)) ? accept(ctx, onAccepted, byToken) : refuse(ctx);
     case 'password':
-      return (await sshTokenOpens(core, user.sandboxId, ctx.password)) ? accept(ctx, onAccepted, { sandboxId: user.sandboxId, via: { method: 'token' } }) : refuse(ctx);
+      return (await sshTokenOpens(core, user.sandboxId, ctx.password)) ? accept(ctx, onAccepted, byToken) : refuse(ctx);
     case 'keyboard-interactive': {
       const answer = await new Promise<string>((resolve) => {
         ctx.once('abort', () => resolve(''));
         ctx.prompt([{ prompt: 'Ramify SSH token: ', echo: false }], 'Ramify', '', (answers) => resolve(answers[0] ?? ''));
       });
-      return (await sshTokenOpens(core, user.sandboxId, answer)) ? accept(ctx, onAccepted, { sandboxId: user.sandboxId, via: { method: 'token' } }) : refuse(ctx);
+      return (await sshTokenOpens(core, user.sandboxId, answer)) ? accept(ctx, onAccepted, byToken) : refuse(ctx);
     }
     case 'publickey':
       return publicKey(core, ctx, user.sandboxId, onAccepted);
@@ -74,4 +75,32 @@ function accept(ctx: AuthContext, onAccepted: (principal: SshPrincipal) => void,
 function refuse(ctx: AuthContext): AuthOutcome {
   ctx.reject(METHODS);
   return { outcome: 'refused' };
+}
+
+/**
+ * Authenticate one client connection of a gateway (the host's or the API role's relay): every
+ * authentication request through {@link authenticate}, the connection closed after
+ * {@link MAX_AUTH_FAILURES} refusals, and `onReady` called with who got in once the client is ready.
+ */
+export function acceptClient(core: Core, client: Connection, info: ClientInfo, onReady: (principal: SshPrincipal) => void): void {
+  let principal: SshPrincipal | null = null;
+  let failures = 0;
+  // Keystrokes and their echo go out at once (ssh2 documents Connection#setNoDelay; @types/ssh2 lacks it).
+  (client as Connection & { setNoDelay(noDelay?: boolean): Connection }).setNoDelay(true);
+  client.on('error', (err) => core.logger.debug('ssh: connection error', { client: info.ip, error: err.message }));
+  client.on('authentication', (ctx) => {
+    authenticate(core, ctx, (accepted) => (principal = accepted))
+      .then((result) => {
+        if (result.outcome === 'refused' && ctx.method !== 'none' && ++failures >= MAX_AUTH_FAILURES) client.end();
+      })
+      .catch((err: unknown) => {
+        core.logger.warn('ssh: authentication failed with an error', { client: info.ip, error: err instanceof Error ? err.message : String(err) });
+        ctx.reject();
+      });
+  });
+  client.on('ready', () => {
+    if (!principal) return void client.end();
+    core.logger.info('ssh: connected', { sandboxId: principal.sandboxId, client: info.ip, via: principal.via.method, ...(principal.via.method === 'key' ? { keyId: principal.via.keyId } : {}) });
+    onReady(principal);
+  });
 }

@@ -7,7 +7,8 @@
  * - `plain`: each host is a whole `ramify serve` (API and runtimes) on the shared database; callers talk
  *   to a host's API directly (core acts only on its own host's rows);
  * - `roles`: hosts run `--role host --advertise-url`, and one `--role api` process in the root namespace
- *   forwards to them (see issue 16).
+ *   forwards to them (see issue 16), and serves port URLs as the cluster's ingress edge on
+ *   127.0.0.1:`edgePort` (hosts name it in their URLs: `--ingress-public-port`).
  * `close()` kills every sandbox, stops every process and removes every namespace, veth, table and
  * directory; `leftovers()` says what remains (empty after a clean close). As root. Test support only.
  */
@@ -59,10 +60,14 @@ export interface Cluster {
   api: DaemonProcess | null;
   /** Every API process started (`roles` only), by index; a stopped one stays with `exited()` set. */
   apis: DaemonProcess[];
+  /** The SSH relay port of each API process (`--ssh-listen 127.0.0.1:PORT`), by index. */
+  apiSshPorts: number[];
   apiKey: string;
   templateId: string;
   databaseUrl: string;
   s3: LocalS3Server;
+  /** The port of API process 0's ingress edge on 127.0.0.1 (`roles` only; each API process has its own), which port URLs name. */
+  edgePort: number;
   /** Where clients go: the API process in `roles` mode, else host 1. */
   entryUrl(): string;
   /** `call(method, path, body?)` against `url` with the cluster's key. */
@@ -114,9 +119,10 @@ const BUCKET = 'ramify-cluster';
 const PORT = 7423;
 
 /** `ramify serve`'s flags for a host (the database URL and S3 credentials go in its environment). */
-export function hostArgs(mode: ClusterMode, host: ClusterHost, s3: LocalS3Server, snapshotCacheBytes?: number): string[] {
+export function hostArgs(mode: ClusterMode, host: ClusterHost, s3: LocalS3Server, snapshotCacheBytes?: number, edgePort?: number): string[] {
   return [
     ...(mode === 'roles' ? ['--role', 'host', '--advertise-url', host.url] : []),
+    ...(edgePort !== undefined ? ['--ingress-public-port', String(edgePort)] : []),
     '--host', host.address, '--port', String(PORT), '--data-dir', host.dataDir, '--network-prefix', host.networkPrefix, '--host-id', host.hostId,
     '--ingress-listen', `${host.address}:7424`, '--ssh-listen', `${host.address}:2222`, '--warm-pool', 'off', '--log-level', 'warn',
     ...s3Args(s3), ...(snapshotCacheBytes !== undefined ? ['--snapshot-cache-bytes', String(snapshotCacheBytes)] : []),
@@ -140,6 +146,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const apis: DaemonProcess[] = [];
   /** The API processes' ports, kept across restarts (clients keep their URL). */
   const apiPorts: number[] = [];
+  /** Their ingress edges' ports, likewise. */
+  const edgePorts: number[] = [];
+  /** Their SSH relays' ports, likewise. */
+  const apiSshPorts: number[] = [];
   let closed = false;
   const seedPrefix = `${prefix}s`;
   const leftovers = (): string[] => [
@@ -201,7 +211,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       if (!host) throw new RangeError(`no host ${index}`);
       if (host.daemon && !host.daemon.exited()) return host;
       if (host.daemon) forgetHostNamespaces(host);
-      host.daemon = await startDaemonProcess({ args: hostArgs(mode, host, s3Server, options.snapshotCacheBytes), env: env(), netns: host.netns, logFile: join(host.dataDir, 'serve.log'), url: host.url });
+      host.daemon = await startDaemonProcess({ args: hostArgs(mode, host, s3Server, options.snapshotCacheBytes, mode === 'roles' ? edgePorts[0] : undefined), env: env(), netns: host.netns, logFile: join(host.dataDir, 'serve.log'), url: host.url });
       return host;
     };
     const startApi = async (index = 0): Promise<DaemonProcess> => {
@@ -211,10 +221,17 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       const dataDir = join(baseDir, `api-${index}`);
       await mkdir(dataDir, { recursive: true });
       const port = (apiPorts[index] ??= await freePort());
-      const api = await startDaemonProcess({ args: ['--role', 'api', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--ingress-listen', 'off', '--ssh-listen', 'off', '--log-level', 'warn', ...s3Args(s3Server)], env: env(), logFile: join(dataDir, 'serve.log'), url: `http://127.0.0.1:${port}` });
+      const edgePort = (edgePorts[index] ??= await freePort());
+      const sshPort = (apiSshPorts[index] ??= await freePort());
+      const api = await startDaemonProcess({
+        args: ['--role', 'api', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--ingress-listen', `127.0.0.1:${edgePort}`, '--ssh-listen', `127.0.0.1:${sshPort}`, '--log-level', 'warn', ...s3Args(s3Server)],
+        env: env(), logFile: join(dataDir, 'serve.log'), url: `http://127.0.0.1:${port}`,
+      });
       apis[index] = api;
       return api;
     };
+    // Hosts name the first API process's edge in their port URLs.
+    if (mode === 'roles') edgePorts[0] = await freePort();
     // One at a time: s3rver answers a listing made while another host writes its start-up probe with a 500.
     for (const host of hosts) await startHost(host.index);
     if (mode === 'roles') await startApi();
@@ -236,7 +253,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       throw new Error(`sandbox ${id}'s paused image was not uploaded within ${timeoutMs} ms`);
     };
     return {
-      mode, hosts, get api() { return apis[0] && !apis[0].exited() ? apis[0] : null; }, apis, apiKey, templateId: seeded.templateId, databaseUrl, s3: s3Server,
+      mode, hosts, edgePort: edgePorts[0] ?? 0, get api() { return apis[0] && !apis[0].exited() ? apis[0] : null; }, apis, apiSshPorts, apiKey, templateId: seeded.templateId, databaseUrl, s3: s3Server,
       entryUrl, callAt, startHost, startApi, hostOf, durablePausedImage, close, leftovers,
     };
   } catch (err) {

@@ -8,6 +8,7 @@
  */
 import { parseCookie, stringifySetCookie } from 'cookie';
 import { ACCESS_TOKEN_HEADER, ACCESS_TOKEN_QUERY } from '@ramify/contracts';
+import { PLACEMENT_HEADER } from '@ramify/core';
 
 /** Name of the cookie a query parameter is exchanged for. */
 export const ACCESS_COOKIE = 'ramify_access_token';
@@ -55,7 +56,8 @@ export function accessCookie(token: string, options: { secure: boolean }): strin
 }
 
 /**
- * The request headers as the sandbox's server gets them: no token header, the access cookie removed from
+ * The request headers as the sandbox's server gets them: no token header, no placement header (an API
+ * edge's reservation), the access cookie removed from
  * `Cookie` (the others kept as sent), and `X-Forwarded-For`/`-Proto`/`-Host` set by the ingress (any the
  * client sent are replaced: the ingress is the edge). `hopByHop: 'drop'` (a plain request, not an upgrade)
  * also leaves out the client connection's hop-by-hop headers (RFC 9110 §7.6.1: `Connection`, the headers
@@ -67,7 +69,7 @@ export function upstreamHeaders(headers: Record<string, string | string[] | unde
   const named = hopByHop === 'drop' ? connectionNamed(headers.connection) : null;
   const out: Record<string, string | string[] | undefined> = {};
   for (const name in headers) {
-    if (name === ACCESS_TOKEN_HEADER || name === 'x-forwarded-for' || name === 'x-forwarded-proto' || name === 'x-forwarded-host') continue;
+    if (name === ACCESS_TOKEN_HEADER || name === PLACEMENT_HEADER || name === 'x-forwarded-for' || name === 'x-forwarded-proto' || name === 'x-forwarded-host') continue;
     if (named !== null && (name === 'connection' || name === 'keep-alive' || named.includes(name))) continue;
     const value = headers[name];
     if (name !== 'cookie') {

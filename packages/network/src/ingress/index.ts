@@ -5,5 +5,5 @@ export { IngressDialer, DialError, DEFAULT_INGRESS_UID, type IngressDialerOption
 export { watchIngressFirewall, installIngressFirewall, removeIngressFirewall, ingressFirewallInstalled, ingressTableName, ingressTableScript, INGRESS_FIREWALL_MARKER, type IngressFirewallSpec } from './firewall.js';
 export { parseIngressHost, isIngressHost, type IngressHost, type BadIngressHost } from './host.js';
 export { ACCESS_COOKIE, accessCookie, presentedToken, upstreamHeaders, withoutTokenParameter, type PresentedToken, type TokenSource } from './access.js';
-export { errorAnswer, wantsHtml } from './answers.js';
+export { errorAnswer, sendError, sendUpgradeError, wantsHtml } from './answers.js';
 export { IngressThread, type IngressThreadOptions } from './thread/index.js';

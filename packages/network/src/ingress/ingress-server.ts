@@ -26,7 +26,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
 import { isRamifyError, RamifyError, type PortAccess, type SandboxState } from '@ramify/contracts';
-import { isWellFormedToken, matchesVerifier, type IngressLogRecord, type ListenerDiagnosis } from '@ramify/core';
+import { isWellFormedToken, matchesVerifier, PLACEMENT_HEADER, type IngressLogRecord, type ListenerDiagnosis } from '@ramify/core';
 import { accessCookie, presentedToken, upstreamHeaders, withoutTokenParameter, type PresentedToken } from './access.js';
 import { sendError, sendUpgradeError } from './answers.js';
 import { DialError, type IngressDialer } from './dialer.js';
@@ -43,8 +43,13 @@ export interface IngressBackend {
    * @throws SANDBOX_NOT_FOUND, SANDBOX_KILLED, PORT_NOT_EXPOSED.
    */
   target(sandboxId: string, port: number): Promise<IngressTargetInfo>;
-  /** Resolve once the sandbox runs (waking it when paused): its slot address, and whether it was woken. @throws SANDBOX_PAUSED, SANDBOX_WAKING, ... */
-  running(sandboxId: string): Promise<{ slotAddress: string; woke: boolean }>;
+  /**
+   * Resolve once the sandbox runs (waking it when paused): its slot address, and whether it was woken.
+   * `placement` is the request's `x-ramify-placement` header (an API process's ingress edge moving a paused
+   * sandbox off a lost host: docs/design/SCALE-OUT.md); the daemon checks it against the store.
+   * @throws SANDBOX_PAUSED, SANDBOX_WAKING, PLACEMENT_INVALID, ...
+   */
+  running(sandboxId: string, placement?: string): Promise<{ slotAddress: string; woke: boolean }>;
   /** What listens on `port` inside the running sandbox. */
   listeners(sandboxId: string, port: number): Promise<ListenerDiagnosis>;
   /** The request counts as use of the sandbox until the returned function is called (idempotent). Never throws. */
@@ -172,7 +177,7 @@ export class IngressServer {
           return;
         }
       }
-      const target = slotAddress !== null ? { sandboxId: host.sandboxId, port: host.port, slotAddress } : await this.route(host, trace);
+      const target = slotAddress !== null ? { sandboxId: host.sandboxId, port: host.port, slotAddress } : await this.route(host, trace, req);
       // The client left while it waited (a wake, a slow lookup): nothing to send on. Proxied anyway, the
       // request's connection would stay open into the sandbox, holding every later pause up.
       if (trace.closed) return;
@@ -224,7 +229,7 @@ export class IngressServer {
       this.track(req, host, trace, socket);
       const { access, tokenVerifier } = await this.options.backend.target(host.sandboxId, host.port);
       if (access === 'token') this.checkToken(req, tokenVerifier as string);
-      const target = await this.route(host, trace);
+      const target = await this.route(host, trace, req);
       // A connection of its own, dialed first so that a refusal is answered (explained) before the
       // upgrade is under way: an upgraded socket never returns to a pool.
       const upstream = await this.dial(target).catch(async (err: unknown) => {
@@ -325,8 +330,9 @@ export class IngressServer {
   }
 
   /** Wake the sandbox if needed: where its port is now. */
-  private async route(host: IngressHost, trace: RequestTrace): Promise<UpstreamTarget> {
-    const { slotAddress, woke } = await this.options.backend.running(host.sandboxId);
+  private async route(host: IngressHost, trace: RequestTrace, req: IncomingMessage): Promise<UpstreamTarget> {
+    const placement = req.headers[PLACEMENT_HEADER];
+    const { slotAddress, woke } = await this.options.backend.running(host.sandboxId, typeof placement === 'string' ? placement : undefined);
     trace.woke = woke;
     if (woke) this.retryRefusedUntil.set(host.sandboxId, Date.now() + (this.options.wakeConnectRetryMs ?? 10_000));
     return { sandboxId: host.sandboxId, port: host.port, slotAddress };

@@ -53,34 +53,27 @@ const POLL_MS = 5;
  */
 export async function withHeadroom<T>(files: CgroupMemoryFiles, limitBytes: number, start: () => Promise<T>): Promise<T> {
   let settled = false;
-  let raised = false;
-  const raise = async (): Promise<void> => {
-    if (raised) return;
-    raised = true;
-    try {
-      await writeFile(files.limit, String(limitBytes));
-    } catch (err) {
+  // One write, whoever asks first (the watch or the end of `start`); every asker sees its outcome.
+  let raising: Promise<void> | null = null;
+  const raise = (): Promise<void> =>
+    (raising ??= writeFile(files.limit, String(limitBytes)).catch((err: unknown) => {
       throw new RamifyError('RUNTIME_ERROR', `cannot give the sandbox's cgroup its memory headroom (${files.limit}): ${(err as Error).message}`);
-    }
-  };
-  // Resolves with the failure to raise, if any (never rejects: nobody awaits it while runsc runs).
-  const watch = (async (): Promise<void> => {
-    while (!settled && !raised) {
-      if (await sandboxProcessIn(files.procs)) return raise();
+    }));
+  // Never rejects (nobody awaits it while runsc runs): a failed raise is seen through `raise()` below.
+  void (async (): Promise<void> => {
+    while (!settled && raising === null) {
+      if (await sandboxProcessIn(files.procs)) return void (await raise().catch(() => undefined));
       await sleep(POLL_MS);
     }
-  })().then(
-    () => null,
-    (err: unknown) => err,
-  );
+  })();
   let result: T;
   try {
     result = await start();
   } finally {
     settled = true;
   }
-  const failed = await watch;
-  if (failed) throw failed;
+  // Not the watch's read in flight: a cgroup read can block for seconds while other sandboxes' cgroups
+  // are made or removed (a fork x8 under load), and the limit is written now either way.
   await raise();
   return result;
 }

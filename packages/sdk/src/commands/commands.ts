@@ -5,7 +5,7 @@
 import { ROUTES } from '@ramify/contracts';
 import type { CommandRequest, CommandResult, ProcessInfo, StreamOffsets } from '@ramify/contracts';
 import type { ApiClient } from '../http.js';
-import { CommandExitError, ConnectionError, NotFoundError } from '../errors.js';
+import { CommandExitError, ConnectionError, NotFoundError, type RamifyError } from '../errors.js';
 import { CommandHandle, isSuccess } from './handle.js';
 import { OutputSink, type OutputCallbacks } from './output.js';
 import { ProcessRoutes } from './process-routes.js';
@@ -46,6 +46,11 @@ export class Commands {
   /** @internal Use `sandbox.commands`. */
   constructor(private readonly api: ApiClient, private readonly sandboxId: string) {
     this.routes = new ProcessRoutes(api, sandboxId);
+  }
+
+  /** @internal Every live handle of this sandbox's processes stops following; their waits reject with `err`. */
+  abandonHandles(err: RamifyError): void {
+    this.routes.abandonHandles(err);
   }
 
   /**

@@ -48,6 +48,8 @@ export class CommandHandle {
   private readonly sink: OutputSink;
   private socket: StreamSocket;
   private disconnected = false;
+  /** Set by {@link abandon}: following stops and waits reject with it. */
+  private abandonedWith: RamifyError | undefined;
   private exit: StreamExit | undefined;
   private readonly followed: Promise<FollowOutcome>;
   private result: Promise<CommandResult> | undefined;
@@ -62,6 +64,8 @@ export class CommandHandle {
     this.socket = init.socket;
     this.followed = this.follow();
     this.followed.catch(() => undefined);
+    this.routes.handles.add(this);
+    void this.followed.finally(() => this.routes.handles.delete(this)).catch(() => undefined);
   }
 
   /** Stdout received so far (decoded), at most the daemon's `maxOutputBytes` of it (the head; callbacks get every byte). */
@@ -119,6 +123,19 @@ export class CommandHandle {
     await this.followed.catch(() => undefined);
   }
 
+  /**
+   * @internal Stop following for good (no waiting for a resume, no re-attach): {@link wait} rejects with
+   * `err`. `Sandbox.explore` does this to the handles of a fork its budget paused, so a script does not
+   * wait for a resume that only a raised budget brings. The process itself is untouched (paused with its
+   * sandbox); `commands.connect(pid)` follows it again.
+   */
+  abandon(err: RamifyError): void {
+    if (this.exit !== undefined || this.abandonedWith) return;
+    this.abandonedWith = err;
+    this.disconnected = true;
+    this.socket.close();
+  }
+
   private enqueue(op: () => Promise<void>): Promise<void> {
     const next = this.stdinQueue.then(op);
     this.stdinQueue = next.catch(() => undefined);
@@ -149,6 +166,7 @@ export class CommandHandle {
         this.exit = end.exit;
         return end;
       }
+      if (this.abandonedWith) throw this.abandonedWith;
       if (this.disconnected) return { kind: 'disconnected' };
       // Progress since the last (re)connect resets the count of failures in a row.
       if (this.received() > receivedBefore) this.failures = 0;
@@ -171,6 +189,7 @@ export class CommandHandle {
       }
       if (state === 'running') return;
       if (!WAIT_STATES.has(state)) throw err;
+      if (this.abandonedWith) throw this.abandonedWith;
       if (this.disconnected) return;
       await sleep(PAUSED_POLL_MS);
     }
@@ -185,6 +204,7 @@ export class CommandHandle {
       }
       await sleep(backoffMs(this.failures));
       this.failures += 1;
+      if (this.abandonedWith) throw this.abandonedWith;
       if (this.disconnected) return this.socket;
       try {
         return await openStreamSocket(this.routes.api, this.routes.stream(this.pid),

@@ -4,6 +4,7 @@ import type { BoundRoute } from '../http.js';
 import type { ProcessInfo } from '@ramify/contracts';
 import type { ApiClient } from '../http.js';
 import type { StreamExit } from './stream-socket.js';
+import type { RamifyError } from '../errors.js';
 
 /** Signals the API can deliver to a process group. */
 export type ProcessSignal = 'SIGTERM' | 'SIGKILL' | 'SIGINT' | 'SIGHUP' | 'SIGQUIT' | 'SIGUSR1' | 'SIGUSR2' | 'SIGSTOP' | 'SIGCONT';
@@ -13,8 +14,21 @@ export function toBytes(data: string | Uint8Array): Uint8Array {
   return typeof data === 'string' ? new TextEncoder().encode(data) : data;
 }
 
+/** What {@link ProcessRoutes.handles} holds: a live process handle (see `CommandHandle.abandon`). */
+export interface AbandonableHandle {
+  abandon(err: RamifyError): void;
+}
+
 export class ProcessRoutes {
+  /** Handles following a process of this sandbox through these routes, until their stream settles. */
+  readonly handles = new Set<AbandonableHandle>();
+
   constructor(readonly api: ApiClient, readonly sandboxId: string) {}
+
+  /** @internal Make every live handle stop following (`abandon`): their waits reject with `err`. */
+  abandonHandles(err: RamifyError): void {
+    for (const handle of [...this.handles]) handle.abandon(err);
+  }
 
 
   /** A process's output stream (a WebSocket). */

@@ -7,7 +7,7 @@
 import { ROUTES } from '@ramify/contracts';
 import type { PtyInfo, PtyRequest, PtySize } from '@ramify/contracts';
 import type { ApiClient } from '../http.js';
-import { ConnectionError, NotFoundError } from '../errors.js';
+import { ConnectionError, NotFoundError, type RamifyError } from '../errors.js';
 import { CommandHandle, type CommandHandleInit } from './handle.js';
 import { OutputSink } from './output.js';
 import { ProcessRoutes } from './process-routes.js';
@@ -71,6 +71,11 @@ export class Pty {
   /** @internal Use `sandbox.pty`. */
   constructor(private readonly api: ApiClient, private readonly sandboxId: string) {
     this.routes = new ProcessRoutes(api, sandboxId);
+  }
+
+  /** @internal Every live handle of this sandbox's processes stops following; their waits reject with `err`. */
+  abandonHandles(err: RamifyError): void {
+    this.routes.abandonHandles(err);
   }
 
   /**

@@ -152,7 +152,7 @@ export function accessCases(h: StoreHarness): void {
     });
   });
 
-  test('SSH tokens: one sandbox each, expired ones dropped by the next insert, an unknown sandbox refused', async () => {
+  test('SSH tokens: one sandbox each, expired ones dropped by the next insert, an unknown sandbox refused, one revoked', async () => {
     await withStore(h, 'ssh_tokens', async (store) => {
       await store.insertSandbox(sandbox({ id: 'sbx_a' }));
       await store.insertSshToken({ hash: 'h1', sandboxId: 'sbx_a', ownerApiKeyId: null, createdAt: 10, expiresAt: 20 });
@@ -163,6 +163,10 @@ export function accessCases(h: StoreHarness): void {
       assert.deepEqual(await store.findSshToken('h2'), { hash: 'h2', sandboxId: 'sbx_a', ownerApiKeyId: 'key_1', createdAt: 15, expiresAt: 100 });
       await assert.rejects(store.insertSshToken({ hash: 'h4', sandboxId: 'sbx_missing', ownerApiKeyId: null, createdAt: 30, expiresAt: 100 }), { code: 'SANDBOX_NOT_FOUND' });
       assert.equal((await store.findSshToken('h3'))?.sandboxId, 'sbx_a', 'the refused insert dropped nothing');
+      assert.equal(await store.deleteSshToken('h3'), true, 'revoked');
+      assert.equal(await store.deleteSshToken('h3'), false);
+      assert.equal(await store.findSshToken('h3'), null);
+      assert.equal((await store.findSshToken('h2'))?.hash, 'h2', 'only that one');
     });
   });
 

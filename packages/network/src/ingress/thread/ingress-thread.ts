@@ -208,7 +208,7 @@ export class IngressThread {
       case 'target':
         return backend.target(call.args.sandboxId, call.args.port);
       case 'running':
-        return backend.running(call.args.sandboxId);
+        return backend.running(call.args.sandboxId, call.args.placement);
       case 'listeners':
         return backend.listeners(call.args.sandboxId, call.args.port);
     }

@@ -33,7 +33,7 @@ const backend: IngressBackend = {
     const cached = routes.target(sandboxId, port);
     return cached === 'ask' ? ask('target', { sandboxId, port }) : cached;
   },
-  running: (sandboxId) => ask('running', { sandboxId }),
+  running: (sandboxId, placement) => ask('running', { sandboxId, ...(placement !== undefined ? { placement } : {}) }),
   listeners: (sandboxId, port) => ask('listeners', { sandboxId, port }),
   hold: (sandboxId) => activity.hold(sandboxId),
   log: (entry) => activity.log(entry),

@@ -63,7 +63,7 @@ export interface ActivityBatchMessage {
 /** What the ingress asks of the main thread, and what each answers. */
 export interface Asks {
   target: { args: { sandboxId: string; port: number }; result: IngressTargetInfo };
-  running: { args: { sandboxId: string }; result: { slotAddress: string; woke: boolean } };
+  running: { args: { sandboxId: string; placement?: string }; result: { slotAddress: string; woke: boolean } };
   listeners: { args: { sandboxId: string; port: number }; result: 'none' | 'loopback-only' | 'reachable' };
 }
 
