@@ -25,6 +25,7 @@ import type { AgentSessions } from './lifecycle/agent-sessions.js';
 import type { SandboxEvents } from './lifecycle/events.js';
 import type { KeyedLock } from './lifecycle/locks.js';
 import type { WarmPool } from './pool/warm-pool.js';
+import type { EventFeed } from './events/feed.js';
 import type { EventHub } from './events/hub.js';
 import type { EventRecorder } from './events/recorder.js';
 import type { Telemetry } from './ports/telemetry.js';
@@ -104,6 +105,8 @@ export interface CoreOptions {
   eventPruneIntervalMs: number;
   /** Webhook delivery tunables (`webhooks/dispatcher.ts`); each field defaults. */
   webhooks: Partial<WebhookTunables>;
+  /** On a store shared by several processes: how often the event feed reads the store when no notification woke it, ms (default 2000). */
+  eventPollMs: number;
   /** `record` (default): lifecycle events are stored, listed, streamed and delivered; `off`: none are (benchmarks of their cost). */
   events: 'record' | 'off';
   /**
@@ -144,6 +147,7 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   eventRetentionMs: 7 * 24 * 3_600_000,
   eventPruneIntervalMs: 3_600_000,
   webhooks: {},
+  eventPollMs: 2_000,
   events: 'record',
   usageSampleMs: 5_000,
   metricsWindowMs: 3_600_000,
@@ -202,8 +206,13 @@ export interface CoreDeps {
 export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog' | 'telemetry' | 'webhookSender'> {
   options: CoreOptions;
   telemetry: Telemetry;
-  /** Stored events, published in order (live streams and the webhook dispatcher subscribe). */
+  /**
+   * Every stored event, published once in its team's order (live streams subscribe): this process's
+   * alone on a store of its own, every process's on a shared one (`eventFeed`).
+   */
   eventHub: EventHub;
+  /** What fills `eventHub` (`events/feed.ts`); started once the process serves, closed before the store. */
+  eventFeed: EventFeed;
   /** Stores every bus event that is an event of its own (`events/from-bus.ts`); flush before reading events. */
   eventLog: EventRecorder;
   /** Commands seen to end (the timeline's commands); closed with `egressLog` before the store. */

@@ -18,6 +18,7 @@ import { KeyedLock } from './lifecycle/locks.js';
 import { recordAgentEvent } from './lifecycle/oom.js';
 import { agentReachable } from './lifecycle/state-machine.js';
 import { WarmPool } from './pool/warm-pool.js';
+import { LocalEventFeed, SharedEventFeed } from './events/feed.js';
 import { EventHub } from './events/hub.js';
 import { EventRecorder } from './events/recorder.js';
 import { NO_TELEMETRY } from './ports/telemetry.js';
@@ -33,14 +34,19 @@ export function createCore(deps: CoreDeps): Core {
   const { telemetry, webhookSender, ...ports } = deps;
   const events = new SandboxEvents();
   const eventHub = new EventHub();
+  const eventLog = new EventRecorder({ events, store: deps.store, logger: deps.logger, mode: options.events });
+  const notifications = deps.store.eventNotifications;
   const core: Core = {
     ...ports,
     options,
     telemetry: telemetry ?? NO_TELEMETRY,
     eventHub,
-    eventLog: new EventRecorder({ events, store: deps.store, hub: eventHub, logger: deps.logger, mode: options.events }),
+    eventLog,
+    eventFeed: notifications === null
+      ? new LocalEventFeed(eventLog.stored, eventHub)
+      : new SharedEventFeed({ store: deps.store, notifications, hub: eventHub, logger: deps.logger, pollMs: options.eventPollMs }),
     commandLog: new BufferedCommandLog({ store: deps.store, logger: deps.logger }),
-    webhooks: new WebhookDispatcher({ store: deps.store, hub: eventHub, sender: webhookSender ?? NO_WEBHOOK_SENDER, logger: deps.logger, clock: deps.clock, tunables: options.webhooks }),
+    webhooks: new WebhookDispatcher({ store: deps.store, hub: eventLog.stored, holder: deps.hostId, sender: webhookSender ?? NO_WEBHOOK_SENDER, logger: deps.logger, clock: deps.clock, tunables: options.webhooks }),
     entropy: deps.entropy ?? ((n) => new Uint8Array(randomBytes(n))),
     egressLog: deps.egressLog ?? new BufferedEgressLog({ store: deps.store, logger: deps.logger, clock: deps.clock }),
     ingressLog: new BufferedIngressLog({ store: deps.store, logger: deps.logger }),
@@ -83,12 +89,13 @@ export function createCore(deps: CoreDeps): Core {
 
 /**
  * Close what core writes in the background, in order, before the store closes: the webhook dispatcher
- * (attempts in flight finish), the event recorder, then the command, egress and ingress logs (what they
+ * (attempts in flight finish), the event recorder, the event feed, then the command, egress and ingress logs (what they
  * buffer is written; later entries are dropped). Never rejects.
  */
-export async function closeCoreSinks(core: Pick<Core, 'webhooks' | 'eventLog' | 'commandLog' | 'egressLog' | 'ingressLog'>): Promise<void> {
+export async function closeCoreSinks(core: Pick<Core, 'webhooks' | 'eventLog' | 'eventFeed' | 'commandLog' | 'egressLog' | 'ingressLog'>): Promise<void> {
   await core.webhooks.close();
   await core.eventLog.close();
+  await core.eventFeed.close();
   await core.commandLog.close();
   await core.egressLog.close();
   await core.ingressLog.close();

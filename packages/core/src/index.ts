@@ -19,6 +19,8 @@ export { networkFor, runtimeFor, DEFAULT_CORE_OPTIONS, type Core, type CoreDeps,
 export { createCore, closeCoreSinks } from './core.js';
 export * from './ports/event-store.js';
 export * from './ports/hosts.js';
+export * from './ports/team-room.js';
+export * from './ports/tree-room.js';
 export * from './placement/placement.js';
 export * from './placement/host-loss.js';
 export * from './ports/telemetry.js';
@@ -68,7 +70,7 @@ export * from './access/actor.js';
 export * from './access/api-keys.js';
 export * from './access/audit.js';
 export * from './teams/teams.js';
-export { teamUsage, withinQuota, checkForkCount, HOLDING_STATES, type SandboxDemand, type TeamUsage } from './teams/quota.js';
+export { teamUsage, withinQuota, checkForkCount, HOLDING_STATES } from './teams/quota.js';
 
 export * from './ingress/index.js';
 export * from './networks/index.js';

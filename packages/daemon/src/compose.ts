@@ -307,7 +307,7 @@ function upstreamQuiet(logger: Logger): NonNullable<HostEgressOptions['onError']
  * The queues `ramify_queue_size` reports. Another queue (the warm pool) is one `metrics.addQueue` line here.
  */
 function watchQueues(metrics: DaemonMetrics, core: Core): void {
-  metrics.countEvents(core.eventHub);
+  metrics.countEvents(core.eventLog.stored);
   metrics.countLostInstances(core.events);
   metrics.addQueue('webhook_deliveries', () => core.webhooks.queueSize());
   metrics.addQueue('events', () => core.eventLog.stats().pending);

@@ -209,6 +209,9 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
     const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
     const newApiKey = await ensureApiKey({ store: core.store, clock: core.clock, dataDir, print });
     pruner.start();
+    // Every role: live streams see every process's events, and any live process delivers pending webhooks.
+    await core.eventFeed.start();
+    await core.webhooks.start();
     if (api) {
       sweep = startHostSweep(core);
       if (options.ingress) ingress = await startIngressEdge(core, options.ingress);
@@ -217,7 +220,6 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       if (options.reconcile !== 'skip') await reconcile(core);
       prewarmFreeSlots(core);
       await core.pool.start();
-      await core.webhooks.start();
       scheduler.start();
       liveness.start();
       autoPause.start();

@@ -6,10 +6,12 @@
  * optionally by sandbox and type, from a team cursor in either direction.
  */
 import { RamifyError } from '@ramify/contracts';
-import type { DeliveryRecord, EventQuery, EventRecord, WebhookRecord } from '@ramify/core';
+import type { DeliveryClaim, DeliveryRecord, EventQuery, EventRecord, WebhookRecord } from '@ramify/core';
 import { sql, type Selectable } from 'kysely';
 import { conflictOnConstraint, onMissingParent } from './errors.js';
-import { insertRows } from './prepared.js';
+import { EVENTS_CHANNEL } from './event-notify.js';
+import { databaseNow } from './hosts.js';
+import { dialectOf, insertRows } from './prepared.js';
 import { inTransaction, type EventsTable, type Executor, type WebhookDeliveriesTable, type WebhooksTable } from './schema.js';
 
 type EventRow = Selectable<EventsTable>;
@@ -41,6 +43,8 @@ export async function appendEvent(db: Executor, e: Omit<EventRecord, 'seq' | 'te
     const teamSeq = Number(counter.last_seq);
     const row = { type: e.type, at: e.at, team_id: e.teamId, team_seq: teamSeq, sandbox_id: e.sandboxId, key_id: e.keyId, cause: e.cause, data: JSON.stringify(e.data) };
     const { rows } = await insertRows<{ seq: number }>(trx, 'events', [row], 'seq');
+    // Delivered to every listening process when this transaction commits (docs/design/SCALE-OUT.md).
+    if (dialectOf(trx) === 'postgres') await sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${e.teamId})`.execute(trx);
     return { ...e, seq: Number(rows[0]?.seq), teamSeq };
   });
 }
@@ -65,6 +69,11 @@ export async function getEvent(db: Executor, seq: number): Promise<EventRecord |
 export async function lastEventTeamSeq(db: Executor, teamId: string): Promise<number> {
   const row = await db.selectFrom('event_sequences').select('last_seq').where('team_id', '=', teamId).executeTakeFirst();
   return Number(row?.last_seq ?? 0);
+}
+
+/** Every team's last event number given out (its counter), by team. */
+export async function eventPositions(db: Executor): Promise<Array<{ teamId: string; lastTeamSeq: number }>> {
+  return (await db.selectFrom('event_sequences').select(['team_id', 'last_seq']).orderBy('team_id').execute()).map((r) => ({ teamId: r.team_id, lastTeamSeq: Number(r.last_seq) }));
 }
 
 /** Delete events before `before` and the deliveries of them, in one transaction; returns the events deleted. */
@@ -117,19 +126,70 @@ export async function deleteWebhook(db: Executor, id: string): Promise<boolean> 
   return (await db.deleteFrom('webhooks').where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n;
 }
 
-/** Rejects (a foreign key violation) when the webhook is gone. */
-export async function insertDelivery(db: Executor, d: DeliveryRecord): Promise<void> {
-  await db
+/**
+ * Insert unless the webhook already has a delivery of the event (resolves false then); claimed by
+ * `claim.holder` for `claim.leaseMs` when given. Rejects (a foreign key violation) when the webhook is gone.
+ */
+export async function insertDelivery(db: Executor, d: DeliveryRecord, claim?: DeliveryClaim): Promise<boolean> {
+  const claimExpiresAt = claim ? (await databaseNow(db)) + claim.leaseMs : null;
+  const result = await db
     .insertInto('webhook_deliveries')
     .values({
       id: d.id, webhook_id: d.webhookId, event_seq: d.eventSeq, event_team_seq: d.eventTeamSeq, event_type: d.eventType, status: d.status, attempts: JSON.stringify(d.attempts),
-      next_attempt_at: d.nextAttemptAt, created_at: d.createdAt,
+      next_attempt_at: d.nextAttemptAt, created_at: d.createdAt, claimed_by: claim?.holder ?? null, claim_expires_at: claimExpiresAt,
     })
+    .onConflict((oc) => oc.columns(['webhook_id', 'event_seq']).doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+}
+
+/** Replace status, attempts and next attempt; a pending one stays claimed by `claim.holder` for `claim.leaseMs` when given. */
+export async function updateDelivery(db: Executor, d: Pick<DeliveryRecord, 'id' | 'status' | 'attempts' | 'nextAttemptAt'>, claim?: DeliveryClaim): Promise<void> {
+  const held = claim !== undefined && d.status === 'pending';
+  const claimExpiresAt = held ? (await databaseNow(db)) + claim.leaseMs : null;
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ status: d.status, attempts: JSON.stringify(d.attempts), next_attempt_at: d.nextAttemptAt, ...(held ? { claimed_by: claim.holder, claim_expires_at: claimExpiresAt } : d.status === 'pending' ? {} : { claimed_by: null, claim_expires_at: null }) })
+    .where('id', '=', d.id)
     .execute();
 }
 
-export async function updateDelivery(db: Executor, d: Pick<DeliveryRecord, 'id' | 'status' | 'attempts' | 'nextAttemptAt'>): Promise<void> {
-  await db.updateTable('webhook_deliveries').set({ status: d.status, attempts: JSON.stringify(d.attempts), next_attempt_at: d.nextAttemptAt }).where('id', '=', d.id).execute();
+/**
+ * Claim up to `limit` pending deliveries due by now whose claim ran out (or was never taken, or is
+ * `claim.holder`'s own: a restarted process takes its own back at once), due first, for `claim.leaseMs`.
+ * Postgres skips rows another process is claiming (`FOR UPDATE SKIP LOCKED`), so each goes to one claimer.
+ */
+export async function claimDeliveries(db: Executor, claim: DeliveryClaim, limit: number): Promise<DeliveryRecord[]> {
+  return inTransaction(db, async (trx) => {
+    const now = await databaseNow(trx);
+    let q = trx
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('status', '=', 'pending')
+      .where((eb) => eb.or([eb('next_attempt_at', 'is', null), eb('next_attempt_at', '<=', now)]))
+      .where((eb) => eb.or([eb('claim_expires_at', 'is', null), eb('claim_expires_at', '<=', now), eb('claimed_by', '=', claim.holder)]))
+      .orderBy('next_attempt_at')
+      .orderBy('id')
+      .limit(Math.max(1, Math.floor(limit)));
+    if (dialectOf(trx) === 'postgres') q = q.forUpdate().skipLocked();
+    const ids = (await q.execute()).map((r) => r.id);
+    if (ids.length === 0) return [];
+    const rows = await trx.updateTable('webhook_deliveries').set({ claimed_by: claim.holder, claim_expires_at: now + claim.leaseMs }).where('id', 'in', ids).returningAll().execute();
+    return rows.map(deliveryFromRow).sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0) || a.id.localeCompare(b.id));
+  });
+}
+
+/** Extend `claim.holder`'s claim on a pending delivery to `claim.leaseMs` from now; false when it is no longer its own or no longer pending. */
+export async function renewDeliveryClaim(db: Executor, id: string, claim: DeliveryClaim): Promise<boolean> {
+  const now = await databaseNow(db);
+  const result = await db
+    .updateTable('webhook_deliveries')
+    .set({ claim_expires_at: now + claim.leaseMs })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .where('claimed_by', '=', claim.holder)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }
 
 /** Newest first, at most `limit` (1-1000). */

@@ -713,6 +713,41 @@ const ENTRIES: readonly Migration[] = [
       );
     `,
   },
+  {
+    // Named for merges: renumber freely if another branch took 34 (nothing depends on the number).
+    version: 34,
+    name: 'cross-process-deliveries-and-quotas',
+    // Several processes over one database (docs/design/SCALE-OUT.md): a webhook delivery is made once per
+    // (webhook, event) whichever process matched it (duplicates a cluster may have made are dropped first),
+    // and is claimed for a while by the process attempting it (claimed_by, claim_expires_at on the
+    // database's clock), so a dead process's pending deliveries are taken over when its claim runs out.
+    // quota_reservations: room a team's admitted calls still in flight hold (a create before its row, a
+    // fork's children, a resume), counted by every process's quota check until released or expired;
+    // fork_tree_reservations: a fork's children held against the maxSandboxes of each budget covering
+    // the parent, likewise. Portable SQL.
+    sql: `
+      DELETE FROM webhook_deliveries WHERE id NOT IN (SELECT MIN(id) FROM webhook_deliveries GROUP BY webhook_id, event_seq);
+      CREATE UNIQUE INDEX webhook_deliveries_once ON webhook_deliveries(webhook_id, event_seq);
+      ALTER TABLE webhook_deliveries ADD COLUMN claimed_by TEXT;
+      ALTER TABLE webhook_deliveries ADD COLUMN claim_expires_at BIGINT;
+      CREATE TABLE quota_reservations (
+        team_id TEXT NOT NULL,
+        sandbox_id TEXT NOT NULL,
+        memory_mb BIGINT NOT NULL,
+        holder TEXT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        PRIMARY KEY (team_id, sandbox_id)
+      );
+      CREATE TABLE fork_tree_reservations (
+        budget_sandbox_id TEXT NOT NULL,
+        sandbox_id TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        PRIMARY KEY (budget_sandbox_id, sandbox_id)
+      );
+      CREATE INDEX fork_tree_reservations_sandbox ON fork_tree_reservations(sandbox_id);
+    `,
+  },
 ];
 
 /** Every migration, each with its Postgres text attached where it has one. */

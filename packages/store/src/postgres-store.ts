@@ -7,6 +7,7 @@ import { RamifyError } from '@ramify/contracts';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { pendingMigrations } from './db.js';
+import { PgEventNotifications } from './event-notify.js';
 import { MIGRATIONS, type Migration } from './migrations.js';
 import type { Database, Executor } from './schema.js';
 import { SqlStore, type StoreOptions } from './sql-store.js';
@@ -67,7 +68,8 @@ export async function openPostgresStore(options: PostgresStoreOptions, migration
     await kysely.destroy();
     throw err;
   }
-  return new SqlStore(kysely, 'postgres', options);
+  const eventNotifications = new PgEventNotifications(() => new pg.Client({ connectionString: options.url, connectionTimeoutMillis: options.connectTimeoutMs ?? 5000, types }));
+  return new SqlStore(kysely, 'postgres', options, { eventNotifications });
 }
 
 /**

@@ -292,6 +292,23 @@ export interface WebhookDeliveriesTable {
   attempts: Generated<string>;
   next_attempt_at: number | null;
   created_at: number;
+  claimed_by: string | null;
+  claim_expires_at: number | null;
+}
+
+export interface ForkTreeReservationsTable {
+  budget_sandbox_id: string;
+  sandbox_id: string;
+  holder: string;
+  expires_at: number;
+}
+
+export interface QuotaReservationsTable {
+  team_id: string;
+  sandbox_id: string;
+  memory_mb: number;
+  holder: string;
+  expires_at: number;
 }
 
 export interface SchemaMigrationsTable {
@@ -367,6 +384,8 @@ export interface Database {
   hosts: HostsTable;
   host_reservations: HostReservationsTable;
   cluster_secrets: ClusterSecretsTable;
+  quota_reservations: QuotaReservationsTable;
+  fork_tree_reservations: ForkTreeReservationsTable;
   schema_migrations: SchemaMigrationsTable;
 }
 

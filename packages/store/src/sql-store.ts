@@ -5,7 +5,7 @@
  * promise resolves. {@link SqliteStore} and {@link openPostgresStore} open it on either database.
  */
 import type {
-  ApiKeyRecord, AuditQuery, AuditRecord, BudgetRecord, CanonicalEgressPolicy, CommandLogRecord, DeliveryRecord, EgressLogRecord, EgressPolicyRecord, EventQuery,
+  ApiKeyRecord, AuditQuery, AuditRecord, BudgetRecord, CanonicalEgressPolicy, CommandLogRecord, DeliveryClaim, DeliveryRecord, EventNotifications, TeamRoomRequest, TeamRoomResult, TeamUsage, TreeRoomRequest, TreeRoomResult, EgressLogRecord, EgressPolicyRecord, EventQuery,
   EventRecord, IngressLogRecord, IngressWakes, NetworkMemberRecord, NetworkMembership, NetworkRecord, SandboxActivityRecord, SandboxCount, SandboxMeterRecord,
   HostHeartbeat, HostRecord, HostRegistration, HostState, LostHost, PlacementRequest, PlacementReservation,
   SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord, SlotLease, AdoptedRows, SnapshotPatch, SnapshotRecord, SshKeyRecord, SshTokenRecord, Store, TeamRecord,
@@ -28,6 +28,8 @@ import { registerDialect } from './prepared.js';
 import { inTransaction, type DialectName, type Executor } from './schema.js';
 import * as snapshots from './snapshots.js';
 import * as ssh from './ssh.js';
+import * as teamRoom from './team-room.js';
+import * as treeRoom from './tree-room.js';
 import * as teams from './teams.js';
 import * as usage from './usage.js';
 
@@ -41,6 +43,11 @@ export interface StoreOptions {
   ingressLogMaxEntries?: number;
 }
 
+/** What only the opener knows: how other processes' appends are heard (Postgres), else none. */
+export interface SqlStoreParts {
+  eventNotifications?: EventNotifications | null;
+}
+
 /** Default upper bound of network slots. */
 export const DEFAULT_MAX_SLOTS = 4096;
 
@@ -48,15 +55,17 @@ export class SqlStore implements Store {
   /** The query builder over the database (tests and benches may query it; nothing else should). */
   readonly kysely: Executor;
   readonly dialect: DialectName;
+  readonly eventNotifications: EventNotifications | null;
   readonly #maxSlots: number;
   readonly #egressLog: EgressLogRows;
   readonly #ingressLog: IngressLogRows;
   readonly #commands: CommandLogRows;
   #closing: Promise<void> | undefined;
 
-  constructor(kysely: Executor, dialect: DialectName, options: StoreOptions = {}) {
+  constructor(kysely: Executor, dialect: DialectName, options: StoreOptions = {}, parts: SqlStoreParts = {}) {
     this.kysely = kysely;
     this.dialect = dialect;
+    this.eventNotifications = parts.eventNotifications ?? null;
     registerDialect(kysely, dialect);
     this.#maxSlots = options.maxSlots ?? DEFAULT_MAX_SLOTS;
     this.#egressLog = new EgressLogRows(kysely, options.egressLogMaxEntries ?? DEFAULT_EGRESS_LOG_MAX_ENTRIES);
@@ -116,8 +125,29 @@ export class SqlStore implements Store {
   listTeams(): Promise<TeamRecord[]> {
     return teams.listTeams(this.kysely);
   }
-  setTeamQuota(id: string, quota: TeamQuota): Promise<TeamRecord> {
+  setTeamQuota(id: string, quota: Partial<TeamQuota>): Promise<TeamRecord> {
     return teams.setTeamQuota(this.kysely, id, quota);
+  }
+  reserveTeamRoom(request: TeamRoomRequest): Promise<TeamRoomResult | null> {
+    return teamRoom.reserveTeamRoom(this.kysely, request);
+  }
+  renewTeamRoom(teamId: string, sandboxIds: readonly string[], leaseMs: number): Promise<void> {
+    return teamRoom.renewTeamRoom(this.kysely, teamId, sandboxIds, leaseMs);
+  }
+  releaseTeamRoom(teamId: string, sandboxIds: readonly string[]): Promise<void> {
+    return teamRoom.releaseTeamRoom(this.kysely, teamId, sandboxIds);
+  }
+  teamUsage(teamId: string, holdingStates: readonly SandboxState[]): Promise<TeamUsage> {
+    return teamRoom.teamUsage(this.kysely, teamId, holdingStates);
+  }
+  reserveTreeRoom(request: TreeRoomRequest): Promise<TreeRoomResult> {
+    return treeRoom.reserveTreeRoom(this.kysely, request);
+  }
+  renewTreeRoom(childIds: readonly string[], leaseMs: number): Promise<void> {
+    return treeRoom.renewTreeRoom(this.kysely, childIds, leaseMs);
+  }
+  releaseTreeRoom(childIds: readonly string[]): Promise<void> {
+    return treeRoom.releaseTreeRoom(this.kysely, childIds);
   }
 
   insertSnapshot(record: SnapshotRecord): Promise<void> {
@@ -308,11 +338,20 @@ export class SqlStore implements Store {
   deleteWebhook(id: string): Promise<boolean> {
     return events.deleteWebhook(this.kysely, id);
   }
-  insertDelivery(record: DeliveryRecord): Promise<void> {
-    return events.insertDelivery(this.kysely, record);
+  eventPositions(): Promise<Array<{ teamId: string; lastTeamSeq: number }>> {
+    return events.eventPositions(this.kysely);
   }
-  updateDelivery(record: Pick<DeliveryRecord, 'id' | 'status' | 'attempts' | 'nextAttemptAt'>): Promise<void> {
-    return events.updateDelivery(this.kysely, record);
+  insertDelivery(record: DeliveryRecord, claim?: DeliveryClaim): Promise<boolean> {
+    return events.insertDelivery(this.kysely, record, claim);
+  }
+  updateDelivery(record: Pick<DeliveryRecord, 'id' | 'status' | 'attempts' | 'nextAttemptAt'>, claim?: DeliveryClaim): Promise<void> {
+    return events.updateDelivery(this.kysely, record, claim);
+  }
+  claimDeliveries(claim: DeliveryClaim, limit: number): Promise<DeliveryRecord[]> {
+    return events.claimDeliveries(this.kysely, claim, limit);
+  }
+  renewDeliveryClaim(id: string, claim: DeliveryClaim): Promise<boolean> {
+    return events.renewDeliveryClaim(this.kysely, id, claim);
   }
   listDeliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]> {
     return events.listDeliveries(this.kysely, webhookId, limit);

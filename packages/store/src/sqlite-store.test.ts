@@ -65,3 +65,22 @@ describe('SqliteStore (real SQLite file)', () => {
     await reopened.close();
   });
 });
+
+test('quota room reserved by a process that ended is free when the file is opened again', async () => {
+  const path = join(dir, 'reservations.db');
+  const first = new SqliteStore({ path });
+  await first.setTeamQuota('default', { maxRunning: 1, maxMemoryMB: null, maxForksPerCall: null });
+  const admit = (store: SqliteStore, id: string) => store.reserveTeamRoom({
+    teamId: 'default', demand: [{ id, memoryMB: 1 }], holdingStates: ['running'], holder: 'host-a', leaseMs: 60_000, admits: (q, u) => u.running + 1 <= (q.maxRunning ?? Infinity),
+  });
+  assert.equal((await admit(first, 'sbx_one'))?.admitted, true);
+  assert.equal((await admit(first, 'sbx_two'))?.admitted, false);
+  await first.close(); // As a crash would: never released.
+  const second = new SqliteStore({ path });
+  try {
+    assert.deepEqual(await second.teamUsage('default', ['running']), { running: 0, memoryMB: 0 });
+    assert.equal((await admit(second, 'sbx_two'))?.admitted, true);
+  } finally {
+    await second.close();
+  }
+});

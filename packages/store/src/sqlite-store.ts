@@ -43,6 +43,27 @@ function cachingDatabase(db: Db): SqliteDatabase {
   };
 }
 
+/**
+ * One process owns the file: room still reserved at open was held by calls of a process that ended (a
+ * crash), so it is freed now rather than when its lease runs out. Read first (a clean stop leaves none,
+ * and a read never waits); the delete does not wait either: another connection of this process writing
+ * now (a test reopening a live store) would wait on this synchronous call, so then the leases expire as usual.
+ */
+function freeEndedReservations(db: Db): void {
+  for (const table of ['quota_reservations', 'fork_tree_reservations']) {
+    if (db.prepare(`SELECT 1 FROM ${table} LIMIT 1`).get() === undefined) continue;
+    const timeout = db.pragma('busy_timeout', { simple: true }) as number;
+    db.pragma('busy_timeout = 0');
+    try {
+      db.prepare(`DELETE FROM ${table}`).run();
+    } catch {
+      /* busy: they expire by their lease */
+    } finally {
+      db.pragma(`busy_timeout = ${timeout}`);
+    }
+  }
+}
+
 export class SqliteStore extends SqlStore {
   /** The better-sqlite3 handle under the store (tests inspect the file through it). */
   readonly db: Db;
@@ -50,6 +71,7 @@ export class SqliteStore extends SqlStore {
   /** Open (and migrate) the database. @throws RamifyError `INTERNAL` for a schema newer than this code. */
   constructor(options: SqliteStoreOptions) {
     const db = openDatabase(options.path);
+    freeEndedReservations(db);
     super(new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingDatabase(db) }) }), 'sqlite', options);
     this.db = db;
   }

@@ -36,14 +36,15 @@ export async function listTeams(db: Executor): Promise<TeamRecord[]> {
   return (await db.selectFrom('teams').selectAll().orderBy('id').execute()).map(teamFromRow);
 }
 
-/** @throws RamifyError `TEAM_NOT_FOUND`. */
-export async function setTeamQuota(db: Executor, id: string, quota: TeamRecord['quota']): Promise<TeamRecord> {
-  const result = await db
-    .updateTable('teams')
-    .set({ max_running: quota.maxRunning, max_memory_mb: quota.maxMemoryMB, max_forks_per_call: quota.maxForksPerCall })
-    .where('id', '=', id)
-    .executeTakeFirst();
-  const updated = result.numUpdatedRows === 0n ? null : await getTeam(db, id);
+/** Set the limits given (absent ones kept) in one UPDATE: two processes setting different limits keep both. @throws RamifyError `TEAM_NOT_FOUND`. */
+export async function setTeamQuota(db: Executor, id: string, quota: Partial<TeamRecord['quota']>): Promise<TeamRecord> {
+  const set = {
+    ...(quota.maxRunning !== undefined ? { max_running: quota.maxRunning } : {}),
+    ...(quota.maxMemoryMB !== undefined ? { max_memory_mb: quota.maxMemoryMB } : {}),
+    ...(quota.maxForksPerCall !== undefined ? { max_forks_per_call: quota.maxForksPerCall } : {}),
+  };
+  const found = Object.keys(set).length === 0 || (await db.updateTable('teams').set(set).where('id', '=', id).executeTakeFirst()).numUpdatedRows > 0n;
+  const updated = found ? await getTeam(db, id) : null;
   if (!updated) throw new RamifyError('TEAM_NOT_FOUND', `team '${id}' not found`, { id });
   return updated;
 }

@@ -84,7 +84,33 @@ export interface SandboxCount {
   count: number;
 }
 
+/** Who is attempting a delivery, and for how long its claim holds without renewal (ms, database clock). */
+export interface DeliveryClaim {
+  /** The claiming process (its host id). */
+  holder: string;
+  leaseMs: number;
+}
+
+/**
+ * How a store shared by several processes tells each one that events were appended (by any process).
+ * A declared capability: null on a store only one process opens (SQLite), where the recorder's own
+ * publishing is every event there is.
+ */
+export interface EventNotifications {
+  /**
+   * Call `onAppend` after appends commit (coalesced: one call may stand for several, and a call may come
+   * with nothing new: the caller reads the positions to see), and once after each (re)connection.
+   * A failure of the listening side is passed to `onError` and it reconnects by itself. Resolves once the
+   * first attempt to listen is over (listening or not); the returned function stops for good.
+   */
+  listen(onAppend: () => void, onError: (err: Error) => void): Promise<() => Promise<void>>;
+}
+
 export interface EventStore {
+  /** Appends by other processes are heard through this; null when no other process shares the store. */
+  readonly eventNotifications: EventNotifications | null;
+  /** Every team's last event number given out (pruning does not lower it), by team id. One small read. */
+  eventPositions(): Promise<Array<{ teamId: string; lastTeamSeq: number }>>;
   /**
    * Append one event; resolves with it, `seq` and `teamSeq` (its team's next number, from a counter that
    * never goes back, taken in the same transaction) assigned. Rejects only on a store failure.
@@ -107,10 +133,21 @@ export interface EventStore {
   /** Delete it and its deliveries. @returns whether it existed. */
   deleteWebhook(id: string): Promise<boolean>;
 
-  /** Rejects when the webhook is gone (a delivery of a deleted webhook is not kept). */
-  insertDelivery(record: DeliveryRecord): Promise<void>;
-  /** Replace status, attempts and next attempt; no-op when it is gone. */
-  updateDelivery(record: Pick<DeliveryRecord, 'id' | 'status' | 'attempts' | 'nextAttemptAt'>): Promise<void>;
+  /**
+   * Record a delivery, claimed by `claim` when given; resolves false (nothing written) when the webhook
+   * already has a delivery of that event (each (webhook, event) is delivered once, whoever matched it).
+   * Rejects when the webhook is gone (a delivery of a deleted webhook is not kept).
+   */
+  insertDelivery(record: DeliveryRecord, claim?: DeliveryClaim): Promise<boolean>;
+  /** Replace status, attempts and next attempt (a pending one stays claimed by `claim` when given); no-op when it is gone. */
+  updateDelivery(record: Pick<DeliveryRecord, 'id' | 'status' | 'attempts' | 'nextAttemptAt'>, claim?: DeliveryClaim): Promise<void>;
+  /**
+   * Claim up to `limit` pending deliveries that are due and unclaimed (never claimed, claim run out, or
+   * `claim.holder`'s own), due first; each is claimed by one caller only, across processes.
+   */
+  claimDeliveries(claim: DeliveryClaim, limit: number): Promise<DeliveryRecord[]>;
+  /** Extend the holder's claim on a pending delivery; false when another holds it now or it is settled. */
+  renewDeliveryClaim(id: string, claim: DeliveryClaim): Promise<boolean>;
   /** A webhook's deliveries, newest first, at most `limit`. */
   listDeliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]>;
   /** Pending deliveries of every webhook, oldest first, at most `limit` (re-queued when the daemon starts). */

@@ -12,6 +12,8 @@ import type { ApiKeyRole, AutoPause, EgressLogEntry, EgressPeer, ExposedPort, Ru
 import type { CanonicalEgressPolicy } from '../egress/policy.js';
 import type { EventStore } from './event-store.js';
 import type { HostRegistry } from './hosts.js';
+import type { TeamRoomStore } from './team-room.js';
+import type { TreeRoomStore } from './tree-room.js';
 
 /**
  * A sandbox's inbound side: the ports it exposes through the daemon's ingress (port order, no duplicates)
@@ -507,7 +509,7 @@ export interface AdoptedRows {
 }
 
 /** See the module doc; the events, webhooks and command log half is {@link EventStore}. */
-export interface Store extends EventStore, HostRegistry {
+export interface Store extends EventStore, HostRegistry, TeamRoomStore, TreeRoomStore {
   /** Insert a new sandbox. Rejects `CONFLICT` when the id exists. */
   insertSandbox(record: SandboxRecord): Promise<void>;
   getSandbox(id: string): Promise<SandboxRecord | null>;
@@ -530,8 +532,11 @@ export interface Store extends EventStore, HostRegistry {
   getTeam(id: string): Promise<TeamRecord | null>;
   /** By id. */
   listTeams(): Promise<TeamRecord[]>;
-  /** Replace the team's quota; returns the team. Rejects `TEAM_NOT_FOUND`. */
-  setTeamQuota(id: string, quota: TeamQuota): Promise<TeamRecord>;
+  /**
+   * Set the limits given (absent ones kept; null: no limit) in one write, so processes setting different
+   * limits at once keep both; returns the team. Rejects `TEAM_NOT_FOUND`.
+   */
+  setTeamQuota(id: string, quota: Partial<TeamQuota>): Promise<TeamRecord>;
 
   /** Rejects `CONFLICT` when the id, or the name within the team, is taken. */
   insertSnapshot(record: SnapshotRecord): Promise<void>;

@@ -1,57 +1,29 @@
 /**
  * Team quotas (docs/design/TEAMS.md): at most `maxRunning` sandboxes holding resources at once, at most
  * `maxMemoryMB` of their memory, at most `maxForksPerCall` children per fork. A create, fork or resume
- * is admitted under one lock per team: the check counts what the store holds plus what admitted calls
- * still in flight will hold (their ids reserved here until they finish), so two concurrent calls cannot
- * both pass on the same room. A refused call has done nothing yet: it is 429 `QUOTA_EXCEEDED`.
+ * is admitted atomically across every process sharing the store: the check counts what the store holds
+ * plus what admitted calls still in flight will hold (reservations in the store until they finish), so two
+ * concurrent calls, on one process or two, cannot both pass on the same room. A refused call has done
+ * nothing yet: it is 429 `QUOTA_EXCEEDED`.
  */
 import { RamifyError, type SandboxState, type TeamQuota } from '@ramify/contracts';
 import type { Core } from '../context.js';
+import type { SandboxDemand, TeamUsage } from '../ports/team-room.js';
 
 /** States in which a sandbox holds its runtime's CPU and memory (paused ones hold only disk). */
 export const HOLDING_STATES: readonly SandboxState[] = ['creating', 'running', 'pausing', 'resuming'];
 
-/** One sandbox a call is about to bring up (or back). */
-export interface SandboxDemand {
-  id: string;
-  memoryMB: number;
-}
-
-/** What a team holds now. */
-export interface TeamUsage {
-  running: number;
-  memoryMB: number;
-}
-
-/** Admitted calls in flight, per core: team → sandbox id → memoryMB. */
-const reservations = new WeakMap<Core, Map<string, Map<string, number>>>();
-
-function reservedOf(core: Core, teamId: string): Map<string, number> {
-  let teams = reservations.get(core);
-  if (!teams) reservations.set(core, (teams = new Map()));
-  let team = teams.get(teamId);
-  if (!team) teams.set(teamId, (team = new Map()));
-  return team;
-}
+/** How long an admitted call's reservation lives without renewal, ms (renewed every third of it while the call runs). */
+export const RESERVATION_LEASE_MS = 30_000;
 
 /** Whether a quota limits anything at all. */
 function limitsAnything(quota: TeamQuota): boolean {
   return quota.maxRunning !== null || quota.maxMemoryMB !== null;
 }
 
-/** What `teamId` holds now (stored holders and admitted calls in flight), `except` these ids. */
-export async function teamUsage(core: Core, teamId: string, except: ReadonlySet<string> = new Set()): Promise<TeamUsage> {
-  const held = new Map<string, number>();
-  for (const s of await core.store.listResourceHolders(teamId, HOLDING_STATES)) held.set(s.id, s.memoryMB);
-  for (const [id, memoryMB] of reservedOf(core, teamId)) held.set(id, memoryMB);
-  let running = 0;
-  let memoryMB = 0;
-  for (const [id, mb] of held) {
-    if (except.has(id)) continue;
-    running += 1;
-    memoryMB += mb;
-  }
-  return { running, memoryMB };
+/** What `teamId` holds now: its sandboxes holding resources and the room admitted calls still hold. */
+export async function teamUsage(core: Pick<Core, 'store'>, teamId: string): Promise<TeamUsage> {
+  return core.store.teamUsage(teamId, HOLDING_STATES);
 }
 
 function exceeded(teamId: string, limit: 'maxRunning' | 'maxMemoryMB', max: number, current: number, requested: number, unit = ''): RamifyError {
@@ -64,28 +36,33 @@ function exceeded(teamId: string, limit: 'maxRunning' | 'maxMemoryMB', max: numb
 
 /**
  * Run `fn` (which brings `demand` up) once the team's quota has room for it, holding that room until
- * `fn` settles. Without limits `fn` runs at once.
+ * `fn` settles: admitted and reserved in one store transaction under the team's row lock, so calls on
+ * any process sharing the store take turns (`ports/team-room.ts`); the reservation's lease is renewed
+ * while `fn` runs, so it outlives a slow call and not a dead process. Without limits `fn` runs at once.
  * @throws RamifyError `QUOTA_EXCEEDED` (429; `fn` never ran), and `fn`'s errors.
  */
 export async function withinQuota<T>(core: Core, teamId: string, demand: readonly SandboxDemand[], fn: () => Promise<T>): Promise<T> {
   const first = await core.store.getTeam(teamId);
   if (!first || !limitsAnything(first.quota)) return fn();
   const ids = demand.map((d) => d.id);
-  await core.locks.run(`team:${teamId}`, async () => {
-    // The quota may have changed while this call waited for the lock.
-    const quota = (await core.store.getTeam(teamId))?.quota ?? first.quota;
-    const usage = await teamUsage(core, teamId, new Set(ids));
-    const memory = demand.reduce((sum, d) => sum + d.memoryMB, 0);
+  const memory = demand.reduce((sum, d) => sum + d.memoryMB, 0);
+  const fits = (quota: TeamQuota, usage: TeamUsage): boolean =>
+    (quota.maxRunning === null || usage.running + demand.length <= quota.maxRunning) && (quota.maxMemoryMB === null || usage.memoryMB + memory <= quota.maxMemoryMB);
+  const result = await core.store.reserveTeamRoom({ teamId, demand, holdingStates: HOLDING_STATES, holder: core.locks.hostId, leaseMs: RESERVATION_LEASE_MS, admits: fits });
+  if (result && !result.admitted) {
+    const { quota, usage } = result;
     if (quota.maxRunning !== null && usage.running + demand.length > quota.maxRunning) throw exceeded(teamId, 'maxRunning', quota.maxRunning, usage.running, demand.length);
-    if (quota.maxMemoryMB !== null && usage.memoryMB + memory > quota.maxMemoryMB) throw exceeded(teamId, 'maxMemoryMB', quota.maxMemoryMB, usage.memoryMB, memory, ' MiB');
-    const reserved = reservedOf(core, teamId);
-    for (const d of demand) reserved.set(d.id, d.memoryMB);
-  });
+    throw exceeded(teamId, 'maxMemoryMB', quota.maxMemoryMB ?? 0, usage.memoryMB, memory, ' MiB');
+  }
+  const renew = setInterval(() => {
+    core.store.renewTeamRoom(teamId, ids, RESERVATION_LEASE_MS).catch((err: unknown) => core.logger.warn('quota: renewing a reservation failed', { teamId, error: err instanceof Error ? err.message : String(err) }));
+  }, RESERVATION_LEASE_MS / 3);
+  renew.unref();
   try {
     return await fn();
   } finally {
-    const reserved = reservedOf(core, teamId);
-    for (const id of ids) reserved.delete(id);
+    clearInterval(renew);
+    await core.store.releaseTeamRoom(teamId, ids).catch((err: unknown) => core.logger.warn('quota: releasing a reservation failed; it expires by itself', { teamId, error: err instanceof Error ? err.message : String(err) }));
   }
 }
 

@@ -71,7 +71,8 @@ export async function listTeams(core: Pick<Core, 'store'>, actor: Actor): Promis
 export async function setTeamQuota(core: Core, actor: Actor, teamId: string, patch: SetTeamQuotaRequest): Promise<TeamRecord> {
   requireOperator(actor, "setting a team's quota");
   const team = await visibleTeam(core, actor, teamId);
-  return core.locks.run(`team:${team.id}`, async () => core.store.setTeamQuota(team.id, applyQuota((await core.store.getTeam(team.id))?.quota ?? team.quota, patch)));
+  applyQuota(team.quota, patch); // Validates the patch (VALIDATION_FAILED before anything is written).
+  return core.store.setTeamQuota(team.id, patch);
 }
 
 /** The API shape of a team, with what it holds now. */

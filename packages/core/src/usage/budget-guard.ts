@@ -1,8 +1,10 @@
 /**
  * Budget enforcement. Admission: a fork, a resume, or a create from a snapshot of a tree's sandbox is
  * refused 429 `BUDGET_EXCEEDED` while any budget covering it is exceeded, and a fork that would take a tree
- * over `maxSandboxes` is refused the same way; the check runs under one lock per fork tree, counting the
- * children of admitted forks still in flight (as team quotas do), before anything is touched. A fork or
+ * over `maxSandboxes` is refused the same way; the check runs under one lock per fork tree, and the
+ * `maxSandboxes` part in one store transaction holding the budgets' rows, counting the children of
+ * admitted forks still in flight on any process (reserved in the store, as team quotas are), before
+ * anything is touched. A fork or
  * resume first reads the counters of the tree's running sandboxes (`UsageMeter.readNow`), so it judges the
  * tree's CPU up to now, not up to the last sample: a tree that went over since is refused at once (and
  * marked and paused), and a fork's children are read and judged right after they start
@@ -14,6 +16,7 @@
  * (`CHECKPOINT_BLOCKED`, or any failure) leaves the sandbox running and is tried again after
  * `timeoutRetryMs`, as timeout pauses are.
  */
+import type { SandboxState } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import { pauseLocked } from '../lifecycle/pause.js';
 import { withCause } from '../observe/call-context.js';
@@ -21,16 +24,11 @@ import { loadSandbox, messageOf } from '../lifecycle/records.js';
 import type { BudgetRecord, SandboxRecord } from '../ports/store.js';
 import { aliveInTree, budgetExceeded, budgetStatus, readRunning, type BudgetStatus } from './budgets.js';
 
-/** Fork children admitted and still in flight, per core: budget root → child ids. */
-const reservations = new WeakMap<Core, Map<string, Set<string>>>();
+/** How long a fork's reservation of its children lives without renewal, ms (renewed every third of it while the fork runs). */
+const TREE_RESERVATION_LEASE_MS = 30_000;
 
-function reservedOf(core: Core, root: string): Set<string> {
-  let roots = reservations.get(core);
-  if (!roots) reservations.set(core, (roots = new Map()));
-  let ids = roots.get(root);
-  if (!ids) roots.set(root, (ids = new Set()));
-  return ids;
-}
+/** Member states that count against no `maxSandboxes` (see `aliveInTree`). */
+const DEAD_STATES: readonly SandboxState[] = ['killed', 'error'];
 
 /** Per core: when a refused budget pause of a sandbox may be tried again (ms). */
 const retries = new WeakMap<Core, Map<string, number>>();
@@ -60,6 +58,7 @@ export async function withinBudget<T>(core: Core, sandboxId: string, childIds: r
   const budgets = await core.store.budgetsCovering([sandboxId]);
   if (budgets.length === 0) return fn();
   const tree = (await core.store.treeRoots([sandboxId])).get(sandboxId) ?? sandboxId;
+  const statuses = new Map<string, BudgetStatus>();
   await core.locks.run(`budget-tree:${tree}`, async () => {
     await readTrees(core, budgets);
     for (const budget of budgets) {
@@ -68,17 +67,25 @@ export async function withinBudget<T>(core: Core, sandboxId: string, childIds: r
         await stopTree(core, status, 'in the background');
         throw budgetExceeded(status, status.over);
       }
-      const max = status.budget.maxSandboxes;
-      if (max === null || childIds.length === 0) continue;
-      const alive = new Set([...status.members.filter(aliveInTree).map((m) => m.id), ...reservedOf(core, budget.sandboxId)]);
-      if (alive.size + childIds.length > max) throw budgetExceeded({ ...status, alive: alive.size }, 'maxSandboxes', childIds.length);
+      statuses.set(budget.sandboxId, status);
     }
-    for (const budget of budgets) for (const id of childIds) reservedOf(core, budget.sandboxId).add(id);
   });
+  // The children against each maxSandboxes: one store transaction, so forks in one tree on two hosts take turns.
+  const limited = [...statuses.values()].filter((s) => s.budget.maxSandboxes !== null);
+  const { refused } = await core.store.reserveTreeRoom({
+    budgetSandboxIds: limited.map((s) => s.budget.sandboxId), childIds, deadStates: DEAD_STATES, holder: core.locks.hostId, leaseMs: TREE_RESERVATION_LEASE_MS,
+    admits: (id, alive) => alive + childIds.length <= (statuses.get(id)?.budget.maxSandboxes ?? Infinity),
+  });
+  if (refused) throw budgetExceeded({ ...(statuses.get(refused.budgetSandboxId) as BudgetStatus), alive: refused.alive }, 'maxSandboxes', childIds.length);
+  const renew = setInterval(() => {
+    core.store.renewTreeRoom(childIds, TREE_RESERVATION_LEASE_MS).catch((err: unknown) => core.logger.warn('budget: renewing a fork reservation failed', { sandboxId, error: messageOf(err) }));
+  }, TREE_RESERVATION_LEASE_MS / 3);
+  renew.unref();
   try {
     return await fn();
   } finally {
-    for (const budget of budgets) for (const id of childIds) reservedOf(core, budget.sandboxId).delete(id);
+    clearInterval(renew);
+    await core.store.releaseTreeRoom(childIds).catch((err: unknown) => core.logger.warn('budget: releasing a fork reservation failed; it expires by itself', { sandboxId, error: messageOf(err) }));
   }
 }
 

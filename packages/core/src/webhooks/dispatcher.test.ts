@@ -41,7 +41,7 @@ async function setUp(sender: WebhookSender, tunables: Partial<WebhookTunables>, 
     await world.store.insertWebhook({ id, teamId: 'default', name: id, url: `http://127.0.0.1:9/${id}`, events: ['sandbox.lifecycle.created'], secret: `whsec_${id}`, createdAt: 0, createdBy: null });
   }
   const hub = new EventHub();
-  dispatcher = new WebhookDispatcher({ store: world.store, hub, sender, logger: silentLogger, clock: world.clock, tunables: { retryBaseMs: 5, ...tunables } });
+  dispatcher = new WebhookDispatcher({ store: world.store, hub, holder: 'host-test', sender, logger: silentLogger, clock: world.clock, tunables: { retryBaseMs: 5, ...tunables } });
   await dispatcher.start();
   const publish = async (): Promise<EventRecord> => {
     const event = await world.store.appendEvent({ type: 'sandbox.lifecycle.created', at: 0, teamId: 'default', sandboxId: 'sbx_x', keyId: null, cause: 'api', data: {} });

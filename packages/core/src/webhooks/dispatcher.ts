@@ -7,8 +7,13 @@
  * attempt is logged on its delivery. A slow or dead receiver cannot slow the daemon: events reach the
  * dispatcher through the hub and are matched on a later turn of the event loop, at most `concurrency`
  * POSTs are in flight (`perWebhookConcurrency` per webhook, so one hung receiver holds only its own
- * slots), and at most `maxQueue` deliveries wait (more are recorded `failed`, "queue full"). Pending
- * deliveries survive a restart: {@link WebhookDispatcher.start} queues them again.
+ * slots), and at most `maxQueue` deliveries wait (more are recorded `failed`, "queue full").
+ * Several processes over one store (docs/design/SCALE-OUT.md): each process matches only the events it
+ * stored itself (its recorder's `stored` hub), the store keeps one delivery per (webhook, event), and a
+ * process attempts a delivery only while it holds the delivery's **claim** (a lease in the store, renewed
+ * before each attempt and kept until its next retry is due). Pending deliveries whose claim ran out (a
+ * process died, or this one restarted) are claimed by whichever process sweeps next
+ * ({@link WebhookDispatcher.start}, then every `claimSweepMs`), so each is attempted by one process at a time.
  */
 import { WEBHOOK_DELIVERY_HEADER, WEBHOOK_EVENT_HEADER, WEBHOOK_ID_HEADER, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, type WebhookPayload } from '@ramify/contracts';
 import { toSandboxEvent } from '../events/list.js';
@@ -36,6 +41,10 @@ export interface WebhookTunables {
   perWebhookConcurrency: number;
   /** Deliveries waiting (queued, scheduled for a retry, or in flight) at most. */
   maxQueue: number;
+  /** How long a claim on a delivery outlives the attempt or the retry wait it covers, ms. */
+  claimLeaseMs: number;
+  /** How often pending deliveries whose claim ran out are claimed, ms. */
+  claimSweepMs: number;
   /**
    * Allow loopback, private, link-local and this host's own addresses as destinations (`ramify serve
    * --webhook-allow-private`); default false: public addresses only (`destination.ts`). Read at create
@@ -45,17 +54,21 @@ export interface WebhookTunables {
 }
 
 /**
- * 10 s per attempt, 6 attempts over ~31 s of backoff (1, 2, 4, 8, 16 s), 8 in flight (2 per webhook), 10000 waiting,
- * public destinations only.
+ * 10 s per attempt, 6 attempts over ~31 s of backoff (1, 2, 4, 8, 16 s), 8 in flight (2 per webhook), 10000
+ * waiting, public destinations only; a dead process's deliveries are taken over 30 s after they were due,
+ * looked for every 5 s.
  */
 export const DEFAULT_WEBHOOK_TUNABLES: WebhookTunables = {
   timeoutMs: 10_000, maxAttempts: 6, retryBaseMs: 1_000, retryMaxMs: 300_000, concurrency: 8, perWebhookConcurrency: 2, maxQueue: 10_000,
-  allowPrivateDestinations: false,
+  claimLeaseMs: 30_000, claimSweepMs: 5_000, allowPrivateDestinations: false,
 };
 
 export interface WebhookDispatcherOptions {
   store: Store;
+  /** The events this process stored (the recorder's `stored` hub). */
   hub: EventHub;
+  /** This process's name on its claims (its host id). */
+  holder: string;
   sender: WebhookSender;
   logger: Logger;
   clock: Clock;
@@ -73,7 +86,15 @@ export class WebhookDispatcher {
   readonly #t: WebhookTunables;
   /** Per team: its webhooks (the whole table is small; refreshed on every change). */
   #webhooks = new Map<string, WebhookRecord[]>();
-  #loaded: Promise<void> | null = null;
+  /** Loads of the webhooks begun, and the latest one applied. */
+  #loads = 0;
+  #applied = 0;
+  /** Bumped by each {@link refresh}: a load begun before it keeps the refreshed team's list. */
+  #refreshes = 0;
+  readonly #refreshedAt = new Map<string, number>();
+  /** Ids of the deliveries held here (queued, scheduled or in flight): a sweep skips them. */
+  readonly #held = new Set<string>();
+  #sweep: NodeJS.Timeout | null = null;
   /** Events not yet matched to webhooks. */
   #incoming: EventRecord[] = [];
   #matching = false;
@@ -93,23 +114,21 @@ export class WebhookDispatcher {
     this.#off = options.hub.subscribe((event) => this.#accept(event));
   }
 
-  /** Load the webhooks and queue the deliveries left pending by the last run (up to `maxQueue`). Never rejects. */
+  /**
+   * Load the webhooks and claim the pending deliveries that are due and unclaimed (those this process left
+   * at its last run are its own again at once), then keep claiming every `claimSweepMs`. Never rejects.
+   */
   async start(): Promise<void> {
-    try {
-      await this.#ensureLoaded();
-      for (const delivery of await this.#o.store.pendingDeliveries(this.#t.maxQueue)) {
-        const webhook = this.#webhookById(delivery.webhookId);
-        const event = webhook ? await this.#o.store.getEvent(delivery.eventSeq) : null;
-        if (event && event.teamId === webhook?.teamId) this.#schedule({ delivery, event }, delivery.nextAttemptAt ?? this.#o.clock.now());
-      }
-    } catch (err) {
-      this.#o.logger.error('webhooks: re-queueing pending deliveries failed', { error: messageOf(err) });
-    }
+    await this.#claimDue();
+    if (this.#closed || this.#sweep) return;
+    this.#sweep = setInterval(() => void this.#claimDue(), this.#t.claimSweepMs);
+    this.#sweep.unref();
   }
 
   /** A team's webhooks changed (create, delete): `webhooks` is its list now. */
   refresh(teamId: string, webhooks: WebhookRecord[]): void {
     this.#webhooks.set(teamId, webhooks);
+    this.#refreshedAt.set(teamId, ++this.#refreshes);
   }
 
   /** Deliveries waiting: to be matched, queued, scheduled for a retry, or in flight (the metrics gauge). */
@@ -120,12 +139,14 @@ export class WebhookDispatcher {
   /** Stop taking events and retrying; attempts in flight are abandoned (they stay pending: the next start retries them). */
   async close(): Promise<void> {
     this.#closed = true;
+    if (this.#sweep) clearInterval(this.#sweep);
     this.#stopping.abort();
     this.#off?.();
     this.#off = null;
     for (const timer of this.#retryTimers.keys()) clearTimeout(timer);
     this.#retryTimers.clear();
     this.#ready.length = 0;
+    this.#held.clear();
     await Promise.allSettled([...this.#attempts]);
   }
 
@@ -154,7 +175,8 @@ export class WebhookDispatcher {
   async #match(): Promise<void> {
     const batch = this.#incoming.splice(0);
     try {
-      await this.#ensureLoaded();
+      // Another process may have made or deleted a webhook: the store's list, once per batch.
+      await this.#reload();
       for (const event of batch) {
         if (this.#closed) return;
         for (const webhook of this.#webhooks.get(event.teamId) ?? []) {
@@ -177,9 +199,38 @@ export class WebhookDispatcher {
       status: full ? 'failed' : 'pending', nextAttemptAt: full ? null : now,
       attempts: full ? [{ at: now, statusCode: null, error: `delivery queue full (${this.#t.maxQueue} waiting): not sent`, durationMs: 0 }] : [],
     };
-    await this.#o.store.insertDelivery(delivery).catch((err: unknown) => this.#o.logger.warn('webhooks: recording a delivery failed', { webhookId: webhook.id, error: messageOf(err) }));
+    if (!full) this.#held.add(delivery.id);
+    const made = await this.#o.store.insertDelivery(delivery, full ? undefined : this.#claim(0)).catch((err: unknown) => {
+      this.#o.logger.warn('webhooks: recording a delivery failed', { webhookId: webhook.id, error: messageOf(err) });
+      return true; // Attempted all the same, as before the store knew claims.
+    });
     if (full) this.#o.logger.warn('webhooks: delivery queue full; an event was not delivered', { webhookId: webhook.id, eventType: event.type });
+    else if (!made) this.#held.delete(delivery.id); // Another process recorded this event's delivery: it is its.
     else this.#schedule({ delivery, event }, now);
+  }
+
+  /** Claim what is due and unclaimed, up to the room left in the queue, and queue it. Never rejects. */
+  async #claimDue(): Promise<void> {
+    const room = this.#t.maxQueue - this.queueSize();
+    if (this.#closed || room <= 0) return;
+    try {
+      await this.#reload();
+      for (const delivery of await this.#o.store.claimDeliveries(this.#claim(0), room)) {
+        if (this.#held.has(delivery.id) || this.#closed) continue;
+        const webhook = this.#webhookById(delivery.webhookId);
+        const event = webhook ? await this.#o.store.getEvent(delivery.eventSeq) : null;
+        if (!event || event.teamId !== webhook?.teamId) continue; // Pruned or deleted: its row goes with it.
+        this.#held.add(delivery.id);
+        this.#schedule({ delivery, event }, delivery.nextAttemptAt ?? this.#o.clock.now());
+      }
+    } catch (err) {
+      this.#o.logger.error('webhooks: claiming pending deliveries failed', { error: messageOf(err) });
+    }
+  }
+
+  /** This process's claim, for `waitMs` (a retry's wait) plus the lease. */
+  #claim(waitMs: number): { holder: string; leaseMs: number } {
+    return { holder: this.#o.holder, leaseMs: waitMs + this.#t.claimLeaseMs };
   }
 
   #schedule(job: Job, at: number): void {
@@ -222,9 +273,14 @@ export class WebhookDispatcher {
 
   /** One attempt of `job`, recorded; schedules the next one when it failed and attempts remain. Never rejects. */
   async #attempt(job: Job): Promise<void> {
-    const webhook = this.#webhookById(job.delivery.webhookId);
-    if (!webhook) return; // Deleted since: its deliveries went with it.
     const { delivery, event } = job;
+    const webhook = this.#webhookById(delivery.webhookId);
+    // Deleted since (its deliveries went with it), or claimed by another process meanwhile.
+    const mine = webhook !== undefined && await this.#o.store.renewDeliveryClaim(delivery.id, this.#claim(this.#t.timeoutMs)).catch(() => false);
+    if (!webhook || !mine) {
+      this.#held.delete(delivery.id);
+      return;
+    }
     const number = delivery.attempts.length + 1;
     const sentAt = this.#o.clock.now();
     const payload: WebhookPayload = { ...toSandboxEvent(event), delivery: { id: delivery.id, webhookId: webhook.id, attempt: number, sentAt: new Date(sentAt).toISOString() } };
@@ -254,8 +310,10 @@ export class WebhookDispatcher {
     delivery.attempts.push({ at: sentAt, statusCode, error, durationMs });
     const retry = error !== null && !permanent && number < this.#t.maxAttempts && !this.#closed;
     delivery.status = error === null ? 'delivered' : retry ? 'pending' : 'failed';
-    delivery.nextAttemptAt = retry ? this.#o.clock.now() + this.#backoffMs(number) : null;
-    await this.#o.store.updateDelivery(delivery).catch((err: unknown) => this.#o.logger.warn('webhooks: recording an attempt failed', { deliveryId: delivery.id, error: messageOf(err) }));
+    const waitMs = retry ? this.#backoffMs(number) : 0;
+    delivery.nextAttemptAt = retry ? this.#o.clock.now() + waitMs : null;
+    if (!retry) this.#held.delete(delivery.id);
+    await this.#o.store.updateDelivery(delivery, retry ? this.#claim(waitMs) : undefined).catch((err: unknown) => this.#o.logger.warn('webhooks: recording an attempt failed', { deliveryId: delivery.id, error: messageOf(err) }));
     if (retry) this.#schedule(job, delivery.nextAttemptAt as number);
     else if (error !== null) this.#o.logger.warn('webhooks: delivery failed', { webhookId: webhook.id, deliveryId: delivery.id, attempts: number, error });
   }
@@ -274,17 +332,18 @@ export class WebhookDispatcher {
     return undefined;
   }
 
-  #ensureLoaded(): Promise<void> {
-    this.#loaded ??= this.#o.store.listWebhooks().then((all) => {
-      const byTeam = new Map<string, WebhookRecord[]>();
-      for (const webhook of all) byTeam.set(webhook.teamId, [...(byTeam.get(webhook.teamId) ?? []), webhook]);
-      // A team refreshed meanwhile keeps its newer list.
-      for (const [teamId, list] of byTeam) if (!this.#webhooks.has(teamId)) this.#webhooks.set(teamId, list);
-    }, (err: unknown) => {
-      this.#loaded = null; // Try again next time.
-      throw err;
-    });
-    return this.#loaded;
+  /** Read every webhook from the store; a load that ends after a later one does not overwrite it. */
+  async #reload(): Promise<void> {
+    const since = this.#refreshes;
+    const load = ++this.#loads;
+    const all = await this.#o.store.listWebhooks();
+    if (load < this.#applied) return;
+    this.#applied = load;
+    const byTeam = new Map<string, WebhookRecord[]>();
+    for (const teamId of this.#webhooks.keys()) byTeam.set(teamId, []);
+    for (const webhook of all) byTeam.set(webhook.teamId, [...(byTeam.get(webhook.teamId) ?? []), webhook]);
+    // A team refreshed meanwhile keeps its newer list.
+    for (const [teamId, list] of byTeam) if ((this.#refreshedAt.get(teamId) ?? 0) <= since) this.#webhooks.set(teamId, list);
   }
 }
 

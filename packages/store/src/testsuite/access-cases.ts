@@ -20,6 +20,10 @@ export function accessCases(h: StoreHarness): void {
       assert.deepEqual(await store.getTeam('acme'), { id: 'acme', createdAt: 5, quota: { maxRunning: 2, maxMemoryMB: null, maxForksPerCall: 4 } });
       assert.deepEqual((await store.setTeamQuota('acme', { maxRunning: null, maxMemoryMB: 4096, maxForksPerCall: null })).quota, { maxRunning: null, maxMemoryMB: 4096, maxForksPerCall: null });
       await assert.rejects(store.setTeamQuota('nope', { maxRunning: 1, maxMemoryMB: null, maxForksPerCall: null }), { code: 'TEAM_NOT_FOUND' });
+      // Only the limits given change (two operators setting different limits at once keep both).
+      await Promise.all([store.setTeamQuota('acme', { maxRunning: 3 }), store.setTeamQuota('acme', { maxForksPerCall: 2 })]);
+      assert.deepEqual((await store.setTeamQuota('acme', {})).quota, { maxRunning: 3, maxMemoryMB: 4096, maxForksPerCall: 2 });
+      await assert.rejects(store.setTeamQuota('nope', {}), { code: 'TEAM_NOT_FOUND' });
       assert.equal(await store.getTeam('nope'), null);
       assert.deepEqual((await store.listTeams()).map((t) => t.id), ['acme', 'default']);
     });

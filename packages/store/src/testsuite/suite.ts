@@ -5,6 +5,7 @@
  */
 import { describe } from 'node:test';
 import { accessCases } from './access-cases.js';
+import { crossProcessCases } from './cross-process-cases.js';
 import { eventCases } from './event-cases.js';
 import type { StoreHarness } from './harness.js';
 import { hostCases } from './host-cases.js';
@@ -25,6 +26,7 @@ export function storeConformance(harness: StoreHarness): void {
     describe('usage and budgets', () => usageCases(harness));
     describe('networks', () => networkCases(harness));
     describe('hosts and placement', () => hostCases(harness));
+    describe('several processes: quota room, delivery claims, event positions and notifications', () => crossProcessCases(harness));
   });
 }
 
