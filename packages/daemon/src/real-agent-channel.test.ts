@@ -109,13 +109,17 @@ describe('the agent channel over TCP (real gVisor)', { skip, timeout: 1_200_000 
   });
 
   test("the host reaches it only as the agent dialer (not as root, not as the ingress's dialer), and a port URL naming it reaches nothing", async () => {
-    const id = await serving({ ports: [{ port: AGENT_TCP_PORT, access: 'public' }] }, 8000);
+    // Exposing the agent's port is refused up front; the firewall below would stop the ingress anyway.
+    const refused = await call('POST', '/v1/sandboxes', { ports: [{ port: AGENT_TCP_PORT, access: 'public' }] });
+    assert.deepEqual([refused.status, refused.json.error.code], [400, 'VALIDATION_FAILED'], JSON.stringify(refused.json));
+    const id = await serving({ ports: [{ port: 8000, access: 'public' }] }, 8000);
     const slot = await slotAddressOf(id);
     assert.equal(connectFromHost(slot, AGENT_TCP_PORT), 'EHOSTUNREACH', 'root');
     assert.equal(connectFromHost(slot, AGENT_TCP_PORT, DEFAULT_INGRESS_UID), 'EHOSTUNREACH', "the ingress's dialer uid");
     assert.equal(connectFromHost(slot, 8000, DEFAULT_INGRESS_UID), 'connected', "the ingress's dialer reaches the sandbox's own server");
-    const r = await ingress((await urlOf(id, AGENT_TCP_PORT)).host, '/');
-    assert.equal(r.status, 502, `a port URL of the agent port: ${r.status} ${r.body}`);
+    const agentHost = (await urlOf(id, 8000)).host.replace(/^8000-/, `${AGENT_TCP_PORT}-`);
+    const r = await ingress(agentHost, '/');
+    assert.equal(r.status, 404, `a port URL of the agent port: ${r.status} ${r.body}`);
     assert.ok(await overTcp(id), 'the daemon still does');
   });
 });
