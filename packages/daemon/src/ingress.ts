@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { DEFAULT_INGRESS_DOMAIN, RamifyError, type IngressEndpoint } from '@ramify/contracts';
-import { acceptPlacement, ingressTarget, sandboxListeners, tokenVerifier, wakeForIngress, type Core, type SandboxRecord } from '@ramify/core';
+import { acceptSandboxHere, heldHere, ingressTarget, sandboxListeners, tokenVerifier, wakeForIngress, type Core } from '@ramify/core';
 import { DEFAULT_AGENT_DIALER_UID, DEFAULT_INGRESS_UID, IngressThread, installIngressFirewall, watchIngressFirewall, NamespaceNetwork, layoutForPrefix, slotAddresses, slotRange, type IngressBackend } from '@ramify/network';
 import { IngressRouteFeed } from './ingress-routes.js';
 
@@ -123,11 +123,6 @@ export function publicEndpoint(domain: string, protocol: 'http' | 'https', port:
   return { domain, protocol, port: port === (protocol === 'https' ? 443 : 80) ? null : port };
 }
 
-/** Whether `record` is this host's (in a cluster a sandbox's slot and runtime instance are on its recorded host). */
-export function heldHere(core: Pick<Core, 'hostId'>, record: Pick<SandboxRecord, 'hostId'>): boolean {
-  return record.hostId === null || record.hostId === core.hostId;
-}
-
 /**
  * A port URL request for a sandbox recorded on another host is served here only to move a paused sandbox off
  * a lost host: with a live reservation of this host in `placement` (an API process's ingress edge made it:
@@ -136,13 +131,5 @@ export function heldHere(core: Pick<Core, 'hostId'>, record: Pick<SandboxRecord,
  * @throws RamifyError PLACEMENT_INVALID otherwise.
  */
 async function acceptIngressPlacement(core: Core, sandboxId: string, placement: string | undefined): Promise<void> {
-  const record = await core.store.getSandbox(sandboxId);
-  if (!record || heldHere(core, record)) return;
-  if (record.state === 'paused') {
-    await acceptPlacement(core, placement);
-    return;
-  }
-  throw new RamifyError('PLACEMENT_INVALID', `sandbox '${sandboxId}' is on host '${record.hostId}', not this one (${core.hostId}): its port URLs are served by that host, or by an API process's ingress edge`, {
-    sandboxId, hostId: record.hostId,
-  });
+  await acceptSandboxHere(core, sandboxId, placement, { move: true, where: "its port URLs are served by that host, or by an API process's ingress edge" });
 }

@@ -162,3 +162,25 @@ export async function acceptPlacement(core: Pick<Core, 'store' | 'hostId'>, rese
   }
   return reservation;
 }
+
+/** Whether `record` is this host's (or no host's: a single-machine daemon's). */
+export function heldHere(core: Pick<Core, 'hostId'>, record: Pick<SandboxRecord, 'hostId'>): boolean {
+  return record.hostId === null || record.hostId === core.hostId;
+}
+
+/**
+ * On the host, for every door (HTTP, port URLs, SSH): a call on `sandboxId` works on the sandboxes this host
+ * holds. One recorded on another host passes only when `move` allows it and it is paused (being moved off a
+ * lost host), with a live reservation of this host (returned: the caller releases it once the call is done);
+ * null for a sandbox of this host or an unknown one (the door answers those itself).
+ * @param where what the refusal tells the caller to do instead, e.g. `call the API, which forwards to its host`.
+ * @throws RamifyError PLACEMENT_INVALID otherwise; {@link acceptPlacement}'s errors.
+ */
+export async function acceptSandboxHere(core: Pick<Core, 'store' | 'hostId'>, sandboxId: string, reservationId: string | undefined, options: { move: boolean; where: string }): Promise<PlacementReservation | null> {
+  const record = await core.store.getSandbox(sandboxId);
+  if (!record || heldHere(core, record)) return null;
+  if (options.move && record.state === 'paused') return acceptPlacement(core, reservationId);
+  throw new RamifyError('PLACEMENT_INVALID', `sandbox '${sandboxId}' is on host '${record.hostId}', not this one (${core.hostId}): ${options.where}`, {
+    sandboxId, hostId: record.hostId,
+  });
+}

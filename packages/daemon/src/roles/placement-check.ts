@@ -7,8 +7,8 @@
  * from then on). Any other call on a sandbox recorded on another host is refused: it would act on a runtime
  * instance this host does not hold.
  */
-import { ForkRequest, matchRoute, RamifyError } from '@ramify/contracts';
-import { acceptPlacement, PLACEMENT_HEADER, type Core } from '@ramify/core';
+import { ForkRequest, matchRoute } from '@ramify/contracts';
+import { acceptPlacement, acceptSandboxHere, PLACEMENT_HEADER, type Core } from '@ramify/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { validate } from '../http/validate.js';
 
@@ -26,15 +26,8 @@ export function installPlacementCheck(app: FastifyInstance, core: Core): void {
     }
     // A fork's reservation must cover its `count`: checked once the body is read (the preHandler below).
     if (match.operationId === 'forkSandbox') return;
-    const record = await core.store.getSandbox(match.params.id ?? '');
-    if (!record || record.hostId === core.hostId || record.hostId === null) return;
-    if (match.operationId === 'resumeSandbox' && record.state === 'paused') {
-      held.set(request, (await acceptPlacement(core, reservationId)).id);
-      return;
-    }
-    throw new RamifyError('PLACEMENT_INVALID', `sandbox '${record.id}' is on host '${record.hostId}', not this one (${core.hostId}): call the API, which forwards to its host`, {
-      sandboxId: record.id, hostId: record.hostId,
-    });
+    const reservation = await acceptSandboxHere(core, match.params.id ?? '', reservationId, { move: match.operationId === 'resumeSandbox', where: 'call the API, which forwards to its host' });
+    if (reservation) held.set(request, reservation.id);
   });
   app.addHook('preHandler', async (request: FastifyRequest) => {
     if (request.ramify.scopeError || matchRoute(request.method, request.url.split('?')[0] ?? '')?.operationId !== 'forkSandbox') return;

@@ -6,8 +6,7 @@
  * chose this host; the reservation is released once the wake is over. Anything else on another host's
  * sandbox is refused: its runtime instance is not here.
  */
-import { RamifyError } from '@ramify/contracts';
-import { acceptPlacement, wakeForSsh, type Core, type SandboxRecord } from '@ramify/core';
+import { acceptSandboxHere, wakeForSsh, type Core, type SandboxRecord } from '@ramify/core';
 import type { SshPrincipal } from './auth.js';
 
 /**
@@ -20,18 +19,12 @@ export async function ensureRunningHere(core: Core, principal: SshPrincipal, pla
   const { sandboxId } = principal;
   const wake = async (): Promise<SandboxRecord> => (await wakeForSsh(core, sandboxId, core.options.ingressWakeTimeoutMs)).record;
   if (!placed) return wake();
-  const record = await core.store.getSandbox(sandboxId);
-  if (!record || record.hostId === null || record.hostId === core.hostId) return wake();
-  const reservationId = principal.via.method === 'token' ? principal.via.reservationId : null;
-  if (record.state === 'paused' && reservationId !== null) {
-    const reservation = await acceptPlacement(core, reservationId);
-    try {
-      return await wake();
-    } finally {
-      await core.store.releaseReservation(reservation.id).catch(() => undefined);
-    }
+  const reservationId = principal.via.method === 'token' ? (principal.via.reservationId ?? null) : null;
+  const reservation = await acceptSandboxHere(core, sandboxId, reservationId ?? undefined, { move: reservationId !== null, where: "connect through the API's SSH gateway" });
+  if (!reservation) return wake();
+  try {
+    return await wake();
+  } finally {
+    await core.store.releaseReservation(reservation.id).catch(() => undefined);
   }
-  throw new RamifyError('PLACEMENT_INVALID', `sandbox '${sandboxId}' is on host '${record.hostId}', not this one (${core.hostId}): connect through the API's SSH gateway`, {
-    sandboxId, hostId: record.hostId,
-  });
 }
