@@ -111,6 +111,17 @@ describe('test template image cache', { skip: runscSkip }, () => {
     assert.equal((await entryDirs()).length, 1, 'only the new entry is left');
   });
 
+  it('two registrations that miss at once both build; one entry is kept and the next registration copies it', async () => {
+    builds = 0;
+    const [a, b] = await Promise.all([register('/rootfs/g'), register('/rootfs/g')]);
+    assert.equal(builds, 2);
+    const c = await register('/rootfs/g');
+    assert.equal(builds, 2);
+    assert.ok([await imageText(a.storage, a.snapshotId), await imageText(b.storage, b.snapshotId)].includes(await imageText(c.storage, c.snapshotId)));
+    const root = join(dir, 'cache', 'test-template-images');
+    assert.deepEqual((await readdir(root)).filter((name) => name.startsWith('.tmp-') && name !== '.tmp-live'), [], 'the loser dropped its temp directory');
+  });
+
   it('builds every time with RAMIFY_TEST_IMAGE_CACHE=off', async () => {
     process.env.RAMIFY_TEST_IMAGE_CACHE = 'off';
     builds = 0;
