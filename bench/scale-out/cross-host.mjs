@@ -4,7 +4,8 @@
 // harness, packages/daemon/src/testing/cluster.ts): Postgres and s3rver on a bridge, two `ramify serve`
 // hosts, each in its own network namespace with its own data directory and runsc state, sharing only
 // Postgres and S3. A sandbox holds --fill-mb of random bytes in memory (/dev/shm) and a counter process.
-//   node bench/scale-out/cross-host.mjs [--iterations 3] [--fill-mb 64]
+//   node bench/scale-out/cross-host.mjs [--iterations 3] [--fill-mb 64] [--log-level debug --keep-logs DIR]
+// (--keep-logs copies every daemon's log into DIR at the end: the resume's phases are in debug logs.)
 // Each iteration, on the host holding the sandbox: pause, wait until the image is durable in S3, resume
 // there (same host: the image is in its local cache); pause again, wait until durable, resume on the
 // other host (cross host: the image is not cached there, it is downloaded and checked first).
@@ -25,7 +26,7 @@ import { detectClusterMode, startCluster } from '../../packages/daemon/dist/test
 import { inNetns } from '../../packages/daemon/dist/testing/daemon-process.js';
 import { benchRootfs } from '../support/in-process-daemon.mjs';
 
-const { values } = parseArgs({ options: { iterations: { type: 'string', default: '3' }, 'fill-mb': { type: 'string', default: '64' } } });
+const { values } = parseArgs({ options: { iterations: { type: 'string', default: '3' }, 'fill-mb': { type: 'string', default: '64' }, 'log-level': { type: 'string', default: 'warn' }, 'keep-logs': { type: 'string' } } });
 const N = Number(values.iterations);
 const fillMB = Number(values['fill-mb']);
 const MB = 1e6;
@@ -34,7 +35,7 @@ const time = async (fn) => { const t = performance.now(); const r = await fn(); 
 const ok = (value, target) => (value <= target ? 'ok' : 'MISSED');
 
 const mode = detectClusterMode();
-const cluster = await startCluster({ prefix: 'rcb', hosts: 2, mode, rootfs: benchRootfs() });
+const cluster = await startCluster({ prefix: 'rcb', hosts: 2, mode, rootfs: benchRootfs(), logLevel: values['log-level'], ...(values['keep-logs'] ? { keepLogsAt: values['keep-logs'] } : {}) });
 const hostById = (id) => cluster.hosts.find((h) => h.hostId === id);
 /** The client of `host`: the host itself (plain daemons) or the API process. */
 const clientOf = (host) => cluster.callAt(() => (mode === 'roles' ? cluster.entryUrl() : host.url));

@@ -14,7 +14,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startLocalS3Server, S3RVER_CREDENTIALS, type LocalS3Server } from '@ramify/storage/testsuite';
@@ -40,6 +40,10 @@ export interface ClusterOptions {
   rootfs: string;
   /** Each host's `--snapshot-cache-bytes`; default no limit. */
   snapshotCacheBytes?: number;
+  /** `--log-level` of every daemon; default `warn`. */
+  logLevel?: 'warn' | 'info' | 'debug';
+  /** Copy every daemon's `serve.log` into this directory (as `<host id>.log`, `api.log`) on `close()`. */
+  keepLogsAt?: string;
 }
 
 /** One host of the cluster. */
@@ -119,12 +123,12 @@ const BUCKET = 'ramify-cluster';
 const PORT = 7423;
 
 /** `ramify serve`'s flags for a host (the database URL and S3 credentials go in its environment). */
-export function hostArgs(mode: ClusterMode, host: ClusterHost, s3: LocalS3Server, snapshotCacheBytes?: number, edgePort?: number): string[] {
+export function hostArgs(mode: ClusterMode, host: ClusterHost, s3: LocalS3Server, snapshotCacheBytes?: number, edgePort?: number, logLevel = 'warn'): string[] {
   return [
     ...(mode === 'roles' ? ['--role', 'host', '--advertise-url', host.url] : []),
     ...(edgePort !== undefined ? ['--ingress-public-port', String(edgePort)] : []),
     '--host', host.address, '--port', String(PORT), '--data-dir', host.dataDir, '--network-prefix', host.networkPrefix, '--host-id', host.hostId,
-    '--ingress-listen', `${host.address}:7424`, '--ssh-listen', `${host.address}:2222`, '--warm-pool', 'off', '--log-level', 'warn',
+    '--ingress-listen', `${host.address}:7424`, '--ssh-listen', `${host.address}:2222`, '--warm-pool', 'off', '--log-level', logLevel,
     ...s3Args(s3), ...(snapshotCacheBytes !== undefined ? ['--snapshot-cache-bytes', String(snapshotCacheBytes)] : []),
   ];
 }
@@ -138,6 +142,7 @@ const s3Args = (s3: LocalS3Server): string[] => ['--s3-bucket', s3.bucket, '--s3
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const { prefix, mode } = options;
   const count = options.hosts ?? 3;
+  const logLevel = options.logLevel ?? 'warn';
   const baseDir = await mkdtemp(join(tmpdir(), `ramify-${prefix}-cluster-`));
   let lan: HostLan | null = null;
   let pg: PostgresCluster | null = null;
@@ -159,6 +164,11 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     ...(existsSync(baseDir) ? [`directory ${baseDir}`] : []),
     ...ip(['-br', 'link']).split('\n').filter((l) => l.startsWith(prefix)).map((l) => `link ${l.split(/\s+/)[0]}`),
   ];
+  const keepLogs = async (into: string): Promise<void> => {
+    await mkdir(into, { recursive: true });
+    const logs = [...hosts.map((h) => [h.dataDir, h.hostId]), ...apis.map((_, i) => [join(baseDir, `api-${i}`), `api-${i}`])];
+    for (const [dir, name] of logs) await copyFile(join(dir!, 'serve.log'), join(into, `${name}.log`)).catch(() => undefined);
+  };
   const close = async (): Promise<void> => {
     if (closed) return;
     closed = true;
@@ -166,6 +176,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     await Promise.all(apis.map((a) => a.stop(20_000)));
     await Promise.all(hosts.map((h) => h.daemon?.stop(20_000)));
     for (const host of hosts) await sweepHost(host);
+    if (options.keepLogsAt) await keepLogs(options.keepLogsAt);
     lan?.remove();
     await s3?.close();
     pg?.stop();
@@ -211,7 +222,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       if (!host) throw new RangeError(`no host ${index}`);
       if (host.daemon && !host.daemon.exited()) return host;
       if (host.daemon) forgetHostNamespaces(host);
-      host.daemon = await startDaemonProcess({ args: hostArgs(mode, host, s3Server, options.snapshotCacheBytes, mode === 'roles' ? edgePorts[0] : undefined), env: env(), netns: host.netns, logFile: join(host.dataDir, 'serve.log'), url: host.url });
+      host.daemon = await startDaemonProcess({ args: hostArgs(mode, host, s3Server, options.snapshotCacheBytes, mode === 'roles' ? edgePorts[0] : undefined, logLevel), env: env(), netns: host.netns, logFile: join(host.dataDir, 'serve.log'), url: host.url });
       return host;
     };
     const startApi = async (index = 0): Promise<DaemonProcess> => {
@@ -224,7 +235,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       const edgePort = (edgePorts[index] ??= await freePort());
       const sshPort = (apiSshPorts[index] ??= await freePort());
       const api = await startDaemonProcess({
-        args: ['--role', 'api', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--ingress-listen', `127.0.0.1:${edgePort}`, '--ssh-listen', `127.0.0.1:${sshPort}`, '--log-level', 'warn', ...s3Args(s3Server)],
+        args: ['--role', 'api', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--ingress-listen', `127.0.0.1:${edgePort}`, '--ssh-listen', `127.0.0.1:${sshPort}`, '--log-level', logLevel, ...s3Args(s3Server)],
         env: env(), logFile: join(dataDir, 'serve.log'), url: `http://127.0.0.1:${port}`,
       });
       apis[index] = api;

@@ -84,20 +84,32 @@ export class S3ChunkStore {
    *   chunk is gone or its bytes do not match; `STORAGE_UNAVAILABLE` when the bucket cannot be read.
    */
   async getChunk(sha256: string, sizeBytes: number, signal?: AbortSignal): Promise<Buffer> {
-    const key = this.chunkKey(sha256);
-    const got = await this.get(key, signal, 'fetch a chunk');
+    const parts = await this.getChunkParts(sha256, sizeBytes, signal);
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts, sizeBytes);
+  }
+
+  /** {@link getChunk}'s bytes as the parts they arrived in (in order; `sizeBytes` in all). Same errors. */
+  async getChunkParts(sha256: string, sizeBytes: number, signal?: AbortSignal): Promise<Buffer[]> {
+    // A raw chunk (most of a gVisor image) is hashed while it arrives; a compressed one once decompressed.
+    const got = await this.get(this.chunkKey(sha256), signal, 'fetch a chunk', true);
     if (!got) throw new RamifyError('RUNTIME_ERROR', `chunk ${sha256} is missing from the bucket`, { reason: 'missing-chunk', chunk: sha256 });
-    let data: Buffer;
-    try {
-      data = got.encoding === 'br' ? await decompress(got.body) : got.body;
-    } catch (error) {
-      throw new RamifyError('RUNTIME_ERROR', `chunk ${sha256} in the bucket does not decompress (${(error as Error).message})`, { reason: 'checksum-mismatch', chunk: sha256 });
+    let parts = got.parts;
+    let length = got.length;
+    let actual = got.sha256;
+    if (got.encoding === 'br') {
+      let data: Buffer;
+      try {
+        data = await decompress(Buffer.concat(got.parts, got.length));
+      } catch (error) {
+        throw new RamifyError('RUNTIME_ERROR', `chunk ${sha256} in the bucket does not decompress (${(error as Error).message})`, { reason: 'checksum-mismatch', chunk: sha256 });
+      }
+      [parts, length, actual] = [[data], data.length, null];
     }
-    const actual = createHash('sha256').update(data).digest('hex');
-    if (actual !== sha256 || data.length !== sizeBytes) {
-      throw new RamifyError('RUNTIME_ERROR', `chunk ${sha256} in the bucket is corrupt: ${data.length} bytes with sha256 ${actual}, expected ${sizeBytes} bytes`, { reason: 'checksum-mismatch', chunk: sha256 });
+    actual ??= parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest('hex');
+    if (actual !== sha256 || length !== sizeBytes) {
+      throw new RamifyError('RUNTIME_ERROR', `chunk ${sha256} in the bucket is corrupt: ${length} bytes with sha256 ${actual}, expected ${sizeBytes} bytes`, { reason: 'checksum-mismatch', chunk: sha256 });
     }
-    return data;
+    return parts;
   }
 
   /** Write `snapshotId`'s manifest (the commit point of an upload). @throws RamifyError STORAGE_UNAVAILABLE. */
@@ -110,7 +122,7 @@ export class S3ChunkStore {
   /** The text of `snapshotId`'s manifest, or null when there is none. @throws RamifyError STORAGE_UNAVAILABLE. */
   async getManifest(snapshotId: string, signal?: AbortSignal): Promise<string | null> {
     const got = await this.get(this.manifestKey(snapshotId), signal, 'read a manifest');
-    return got ? got.body.toString('utf8') : null;
+    return got ? Buffer.concat(got.parts, got.length).toString('utf8') : null;
   }
 
   /** When `snapshotId`'s manifest was written, or null when there is none. @throws RamifyError STORAGE_UNAVAILABLE. */
@@ -181,11 +193,25 @@ export class S3ChunkStore {
   }
 
   /** Body and encoding of `key`, null when absent. */
-  private async get(key: string, signal: AbortSignal | undefined, what: string): Promise<{ body: Buffer; encoding: string } | null> {
+  /**
+   * The object's bytes and encoding, null when there is none. With `hashRaw`, a raw (`identity`) body is
+   * hashed as its parts arrive (`sha256`, hex). The body comes as the parts it arrived in (`length`
+   * bytes in all): a caller that writes them needs no copy of the object, and makes no 1 MiB garbage.
+   */
+  private async get(key: string, signal: AbortSignal | undefined, what: string, hashRaw = false): Promise<{ parts: Buffer[]; length: number; encoding: string; sha256: string | null } | null> {
     try {
       const answer = await this.client.send(new GetObjectCommand({ Bucket: this.options.bucket, Key: key }), { abortSignal: signal });
-      const body = Buffer.from((await answer.Body?.transformToByteArray()) ?? new Uint8Array());
-      return { body, encoding: answer.Metadata?.[ENCODING_KEY] ?? 'identity' };
+      const encoding = answer.Metadata?.[ENCODING_KEY] ?? 'identity';
+      const hash = hashRaw && encoding === 'identity' ? createHash('sha256') : null;
+      const parts: Buffer[] = [];
+      let length = 0;
+      for await (const part of (answer.Body as AsyncIterable<Uint8Array> | undefined) ?? []) {
+        const buffer = Buffer.isBuffer(part) ? part : Buffer.from(part.buffer, part.byteOffset, part.byteLength);
+        hash?.update(buffer);
+        parts.push(buffer);
+        length += buffer.length;
+      }
+      return { parts, length, encoding, sha256: hash?.digest('hex') ?? null };
     } catch (error) {
       if (isNotFound(error)) return null;
       throw s3Unavailable(`could not ${what}`, this.options, error);
