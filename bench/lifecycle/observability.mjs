@@ -6,7 +6,9 @@
 // loopback collector) and `rmoo` (everything off: no metering, no events recorded, no metrics, no
 // tracing). Metering alone, with idle sandboxes for its sampler to read: bench/lifecycle/metering.mjs. Iterations alternate between them, so drift hits both alike; medians of create (SDK
 // Sandbox.create), exec (`commands.run('true')`) and pause, and the ratio on/off, target <= 1.05.
-//   node bench/lifecycle/observability.mjs [--iterations 9]
+//   node bench/lifecycle/observability.mjs [--iterations 9] [--only metering|events|metrics|traces]
+// `--only F` turns on just that feature in the `on` daemon (events include the webhook), to find which one
+// costs what; the target applies to the default run with everything on.
 // As root, packages built; run it under the real-tests lock:
 //   flock /tmp/ramify-real-tests.lock node bench/lifecycle/observability.mjs
 import { createServer } from 'node:http';
@@ -16,7 +18,10 @@ import { startDaemonChild } from '../support/daemon-child.mjs';
 
 const daemonProcess = (prefix, options) => startDaemonChild(prefix, options);
 
-const { values } = parseArgs({ options: { iterations: { type: 'string', default: '9' } } });
+const { values } = parseArgs({ options: { iterations: { type: 'string', default: '9' }, only: { type: 'string' } } });
+const FACTORS = ['metering', 'events', 'metrics', 'traces'];
+if (values.only !== undefined && !FACTORS.includes(values.only)) throw new Error(`--only takes one of ${FACTORS.join(', ')}`);
+const has = (factor) => values.only === undefined || values.only === factor;
 const N = Number(values.iterations);
 const TARGET = 1.05;
 
@@ -37,7 +42,12 @@ async function sink() {
 const receiver = await sink();
 const collector = await sink();
 // The receiver is on loopback: its daemon allows private webhook destinations (closed by default).
-const on = await daemonProcess('rmob', { metricsListen: { host: '127.0.0.1', port: 0 }, otlpEndpoint: collector.url, webhookAllowPrivate: true });
+const on = await daemonProcess('rmob', {
+  ...(has('metrics') ? { metricsListen: { host: '127.0.0.1', port: 0 } } : { metrics: 'off' }),
+  ...(has('traces') ? { otlpEndpoint: collector.url } : {}),
+  webhookAllowPrivate: true,
+  coreOptions: { ...(has('events') ? {} : { events: 'off' }), ...(has('metering') ? {} : { usageSampleMs: 0 }) },
+});
 const off = await daemonProcess('rmoo', { metrics: 'off', coreOptions: { events: 'off', usageSampleMs: 0 } });
 const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))];
 const median = (xs) => quantile(xs, 0.5);
@@ -49,7 +59,7 @@ const results = { on: { create: [], exec: [], pause: [] }, off: { create: [], ex
 try {
   const onConn = { apiUrl: on.url, apiKey: on.key, requestTimeoutMs: 600_000 };
   const offConn = { apiUrl: off.url, apiKey: off.key, requestTimeoutMs: 600_000 };
-  await Webhook.create(`${receiver.url}/hook`, onConn);
+  if (has('events')) await Webhook.create(`${receiver.url}/hook`, onConn);
   const one = async (conn, into) => {
     const [tc, sbx] = await time(() => Sandbox.create({ ...conn, template: 'base', timeoutMs: 600_000 }));
     into.create.push(tc);
@@ -65,8 +75,8 @@ try {
     else { await one(offConn, results.off); await one(onConn, results.on); }
   }
   await new Promise((resolve) => setTimeout(resolve, 2000));
-  const events = (await Events.list({ ...onConn, limit: 1000 })).events.length;
-  console.log(`bench/lifecycle/observability: gVisor, ${N} iterations each, alternating; medians in ms; load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  const events = has('events') ? (await Events.list({ ...onConn, limit: 1000 })).events.length : 0;
+  console.log(`bench/lifecycle/observability${values.only ? ` --only ${values.only}` : ''}: gVisor, ${N} iterations each, alternating; medians in ms; load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   console.log(`on: ${events} events recorded, ${receiver.count()} webhook deliveries, ${collector.count()} OTLP export requests, metrics at ${on.metricsAddress}; off: no events, metrics or traces`);
   console.log(['operation', 'on', 'off', 'ratio', 'target', 'on p25-p75', 'off p25-p75'].join('\t'));
   for (const op of ['create', 'exec', 'pause']) {

@@ -13,6 +13,7 @@ import { killSandbox, networkFor, type Core } from '@ramify/core';
 import { buildImage } from '@ramify/template-builder';
 import { forceCleanup } from './real-egress-support.js';
 import { serve, type RamifyServer, type ServeOptions } from './serve.js';
+import { cachedTemplateImage } from './testing/template-image-cache.js';
 
 /** Why a real-runtime test cannot run here (`false` when it can): root, the tools, `RAMIFY_TEST_ROOTFS`. */
 export function realRuntimeSkip(rootfs: string | undefined, tools: string[] = ['runsc']): string | false {
@@ -58,16 +59,26 @@ export async function until(check: () => Promise<boolean>, what: string, limitMs
   }
 }
 
+/** Resources of the sandbox a test template image is booted in (part of the image cache's key). */
+const TEMPLATE_BUILD_RESOURCES = { cpuCount: 1, memoryMB: 1024, diskSizeMB: null };
+
 /**
  * Boot `rootfs` on the daemon's default runtime (`core.runtimes[0]`: gVisor, or the microVM runtime of
  * a daemon that opened only that), checkpoint it idle, and register it as template `base` with the given ids.
+ * A gVisor image comes from the machine's test image cache after its first build
+ * (testing/template-image-cache.ts; `RAMIFY_TEST_IMAGE_CACHE=off` builds every time).
  */
 export async function registerRootfsTemplate(core: Core, rootfs: string, ids: { templateId: string; snapshotId: string }): Promise<void> {
   const { templateId, snapshotId } = ids;
   const runtime = core.runtimes[0]!;
-  const manifest = await buildImage(
-    { rootfsDir: rootfs, snapshotId, templateId, run: [], envs: {}, onPhase: () => undefined, onLine: () => undefined },
-    { runtime, network: networkFor(core), slots: { allocateSlot: (id) => core.store.allocateSlot(id, core.hostId), releaseSlot: (id) => core.store.releaseSlot(id) }, storage: core.storage, connectAgent: core.connectAgent },
+  const manifest = await cachedTemplateImage(core, { rootfsDir: rootfs, snapshotId, templateId, resources: TEMPLATE_BUILD_RESOURCES }, () =>
+    buildImage(
+      { rootfsDir: rootfs, snapshotId, templateId, run: [], envs: {}, onPhase: () => undefined, onLine: () => undefined },
+      {
+        runtime, network: networkFor(core), slots: { allocateSlot: (id) => core.store.allocateSlot(id, core.hostId), releaseSlot: (id) => core.store.releaseSlot(id) },
+        storage: core.storage, connectAgent: core.connectAgent, resources: TEMPLATE_BUILD_RESOURCES,
+      },
+    ),
   );
   await core.store.insertSnapshot({
     id: snapshotId, teamId: 'default', name: null, kind: 'template', status: 'ready', runtime: runtime.name, templateId, sandboxId: null,
