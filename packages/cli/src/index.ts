@@ -2,10 +2,10 @@
  * `@ramify/cli`: the `ramify` command. `runCli(argv)` runs it and resolves with the exit code;
  * `createProgram(env)` builds the commander tree (for embedding or docs).
  */
-import { createProgram } from './program.js';
+import { createProgram, loadDefinitionsFor } from './program.js';
 import { reportError, type CliEnv, type GlobalOptions } from './context.js';
 
-export { createProgram } from './program.js';
+export { createProgram, loadDefinitionsFor } from './program.js';
 export { CliContext, EXIT_FAILURE, EXIT_USAGE, type CliEnv, type GlobalOptions } from './context.js';
 export { EXIT_EXEC_FAILURE, EXIT_EXEC_TIMEOUT } from './commands/sandbox-exec.js';
 export { loadTemplateSpec } from './template-spec.js';
@@ -15,6 +15,7 @@ export async function runCli(argv: string[], env: Omit<CliEnv, 'exitCode'> = { s
   const cliEnv: CliEnv = { ...env, exitCode: 0 };
   const program = createProgram(cliEnv);
   try {
+    await loadDefinitionsFor(argv.slice(2));
     await program.parseAsync(argv);
     return cliEnv.exitCode;
   } catch (err) {

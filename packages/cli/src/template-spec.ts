@@ -6,7 +6,8 @@
  * `content`: UTF-8 text as is, anything else base64 with `encoding: base64`; a file without `mode`
  * takes the source's permission bits. The reference of the format is docs/template-spec.md.
  */
-import { MAX_JSON_BODY_BYTES, RamifyError, type TemplateSpec } from '@ramify/contracts';
+import { MAX_JSON_BODY_BYTES, RamifyError } from '@ramify/contracts/client';
+import type { TemplateSpec } from '@ramify/contracts';
 
 /**
  * Load `path` and inline its `source` files. Throws `FILE_NOT_FOUND` / `IS_A_DIRECTORY` (the spec

@@ -4,6 +4,7 @@
  * Units: durations in milliseconds (`...Ms`), sizes in bytes unless the name says MB.
  */
 import { z } from 'zod';
+import { MAX_FORK_COUNT } from './constants.js';
 import { EgressPeer, MAX_NETWORKS_PER_SANDBOX, NetworkJoinRequest, SnapshotNetworks } from './networks.js';
 import { Budget } from './usage.js';
 
@@ -23,8 +24,6 @@ export type TimeoutAction = z.infer<typeof TimeoutAction>;
 
 /** Longest sandbox lifetime one call may ask for: 24 h. */
 export const MAX_SANDBOX_TIMEOUT_MS = 24 * 3600_000;
-/** Upper bound of `fork({ count })`. */
-export const MAX_FORK_COUNT = 64;
 
 const StringMap = z.record(z.string().min(1).max(256), z.string().max(8192));
 const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are [A-Za-z_][A-Za-z0-9_]*'), z.string().max(65536));
@@ -653,13 +652,6 @@ export const MCP_TOOL_HEADER = 'x-ramify-mcp-tool';
 /** An MCP tool name as the audit log takes it: lower-case letters, digits and `_`, at most 64. */
 export const MCP_TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
-/**
- * WebSocket stream framing (`/v1/sandboxes/{id}/commands/stream`, `/v1/sandboxes/{id}/pty/stream`,
- * `/v1/sandboxes/{id}/processes/{pid}/stream`).
- * Binary frames carry bytes: first byte is the channel ({@link StreamChannel}), the rest is payload.
- * Text frames carry JSON control messages ({@link StreamControl}).
- */
-export const StreamChannel = { stdin: 0, stdout: 1, stderr: 2 } as const;
 export type StreamControl =
   | { type: 'start'; request: CommandRequest }
   /** First frame of a terminal stream (`/v1/sandboxes/{id}/pty/stream`). */

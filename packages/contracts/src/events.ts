@@ -5,25 +5,9 @@
  * commands run in it and its egress and ingress decisions.
  */
 import { z } from 'zod';
+import { EVENT_TYPES } from './constants.js';
 import { EgressLogEntry, IngressLogEntry } from './api.js';
 
-/**
- * Every event type, E2B's names where E2B has one (`sandbox.lifecycle.*`). `budget.exceeded` is a fork
- * tree's budget running out (metering and budgets: the sandboxes it stops follow as `paused` or `killed`
- * events with cause `budget`).
- */
-export const EVENT_TYPES = [
-  'sandbox.lifecycle.created',
-  'sandbox.lifecycle.paused',
-  'sandbox.lifecycle.resumed',
-  'sandbox.lifecycle.forked',
-  'sandbox.lifecycle.snapshotted',
-  'sandbox.lifecycle.timed_out',
-  'sandbox.lifecycle.killed',
-  'sandbox.lifecycle.error',
-  'sandbox.oom',
-  'budget.exceeded',
-] as const;
 export const EventType = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventType>;
 

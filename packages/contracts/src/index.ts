@@ -1,4 +1,5 @@
 export * from './errors.js';
+export * from './constants.js';
 export * from './api.js';
 export * from './agent.js';
 export * from './agent-port.js';

@@ -5,15 +5,7 @@
  * everything else between sandboxes stays refused.
  */
 import { z } from 'zod';
-
-/**
- * A DNS label (RFC 1123), lower case: 1-63 of `a-z`, `0-9` and `-`, neither starting nor ending with `-`.
- * Network names and aliases are both labels of `<alias>.<network>.internal`.
- */
-export const DNS_LABEL_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
-
-/** What a network name or alias must look like, for error messages. */
-export const DNS_LABEL_RULE = "a DNS label: 1-63 of a-z, 0-9 and '-', starting and ending with a letter or digit (lower case)";
+import { DNS_LABEL_PATTERN, DNS_LABEL_RULE } from './constants.js';
 
 /** The zone every private network name lives under: `<alias>.<network>.internal`. */
 export const INTERNAL_ZONE = 'internal';

@@ -4,17 +4,13 @@
  * sandbox id; with a token it is `<sandboxId>+<token>` (or the token is the password).
  */
 import { z } from 'zod';
+import { MIN_SSH_TOKEN_TTL_MS, MAX_SSH_TOKEN_TTL_MS } from './constants.js';
 
 /** Default port of the SSH gateway (`ramify serve --ssh-listen`, loopback only by default). */
 export const DEFAULT_SSH_PORT = 2222;
 
 /** Largest public key line accepted, characters (an RSA 16384-bit key is ~2.8 KB). */
 export const MAX_SSH_PUBLIC_KEY_LENGTH = 16_384;
-
-/** Shortest, default and longest lifetime of an SSH access token: 1 minute, 1 hour, 24 hours. */
-export const MIN_SSH_TOKEN_TTL_MS = 60_000;
-export const DEFAULT_SSH_TOKEN_TTL_MS = 3_600_000;
-export const MAX_SSH_TOKEN_TTL_MS = 24 * 3_600_000;
 
 /** Separates the sandbox id from a token in the SSH user name: `sbx_...+rst_...`. */
 export const SSH_TOKEN_USER_SEPARATOR = '+';

@@ -5,6 +5,7 @@
  * and touches only its own team's resources: another team's id is 404, as if it did not exist.
  */
 import { z } from 'zod';
+import { MAX_QUOTA_VALUE, MIN_API_KEY_TTL_MS, MAX_API_KEY_TTL_MS } from './constants.js';
 
 /** The team every existing resource and the first-start key belong to; its templates are shared with every team. */
 export const DEFAULT_TEAM = 'default';
@@ -18,8 +19,6 @@ export const TeamId = z
 export const ApiKeyRole = z.enum(['admin', 'member']);
 export type ApiKeyRole = z.infer<typeof ApiKeyRole>;
 
-/** Largest quota figure accepted (any limit above it is as good as none). */
-export const MAX_QUOTA_VALUE = 1_000_000_000;
 const Limit = z.number().int().min(0).max(MAX_QUOTA_VALUE).nullable();
 
 /**
@@ -72,10 +71,6 @@ export type ListTeamsResponse = z.infer<typeof ListTeamsResponse>;
 
 /** `/v1/teams/:team` params. */
 export const TeamParams = z.strictObject({ team: z.string().min(1).max(128) });
-
-/** Shortest and longest lifetime of an API key: 1 minute, 10 years. */
-export const MIN_API_KEY_TTL_MS = 60_000;
-export const MAX_API_KEY_TTL_MS = 10 * 365 * 86_400_000;
 
 /** `POST /v1/keys`. */
 export const CreateApiKeyRequest = z.strictObject({

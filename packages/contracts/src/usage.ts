@@ -6,9 +6,7 @@
  * a budget caps a fork tree (a sandbox and everything forked from it): over it, the tree is paused.
  */
 import { z } from 'zod';
-
-/** Largest budget figure accepted (any limit above it is as good as none). */
-export const MAX_BUDGET_VALUE = 1_000_000_000;
+import { MAX_BUDGET_VALUE } from './constants.js';
 
 /** A budget figure: a positive number, or null for no limit. */
 const Seconds = z.number().positive('a budget limit is a number above 0').max(MAX_BUDGET_VALUE).nullable();

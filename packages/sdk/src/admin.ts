@@ -2,7 +2,7 @@
  * Calls that are not about one sandbox: templates, snapshots, health, audit. Plain functions taking
  * {@link ConnectionOpts} last, like the `Sandbox` statics.
  */
-import { ROUTES } from '@ramify/contracts';
+import { ROUTES } from '@ramify/contracts/client';
 import type { AuditEntry, RuntimeName, WarmPoolHealth, SnapshotInfo, TemplateBuildEvent, TemplateInfo, TemplateSpec } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_API_PORT } from '@ramify/contracts';
+import { DEFAULT_API_PORT } from '@ramify/contracts/client';
 
 /** Connection options accepted by every SDK entry point (the options object's last members). */
 export interface ConnectionOpts {

@@ -4,10 +4,11 @@
  * the common cases. API error bodies `{ error: { code, message } }` are turned back into the matching
  * class by {@link errorFromBody}.
  */
-import { RamifyError, type ErrorBody, type ErrorCode } from '@ramify/contracts';
+import { RamifyError } from '@ramify/contracts/client';
+import type { ErrorBody, ErrorCode } from '@ramify/contracts';
 import type { CommandResult } from './types.js';
 
-export { RamifyError, isRamifyError, type ErrorCode, type ErrorBody } from '@ramify/contracts';
+export { RamifyError, isRamifyError, type ErrorCode, type ErrorBody } from '@ramify/contracts/client';
 
 /** A sandbox, template, snapshot, process or file does not exist (`*_NOT_FOUND`). */
 export class NotFoundError extends RamifyError {

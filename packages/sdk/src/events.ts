@@ -4,8 +4,9 @@
  * and `Events.timeline` reads one sandbox's timeline. `Sandbox.listEvents(id)` and `sbx.events` are the
  * same calls for one sandbox.
  */
-import { ROUTES } from '@ramify/contracts';
-import WebSocket from 'ws';
+import { ROUTES } from '@ramify/contracts/client';
+import type WebSocket from 'ws';
+import { loadWebSocket } from './ws.js';
 import type { EventStreamFrame, EventType, ListEventsResponse, SandboxEvent, TimelineEntry, TimelineResponse } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';
@@ -110,6 +111,7 @@ export async function timelineWith(api: ApiClient, sandboxId: string, opts: Time
 
 /** @internal {@link Events.stream} over an existing client. */
 export async function streamEventsWith(api: ApiClient, opts: Omit<StreamEventsOpts, keyof ConnectionOpts>): Promise<EventStreamHandle> {
+  const WS = await loadWebSocket();
   const { onEvent, onReady, ...filter } = opts;
   let after = filter.after;
   let stopped = false;
@@ -118,7 +120,7 @@ export async function streamEventsWith(api: ApiClient, opts: Omit<StreamEventsOp
   const ended = new Promise<RamifyError | Error | null>((resolve) => (settle = resolve));
   const open = (first: boolean, delayMs: number): Promise<void> =>
     new Promise<void>((resolve, reject) => {
-      const ws = new WebSocket(api.at(ROUTES.streamEvents, {}).wsUrl(query({ ...filter, after })), { headers: api.authHeaders() });
+      const ws = new WS(api.at(ROUTES.streamEvents, {}).wsUrl(query({ ...filter, after })), { headers: api.authHeaders() });
       current = ws;
       let live = false;
       let refusal: RamifyError | undefined;
@@ -160,7 +162,7 @@ export async function streamEventsWith(api: ApiClient, opts: Omit<StreamEventsOp
     stop: () => {
       stopped = true;
       const ws = current as WebSocket | null;
-      if (ws && (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING)) ws.close(1000);
+      if (ws && (ws.readyState === WS.OPEN || ws.readyState === WS.CONNECTING)) ws.close(1000);
       else settle(null);
     },
     ended,

@@ -2,7 +2,8 @@
  * Best-of-N exploration: fork a sandbox once per strategy, try every strategy at the same time from the
  * same starting point (memory, processes, files), score the outcomes, keep the best sandbox.
  */
-import { MAX_FORK_COUNT, type Budget, type BudgetInfo } from '@ramify/contracts';
+import { MAX_FORK_COUNT } from '@ramify/contracts/client';
+import type { Budget, BudgetInfo } from '@ramify/contracts';
 import { RamifyError, errorFromCode, isRamifyError } from './errors.js';
 import { stoppedByBudget, watchBudget, type BudgetWatch } from './explore-budget.js';
 import type { Sandbox } from './sandbox.js';

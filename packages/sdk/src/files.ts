@@ -3,7 +3,7 @@
  * memory by the SDK); metadata calls are JSON. Bytes stay bytes: a text read of content that is not
  * UTF-8 throws {@link NotUtf8Error} rather than replacing anything with U+FFFD.
  */
-import { ROUTES } from '@ramify/contracts';
+import { ROUTES } from '@ramify/contracts/client';
 import type { FileInfo } from '@ramify/contracts';
 import type { ApiClient } from './http.js';
 import { NotFoundError, NotUtf8Error, RamifyError, type ConnectionError } from './errors.js';

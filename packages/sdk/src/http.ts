@@ -4,7 +4,8 @@
  * Every call names its route in contracts' route table (`ROUTES.pauseSandbox`) with the path's
  * parameters: method and path come from the table, never typed here.
  */
-import { routePath, type RouteDef, type RouteParams } from '@ramify/contracts';
+import { routePath } from '@ramify/contracts/client';
+import type { RouteDef, RouteParams } from '@ramify/contracts';
 import type { ConnectionConfig } from './connection.js';
 import { AuthenticationError, ConnectionError, RamifyError, TimeoutError, errorFromResponse } from './errors.js';
 

@@ -42,4 +42,4 @@ export {
 } from './errors.js';
 export type * from './types.js';
 /** Default per-stream limit of a command result, bytes (a daemon may set its own: `CommandResult.capture.limitBytes`). */
-export { DEFAULT_MAX_OUTPUT_BYTES } from '@ramify/contracts';
+export { DEFAULT_MAX_OUTPUT_BYTES } from '@ramify/contracts/client';

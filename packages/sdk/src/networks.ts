@@ -5,7 +5,7 @@
  * else between sandboxes stays refused. A fork joins its parent's networks as `<parent alias>-<n>`
  * unless `fork({ networks: false })`. See docs/design/NETWORKS.md.
  */
-import { ROUTES } from '@ramify/contracts';
+import { ROUTES } from '@ramify/contracts/client';
 import type { ListNetworksResponse, NetworkInfo, SandboxNetworkInfo, SandboxNetworksResponse } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';

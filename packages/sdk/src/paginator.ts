@@ -1,5 +1,5 @@
 /** Page-by-page listing of sandboxes (`Sandbox.list()`), E2B-style: `hasNext` + `nextItems()`, or `for await`. */
-import { ROUTES } from '@ramify/contracts';
+import { ROUTES } from '@ramify/contracts/client';
 import type { ListSandboxesResponse, SandboxInfo, SandboxState } from '@ramify/contracts';
 import type { ApiClient } from './http.js';
 

@@ -2,12 +2,11 @@
  * {@link Sandbox}: the handle users hold. Control-plane calls exist both as statics taking an id
  * (`Sandbox.kill(id)`) and as methods on a handle (`sbx.kill()`), as in E2B's SDK.
  */
-import { ROUTES } from '@ramify/contracts';
-import {
-  RamifyError,
-  type AutoPause, type CreateSandboxRequest, type NetworkJoinRequest, type EgressLogEntry, type EgressLogResponse, type EgressPolicyInfo, type EgressPolicyRequest, type ForkResponse, type IngressEndpoint, type IngressLogResponse,
-  type PortAccess, type PortInfo, type PortSpec, type PortsInfo, type PortUrlInfo, type RuntimeName, type SandboxInfo, type SnapshotInfo, type SshAccessInfo, type TimeoutAction,
-  type Budget, type BudgetInfo, type SandboxTreeResponse, type UsageFigures, type UsageResponse,
+import { ROUTES, RamifyError } from '@ramify/contracts/client';
+import type {
+  AutoPause, CreateSandboxRequest, NetworkJoinRequest, EgressLogEntry, EgressLogResponse, EgressPolicyInfo, EgressPolicyRequest, ForkResponse, IngressEndpoint, IngressLogResponse,
+  PortAccess, PortInfo, PortSpec, PortsInfo, PortUrlInfo, RuntimeName, SandboxInfo, SnapshotInfo, SshAccessInfo, TimeoutAction,
+  Budget, BudgetInfo, SandboxTreeResponse, UsageFigures, UsageResponse,
 } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';

@@ -3,7 +3,7 @@
  * belongs to the team of the API key that registers it and opens that team's sandboxes only. Plain functions taking {@link ConnectionOpts} last, like `listTemplates`.
  * Per-sandbox tokens are `sbx.getSshAccess()`.
  */
-import { ROUTES } from '@ramify/contracts';
+import { ROUTES } from '@ramify/contracts/client';
 import type { ListSshKeysResponse, SshKeyInfo } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';

@@ -4,7 +4,7 @@
  * `SANDBOX_NOT_FOUND`). Admin keys make, list and revoke keys; an admin key of the `default` team also
  * makes teams and sets their quotas. Plain functions taking {@link ConnectionOpts} last, like `listTemplates`.
  */
-import { ROUTES } from '@ramify/contracts';
+import { ROUTES } from '@ramify/contracts/client';
 import type { ApiKeyInfo, ApiKeyRole, CreatedApiKey, ListApiKeysResponse, ListTeamsResponse, SetTeamQuotaRequest, TeamInfo } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';
 import { ApiClient } from './http.js';

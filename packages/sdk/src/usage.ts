@@ -3,7 +3,7 @@
  * team's usage; the per-sandbox calls are methods of {@link Sandbox} (`getMetrics`, `getUsage`, `getTree`,
  * `setBudget`, `getBudgets`, `removeBudget`) built on the functions here.
  */
-import { ROUTES } from '@ramify/contracts';
+import { ROUTES } from '@ramify/contracts/client';
 import type {
   Budget, BudgetInfo, SandboxBudgetsResponse, SandboxMetric, SandboxMetricsResponse, SandboxTreeResponse, UsageFigures, UsageGroupBy, UsageResponse,
 } from '@ramify/contracts';

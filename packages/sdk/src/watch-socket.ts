@@ -3,7 +3,8 @@
  * speaking contracts' `WatchControl` text frames.
  */
 import type { BoundRoute } from './http.js';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
+import { loadWebSocket } from './ws.js';
 import type { WatchControl, WatchEndReason, WatchWireEvent } from '@ramify/contracts';
 import type { ApiClient, Query } from './http.js';
 import { errorFromCode, type RamifyError } from './errors.js';
@@ -31,10 +32,11 @@ export interface WatchSocket {
  * @throws RamifyError the API's refusal (`FILE_NOT_FOUND`, `NOT_A_DIRECTORY`, `WATCH_NOT_FOUND`,
  *   `INVALID_STATE`, ...), `ConnectionError` when the API is unreachable, `REQUEST_TIMEOUT`.
  */
-export function openWatchSocket(api: ApiClient, route: BoundRoute, query: Query, onEvents: (events: WatchWireEvent[]) => void): Promise<WatchSocket> {
+export async function openWatchSocket(api: ApiClient, route: BoundRoute, query: Query, onEvents: (events: WatchWireEvent[]) => void): Promise<WatchSocket> {
+  const WS = await loadWebSocket();
   const timeoutMs = api.config.requestTimeoutMs;
   const { path } = route;
-  const ws = new WebSocket(route.wsUrl(query), { headers: api.authHeaders(), ...(timeoutMs > 0 ? { handshakeTimeout: timeoutMs } : {}) });
+  const ws = new WS(route.wsUrl(query), { headers: api.authHeaders(), ...(timeoutMs > 0 ? { handshakeTimeout: timeoutMs } : {}) });
   let settle!: (end: WatchSocketEnd) => void;
   const ended = new Promise<WatchSocketEnd>((resolve) => {
     let done = false;
@@ -58,8 +60,8 @@ export function openWatchSocket(api: ApiClient, route: BoundRoute, query: Query,
         watching = true;
         resolve({
           watchId: frame.watchId, path: frame.path, recursive: frame.recursive, from: frame.from, ended,
-          sendStop: () => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: 'stop' } satisfies WatchControl)),
-          close: () => (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) && ws.close(1000),
+          sendStop: () => ws.readyState === WS.OPEN && ws.send(JSON.stringify({ type: 'stop' } satisfies WatchControl)),
+          close: () => (ws.readyState === WS.OPEN || ws.readyState === WS.CONNECTING) && ws.close(1000),
         });
       } else if (frame.type === 'events' && watching) onEvents(frame.events);
       else if (frame.type === 'end') settle(frame.message === undefined ? { kind: 'end', reason: frame.reason } : { kind: 'end', reason: frame.reason, message: frame.message });

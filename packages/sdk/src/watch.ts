@@ -6,7 +6,7 @@
  * some may be missing (the agent's buffer or the kernel's queue overflowed, or the watch was lost and a
  * new one started) the handle calls `onOverflow` at that point of the stream and counts it.
  */
-import { ROUTES } from '@ramify/contracts';
+import { ROUTES } from '@ramify/contracts/client';
 import type { FilesystemEvent, WatchEndReason, WatchGapReason, WatchWireEvent } from '@ramify/contracts';
 import type { ApiClient } from './http.js';
 import { ConnectionError, RamifyError, SandboxFailedError } from './errors.js';

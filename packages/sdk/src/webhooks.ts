@@ -3,7 +3,7 @@
  * JSON POSTs. `Webhook.create` returns the signing secret, once; {@link verifyWebhookSignature} checks a
  * delivery on the receiving side.
  */
-import { ROUTES } from '@ramify/contracts';
+import { ROUTES } from '@ramify/contracts/client';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { CreatedWebhook, EventType, ListDeliveriesResponse, ListWebhooksResponse, WebhookDelivery, WebhookInfo } from '@ramify/contracts';
 import { resolveConnection, type ConnectionOpts } from './connection.js';

@@ -2,7 +2,8 @@
  * `ramify events [--follow]`: the team's lifecycle events (docs/design/EVENTS.md); `ramify sandbox events
  * ID`: one sandbox's timeline (its events, commands, egress and ingress decisions).
  */
-import { EVENT_TYPES, type EventType } from '@ramify/contracts';
+import { EVENT_TYPES } from '@ramify/contracts/client';
+import type { EventType } from '@ramify/contracts';
 import { Events, Sandbox, type SandboxEvent, type TimelineEntry } from '@ramify/sdk';
 import { Option, type Command } from 'commander';
 import { action, type CliContext, type CliEnv } from '../context.js';

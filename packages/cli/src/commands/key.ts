@@ -3,7 +3,7 @@
  * team's; the default team's admin keys: any team's); a new key's secret is printed once, and the daemon
  * keeps only its hash.
  */
-import { MAX_API_KEY_TTL_MS, MIN_API_KEY_TTL_MS } from '@ramify/contracts';
+import { MAX_API_KEY_TTL_MS, MIN_API_KEY_TTL_MS } from '@ramify/contracts/client';
 import { createApiKey, listApiKeys, revokeApiKey, type ApiKeyInfo } from '@ramify/sdk';
 import { InvalidArgumentError, type Command } from 'commander';
 import { action, type CliEnv } from '../context.js';

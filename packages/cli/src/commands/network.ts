@@ -2,7 +2,7 @@
  * `ramify network create|list|get|rm` (private networks) and `ramify sandbox network attach|detach|list`
  * (one sandbox's memberships), plus the `--network` option of `sandbox create`.
  */
-import { DNS_LABEL_PATTERN, DNS_LABEL_RULE } from '@ramify/contracts';
+import { DNS_LABEL_PATTERN, DNS_LABEL_RULE } from '@ramify/contracts/client';
 import { Network, Sandbox, type NetworkInfo, type NetworkJoinRequest, type SandboxNetworkInfo } from '@ramify/sdk';
 import { InvalidArgumentError, type Command } from 'commander';
 import { action, type CliEnv } from '../context.js';

@@ -6,7 +6,7 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { Command } from 'commander';
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError } from '@ramify/contracts/client';
 import { isRamifyError, Sandbox, type FileInfo, type Files } from '@ramify/sdk';
 import { action, type CliContext, type CliEnv } from '../context.js';
 import { intIn } from '../parse.js';

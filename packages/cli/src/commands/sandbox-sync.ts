@@ -4,7 +4,7 @@
  * runs until Ctrl-C, or once with `--once`.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError } from '@ramify/contracts/client';
 import { DEFAULT_IGNORES, IGNORE_FILE, Sandbox, syncDir, type SyncChange } from '@ramify/sdk';
 import { action, type CliContext, type CliEnv } from '../context.js';
 import { StatusLine } from '../output/spinner.js';

@@ -2,7 +2,8 @@
  * `ramify sandbox metrics|tree|budget`: a sandbox's live metrics (`--follow` polls), its fork tree with
  * each sandbox's state and usage, and the budget of its tree (docs/design/USAGE.md).
  */
-import { MAX_BUDGET_VALUE, type Budget, type BudgetInfo, type SandboxTreeNode } from '@ramify/contracts';
+import { MAX_BUDGET_VALUE } from '@ramify/contracts/client';
+import type { Budget, BudgetInfo, SandboxTreeNode } from '@ramify/contracts';
 import { Sandbox, SandboxNotFoundError, type SandboxMetrics } from '@ramify/sdk';
 import { InvalidArgumentError, type Command } from 'commander';
 import { action, type CliContext, type CliEnv } from '../context.js';

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING, parseWarmPoolSpec } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING } from '@ramify/contracts/client';
 import { getHealth, RamifyError } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
 import { intIn, parseDuration } from '../parse.js';
@@ -327,8 +327,20 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up at ${url}; last lines of ${logPath}:\n${tail}`);
 }
 
+/** `parseWarmPoolSpec` of `@ramify/contracts`, whose zod schemas only `ramify serve` needs (see {@link loadServeDefinitions}). */
+let parseWarmPoolSpec: typeof import('@ramify/contracts').parseWarmPoolSpec | undefined;
+
+/**
+ * Load what commander needs to parse `ramify serve`'s options (the `--warm-pool` parser, from
+ * `@ramify/contracts` and its zod schemas); `loadDefinitionsFor` (program.ts) calls it before parsing.
+ */
+export async function loadServeDefinitions(): Promise<void> {
+  parseWarmPoolSpec ??= (await import('@ramify/contracts')).parseWarmPoolSpec;
+}
+
 /** Commander's parser of `--warm-pool`: the spec as given, once it parses. @throws InvalidArgumentError (usage error, exit 2). */
 function warmPoolSpec(value: string): string {
+  if (!parseWarmPoolSpec) throw new Error('ramify serve --warm-pool: its parser was not loaded (call loadDefinitionsFor first)');
   try {
     parseWarmPoolSpec(value);
   } catch (err) {

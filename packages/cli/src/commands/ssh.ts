@@ -4,7 +4,7 @@
  * `ssh-access` prints (a short-lived token in the user name).
  */
 import { readFile } from 'node:fs/promises';
-import { MAX_SSH_TOKEN_TTL_MS, MIN_SSH_TOKEN_TTL_MS } from '@ramify/contracts';
+import { MAX_SSH_TOKEN_TTL_MS, MIN_SSH_TOKEN_TTL_MS } from '@ramify/contracts/client';
 import { RamifyError, Sandbox, addSshKey, listSshKeys, removeSshKey, type SshKeyInfo } from '@ramify/sdk';
 import { InvalidArgumentError, type Command } from 'commander';
 import { action, type CliEnv } from '../context.js';

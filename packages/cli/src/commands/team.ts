@@ -2,7 +2,8 @@
  * `ramify team create|list|get|quota`: teams and their quotas (docs/design/TEAMS.md). Making a team and
  * setting a quota take an admin key of the `default` team (the first-start key is one).
  */
-import { MAX_QUOTA_VALUE, type SetTeamQuotaRequest } from '@ramify/contracts';
+import { MAX_QUOTA_VALUE } from '@ramify/contracts/client';
+import type { SetTeamQuotaRequest } from '@ramify/contracts';
 import { createTeam, getTeam, listTeams, setTeamQuota, type TeamInfo } from '@ramify/sdk';
 import { InvalidArgumentError, type Command } from 'commander';
 import { action, type CliEnv } from '../context.js';

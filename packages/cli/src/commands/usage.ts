@@ -1,7 +1,6 @@
 /**
  * `ramify usage`: the key's team's metered usage (docs/design/USAGE.md) as a table, `--json` or `--csv`.
  */
-import { stringify } from 'csv-stringify/sync';
 import { getUsage, type UsageGroupBy, type UsageResponse, type UsageRow } from '@ramify/sdk';
 import { Option, type Command } from 'commander';
 import { action, type CliEnv } from '../context.js';
@@ -52,6 +51,7 @@ up to now. The daemon writes counters every 5 s: a restart neither drops nor dou
     .action(action(env, async (ctx, opts: { from?: string; to?: string; groupBy: UsageGroupBy; sandbox?: string; csv?: boolean }) => {
       const res = await ctx.spin('reading usage', () => getUsage({ ...ctx.connection, from: opts.from, to: opts.to, groupBy: opts.groupBy, sandboxId: opts.sandbox }));
       if (opts.csv && !ctx.json) {
+        const { stringify } = await import('csv-stringify/sync');
         ctx.env.stdout.write(stringify(res.rows.map((r) => [r.key, r.sandboxes, ...FIELDS.map((f) => r[f])]), { header: true, columns: [res.groupBy, 'sandboxes', ...FIELDS] }));
         return;
       }

@@ -2,7 +2,8 @@
  * `ramify webhook add|list|rm|deliveries`: the team's webhooks (admin keys; docs/design/EVENTS.md). The
  * signing secret is printed once, at `add`.
  */
-import { EVENT_TYPES, type EventType } from '@ramify/contracts';
+import { EVENT_TYPES } from '@ramify/contracts/client';
+import type { EventType } from '@ramify/contracts';
 import { Webhook, type WebhookDelivery, type WebhookInfo } from '@ramify/sdk';
 import type { Command } from 'commander';
 import { action, type CliEnv } from '../context.js';

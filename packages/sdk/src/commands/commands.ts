@@ -2,7 +2,7 @@
  * `sandbox.commands`: run commands (streamed over a WebSocket), start background processes, and
  * re-attach to processes started earlier (even before a pause, resume or fork).
  */
-import { ROUTES } from '@ramify/contracts';
+import { ROUTES } from '@ramify/contracts/client';
 import type { CommandRequest, CommandResult, ProcessInfo, StreamOffsets } from '@ramify/contracts';
 import type { ApiClient } from '../http.js';
 import { CommandExitError, ConnectionError, NotFoundError, type RamifyError } from '../errors.js';

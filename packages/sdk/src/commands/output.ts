@@ -4,7 +4,8 @@
  * the text kept for the result (the head of each stream, up to the daemon's limit), and the caller's
  * callbacks (every byte).
  */
-import { DEFAULT_MAX_OUTPUT_BYTES, ResultCapture, type CapturedOutput, type StreamOffsets } from '@ramify/contracts';
+import { DEFAULT_MAX_OUTPUT_BYTES, ResultCapture } from '@ramify/contracts/client';
+import type { CapturedOutput, StreamOffsets } from '@ramify/contracts';
 
 /**
  * Output callbacks. Text callbacks get decoded strings (never a broken multi-byte character); byte

@@ -1,5 +1,5 @@
 /** The `/processes` routes of one sandbox, shared by {@link Commands} and {@link CommandHandle}. */
-import { ROUTES } from '@ramify/contracts';
+import { ROUTES } from '@ramify/contracts/client';
 import type { BoundRoute } from '../http.js';
 import type { ProcessInfo } from '@ramify/contracts';
 import type { ApiClient } from '../http.js';

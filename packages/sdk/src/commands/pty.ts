@@ -4,7 +4,7 @@
  * also types ({@link PtyHandle.sendInput}) and resizes. Output is bytes: a terminal merges stdout and
  * stderr, and escape sequences are the program's, so nothing is decoded.
  */
-import { ROUTES } from '@ramify/contracts';
+import { ROUTES } from '@ramify/contracts/client';
 import type { PtyInfo, PtyRequest, PtySize } from '@ramify/contracts';
 import type { ApiClient } from '../http.js';
 import { ConnectionError, NotFoundError, type RamifyError } from '../errors.js';

@@ -5,8 +5,10 @@
  */
 import type { BoundRoute } from '../http.js';
 import type { ClientRequest, IncomingMessage } from 'node:http';
-import WebSocket from 'ws';
-import { StreamChannel, type StreamControl } from '@ramify/contracts';
+import type WebSocket from 'ws';
+import { loadWebSocket } from '../ws.js';
+import { StreamChannel } from '@ramify/contracts/client';
+import type { StreamControl } from '@ramify/contracts';
 import type { ApiClient, Query } from '../http.js';
 import { RamifyError, errorFromCode, errorFromResponse } from '../errors.js';
 
@@ -51,11 +53,12 @@ export interface StreamSocket {
  * upgrade is refused (e.g. `SANDBOX_NOT_FOUND`), with `ConnectionError` when the API is unreachable,
  * and with `TimeoutError`-like `REQUEST_TIMEOUT` when the handshake exceeds the request deadline.
  */
-export function openStreamSocket(api: ApiClient, route: BoundRoute, query: Query | undefined, events: StreamSocketEvents): Promise<StreamSocket> {
+export async function openStreamSocket(api: ApiClient, route: BoundRoute, query: Query | undefined, events: StreamSocketEvents): Promise<StreamSocket> {
+  const WS = await loadWebSocket();
   const url = route.wsUrl(query);
   const { path } = route;
   const timeoutMs = api.config.requestTimeoutMs;
-  const ws = new WebSocket(url, { headers: api.authHeaders(), ...(timeoutMs > 0 ? { handshakeTimeout: timeoutMs } : {}) });
+  const ws = new WS(url, { headers: api.authHeaders(), ...(timeoutMs > 0 ? { handshakeTimeout: timeoutMs } : {}) });
   let settleEnd!: (end: StreamEnd) => void;
   let endSettled = false;
   const ended = new Promise<StreamEnd>((resolve) => {
@@ -72,7 +75,7 @@ export function openStreamSocket(api: ApiClient, route: BoundRoute, query: Query
   const socket: StreamSocket = {
     ended,
     closed,
-    get isOpen() { return ws.readyState === WebSocket.OPEN; },
+    get isOpen() { return ws.readyState === WS.OPEN; },
     sendControl: (message) => ws.send(JSON.stringify(message)),
     sendStdin: (bytes) => {
       const frame = new Uint8Array(bytes.byteLength + 1);
@@ -81,7 +84,7 @@ export function openStreamSocket(api: ApiClient, route: BoundRoute, query: Query
       ws.send(frame);
     },
     close: () => {
-      if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(1000);
+      if (ws.readyState === WS.OPEN || ws.readyState === WS.CONNECTING) ws.close(1000);
     },
   };
 

@@ -6,7 +6,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import ignore from 'ignore';
 import { STATE_DIR } from './state.js';
 
 /** Always ignored, at any depth (the last: a pull's temporary files, see `local.ts`). */
@@ -21,6 +20,7 @@ export type KeepPath = (rel: string, isDir: boolean) => boolean;
 /** Build the rules from the defaults, `localDir/.ramifyignore` (if present) and `extra` globs. */
 export async function loadIgnoreRules(localDir: string, extra: readonly string[] = []): Promise<KeepPath> {
   const fromFile = await readFile(join(localDir, IGNORE_FILE), 'utf8').catch(() => '');
+  const { default: ignore } = await import('ignore'); // loaded on first use: importing the SDK does not load the sync engine's dependencies
   const rules = ignore().add([...DEFAULT_IGNORES]).add(fromFile).add([...extra]);
   return (rel, isDir) => rel !== '' && !rules.ignores(isDir ? `${rel}/` : rel);
 }

@@ -10,7 +10,6 @@ import { createWriteStream } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { extract } from 'tar-stream';
 import { localEntry, type TreeEntry } from './tree.js';
 
 /** Infix of the temporary files a pull writes (ignored by the sync). */
@@ -36,6 +35,7 @@ export interface Placed {
 export async function unpackInto(root: string, tar: ReadableStream<Uint8Array>, expected: ReadonlyMap<string, TreeEntry | undefined>): Promise<{ placed: Map<string, Placed>; skipped: Set<string> }> {
   const placed = new Map<string, Placed>();
   const skipped = new Set<string>();
+  const { extract } = await import('tar-stream'); // loaded on first use: importing the SDK does not load the sync engine's dependencies
   const members = extract();
   const feeding = pipeline(Readable.fromWeb(tar as import('node:stream/web').ReadableStream<Uint8Array>), members);
   for await (const member of members) {

@@ -9,7 +9,6 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pack } from 'tar-stream';
 import { conflictName, decide, sideChange, type ResolvedSide, type SyncAction, type SyncedEntry } from './reconcile.js';
 import { removeLocal, unpackInto } from './local.js';
 import { expectation, type RemoteOp, type RemoteTree } from './remote.js';
@@ -186,7 +185,7 @@ async function pushAll(ctx: PassContext, pushes: Decided[], ops: RemoteOp[], aga
     if (batchOps.length === 0) continue;
     if (pushes.length > 0) ctx.onProgress?.({ phase: 'upload', done, total: pushes.length });
     const hashes = new Map<string, string>();
-    const { skipped, kept, after: posted } = await ctx.remote.apply(batchOps, batch.length > 0 ? packBatch(ctx.localRoot, batch, hashes) : undefined);
+    const { skipped, kept, after: posted } = await ctx.remote.apply(batchOps, batch.length > 0 ? await packBatch(ctx.localRoot, batch, hashes) : undefined);
     for (const o of batchOps) {
       if (skipped.has(o.path)) {
         again.add(o.path);
@@ -221,7 +220,8 @@ export class LocalChangedError extends Error {
 }
 
 /** A tar of `batch`'s local entries (files hashed as they are read, into `hashes`). */
-function packBatch(root: string, batch: Decided[], hashes: Map<string, string>): AsyncIterable<Uint8Array> {
+async function packBatch(root: string, batch: Decided[], hashes: Map<string, string>): Promise<AsyncIterable<Uint8Array>> {
+  const { pack } = await import('tar-stream'); // loaded on first use: importing the SDK does not load the sync engine's dependencies
   const tar = pack();
   void (async () => {
     try {

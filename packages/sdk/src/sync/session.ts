@@ -8,7 +8,7 @@
  */
 import { resolve as resolvePath } from 'node:path';
 import { relative, sep } from 'node:path';
-import { watch, type FSWatcher } from 'chokidar';
+import type { FSWatcher } from 'chokidar';
 import type { Sandbox } from '../sandbox.js';
 import { RamifyError, isRamifyError } from '../errors.js';
 import type { WatchHandle } from '../watch.js';
@@ -121,6 +121,7 @@ class Session implements SyncSession {
 
   /** Watch both sides; changes mark paths dirty. Both watchers are in place before the first pass. */
   async #watch(): Promise<void> {
+    const { watch } = await import('chokidar'); // loaded on first use: importing the SDK does not load the sync engine's dependencies
     const rel = (abs: string): string => relative(this.ctx.localRoot, abs).split(sep).join('/');
     const local = watch(this.ctx.localRoot, {
       ignoreInitial: true,
