@@ -119,12 +119,16 @@ async function restoreFresh(core: Core, record: SandboxRecord, snapshotId: strin
  * and restore as without a pool, so the create still succeeds.
  */
 async function adoptOrRestore(core: Core, record: SandboxRecord, snapshotId: string): Promise<SandboxRecord> {
+  // Its counters so far (the pool's restore, its idle time there) are not this sandbox's use: the baseline
+  // is read while the claim applies egress and identity (no user process runs before the create answers),
+  // not after it: a reading waits for the daemon's file reads queue, up to tens of ms on a busy host.
+  const baseline = core.meter.baseline(record);
   try {
     await adoptPooled(core, record);
-    // Its counters so far (the pool's restore, its idle time there) are not this sandbox's use.
-    await core.meter.baseline(record);
+    await baseline;
     return record;
   } catch (err) {
+    await baseline;
     core.logger.warn('claiming a pooled sandbox failed; restoring instead', { sandboxId: record.id, error: messageOf(err) });
     core.pool.failed();
     const failure = await releaseResources(core, record);
