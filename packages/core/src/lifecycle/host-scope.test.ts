@@ -70,3 +70,18 @@ test("a host's reconcile and liveness sweeps leave another host's running sandbo
   assert.equal((await getSandbox(b, onB.id)).state, 'error');
   assert.equal((await getSandbox(a.core, onA.id)).state, 'running');
 });
+
+test('a paused sandbox resumed on another host gets a slot of that host, never the number it had on its old host', async () => {
+  const { a, b } = await twoHosts();
+  const moving = await createSandbox(a.core, {});
+  const neighbour = await createSandbox(b, {});
+  assert.equal(moving.slot, 1);
+  assert.equal(neighbour.slot, 1, "B's slot 1 is its neighbour's");
+  await pauseSandbox(a.core, moving.id);
+  const resumed = await resumeSandbox(b, moving.id);
+  assert.equal(resumed.hostId, 'host-b');
+  assert.equal(resumed.slot, 2, "B's next free slot, not A's slot 1 (the neighbour's namespace on B)");
+  assert.deepEqual((await a.store.listSlots('host-b')).map((l) => [l.slot, l.sandboxId]), [[1, neighbour.id], [2, moving.id]]);
+  assert.deepEqual(await a.store.listSlots(TEST_HOST_ID), [], "A's lease is given up");
+  assert.equal((await getSandbox(b, neighbour.id)).state, 'running');
+});

@@ -1,7 +1,9 @@
 /**
  * Bringing a paused sandbox back (`paused → resuming → running`), the shared half of resume and of
- * fork/snapshot of a running sandbox (which checkpoint it and then restore it). Same id, same slot.
- * A failed restore goes back to `paused`: the image is intact, so a paused sandbox is never lost.
+ * fork/snapshot of a running sandbox (which checkpoint it and then restore it). Same id; the same slot on
+ * the same host, a slot of this host's own when it comes from another (its old host's slot number may be
+ * another sandbox's here). A failed restore goes back to `paused`: the image is intact, so a paused sandbox
+ * is never lost.
  */
 import { RamifyError } from '@ramify/contracts';
 import type { Core } from '../context.js';
@@ -31,7 +33,10 @@ export async function restorePaused(core: Core, record: SandboxRecord, plan: Res
   const keep = plan.afterwards === 'operation-continues';
   const { mark: phase, within, phases } = phaseTimer();
   // Its instance will run on this host: recorded before the restore, so a crash leaves it to this host's reconcile.
-  const resuming = await transition(core, record, 'resuming', { operation: keep ? record.operation : { kind: 'resume', snapshotId }, hostId: core.hostId });
+  // Its slot is leased here: the lease it holds here, or a free one (giving up its old host's lease), never
+  // the old host's number as is, which here may be another sandbox's namespace.
+  const slot = record.hostId === core.hostId && record.slot !== null ? record.slot : await core.store.allocateSlot(record.id, core.hostId);
+  const resuming = await transition(core, record, 'resuming', { operation: keep ? record.operation : { kind: 'resume', snapshotId }, hostId: core.hostId, slot });
   phase('resumingMs');
   try {
     await within('bringUpMs', () => bringUp(core, resuming, snapshotId));
