@@ -69,6 +69,8 @@ async function resumeElsewhere(from, id) {
 try {
   let holder = cluster.hosts[0];
   const { id } = await must(holder, 'POST', '/v1/sandboxes', { timeoutMs: 3_600_000, memoryMB: 512 });
+  // Through the API (`--role`), placement picks the host: the holder is wherever the sandbox landed.
+  holder = hostById(await cluster.hostOf(id));
   await must(holder, 'POST', `/v1/sandboxes/${id}/commands`, { cmd: `head -c ${fillMB}M /dev/urandom > /dev/shm/fill` });
   await must(holder, 'POST', `/v1/sandboxes/${id}/commands`, { cmd: 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.1; done', background: true });
   const rows = { same: [], cross: [], imageBytes: [], raw: [] };
