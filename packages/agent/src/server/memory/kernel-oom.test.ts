@@ -1,10 +1,21 @@
 /** Reading the kernel's OOM reports (microVM guests): the log line and the kill counter, on synthetic files. */
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KernelOomWatcher, parseKernelKill, readOomKillCount, type KernelKill } from './kernel-oom.js';
+
+const dirs: string[] = [];
+/** A temporary directory, removed after the file's tests. */
+const tempDir = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), 'ramify-kernel-oom-'));
+  dirs.push(dir);
+  return dir;
+};
+after(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
 
 test("parses the kernel's kill report, from /dev/kmsg or dmesg", () => {
   // As read from /dev/kmsg: one record, ending in a newline (measured on Debian's 6.1 guest kernel).
@@ -15,7 +26,7 @@ test("parses the kernel's kill report, from /dev/kmsg or dmesg", () => {
 });
 
 test('reads the oom_kill counter; none where the kernel does not count (gVisor)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ramify-kernel-oom-'));
+  const dir = tempDir();
   writeFileSync(join(dir, 'vmstat'), 'nr_free_pages 1\noom_kill 3\nnr_foo 2\n');
   assert.equal(readOomKillCount(dir), 3);
   writeFileSync(join(dir, 'vmstat'), 'nr_free_pages 1\n');
@@ -23,7 +34,7 @@ test('reads the oom_kill counter; none where the kernel does not count (gVisor)'
 });
 
 test('a counted kill whose log cannot be read is reported unattributed', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ramify-kernel-oom-'));
+  const dir = tempDir();
   writeFileSync(join(dir, 'vmstat'), 'oom_kill 0\n');
   const kills: Array<KernelKill | 'unattributed'> = [];
   const watcher = new KernelOomWatcher({ onKill: (k) => kills.push(k), log: () => undefined, procDir: dir, kmsgPath: join(dir, 'no-kmsg'), pollMs: 60_000 });
