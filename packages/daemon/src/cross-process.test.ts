@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { DirSnapshotStorage, FakeNetwork, FakeRuntime, seedTemplate } from '@ramify/core/testing';
 import { startPostgresCluster } from '@ramify/store/testsuite';
+import { until } from './real-test-support.js';
 import { serve, type RamifyServer } from './serve.js';
 
 const cluster = await startPostgresCluster();
@@ -27,13 +28,6 @@ after(async () => {
   if (!('skip' in cluster)) cluster.stop();
   await rm(root, { recursive: true, force: true });
 });
-
-const until = async (check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> => {
-  for (const end = Date.now() + ms; !(await check());) {
-    if (Date.now() > end) throw new Error(`timed out until ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 /** A daemon on its own data directory and host id, over `url` and the shared snapshot directory. */
 async function daemon(url: string, db: string, name: string): Promise<RamifyServer> {

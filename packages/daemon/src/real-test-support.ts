@@ -53,7 +53,7 @@ export function shellCaller(call: (method: string, path: string, body?: unknown)
 }
 
 /** Poll `check` every 100 ms until it holds; throws naming `what` after `limitMs` (generous: CI machines are slow). */
-export async function until(check: () => Promise<boolean>, what: string, limitMs = 30_000): Promise<void> {
+export async function until(check: () => boolean | Promise<boolean>, what: string, limitMs = 30_000): Promise<void> {
   for (const deadline = Date.now() + limitMs; !(await check()); await new Promise((resolve) => setTimeout(resolve, 100))) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
   }
