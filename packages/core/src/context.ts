@@ -24,6 +24,7 @@ import type { BufferedIngressLog } from './ingress/ingress-log.js';
 import type { AgentSessions } from './lifecycle/agent-sessions.js';
 import type { SandboxEvents } from './lifecycle/events.js';
 import type { KeyedLock } from './lifecycle/locks.js';
+import type { ForegroundWork } from './lifecycle/foreground.js';
 import type { WarmPool } from './pool/warm-pool.js';
 import type { EventFeed } from './events/feed.js';
 import type { EventHub } from './events/hub.js';
@@ -227,6 +228,8 @@ export interface Core extends Omit<CoreDeps, 'options' | 'entropy' | 'egressLog'
   entropy: (bytes: number) => Uint8Array;
   /** Per-key locks of this host's calls (`locks.hostId` is {@link CoreDeps.hostId}); see `lifecycle/locks.ts`. */
   locks: KeyedLock;
+  /** Lifecycle calls and foreground commands in flight; background work waits for its quiet (`lifecycle/foreground.ts`). */
+  foreground: ForegroundWork;
   sessions: AgentSessions;
   events: SandboxEvents;
   /** Restored idle sandboxes creates claim; pooled ones have no store row (see pool/warm-pool.ts). */

@@ -25,6 +25,7 @@ import { NO_TELEMETRY } from './ports/telemetry.js';
 import { NO_WEBHOOK_SENDER } from './ports/webhook-sender.js';
 import { BufferedCommandLog } from './sandbox/command-log.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
+import { ForegroundWork } from './lifecycle/foreground.js';
 import { UsageMeter } from './usage/meter.js';
 
 
@@ -36,6 +37,8 @@ export function createCore(deps: CoreDeps): Core {
   const eventHub = new EventHub();
   const eventLog = new EventRecorder({ events, store: deps.store, logger: deps.logger, mode: options.events });
   const notifications = deps.store.eventNotifications;
+  const locks = new KeyedLock(deps.hostId);
+  const foreground = new ForegroundWork(locks);
   const core: Core = {
     ...ports,
     options,
@@ -46,12 +49,13 @@ export function createCore(deps: CoreDeps): Core {
       ? new LocalEventFeed(eventLog.stored, eventHub)
       : new SharedEventFeed({ store: deps.store, notifications, hub: eventHub, logger: deps.logger, pollMs: options.eventPollMs }),
     commandLog: new BufferedCommandLog({ store: deps.store, logger: deps.logger }),
-    webhooks: new WebhookDispatcher({ store: deps.store, hub: eventLog.stored, holder: deps.hostId, sender: webhookSender ?? NO_WEBHOOK_SENDER, logger: deps.logger, clock: deps.clock, tunables: options.webhooks }),
+    webhooks: new WebhookDispatcher({ store: deps.store, hub: eventLog.stored, holder: deps.hostId, sender: webhookSender ?? NO_WEBHOOK_SENDER, logger: deps.logger, clock: deps.clock, tunables: options.webhooks, foregroundQuietForMs: () => foreground.quietForMs() }),
     entropy: deps.entropy ?? ((n) => new Uint8Array(randomBytes(n))),
     egressLog: deps.egressLog ?? new BufferedEgressLog({ store: deps.store, logger: deps.logger, clock: deps.clock }),
     ingressLog: new BufferedIngressLog({ store: deps.store, logger: deps.logger }),
     activity: new SandboxActivity(deps.clock),
-    locks: new KeyedLock(deps.hostId),
+    locks,
+    foreground,
     events,
     sessions: undefined as unknown as AgentSessions,
     pool: undefined as unknown as WarmPool,

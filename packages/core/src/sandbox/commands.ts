@@ -31,6 +31,11 @@ export function toStartOptions(request: CommandRequest, defaultTimeoutMs: number
  * @throws RamifyError `SANDBOX_NOT_FOUND`, `INVALID_STATE`, `CWD_NOT_FOUND`, `AGENT_UNREACHABLE` (channel lost mid-run).
  */
 export async function runCommand(core: Core, sandboxId: string, request: CommandRequest): Promise<CommandResult | { pid: number }> {
+  // A foreground run is foreground work until its exit: deferrable background work waits (lifecycle/foreground.ts).
+  return request.background ? run(core, sandboxId, request) : core.foreground.run(() => run(core, sandboxId, request));
+}
+
+async function run(core: Core, sandboxId: string, request: CommandRequest): Promise<CommandResult | { pid: number }> {
   const watch = watchCommand(core, sandboxId, request.cmd, request.background ? 'background' : 'foreground');
   try {
     const session = await agentFor(core, sandboxId);

@@ -36,12 +36,12 @@ const until = async (check: () => boolean | Promise<boolean>, what: string): Pro
   }
 };
 
-async function setUp(sender: WebhookSender, tunables: Partial<WebhookTunables>, hooks = ['whk_a']): Promise<{ hub: EventHub; publish: () => Promise<EventRecord> }> {
+async function setUp(sender: WebhookSender, tunables: Partial<WebhookTunables>, hooks = ['whk_a'], foregroundQuietForMs?: () => number): Promise<{ hub: EventHub; publish: () => Promise<EventRecord> }> {
   for (const id of hooks) {
     await world.store.insertWebhook({ id, teamId: 'default', name: id, url: `http://127.0.0.1:9/${id}`, events: ['sandbox.lifecycle.created'], secret: `whsec_${id}`, createdAt: 0, createdBy: null });
   }
   const hub = new EventHub();
-  dispatcher = new WebhookDispatcher({ store: world.store, hub, holder: 'host-test', sender, logger: silentLogger, clock: world.clock, tunables: { retryBaseMs: 5, ...tunables } });
+  dispatcher = new WebhookDispatcher({ store: world.store, hub, holder: 'host-test', sender, logger: silentLogger, clock: world.clock, tunables: { retryBaseMs: 5, ...tunables }, ...(foregroundQuietForMs ? { foregroundQuietForMs } : {}) });
   await dispatcher.start();
   const publish = async (): Promise<EventRecord> => {
     const event = await world.store.appendEvent({ type: 'sandbox.lifecycle.created', at: 0, teamId: 'default', sandboxId: 'sbx_x', keyId: null, cause: 'api', data: {} });
@@ -101,5 +101,24 @@ describe('webhook dispatcher', () => {
     for (let i = 0; i < 4; i++) await publish();
     await until(async () => (await world.store.listDeliveries('whk_fast', 10)).every((d) => d.status === 'delivered') && (await world.store.listDeliveries('whk_fast', 10)).length === 4, 'the fast webhook got all four');
     assert.deepEqual((await world.store.listDeliveries('whk_slow', 10)).map((d) => d.status), ['pending', 'pending', 'pending', 'pending']);
+  });
+
+  test('a busy foreground holds new deliveries back until it has been quiet for quietMs', async () => {
+    let quietForMs = 0;
+    const sent: WebhookRequest[] = [];
+    const { publish } = await setUp({ post: async (r) => { sent.push(r); return { statusCode: 200 }; } }, { quietMs: 20, maxDeferMs: 600_000 }, ['whk_a'], () => quietForMs);
+    await publish();
+    // Busy for ten times quietMs: nothing is matched, recorded or sent meanwhile.
+    await new Promise((r) => setTimeout(r, 200));
+    assert.deepEqual([sent.length, (await world.store.listDeliveries('whk_a', 10)).length], [0, 0]);
+    quietForMs = 20;
+    await until(async () => (await world.store.listDeliveries('whk_a', 10))[0]?.status === 'delivered', 'delivered once quiet');
+    assert.equal(sent.length, 1);
+  });
+
+  test('a foreground that never quiets holds a delivery back at most maxDeferMs', async () => {
+    const { publish } = await setUp({ post: async () => ({ statusCode: 200 }) }, { quietMs: 20, maxDeferMs: 50 }, ['whk_a'], () => 0);
+    await publish();
+    await until(async () => (await world.store.listDeliveries('whk_a', 10))[0]?.status === 'delivered', 'delivered while busy');
   });
 });

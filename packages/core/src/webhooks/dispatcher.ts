@@ -8,6 +8,10 @@
  * dispatcher through the hub and are matched on a later turn of the event loop, at most `concurrency`
  * POSTs are in flight (`perWebhookConcurrency` per webhook, so one hung receiver holds only its own
  * slots), and at most `maxQueue` deliveries wait (more are recorded `failed`, "queue full").
+ * Deliveries wait for a quiet daemon: events are matched (and so POSTed) once this process's foreground
+ * work (lifecycle calls, foreground commands: `lifecycle/foreground.ts`) has been quiet for `quietMs`, or
+ * the oldest has waited `maxDeferMs`, so a delivery does not slow the caller's next call. Retries keep
+ * their own backoff.
  * Several processes over one store (docs/design/SCALE-OUT.md): each process matches only the events it
  * stored itself (its recorder's `stored` hub), the store keeps one delivery per (webhook, event), and a
  * process attempts a delivery only while it holds the delivery's **claim** (a lease in the store, renewed
@@ -45,6 +49,10 @@ export interface WebhookTunables {
   claimLeaseMs: number;
   /** How often pending deliveries whose claim ran out are claimed, ms. */
   claimSweepMs: number;
+  /** New events are matched once the foreground has been quiet this long, ms ({@link WebhookDispatcherOptions.foregroundQuietForMs}). */
+  quietMs: number;
+  /** ... or once the oldest of them has waited this long, ms, however busy the foreground is. */
+  maxDeferMs: number;
   /**
    * Allow loopback, private, link-local and this host's own addresses as destinations (`ramify serve
    * --webhook-allow-private`); default false: public addresses only (`destination.ts`). Read at create
@@ -56,11 +64,12 @@ export interface WebhookTunables {
 /**
  * 10 s per attempt, 6 attempts over ~31 s of backoff (1, 2, 4, 8, 16 s), 8 in flight (2 per webhook), 10000
  * waiting, public destinations only; a dead process's deliveries are taken over 30 s after they were due,
- * looked for every 5 s.
+ * looked for every 5 s; a first attempt waits for 250 ms of foreground quiet (the warm pool's refill
+ * threshold), at most 2 s.
  */
 export const DEFAULT_WEBHOOK_TUNABLES: WebhookTunables = {
   timeoutMs: 10_000, maxAttempts: 6, retryBaseMs: 1_000, retryMaxMs: 300_000, concurrency: 8, perWebhookConcurrency: 2, maxQueue: 10_000,
-  claimLeaseMs: 30_000, claimSweepMs: 5_000, allowPrivateDestinations: false,
+  claimLeaseMs: 30_000, claimSweepMs: 5_000, quietMs: 250, maxDeferMs: 2_000, allowPrivateDestinations: false,
 };
 
 export interface WebhookDispatcherOptions {
@@ -73,6 +82,11 @@ export interface WebhookDispatcherOptions {
   logger: Logger;
   clock: Clock;
   tunables?: Partial<WebhookTunables>;
+  /**
+   * Time the process's foreground has been quiet, ms (0 while busy): `ForegroundWork.quietForMs`. Without
+   * it, events are matched on the next turn of the event loop.
+   */
+  foregroundQuietForMs?: () => number;
 }
 
 /** One delivery the dispatcher holds. */
@@ -97,7 +111,11 @@ export class WebhookDispatcher {
   #sweep: NodeJS.Timeout | null = null;
   /** Events not yet matched to webhooks. */
   #incoming: EventRecord[] = [];
+  /** When the oldest of {@link #incoming} arrived (performance.now ms). */
+  #incomingSinceMs = 0;
   #matching = false;
+  /** The wait for a quiet foreground before the next match. */
+  #deferTimer: NodeJS.Timeout | null = null;
   readonly #ready: Job[] = [];
   readonly #retryTimers = new Map<NodeJS.Timeout, Job>();
   readonly #inFlight = new Map<string, number>();
@@ -140,6 +158,7 @@ export class WebhookDispatcher {
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#sweep) clearInterval(this.#sweep);
+    if (this.#deferTimer) clearTimeout(this.#deferTimer);
     this.#stopping.abort();
     this.#off?.();
     this.#off = null;
@@ -157,15 +176,37 @@ export class WebhookDispatcher {
       this.#o.logger.warn('webhooks: too many events waiting to be matched; one is not delivered', { eventType: event.type, waiting: this.#incoming.length });
       return;
     }
+    if (this.#incoming.length === 0) this.#incomingSinceMs = performance.now();
     this.#incoming.push(event);
     this.#matchSoon();
   }
 
-  /** Match on a later turn of the event loop (never in the call that stored the event). */
+  /**
+   * Match on a later turn of the event loop (never in the call that stored the event), once the foreground
+   * is quiet ({@link #deferMs}).
+   */
   #matchSoon(): void {
-    if (this.#matching) return;
+    if (this.#matching || this.#closed) return;
     this.#matching = true;
-    setImmediate(() => void this.#match());
+    const waitMs = this.#deferMs();
+    if (waitMs <= 0) {
+      setImmediate(() => void this.#match());
+      return;
+    }
+    this.#deferTimer = setTimeout(() => {
+      this.#deferTimer = null;
+      this.#matching = false;
+      this.#matchSoon();
+    }, waitMs);
+    this.#deferTimer.unref();
+  }
+
+  /** How long the incoming events wait still, ms: until `quietMs` of foreground quiet, at most until the oldest waited `maxDeferMs`. */
+  #deferMs(): number {
+    const quietForMs = this.#o.foregroundQuietForMs?.();
+    if (quietForMs === undefined || quietForMs >= this.#t.quietMs) return 0;
+    const leftMs = this.#t.maxDeferMs - (performance.now() - this.#incomingSinceMs);
+    return leftMs <= 0 ? 0 : Math.max(1, Math.min(this.#t.quietMs - quietForMs, leftMs));
   }
 
   /**
