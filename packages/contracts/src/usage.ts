@@ -32,8 +32,11 @@ export type Budget = z.infer<typeof Budget>;
 export const BudgetLimit = z.enum(['cpuSeconds', 'sandboxSeconds', 'maxSandboxes']);
 export type BudgetLimit = z.infer<typeof BudgetLimit>;
 
-/** `PATCH /v1/sandboxes/{id}/budget`: the limits to change (absent: unchanged; null: no limit). Makes the budget when the sandbox has none. */
-export const SetBudgetRequest = Budget;
+/**
+ * `PATCH /v1/sandboxes/{id}/budget`: the limits to change (absent: unchanged; null: no limit), at least
+ * one. Makes the budget when the sandbox has none.
+ */
+export const SetBudgetRequest = Budget.refine((b) => Object.keys(b).length > 0, { message: 'name at least one limit: cpuSeconds, sandboxSeconds or maxSandboxes (null for no limit)' });
 export type SetBudgetRequest = z.infer<typeof SetBudgetRequest>;
 
 /** A budget, what its tree used since it was set, and whether it is exceeded. */

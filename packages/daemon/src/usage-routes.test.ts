@@ -103,6 +103,9 @@ test('bad input is 400 VALIDATION_FAILED and changes nothing', async () => {
   const { id } = await createViaApi(bed, { budget: { cpuSeconds: 5 } });
   const negative = await call(bed.auth, 'PATCH', `/v1/sandboxes/${id}/budget`, { cpuSeconds: -5 });
   assert.equal(negative.status, 400);
+  const empty = await call(bed.auth, 'PATCH', `/v1/sandboxes/${id}/budget`, {});
+  assert.deepEqual([empty.status, empty.body.error.code], [400, 'VALIDATION_FAILED']);
+  assert.match(empty.body.error.message, /at least one limit/);
   assert.match(negative.body.error.message, /body\.cpuSeconds/);
   assert.equal((await call(bed.auth, 'GET', `/v1/sandboxes/${id}/budget`)).body.budgets[0].limits.cpuSeconds, 5, 'unchanged');
   for (const query of ['groupBy=week', 'from=yesterday', 'to=2025-13-45', 'from=2025-02-01&to=2025-01-01', 'colour=red']) {

@@ -21,22 +21,22 @@ const mib = (bytes: number): string => String(Math.round(bytes / 1024 / 1024));
 function metricLine(m: SandboxMetrics): string {
   const time = m.timestamp.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
   const disk = m.diskUsed === null || m.diskTotal === null ? 'Disk: - (in memory)' : `Disk: ${mib(m.diskUsed).padStart(5)} / ${mib(m.diskTotal)} MiB`;
-  return `[${time}]  CPU: ${m.cpuUsedPct.toFixed(2).padStart(6)}% / ${String(m.cpuCount).padStart(2)} Cores | Memory: ${mib(m.memUsed).padStart(5)} / ${mib(m.memTotal)} MiB | ${disk}`;
+  return `[${time}]  CPU: ${m.cpuUsedPct.toFixed(2).padStart(6)}% / ${String(m.cpuCount).padStart(2)} ${m.cpuCount === 1 ? 'Core ' : 'Cores'} | Memory: ${mib(m.memUsed).padStart(5)} / ${mib(m.memTotal)} MiB | ${disk}`;
 }
 
-/** A budget limit option: a number above 0, or `none` (no limit: see `noLimit`). */
-function limitArg(parse: (v: string) => number): (value: string) => number | 'none' {
+/** A budget limit option: a number above 0 (`what` says which kind), or `none` (no limit: see `noLimit`). */
+function limitArg(what: string, parse: (v: string) => number): (value: string) => number | 'none' {
   return (value) => {
     if (value === 'none') return 'none';
     const n = parse(value);
-    if (!(n > 0) || n > MAX_BUDGET_VALUE) throw new InvalidArgumentError(`expected a number above 0 (at most ${MAX_BUDGET_VALUE}), or 'none'`);
+    if (!(n > 0) || n > MAX_BUDGET_VALUE) throw new InvalidArgumentError(`expected ${what} above 0 (at most ${MAX_BUDGET_VALUE}), or 'none'`);
     return n;
   };
 }
-const seconds = limitArg((v) => (/^\d+(\.\d+)?$/.test(v) ? Number(v) : Number.NaN));
+const seconds = limitArg('a number', (v) => (/^\d+(\.\d+)?$/.test(v) ? Number(v) : Number.NaN));
 /** Seconds: a plain number is seconds, else a duration (90m, 2h). */
-const duration = limitArg((v) => (/^\d+(\.\d+)?$/.test(v) ? Number(v) : parseDuration(v) / 1000));
-const count = limitArg((v) => (/^\d+$/.test(v) ? Number(v) : Number.NaN));
+const duration = limitArg('seconds or a duration (90m, 2h)', (v) => (/^\d+(\.\d+)?$/.test(v) ? Number(v) : parseDuration(v) / 1000));
+const count = limitArg('a whole number', (v) => (/^\d+$/.test(v) ? Number(v) : Number.NaN));
 
 /** Budget options shared by `sandbox budget` and `sandbox create` (`prefix`: `budget-` on create). */
 export function withBudgetOptions(cmd: Command, prefix = ''): Command {

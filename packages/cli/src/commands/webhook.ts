@@ -22,7 +22,7 @@ function deliveriesTable(deliveries: WebhookDelivery[]): string {
   if (deliveries.length === 0) return 'no deliveries';
   return renderTable(['ID', 'EVENT', 'TYPE', 'STATUS', 'ATTEMPTS', 'LAST'], deliveries.map((d) => {
     const last = d.attempts.at(-1);
-    const lastText = last ? `${last.statusCode ?? 'no answer'}${last.error ? ` (${last.error})` : ''}, ${last.durationMs} ms` : '-';
+    const lastText = last ? `${last.statusCode ?? (last.error ? 'not delivered' : 'no answer')}${last.error ? ` (${last.error})` : ''}, ${last.durationMs} ms` : '-';
     return [d.id, d.eventId, d.eventType, d.status + (d.nextAttemptAt ? ` (next ${formatRelative(d.nextAttemptAt)})` : ''), String(d.attempts.length), lastText];
   }));
 }
