@@ -143,7 +143,7 @@ try {
   const upload = median(rows.upload);
   const put = median(rawPut);
   console.log(`bench/scale-out: gVisor, s3rver on 127.0.0.1 (${s3.endpoint}), ${N} iterations, a 512 MiB sandbox holding ${fillMB} MB of random bytes in memory; medians`);
-  console.log(`image: ${(image / MB).toFixed(1)} MB (runsc's checkpoint as the gVisor runtime writes it: flate-compressed by runsc); load average ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')}`);
+  console.log(`image: ${(image / MB).toFixed(1)} MB (runsc's checkpoint as the gVisor runtime writes it: -compression none, pages.img beside checkpoint.img); load average ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')}`);
   console.log(['figure', 'value', 'raw', 'target', '', 'what'].join('\t'));
   console.log(['upload after pause', `${upload.toFixed(0)} ms`, `${put.toFixed(0)} ms`, `<= 2x raw (${(upload / put).toFixed(2)}x)`, ok(upload, 2 * put), 'pause answered -> manifest in the bucket (chunk, hash, compress, PUT) vs raw PutObject of the same files as whole objects'].join('\t'));
   console.log(['  raw chunked PUT', `${median(rawChunkPut).toFixed(0)} ms`, '-', '-', '-', `the same bytes as ${chunks.length} content-defined chunks, one PutObject each, 8 at once: the server's cost per object, which any chunked upload pays`].join('\t'));

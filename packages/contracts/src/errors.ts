@@ -44,8 +44,9 @@ export const ERROR_CODES = {
   WATCH_UNAVAILABLE: 409,
   PAYLOAD_TOO_LARGE: 413,
   /**
-   * No room for the data: a microVM's root disk is full, or a gVisor sandbox's memory (where its file
-   * changes live) has no room left for files.
+   * No room for the data: a microVM's root disk is full, a gVisor sandbox's memory (where its file
+   * changes live) has no room left for files, or the host's disk has no room for a checkpoint image (the
+   * pause, fork or snapshot is refused and the sandbox keeps running).
    */
   NO_SPACE: 507,
   COMMAND_TIMEOUT: 408,
