@@ -46,6 +46,20 @@ describe('LocalSnapshotStorage', () => {
     assert.deepEqual(await readdir(join(imageDir, '..')), []);
   });
 
+  it('the background hash waits hashDelayMs after a commit (a resume right after a pause does not share the CPU); a remove meanwhile drops it', async () => {
+    const storage = new LocalSnapshotStorage({ rootDir: join(root, 'delay'), hashDelayMs: 600_000 });
+    const { imageDir } = await writeImage(storage, 'snap1');
+    await storage.commit(commitInput('snap1'));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const manifest = (): Promise<{ files: Record<string, { sha256: string | null }> }> => readFile(join(imageDir, '..', 'manifest.json'), 'utf8').then(JSON.parse);
+    assert.deepEqual(Object.values((await manifest()).files).map((f) => f.sha256), [null, null], 'not hashed during the delay');
+    await writeImage(storage, 'snap2');
+    await storage.commit(commitInput('snap2'));
+    await storage.remove('snap2'); // does not wait out the delay (the test would time out)
+    await storage.settle(); // starts the waiting hash of snap1 now
+    assert.ok(Object.values((await manifest()).files).every((f) => typeof f.sha256 === 'string'));
+  });
+
   it('commit writes sizes at once and the streamed sha256 per file in the background; open returns the image', async () => {
     const storage = new LocalSnapshotStorage({ rootDir: join(root, 'b'), hashConcurrency: 2 });
     const { imageDir, big } = await writeImage(storage, 'snap1');

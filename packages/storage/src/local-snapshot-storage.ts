@@ -30,6 +30,12 @@ export interface LocalSnapshotStorageOptions {
   verifyOnOpen?: SnapshotVerification;
   /** Files hashed at once by commit and checksum verification; default min(4, cores). */
   hashConcurrency?: number;
+  /**
+   * Wait after a commit before hashing the image's files in the background, ms; default 3000. A resume or
+   * fork right after a pause restores that image meanwhile, and would share the CPU and the page cache with
+   * the hash (opens check sizes, not hashes, by default).
+   */
+  hashDelayMs?: number;
 }
 
 export interface OpenSnapshotOptions {
@@ -54,8 +60,11 @@ export class LocalSnapshotStorage implements SnapshotStorage {
   readonly rootDir: string;
   private readonly snapshotsDir: string;
   private readonly verifyOnOpen: SnapshotVerification;
-  /** Background hashing of committed images, by snapshot id. */
+  /** Background hashing of committed images, by snapshot id (waiting for its delay, or running). */
   private readonly hashing = new Map<string, Promise<void>>();
+  /** Hashes still waiting for their delay: start one now, or drop it (its snapshot is being removed). */
+  private readonly hashWaits = new Map<string, { start: () => void; drop: () => void }>();
+  private readonly hashDelayMs: number;
   /** Snapshots being removed (their background hash must not rewrite the manifest). */
   private readonly removing = new Set<string>();
   private readonly hashConcurrency: number;
@@ -67,6 +76,7 @@ export class LocalSnapshotStorage implements SnapshotStorage {
     this.snapshotsDir = join(options.rootDir, 'snapshots');
     this.verifyOnOpen = options.verifyOnOpen ?? 'sizes';
     this.hashConcurrency = options.hashConcurrency ?? defaultHashConcurrency();
+    this.hashDelayMs = options.hashDelayMs ?? 3000;
   }
 
   /**
@@ -119,8 +129,29 @@ export class LocalSnapshotStorage implements SnapshotStorage {
     };
     await writeManifestAtomically(join(dir, MANIFEST_FILE), manifest);
     this.inFlight.delete(snapshotId);
-    this.hashing.set(snapshotId, this.hashInBackground(manifest));
+    this.hashing.set(snapshotId, this.hashAfterDelay(manifest));
     return manifest;
+  }
+
+  /** {@link hashInBackground} once `hashDelayMs` has passed (or {@link settle} asks); resolves when done or dropped. */
+  private hashAfterDelay(manifest: SnapshotManifest): Promise<void> {
+    const { snapshotId } = manifest;
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => start(), this.hashDelayMs);
+      timer.unref();
+      const start = (): void => {
+        clearTimeout(timer);
+        this.hashWaits.delete(snapshotId);
+        void this.hashInBackground(manifest).then(resolve);
+      };
+      const drop = (): void => {
+        clearTimeout(timer);
+        this.hashWaits.delete(snapshotId);
+        this.hashing.delete(snapshotId);
+        resolve();
+      };
+      this.hashWaits.set(snapshotId, { start, drop });
+    });
   }
 
   /**
@@ -162,8 +193,9 @@ export class LocalSnapshotStorage implements SnapshotStorage {
     }
   }
 
-  /** Wait for background hashing (tests, shutdown). */
+  /** Start the hashes still waiting for their delay, and wait for every background hash (tests, shutdown). */
   async settle(): Promise<void> {
+    for (const wait of [...this.hashWaits.values()]) wait.start();
     await Promise.all([...this.hashing.values()]);
   }
 
@@ -195,6 +227,7 @@ export class LocalSnapshotStorage implements SnapshotStorage {
     if (!SNAPSHOT_ID.test(snapshotId)) return;
     const dir = this.snapshotDir(snapshotId);
     this.removing.add(snapshotId);
+    this.hashWaits.get(snapshotId)?.drop();
     await this.hashing.get(snapshotId);
     try {
       await unlink(join(dir, MANIFEST_FILE));

@@ -17,11 +17,11 @@ const FOLLOW_POLL_MS = 5_000;
 
 const mib = (bytes: number): string => String(Math.round(bytes / 1024 / 1024));
 
-/** One sample as E2B's CLI prints it. */
+/** One sample as E2B's CLI prints it (`1 Cores` too: scripts parse E2B's format). */
 function metricLine(m: SandboxMetrics): string {
   const time = m.timestamp.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
   const disk = m.diskUsed === null || m.diskTotal === null ? 'Disk: - (in memory)' : `Disk: ${mib(m.diskUsed).padStart(5)} / ${mib(m.diskTotal)} MiB`;
-  return `[${time}]  CPU: ${m.cpuUsedPct.toFixed(2).padStart(6)}% / ${String(m.cpuCount).padStart(2)} ${m.cpuCount === 1 ? 'Core ' : 'Cores'} | Memory: ${mib(m.memUsed).padStart(5)} / ${mib(m.memTotal)} MiB | ${disk}`;
+  return `[${time}]  CPU: ${m.cpuUsedPct.toFixed(2).padStart(6)}% / ${String(m.cpuCount).padStart(2)} Cores | Memory: ${mib(m.memUsed).padStart(5)} / ${mib(m.memTotal)} MiB | ${disk}`;
 }
 
 /** A budget limit option: a number above 0 (`what` says which kind), or `none` (no limit: see `noLimit`). */
