@@ -37,7 +37,7 @@ export function requireAdmin(actor: Actor, what: string): void {
  * @throws RamifyError `FORBIDDEN` (403).
  */
 export function requireOperator(actor: Actor, what: string): void {
-  requireAdmin(actor, what);
+  if (actor.role !== 'admin') throw new RamifyError('FORBIDDEN', `${what} takes an admin API key of the '${DEFAULT_TEAM_ID}' team; this key is a member key of team '${actor.teamId}'`, { role: actor.role });
   if (!isOperator(actor)) throw new RamifyError('FORBIDDEN', `${what} takes an admin API key of the '${DEFAULT_TEAM_ID}' team`, { team: actor.teamId });
 }
 
