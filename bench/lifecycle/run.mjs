@@ -199,7 +199,7 @@ try {
 
 /** Remove the raw runtime's (now empty) cgroup parent from every hierarchy (v1: one per controller; v2: one). */
 async function removeCgroupParent(parent) {
-  const roots = readdirSync('/sys/fs/cgroup').map((c) => join('/sys/fs/cgroup', c)).concat('/sys/fs/cgroup');
+  const roots = readdirSync('/sys/fs/cgroup', { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => join('/sys/fs/cgroup', e.name)).concat('/sys/fs/cgroup');
   for (let attempt = 0; attempt < 20; attempt++) {
     const left = roots.map((r) => join(r, parent)).filter((d) => existsSync(d));
     for (const dir of left) await rmdir(dir).catch(() => undefined);
