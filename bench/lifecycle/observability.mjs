@@ -13,6 +13,7 @@
 // As root, packages built; run it under the real-tests lock:
 //   flock /tmp/ramify-real-tests.lock node bench/lifecycle/observability.mjs
 import { createServer } from 'node:http';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Events, Sandbox, Webhook } from '@ramify/sdk';
@@ -93,9 +94,17 @@ try {
     else { await one(offConn, results.off); await one(onConn, results.on); }
   }
   await new Promise((resolve) => setTimeout(resolve, 2000));
+  // Resident memory now and at its peak (/proc): each runtime command forks its daemon, and a fork's
+  // page-table copy grows with it, so a larger `on` daemon pays more per spawn.
+  const memory = async (pid) => {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    const kb = (field) => Number(status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm'))?.[1] ?? NaN) / 1024;
+    return `${kb('VmRSS').toFixed(0)} MiB (peak ${kb('VmHWM').toFixed(0)})`;
+  };
   const events = has('events') ? (await Events.list({ ...onConn, limit: 1000 })).events.length : 0;
   console.log(`bench/lifecycle/observability${values.only ? ` --only ${values.only}` : ''}: gVisor, ${N} iterations each, alternating; medians in ms; load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   console.log(`on: ${events} events recorded, ${receiver.count()} webhook deliveries, ${collector.count()} OTLP export requests, metrics at ${on.metricsAddress}; off: no events, metrics or traces`);
+  console.log(`daemon resident memory at the end: on ${await memory(on.pid)}, off ${await memory(off.pid)}`);
   console.log(['operation', 'on', 'off', 'ratio', 'target', 'ratio 90% interval', 'on p25-p75', 'off p25-p75'].join('\t'));
   for (const op of ['create', 'exec', 'pause']) {
     const ratio = median(results.on[op]) / median(results.off[op]);

@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 /**
  * Start a bench daemon with serve() `options` under network prefix `prefix`; its log (stderr) goes to the
  * file `logPath` when given, else to this process's stderr. Resolves once it serves, with
- * `{ url, key, metricsAddress, dataDir, stop }`; `stop()` resolves once it has removed everything it made.
+ * `{ url, key, metricsAddress, dataDir, pid, stop }`; `stop()` resolves once it has removed everything it made.
  */
 export async function startDaemonChild(prefix, options, { logPath } = {}) {
   const stderr = logPath ? openSync(logPath, 'w') : 'inherit';
@@ -18,5 +18,5 @@ export async function startDaemonChild(prefix, options, { logPath } = {}) {
   ]);
   const info = JSON.parse(line);
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  return { ...info, stop: async () => { child.stdin.end(); await exited; } };
+  return { ...info, pid: child.pid, stop: async () => { child.stdin.end(); await exited; } };
 }
