@@ -11,7 +11,10 @@ import { createInterface } from 'node:readline';
  */
 export async function startDaemonChild(prefix, options, { logPath } = {}) {
   const stderr = logPath ? openSync(logPath, 'w') : 'inherit';
-  const child = spawn(process.execPath, [new URL('./daemon-process.mjs', import.meta.url).pathname, JSON.stringify(options), prefix], { stdio: ['pipe', 'pipe', stderr] });
+  // RAMIFY_BENCH_DAEMON_NODE_ARGS: Node options for the daemon's process only (e.g. `--cpu-prof
+  // --cpu-prof-dir=/tmp/prof`, which NODE_OPTIONS refuses); the profile is written when it stops.
+  const nodeArgs = process.env.RAMIFY_BENCH_DAEMON_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, new URL('./daemon-process.mjs', import.meta.url).pathname, JSON.stringify(options), prefix], { stdio: ['pipe', 'pipe', stderr] });
   const [line] = await Promise.race([
     createInterface({ input: child.stdout })[Symbol.asyncIterator]().next().then((r) => [r.value]),
     new Promise((_, reject) => child.once('exit', (code) => reject(new Error(`the ${prefix} daemon exited (${code}) before serving${logPath ? `: see ${logPath}` : ''}`)))),
