@@ -75,7 +75,14 @@ async function addHour(db: Executor, sandboxId: string, h: UsageWrite['hours'][n
     .onConflict((oc) =>
       oc.columns(['sandbox_id', 'hour']).doUpdateSet((eb) => ({
         ...Object.fromEntries(ADDED.map(([, c]) => [c, eb(`usage_hours.${c}`, '+', eb.ref(`excluded.${c}`))])),
-        memory_peak_bytes: eb.case().when('usage_hours.memory_peak_bytes', '<', peak).then(peak).else(eb.ref('usage_hours.memory_peak_bytes')).end(),
+        // The new peak by reference, not by value: a value here is inlined into the SQL text, which made
+        // every write a statement of its own (prepared again, and crowding the statement cache).
+        memory_peak_bytes: eb
+          .case()
+          .when('usage_hours.memory_peak_bytes', '<', eb.ref('excluded.memory_peak_bytes'))
+          .then(eb.ref('excluded.memory_peak_bytes'))
+          .else(eb.ref('usage_hours.memory_peak_bytes'))
+          .end(),
       })),
     )
     .execute();

@@ -1,7 +1,8 @@
 /**
  * The webhook dispatcher over a real SQLite store and an in-test sender (the transport port; the daemon's
  * sender is covered by webhook-sender.test.ts and real-events.test.ts): retries with backoff until a 2xx, every attempt
- * logged; a destination refused by policy failed at once; the bound on waiting deliveries; a hung webhook holding only its own slots.
+ * logged; a destination refused by policy failed at once; the bound on waiting deliveries; a hung webhook holding only its own slots;
+ * a claim renewed before an attempt only when it may not outlast it.
  */
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -66,6 +67,25 @@ describe('webhook dispatcher', () => {
     assert.deepEqual(delivery?.attempts.map((a) => a.error), ['the receiver answered 500', 'the receiver answered 503', null]);
     assert.deepEqual(sent.map((r) => (JSON.parse(r.body) as { delivery: { attempt: number } }).delivery.attempt), [1, 2, 3]);
     for (const r of sent) assert.ok(verifyWebhookBody('whsec_whk_a', r.body, r.headers['x-ramify-signature'] as string));
+  });
+
+  test('a claim is renewed before an attempt only when it may not outlast the attempt', async () => {
+    for (const [tunables, renewals] of [[{}, 0], [{ claimLeaseMs: 0 }, 2]] as const) {
+      let renewed = 0;
+      const renew = world.store.renewDeliveryClaim.bind(world.store);
+      world.store.renewDeliveryClaim = async (id, claim) => {
+        renewed += 1;
+        return renew(id, claim);
+      };
+      const statuses = [500, 200];
+      let calls = 0;
+      await (await setUp({ post: async () => ({ statusCode: statuses[calls++] ?? 200 }) }, tunables, [`whk_${renewals}`])).publish();
+      await until(async () => (await world.store.listDeliveries(`whk_${renewals}`, 10))[0]?.status === 'delivered', 'delivered');
+      // The default lease (30 s) covers both attempts (10 s each); a lease of 0 covers none.
+      assert.deepEqual([calls, renewed], [2, renewals], JSON.stringify(tunables));
+      await dispatcher?.close();
+      await world.store.deleteWebhook(`whk_${renewals}`);
+    }
   });
 
   test('after maxAttempts a delivery is failed', async () => {

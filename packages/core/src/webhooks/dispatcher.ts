@@ -93,7 +93,16 @@ export interface WebhookDispatcherOptions {
 interface Job {
   delivery: DeliveryRecord;
   event: EventRecord;
+  /**
+   * Until when this process's claim surely holds (performance.now ms: counted from before the statement
+   * that took it, so never later than the store's expiry). An attempt that ends before it (plus
+   * {@link CLAIM_MARGIN_MS}) needs no renewal first: no other process can have claimed the delivery.
+   */
+  claimedUntilMs: number;
 }
+
+/** Slack between this process's clock and the store's for a claim's end, ms. */
+const CLAIM_MARGIN_MS = 1_000;
 
 export class WebhookDispatcher {
   readonly #o: WebhookDispatcherOptions;
@@ -241,13 +250,16 @@ export class WebhookDispatcher {
       attempts: full ? [{ at: now, statusCode: null, error: `delivery queue full (${this.#t.maxQueue} waiting): not sent`, durationMs: 0 }] : [],
     };
     if (!full) this.#held.add(delivery.id);
-    const made = await this.#o.store.insertDelivery(delivery, full ? undefined : this.#claim(0)).catch((err: unknown) => {
+    const claim = this.#claim(0);
+    let claimedUntilMs = performance.now() + claim.leaseMs;
+    const made = await this.#o.store.insertDelivery(delivery, full ? undefined : claim).catch((err: unknown) => {
       this.#o.logger.warn('webhooks: recording a delivery failed', { webhookId: webhook.id, error: messageOf(err) });
+      claimedUntilMs = 0; // Not recorded: the attempt asks the store first.
       return true; // Attempted all the same, as before the store knew claims.
     });
     if (full) this.#o.logger.warn('webhooks: delivery queue full; an event was not delivered', { webhookId: webhook.id, eventType: event.type });
     else if (!made) this.#held.delete(delivery.id); // Another process recorded this event's delivery: it is its.
-    else this.#schedule({ delivery, event }, now);
+    else this.#schedule({ delivery, event, claimedUntilMs }, now);
   }
 
   /** Claim what is due and unclaimed, up to the room left in the queue, and queue it. Never rejects. */
@@ -256,13 +268,15 @@ export class WebhookDispatcher {
     if (this.#closed || room <= 0) return;
     try {
       await this.#reload();
-      for (const delivery of await this.#o.store.claimDeliveries(this.#claim(0), room)) {
+      const claim = this.#claim(0);
+      const claimedUntilMs = performance.now() + claim.leaseMs;
+      for (const delivery of await this.#o.store.claimDeliveries(claim, room)) {
         if (this.#held.has(delivery.id) || this.#closed) continue;
         const webhook = this.#webhookById(delivery.webhookId);
         const event = webhook ? await this.#o.store.getEvent(delivery.eventSeq) : null;
         if (!event || event.teamId !== webhook?.teamId) continue; // Pruned or deleted: its row goes with it.
         this.#held.add(delivery.id);
-        this.#schedule({ delivery, event }, delivery.nextAttemptAt ?? this.#o.clock.now());
+        this.#schedule({ delivery, event, claimedUntilMs }, delivery.nextAttemptAt ?? this.#o.clock.now());
       }
     } catch (err) {
       this.#o.logger.error('webhooks: claiming pending deliveries failed', { error: messageOf(err) });
@@ -316,8 +330,10 @@ export class WebhookDispatcher {
   async #attempt(job: Job): Promise<void> {
     const { delivery, event } = job;
     const webhook = this.#webhookById(delivery.webhookId);
-    // Deleted since (its deliveries went with it), or claimed by another process meanwhile.
-    const mine = webhook !== undefined && await this.#o.store.renewDeliveryClaim(delivery.id, this.#claim(this.#t.timeoutMs)).catch(() => false);
+    // Deleted since (its deliveries went with it), or claimed by another process meanwhile: renewed (one
+    // statement) only when the claim may not outlast this attempt; a fresh one does (a store statement less
+    // per delivery: bench/events/delivery-cost.mjs).
+    const mine = webhook !== undefined && await this.#holdFor(job);
     if (!webhook || !mine) {
       this.#held.delete(delivery.id);
       return;
@@ -354,9 +370,25 @@ export class WebhookDispatcher {
     const waitMs = retry ? this.#backoffMs(number) : 0;
     delivery.nextAttemptAt = retry ? this.#o.clock.now() + waitMs : null;
     if (!retry) this.#held.delete(delivery.id);
-    await this.#o.store.updateDelivery(delivery, retry ? this.#claim(waitMs) : undefined).catch((err: unknown) => this.#o.logger.warn('webhooks: recording an attempt failed', { deliveryId: delivery.id, error: messageOf(err) }));
+    const claim = this.#claim(waitMs);
+    const claimedUntilMs = performance.now() + claim.leaseMs;
+    const recorded = await this.#o.store.updateDelivery(delivery, retry ? claim : undefined).then(() => true, (err: unknown) => {
+      this.#o.logger.warn('webhooks: recording an attempt failed', { deliveryId: delivery.id, error: messageOf(err) });
+      return false;
+    });
+    job.claimedUntilMs = recorded ? claimedUntilMs : 0; // Not recorded: the claim was not extended.
     if (retry) this.#schedule(job, delivery.nextAttemptAt as number);
     else if (error !== null) this.#o.logger.warn('webhooks: delivery failed', { webhookId: webhook.id, deliveryId: delivery.id, attempts: number, error });
+  }
+
+  /** Whether `job`'s claim holds through an attempt (`timeoutMs`), renewing it when it may not. Never rejects. */
+  async #holdFor(job: Job): Promise<boolean> {
+    if (performance.now() + this.#t.timeoutMs + CLAIM_MARGIN_MS <= job.claimedUntilMs) return true;
+    const claim = this.#claim(this.#t.timeoutMs);
+    const claimedUntilMs = performance.now() + claim.leaseMs;
+    if (!(await this.#o.store.renewDeliveryClaim(job.delivery.id, claim).catch(() => false))) return false;
+    job.claimedUntilMs = claimedUntilMs;
+    return true;
   }
 
   /** Wait after failed attempt `n` (1-based), ms: `retryBaseMs` × 2^(n-1), ±20 % jitter, at most `retryMaxMs`. */
