@@ -1,7 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { StandbyProcess } from './standby-process.js';
+import { NEXT_START_DELAY_MS, StandbyProcess } from './standby-process.js';
+
+const waitingCats = (): number => spawnSync('pgrep', ['-P', String(process.pid), '-x', 'cat']).stdout.toString().trim().split('\n').filter(Boolean).length;
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 test('each run gets its input on stdin and its own output and exit code; the next one is started behind it', async () => {
   const standby = new StandbyProcess(['sh', '-c', 'read line; echo "got $line"; [ "$line" = ok ]']);
@@ -15,10 +18,27 @@ test('each run gets its input on stdin and its own output and exit code; the nex
   }
 });
 
+test('the next child starts only once the program was idle a while, not inside the run that used the last one', async () => {
+  const standby = new StandbyProcess(['cat']);
+  try {
+    await standby.run('first');
+    assert.equal(waitingCats(), 0, 'nothing started by the run itself');
+    await sleep(NEXT_START_DELAY_MS + 200);
+    assert.equal(waitingCats(), 1, 'one child waits after the delay');
+    assert.deepEqual(await standby.run('second'), { stdout: 'second', stderr: '', code: 0 });
+    assert.equal(waitingCats(), 0, 'the waiting one was used');
+  } finally {
+    standby.stop();
+  }
+  await sleep(100);
+  assert.equal(waitingCats(), 0, 'stop ends the waiting child and starts none');
+});
+
 test('a standby killed while it waited is replaced by a fresh process for that run', async () => {
   const standby = new StandbyProcess(['cat']);
   try {
     await standby.run('first');
+    await sleep(NEXT_START_DELAY_MS + 200);
     // The child started behind the first run: kill it before it is used.
     const killed = spawnSync('pkill', ['-KILL', '-P', String(process.pid), '-x', 'cat']);
     assert.equal(killed.status, 0, 'the waiting cat was found and killed');

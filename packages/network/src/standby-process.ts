@@ -3,11 +3,19 @@
  * linking, libnftables' context) on a loaded 2-core host before it reads a byte, and a warm pool claim
  * waits for one transaction. {@link StandbyProcess} keeps one child of `argv` started and blocked on its
  * stdin; {@link StandbyProcess.run} hands it the input (it then does what a fresh one would: nft reads the
- * kernel's state only after its input) and starts the next one behind it.
+ * kernel's state only after its input) and starts the next one once the program has been idle
+ * {@link NEXT_START_DELAY_MS}: starting a child blocks the daemon's event loop while Node forks (5-27 ms,
+ * growing with the daemon's memory), which must not land inside the operation that used the last one.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { RamifyError } from '@ramify/contracts';
 import { run, type RunResult } from './exec.js';
+
+/**
+ * How long after a run the next child is started, ms: past the rest of the operation that ran it (a claim
+ * answers ~10-20 ms after its transaction); a run sooner than that starts a fresh child, as without a standby.
+ */
+export const NEXT_START_DELAY_MS = 200;
 
 interface Waiting {
   child: ChildProcess;
@@ -22,6 +30,7 @@ export class StandbyProcess {
   readonly #argv: readonly string[];
   #waiting: Waiting | null = null;
   #stopped = false;
+  #nextStart: NodeJS.Timeout | null = null;
 
   /** `argv` reads its whole input from stdin (e.g. `['nft', '-f', '-']`); nothing is started before the first run. */
   constructor(argv: readonly string[]) {
@@ -35,7 +44,16 @@ export class StandbyProcess {
    */
   async run(input: string): Promise<RunResult> {
     const waiting = this.#take();
-    this.#startNext();
+    if (this.#nextStart) clearTimeout(this.#nextStart);
+    this.#nextStart = null;
+    try {
+      return await this.#runOn(waiting, input);
+    } finally {
+      this.#scheduleNext();
+    }
+  }
+
+  async #runOn(waiting: Waiting | null, input: string): Promise<RunResult> {
     if (!waiting) return run([...this.#argv], input);
     // In use now: it keeps the process alive until it is done, as a fresh child would.
     waiting.child.ref();
@@ -50,6 +68,8 @@ export class StandbyProcess {
   /** End the waiting child (its stdin closes on no input: it exits having done nothing); none is started again. */
   stop(): void {
     this.#stopped = true;
+    if (this.#nextStart) clearTimeout(this.#nextStart);
+    this.#nextStart = null;
     const waiting = this.#take();
     waiting?.child.stdin!.end();
   }
@@ -58,6 +78,17 @@ export class StandbyProcess {
     const waiting = this.#waiting;
     this.#waiting = null;
     return waiting && !waiting.gone ? waiting : null;
+  }
+
+  /** Start the next child {@link NEXT_START_DELAY_MS} from now, unless one waits or another run comes first. */
+  #scheduleNext(): void {
+    if (this.#stopped || this.#waiting || this.#nextStart) return;
+    this.#nextStart = setTimeout(() => {
+      this.#nextStart = null;
+      if (!this.#waiting) this.#startNext();
+    }, NEXT_START_DELAY_MS);
+    // It must not keep the daemon's process alive on its own.
+    this.#nextStart.unref();
   }
 
   #startNext(): void {

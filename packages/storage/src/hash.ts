@@ -10,10 +10,10 @@ import { pipeline } from 'node:stream/promises';
 /** Bytes read per chunk while hashing. */
 const READ_CHUNK_BYTES = 1 << 20;
 
-/** sha256 of a file's bytes as lowercase hex, streamed. Rejects with the fs error (e.g. `ENOENT`). */
-export async function sha256File(path: string): Promise<string> {
+/** sha256 of a file's bytes as lowercase hex, streamed. Rejects with the fs error (e.g. `ENOENT`), or `AbortError` once `signal` aborts. */
+export async function sha256File(path: string, signal?: AbortSignal): Promise<string> {
   const hash = createHash('sha256');
-  await pipeline(createReadStream(path, { highWaterMark: READ_CHUNK_BYTES }), hash);
+  await pipeline(createReadStream(path, { highWaterMark: READ_CHUNK_BYTES }), hash, ...(signal ? [{ signal }] : []));
   return hash.digest('hex');
 }
 

@@ -64,6 +64,8 @@ export class LocalSnapshotStorage implements SnapshotStorage {
   private readonly hashing = new Map<string, Promise<void>>();
   /** Hashes still waiting for their delay: start one now, or drop it (its snapshot is being removed). */
   private readonly hashWaits = new Map<string, { start: () => void; drop: () => void }>();
+  /** Aborts the reads of a background hash that is running, by snapshot id. */
+  private readonly hashAborts = new Map<string, AbortController>();
   private readonly hashDelayMs: number;
   /** Snapshots being removed (their background hash must not rewrite the manifest). */
   private readonly removing = new Set<string>();
@@ -176,19 +178,22 @@ export class LocalSnapshotStorage implements SnapshotStorage {
 
   /**
    * Fill in the sha256 of every file of a just-committed image and rewrite its manifest (atomically).
-   * Never rejects; a snapshot removed meanwhile is left alone ({@link remove} waits for this).
+   * Never rejects; a snapshot removed meanwhile is left alone ({@link remove} aborts it and waits for that).
    */
   private async hashInBackground(manifest: SnapshotManifest): Promise<void> {
     const { snapshotId } = manifest;
     const imageDir = join(this.snapshotDir(snapshotId), 'image');
     try {
-      const hashed = await mapBounded(Object.keys(manifest.files), this.hashConcurrency, async (relative) => [relative, await sha256File(join(imageDir, relative))] as const);
+      const abort = new AbortController();
+      this.hashAborts.set(snapshotId, abort);
+      const hashed = await mapBounded(Object.keys(manifest.files), this.hashConcurrency, async (relative) => [relative, await sha256File(join(imageDir, relative), abort.signal)] as const);
       if (this.removing.has(snapshotId)) return;
       const files = Object.fromEntries(hashed.map(([relative, sha256]) => [relative, { sizeBytes: manifest.files[relative]!.sizeBytes, sha256 }]));
       await writeManifestAtomically(join(this.snapshotDir(snapshotId), MANIFEST_FILE), { ...manifest, files });
     } catch {
       // The image vanished or the disk failed: the manifest keeps null hashes (sizes are still checked).
     } finally {
+      this.hashAborts.delete(snapshotId);
       this.hashing.delete(snapshotId);
     }
   }
@@ -228,6 +233,8 @@ export class LocalSnapshotStorage implements SnapshotStorage {
     const dir = this.snapshotDir(snapshotId);
     this.removing.add(snapshotId);
     this.hashWaits.get(snapshotId)?.drop();
+    // A hash running now is of no use any more: stop its reads rather than wait for them (a resume collects its pause image).
+    this.hashAborts.get(snapshotId)?.abort();
     await this.hashing.get(snapshotId);
     try {
       await unlink(join(dir, MANIFEST_FILE));

@@ -39,6 +39,7 @@ import {
   type ResultOf,
 } from '../protocol/messages.js';
 import { fromWireError } from '../protocol/wire-errors.js';
+import { isHelloAnswered } from '../protocol/channel-hello.js';
 import { download, upload, type TransferChannel } from './file-transfer.js';
 
 /** Largest stdin payload sent in one request, in bytes. */
@@ -413,11 +414,13 @@ export interface ConnectAgentOptions {
 }
 
 /**
- * Wrap `stream` in an {@link AgentClient} and ping the agent.
+ * Wrap `stream` in an {@link AgentClient} and ping the agent, unless its hello was just answered
+ * ({@link markHelloAnswered}: the agent is known to be up on it).
  * @throws RamifyError AGENT_UNREACHABLE when the channel closes or the ping times out.
  */
 export async function connectAgent(stream: Duplex, options: ConnectAgentOptions = {}): Promise<AgentClient> {
   const client = new AgentClient(stream);
+  if (isHelloAnswered(stream)) return client;
   const timeoutMs = options.pingTimeoutMs ?? 10_000;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {

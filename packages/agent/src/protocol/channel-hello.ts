@@ -48,6 +48,22 @@ export function decodeHello(bytes: Buffer): ChannelHello | null {
   return { key, nextKey: next.every((b) => b === 0) ? null : next };
 }
 
+const answered = new WeakSet<object>();
+
+/**
+ * Mark `stream` as one whose hello the agent has just answered ({@link HELLO_ACCEPTED}): it is up and reads
+ * this stream, so `connectAgent` sends no first ping on it (after a restore each round trip costs tens of
+ * ms while the sandbox warms up; the first request, e.g. the identity, proves the framing instead).
+ */
+export function markHelloAnswered(stream: object): void {
+  answered.add(stream);
+}
+
+/** Whether {@link markHelloAnswered} marked `stream`. */
+export function isHelloAnswered(stream: object): boolean {
+  return answered.has(stream);
+}
+
 /** Whether `first` (a connection's first byte) starts a hello rather than a frame. */
 export const startsHello = (first: number): boolean => first === HELLO_MAGIC[0];
 

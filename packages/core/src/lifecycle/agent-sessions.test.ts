@@ -33,7 +33,26 @@ function stubSession(ping: 'answers' | 'silent'): { session: AgentSession; close
   return { session: session as unknown as AgentSession, closedCount: () => closes };
 }
 
-function registry(connect: (id: string, opts: { pingTimeoutMs?: number }) => Promise<AgentSession>, connectTimeoutMs = 2000, events = new SandboxEvents()): AgentSessions {
+/**
+ * A registry over `channel` (the stub's session for each attempt), connected as the ConnectAgent contract
+ * says (ports/agent.ts; `@ramify/agent`'s connectAgent does it): ping once within `pingTimeoutMs`, else
+ * close the session and reject AGENT_UNREACHABLE.
+ */
+function registry(channel: (id: string, opts: { pingTimeoutMs?: number }) => Promise<AgentSession>, connectTimeoutMs = 2000, events = new SandboxEvents()): AgentSessions {
+  const connect = async (id: string, opts: { pingTimeoutMs?: number }): Promise<AgentSession> => {
+    const session = await channel(id, opts);
+    const bound = opts.pingTimeoutMs ?? 10_000;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([session.ping(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new RamifyError('AGENT_UNREACHABLE', `agent did not answer a ping within ${bound} ms`)), bound)))]);
+      return session;
+    } catch (err) {
+      await session.close();
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   return new AgentSessions({ connect, isRunning: async () => true, logger: silentLogger, connectTimeoutMs, firstPingTimeoutMs: 50, events, clock: systemClock });
 }
 
@@ -51,6 +70,14 @@ describe('AgentSessions.open', () => {
     assert.deepEqual(bounds, [50, 100]);
     assert.equal(silent.closedCount(), 1, 'the silent channel was closed before the reconnect');
     assert.equal(sessions.peek('sbx_a'), answering.session);
+  });
+
+  test('a connect that resolved is used as it is: the registry sends no second ping', async () => {
+    let pings = 0;
+    const session = { ...stubSession('answers').session, ping: async () => void pings++ } as unknown as AgentSession;
+    const sessions = new AgentSessions({ connect: async () => session, isRunning: async () => true, logger: silentLogger, connectTimeoutMs: 2000, events: new SandboxEvents(), clock: systemClock });
+    assert.equal(await sessions.open('sbx_p'), session);
+    assert.equal(pings, 0);
   });
 
   test('a connect that rejects AGENT_UNREACHABLE (its own ping timed out) is retried too', async () => {

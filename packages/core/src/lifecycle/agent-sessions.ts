@@ -44,16 +44,6 @@ export const FIRST_PING_TIMEOUT_MS = 3000;
 const RECONNECT_PAUSE_MS = 100;
 
 
-/** `promise`, or the error `onTimeout` makes once `ms` passed. */
-async function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(onTimeout()), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 export class AgentSessions {
   readonly #live = new Map<string, AgentSession>();
   readonly #opening = new Map<string, Promise<AgentSession>>();
@@ -204,13 +194,11 @@ export class AgentSessions {
     const attempts = (async (): Promise<AgentSession> => {
       for (let attempt = 0; !gaveUp; attempt++) {
         const pingTimeoutMs = (this.#options.firstPingTimeoutMs ?? FIRST_PING_TIMEOUT_MS) * 2 ** Math.min(attempt, 4);
-        let session: AgentSession | undefined;
         try {
-          session = await this.#options.connect(sandboxId, { pingTimeoutMs });
-          await withTimeout(session.ping(), pingTimeoutMs, () => new RamifyError('AGENT_UNREACHABLE', `agent did not answer a ping within ${pingTimeoutMs} ms`));
-          return session; // When the overall bound passed meanwhile, the caller closes it.
+          // `connect` pings the agent within `pingTimeoutMs` before it resolves (the ConnectAgent contract,
+          // ports/agent.ts): no second ping here, which would cost a round trip to a just-restored agent.
+          return await this.#options.connect(sandboxId, { pingTimeoutMs }); // When the overall bound passed meanwhile, the caller closes it.
         } catch (err) {
-          if (session) await session.close().catch(() => undefined);
           if (gaveUp || !(err instanceof RamifyError && err.code === 'AGENT_UNREACHABLE')) throw err;
           // A channel that opened but whose first ping got no answer: reconnect. (A restored microVM's
           // guest can lose the first request when it sees the previous host leave late.)

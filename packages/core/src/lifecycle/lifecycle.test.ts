@@ -129,6 +129,8 @@ describe('pause and resume (fake runtime)', () => {
     assert.equal(ids.length, 2);
     assert.notEqual(ids[0].entropyHex, ids[1].entropyHex);
     assert.equal(ids[1].clockMs, w.clock.now());
+    // The resume collects its pause image once it answered, queued on the sandbox's lock: wait for that.
+    await w.core.locks.run(sbx.id, async () => undefined);
     assert.equal(await w.store.getSnapshot(paused.pausedSnapshotId ?? ''), null);
     assert.deepEqual(await w.storage.list(), ['snap_tpl']);
   });

@@ -154,6 +154,21 @@ describe('reconcile after a restart (fake runtime)', () => {
     assert.equal((await resumeSandbox(w2.core, down.id)).state, 'running');
   });
 
+  test('crash after a resume answered but before it collected its pause image: reconcile collects it', async () => {
+    const w1 = await world();
+    const sbx = await createSandbox(w1.core, {});
+    const paused = await pauseSandbox(w1.core, sbx.id);
+    const crashed = crashAt(w1.storage, 'remove', 'before');
+    assert.equal((await resumeSandbox(w1.core, sbx.id)).state, 'running');
+    await crashed;
+    assert.ok(await w1.store.getSnapshot(paused.pausedSnapshotId!), 'left behind by the crash');
+    const w2 = await restart(w1);
+    await reconcile(w2.core);
+    assert.equal(await w2.store.getSnapshot(paused.pausedSnapshotId!), null);
+    assert.ok(!(await w2.storage.list()).includes(paused.pausedSnapshotId!));
+    assert.equal((await getSandbox(w2.core, sbx.id)).state, 'running');
+  });
+
   test('crash mid-create before the restore: error, slot and network released', async () => {
     const w1 = await world();
     const crashed = crashAt(w1.runtime, 'restore', 'before');

@@ -160,6 +160,7 @@ async function removeOrphans(core: Core, report: ReconcileReport): Promise<void>
   // Template images no template lists any more (replaced by rebuilds) and no live sandbox was made from.
   const templateImages = (await core.store.listSnapshots()).filter((s) => s.kind === 'template').map((s) => s.id);
   await collectSnapshots(core, templateImages);
+  await collectUnreferencedPauseImages(core);
   const rows = new Set((await core.store.listSnapshots()).map((s) => s.id));
   for (const snapshot of await core.store.listSnapshots()) {
     if (snapshot.status !== 'pending') continue;
@@ -169,4 +170,14 @@ async function removeOrphans(core: Core, report: ReconcileReport): Promise<void>
   }
   const unknown = (await core.storage.list().catch(() => [] as string[])).filter((id) => !rows.has(id));
   if (unknown.length > 0) core.logger.warn('reconcile: snapshot images without a store row (left in place)', { snapshotIds: unknown });
+}
+
+/**
+ * Collect this host's pause images that no sandbox needs any more: a resume collects its image after it
+ * answered (`restore-paused.ts`), so a crash in between leaves one behind. Images of sandboxes with a call in
+ * flight here are left to that call (a pause marks its image ready just before the sandbox names it).
+ */
+export async function collectUnreferencedPauseImages(core: Core): Promise<void> {
+  const images = await core.store.listSnapshots({ kinds: ['pause'] });
+  await collectSnapshots(core, images.filter((s) => s.hostId === core.hostId && (s.sandboxId === null || !core.locks.isBusy(s.sandboxId))).map((s) => s.id));
 }

@@ -52,7 +52,7 @@ describe('telemetry phases nest where the work nests', () => {
     const sbx = await createSandbox(w.core, {});
     await pauseSandbox(w.core, sbx.id);
     await resumeSandbox(w.core, sbx.id);
-    assert.deepEqual(treeOf(telemetry.named('resume')[0] as RecordedOperation), { phases: ['resuming', 'running', 'collect'], children: { bringUp: BRING_UP } });
+    assert.deepEqual(treeOf(telemetry.named('resume')[0] as RecordedOperation), { phases: ['resuming', 'running'], children: { bringUp: BRING_UP } });
 
     const children = await forkSandbox(w.core, sbx.id, { count: 2 });
     const fork = telemetry.named('fork')[0] as RecordedOperation;

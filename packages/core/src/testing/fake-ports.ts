@@ -110,13 +110,12 @@ export class FakeRuntime implements Runtime {
     return channel;
   }
 
-  /** The fake `connectAgent`: a session bound to the instance the channel was opened for. */
+  /**
+   * The fake `connectAgent`: a session bound to the instance the channel was opened for. As the real one's
+   * first ping on a channel into a dead sandbox, it rejects AGENT_UNREACHABLE there.
+   */
   connectAgent = (channel: Duplex): AgentSession => {
-    if (this.#deadChannels.has(channel)) {
-      const session = new FakeAgentSession({ files: {}, endpoints: [], identities: [] });
-      session.shutdown('agent channel closed: the agent ended the channel');
-      return session;
-    }
+    if (this.#deadChannels.has(channel)) throw new RamifyError('AGENT_UNREACHABLE', 'agent channel closed: the agent ended the channel');
     const sandboxId = this.#channels.get(channel);
     if (!sandboxId) throw new Error('fake: unknown channel');
     const instance = this.#instance(sandboxId);

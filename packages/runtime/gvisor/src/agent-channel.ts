@@ -18,7 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { CHANNEL_KEY_BYTES, encodeHello, HELLO_ACCEPTED, readBytes, type ChannelHello } from '@ramify/agent';
+import { CHANNEL_KEY_BYTES, encodeHello, HELLO_ACCEPTED, markHelloAnswered, readBytes, type ChannelHello } from '@ramify/agent';
 import { RamifyError } from '@ramify/contracts';
 
 /** How long the agent may take to answer a hello, ms (eight restores at once on 2 cores: up to ~0.4 s measured). */
@@ -76,6 +76,7 @@ export interface OpenChannelDeps {
 /**
  * A byte stream to the agent positioned at its first frame: over TCP to `slotAddress` when the agent has
  * a port and may hold a key the host knows, else (or when that fails) over the bridge. Updates `agent`.
+ * The stream is marked `markHelloAnswered` when the agent answered its hello (then no first ping is sent).
  * @throws RamifyError `AGENT_UNREACHABLE` when the bridge's hello is not answered (the agent is not up yet).
  */
 export async function openChannel(slotAddress: string, agent: InstanceAgent | undefined, deps: OpenChannelDeps): Promise<Duplex> {
@@ -97,6 +98,7 @@ export async function openChannel(slotAddress: string, agent: InstanceAgent | un
         if (await exchangeHello(socket, { key: Buffer.from(key, 'hex'), nextKey: Buffer.from(agent.key, 'hex') })) {
           agent.mayHold = [agent.key];
           await deps.persist();
+          markHelloAnswered(socket);
           return socket;
         }
         reasons.push('the agent refused the key');
@@ -119,6 +121,7 @@ export async function openChannel(slotAddress: string, agent: InstanceAgent | un
   }
   agent.mayHold = [agent.key];
   await deps.persist();
+  markHelloAnswered(stream);
   return stream;
 }
 

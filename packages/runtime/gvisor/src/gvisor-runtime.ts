@@ -115,6 +115,8 @@ export class GvisorRuntime implements Runtime {
   private readonly sandboxPids = new Map<string, number>();
   /** Background `runsc delete`s of old incarnations, by container id. */
   private readonly deleting = new Map<string, Promise<void>>();
+  /** Checkpointed incarnations already deleted while their sandbox is paused (its instance file names them). */
+  private readonly deletedAfterCheckpoint = new Set<string>();
   private generation = Date.now();
 
   private constructor(
@@ -250,18 +252,27 @@ export class GvisorRuntime implements Runtime {
     );
   }
 
-  /** Delete the sandbox's current incarnation (if any) in the background. */
+  /** Delete the sandbox's current incarnation (if any) in the background, unless its checkpoint did already. */
   private async retire(sandboxId: string): Promise<void> {
     const current = await this.instance(sandboxId);
-    if (current) this.deleteLater(current.containerId);
+    if (!current) return;
+    // A resume after a pause: the checkpoint's delete ran (a second `runsc delete` would only compete with the restore).
+    if (this.deletedAfterCheckpoint.delete(current.containerId)) return;
+    this.deleteLater(current.containerId);
   }
 
-  private deleteLater(containerId: string): void {
+  /**
+   * `runsc delete -force` of `containerId` in the background. `afterCheckpoint`: its instance file still
+   * names it (a paused sandbox), so remember it is gone for {@link retire}.
+   */
+  private deleteLater(containerId: string, afterCheckpoint = false): void {
     this.sandboxPids.delete(containerId);
     if (this.deleting.has(containerId)) return;
     const done = this.runsc
       .anywhere(['delete', '-force', containerId])
-      .then(() => undefined, () => undefined)
+      .then((r) => {
+        if (afterCheckpoint && r.code === 0) this.deletedAfterCheckpoint.add(containerId);
+      }, () => undefined)
       .finally(() => this.deleting.delete(containerId));
     this.deleting.set(containerId, done);
   }
@@ -310,7 +321,7 @@ export class GvisorRuntime implements Runtime {
     // Room for the sentry's own encoding of the sandbox's kernel (see memory-headroom.ts).
     await (cgroup ? withCheckpointRoom(cgroupMemoryFiles(cgroup), checkpoint) : checkpoint());
     // The checkpointed container is stopped; deleting it takes ~1.5 s, so it happens in the background.
-    this.deleteLater(inst.containerId);
+    this.deleteLater(inst.containerId, true);
     let sizeBytes = 0;
     for (const name of await readdir(imageDir)) sizeBytes += (await stat(join(imageDir, name))).size;
     return { sizeBytes };
@@ -318,7 +329,8 @@ export class GvisorRuntime implements Runtime {
 
   async kill(sandboxId: string): Promise<void> {
     const inst = await this.instance(sandboxId);
-    if (inst) {
+    // Paused, its incarnation already deleted after the checkpoint: nothing runs.
+    if (inst && !this.deletedAfterCheckpoint.delete(inst.containerId)) {
       // SIGKILL every process now (fast), then delete the container in the background.
       await this.runsc.inNetns(inst.netnsPath, ['kill', '-all', inst.containerId, 'KILL']);
       this.deleteLater(inst.containerId);
