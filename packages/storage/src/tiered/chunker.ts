@@ -21,8 +21,8 @@ export interface ChunkingParameters {
 
 /**
  * The chunking this Ramify writes: average 2 MiB (min 512 KiB, max 8 MiB). On real gVisor images of a
- * parent and 8 forks it stores the same bytes as an average of 1 MiB with half the objects (each object
- * costs a request on every upload and download). See STORAGE.md for the measurement behind it.
+ * parent and 8 forks it stored as much as an average of 1 MiB, or up to a sixth more, with half the
+ * objects (each object costs a request on every upload and download). See STORAGE.md for the measurements.
  */
 export const DEFAULT_CHUNKING: ChunkingParameters = { minBytes: 512 * 1024, avgBytes: 2 * 1024 * 1024, maxBytes: 8 * 1024 * 1024 };
 
