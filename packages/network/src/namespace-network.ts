@@ -54,6 +54,8 @@ export function isLiveNamespace(path: string): boolean {
 }
 /** Markers of completely built slots (tmpfs: gone after a reboot, like the namespaces). */
 const READY_DIR = '/run/ramify-net';
+/** How long after a pause its slot's guest address is put back, ms: past the pause's answer (`prepareGuest`). */
+export const PREPARE_GUEST_DELAY_MS = 250;
 
 export class NamespaceNetwork implements SandboxNetwork {
   readonly prefix: string;
@@ -70,6 +72,8 @@ export class NamespaceNetwork implements SandboxNetwork {
    * eight at once in a fork x8). The runtime that starts after an attach takes the address over.
    */
   private readonly guestReady = new Set<number>();
+  /** {@link prepareGuest}s waiting for their delay, by slot. */
+  private readonly guestTimers = new Map<number, NodeJS.Timeout>();
 
   constructor(options: NamespaceNetworkOptions = {}) {
     this.prefix = options.prefix ?? 'rmf';
@@ -102,6 +106,8 @@ export class NamespaceNetwork implements SandboxNetwork {
       guestAddress: this.layout.guestAddress,
       slotAddress,
     };
+    // The runtime starting next takes the guest address over: a delayed prepare must not put it back after that.
+    this.cancelPrepareGuest(slot);
     await this.serial(slot, async () => {
       if (!this.exists(slot)) await this.rebuild(slot);
       else {
@@ -161,12 +167,30 @@ export class NamespaceNetwork implements SandboxNetwork {
     }
   }
 
+  /**
+   * Put the guest address back {@link PREPARE_GUEST_DELAY_MS} from now: after the pause that asked has
+   * answered (its `ip` processes would share the pause's last steps; a spawn also blocks the daemon's event
+   * loop while Node forks). An attach of the slot meanwhile cancels it and checks the address itself.
+   */
   prepareGuest(slot: number): void {
+    this.cancelPrepareGuest(slot);
+    const timer = setTimeout(() => this.prepareGuestNow(slot), PREPARE_GUEST_DELAY_MS);
+    timer.unref();
+    this.guestTimers.set(slot, timer);
+  }
+
+  private prepareGuestNow(slot: number): void {
+    this.guestTimers.delete(slot);
     this.serial(slot, async () => {
       if (!this.exists(slot)) return;
       await this.repairGuest(slot);
       this.guestReady.add(slot);
     }).catch(() => undefined);
+  }
+
+  private cancelPrepareGuest(slot: number): void {
+    clearTimeout(this.guestTimers.get(slot));
+    this.guestTimers.delete(slot);
   }
 
   async detachIfUnused(slot: number, unused: () => Promise<boolean>): Promise<void> {
@@ -175,8 +199,12 @@ export class NamespaceNetwork implements SandboxNetwork {
     });
   }
 
-  /** Wait for background prewarms and trims (tests, shutdown). */
+  /** Run delayed guest preparations now, and wait for background prewarms and trims (tests, shutdown). */
   async settle(): Promise<void> {
+    for (const [slot, timer] of [...this.guestTimers]) {
+      clearTimeout(timer);
+      this.prepareGuestNow(slot);
+    }
     while (this.queues.size > 0) await Promise.allSettled([...this.queues.values()]);
   }
 
@@ -271,6 +299,7 @@ export class NamespaceNetwork implements SandboxNetwork {
   /** Remove the slot's namespaces and host veth. Caller holds the slot's queue. */
   private async teardown(slot: number): Promise<void> {
     const n = this.names(slot);
+    this.cancelPrepareGuest(slot);
     this.routerChecked.delete(slot);
     this.guestReady.delete(slot);
     await rm(this.readyMarker(slot), { force: true });

@@ -256,7 +256,12 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
         else dropped.push(grant.element);
       }
     }
-    return { script: [...deleteElements(this.options.prefix, [...(previous?.elements ?? []), ...dropped]), ...addElements(this.options.prefix, next.elements)], next };
+    // Only what differs: an element in both stays in the kernel (a resume's unchanged policy costs no nft process).
+    const had = new Set((previous?.elements ?? []).map(elementKey));
+    const has = new Set(next.elements.map(elementKey));
+    const gone = (previous?.elements ?? []).filter((e) => !has.has(elementKey(e)));
+    const added = next.elements.filter((e) => !had.has(elementKey(e)));
+    return { script: [...deleteElements(this.options.prefix, [...gone, ...dropped]), ...addElements(this.options.prefix, added)], next };
   }
 
   remove(slot: number): Promise<void> {
@@ -363,6 +368,8 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
     return next;
   }
 }
+
+const elementKey = (e: SetElement): string => `${e.set} ${e.key}`;
 
 function samePort(a: PortRange | null, b: PortRange | null): boolean {
   return a === null || b === null ? a === b : a.from === b.from && a.to === b.to;
