@@ -12,9 +12,9 @@ import { cutPoint } from '../../packages/storage/dist/index.js';
 const dir = process.argv[2];
 if (!dir) throw new Error('usage: chunking.mjs DIR (one subdirectory per image)');
 
-/** The storage's own content-defined chunker (`cutPoint`), average `avg` bytes (min avg/4, max 4 avg). */
-function* cdc(data, avg) {
-  const params = { minBytes: avg / 4, avgBytes: avg, maxBytes: avg * 4 };
+/** The storage's own content-defined chunker (`cutPoint`), average `avg` bytes (min avg/4, max `max`, default 4 avg). */
+function* cdc(data, avg, max = avg * 4) {
+  const params = { minBytes: avg / 4, avgBytes: avg, maxBytes: max };
   for (let rest = data; rest.length > 0; ) {
     const n = cutPoint(rest, params);
     yield rest.subarray(0, n);
@@ -36,8 +36,10 @@ for (const [name, split] of [
   ['fixed 4 MiB', (d) => fixed(d, 4 << 20)],
   ['fixed 1 MiB', (d) => fixed(d, 1 << 20)],
   ['fixed 64 KiB', (d) => fixed(d, 64 << 10)],
-  ['CDC avg 2 MiB', (d) => cdc(d, 2 << 20)],
-  ['CDC avg 1 MiB (the storage)', (d) => cdc(d, 1 << 20)],
+  ['CDC avg 4 MiB', (d) => cdc(d, 4 << 20)],
+  ['CDC avg 2 MiB (the storage)', (d) => cdc(d, 2 << 20)],
+  ['CDC avg 2 MiB, max 4 MiB', (d) => cdc(d, 2 << 20, 4 << 20)],
+  ['CDC avg 1 MiB', (d) => cdc(d, 1 << 20)],
   ['CDC avg 256 KiB', (d) => cdc(d, 256 << 10)],
   ['CDC avg 64 KiB', (d) => cdc(d, 64 << 10)],
 ]) {

@@ -20,8 +20,10 @@ import {
 } from '@aws-sdk/client-s3';
 import { RamifyError } from '@ramify/contracts';
 import { createHash } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { promisify } from 'node:util';
 import { brotliCompress, brotliDecompress, constants as zlibConstants } from 'node:zlib';
+import pLimit from 'p-limit';
 import { createS3Client, s3ErrorOf, s3Unavailable, type S3ConnectionOptions } from './s3-connection.js';
 
 const compress = promisify(brotliCompress);
@@ -34,6 +36,13 @@ const MIN_COMPRESSED_RATIO = 0.97;
 /** Bytes of a chunk compressed first as a sample: when they do not shrink by 10 %, the chunk is stored raw without compressing the rest. */
 const SAMPLE_BYTES = 64 * 1024;
 const ENCODING_KEY = 'ramify-encoding';
+/**
+ * Brotli jobs (compressions and decompressions) run at once in this process, at most: one per core, at
+ * most 2. They run on libuv's thread pool (4 threads), which the file reads of the chunker, the writes of
+ * a download and every other fs call share: 16 chunk uploads compressing at once kept the upload's own
+ * reads queued behind them (STORAGE.md, "Compression"), for no gain on 2 cores.
+ */
+const brotliJobs = pLimit(Math.max(1, Math.min(2, availableParallelism())));
 
 /** One listed chunk object. */
 export interface StoredChunk {
@@ -99,7 +108,7 @@ export class S3ChunkStore {
     if (got.encoding === 'br') {
       let data: Buffer;
       try {
-        data = await decompress(Buffer.concat(got.parts, got.length));
+        data = await brotliJobs(() => decompress(Buffer.concat(got.parts, got.length)));
       } catch (error) {
         throw new RamifyError('RUNTIME_ERROR', `chunk ${sha256} in the bucket does not decompress (${(error as Error).message})`, { reason: 'checksum-mismatch', chunk: sha256 });
       }
@@ -229,7 +238,7 @@ export class S3ChunkStore {
 
 /** `data` brotli-compressed, or null when a sample of it shows it will not shrink (random or already compressed bytes). */
 async function compressIfWorth(data: Buffer): Promise<Buffer | null> {
-  const brotli = (bytes: Buffer): Promise<Buffer> => compress(bytes, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: bytes.length } });
+  const brotli = (bytes: Buffer): Promise<Buffer> => brotliJobs(() => compress(bytes, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: bytes.length } }));
   if (data.length > 2 * SAMPLE_BYTES) {
     const start = Math.floor((data.length - SAMPLE_BYTES) / 2);
     const sample = data.subarray(start, start + SAMPLE_BYTES);

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it } from 'node:test';
+import { DEFAULT_CHUNKING } from '../tiered/chunker.js';
 import type { CreateOptions, RemoteControls, StorageHarness, StorageUnderTest } from './harness.js';
 import { assertCode, assertOpensAs, sampleImage, writeAndCommit, type ImageFiles } from './image-files.js';
 
@@ -136,7 +137,7 @@ export function remoteTierCases(harness: StorageHarness, opened: StorageUnderTes
 
   it('chunks shared by two images (a parent and its fork) are stored once', { skip }, async () => {
     const { storage, remote } = await create();
-    const shared = randomBytes(24 * 1024 * 1024);
+    const shared = randomBytes(32 * 1024 * 1024);
     const parent = Buffer.concat([shared, randomBytes(1024 * 1024)]);
     const fork = Buffer.concat([randomBytes(100), shared, randomBytes(1024 * 1024)]); // shifted: content-defined cuts realign
     await writeAndCommit(storage, 'snap-dedup-parent', { 'checkpoint.img': parent });
@@ -145,14 +146,14 @@ export function remoteTierCases(harness: StorageHarness, opened: StorageUnderTes
     await writeAndCommit(storage, 'snap-dedup-fork', { 'checkpoint.img': fork }, 'snap-dedup-parent');
     await waitDurable(storage, 'snap-dedup-fork');
     const added = (await remote.storedBytes()) - before;
-    // Its own 1 MiB, plus at most one chunk (4 MiB at most) on each side of the shared region.
-    assert.ok(added < 9 * 1024 * 1024, `the fork added ${added} bytes for its ~1 MiB of its own (image ${fork.length} bytes)`);
+    // Its own 1 MiB, plus at most one chunk (maxBytes at most) on each side of the shared region.
+    assert.ok(added < 1024 * 1024 + 2 * DEFAULT_CHUNKING.maxBytes, `the fork added ${added} bytes for its ~1 MiB of its own (image ${fork.length} bytes)`);
     await assertOpensAs(await otherHost(remote), 'snap-dedup-fork', { 'checkpoint.img': fork });
   });
 
   it('remove deletes a snapshot from the bucket; garbage collection keeps chunks others share', { skip }, async () => {
     const { storage, remote } = await create();
-    const shared = randomBytes(8 * 1024 * 1024);
+    const shared = randomBytes(2 * DEFAULT_CHUNKING.maxBytes);
     const kept = { 'checkpoint.img': Buffer.concat([shared, randomBytes(4 * 1024 * 1024)]) };
     await writeAndCommit(storage, 'snap-removed', { 'checkpoint.img': Buffer.concat([shared, randomBytes(4 * 1024 * 1024)]) });
     await writeAndCommit(storage, 'snap-kept', kept);
@@ -168,7 +169,7 @@ export function remoteTierCases(harness: StorageHarness, opened: StorageUnderTes
     const collected = await eventually('garbage collection', async () => (await remote.collectGarbage()) ?? undefined);
     assert.ok(collected.deleted > 0, 'the removed image\'s own chunks');
     const freed = before - (await remote.storedBytes());
-    assert.ok(freed > 0 && freed < 4 * 1024 * 1024 + 4 * 1024 * 1024, `freed ${freed} bytes: its own 4 MiB and at most one chunk it shared only partly`);
+    assert.ok(freed > 0 && freed < 4 * 1024 * 1024 + DEFAULT_CHUNKING.maxBytes, `freed ${freed} bytes: its own 4 MiB and at most one chunk it shared only partly`);
     await assertOpensAs(await otherHost(remote), 'snap-kept', kept);
   });
 }

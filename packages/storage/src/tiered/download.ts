@@ -4,11 +4,13 @@
  * arrives), and each file's chunk sizes against its size. A file is exactly its chunks in order, so its
  * own sha256 (computed by the uploader in the same pass as the chunks') is not computed again here: that
  * second pass cost as much CPU as the first (bench/scale-out/download.mjs). Chunks are fetched up to
- * `parallelism` ahead and written where they go; zero chunks are left as holes.
+ * `parallelism` at once across all the image's files (not a window per file, drained at each file's
+ * end), and each is written at its offset as soon as it has arrived and been checked, in whatever order
+ * they come; zero chunks are left as holes.
  */
 import { RamifyError } from '@ramify/contracts';
 import { createHash } from 'node:crypto';
-import { mkdir, open } from 'node:fs/promises';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { S3ChunkStore } from '../s3/s3-chunk-store.js';
 import type { RemoteManifest } from './remote-manifest.js';
@@ -19,7 +21,7 @@ export interface DownloadOptions {
   manifest: RemoteManifest;
   /** Directory to write the image into (created; must not hold the image yet). */
   imageDir: string;
-  /** Chunks fetched ahead at most. */
+  /** Chunk requests in flight at most (memory: up to this many chunks held at once). */
   parallelism: number;
   /** Chunks seen in the bucket are added (a later upload of the same bytes skips them). */
   chunks: ChunkIndex;
@@ -35,51 +37,57 @@ export interface DownloadOptions {
 export async function downloadSnapshot(options: DownloadOptions): Promise<{ bytes: number }> {
   const { manifest, store, signal } = options;
   const snapshotId = manifest.snapshot.snapshotId;
+  const tasks: Array<{ relative: string; sha256: string; sizeBytes: number; offset: number }> = [];
   let bytes = 0;
-  await mkdir(options.imageDir, { recursive: true });
   for (const [relative, file] of Object.entries(manifest.files)) {
     const chunked = file.chunks.reduce((sum, chunk) => sum + chunk.sizeBytes, 0);
     if (chunked !== file.sizeBytes) {
       throw new RamifyError('RUNTIME_ERROR', `snapshot '${snapshotId}' is corrupt in the bucket: ${relative}: its chunks hold ${chunked} bytes, the manifest says ${file.sizeBytes}`, { snapshotId, file: relative, reason: 'checksum-mismatch' });
     }
-    const path = join(options.imageDir, relative);
-    await mkdir(dirname(path), { recursive: true });
-    const handle = await open(path, 'w', 0o644);
-    const ahead: Array<Promise<Buffer[] | null>> = [];
-    const fetch = (index: number): Promise<Buffer[] | null> => {
-      const chunk = file.chunks[index]!;
-      if (isZeroChunk(chunk.sha256, chunk.sizeBytes)) return Promise.resolve(null);
-      return store.getChunkParts(chunk.sha256, chunk.sizeBytes, signal).then((data) => {
-        options.chunks.add(chunk.sha256);
-        return data;
-      });
-    };
-    try {
-      await handle.truncate(file.sizeBytes);
-      let next = 0;
-      let offset = 0;
-      for (let index = 0; index < file.chunks.length; index++) {
-        while (next < file.chunks.length && next < index + options.parallelism) {
-          const fetched = fetch(next++);
-          fetched.catch(() => undefined); // awaited in order below; a failure ahead is not unhandled meanwhile
-          ahead.push(fetched);
-        }
-        const data = await ahead.shift()!.catch((error: unknown) => {
-          if (error instanceof RamifyError && error.code === 'RUNTIME_ERROR') {
-            throw new RamifyError('RUNTIME_ERROR', `snapshot '${snapshotId}' is corrupt in the bucket: ${relative}: ${error.message}`, { ...error.details, snapshotId, file: relative });
-          }
-          throw error;
-        });
-        if (data) await handle.writev(data, offset);
-        offset += file.chunks[index]!.sizeBytes;
-      }
-    } finally {
-      await Promise.allSettled(ahead);
-      await handle.close();
+    let offset = 0;
+    for (const chunk of file.chunks) {
+      if (!isZeroChunk(chunk.sha256, chunk.sizeBytes)) tasks.push({ relative, sha256: chunk.sha256, sizeBytes: chunk.sizeBytes, offset });
+      offset += chunk.sizeBytes;
     }
     bytes += file.sizeBytes;
   }
+  await mkdir(options.imageDir, { recursive: true });
+  const handles = new Map<string, FileHandle>();
+  try {
+    for (const [relative, file] of Object.entries(manifest.files)) {
+      const path = join(options.imageDir, relative);
+      await mkdir(dirname(path), { recursive: true });
+      const handle = await open(path, 'w', 0o644);
+      handles.set(relative, handle);
+      await handle.truncate(file.sizeBytes);
+    }
+    let next = 0;
+    let failure: { error: unknown } | null = null as { error: unknown } | null;
+    const worker = async (): Promise<void> => {
+      while (next < tasks.length && !failure) {
+        const task = tasks[next++]!;
+        try {
+          signal?.throwIfAborted();
+          const data = await store.getChunkParts(task.sha256, task.sizeBytes, signal);
+          options.chunks.add(task.sha256);
+          await handles.get(task.relative)!.writev(data, task.offset);
+        } catch (error) {
+          failure ??= { error: naming(error, snapshotId, task.relative) };
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(options.parallelism, tasks.length)) }, worker));
+    if (failure) throw failure.error;
+  } finally {
+    await Promise.allSettled([...handles.values()].map((handle) => handle.close()));
+  }
   return { bytes };
+}
+
+/** A chunk's `RUNTIME_ERROR` (corrupt, missing) named after the snapshot and file; any other error as is. */
+function naming(error: unknown, snapshotId: string, relative: string): unknown {
+  if (!(error instanceof RamifyError && error.code === 'RUNTIME_ERROR')) return error;
+  return new RamifyError('RUNTIME_ERROR', `snapshot '${snapshotId}' is corrupt in the bucket: ${relative}: ${error.message}`, { ...error.details, snapshotId, file: relative });
 }
 
 const zeroShas = new Map<number, string>();

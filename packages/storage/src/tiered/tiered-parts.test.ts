@@ -24,13 +24,13 @@ function cuts(data: Buffer): number[] {
 
 describe('content-defined chunking', () => {
   it('cuts within [min, max], the same bytes the same way, and realigns after an insertion', () => {
-    const data = randomBytes(32 * 1024 * 1024);
+    const data = randomBytes(64 * 1024 * 1024);
     const lengths = cuts(data);
     assert.equal(lengths.reduce((a, b) => a + b, 0), data.length);
     for (const n of lengths.slice(0, -1)) assert.ok(n >= DEFAULT_CHUNKING.minBytes && n <= DEFAULT_CHUNKING.maxBytes, `chunk of ${n} bytes`);
     assert.deepEqual(cuts(Buffer.from(data)), lengths);
     const average = data.length / lengths.length;
-    assert.ok(average > 512 * 1024 && average < 2 * 1024 * 1024, `average ${average} bytes`);
+    assert.ok(average > DEFAULT_CHUNKING.avgBytes / 2 && average < DEFAULT_CHUNKING.avgBytes * 2, `average ${average} bytes`);
     // 100 bytes inserted at the front: every chunk after the first few is the same.
     const shifted = cuts(Buffer.concat([randomBytes(100), data]));
     const tail = (xs: number[]): string[] => xs.slice(-Math.floor(lengths.length / 2)).map(String);
@@ -40,7 +40,7 @@ describe('content-defined chunking', () => {
   it('streams a file into the same chunks as cutting it whole, each chunk its own buffer', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'ramify-cdc-'));
     try {
-      const data = randomBytes(20 * 1024 * 1024 + 5);
+      const data = randomBytes(40 * 1024 * 1024 + 5);
       await writeFile(join(dir, 'f'), data);
       const handle = await open(join(dir, 'f'));
       const chunks: Buffer[] = [];

@@ -31,9 +31,9 @@ export interface TieredSnapshotStorageOptions {
   store: S3ChunkStore;
   /** Bytes of durable images kept locally before the least recently used are evicted; null (default): no limit. */
   cacheBudgetBytes?: number | null;
-  /** Chunk sizes of uploads; default {@link DEFAULT_CHUNKING} (average 1 MiB). */
+  /** Chunk sizes of uploads; default {@link DEFAULT_CHUNKING} (average 2 MiB). */
   chunking?: ChunkingParameters;
-  /** Chunk requests in flight per upload or download; default 16. */
+  /** Chunk requests in flight per upload or download; default 16 (the chunks held in memory: 32 MiB on average, 128 MiB at most). */
   parallelism?: number;
   /** Snapshots uploaded at once; default 2. */
   concurrentUploads?: number;
