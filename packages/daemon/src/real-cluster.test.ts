@@ -39,7 +39,7 @@ function clientFor(host: ClusterHost): { call: ReturnType<Cluster['callAt']>; sh
   return { call, sh: shellCaller(call) };
 }
 
-const COUNTER = `printf '%s\\n' 'echo $$ > /tmp/counter.pid; i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.1; done' > /root/counter.sh`;
+const COUNTER = `printf '%s\\n' 'echo $$ > /tmp/counter.pid; i=0; while true; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.1; done' > /root/counter.sh`;
 
 /** A running sandbox on `host` with a counter process and a file of random bytes (its checksum beside it). */
 async function busySandbox(host: ClusterHost): Promise<string> {

@@ -60,7 +60,7 @@ describe('real daemon end to end (gVisor, namespaces, agent)', { skip, timeout: 
     const id = created.json.id as string;
     assert.equal((await sh(id, 'hostname')).trim(), id.toLowerCase().replace('_', '-'));
     await sh(id, 'echo kept > /root/note.txt');
-    await call('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done', background: true });
+    await call('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter.new; mv /tmp/counter.new /tmp/counter; sleep 0.1; done', background: true });
     const counterNow = async (): Promise<number> => Number((await sh(id, 'cat /tmp/counter 2>/dev/null || echo 0')).trim());
     let before = 0;
     await until(async () => (before = await counterNow()) >= 3, 'the counter process has counted to 3');

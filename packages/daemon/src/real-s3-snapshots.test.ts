@@ -69,7 +69,7 @@ describe('snapshots on S3 through a real daemon (gVisor, s3rver)', { skip, timeo
     const created = await call('POST', '/v1/sandboxes', { timeoutMs: 600_000 });
     assert.equal(created.status, 201, JSON.stringify(created.json));
     const id = created.json.id as string;
-    await sh(id, `printf '%s\\n' 'echo $$ > /tmp/counter.pid; i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.1; done' > /root/counter.sh`);
+    await sh(id, `printf '%s\\n' 'echo $$ > /tmp/counter.pid; i=0; while true; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.1; done' > /root/counter.sh`);
     await call('POST', `/v1/sandboxes/${id}/commands`, { cmd: 'sh /root/counter.sh', background: true });
     await sh(id, 'head -c 3000000 /dev/urandom > /root/data.bin && sha256sum /root/data.bin > /root/data.sum');
     await until(async () => (await count(id)) >= 5, 'the counter counts');

@@ -228,7 +228,7 @@ describe('scale-out: one API process and two hosts over Postgres and S3 (real gV
     for (const id of [paused, running, sleeper]) assert.equal((await store.getSandbox(id))?.hostId, 'host-rra');
     await sh(sleeper, 'echo mark > /tmp/mark');
     assert.equal((await call('POST', `/v1/sandboxes/${sleeper}/pause`)).json.state, 'paused');
-    await call('POST', `/v1/sandboxes/${paused}/commands`, { cmd: 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.2; done', background: true });
+    await call('POST', `/v1/sandboxes/${paused}/commands`, { cmd: 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.2; done', background: true });
     await until('the counter counts', async () => Number(await sh(paused, 'cat /tmp/count 2>/dev/null || echo 0')) > 2);
     const pause = await call('POST', `/v1/sandboxes/${paused}/pause`);
     assert.equal(pause.status, 200, JSON.stringify(pause.json));
