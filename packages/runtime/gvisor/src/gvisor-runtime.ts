@@ -17,7 +17,8 @@ import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandbo
 import { assertRoomForImage } from './image-room.js';
 import { cgroupCpuUsageUs, cgroupMemoryUsage } from './cpu-usage.js';
 import { cgroupMemoryFiles, headroomMB, withCheckpointRoom, withHeadroom } from './memory-headroom.js';
-import { buildOciSpec } from './oci-spec.js';
+import { buildOciSpec, CPU_PERIOD_US } from './oci-spec.js';
+import { cgroupCpuFiles, withCpuLifted } from './cpu-lift.js';
 import { MIN_RUNSC_RELEASE, Runsc, runscReason, runscRelease, runscVersion, type RunscPlatform } from './runsc.js';
 
 export interface GvisorRuntimeOptions {
@@ -221,7 +222,9 @@ export class GvisorRuntime implements Runtime {
     const cgroup = this.cgroupPath(containerId);
     if (!cgroup) return start();
     const limitBytes = (spec.resources.memoryMB + headroomMB(spec.resources.memoryMB)) * 1024 * 1024;
-    await withHeadroom(cgroupMemoryFiles(cgroup), limitBytes, start);
+    // runsc's own start-up work is not throttled by the sandbox's CPU quota (see cpu-lift.ts).
+    const quotaUs = spec.resources.cpuCount * CPU_PERIOD_US;
+    await withHeadroom(cgroupMemoryFiles(cgroup), limitBytes, () => withCpuLifted(cgroupCpuFiles(cgroup), quotaUs, CPU_PERIOD_US, start));
   }
 
   /**
@@ -282,7 +285,10 @@ export class GvisorRuntime implements Runtime {
     while (this.deleting.size > 0) await Promise.all([...this.deleting.values()]);
   }
 
-  /** Delete runsc containers that are no sandbox's current incarnation (left by a crash), in the background. */
+  /**
+   * Delete runsc containers that are no sandbox's current incarnation (left by a crash), in the background;
+   * put the CPU quota of the current ones back (a crash while runsc started one left it lifted).
+   */
   async sweepStale(): Promise<string[]> {
     const stale: string[] = [];
     for (const containerId of await this.containerIds()) {
@@ -290,9 +296,23 @@ export class GvisorRuntime implements Runtime {
       if (!inst || inst.containerId !== containerId) {
         stale.push(containerId);
         this.deleteLater(containerId);
-      }
+      } else await this.putBackCpuQuota(sandboxOf(containerId), containerId);
     }
     return stale;
+  }
+
+  /**
+   * Write the CPU quota of the incarnation's spec into its cgroup again: a daemon killed while runsc started
+   * it left the quota lifted (cpu-lift.ts). A no-op without a cgroup or a readable spec.
+   */
+  private async putBackCpuQuota(sandboxId: string, containerId: string): Promise<void> {
+    const cgroup = this.cgroupPath(containerId);
+    if (!cgroup) return;
+    const config = await readFile(join(this.bundleDir(sandboxId), 'config.json'), 'utf8').then((t) => JSON.parse(t) as { linux?: { resources?: { cpu?: { quota?: number; period?: number } } } }, () => null);
+    const cpu = config?.linux?.resources?.cpu;
+    if (typeof cpu?.quota !== 'number' || typeof cpu.period !== 'number') return;
+    const files = cgroupCpuFiles(cgroup);
+    await writeFile(files.quota, files.v2 ? `${cpu.quota} ${cpu.period}` : String(cpu.quota)).catch(() => undefined);
   }
 
   private async containerIds(): Promise<string[]> {

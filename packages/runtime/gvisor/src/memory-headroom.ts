@@ -103,7 +103,7 @@ export async function withCheckpointRoom<T>(files: CgroupMemoryFiles, checkpoint
 }
 
 /** Whether runsc's sandbox process (`runsc-sandbox ... --total-memory N ...`) is in the cgroup. */
-async function sandboxProcessIn(procsFile: string): Promise<boolean> {
+export async function sandboxProcessIn(procsFile: string): Promise<boolean> {
   const pids = (await readFile(procsFile, 'utf8').catch(() => '')).split('\n').filter((p) => p !== '');
   for (const pid of pids) {
     const argv = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');

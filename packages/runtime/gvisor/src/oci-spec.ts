@@ -11,7 +11,7 @@ const CAPS = [
 ];
 
 /** CPU period of the CFS quota, µs. */
-const CPU_PERIOD_US = 100_000;
+export const CPU_PERIOD_US = 100_000;
 
 export interface OciSpecOptions {
   /** The init process (the agent under tini). Ignored by restore, but part of the bundle. */
