@@ -16,9 +16,10 @@ import { RamifyError } from '@ramify/contracts';
 import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, RuntimeUsage } from '@ramify/core';
 import { assertRoomForImage } from './image-room.js';
 import { cgroupCpuUsageUs, cgroupMemoryUsage } from './cpu-usage.js';
-import { cgroupMemoryFiles, headroomMB, withCheckpointRoom, withHeadroom } from './memory-headroom.js';
+import { headroomMB } from './memory-headroom.js';
 import { buildOciSpec, CPU_PERIOD_US } from './oci-spec.js';
-import { cgroupCpuFiles, withCpuLifted } from './cpu-lift.js';
+import { cgroupCpuFiles, writeCpuQuota } from './cpu-lift.js';
+import { sandboxCgroup, withCheckpointRoom, withStartRoom } from './cgroup-room.js';
 import { MIN_RUNSC_RELEASE, Runsc, runscReason, runscRelease, runscVersion, type RunscPlatform } from './runsc.js';
 
 export interface GvisorRuntimeOptions {
@@ -215,16 +216,14 @@ export class GvisorRuntime implements Runtime {
 
   /**
    * Run `start` for incarnation `containerId`; its cgroup's memory limit, `memoryMB` in the OCI spec (the
-   * sandbox's `MemTotal`), is raised by the OOM guard's headroom as soon as runsc has read it (see
-   * `memory-headroom.ts`).
+   * sandbox's `MemTotal`), is raised by the OOM guard's headroom as soon as runsc has read it, and its CPU
+   * quota lifted while runsc starts it (see `cgroup-room.ts`).
    */
   private async startWithHeadroom(spec: RuntimeSandboxSpec, containerId: string, start: () => Promise<void>): Promise<void> {
     const cgroup = this.cgroupPath(containerId);
     if (!cgroup) return start();
     const limitBytes = (spec.resources.memoryMB + headroomMB(spec.resources.memoryMB)) * 1024 * 1024;
-    // runsc's own start-up work is not throttled by the sandbox's CPU quota (see cpu-lift.ts).
-    const quotaUs = spec.resources.cpuCount * CPU_PERIOD_US;
-    await withHeadroom(cgroupMemoryFiles(cgroup), limitBytes, () => withCpuLifted(cgroupCpuFiles(cgroup), quotaUs, CPU_PERIOD_US, start));
+    await withStartRoom(sandboxCgroup(cgroup), { limitBytes, quotaUs: spec.resources.cpuCount * CPU_PERIOD_US, periodUs: CPU_PERIOD_US }, start);
   }
 
   /**
@@ -303,7 +302,7 @@ export class GvisorRuntime implements Runtime {
 
   /**
    * Write the CPU quota of the incarnation's spec into its cgroup again: a daemon killed while runsc started
-   * it left the quota lifted (cpu-lift.ts). A no-op without a cgroup or a readable spec.
+   * it left the quota lifted (cgroup-room.ts). A no-op without a cgroup or a readable spec.
    */
   private async putBackCpuQuota(sandboxId: string, containerId: string): Promise<void> {
     const cgroup = this.cgroupPath(containerId);
@@ -311,8 +310,7 @@ export class GvisorRuntime implements Runtime {
     const config = await readFile(join(this.bundleDir(sandboxId), 'config.json'), 'utf8').then((t) => JSON.parse(t) as { linux?: { resources?: { cpu?: { quota?: number; period?: number } } } }, () => null);
     const cpu = config?.linux?.resources?.cpu;
     if (typeof cpu?.quota !== 'number' || typeof cpu.period !== 'number') return;
-    const files = cgroupCpuFiles(cgroup);
-    await writeFile(files.quota, files.v2 ? `${cpu.quota} ${cpu.period}` : String(cpu.quota)).catch(() => undefined);
+    await writeCpuQuota(cgroupCpuFiles(cgroup), cpu.quota, cpu.period);
   }
 
   private async containerIds(): Promise<string[]> {
@@ -338,8 +336,8 @@ export class GvisorRuntime implements Runtime {
       const r = await this.runsc.inNetns(inst.netnsPath, ['checkpoint', '-compression', this.options.checkpointCompression, '-image-path', imageDir, inst.containerId]);
       if (r.code !== 0) throw new RamifyError('RUNTIME_ERROR', `runsc checkpoint failed: ${runscReason(`${r.stderr}\n${r.stdout}`)}`, { runtimeReason: runscReason(`${r.stderr}\n${r.stdout}`) });
     };
-    // Room for the sentry's own encoding of the sandbox's kernel (see memory-headroom.ts).
-    await (cgroup ? withCheckpointRoom(cgroupMemoryFiles(cgroup), checkpoint) : checkpoint());
+    // Room for the sentry's own encoding of the sandbox's kernel: memory, CPU (see cgroup-room.ts).
+    await (cgroup ? withCheckpointRoom(sandboxCgroup(cgroup), checkpoint) : checkpoint());
     // The checkpointed container is stopped; deleting it takes ~1.5 s, so it happens in the background.
     this.deleteLater(inst.containerId, true);
     let sizeBytes = 0;
