@@ -11,14 +11,20 @@ export interface RunResult {
   code: number;
 }
 
+/** How a command is run. */
+export interface RunOptions {
+  /** Its environment (default: this process's). */
+  env?: NodeJS.ProcessEnv;
+}
+
 /**
  * Run `argv` with optional stdin text; resolves with output and exit code (never rejects on non-zero).
  * Rejects `RUNTIME_ERROR` only when the program cannot be started (e.g. not installed).
  */
-export function run(argv: string[], input?: string): Promise<RunResult> {
+export function run(argv: string[], input?: string, options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const [cmd, ...args] = argv;
-    const child = spawn(cmd!, args, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(cmd!, args, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], ...(options.env ? { env: options.env } : {}) });
     let stdout = '';
     let stderr = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -30,8 +36,8 @@ export function run(argv: string[], input?: string): Promise<RunResult> {
 }
 
 /** Like {@link run} but rejects `RUNTIME_ERROR` with the command's stderr on a non-zero exit. */
-export async function runChecked(argv: string[], input?: string): Promise<string> {
-  const r = await run(argv, input);
+export async function runChecked(argv: string[], input?: string, options: RunOptions = {}): Promise<string> {
+  const r = await run(argv, input, options);
   if (r.code !== 0) {
     throw new RamifyError('RUNTIME_ERROR', `${argv.slice(0, 4).join(' ')} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`);
   }

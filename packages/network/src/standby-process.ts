@@ -9,7 +9,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { RamifyError } from '@ramify/contracts';
-import { run, type RunResult } from './exec.js';
+import { run, type RunOptions, type RunResult } from './exec.js';
 
 /**
  * How long after a run the next child is started, ms: past the rest of the operation that ran it (a claim
@@ -28,13 +28,15 @@ interface Waiting {
 
 export class StandbyProcess {
   readonly #argv: readonly string[];
+  readonly #options: RunOptions;
   #waiting: Waiting | null = null;
   #stopped = false;
   #nextStart: NodeJS.Timeout | null = null;
 
   /** `argv` reads its whole input from stdin (e.g. `['nft', '-f', '-']`); nothing is started before the first run. */
-  constructor(argv: readonly string[]) {
+  constructor(argv: readonly string[], options: RunOptions = {}) {
     this.#argv = argv;
+    this.#options = options;
   }
 
   /**
@@ -54,14 +56,14 @@ export class StandbyProcess {
   }
 
   async #runOn(waiting: Waiting | null, input: string): Promise<RunResult> {
-    if (!waiting) return run([...this.#argv], input);
+    if (!waiting) return run([...this.#argv], input, this.#options);
     // In use now: it keeps the process alive until it is done, as a fresh child would.
     waiting.child.ref();
     for (const stream of [waiting.child.stdout, waiting.child.stderr]) (stream as unknown as { ref?: () => void } | null)?.ref?.();
     waiting.child.stdin!.end(input);
     const code = await waiting.closed.catch(() => -1);
     // Killed while it waited (no word from it): the input was not applied; a fresh process runs it.
-    if (code !== 0 && waiting.stderr === '' && waiting.stdout === '') return run([...this.#argv], input);
+    if (code !== 0 && waiting.stderr === '' && waiting.stdout === '') return run([...this.#argv], input, this.#options);
     return { stdout: waiting.stdout, stderr: waiting.stderr, code };
   }
 
@@ -94,7 +96,7 @@ export class StandbyProcess {
   #startNext(): void {
     if (this.#stopped) return;
     const [cmd, ...args] = this.#argv;
-    const child = spawn(cmd!, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(cmd!, args, { stdio: ['pipe', 'pipe', 'pipe'], ...(this.#options.env ? { env: this.#options.env } : {}) });
     const waiting: Waiting = { child, stdout: '', stderr: '', gone: false, closed: Promise.resolve(-1) };
     waiting.closed = new Promise<number>((resolve, reject) => {
       child.on('error', (err) => {

@@ -20,6 +20,7 @@ import { RamifyError } from '@ramify/contracts';
 import { watchTable, type TableWatchOptions } from '../../table-watch.js';
 import { run, runChecked } from '../../exec.js';
 import { StandbyProcess } from '../../standby-process.js';
+import { nftEnv } from '../../nft-process.js';
 import { slotRange } from '../../slots.js';
 import { installRouteGuard, isRouteGuardInstalled, removeRouteGuard, ROUTE_GUARD_MARK } from './route-guard.js';
 import type { DnsAnswerEvent } from '../dns/dns-resolver-types.js';
@@ -89,8 +90,8 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
   private readonly slots = new Map<number, SlotState>();
   private queue: Promise<unknown> = Promise.resolve();
   private installedOnce = false;
-  /** `nft -f -` started ahead of each transaction (a claim from the warm pool waits for one). */
-  private readonly nft = new StandbyProcess(['nft', '-f', '-']);
+  /** `nft -f -` started ahead of each transaction (a claim from the warm pool waits for one), its allocator tuned (nft-process.ts). */
+  private readonly nft = new StandbyProcess(['nft', '-f', '-'], { env: nftEnv() });
   /** Applies waiting for their shared transaction, in call order, until another change is queued behind them. */
   private openBatch: PendingApply[] | null = null;
 
@@ -331,7 +332,7 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       guardMark: this.options.guardMark ?? ROUTE_GUARD_MARK,
     });
     const elements = [...states.flatMap((s) => s.elements), ...(this.options.extraElements?.() ?? [])];
-    await runChecked(['nft', '-f', '-'], table + addElements(this.options.prefix, elements).join('\n') + '\n');
+    await runChecked(['nft', '-f', '-'], table + addElements(this.options.prefix, elements).join('\n') + '\n', { env: nftEnv() });
     // After the table (which marks slot traffic): the guard never refuses traffic the table would allow.
     await installRouteGuard(this.guardSpec());
   }
@@ -348,7 +349,7 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
     if (first.code === 0) return;
     if (await this.isInstalled()) throw new RamifyError('RUNTIME_ERROR', `nft transaction failed: ${first.stderr.trim()}`);
     await this.installNow();
-    await runChecked(['nft', '-f', '-'], script);
+    await runChecked(['nft', '-f', '-'], script, { env: nftEnv() });
   }
 
   /** Run `onChange` (inside the queue: the next change waits for it); failures go to `onChangeError`. */
