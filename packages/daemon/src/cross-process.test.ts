@@ -17,17 +17,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { DirSnapshotStorage, FakeNetwork, FakeRuntime, seedTemplate } from '@ramify/core/testing';
-import { startPostgresCluster } from '@ramify/store/testsuite';
+import { postgresForTests } from '@ramify/store/testsuite';
 import { until } from './real-test-support.js';
 import { serve, type RamifyServer } from './serve.js';
 
-const cluster = await startPostgresCluster();
-if ('skip' in cluster && process.env.CI) throw new Error(`CI must run the Postgres cases: ${cluster.skip}`);
+const cluster = await postgresForTests();
 const root = await mkdtemp(join(tmpdir(), 'ramify-xproc-'));
-after(async () => {
-  if (!('skip' in cluster)) cluster.stop();
-  await rm(root, { recursive: true, force: true });
-});
+after(() => rm(root, { recursive: true, force: true }));
 
 /** A daemon on its own data directory and host id, over `url` and the shared snapshot directory. */
 async function daemon(url: string, db: string, name: string): Promise<RamifyServer> {

@@ -9,17 +9,13 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeNetwork, FakeRuntime, seedTemplate } from '@ramify/core/testing';
-import { startPostgresCluster } from '@ramify/store/testsuite';
+import { postgresForTests } from '@ramify/store/testsuite';
 import { resolveDatabase } from './database.js';
 import { serve } from './serve.js';
 
-const cluster = await startPostgresCluster();
-if ('skip' in cluster && process.env.CI) throw new Error(`CI must run the Postgres cases: ${cluster.skip}`);
+const cluster = await postgresForTests();
 const dataDir = await mkdtemp(join(tmpdir(), 'ramify-daemon-pg-'));
-after(async () => {
-  if (!('skip' in cluster)) cluster.stop();
-  await rm(dataDir, { recursive: true, force: true });
-});
+after(() => rm(dataDir, { recursive: true, force: true }));
 
 const runtime = new FakeRuntime();
 const network = new FakeNetwork();

@@ -10,16 +10,12 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { describeDatabaseUrl, MIGRATIONS, openPostgresStore, SqliteStore, type SqlStore } from './index.js';
-import { startPostgresCluster } from './testsuite/index.js';
+import { postgresForTests } from './testsuite/index.js';
 
-const cluster = await startPostgresCluster();
-if ('skip' in cluster && process.env.CI) throw new Error(`CI must run the Postgres cases: ${cluster.skip}`);
+const cluster = await postgresForTests();
 const skip = 'skip' in cluster ? cluster.skip : false;
 const dir = mkdtempSync(join(tmpdir(), 'ramify-store-pg-'));
-after(() => {
-  if (!('skip' in cluster)) cluster.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
  * Table → its columns (name and NOT NULL), sorted; the bookkeeping table left out. `primaryKey` names a

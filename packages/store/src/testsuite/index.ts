@@ -4,4 +4,4 @@
  */
 export { storeConformance } from './suite.js';
 export type { StoreHarness } from './harness.js';
-export { startPostgresCluster, type PostgresCluster, type PostgresClusterOptions } from './postgres-cluster.js';
+export { postgresForTests, startPostgresCluster, type PostgresCluster, type PostgresClusterOptions } from './postgres-cluster.js';

@@ -5,6 +5,7 @@
  * exit) stops the server and deletes the directory. Debian's `postgresql-15` provides the binaries.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
+import { after } from 'node:test';
 import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -127,4 +128,18 @@ export async function startPostgresCluster(options: PostgresClusterOptions = {})
     },
     stop,
   };
+}
+
+/**
+ * For a test file's top level: {@link startPostgresCluster}, stopped after the file. Without one it returns
+ * `{ skip }` for the file's cases to skip, saying why, except on CI (`CI` set), which installs Postgres and
+ * must run them: there it throws.
+ * @throws Error on CI without Postgres binaries; when initdb or the server fails.
+ */
+export async function postgresForTests(options: PostgresClusterOptions = {}): Promise<PostgresCluster | { skip: string }> {
+  const cluster = await startPostgresCluster(options);
+  if ('skip' in cluster) {
+    if (process.env['CI']) throw new Error(`CI must run the Postgres cases: ${cluster.skip}`);
+  } else after(() => cluster.stop());
+  return cluster;
 }
