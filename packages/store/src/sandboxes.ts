@@ -165,11 +165,18 @@ export async function listSandboxes(db: Executor, query: SandboxQuery): Promise<
       exists(selectFrom('sandbox_metadata as m').select('m.key').whereRef('m.sandbox_id', '=', 's.id').where('m.key', '=', key).where('m.value', '=', value)),
     );
   }
-  if (query.cursor !== undefined) q = q.where('s.id', '>', decodeCursor(query.cursor));
-  const rows = await q.orderBy('s.id').limit(limit + 1).execute();
+  if (query.cursor !== undefined) {
+    const after = decodeCursor(query.cursor);
+    // A cursor of an earlier daemon names only the id: its sandbox's creation time (0 when it is gone).
+    const at = after.at ?? Number((await db.selectFrom('sandboxes').select('created_at').where('id', '=', after.id).executeTakeFirst())?.created_at ?? 0);
+    q = q.where((eb) => eb.or([eb('s.created_at', '>', at), eb.and([eb('s.created_at', '=', at), eb('s.id', '>', after.id)])]));
+  }
+  // Creation order, not id order: a sandbox claimed from the warm pool got its id when it was restored,
+  // ahead of its creation (docs/design/POOL.md); ids break ties (a fork's children share a millisecond).
+  const rows = await q.orderBy('s.created_at').orderBy('s.id').limit(limit + 1).execute();
   const page = rows.slice(0, limit).map(fromRow);
   const last = page[page.length - 1];
-  return { sandboxes: page, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
+  return { sandboxes: page, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
 }
 
 /**
@@ -234,14 +241,16 @@ export async function references(db: Executor, snapshotId: string): Promise<{ pa
   return { pausedBy: await ids('paused_snapshot_id'), sourceOf: await ids('source_snapshot_id') };
 }
 
-function encodeCursor(lastId: string): string {
-  return Buffer.from(JSON.stringify({ after: lastId }), 'utf8').toString('base64url');
+/** The page's last sandbox, as the next page's keyset: its creation time and id. */
+function encodeCursor(last: SandboxRecord): string {
+  return Buffer.from(JSON.stringify({ after: last.id, at: last.createdAt }), 'utf8').toString('base64url');
 }
 
-function decodeCursor(cursor: string): string {
+/** @throws RamifyError `VALIDATION_FAILED` for a cursor this API did not issue. */
+function decodeCursor(cursor: string): { id: string; at: number | null } {
   try {
-    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { after?: unknown };
-    if (typeof parsed.after === 'string') return parsed.after;
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { after?: unknown; at?: unknown };
+    if (typeof parsed.after === 'string') return { id: parsed.after, at: typeof parsed.at === 'number' && Number.isSafeInteger(parsed.at) ? parsed.at : null };
   } catch {
     /* fall through */
   }

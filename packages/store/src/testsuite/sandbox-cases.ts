@@ -76,6 +76,30 @@ export function sandboxCases(h: StoreHarness): void {
     });
   });
 
+  test('lists by creation time, not id (a pooled sandbox has an older id), ties by id; an id-only cursor still pages', async () => {
+    await withStore(h, 'sandbox_list_created', async (store) => {
+      // Ids in one order, creation times in another: b was made (id) first but created last.
+      const b = sandbox({ createdAt: 3_000 });
+      const a = sandbox({ createdAt: 1_000 });
+      const twin1 = sandbox({ createdAt: 2_000 });
+      const twin2 = sandbox({ createdAt: 2_000 });
+      for (const r of [b, a, twin1, twin2]) await store.insertSandbox(r);
+      const want = [a.id, twin1.id, twin2.id, b.id];
+      assert.deepEqual((await store.listSandboxes({})).sandboxes.map((s) => s.id), want);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.listSandboxes({ limit: 1, cursor });
+        seen.push(...page.sandboxes.map((s) => s.id));
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor);
+      assert.deepEqual(seen, want);
+      // A cursor an earlier daemon issued names only the id.
+      const old = Buffer.from(JSON.stringify({ after: twin1.id }), 'utf8').toString('base64url');
+      assert.deepEqual((await store.listSandboxes({ cursor: old })).sandboxes.map((s) => s.id), [twin2.id, b.id]);
+    });
+  });
+
   test('endAtOrBefore and withOperation filters; a metadata patch rewrites the filter rows', async () => {
     await withStore(h, 'sandbox_filters', async (store) => {
       const due = sandbox({ endAt: 100 });
