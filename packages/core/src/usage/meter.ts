@@ -57,12 +57,6 @@ export class UsageMeter {
   readonly #last = new Map<string, LastReading>();
   /** Sandboxes whose CPU use this meter has judged (a rate, or a runtime that cannot say). */
   readonly #judged = new Set<string>();
-  /**
-   * The store writes of stop readings still in flight, by sandbox ({@link UsageMeter.beforeStop}): the
-   * sandbox's next transition waits for its write, so the pause or kill that read it answers only once
-   * the reading is stored.
-   */
-  readonly #stopWrites = new Map<string, Promise<void>>();
   /** Live metrics (the last `metricsWindowMs` of samples). */
   readonly metrics: MetricsWindow;
 
@@ -83,8 +77,6 @@ export class UsageMeter {
    * Rejects when the store write fails (the transition is then not made).
    */
   async beforeTransition(record: SandboxRecord, to: SandboxState): Promise<void> {
-    // A stop reading's write (pause, kill) lands before the state that follows it (never rejects).
-    await this.#stopWrites.get(record.id);
     if (!this.enabled) return;
     if (meterClassOf(record.state) !== meterClassOf(to)) await this.#locks.run(`time:${record.id}`, () => this.#writeTime(record));
     // The new instance's baseline is taken in the background, queued now (before the state is written):
@@ -100,25 +92,10 @@ export class UsageMeter {
     await this.#locks.run('counters', async () => undefined);
   }
 
-  /**
-   * Called right before the runtime stops the sandbox's instance (checkpoint, kill): its last reading.
-   * Resolves once the counters are read (the instance may stop then); their store write goes on while the
-   * runtime works, and the sandbox's next {@link beforeTransition} (the `paused` or `killed` state, or the
-   * way back to `running` after a failed checkpoint) waits for it: the operation is still answered only
-   * after its reading is stored (docs/design/USAGE.md, "Off the critical path"). Never rejects.
-   */
+  /** Called right before the runtime stops the sandbox's instance (checkpoint, kill): its last reading. Never rejects. */
   async beforeStop(record: SandboxRecord): Promise<void> {
     if (!this.enabled) return;
-    let counted!: () => void;
-    const read = new Promise<void>((resolve) => (counted = resolve));
-    const written: Promise<void> = this.#read([record], 'count', counted)
-      .catch((err: unknown) => this.#warn('reading a stopping sandbox', err, record.id))
-      .finally(() => {
-        counted();
-        if (this.#stopWrites.get(record.id) === written) this.#stopWrites.delete(record.id);
-      });
-    this.#stopWrites.set(record.id, written);
-    await read;
+    await this.#read([record]).catch((err: unknown) => this.#warn('reading a stopping sandbox', err, record.id));
   }
 
   /**
@@ -183,15 +160,13 @@ export class UsageMeter {
 
   /**
    * Read `records`' counters and write the deltas (one lock for every reading: none overlap); `baseline`:
-   * write the counters only, as the base of the next reading (no amounts). `onRead` is called once the
-   * counters are read, before the store write.
+   * write the counters only, as the base of the next reading (no amounts).
    */
-  async #read(records: readonly SandboxRecord[], mode: 'count' | 'baseline' = 'count', onRead?: () => void): Promise<void> {
+  async #read(records: readonly SandboxRecord[], mode: 'count' | 'baseline' = 'count'): Promise<void> {
     if (records.length === 0) return;
     await this.#locks.run('counters', async () => {
       await this.#loadStored(records.map((r) => r.id));
       const raws = await Promise.all(records.map((r) => this.#raw(r)));
-      onRead?.();
       const now = this.#core.clock.now();
       const writes: UsageWrite[] = [];
       const next = new Map<string, LastReading>();
