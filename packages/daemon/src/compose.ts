@@ -205,6 +205,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
     telemetry, webhookSender: createWebhookSender({ allowPrivateDestinations: coreOptions.webhooks?.allowPrivateDestinations ?? false }), options: coreOptions,
   });
   if (metrics) watchQueues(metrics, core);
+  tracing?.deferExportsWhileBusy(() => core.foreground.quietForMs());
   return {
     core,
     metrics,
@@ -239,6 +240,7 @@ async function composeApi(parts: { options: ComposeOptions; coreOptions: Partial
     connectAgent: () => Promise.reject(new Error('an API process reaches no sandbox agent: calls on sandboxes are forwarded to their hosts')),
   });
   if (metrics) watchQueues(metrics, core);
+  tracing?.deferExportsWhileBusy(() => core.foreground.quietForMs());
   return {
     core, metrics, tracing,
     close: async () => {

@@ -5,8 +5,21 @@
  * then nothing of OpenTelemetry is loaded: {@link startTracing} imports the SDK when called. No global is
  * registered (two daemons may share a process): spans link to their parents through core's call context.
  * Spans are batched and exported every `exportIntervalMs`; export failures are the exporter's (dropped).
+ * Once told the process's foreground ({@link Tracing.deferExportsWhileBusy}), a batch's export (its JSON
+ * encoding and POST, a few ms of the event loop) waits until the foreground has been quiet for
+ * {@link EXPORT_QUIET_MS} or the batch has waited {@link EXPORT_MAX_DEFER_MS}, as webhook deliveries do
+ * (docs/design/EVENTS.md, "Cost (bench)"): it then does not land on the caller's next call.
  */
 import type { Logger, Telemetry, TelemetryAttributes, TelemetryOperation } from '@ramify/core';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+
+/** The callback of {@link SpanExporter.export}. */
+type ExportDone = Parameters<SpanExporter['export']>[1];
+
+/** Foreground quiet a batch export waits for, ms (the webhook dispatcher's `quietMs`). */
+export const EXPORT_QUIET_MS = 250;
+/** Longest a batch export waits for a quiet foreground, ms (the webhook dispatcher's `maxDeferMs`). */
+export const EXPORT_MAX_DEFER_MS = 2_000;
 
 export interface TracingOptions {
   /**
@@ -29,6 +42,53 @@ export interface Tracing {
   flush(): Promise<void>;
   /** Flush, then stop exporting. */
   shutdown(): Promise<void>;
+  /**
+   * From now on hold each batch export until `quietForMs()` (the time the process's foreground has been
+   * quiet, ms, 0 while busy: core's `ForegroundWork.quietForMs`) reaches {@link EXPORT_QUIET_MS}, at most
+   * {@link EXPORT_MAX_DEFER_MS}. Flushes and the shutdown's export do not wait.
+   */
+  deferExportsWhileBusy(quietForMs: () => number): void;
+}
+
+/**
+ * An exporter that holds each batch until the foreground is quiet (see {@link Tracing.deferExportsWhileBusy}),
+ * then hands it to `inner`. The batch span processor waits for the export's callback, so batches stay in order.
+ */
+export class QuietExporter implements SpanExporter {
+  quietForMs: (() => number) | null = null;
+  /** Export at once (a flush or the shutdown is waiting). */
+  #urgent = 0;
+
+  constructor(private readonly inner: SpanExporter) {}
+
+  export(spans: ReadableSpan[], done: ExportDone): void {
+    const since = performance.now();
+    const attempt = (): void => {
+      const quietForMs = this.#urgent > 0 ? Infinity : (this.quietForMs?.() ?? Infinity);
+      const leftMs = EXPORT_MAX_DEFER_MS - (performance.now() - since);
+      if (quietForMs >= EXPORT_QUIET_MS || leftMs <= 0) return this.inner.export(spans, done);
+      setTimeout(attempt, Math.max(1, Math.min(EXPORT_QUIET_MS - quietForMs, leftMs)));
+    };
+    attempt();
+  }
+
+  /** Run `fn` (a flush, the shutdown) with exports not waiting. */
+  async urgently<T>(fn: () => Promise<T>): Promise<T> {
+    this.#urgent += 1;
+    try {
+      return await fn();
+    } finally {
+      this.#urgent -= 1;
+    }
+  }
+
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush?.() ?? Promise.resolve();
+  }
 }
 
 /** The traces URL of an `--otlp-endpoint` value. @throws Error when it is not an http(s) URL. */
@@ -49,7 +109,7 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
     import('@opentelemetry/exporter-trace-otlp-http'),
     import('@opentelemetry/resources'),
   ]);
-  const exporter = new exporterModule.OTLPTraceExporter({ url });
+  const exporter = new QuietExporter(new exporterModule.OTLPTraceExporter({ url }));
   const provider = new sdk.BasicTracerProvider({
     resource: resources.resourceFromAttributes({ 'service.name': options.serviceName ?? 'ramify' }),
     spanProcessors: [new sdk.BatchSpanProcessor(exporter, { scheduledDelayMillis: options.exportIntervalMs ?? 5000 })],
@@ -86,7 +146,10 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
   return {
     telemetry,
     url,
-    flush: () => provider.forceFlush(),
-    shutdown: () => provider.shutdown(),
+    flush: () => exporter.urgently(() => provider.forceFlush()),
+    shutdown: () => exporter.urgently(() => provider.shutdown()),
+    deferExportsWhileBusy: (quietForMs) => {
+      exporter.quietForMs = quietForMs;
+    },
   };
 }
