@@ -279,6 +279,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
         throw error;
       }
       phases.readyMs = Math.round(performance.now() - started);
+      this.logger.debug('snapshot download written and checked', { snapshotId, sizeBytes: remote.snapshot.sizeBytes, ...phases });
       return { imageDir, remote };
     })();
     let decide: (seal: boolean) => void = () => undefined;
