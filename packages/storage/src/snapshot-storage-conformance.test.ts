@@ -4,11 +4,15 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, describe, it } from 'node:test';
 import { LocalSnapshotStorage } from './local-snapshot-storage.js';
 import { S3ChunkStore } from './s3/s3-chunk-store.js';
 import type { CreateOptions, StorageUnderTest } from './testsuite/harness.js';
+import { assertCode, assertOpensAs, writeAndCommit } from './testsuite/image-files.js';
 import { startLocalS3Server } from './testsuite/local-s3-server.js';
+import { waitDurable } from './testsuite/remote-cases.js';
 import { snapshotStorageConformance } from './testsuite/suite.js';
 import { parseRemoteManifest } from './tiered/remote-manifest.js';
 import { TieredSnapshotStorage } from './tiered/tiered-snapshot-storage.js';
@@ -62,3 +66,39 @@ async function tiered(options: CreateOptions = {}, prefix = `t${prefixes++}/`, r
 }
 
 snapshotStorageConformance({ name: 'S3 (s3rver) behind a local cache', create: (options) => tiered(options), remoteServer: s3 });
+
+describe('a downloaded image is sealed in the cache later (sealDelayMs)', () => {
+  const image = { 'checkpoint.img': randomBytes(3 * 1024 * 1024), 'pages.img': randomBytes(1024 * 1024) };
+  const host = async (prefix: string): Promise<TieredSnapshotStorage> => {
+    const storage = new TieredSnapshotStorage({ rootDir: await freshDir(), store: new S3ChunkStore(s3.connection(prefix)), sealDelayMs: 3_600_000 });
+    await storage.start();
+    return storage;
+  };
+  const uploaded = async (prefix: string, snapshotId: string): Promise<void> => {
+    const first = await host(prefix);
+    await writeAndCommit(first, snapshotId, image);
+    await waitDurable(first, snapshotId);
+    await first.close();
+  };
+
+  it('an open answers before the seal, and close seals at once', async () => {
+    await uploaded('seal-close/', 'snap-seal-close');
+    const other = await host('seal-close/');
+    await assertOpensAs(other, 'snap-seal-close', image);
+    assert.deepEqual(await other.local.list(), [], 'not sealed yet: no local manifest');
+    await other.close();
+    assert.deepEqual(await other.local.list(), ['snap-seal-close']);
+    const again = new LocalSnapshotStorage({ rootDir: other.local.rootDir });
+    await assertOpensAs(again, 'snap-seal-close', image);
+  });
+
+  it('a remove before the seal drops the image without waiting for the seal', async () => {
+    await uploaded('seal-remove/', 'snap-seal-remove');
+    const other = await host('seal-remove/');
+    await other.open('snap-seal-remove');
+    await other.remove('snap-seal-remove'); // would wait the hour's delay if it waited for the seal
+    assert.deepEqual(await other.local.list(), []);
+    await assert.rejects(other.open('snap-seal-remove'), assertCode('SNAPSHOT_NOT_FOUND'));
+    await other.close();
+  });
+});

@@ -87,6 +87,7 @@ async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string,
     })();
     const restore = (async () => {
       const { imageDir } = await core.storage.open(snapshotId);
+      overlap('imageMs', since); // the image at hand: a cached one is checked, one on S3 downloaded first
       await runtime.restore(
         { sandboxId: record.id, rootfsDir: record.rootfsDir, resources: { cpuCount: record.cpuCount, memoryMB: record.memoryMB, diskSizeMB: record.diskSizeMB }, hostname, network },
         imageDir,

@@ -108,7 +108,7 @@ export class S3ChunkStore {
     if (got.encoding === 'br') {
       let data: Buffer;
       try {
-        data = await brotliJobs(() => decompress(Buffer.concat(got.parts, got.length)));
+        data = await brotliJobs(() => decompressChunk(got.parts, got.length, sizeBytes));
       } catch (error) {
         throw new RamifyError('RUNTIME_ERROR', `chunk ${sha256} in the bucket does not decompress (${(error as Error).message})`, { reason: 'checksum-mismatch', chunk: sha256 });
       }
@@ -234,6 +234,20 @@ export class S3ChunkStore {
       throw s3Unavailable(`could not ${what}`, this.options, error);
     }
   }
+}
+
+/**
+ * A brotli body (`parts`, `length` bytes in all) decompressed, expecting `sizeBytes`. The output buffer
+ * is one block of `sizeBytes + 1` bytes: with zlib's default 16 KiB blocks, each block was a round trip
+ * to the thread pool and a callback on the main thread, and the blocks were copied together at the
+ * end; in a cold resume inside the daemon that cost 200-500 ms of main-thread CPU for ~20 MB
+ * (docs/design/STORAGE.md, "Where the time goes"). A body that inflates beyond `sizeBytes` stops at
+ * `maxOutputLength` (rejects) or fails the caller's size check: either is a corrupt chunk.
+ */
+function decompressChunk(parts: Buffer[], length: number, sizeBytes: number): Promise<Buffer> {
+  const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts, length);
+  const block = Math.max(64, sizeBytes + 1);
+  return decompress(body, { chunkSize: block, maxOutputLength: block });
 }
 
 /** `data` brotli-compressed, or null when a sample of it shows it will not shrink (random or already compressed bytes). */

@@ -41,9 +41,29 @@ export interface TieredSnapshotStorageOptions {
   retry?: RetryOptions;
   /** An opened image is not evicted for this long (a runtime may be restoring from it), ms; default 300,000. */
   openGraceMs?: number;
+  /**
+   * A downloaded image is sealed in the cache (fsynced, its manifest written) this long after its open
+   * answered, ms; default 5,000. Sealing at once had the fsync of the whole image compete with the
+   * runtime's restore from it; a resume removes its image soon after anyway (nothing to seal then), and
+   * a crash before the seal only costs a download again (the image is in the bucket). {@link close}
+   * seals at once.
+   */
+  sealDelayMs?: number;
   /** Verification of `open` on cached images (see {@link LocalSnapshotStorage}); default `sizes`. Downloads are always checked whole. */
   verifyOnOpen?: SnapshotVerification;
   logger?: Logger;
+}
+
+/** A download into the cache (see `TieredSnapshotStorage.download`). */
+interface Download {
+  /** The image is written and checked. */
+  ready: Promise<{ imageDir: string; manifest: SnapshotManifest }>;
+  /** Sealed in the cache, or dropped unsealed; never rejects once `ready` resolved. */
+  done: Promise<void>;
+  /** Seal now instead of after the delay. */
+  seal: () => void;
+  /** Do not seal (the image is about to be removed). */
+  unseal: () => void;
 }
 
 export class TieredSnapshotStorage implements SnapshotStorage {
@@ -55,11 +75,12 @@ export class TieredSnapshotStorage implements SnapshotStorage {
   private readonly chunking: ChunkingParameters;
   private readonly parallelism: number;
   private readonly openGraceMs: number;
+  private readonly sealDelayMs: number;
   private readonly cacheBudgetBytes: number | null;
   /** Chunks seen in the bucket by this process (uploads skip them without a HEAD). */
   private readonly chunks = new ChunkIndex();
   /** Downloads by snapshot: `ready` once the image is written and checked, `done` once it is fsynced and sealed in the cache. */
-  private readonly downloads = new Map<string, { ready: Promise<{ imageDir: string; manifest: SnapshotManifest }>; done: Promise<void> }>();
+  private readonly downloads = new Map<string, Download>();
   /** Last open per snapshot (epoch ms), for the eviction grace. */
   private readonly openedAt = new Map<string, number>();
   private eviction: Promise<void> | null = null;
@@ -73,6 +94,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     this.chunking = options.chunking ?? DEFAULT_CHUNKING;
     this.parallelism = options.parallelism ?? 16;
     this.openGraceMs = options.openGraceMs ?? 300_000;
+    this.sealDelayMs = options.sealDelayMs ?? 5_000;
     this.cacheBudgetBytes = options.cacheBudgetBytes ?? null;
     this.queue = new TransferQueue({ concurrency: options.concurrentUploads ?? 2, retry: options.retry, logger: this.logger, run: (kind, id, signal) => this.transfer(kind, id, signal), onDone: () => this.scheduleEviction() });
   }
@@ -146,7 +168,9 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     if (!isValidSnapshotId(snapshotId)) return;
     await this.state.addRemoval(snapshotId);
     await this.queue.cancel(snapshotId);
-    await this.downloads.get(snapshotId)?.done.catch(() => undefined);
+    const download = this.downloads.get(snapshotId);
+    download?.unseal();
+    await download?.done.catch(() => undefined);
     await this.local.remove(snapshotId);
     this.openedAt.delete(snapshotId);
     this.queue.enqueue('delete', snapshotId);
@@ -199,6 +223,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
   /** Stop background work (running uploads are aborted and resume at the next {@link start}); waits for it. */
   async close(): Promise<void> {
     await this.queue.close();
+    for (const download of this.downloads.values()) download.seal();
     await Promise.allSettled([...this.downloads.values()].map((download) => download.done));
     await this.eviction;
     await this.local.settle();
@@ -234,15 +259,18 @@ export class TieredSnapshotStorage implements SnapshotStorage {
   /**
    * Download `snapshotId` into the cache. `ready` resolves once every file is written and checked
    * (the runtime may restore from the page cache at once); `done` once the files are fsynced and the
-   * manifest and durable marker written. A crash in between leaves no manifest: the next open
-   * downloads again.
+   * manifest and durable marker written, `sealDelayMs` later (or at once after `seal()`), or once the
+   * image is dropped unsealed after `unseal()` (a remove is coming). A crash before the seal leaves no
+   * manifest: the next open downloads again.
    */
-  private download(snapshotId: string): { ready: Promise<{ imageDir: string; manifest: SnapshotManifest }>; done: Promise<void> } {
-    const started = Date.now();
+  private download(snapshotId: string): Download {
+    const started = performance.now();
+    const phases = { manifestMs: 0, readyMs: 0 };
     const written = (async () => {
       const text = await this.store.getManifest(snapshotId);
       if (text === null) throw notFound('SNAPSHOT', snapshotId);
       const remote = parseRemoteManifest(text, snapshotId);
+      phases.manifestMs = Math.round(performance.now() - started);
       const { imageDir } = await this.local.prepare(snapshotId);
       try {
         await downloadSnapshot({ store: this.store, manifest: remote, imageDir, parallelism: this.parallelism, chunks: this.chunks });
@@ -250,9 +278,17 @@ export class TieredSnapshotStorage implements SnapshotStorage {
         await this.local.remove(snapshotId).catch(() => undefined);
         throw error;
       }
+      phases.readyMs = Math.round(performance.now() - started);
+      this.logger.debug('snapshot download written and checked', { snapshotId, sizeBytes: remote.snapshot.sizeBytes, ...phases });
       return { imageDir, remote };
     })();
+    let decide: (seal: boolean) => void = () => undefined;
+    const decided = new Promise<boolean>((resolve) => (decide = resolve));
     const done = written.then(async ({ remote }) => {
+      const timer = setTimeout(() => decide(true), this.sealDelayMs);
+      const seal = await decided;
+      clearTimeout(timer);
+      if (!seal) return;
       try {
         await this.local.adopt(remote.snapshot);
         await this.state.markDurable(snapshotId, { durableAt: remote.uploadedAt, storedBytes: 0, chunks: Object.values(remote.files).reduce((n, f) => n + f.chunks.length, 0), newChunks: 0 });
@@ -261,10 +297,11 @@ export class TieredSnapshotStorage implements SnapshotStorage {
         await this.local.remove(snapshotId).catch(() => undefined);
         return;
       }
-      this.logger.info('snapshot downloaded', { snapshotId, sizeBytes: remote.snapshot.sizeBytes, downloadMs: Date.now() - started });
+      // readyMs: the open answered (written and checked); sealMs: fsynced and its manifest written.
+      this.logger.info('snapshot downloaded', { snapshotId, sizeBytes: remote.snapshot.sizeBytes, ...phases, sealMs: Math.round(performance.now() - started) });
       this.scheduleEviction();
     });
-    return { ready: written.then(({ imageDir, remote }) => ({ imageDir, manifest: remote.snapshot })), done };
+    return { ready: written.then(({ imageDir, remote }) => ({ imageDir, manifest: remote.snapshot })), done, seal: () => decide(true), unseal: () => decide(false) };
   }
 
   /** Run an eviction pass soon (one at a time; a request during a pass runs another after it). */
