@@ -246,7 +246,7 @@ describe('events, webhooks, metrics and traces through a real daemon (gVisor)', 
     assert.deepEqual(names(create), ['networks', 'resolve', 'start']);
     const start = child(create, 'start');
     assert.deepEqual(names(start), ['bringUp', 'running', 'store']);
-    assert.deepEqual(names(child(start, 'bringUp')), ['agent', 'egress', 'identity', 'network', 'restore']);
+    assert.deepEqual(names(child(start, 'bringUp')), ['agent', 'egress', 'identity', 'image', 'network', 'restore']);
     assert.ok(trace.every((s) => s === root || s === create || attribute(s, 'ramify.phase') === true), 'below the operation, phases only');
 
     // Reads: a client polling a sandbox makes no trace. A write after it (a create refused) does, and is

@@ -35,10 +35,10 @@ function treeOf(op: RecordedOperation): Tree {
   return { phases: op.phases, children };
 }
 
-const BRING_UP = { phases: ['network', 'egress', 'restore', 'agent', 'identity'], children: {} };
+const BRING_UP = { phases: ['network', 'egress', 'image', 'restore', 'agent', 'identity'], children: {} };
 
 describe('telemetry phases nest where the work nests', () => {
-  test('create → resolve, networks, start → (store, bringUp → network, egress, restore, agent, identity, running)', async () => {
+  test('create → resolve, networks, start → (store, bringUp → network, egress, image, restore, agent, identity, running)', async () => {
     const sbx = await createSandbox(w.core, {});
     const [create] = telemetry.named('create');
     assert.equal(create?.attributes['ramify.sandbox_id'], sbx.id);
