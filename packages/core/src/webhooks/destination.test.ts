@@ -24,12 +24,21 @@ describe('webhook destinations', () => {
   test('a refusal names the address, its range and the flag; the flag allows every address', () => {
     assert.equal(destinationRefusal('127.0.0.1', { allowPrivate: false }),
       'destination 127.0.0.1 is a loopback address: webhooks reach public addresses only; start the daemon with --webhook-allow-private to allow it');
-    assert.match(destinationRefusal('169.254.169.254', { allowPrivate: false }) ?? '', /^destination 169\.254\.169\.254 is a link-local address:/);
+    assert.match(destinationRefusal('169.254.169.254', { allowPrivate: false }) ?? '', /^destination 169\.254\.169\.254 is a link-local address, .*never reach it, not even with --webhook-allow-private$/);
     assert.match(destinationRefusal('::ffff:192.168.0.7', { allowPrivate: false }) ?? '', /^destination 192\.168\.0\.7 is a private address:/);
     assert.match(destinationRefusal('2001:db8::1', { allowPrivate: false }) ?? '', /is a reserved address/);
     assert.match(destinationRefusal('2002::1', { allowPrivate: false }) ?? '', /is a special-purpose \(6to4\) address/);
     assert.equal(destinationRefusal('8.8.8.8', { allowPrivate: false }), null);
-    for (const address of ['127.0.0.1', '10.0.0.1', '169.254.169.254', '::1']) assert.equal(destinationRefusal(address, { allowPrivate: true }), null, address);
+    for (const address of ['127.0.0.1', '10.0.0.1', '::1', 'fd12::1', '100.64.0.1']) assert.equal(destinationRefusal(address, { allowPrivate: true }), null, address);
+  });
+
+  test('link-local addresses and cloud metadata endpoints are refused even with the flag', () => {
+    for (const address of ['169.254.169.254', '169.254.0.1', 'fe80::1', '::ffff:169.254.169.254', 'fd00:ec2::254', '100.100.100.200']) {
+      for (const allowPrivate of [false, true]) {
+        assert.match(destinationRefusal(address, { allowPrivate }) ?? '', /webhooks never reach it, not even with --webhook-allow-private$/, `${address} ${allowPrivate}`);
+      }
+    }
+    assert.throws(() => checkWebhookUrlHost(new URL('http://169.254.169.254/latest/meta-data'), true), (err: unknown) => err instanceof RamifyError && err.code === 'VALIDATION_FAILED');
   });
 
   test("this host's own public addresses are refused too, unless allowed", () => {
@@ -41,7 +50,7 @@ describe('webhook destinations', () => {
 
   test('at create, a literal non-public IP host is VALIDATION_FAILED; a name or a public IP is not', () => {
     assert.deepEqual([literalAddress(new URL('http://[::1]:80/x')), literalAddress(new URL('http://hooks.example.com/')), literalAddress(new URL('http://0x7f.1/'))], ['::1', null, '127.0.0.1']);
-    for (const url of ['http://127.0.0.1:9/x', 'https://169.254.169.254/latest/meta-data', 'http://[::1]/', 'http://10.0.0.5/', 'http://0x7f.1/', 'http://[::ffff:7f00:1]/']) {
+    for (const url of ['http://127.0.0.1:9/x', 'http://[::1]/', 'http://10.0.0.5/', 'http://0x7f.1/', 'http://[::ffff:7f00:1]/']) {
       assert.throws(() => checkWebhookUrlHost(new URL(url), false), (err: unknown) => err instanceof RamifyError && err.code === 'VALIDATION_FAILED' && /webhooks reach public addresses only; start the daemon with --webhook-allow-private/.test(err.message), url);
       assert.doesNotThrow(() => checkWebhookUrlHost(new URL(url), true), url);
     }

@@ -5,7 +5,9 @@
  * `unicast` is public; an IPv4-mapped IPv6 address is judged as its IPv4 address). The daemon's sender
  * checks every address a name resolves to and connects only to a checked one; {@link createWebhook}
  * refuses a URL whose literal host is a non-public IP at once. `ramify serve --webhook-allow-private`
- * allows them all (receivers on the operator's own network).
+ * allows them (receivers on the operator's own network), but for link-local addresses and the known
+ * cloud metadata endpoints outside that range ({@link METADATA_ADDRESSES}): no receiver lives there, and
+ * the daemon's host credentials do (a newcomer pointed a webhook at 169.254.169.254 under the flag).
  */
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
@@ -37,21 +39,31 @@ export function nonPublicRange(address: string): string | null {
   return range === 'unicast' ? null : range;
 }
 
+/**
+ * Cloud metadata endpoints outside the link-local ranges: AWS's IPv6 one (a unique-local address) and
+ * Alibaba Cloud's (carrier-grade NAT). Refused whatever the flag says, as link-local addresses are.
+ */
+export const METADATA_ADDRESSES: ReadonlySet<string> = new Set(['fd00:ec2::254', '100.100.100.200']);
+
 /** A delivery destination refused by policy: a permanent failure (the dispatcher does not retry it). */
 export class WebhookDestinationRefused extends Error {
   override readonly name = 'WebhookDestinationRefused';
 }
 
 /**
- * Why `address` may not be delivered to, or null when it may: non-public addresses and `hostAddresses`
- * (this host's own interface addresses) are refused unless `allowPrivate`.
+ * Why `address` may not be delivered to, or null when it may: link-local addresses and
+ * {@link METADATA_ADDRESSES} always; other non-public addresses and `hostAddresses` (this host's own
+ * interface addresses) unless `allowPrivate`.
  * E.g. `destination 127.0.0.1 is a loopback address: webhooks reach public addresses only; start the
  * daemon with --webhook-allow-private to allow it`.
  */
 export function destinationRefusal(address: string, options: { allowPrivate: boolean; hostAddresses?: ReadonlySet<string> }): string | null {
-  if (options.allowPrivate) return null;
   const range = nonPublicRange(address);
   const normal = ipaddr.process(address).toString();
+  if (range === 'linkLocal' || METADATA_ADDRESSES.has(normal)) {
+    return `destination ${normal} is ${range === 'linkLocal' ? 'a link-local address' : 'a cloud metadata endpoint'}, where no receiver lives and cloud metadata endpoints do: webhooks never reach it, not even with ${WEBHOOK_ALLOW_PRIVATE_FLAG}`;
+  }
+  if (options.allowPrivate) return null;
   const what = range !== null ? (RANGE_WORDS[range] ?? `a special-purpose (${range}) address`) : options.hostAddresses?.has(normal) ? 'an address of this host' : null;
   return what === null ? null : `destination ${normal} is ${what}: webhooks reach public addresses only; start the daemon with ${WEBHOOK_ALLOW_PRIVATE_FLAG} to allow it`;
 }
