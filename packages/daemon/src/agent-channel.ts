@@ -35,6 +35,9 @@ export async function openAgentDialing(prefix: string, layout: SlotLayout, logge
     onError: (err) => logger.error('agent channel: checking the firewall table failed', { error: err instanceof Error ? err.message : String(err) }),
   });
   const dialer = new IngressDialer({ uid: DEFAULT_AGENT_DIALER_UID, connectTimeoutMs: AGENT_CONNECT_TIMEOUT_MS });
+  // Started now, not at the first dial: a helper's start (a Node process, 100-300 ms on a loaded 2-core
+  // host) landed inside the first bring-up of every daemon, e.g. a sandbox resumed here from another host.
+  dialer.start();
   return {
     dial: (host, port) => dialer.dial(host, port),
     close: () => {

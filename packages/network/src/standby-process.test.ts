@@ -55,3 +55,18 @@ test('a program that cannot start rejects RUNTIME_UNAVAILABLE', async () => {
   await assert.rejects(standby.run(''), (err: { code?: string }) => err.code === 'RUNTIME_UNAVAILABLE');
   standby.stop();
 });
+
+test('prepare starts a child ahead of the first run, once', async () => {
+  const standby = new StandbyProcess(['cat']);
+  try {
+    assert.equal(waitingCats(), 0, 'nothing started by the constructor');
+    standby.prepare();
+    standby.prepare();
+    await sleep(NEXT_START_DELAY_MS + 200);
+    assert.equal(waitingCats(), 1, 'one child waits before any run');
+    assert.deepEqual(await standby.run('first'), { stdout: 'first', stderr: '', code: 0 });
+    assert.equal(waitingCats(), 0, 'the first run used it');
+  } finally {
+    standby.stop();
+  }
+});

@@ -33,7 +33,7 @@ export class StandbyProcess {
   #stopped = false;
   #nextStart: NodeJS.Timeout | null = null;
 
-  /** `argv` reads its whole input from stdin (e.g. `['nft', '-f', '-']`); nothing is started before the first run. */
+  /** `argv` reads its whole input from stdin (e.g. `['nft', '-f', '-']`); nothing is started before the first run or {@link prepare}. */
   constructor(argv: readonly string[], options: RunOptions = {}) {
     this.#argv = argv;
     this.#options = options;
@@ -65,6 +65,15 @@ export class StandbyProcess {
     // Killed while it waited (no word from it): the input was not applied; a fresh process runs it.
     if (code !== 0 && waiting.stderr === '' && waiting.stdout === '') return run([...this.#argv], input, this.#options);
     return { stdout: waiting.stdout, stderr: waiting.stderr, code };
+  }
+
+  /**
+   * Have a child waiting before the first run ({@link NEXT_START_DELAY_MS} from now, unless one waits
+   * already): the first transaction of a freshly started daemon (a sandbox resumed there from another
+   * host, the first claim) would otherwise pay a fresh child's start.
+   */
+  prepare(): void {
+    this.#scheduleNext();
   }
 
   /** End the waiting child (its stdin closes on no input: it exits having done nothing); none is started again. */

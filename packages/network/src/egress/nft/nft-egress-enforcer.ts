@@ -116,6 +116,8 @@ export class NftEgressEnforcer implements EgressEnforcer, HostFirewall {
       if (this.installedOnce) await this.ensureNow();
       else await this.installNow();
       this.installedOnce = true;
+      // The first slot's policy (a resume from another host, the first claim) need not wait for nft to start.
+      this.nft.prepare();
     });
   }
 
