@@ -4,7 +4,7 @@
 // (host A's cache), then opened by a second one on an empty cache (host B), against the raw mechanism
 // in the same run: GetObject of the same bytes as one whole object, and GetObject of every chunk of
 // the image (16 at once, nothing checked or written). s3rver on 127.0.0.1 (as the cluster's). Medians.
-//   node bench/scale-out/download.mjs [--iterations 5] [--size-mb 72] [--parallelism 16]
+//   node bench/scale-out/download.mjs [--iterations 5] [--size-mb 72] [--parallelism 16] [--in-thread]
 // Targets: open (download, check, write) <= 1.3x the raw whole-object GET (the cross-host bench's
 // yardstick), and <= 1.3x the raw GETs of the same chunk objects (what Ramify's own code adds).
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { S3ChunkStore, TieredSnapshotStorage, parseRemoteManifest } from '../../packages/storage/dist/index.js';
 import { startLocalS3Server, waitDurable } from '../../packages/storage/dist/testsuite/index.js';
 
-const { values } = parseArgs({ options: { iterations: { type: 'string', default: '5' }, 'size-mb': { type: 'string', default: '72' }, parallelism: { type: 'string', default: '16' } } });
+const { values } = parseArgs({ options: { iterations: { type: 'string', default: '5' }, 'size-mb': { type: 'string', default: '72' }, parallelism: { type: 'string', default: '16' }, 'in-thread': { type: 'boolean', default: false } } });
 const N = Number(values.iterations);
 const size = Number(values['size-mb']) * 1e6;
 const TARGET = 1.3;
@@ -33,6 +33,11 @@ try {
   const a = new TieredSnapshotStorage({ rootDir: join(work, 'a'), store: store(), logger });
   await a.start();
   const raw = store();
+  // Host B: one storage for every iteration, as in a long-running host (its download thread started at
+  // start: --in-thread downloads on the main thread instead); its cached copy is evicted before each open.
+  const b = new TieredSnapshotStorage({ rootDir: join(work, 'b'), store: store(), parallelism: Number(values.parallelism), downloadThreads: !values['in-thread'] });
+  await b.start();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
   for (let i = 0; i < N; i++) {
     const snapshotId = `snap_bench${i}`;
     const { imageDir } = await a.prepare(snapshotId);
@@ -45,9 +50,8 @@ try {
     const manifest = parseRemoteManifest(await raw.getManifest(snapshotId), snapshotId);
     const keys = Object.values(manifest.files).flatMap((f) => f.chunks.map((c) => raw.chunkKey(c.sha256)));
 
-    const b = new TieredSnapshotStorage({ rootDir: join(work, `b${i}`), store: store(), parallelism: Number(values.parallelism) });
     rows.open.push(await time(() => b.open(snapshotId)));
-    await b.close();
+    await b.local.remove(snapshotId);
     rows.whole.push(await time(async () => drain((await raw.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: `raw/${i}` }))).Body)));
     rows.chunks.push(await time(async () => {
       let next = 0;
@@ -66,6 +70,7 @@ try {
   console.log(['raw GETs of the chunk objects, 16 at once', chunks.toFixed(0), (size / 1e3 / chunks).toFixed(0), `${(chunks / whole).toFixed(2)}x`, '-', '1.00x', '-'].join('\t'));
   console.log(['open on an empty cache (download, check, write)', open.toFixed(0), (size / 1e3 / open).toFixed(0), `${(open / whole).toFixed(2)}x`, verdict(open / whole), `${(open / chunks).toFixed(2)}x`, verdict(open / chunks)].join('\t'));
   await a.close();
+  await b.close();
 } finally {
   await s3.close();
   await rm(work, { recursive: true, force: true });

@@ -57,10 +57,14 @@ export class S3ChunkStore {
   readonly options: S3ConnectionOptions;
   private readonly prefix: string;
 
+  /** True when {@link client} was made from {@link options} (so another thread can make the same one). */
+  readonly ownClient: boolean;
+
   /** `client` defaults to one made from `options` ({@link createS3Client}). */
   constructor(options: S3ConnectionOptions, client?: S3Client) {
     this.options = options;
     this.client = client ?? createS3Client(options);
+    this.ownClient = client === undefined;
     this.prefix = options.prefix ?? '';
   }
 

@@ -24,21 +24,31 @@ export interface DownloadOptions {
   /** Chunk requests in flight at most (memory: up to this many chunks held at once). */
   parallelism: number;
   /** Chunks seen in the bucket are added (a later upload of the same bytes skips them). */
-  chunks: ChunkIndex;
+  chunks: Pick<ChunkIndex, 'add'>;
+  /**
+   * Fetch only share `index` of `of` of the image's chunks (every `of`-th, from `index`), into files
+   * {@link prepareImageFiles} made already: several threads download one image together.
+   */
+  share?: { index: number; of: number };
   signal?: AbortSignal;
 }
 
+/** One chunk to fetch: where it goes. */
+interface ChunkTask {
+  relative: string;
+  sha256: string;
+  sizeBytes: number;
+  offset: number;
+}
+
 /**
- * Write every file of `manifest` under `imageDir` (not fsynced: the caller seals the image, see
- * `LocalSnapshotStorage.adopt`).
- * @throws RamifyError `RUNTIME_ERROR` (`details.reason`: `missing-chunk`, `checksum-mismatch`) naming
- *   the snapshot and file when the bucket's bytes do not match; `STORAGE_UNAVAILABLE` when it cannot be read.
+ * The chunks of `manifest` to fetch (zero chunks are holes, not fetched), in order, after checking that
+ * each file's chunks add up to its size.
+ * @throws RamifyError `RUNTIME_ERROR` (`checksum-mismatch`) when they do not.
  */
-export async function downloadSnapshot(options: DownloadOptions): Promise<{ bytes: number }> {
-  const { manifest, store, signal } = options;
+function chunkTasks(manifest: RemoteManifest): ChunkTask[] {
   const snapshotId = manifest.snapshot.snapshotId;
-  const tasks: Array<{ relative: string; sha256: string; sizeBytes: number; offset: number }> = [];
-  let bytes = 0;
+  const tasks: ChunkTask[] = [];
   learnZeroShas(Object.values(manifest.files).flatMap((file) => file.chunks.map((chunk) => chunk.sizeBytes)));
   for (const [relative, file] of Object.entries(manifest.files)) {
     const chunked = file.chunks.reduce((sum, chunk) => sum + chunk.sizeBytes, 0);
@@ -50,18 +60,48 @@ export async function downloadSnapshot(options: DownloadOptions): Promise<{ byte
       if (!isZeroChunk(chunk.sha256, chunk.sizeBytes)) tasks.push({ relative, sha256: chunk.sha256, sizeBytes: chunk.sizeBytes, offset });
       offset += chunk.sizeBytes;
     }
+  }
+  return tasks;
+}
+
+/**
+ * Create `manifest`'s files under `imageDir` at their full sizes (holes until written), after checking
+ * the manifest's chunk sizes. @returns the image's bytes.
+ * @throws RamifyError `RUNTIME_ERROR` (`checksum-mismatch`) when a file's chunks do not add up to its size.
+ */
+export async function prepareImageFiles(manifest: RemoteManifest, imageDir: string): Promise<{ bytes: number }> {
+  chunkTasks(manifest);
+  await mkdir(imageDir, { recursive: true });
+  let bytes = 0;
+  for (const [relative, file] of Object.entries(manifest.files)) {
+    const path = join(imageDir, relative);
+    await mkdir(dirname(path), { recursive: true });
+    const handle = await open(path, 'w', 0o644);
+    try {
+      await handle.truncate(file.sizeBytes);
+    } finally {
+      await handle.close();
+    }
     bytes += file.sizeBytes;
   }
-  await mkdir(options.imageDir, { recursive: true });
+  return { bytes };
+}
+
+/**
+ * Write every file of `manifest` under `imageDir` (not fsynced: the caller seals the image, see
+ * `LocalSnapshotStorage.adopt`), or with `share`, that share of its chunks into files already prepared.
+ * @throws RamifyError `RUNTIME_ERROR` (`details.reason`: `missing-chunk`, `checksum-mismatch`) naming
+ *   the snapshot and file when the bucket's bytes do not match; `STORAGE_UNAVAILABLE` when it cannot be read.
+ */
+export async function downloadSnapshot(options: DownloadOptions): Promise<{ bytes: number }> {
+  const { manifest, store, signal, share } = options;
+  const snapshotId = manifest.snapshot.snapshotId;
+  const all = chunkTasks(manifest);
+  const tasks = share ? all.filter((_, i) => i % share.of === share.index) : all;
+  const { bytes } = share ? { bytes: Object.values(manifest.files).reduce((sum, file) => sum + file.sizeBytes, 0) } : await prepareImageFiles(manifest, options.imageDir);
   const handles = new Map<string, FileHandle>();
   try {
-    for (const [relative, file] of Object.entries(manifest.files)) {
-      const path = join(options.imageDir, relative);
-      await mkdir(dirname(path), { recursive: true });
-      const handle = await open(path, 'w', 0o644);
-      handles.set(relative, handle);
-      await handle.truncate(file.sizeBytes);
-    }
+    for (const relative of new Set(tasks.map((task) => task.relative))) handles.set(relative, await open(join(options.imageDir, relative), 'r+'));
     let next = 0;
     let failure: { error: unknown } | null = null as { error: unknown } | null;
     const worker = async (): Promise<void> => {

@@ -17,6 +17,7 @@ import { isValidSnapshotId, LocalSnapshotStorage, type OpenSnapshotOptions, type
 import type { S3ChunkStore } from '../s3/s3-chunk-store.js';
 import { collectChunks, type ChunkCollection } from './chunk-gc.js';
 import { downloadSnapshot } from './download.js';
+import { DownloadThreads } from './download-thread.js';
 import { planEviction, type CachedImage } from './eviction.js';
 import { allocatedBytes, TieredLocalState } from './local-state.js';
 import { parseRemoteManifest } from './remote-manifest.js';
@@ -49,6 +50,11 @@ export interface TieredSnapshotStorageOptions {
    * seals at once.
    */
   sealDelayMs?: number;
+  /**
+   * Run downloads on threads of their own ({@link DownloadThreads}); default true. Needs a store whose
+   * client was made from its options (`S3ChunkStore.ownClient`); otherwise downloads run on this thread.
+   */
+  downloadThreads?: boolean;
   /** Verification of `open` on cached images (see {@link LocalSnapshotStorage}); default `sizes`. Downloads are always checked whole. */
   verifyOnOpen?: SnapshotVerification;
   logger?: Logger;
@@ -85,6 +91,8 @@ export class TieredSnapshotStorage implements SnapshotStorage {
   private readonly openedAt = new Map<string, number>();
   private eviction: Promise<void> | null = null;
   private evictAgain = false;
+  /** Where downloads run; null: on this thread. */
+  private readonly downloadThreads: DownloadThreads | null;
 
   constructor(options: TieredSnapshotStorageOptions) {
     this.local = new LocalSnapshotStorage({ rootDir: options.rootDir, ...(options.verifyOnOpen ? { verifyOnOpen: options.verifyOnOpen } : {}) });
@@ -96,6 +104,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     this.openGraceMs = options.openGraceMs ?? 300_000;
     this.sealDelayMs = options.sealDelayMs ?? 5_000;
     this.cacheBudgetBytes = options.cacheBudgetBytes ?? null;
+    this.downloadThreads = options.downloadThreads !== false && this.store.ownClient ? new DownloadThreads(this.store.options) : null;
     this.queue = new TransferQueue({ concurrency: options.concurrentUploads ?? 2, retry: options.retry, logger: this.logger, run: (kind, id, signal) => this.transfer(kind, id, signal), onDone: () => this.scheduleEviction() });
   }
 
@@ -105,6 +114,8 @@ export class TieredSnapshotStorage implements SnapshotStorage {
    * a failed listing only costs PUTs of chunks the bucket has).
    */
   async start(): Promise<void> {
+    // Their modules and S3 clients load now, on their own threads, not inside the first cold resume.
+    this.downloadThreads?.start();
     void this.listKnownChunks();
     for (const snapshotId of await this.state.removals()) this.queue.enqueue('delete', snapshotId);
     for (const snapshotId of await this.local.list()) {
@@ -227,6 +238,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     await Promise.allSettled([...this.downloads.values()].map((download) => download.done));
     await this.eviction;
     await this.local.settle();
+    await this.downloadThreads?.close();
   }
 
   private async listKnownChunks(): Promise<void> {
@@ -273,7 +285,8 @@ export class TieredSnapshotStorage implements SnapshotStorage {
       phases.manifestMs = Math.round(performance.now() - started);
       const { imageDir } = await this.local.prepare(snapshotId);
       try {
-        await downloadSnapshot({ store: this.store, manifest: remote, imageDir, parallelism: this.parallelism, chunks: this.chunks });
+        if (this.downloadThreads) await this.downloadThreads.run({ manifest: remote, imageDir, parallelism: this.parallelism, onSeen: (sha256) => this.chunks.add(sha256) });
+        else await downloadSnapshot({ store: this.store, manifest: remote, imageDir, parallelism: this.parallelism, chunks: this.chunks });
       } catch (error) {
         await this.local.remove(snapshotId).catch(() => undefined);
         throw error;

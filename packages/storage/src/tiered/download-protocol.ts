@@ -1,0 +1,36 @@
+/** Messages between {@link DownloadThread} (main thread) and its worker (download-worker.ts). */
+import { RamifyError, type ErrorCode } from '@ramify/contracts';
+import type { S3ConnectionOptions } from '../s3/s3-connection.js';
+import type { RemoteManifest } from './remote-manifest.js';
+
+/** What the worker is started with. */
+export interface DownloadWorkerData {
+  connection: S3ConnectionOptions;
+}
+
+export type ToDownloadWorker =
+  /** Fetch share `share.index` of `share.of` of the manifest's chunks into files the main thread prepared. */
+  | { kind: 'download'; id: number; manifest: RemoteManifest; imageDir: string; parallelism: number; share: { index: number; of: number } }
+  | { kind: 'cancel'; id: number };
+
+export type FromDownloadWorker =
+  | { kind: 'ready' }
+  /** `seen`: the chunks found in the bucket (the main thread's chunk index learns them). */
+  | { kind: 'done'; id: number; bytes: number; seen: string[] }
+  | { kind: 'failed'; id: number; error: WireError; seen: string[] };
+
+/** An error as it crosses threads: a RamifyError keeps its code and details. */
+export interface WireError {
+  message: string;
+  code?: ErrorCode;
+  details?: Record<string, unknown>;
+}
+
+export function errorToWire(error: unknown): WireError {
+  if (error instanceof RamifyError) return { message: error.message, code: error.code, ...(error.details ? { details: error.details } : {}) };
+  return { message: error instanceof Error ? error.message : String(error) };
+}
+
+export function errorFromWire(wire: WireError): Error {
+  return wire.code ? new RamifyError(wire.code, wire.message, wire.details) : new Error(wire.message);
+}
