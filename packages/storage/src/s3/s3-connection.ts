@@ -29,6 +29,9 @@ export interface S3ConnectionOptions {
  * streaming CRC32 trailers, and every chunk Ramify stores is checked end to end by its sha256 anyway.
  */
 export function createS3Client(options: S3ConnectionOptions): S3Client {
+  // The SDK prints a 7-line warning per thread that its releases after January 2027 need Node >= 22: in
+  // every host's log and test output. The README says which Node Ramify needs and why that matters.
+  process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
   return new S3Client({
     region: options.region,
     ...(options.endpoint ? { endpoint: options.endpoint } : {}),
