@@ -2,7 +2,7 @@
 // bench/store: latency of the store's hottest writes through the Store port (kysely), next to the raw
 // mechanism in the same run: a sandbox row created (the row and two metadata pairs, one transaction),
 // a state transition (state, endAt and operation patched, the row returned: one UPDATE ... RETURNING), and an
-// event appended (one insert, its seq returned).
+// event appended (the team's event counter bumped and one insert, its seq returned: one transaction).
 //   flock /tmp/ramify-real-tests.lock node bench/store/run.mjs [--iterations 2000]
 // SQLite: SqliteStore (kysely's SQLite dialect over better-sqlite3) against the same statements prepared
 // once on better-sqlite3 directly, with the same record mapping (what a hand-written store does), each
@@ -61,7 +61,10 @@ function rawSqlite(path) {
   const insert = db.prepare(`INSERT INTO sandboxes (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`);
   const meta = db.prepare('INSERT INTO sandbox_metadata (sandbox_id, key, value) VALUES (?, ?, ?)');
   const update = db.prepare('UPDATE sandboxes SET state = ?, end_at = ?, operation = ?, updated_at = ? WHERE id = ? RETURNING *');
-  const append = db.prepare('INSERT INTO events (type, at, team_id, sandbox_id, key_id, cause, data) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq');
+  // The team's event counter, bumped in the append's transaction (packages/store/src/events.ts appendEvent).
+  const bump = db.prepare('INSERT INTO event_sequences (team_id, last_seq) VALUES (?, 1) ON CONFLICT (team_id) DO UPDATE SET last_seq = event_sequences.last_seq + 1 RETURNING last_seq');
+  const append = db.prepare('INSERT INTO events (type, at, team_id, team_seq, sandbox_id, key_id, cause, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq');
+  const appendEvent = db.transaction((e) => append.get(e.type, e.at, e.teamId, bump.get(e.teamId).last_seq, e.sandboxId, e.keyId, e.cause, JSON.stringify(e.data)).seq);
   const create = db.transaction((r) => {
     insert.run(r.id, r.teamId, r.state, r.runtime, r.templateId, r.sourceSnapshotId, r.rootfsDir, r.parentId, r.cpuCount, r.memoryMB, r.diskSizeMB, JSON.stringify(r.metadata),
       JSON.stringify(r.envs), r.createdAt, r.timeoutMs, r.onTimeout, r.endAt, r.slot, r.pausedSnapshotId, r.error, JSON.stringify(r.operation), JSON.stringify(r.ingress), null, null, Date.now());
@@ -71,7 +74,7 @@ function rawSqlite(path) {
   return {
     insertSandbox: (r) => create(r),
     updateSandbox: (id, p) => patch(id, p),
-    appendEvent: (e) => append.get(e.type, e.at, e.teamId, e.sandboxId, e.keyId, e.cause, JSON.stringify(e.data)).seq,
+    appendEvent: (e) => appendEvent(e),
     close: () => db.close(),
   };
 }
