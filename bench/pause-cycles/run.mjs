@@ -25,7 +25,7 @@ const drift = (xs) => upperMedian(xs.slice(-5)) / upperMedian(xs.slice(0, 5));
 // Ramify's cycles and the raw ones alternate, so the machine's noise (other work on it) lands on both:
 // the verdict is on Ramify's drift divided by the raw drift of the same minutes.
 const store = new SqliteStore({ path: join(home, 'ramify.db'), maxSlots: MAX_SLOT });
-const template = await store.findTemplateByName(values.template);
+const template = await store.findTemplateByName(values.template, 'default');
 const image = join(home, 'snapshots', template.images.find((i) => i.runtime === 'gvisor').snapshotId, 'image');
 const work = await mkdtemp(join(tmpdir(), 'rmf-bench-cycles-'));
 await writeFile(join(work, 'resolv.conf'), 'nameserver 10.254.0.1\n');
