@@ -17,12 +17,11 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Sandbox } from '@ramify/sdk';
 import { startContractServer } from '@ramify/sdk/testing';
+import { ratioTarget, upperMedian } from '../support/stats.mjs';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' }, cli: { type: 'string', default: join(import.meta.dirname, '../../packages/cli/dist/main.js') } } });
 const RUNS = Number(values.runs);
 const CLI = values.cli;
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** Wall time of `node ...args` from spawn to exit, ms. @throws Error when it exits non-zero. */
 function timeRun(args, env) {
@@ -54,13 +53,13 @@ try {
       samples[i].push(await timeRun(rows[i].args, env));
     }
   }
-  const base = median(samples[0]);
+  const base = upperMedian(samples[0]);
   console.log(`bench/cli/startup: ${CLI}, ${RUNS} runs per row (rotating order), median wall time from spawn to exit, against the SDK's contract fixture; load average ${loadavg()[0].toFixed(2)}`);
   console.log(['row', 'median ms', 'min ms', 'x node -e 0', 'target'].join('\t'));
   rows.forEach((row, i) => {
-    const m = median(samples[i]);
+    const m = upperMedian(samples[i]);
     const ratio = m / base;
-    const target = row.target === undefined ? 'baseline' : `<= ${row.target}x ${ratio <= row.target ? 'ok' : 'MISSED'}`;
+    const target = row.target === undefined ? 'baseline' : ratioTarget(ratio, row.target);
     console.log([row.name, m.toFixed(1), Math.min(...samples[i]).toFixed(1), `${ratio.toFixed(2)}x`, target].join('\t'));
   });
   await sbx.kill();

@@ -23,6 +23,7 @@ import { FakeInternet, queryDnsFrom } from '@ramify/network/testing';
 import { apiCaller } from '../../packages/daemon/dist/real-test-support.js';
 import { SandboxShell } from '../../packages/daemon/dist/real-egress-probe.js';
 import { assertSlotRangeFree, ChildDaemon, forceCleanup, leftovers, slotElements, slotOf } from '../../packages/daemon/dist/real-egress-support.js';
+import { ok, quantile } from '../support/stats.mjs';
 
 const { values } = parseArgs({
   options: { sandboxes: { type: 'string', default: '200' }, running: { type: 'string', default: '8' }, rounds: { type: 'string', default: '3' }, queries: { type: 'string', default: '500' } },
@@ -47,7 +48,6 @@ const FIXED = [
 ];
 const rules = (port) => [...FIXED, `${ECHO.address}:${port}`];
 
-const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const memAvailableMB = () => Number(/MemAvailable:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'))[1]) / 1024;
 const duMB = (dir) => Number(spawnSync('du', ['-sb', dir], { encoding: 'utf8' }).stdout.split('\t')[0]) / 1e6;
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
@@ -136,14 +136,14 @@ try {
     }
   }
   const every = [...latency.running, ...latency.paused];
-  const row = (name, xs) => `${name}\t${xs.length}\t${pct(xs, 50).toFixed(1)}\t${pct(xs, 99).toFixed(1)}\t${Math.max(...xs).toFixed(1)}`;
+  const row = (name, xs) => `${name}\t${xs.length}\t${quantile(xs, 0.5).toFixed(1)}\t${quantile(xs, 0.99).toFixed(1)}\t${Math.max(...xs).toFixed(1)}`;
   log(`PUT /v1/sandboxes/{id}/egress to enforced, ms (sequential; ${ROUNDS} rounds over every sandbox)`);
   log('sandboxes\tPUTs\tmedian\tp99\tmax');
   log(row('all', every));
   log(row('running', latency.running));
   log(row('paused', latency.paused));
   log(`verified: ${verified} PUTs on running sandboxes (a connection right after the ack matched the new rule), ${setChecks} paused slots' set elements`);
-  log(`PUT to enforced p99: ${pct(every, 99).toFixed(1)} ms (target <= 100 ms: ${pct(every, 99) <= 100 ? 'ok' : 'MISSED'})`);
+  log(`PUT to enforced p99: ${quantile(every, 0.99).toFixed(1)} ms (target <= 100 ms: ${ok(quantile(every, 0.99), 100)})`);
 
   // ---- resolver overhead, same run ----
   const client = await rig.addClient('sbx');
@@ -163,13 +163,13 @@ try {
     direct.push(...(await queryDnsFrom(client.netnsPath, chunk, { server: UPSTREAM })).map((r) => r.latencyMs));
     via.push(...(await queryDnsFrom(client.netnsPath, chunk, { server: client.hostAddress })).map((r) => r.latencyMs));
   }
-  const dnsRow = (name, xs) => `${name}\t${pct(xs, 50).toFixed(3)}\t${pct(xs, 99).toFixed(3)}`;
+  const dnsRow = (name, xs) => `${name}\t${quantile(xs, 0.5).toFixed(3)}\t${quantile(xs, 0.99).toFixed(3)}`;
   log(`DNS: ${direct.length} sequential UDP A queries per path from a sandbox-like namespace, ms`);
   log('path\tmedian\tp99');
   log(dnsRow('direct to upstream', direct));
   log(dnsRow('via policy resolver', via));
-  const overhead = pct(via, 50) - pct(direct, 50);
-  log(`resolver overhead (median): ${overhead.toFixed(3)} ms (target <= 2 ms: ${overhead <= 2 ? 'ok' : 'MISSED'})`);
+  const overhead = quantile(via, 0.5) - quantile(direct, 0.5);
+  log(`resolver overhead (median): ${overhead.toFixed(3)} ms (target <= 2 ms: ${ok(overhead, 2)})`);
 } finally {
   await resolver?.close();
   const tClean = performance.now();

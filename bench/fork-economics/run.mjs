@@ -14,6 +14,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { Sandbox, getHealth } from '@ramify/sdk';
+import { upperMedian, verdict } from '../support/stats.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -81,7 +82,6 @@ async function memoryOf(pids) {
 }
 
 const mb = (bytes) => (bytes / MiB).toFixed(1);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 console.log(`bench/fork-economics: template '${values.template}', parent 512 MiB with ${fillMB} MiB in /dev/shm; runtimes ${runtimes.join(', ')} (daemon has ${available.join(', ')})`);
 console.log(['runtime', 'N', 'wall ms', 'private MiB/fork', 'of it guest memory', 'of it TCG code cache', 'PSS MiB/fork', 'private / parent', 'parent private MiB'].join('\t'));
@@ -99,10 +99,10 @@ for (const runtime of runtimes) {
       // Let lazily restored memory settle before reading it (gVisor restores pages in the background).
       await new Promise((r) => setTimeout(r, 1000));
       const perFork = await Promise.all(forks.map(async (f) => memoryOf(await pidsOf(f.sandboxId))));
-      const priv = median(perFork.map((m) => m.priv));
-      const pss = median(perFork.map((m) => m.pss));
-      const guest = median(perFork.map((m) => m.guest));
-      const codeCache = median(perFork.map((m) => m.codeCache));
+      const priv = upperMedian(perFork.map((m) => m.priv));
+      const pss = upperMedian(perFork.map((m) => m.pss));
+      const guest = upperMedian(perFork.map((m) => m.guest));
+      const codeCache = upperMedian(perFork.map((m) => m.codeCache));
       summary[`${runtime} x${n}`] = { wallMs, priv, pss, guest, codeCache };
       console.log([runtime, n, wallMs.toFixed(0), mb(priv), mb(guest), mb(codeCache), mb(pss), `${((priv / parentMemory.priv) * 100).toFixed(0)}%`, mb(parentMemory.priv)].join('\t'));
       await Promise.all(forks.map((f) => f.kill()));
@@ -114,7 +114,7 @@ for (const runtime of runtimes) {
 const vm8 = summary['microvm x8'];
 if (vm8) {
   const own = vm8.priv - vm8.guest;
-  console.log(`microvm: each fork adds ${mb(vm8.priv)} MiB private at N = 8 (target <= 32 MiB: ${vm8.priv <= 32 * MiB ? 'ok' : 'MISSED'}): ` +
+  console.log(`microvm: each fork adds ${mb(vm8.priv)} MiB private at N = 8 (target <= 32 MiB: ${verdict(vm8.priv <= 32 * MiB)}): ` +
     `${mb(vm8.guest)} MiB guest memory (copy-on-write) and ${mb(own)} MiB QEMU's own, of which ${mb(vm8.codeCache)} MiB TCG's translated-code cache`);
   if (vm8.codeCache > 0) {
     console.log(`microvm: without TCG's code cache (a KVM host has none) a fork adds ${mb(vm8.priv - vm8.codeCache)} MiB; the rest of QEMU's own ` +

@@ -5,6 +5,7 @@
 // before it, as a page's requests are. Prints one JSON line: p50 and p99 per path, ms.
 //   node latency.mjs '{"paths":{"direct":{"url":...,"headers":{...}},...},"probes":500,"block":50}'
 import { Agent, request } from 'node:http';
+import { quantile } from '../support/stats.mjs';
 
 const job = JSON.parse(process.argv[2]);
 const paths = Object.entries(job.paths).map(([name, p]) => ({ name, ...p, target: new URL(p.url), agent: new Agent({ keepAlive: true, maxSockets: 1 }), samples: [] }));
@@ -28,8 +29,6 @@ for (let b = 0; b < blocks; b++) {
 const out = {};
 for (const p of paths) {
   p.agent.destroy();
-  const sorted = p.samples.sort((a, b) => a - b);
-  const pct = (q) => sorted[Math.min(sorted.length - 1, Math.floor((q / 100) * sorted.length))];
-  out[p.name] = { p50: pct(50), p99: pct(99) };
+  out[p.name] = { p50: quantile(p.samples, 0.5), p99: quantile(p.samples, 0.99) };
 }
 console.log(JSON.stringify(out));

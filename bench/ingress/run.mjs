@@ -25,12 +25,11 @@ import { DEFAULT_INGRESS_UID, layoutForPrefix, slotAddresses } from '@ramify/net
 import { HTTP_SERVER_PY } from '../../packages/daemon/dist/real-ingress-servers.js';
 import { until } from '../../packages/daemon/dist/real-test-support.js';
 import { startBenchDaemon } from '../support/in-process-daemon.mjs';
+import { upperMedian, verdict } from '../support/stats.mjs';
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '10' }, probes: { type: 'string', default: '500' }, block: { type: 'string', default: '50' }, turns: { type: 'string', default: '5' }, wakes: { type: 'string', default: '5' }, rounds: { type: 'string', default: '3' } } });
 const PREFIX = 'rmiw';
 const root = new URL('../..', import.meta.url).pathname;
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const verdict = (ok) => (ok ? 'ok' : 'MISSED');
 
 const { server, key, call, stop } = await startBenchDaemon({ prefix: PREFIX, name: 'ingress', options: { ingress: { host: '127.0.0.1', port: 0 } } });
 try {
@@ -96,9 +95,9 @@ try {
     console.log(`           through a bare Node proxy  ${row(r.viaBare)}   (p50 +${r.bareAdded.toFixed(3)} ms)`);
     console.log(`           through the ingress URL    ${row(r.viaIngress)}   (${r.ratio.toFixed(2)}x, p50 +${r.added.toFixed(3)} ms)`);
   }
-  const bareAdded = median(rounds.map((r) => r.bareAdded));
-  const ratio = median(rounds.map((r) => r.ratio));
-  const added = median(rounds.map((r) => r.added));
+  const bareAdded = upperMedian(rounds.map((r) => r.bareAdded));
+  const ratio = upperMedian(rounds.map((r) => r.ratio));
+  const added = upperMedian(rounds.map((r) => r.added));
   console.log(`throughput ingress/direct: median ${ratio.toFixed(2)}x (target >= 0.8x: ${verdict(ratio >= 0.8)})`);
   console.log(`p50 added by the ingress: median ${added.toFixed(3)} ms (target <= 1 ms: ${verdict(added <= 1)})`);
   console.log(`  of which a bare Node HTTP hop adds ${bareAdded.toFixed(3)} ms (the raw mechanism), the ingress's own work ${(added - bareAdded).toFixed(3)} ms`);
@@ -127,8 +126,8 @@ try {
     resumes.push(performance.now() - t);
     if (resumed.json?.state !== 'running') throw new Error(JSON.stringify(resumed.json));
   }
-  const wake = median(wakes);
-  const resume = median(resumes);
+  const wake = upperMedian(wakes);
+  const resume = upperMedian(resumes);
   console.log(`wake on request (first request to a paused sandbox until its answer): median ${wake.toFixed(0)} ms of ${wakes.length}`);
   console.log(`resume alone (POST /resume): median ${resume.toFixed(0)} ms`);
   console.log(`wake/resume: ${(wake / resume).toFixed(2)}x (target <= 1.2x: ${verdict(wake / resume <= 1.2)})`);

@@ -27,6 +27,7 @@ import { Sandbox } from '@ramify/sdk';
 import { until } from '../../packages/daemon/dist/real-test-support.js';
 import { EchoCounter } from '../support/echo-counter.mjs';
 import { startBenchDaemon } from '../support/in-process-daemon.mjs';
+import { nearestRank, ok } from '../support/stats.mjs';
 import { syncSection } from './sync.mjs';
 import { benchSshAccess, echoSection as sshEchoSection, scpSection } from './ssh.mjs';
 
@@ -38,13 +39,7 @@ const ROUNDS = Number(values.rounds);
 const WARMUP = Number(values.warmup);
 const PREFIX = 'rmki';
 
-// ---- shared: percentiles, rounds, the printer ----
-
-/** Nearest-rank percentile (q in 0..1) of `xs`. */
-const percentile = (xs, q) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
-};
+// ---- shared: rounds, the printer (percentiles: bench/support/stats.mjs) ----
 
 /**
  * A measurement that can be taken a few samples at a time: `open()` readies it (warm-up included) and
@@ -73,14 +68,14 @@ async function inRounds(probes, total, rounds) {
  * One printed row of latencies (ms): p50/p99 of `times`; `baseline` (another row) gives the p50 ratio;
  * `target` ({ p50: ms }) its verdict, `ok` or `MISSED`.
  */
-const latencyRow = (section, what, times, extra = {}) => ({ section, what, n: times.length, p50: percentile(times, 0.5), p99: percentile(times, 0.99), ...extra });
+const latencyRow = (section, what, times, extra = {}) => ({ section, what, n: times.length, p50: nearestRank(times, 0.5), p99: nearestRank(times, 0.99), ...extra });
 
 /** Print latency rows as a table: p50/p99, the ratio to the baseline's p50, the target and its verdict. */
 function printLatencyRows(rows) {
   const cells = rows.map((r) => [
     r.section, r.what, String(r.n), r.p50.toFixed(2), r.p99.toFixed(2),
     r.baseline ? `${(r.p50 / r.baseline.p50).toFixed(1)}x` : '-',
-    r.target ? `p50 <= ${r.target.p50} ms: ${r.p50 <= r.target.p50 ? 'ok' : 'MISSED'}` : '-',
+    r.target ? `p50 <= ${r.target.p50} ms: ${ok(r.p50, r.target.p50)}` : '-',
   ]);
   const header = ['section', 'measurement', 'n', 'p50 ms', 'p99 ms', 'p50 vs raw', 'target'];
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));

@@ -26,6 +26,7 @@ import { parseArgs } from 'node:util';
 import { until } from '../../packages/daemon/dist/real-test-support.js';
 import { EchoCounter } from '../support/echo-counter.mjs';
 import { startBenchDaemon } from '../support/in-process-daemon.mjs';
+import { nearestRank, upperMedian, verdict } from '../support/stats.mjs';
 
 // Not strict: bench/interactive/run.mjs imports the sections with its own options on the command line.
 const { values } = parseArgs({ strict: false, options: {
@@ -36,10 +37,6 @@ const KEYSTROKES = Number(values.keystrokes);
 const ROUNDS = Number(values.rounds);
 const WARMUP = Number(values.warmup);
 const PREFIX = 'rmks';
-const verdict = (ok) => (ok ? 'ok' : 'MISSED');
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-/** Nearest-rank percentile (q in 0..1). */
-const percentile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(q * xs.length) - 1)];
 
 /** Run a child to its end (asynchronously: the daemon serving it runs in this process). */
 function run(command, args) {
@@ -113,7 +110,7 @@ export async function echoSection({ server, dataDir, sandboxId, ssh }) {
     await viaSsh.close();
     await raw.close();
   }
-  const row = (what, xs) => ({ what, n: xs.length, p50: percentile(xs, 0.5), p99: percentile(xs, 0.99) });
+  const row = (what, xs) => ({ what, n: xs.length, p50: nearestRank(xs, 0.5), p99: nearestRank(xs, 0.99) });
   const baseline = row('raw: runsc exec cat (stdio pipes)', times.raw);
   const viaGateway = row('SSH: ssh -tt -> cat on a raw terminal', times.ssh);
   return [
@@ -168,7 +165,7 @@ export async function scpSection({ server, key, sandboxId, ssh, work, call }) {
       await check(downWay, await sha256File(down));
     }
   }
-  const mbps = (way) => bytes / 1e6 / median(seconds[way]);
+  const mbps = (way) => bytes / 1e6 / upperMedian(seconds[way]);
   const lines = [];
   for (const dir of ['up', 'down']) {
     const viaScp = mbps(`scp ${dir}`);

@@ -18,11 +18,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Sandbox, syncDir } from '@ramify/sdk';
 import { startBenchDaemon } from '../support/in-process-daemon.mjs';
+import { nearestRank, ok } from '../support/stats.mjs';
 
 const WARMUP = 3;
-/** Nearest-rank percentile (q in 0..1), as run.mjs computes it. */
-const percentile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(q * xs.length) - 1)];
-const row = (what, times, extra = {}) => ({ section: 'sync', what, n: times.length, p50: percentile(times, 0.5), p99: percentile(times, 0.99), ...extra });
+const row = (what, times, extra = {}) => ({ section: 'sync', what, n: times.length, p50: nearestRank(times, 0.5), p99: nearestRank(times, 0.99), ...extra });
 
 /**
  * Section `sync`: `writes` local writes of `bytes` each through a sync of a fresh directory into `ctx.sbx`,
@@ -96,7 +95,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     const rows = await syncSection({ sbx }, { writes: Number(values.writes), bytes: Number(values.bytes) });
     for (const r of rows) {
       const ratio = r.baseline ? `   ${(r.p50 / r.baseline.p50).toFixed(1)}x raw` : '';
-      const target = r.target ? `   target p50 <= ${r.target.p50} ms: ${r.p50 <= r.target.p50 ? 'ok' : 'MISSED'}` : '';
+      const target = r.target ? `   target p50 <= ${r.target.p50} ms: ${ok(r.p50, r.target.p50)}` : '';
       console.log(`  ${r.what.padEnd(48)} n ${r.n}   p50 ${r.p50.toFixed(1)} ms   p99 ${r.p99.toFixed(1)} ms${ratio}${target}`);
     }
   } finally {

@@ -17,6 +17,7 @@ import { MAX_SLOT, NamespaceNetwork } from '@ramify/network';
 import { GvisorRuntime } from '@ramify/runtime-gvisor';
 import { SqliteStore } from '@ramify/store';
 import { startDaemonChild } from '../support/daemon-child.mjs';
+import { time, upperMedian } from '../support/stats.mjs';
 
 const { values } = parseArgs({ options: { iterations: { type: 'string', default: '6' }, 'fill-mb': { type: 'string', default: '50' } } });
 const N = Number(values.iterations);
@@ -32,7 +33,6 @@ try {
   const templateImage = join(daemon.dataDir, 'snapshots', template.images.find((i) => i.runtime === 'gvisor').snapshotId, 'image');
   const spec = async (id) => ({ sandboxId: id, rootfsDir: template.rootfsDir, hostname: id, resources: { cpuCount: 1, memoryMB: 512, diskSizeMB: null }, network: await net.attach(id, 1) });
   const runsc = (netns, args) => spawnSync('nsenter', [`--net=${netns}`, 'runsc', '--root', join(work, 'state'), ...args]);
-  const time = async (fn) => { const t = performance.now(); const r = await fn(); return [performance.now() - t, r]; };
   const sizeOf = (dir) => readdirSync(dir).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
   const rows = { 'flate-best-speed': { checkpoint: [], restore: [], mb: [] }, none: { checkpoint: [], restore: [], mb: [] } };
   for (let i = 0; i < N; i++) {
@@ -60,11 +60,10 @@ try {
       await rm(img, { recursive: true, force: true });
     }
   }
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   console.log(`bench/lifecycle/checkpoint-compression: raw runsc, base template + ${values['fill-mb']} MB random, ${N} iterations, medians; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   console.log(['mode', 'checkpoint+sync ms', 'restore ms', 'image MB'].join('\t'));
-  for (const [mode, r] of Object.entries(rows)) console.log([mode, median(r.checkpoint).toFixed(0), median(r.restore).toFixed(0), median(r.mb).toFixed(1)].join('\t'));
-  const ratio = (k) => (median(rows.none[k]) / median(rows['flate-best-speed'][k])).toFixed(2);
+  for (const [mode, r] of Object.entries(rows)) console.log([mode, upperMedian(r.checkpoint).toFixed(0), upperMedian(r.restore).toFixed(0), upperMedian(r.mb).toFixed(1)].join('\t'));
+  const ratio = (k) => (upperMedian(rows.none[k]) / upperMedian(rows['flate-best-speed'][k])).toFixed(2);
   console.log(['none/flate', `${ratio('checkpoint')}x`, `${ratio('restore')}x`, `${ratio('mb')}x`].join('\t'));
 } finally {
   await net.destroyAll();

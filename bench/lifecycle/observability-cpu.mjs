@@ -13,12 +13,13 @@
 // differences, and each daemon's CPU time per life (/proc, settle included: the background work too).
 // No runtime, so no lock: node bench/lifecycle/observability-cpu.mjs [--iterations 200] [--execs 3] [--settle-ms 400]
 import { fork } from 'node:child_process';
-import { createServer } from 'node:http';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Sandbox, Webhook } from '@ramify/sdk';
+import { Webhook } from '@ramify/sdk';
+import { abbaPair, OBSERVABILITY_OFF, sandboxLife, startSink } from '../support/observability-rig.mjs';
+import { bootstrapInterval, mean, median } from '../support/stats.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -52,21 +53,8 @@ if (values.daemon !== undefined) {
   const SETTLE_MS = Number(values['settle-ms']);
   const OPS = ['create', 'exec', 'pause'];
 
-  /** A loopback HTTP server answering 200 to everything; counts the requests. */
-  async function sink() {
-    let count = 0;
-    const server = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        count += 1;
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return { url: `http://127.0.0.1:${server.address().port}`, count: () => count, close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }) };
-  }
-  const receiver = await sink();
-  const collector = await sink();
+  const receiver = await startSink();
+  const collector = await startSink();
   const start = async (options) => {
     // RAMIFY_BENCH_DAEMON_NODE_ARGS: Node options for the daemons' processes only (e.g. `--cpu-prof --cpu-prof-dir=DIR`).
     const execArgv = process.env.RAMIFY_BENCH_DAEMON_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
@@ -75,47 +63,29 @@ if (values.daemon !== undefined) {
     return { ...info, pid: child.pid, conn: { apiUrl: info.url, apiKey: info.key }, stop: () => new Promise((resolve) => { child.once('exit', resolve); child.disconnect(); }) };
   };
   const on = await start({ metricsListen: { host: '127.0.0.1', port: 0 }, otlpEndpoint: collector.url, webhookAllowPrivate: true });
-  const off = await start({ metrics: 'off', coreOptions: { events: 'off', usageSampleMs: 0 } });
+  const off = await start(OBSERVABILITY_OFF);
 
   const ticks = async (pid) => {
     const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, ms (USER_HZ 100)
   };
-  const median = (xs) => {
-    const s = [...xs].sort((a, b) => a - b);
-    return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-  };
-  const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))];
+  /** 90 % bootstrap interval of the median of `xs` (paired differences, ms), as `low to high`. */
   function interval(xs) {
-    let seed = 0x2545f491;
-    const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
-    const meds = Array.from({ length: 2000 }, () => median(xs.map(() => xs[Math.floor(random() * xs.length)]))).sort((a, b) => a - b);
-    return `${quantile(meds, 0.05).toFixed(2)} to ${quantile(meds, 0.95).toFixed(2)}`;
+    const [low, high] = bootstrapInterval([xs], ([resampled]) => median(resampled));
+    return `${low.toFixed(2)} to ${high.toFixed(2)}`;
   }
-  const time = async (fn) => { const t = performance.now(); const r = await fn(); return [performance.now() - t, r]; };
-  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  /** One sandbox's life on `daemon` (bench/support/observability-rig.mjs) and the daemon's CPU time over it, ms. */
   async function life(daemon) {
     const cpu = await ticks(daemon.pid);
-    const [create, sbx] = await time(() => Sandbox.create({ ...daemon.conn, template: 'base', timeoutMs: 600_000 }));
-    const execs = [];
-    for (let e = 0; e < EXECS; e++) execs.push((await time(() => sbx.commands.run('true')))[0]);
-    const [pause] = await time(() => sbx.pause());
-    await sbx.kill();
-    await sleep(SETTLE_MS);
-    return { create, exec: median(execs), pause, cpu: (await ticks(daemon.pid)) - cpu };
+    const times = await sandboxLife(daemon.conn, { execs: EXECS, settleMs: SETTLE_MS });
+    return { ...times, cpu: (await ticks(daemon.pid)) - cpu };
   }
 
   const pairs = [];
   try {
     await Webhook.create(`${receiver.url}/hook`, on.conn);
     for (let i = 0; i < 3; i++) { await life(on); await life(off); }
-    for (let i = 0; i < N; i++) {
-      const onFirst = i % 4 === 0 || i % 4 === 3;
-      const pair = {};
-      if (onFirst) { pair.on = await life(on); pair.off = await life(off); }
-      else { pair.off = await life(off); pair.on = await life(on); }
-      pairs.push(pair);
-    }
+    for (let i = 0; i < N; i++) pairs.push(await abbaPair(i, () => life(on), () => life(off)));
     console.log(`bench/lifecycle/observability-cpu: fake runtime, ${N} pairs (ABBA), ${EXECS} execs per life, ${SETTLE_MS} ms settle; on: ${receiver.count()} webhook deliveries, ${collector.count()} OTLP exports`);
     console.log(['operation', 'on ms', 'off ms', 'on - off (median of pairs)', '90% interval'].join('\t'));
     for (const op of OPS) {
@@ -123,7 +93,7 @@ if (values.daemon !== undefined) {
       console.log([op, median(pairs.map((p) => p.on[op])).toFixed(2), median(pairs.map((p) => p.off[op])).toFixed(2), median(diffs).toFixed(2), interval(diffs)].join('\t'));
     }
     const cpuDiffs = pairs.map((p) => p.on.cpu - p.off.cpu);
-    console.log(`daemon CPU per life (create, ${EXECS} execs, pause, kill, settle; 10 ms ticks): on ${median(pairs.map((p) => p.on.cpu))} ms, off ${median(pairs.map((p) => p.off.cpu))} ms; mean difference ${(cpuDiffs.reduce((a, b) => a + b, 0) / cpuDiffs.length).toFixed(1)} ms`);
+    console.log(`daemon CPU per life (create, ${EXECS} execs, pause, kill, settle; 10 ms ticks): on ${median(pairs.map((p) => p.on.cpu))} ms, off ${median(pairs.map((p) => p.off.cpu))} ms; mean difference ${mean(cpuDiffs).toFixed(1)} ms`);
   } finally {
     await on.stop();
     await off.stop();

@@ -24,13 +24,14 @@
 // the two daemons that is not observability (their prefixes, slots, processes; each half's own ratio shows that).
 // As root, packages built; run it under the real-tests lock:
 //   flock /tmp/ramify-real-tests.lock node bench/lifecycle/observability.mjs
-import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Events, Sandbox, Webhook } from '@ramify/sdk';
+import { Events, Webhook } from '@ramify/sdk';
 import { startDaemonChild } from '../support/daemon-child.mjs';
+import { abbaPair, OBSERVABILITY_OFF as OFF, sandboxLife, startSink } from '../support/observability-rig.mjs';
+import { bootstrapInterval, geometricMean, median, quantile, ratioTarget } from '../support/stats.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -58,21 +59,6 @@ if (!(N >= 2 && EXECS >= 1 && SETTLE_MS >= 0)) throw new Error('--iterations tak
 const TARGET = 1.05;
 const OPS = ['create', 'exec', 'pause'];
 
-/** A loopback HTTP server answering 200 to everything; counts the requests. */
-async function sink() {
-  let count = 0;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      count += 1;
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${server.address().port}`, count: () => count, close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }) };
-}
-
-const OFF = { metrics: 'off', coreOptions: { events: 'off', usageSampleMs: 0 } };
 const ON = values.aa ? OFF : {
   ...(has('metrics') ? { metricsListen: { host: '127.0.0.1', port: 0 } } : { metrics: 'off' }),
   ...(has('traces') ? { otlpEndpoint: null } : {}),
@@ -80,45 +66,24 @@ const ON = values.aa ? OFF : {
   webhookAllowPrivate: true,
   coreOptions: { ...(has('events') ? {} : { events: 'off' }), ...(has('metering') ? {} : { usageSampleMs: 0 }) },
 };
-const receiver = await sink();
-const collector = await sink();
+const receiver = await startSink();
+const collector = await startSink();
 if (ON.otlpEndpoint === null) ON.otlpEndpoint = collector.url;
 
-const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))];
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 /** p25-p75, the spread a median has to be read against. */
 const spread = (xs) => `${quantile(xs, 0.25).toFixed(0)}-${quantile(xs, 0.75).toFixed(0)}`;
 /** The estimate: the geometric mean of the two halves' medians of paired ratios (the daemons' roles swapped between them). */
-const estimate = (halves) => Math.sqrt(median(halves[0]) * median(halves[1]));
+const estimate = (halves) => geometricMean(halves.map(median));
 /**
  * 90 % bootstrap interval of {@link estimate} (2000 resamples of each half's pairs, a fixed seed so a
  * run's figures print the same twice): how far the figure moves with the machine's noise. A MISSED whose
  * interval holds 1.0 is not a cost the run has shown; an ok whose interval reaches past the target is not
  * proof of none.
  */
-function interval(halves) {
-  let seed = 0x2545f491;
-  const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
-  const resample = (xs) => xs.map(() => xs[Math.floor(random() * xs.length)]);
-  const values = Array.from({ length: 2000 }, () => estimate(halves.map(resample))).sort((a, b) => a - b);
-  return [quantile(values, 0.05), quantile(values, 0.95)];
-}
-const time = async (fn) => { const t = performance.now(); const r = await fn(); return [performance.now() - t, r]; };
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const interval = (halves) => bootstrapInterval(halves, estimate);
 
 /** One sandbox's life on a daemon: create, EXECS execs, pause, kill, then SETTLE_MS of quiet. Returns its times, ms. */
-async function life(conn) {
-  const [create, sbx] = await time(() => Sandbox.create({ ...conn, template: 'base', timeoutMs: 600_000 }));
-  const execs = [];
-  for (let e = 0; e < EXECS; e++) execs.push((await time(() => sbx.commands.run('true')))[0]);
-  const [pause] = await time(() => sbx.pause());
-  await sbx.kill();
-  await sleep(SETTLE_MS);
-  return { create, exec: median(execs), pause };
-}
+const life = (conn) => sandboxLife(conn, { execs: EXECS, settleMs: SETTLE_MS });
 
 /** Resident memory of process `pid` now and at its peak (/proc). */
 async function memory(pid) {
@@ -146,12 +111,7 @@ async function half(onPrefix, count) {
     await life(offConn);
     const pairs = [];
     for (let i = 0; i < count; i++) {
-      // ABBA: on first in iterations 0, 3, 4, 7, 8, ...; off first in 1, 2, 5, 6, ...
-      const onFirst = i % 4 === 0 || i % 4 === 3;
-      const pair = {};
-      if (onFirst) { pair.on = await life(onConn); pair.off = await life(offConn); }
-      else { pair.off = await life(offConn); pair.on = await life(onConn); }
-      pairs.push(pair);
+      pairs.push(await abbaPair(i, () => life(onConn), () => life(offConn)));
       loads.push(loadavg()[0]);
     }
     const events = has('events') ? (await Events.list({ ...onConn, limit: 1000 })).events.length : 0;
@@ -181,7 +141,7 @@ try {
     const ratio = estimate(ratios);
     const [low, high] = interval(ratios);
     console.log([
-      op, median(onTimes).toFixed(1), median(offTimes).toFixed(1), `${ratio.toFixed(3)}x`, `<= ${TARGET}x ${ratio <= TARGET ? 'ok' : 'MISSED'}`,
+      op, median(onTimes).toFixed(1), median(offTimes).toFixed(1), `${ratio.toFixed(3)}x`, ratioTarget(ratio, TARGET),
       `${low.toFixed(3)}-${high.toFixed(3)}`, ...ratios.map((r) => `${median(r).toFixed(3)}x`), `${(median(onTimes) / median(offTimes)).toFixed(3)}x`, spread(onTimes), spread(offTimes),
     ].join('\t'));
   }

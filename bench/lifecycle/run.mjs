@@ -35,7 +35,9 @@ import { GvisorRuntime } from '@ramify/runtime-gvisor';
 import { MicrovmRuntime, detectAcceleration, prepareGuestKernel, qemuVersion } from '@ramify/runtime-microvm';
 import { SqliteStore } from '@ramify/store';
 import { MAX_SLOT } from '@ramify/network';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startDaemonChild } from '../support/daemon-child.mjs';
+import { ratioTarget, time, upperMedian } from '../support/stats.mjs';
 
 const { values } = parseArgs({ options: { runtime: { type: 'string', default: 'gvisor' }, iterations: { type: 'string', default: '5' }, template: { type: 'string', default: 'base' }, daemon: { type: 'string', default: 'own' }, log: { type: 'string' } } });
 const runtimeName = values.runtime;
@@ -58,8 +60,6 @@ if (!template) throw new Error(`template '${values.template}' is not built: run 
 const templateImage = join(home, 'snapshots', template.images.find((i) => i.runtime === runtimeName)?.snapshotId ?? '-', 'image');
 if (!template.images.some((i) => i.runtime === runtimeName)) throw new Error(`template '${values.template}' has no ${runtimeName} image: run 'ramify template build ${values.template} --runtime ${runtimeName}'`);
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const time = async (fn) => { const t = performance.now(); const r = await fn(); return [performance.now() - t, r]; };
 /** fsync every file of an image and its directory: what makes a pause durable (snapshot storage does it). */
 const syncImage = (dir) => spawnSync('sync', [dir, ...readdirSync(dir).map((f) => join(dir, f))]);
 
@@ -115,7 +115,6 @@ async function rawRestore8() {
 }
 
 // ---- Ramify, through the SDK and the daemon ----
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const poolOf = async () => (await getHealth()).pool;
 /** Wait (bounded) until the pool holds an idle sandbox on this runtime, then for the daemon to be quiet. */
 async function poolReady() {
@@ -193,7 +192,7 @@ try {
     await runtime.settle?.();
     await oursIteration(i);
   }
-  raw.checkpointRestore8.push(...raw.restore8.map((t8) => t8 + median(raw.pause)));
+  raw.checkpointRestore8.push(...raw.restore8.map((t8) => t8 + upperMedian(raw.pause)));
 } finally {
   await net.destroyAll();
   await runtime.settle?.();
@@ -238,15 +237,15 @@ console.log(`bench/lifecycle: ${runtimeName} (${runtime.summary ?? runtime.name}
 console.log(['operation', 'ramify', 'raw', 'ratio', 'target', 'raw step'].join('\t'));
 for (const [name, o, r, what, target] of rows) {
   if (o.length === 0) {
-    console.log([name, '-', r.length ? median(r).toFixed(1) : '-', '-', target ? `<= ${target}x MISSED (none measured)` : '-', what].join('\t'));
+    console.log([name, '-', r.length ? upperMedian(r).toFixed(1) : '-', '-', target ? `<= ${target}x MISSED (none measured)` : '-', what].join('\t'));
     continue;
   }
   if (r.length === 0) {
-    console.log([name, median(o).toFixed(1), '-', '-', '-', what].join('\t'));
+    console.log([name, upperMedian(o).toFixed(1), '-', '-', '-', what].join('\t'));
     continue;
   }
-  const ratio = median(o) / median(r);
-  console.log([name, median(o).toFixed(1), median(r).toFixed(1), `${ratio.toFixed(2)}x`, target ? `<= ${target}x ${ratio <= target ? 'ok' : 'MISSED'}` : '-', what].join('\t'));
+  const ratio = upperMedian(o) / upperMedian(r);
+  console.log([name, upperMedian(o).toFixed(1), upperMedian(r).toFixed(1), `${ratio.toFixed(2)}x`, target ? ratioTarget(ratio, target) : '-', what].join('\t'));
 }
 console.log(pss
   ? `warm pool: ${pss.count} idle ${runtimeName} sandbox(es) of '${values.template}', PSS per sandbox ${(pss.perSandboxBytes / 2 ** 20).toFixed(1)} MiB (${pss.processes} processes; memoryMB budget ${pss.budgetMB} MB)`

@@ -17,6 +17,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Sandbox } from '@ramify/sdk';
 import { startBenchDaemon } from '../support/in-process-daemon.mjs';
+import { nearestRank, ok } from '../support/stats.mjs';
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '100' }, rounds: { type: 'string', default: '5' }, warmup: { type: 'string', default: '10' } } });
 const CALLS = Number(values.calls);
@@ -24,8 +25,6 @@ const ROUNDS = Number(values.rounds);
 const WARMUP = Number(values.warmup);
 const TARGET_RATIO = 2;
 const CLI = join(import.meta.dirname, '../../packages/cli/dist/main.js');
-
-const percentile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(q * xs.length) - 1)];
 
 const daemon = await startBenchDaemon({ prefix: 'rmkm', name: 'mcp' });
 const conn = { apiUrl: daemon.server.url, apiKey: daemon.key };
@@ -58,14 +57,14 @@ try {
       }
     }
   }
-  const base = percentile(rows[0].times, 0.5);
+  const base = nearestRank(rows[0].times, 0.5);
   console.log(`bench/mcp: ${per * ROUNDS} foreground \`true\` runs per row in ${ROUNDS} rounds (load ${loadavg()[0].toFixed(2)}), one gVisor sandbox`);
   console.log(`${'ROW'.padEnd(6)} ${'WHAT'.padEnd(40)} ${'P50 MS'.padStart(7)} ${'P95 MS'.padStart(7)} ${'X SDK'.padStart(6)}  TARGET`);
   for (const row of rows) {
-    const p50 = percentile(row.times, 0.5);
+    const p50 = nearestRank(row.times, 0.5);
     const ratio = p50 / base;
-    const target = row.name === 'sdk' ? '-' : `p50 <= ${TARGET_RATIO}x sdk: ${ratio <= TARGET_RATIO ? 'ok' : 'MISSED'}`;
-    console.log(`${row.name.padEnd(6)} ${row.what.padEnd(40)} ${p50.toFixed(1).padStart(7)} ${percentile(row.times, 0.95).toFixed(1).padStart(7)} ${ratio.toFixed(2).padStart(6)}  ${target}`);
+    const target = row.name === 'sdk' ? '-' : `p50 <= ${TARGET_RATIO}x sdk: ${ok(ratio, TARGET_RATIO)}`;
+    console.log(`${row.name.padEnd(6)} ${row.what.padEnd(40)} ${p50.toFixed(1).padStart(7)} ${nearestRank(row.times, 0.95).toFixed(1).padStart(7)} ${ratio.toFixed(2).padStart(6)}  ${target}`);
   }
 } finally {
   for (const c of clients) await c.close().catch(() => undefined);

@@ -27,6 +27,7 @@ import { NamespaceNetwork, layoutForPrefix, run, runChecked, startHostEgress } f
 import { OPEN_EGRESS_POLICY } from '@ramify/core';
 import { FakeInternet } from '@ramify/network/testing';
 import { NETBENCH_PY } from './netbench-py.mjs';
+import { mean, quantile, verdict } from '../support/stats.mjs';
 import { apiCaller } from '../../packages/daemon/dist/real-test-support.js';
 import { SandboxShell } from '../../packages/daemon/dist/real-egress-probe.js';
 import { assertSlotRangeFree, ChildDaemon, forceCleanup, leftovers, slotOf } from '../../packages/daemon/dist/real-egress-support.js';
@@ -48,10 +49,8 @@ const PORT = 7300;
 const UPSTREAM = '198.51.100.163';
 const root = new URL('../..', import.meta.url).pathname;
 
-const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
 const log = (line) => console.log(line);
-const mark = (ok) => (ok ? 'ok' : 'MISSED');
 
 
 let rootfs = process.env.RAMIFY_TEST_ROOTFS;
@@ -190,18 +189,18 @@ try {
     const q = await inRaw(`pipe ${SECONDS / 2}`);
     rawPipe.push(q.bytes / q.seconds);
   }
-  const mbps = (xs) => (xs.reduce((a, b) => a + b, 0) / xs.length) * 8 / 1e6;
+  const mbps = (xs) => mean(xs) * 8 / 1e6;
   log('TCP between two endpoints (same Python program), median/p99 round trip in µs, throughput in Mbit/s (mean of 3 rounds)');
   log('path\trtt median\trtt p99\tthroughput');
-  log(`sandboxes on a network (gVisor)\t${pct(sbxRtt, 50).toFixed(0)}\t${pct(sbxRtt, 99).toFixed(0)}\t${mbps(sbxTput).toFixed(0)}`);
-  log(`slot path, kernel TCP (no gVisor)\t${pct(slotRtt, 50).toFixed(0)}\t${pct(slotRtt, 99).toFixed(0)}\t${mbps(slotTput).toFixed(0)}`);
-  log(`raw namespaces + veth\t${pct(rawRtt, 50).toFixed(0)}\t${pct(rawRtt, 99).toFixed(0)}\t${mbps(rawTput).toFixed(0)}`);
-  log(`the network path's own share (slot path, kernel TCP / veth): throughput ${(mbps(slotTput) / mbps(rawTput)).toFixed(2)}x, median rtt ${(pct(rawRtt, 50) / pct(slotRtt, 50)).toFixed(2)}x`);
+  log(`sandboxes on a network (gVisor)\t${quantile(sbxRtt, 0.5).toFixed(0)}\t${quantile(sbxRtt, 0.99).toFixed(0)}\t${mbps(sbxTput).toFixed(0)}`);
+  log(`slot path, kernel TCP (no gVisor)\t${quantile(slotRtt, 0.5).toFixed(0)}\t${quantile(slotRtt, 0.99).toFixed(0)}\t${mbps(slotTput).toFixed(0)}`);
+  log(`raw namespaces + veth\t${quantile(rawRtt, 0.5).toFixed(0)}\t${quantile(rawRtt, 0.99).toFixed(0)}\t${mbps(rawTput).toFixed(0)}`);
+  log(`the network path's own share (slot path, kernel TCP / veth): throughput ${(mbps(slotTput) / mbps(rawTput)).toFixed(2)}x, median rtt ${(quantile(rawRtt, 0.5) / quantile(slotRtt, 0.5)).toFixed(2)}x`);
   log(`loopback inside one sandbox (gVisor, no link)\t-\t-\t${mbps(loopTput).toFixed(0)}`);
   log(`gVisor's own ceiling (no network): a pipe between two processes in one sandbox ${mbps(sbxPipe).toFixed(0)} Mbit/s, on the host ${mbps(rawPipe).toFixed(0)} Mbit/s: ${(mbps(sbxPipe) / mbps(rawPipe)).toFixed(2)}x`);
   const tputRatio = mbps(sbxTput) / mbps(rawTput);
-  log(`latency ratio (median rtt, veth / sandboxes): ${(pct(rawRtt, 50) / pct(sbxRtt, 50)).toFixed(2)}x`);
-  log(`throughput ratio (sandboxes / veth): ${tputRatio.toFixed(2)}x (target >= 0.7x: ${mark(tputRatio >= 0.7)})`);
+  log(`latency ratio (median rtt, veth / sandboxes): ${(quantile(rawRtt, 0.5) / quantile(sbxRtt, 0.5)).toFixed(2)}x`);
+  log(`throughput ratio (sandboxes / veth): ${tputRatio.toFixed(2)}x (target >= 0.7x: ${verdict(tputRatio >= 0.7)})`);
 
   // ---- 2. attach to reachable ----
   const slotAddress = new Map();
@@ -239,11 +238,11 @@ try {
   }
   log(`attach to reachable, ms (${reach.length} live attaches of running sandboxes, prober connecting every 5 ms; the set holds the other members' pairs)`);
   log('measure\tmedian\tp99\tmax');
-  log(`attach call (API)\t${pct(api, 50)}\t${pct(api, 99)}\t${Math.max(...api)}`);
-  log(`attach to reachable\t${pct(reach, 50)}\t${pct(reach, 99)}\t${Math.max(...reach)}`);
-  log(`setup attaches (${setupAttachMs.length}, running and paused)\t${pct(setupAttachMs, 50).toFixed(0)}\t${pct(setupAttachMs, 99).toFixed(0)}\t${Math.max(...setupAttachMs).toFixed(0)}`);
+  log(`attach call (API)\t${quantile(api, 0.5)}\t${quantile(api, 0.99)}\t${Math.max(...api)}`);
+  log(`attach to reachable\t${quantile(reach, 0.5)}\t${quantile(reach, 0.99)}\t${Math.max(...reach)}`);
+  log(`setup attaches (${setupAttachMs.length}, running and paused)\t${quantile(setupAttachMs, 0.5).toFixed(0)}\t${quantile(setupAttachMs, 0.99).toFixed(0)}\t${Math.max(...setupAttachMs).toFixed(0)}`);
   if (failures.length > 0) log(`NOT REACHABLE within 8 s after ${failures.length} of ${failures.length + reach.length} attaches (see stderr)`);
-  log(`attach to reachable p99: ${pct(reach, 99)} ms (target <= 200 ms: ${mark(pct(reach, 99) <= 200 && failures.length === 0)})`);
+  log(`attach to reachable p99: ${quantile(reach, 0.99)} ms (target <= 200 ms: ${verdict(quantile(reach, 0.99) <= 200 && failures.length === 0)})`);
 } finally {
   rawServer?.kill('SIGKILL');
   slotServer?.kill('SIGKILL');

@@ -15,18 +15,17 @@ import { Sandbox } from '@ramify/sdk';
 import { MAX_SLOT, NamespaceNetwork } from '@ramify/network';
 import { GvisorRuntime } from '@ramify/runtime-gvisor';
 import { SqliteStore } from '@ramify/store';
+import { timeMs, upperMedian, verdict } from '../support/stats.mjs';
 
 const { values } = parseArgs({ options: { cycles: { type: 'string', default: '30' }, template: { type: 'string', default: 'base' } } });
 const cycles = Number(values.cycles);
 const home = process.env.RAMIFY_HOME ?? '/var/lib/ramify';
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const time = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t; };
-const drift = (xs) => median(xs.slice(-5)) / median(xs.slice(0, 5));
+const drift = (xs) => upperMedian(xs.slice(-5)) / upperMedian(xs.slice(0, 5));
 
 // Ramify's cycles and the raw ones alternate, so the machine's noise (other work on it) lands on both:
 // the verdict is on Ramify's drift divided by the raw drift of the same minutes.
 const store = new SqliteStore({ path: join(home, 'ramify.db'), maxSlots: MAX_SLOT });
-const template = await store.findTemplateByName(values.template);
+const template = await store.findTemplateByName(values.template, 'default');
 const image = join(home, 'snapshots', template.images.find((i) => i.runtime === 'gvisor').snapshotId, 'image');
 const work = await mkdtemp(join(tmpdir(), 'rmf-bench-cycles-'));
 await writeFile(join(work, 'resolv.conf'), 'nameserver 10.254.0.1\n');
@@ -40,11 +39,11 @@ try {
   await sbx.commands.run("python3 -c 'import time; a = bytearray(64 << 20); time.sleep(86400)'", { background: true });
   let from = image;
   for (let i = 0; i < cycles; i++) {
-    ours.push(await time(() => sbx.pause()));
+    ours.push(await timeMs(() => sbx.pause()));
     await sbx.resume();
     await runtime.restore(await spec(), from);
     from = join(work, `img-${i}`);
-    raw.push(await time(() => runtime.checkpoint('rmbc-1', from)));
+    raw.push(await timeMs(() => runtime.checkpoint('rmbc-1', from)));
   }
   await runtime.settle();
 } finally {
@@ -56,8 +55,8 @@ try {
 console.log(`bench/pause-cycles: ${cycles} pause/resume cycles of one sandbox, template '${values.template}', medians in ms`);
 console.log(['what', 'first 5', 'last 5', 'drift', 'target'].join('\t'));
 const relative = drift(ours) / drift(raw);
-console.log(['ramify pause', median(ours.slice(0, 5)).toFixed(1), median(ours.slice(-5)).toFixed(1), `${drift(ours).toFixed(2)}x`, '-'].join('\t'));
-console.log(['raw runsc checkpoint', median(raw.slice(0, 5)).toFixed(1), median(raw.slice(-5)).toFixed(1), `${drift(raw).toFixed(2)}x`, '-'].join('\t'));
-console.log(['ramify drift / raw drift', '', '', `${relative.toFixed(2)}x`, `±15% ${Math.abs(relative - 1) <= 0.15 ? 'ok' : 'MISSED'}`].join('\t'));
+console.log(['ramify pause', upperMedian(ours.slice(0, 5)).toFixed(1), upperMedian(ours.slice(-5)).toFixed(1), `${drift(ours).toFixed(2)}x`, '-'].join('\t'));
+console.log(['raw runsc checkpoint', upperMedian(raw.slice(0, 5)).toFixed(1), upperMedian(raw.slice(-5)).toFixed(1), `${drift(raw).toFixed(2)}x`, '-'].join('\t'));
+console.log(['ramify drift / raw drift', '', '', `${relative.toFixed(2)}x`, `±15% ${verdict(Math.abs(relative - 1) <= 0.15)}`].join('\t'));
 console.log(`every pause (ms): ${ours.map((x) => x.toFixed(0)).join(' ')}`);
 console.log(`every raw checkpoint (ms): ${raw.map((x) => x.toFixed(0)).join(' ')}`);

@@ -22,14 +22,13 @@ import { parseArgs } from 'node:util';
 import { cutPoint, DEFAULT_CHUNKING } from '../../packages/storage/dist/index.js';
 import { startLocalS3Server, S3RVER_CREDENTIALS } from '../../packages/storage/dist/testsuite/index.js';
 import { startBenchDaemon } from '../support/in-process-daemon.mjs';
+import { ok, time, upperMedian } from '../support/stats.mjs';
 
 const { values } = parseArgs({ options: { iterations: { type: 'string', default: '3' }, 'fill-mb': { type: 'string', default: '64' }, forks: { type: 'string', default: '8' }, 'keep-images': { type: 'string' } } });
 const N = Number(values.iterations);
 const fillMB = Number(values['fill-mb']);
 const forks = Number(values.forks);
 const MB = 1e6;
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const time = async (fn) => { const t = performance.now(); const r = await fn(); return [performance.now() - t, r]; };
 
 const s3 = await startLocalS3Server({ bucket: 'ramify-bench' });
 const { server, call, stop } = await startBenchDaemon({
@@ -38,7 +37,6 @@ const { server, call, stop } = await startBenchDaemon({
 });
 const storage = server.core.storage;
 const store = storage.store;
-const ok = (value, target) => (value <= target ? 'ok' : 'MISSED');
 
 async function must(method, path, body) {
   const r = await call(method, path, body);
@@ -103,7 +101,7 @@ try {
       return n;
     }))))[0]);
   }
-  const rawMBps = rawBytes / MB / (median(rawGet) / 1000);
+  const rawMBps = rawBytes / MB / (upperMedian(rawGet) / 1000);
   // The floor of any chunked upload: the same bytes cut the storage's way, each chunk one PutObject, 8 at once.
   const chunks = [];
   for (const [, data] of files) for (let rest = data; rest.length > 0; rest = rest.subarray(chunks.at(-1).length)) chunks.push(rest.subarray(0, cutPoint(rest, DEFAULT_CHUNKING)));
@@ -136,21 +134,21 @@ try {
     }
   }
 
-  const image = median(rows.imageBytes);
-  const warm = median(rows.warm);
-  const cold = median(rows.cold);
+  const image = upperMedian(rows.imageBytes);
+  const warm = upperMedian(rows.warm);
+  const cold = upperMedian(rows.cold);
   const coldTarget = warm + (image / MB / rawMBps) * 1000 * 1.3;
-  const upload = median(rows.upload);
-  const put = median(rawPut);
+  const upload = upperMedian(rows.upload);
+  const put = upperMedian(rawPut);
   console.log(`bench/scale-out: gVisor, s3rver on 127.0.0.1 (${s3.endpoint}), ${N} iterations, a 512 MiB sandbox holding ${fillMB} MB of random bytes in memory; medians`);
   console.log(`image: ${(image / MB).toFixed(1)} MB (runsc's checkpoint as the gVisor runtime writes it: -compression none, pages.img beside checkpoint.img); load average ${(await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')}`);
   console.log(['figure', 'value', 'raw', 'target', '', 'what'].join('\t'));
   console.log(['upload after pause', `${upload.toFixed(0)} ms`, `${put.toFixed(0)} ms`, `<= 2x raw (${(upload / put).toFixed(2)}x)`, ok(upload, 2 * put), 'pause answered -> manifest in the bucket (chunk, hash, compress, PUT) vs raw PutObject of the same files as whole objects'].join('\t'));
-  console.log(['  raw chunked PUT', `${median(rawChunkPut).toFixed(0)} ms`, '-', '-', '-', `the same bytes as ${chunks.length} content-defined chunks, one PutObject each, 8 at once: the server's cost per object, which any chunked upload pays`].join('\t'));
+  console.log(['  raw chunked PUT', `${upperMedian(rawChunkPut).toFixed(0)} ms`, '-', '-', '-', `the same bytes as ${chunks.length} content-defined chunks, one PutObject each, 8 at once: the server's cost per object, which any chunked upload pays`].join('\t'));
   console.log(['raw download', `${rawMBps.toFixed(0)} MB/s`, '-', '-', '-', `s3rver GetObject of the same ${(rawBytes / MB).toFixed(1)} MB as whole objects`].join('\t'));
   console.log(['resume, warm cache', `${warm.toFixed(0)} ms`, '-', '-', '-', 'the image on local disk (same host)'].join('\t'));
   console.log(['resume, cold cache', `${cold.toFixed(0)} ms`, '-', `<= ${coldTarget.toFixed(0)} ms`, ok(cold, coldTarget), 'local copy evicted: downloaded, checked (sha256 per chunk as it arrives), restored. Stands in for a resume on another host (one host here): target warm + image / raw throughput x 1.3'].join('\t'));
-  console.log(['pause', `${median(rows.pause).toFixed(0)} ms`, '-', '-', '-', 'acknowledged once the image is safe on local disk (the upload follows)'].join('\t'));
+  console.log(['pause', `${upperMedian(rows.pause).toFixed(0)} ms`, '-', '-', '-', 'acknowledged once the image is safe on local disk (the upload follows)'].join('\t'));
   console.log(['bytes stored, parent + forks', `${(stored / MB).toFixed(1)} MB`, `${(nineImages / MB).toFixed(1)} MB`, `<= 0.5x (${(stored / nineImages).toFixed(2)}x)`, ok(stored, 0.5 * nineImages), `a parent and ${forks} forks each paused once, against ${1 + forks} x the parent's image (${(parentBytes / MB).toFixed(1)} MB): the dedup ratio`].join('\t'));
 } finally {
   await stop();

@@ -18,24 +18,18 @@ import { parseArgs } from 'node:util';
 import { run as runChild } from '../../packages/daemon/dist/real-ssh-support.js';
 import { startCluster } from '../../packages/daemon/dist/testing/cluster.js';
 import { benchRootfs } from '../support/in-process-daemon.mjs';
+import { timeMs, upperMedian, verdict } from '../support/stats.mjs';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '10' }, mb: { type: 'string', default: '50' }, transfers: { type: 'string', default: '3' } } });
 const ROUNDS = Number(values.rounds);
 const MB = Number(values.mb);
 const TRANSFERS = Number(values.transfers);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const verdict = (ok) => (ok ? 'ok' : 'MISSED');
 const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 
 /** Run a child to its end (asynchronously); rejects with its stderr unless it exits 0. */
 async function run(command, args) {
   const r = await runChild(command, args);
   if (r.code !== 0) throw new Error(`${command} exited ${r.code}: ${r.stderr.trim()}`);
-}
-async function timed(fn) {
-  const t = performance.now();
-  await fn();
-  return performance.now() - t;
 }
 
 const cluster = await startCluster({ prefix: 'rsr', hosts: 1, mode: 'roles', rootfs: benchRootfs() });
@@ -61,7 +55,7 @@ try {
   await ssh('direct', 'true');
   await ssh('relay', 'true');
   const exec = { direct: [], relay: [] };
-  for (let i = 0; i < ROUNDS; i++) for (const path of order(i)) exec[path].push(await timed(() => ssh(path, 'true')));
+  for (let i = 0; i < ROUNDS; i++) for (const path of order(i)) exec[path].push(await timeMs(() => ssh(path, 'true')));
 
   const file = join(work, 'blob');
   const bytes = Buffer.alloc(MB * 1e6);
@@ -72,19 +66,19 @@ try {
   const down = { direct: [], relay: [] };
   for (let i = 0; i < TRANSFERS; i++) {
     for (const path of order(i)) {
-      up[path].push(MB / ((await timed(() => scp(path, file, 'REMOTE:/root/blob'))) / 1000));
+      up[path].push(MB / ((await timeMs(() => scp(path, file, 'REMOTE:/root/blob'))) / 1000));
       const back = join(work, `back-${path}`);
-      down[path].push(MB / ((await timed(() => scp(path, 'REMOTE:/root/blob', back))) / 1000));
+      down[path].push(MB / ((await timeMs(() => scp(path, 'REMOTE:/root/blob', back))) / 1000));
       if (sha256(await readFile(back)) !== digest) throw new Error(`the ${path} download differs from the upload`);
     }
   }
 
-  const e = { direct: median(exec.direct), relay: median(exec.relay) };
+  const e = { direct: upperMedian(exec.direct), relay: upperMedian(exec.relay) };
   console.log(`ssh relay bench (load average ${loadavg()[0].toFixed(1)}; ${ROUNDS} rounds, ${TRANSFERS} transfers of ${MB} MB)`);
   console.log(`connect+exec: relay ${e.relay.toFixed(0)} ms, direct ${e.direct.toFixed(0)} ms, ${(e.relay / e.direct).toFixed(2)}x [<= 2x: ${verdict(e.relay <= 2 * e.direct)}]`);
   for (const [name, xs] of [['scp up', up], ['scp down', down]]) {
-    const r = median(xs.relay);
-    const d = median(xs.direct);
+    const r = upperMedian(xs.relay);
+    const d = upperMedian(xs.direct);
     console.log(`${name}: relay ${r.toFixed(1)} MB/s, direct ${d.toFixed(1)} MB/s, ${(r / d).toFixed(2)}x [>= 0.5x: ${verdict(r >= 0.5 * d)}]`);
   }
 } finally {
