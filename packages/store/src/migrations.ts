@@ -757,8 +757,8 @@ const ENTRIES: readonly Migration[] = [
     // the ids a team reads count its own audited calls only, not the gaps other teams' calls left in the
     // global id. Entries of calls that carried no valid key (team_id NULL) are a stream of their own, whose
     // counter is keyed '' (no team id is empty). Existing entries are numbered per team in their order; id
-    // stays the internal global order. Postgres's text (postgres-migrations.ts) differs only in the counters'
-    // key collation.
+    // stays the internal global order. Portable SQL: Postgres runs the same text (as 28), so
+    // postgres-migrations.ts has no entry 35.
     sql: `
       ALTER TABLE audit_log ADD COLUMN team_seq BIGINT NOT NULL DEFAULT 0;
       UPDATE audit_log SET team_seq = numbered.n

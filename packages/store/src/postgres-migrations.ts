@@ -389,19 +389,4 @@ export const POSTGRES_SQL: Readonly<Record<number, string>> = {
     DROP TABLE slots;
     ALTER TABLE slots_v26 RENAME TO slots;
   `,
-  // The same step as SQLite's text; the counters' team key sorts bytewise, as every key here.
-  35: `
-    ALTER TABLE audit_log ADD COLUMN team_seq BIGINT NOT NULL DEFAULT 0;
-    UPDATE audit_log SET team_seq = numbered.n
-      FROM (SELECT id AS i, ROW_NUMBER() OVER (PARTITION BY team_id ORDER BY id) AS n FROM audit_log) AS numbered
-      WHERE numbered.i = audit_log.id;
-    DROP INDEX audit_log_team;
-    CREATE UNIQUE INDEX audit_log_team ON audit_log(team_id, team_seq);
-    CREATE INDEX audit_log_anonymous ON audit_log(team_seq) WHERE team_id IS NULL;
-    CREATE TABLE audit_sequences (
-      team_id TEXT COLLATE "C" NOT NULL PRIMARY KEY,
-      last_seq BIGINT NOT NULL
-    );
-    INSERT INTO audit_sequences (team_id, last_seq) SELECT COALESCE(team_id, ''), MAX(team_seq) FROM audit_log GROUP BY team_id;
-  `,
 };
