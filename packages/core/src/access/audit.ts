@@ -2,7 +2,7 @@
  * The audit log: one entry per mutating API call (who, what, when, outcome).
  */
 import type { AuditEntry } from '@ramify/contracts';
-import type { AuditQuery, AuditRecord, Store } from '../ports/store.js';
+import type { AuditRecord, Store } from '../ports/store.js';
 
 /** Append one entry; never throws (a failed audit write is returned as false for the caller to log). */
 export async function recordAudit(store: Store, entry: Omit<AuditRecord, 'seq' | 'teamSeq'>): Promise<boolean> {
