@@ -1,8 +1,8 @@
 /**
  * Protocol tests of how `ramify sandbox list` pages (one bounded request, `--limit`, `--next-token`), of
- * the TEMPLATE of a sandbox whose template was deleted, of `ramify snapshot list`'s PARENT column and of
- * the snapshot and template help texts: the built CLI runs as a child process against the in-test
- * contract fixture (`@ramify/sdk/testing`).
+ * the TEMPLATE of a sandbox whose template was deleted, of `ramify snapshot list`'s PARENT column, of
+ * the snapshot and template help texts and of `ramify audit`'s ids and `--before` paging: the built CLI
+ * runs as a child process against the in-test contract fixture (`@ramify/sdk/testing`).
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -93,6 +93,23 @@ describe('protocol: ramify sandbox list paging and templates, snapshot list pare
     assert.match((await ramify(['sandbox', 'get', id])).stdout, new RegExp(`^template:\\s+${doomed.id} \\(deleted\\)$`, 'm'));
     const json = JSON.parse((await ramify(['sandbox', 'get', id, '--json'])).stdout) as { templateId: string };
     assert.equal(json.templateId, doomed.id);
+  });
+
+  test('audit shows the per-team ids, names the --before of the next page when a page is full, and pages with it', async () => {
+    const ids = (table: string): string[] => table.split('\n').slice(1).filter(Boolean).map((l) => l.split(/\s+/)[0] ?? '');
+    const first = await ramify(['audit', '--limit', '2']);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /^ID\s+AT\s+KEY/);
+    assert.deepEqual(ids(first.stdout), ['5', '4']);
+    assert.match(first.stderr, /next page with --before 4/);
+    const rest = await ramify(['audit', '--limit', '3', '--before', '4', '--json']);
+    assert.deepEqual((JSON.parse(rest.stdout) as { entries: { id: number }[] }).entries.map((e) => e.id), [3, 2, 1]);
+    assert.equal(rest.stderr, '', 'id 1 is the first: no next page');
+    const anonymous = await ramify(['audit', '--anonymous']);
+    assert.deepEqual(ids(anonymous.stdout), ['2', '1']);
+    const seen = cli.server.requests.filter((r) => r.path === '/v1/audit').map((r) => r.query);
+    assert.deepEqual(seen.slice(-3), [{ limit: '2' }, { limit: '3', before: '4' }, { limit: '100', anonymous: 'true' }]);
+    for (const bad of ['0', 'x']) assert.equal((await ramify(['audit', '--before', bad])).code, 2, bad);
   });
 
   test('help: snapshot --name is marked required, snapshot rm takes names, template list explains SIZE', async () => {

@@ -627,7 +627,12 @@ export type TemplateBuildEvent = z.infer<typeof TemplateBuildEvent>;
  * ran out of memory, `path` naming it).
  */
 export const AuditEntry = z.object({
-  id: z.number().int(),
+  /**
+   * The entry's number in its team's log: 1, 2, 3, ... per team (the calls that carried no valid key are
+   * numbered on their own), so ids never reveal how many calls other teams made. The paging cursor
+   * (`GET /v1/audit?before=`). Numbers given before migration 35 were global; entries were renumbered then.
+   */
+  id: z.number().int().describe("the entry's number in its team's audit log (1, 2, 3, ... per team): the paging cursor `before`"),
   at: z.string(),
   apiKeyId: z.string().nullable(),
   /** The caller's team; null when the call carried no valid key. */

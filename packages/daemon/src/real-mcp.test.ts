@@ -217,7 +217,7 @@ describe('MCP server through a real daemon (gVisor): stdio, Streamable HTTP and 
     // The CLI shows the same: `ramify audit --sandbox ID` names the tools.
     const cli = await runCli(daemon, ['audit', '--sandbox', sandboxId, '--limit', '1000']);
     assert.equal(cli.code, 0, cli.stderr);
-    assert.match(cli.stdout, /^AT\s+KEY\s+TOOL\s+ACTION/);
+    assert.match(cli.stdout, /^ID\s+AT\s+KEY\s+TOOL\s+ACTION/);
     assert.match(cli.stdout, /sandbox_explore\s+sandbox\.fork/);
 
     assert.equal((await ok(stdio, 'sandbox_kill', { sandboxId })).killed, true);

@@ -25,6 +25,22 @@ type Headers = AuthHeaders;
 const call = (headers: Headers | Record<string, never>, method: string, url: string, payload?: unknown): ReturnType<typeof callApp> => callApp(bed, headers, method, url, payload);
 const teamWithKey = (id: string, role: 'admin' | 'member' = 'member'): Promise<Headers> => makeTeamWithKey(bed, id, role);
 
+interface AuditRow { id: number; team: string | null; action: string; status: number; errorCode: string | null; sandboxId: string | null }
+
+/**
+ * `GET /v1/audit{query}` with `headers` once it holds at least `count` entries (each is written after its
+ * call's answer, so the last one may land a moment after the call returned).
+ */
+async function auditOf(headers: Headers, query: string, count: number): Promise<AuditRow[]> {
+  for (let attempt = 0; ; attempt++) {
+    const res = await call(headers, 'GET', `/v1/audit${query}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const entries = res.body.entries as AuditRow[];
+    if (entries.length >= count || attempt >= 200) return entries;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 /** The first frame of a stream and its close code (0: it was still open after a first frame that is not an error). */
 function wsFrames(url: string, headers: Headers): Promise<{ first: { type: string; code?: string }; code: number }> {
   return new Promise((resolve, reject) => {
@@ -184,6 +200,50 @@ describe('team scoping', () => {
     const auditB = (await call(b, 'GET', '/v1/audit')).body.entries;
     assert.ok(auditB.every((e: { team: string }) => e.team === 'team-b') && !auditB.some((e: { status: number }) => e.status < 400), "team-b's log: its own refused calls only");
     assert.ok((await call(a, 'GET', '/v1/audit')).body.entries.some((e: { action: string; team: string }) => e.action === 'sandbox.create' && e.team === 'team-a'));
+  });
+
+  test("audit ids are numbered per team: team B's calls between team A's leave A's ids consecutive; paging by id", async () => {
+    const a = await teamWithKey('team-a');
+    const b = await teamWithKey('team-b');
+    const sbx = (await call(a, 'POST', '/v1/sandboxes', {})).body;
+    for (let i = 0; i < 3; i++) await call(b, 'POST', '/v1/sandboxes', {});
+    await call({}, 'POST', '/v1/sandboxes', {});
+    assert.equal((await call(a, 'POST', `/v1/sandboxes/${sbx.id}/pause`)).status, 200);
+    await call(b, 'POST', '/v1/sandboxes/sbx_nope/pause');
+    await call(b, 'DELETE', `/v1/sandboxes/${sbx.id}`);
+    assert.equal((await call(a, 'POST', '/v1/sandboxes/sbx_nope/pause')).status, 404);
+    const mine = await auditOf(a, '', 3);
+    assert.deepEqual(mine.map((e) => [e.id, e.action, e.status, e.team]), [[3, 'sandbox.pause', 404, 'team-a'], [2, 'sandbox.pause', 200, 'team-a'], [1, 'sandbox.create', 201, 'team-a']]);
+    assert.deepEqual((await auditOf(b, '', 5)).map((e) => [e.id, e.team]), [[5, 'team-b'], [4, 'team-b'], [3, 'team-b'], [2, 'team-b'], [1, 'team-b']]);
+    // Paging backwards with the last id of each page.
+    assert.deepEqual((await auditOf(a, '?limit=2', 2)).map((e) => e.id), [3, 2]);
+    assert.deepEqual((await auditOf(a, '?limit=2&before=2', 1)).map((e) => e.id), [1]);
+    assert.deepEqual((await call(a, 'GET', '/v1/audit?before=1')).body.entries, []);
+  });
+
+  test("a crafted cursor cannot page into another team's entries; calls without a valid key are the operator's, numbered on their own", async () => {
+    const a = await teamWithKey('team-a', 'admin');
+    const b = await teamWithKey('team-b');
+    await call(a, 'POST', '/v1/sandboxes', {});
+    for (let i = 0; i < 6; i++) await call(b, 'POST', '/v1/sandboxes', {});
+    await call({}, 'POST', '/v1/sandboxes', {});
+    await call({ authorization: 'Bearer rmf_not-a-key' }, 'POST', '/v1/sandboxes', {});
+    await auditOf(b, '', 6);
+    for (const before of [2, 5, 7, 1000, Number.MAX_SAFE_INTEGER]) {
+      const page = (await call(a, 'GET', `/v1/audit?before=${before}&limit=1000`)).body.entries as AuditRow[];
+      assert.deepEqual(page.map((e) => [e.id, e.team]), [[1, 'team-a']], `before=${before}: team-a's own entry only`);
+    }
+    const theirs = (await auditOf(b, '', 6))[0]?.sandboxId;
+    assert.ok(theirs);
+    assert.deepEqual((await call(a, 'GET', `/v1/audit?sandboxId=${theirs}`)).body.entries, [], "another team's sandbox filters to nothing");
+    for (const bad of ['0', '-1', '1.5', 'abc', String(Number.MAX_SAFE_INTEGER + 2)]) {
+      assert.deepEqual([(await call(a, 'GET', `/v1/audit?before=${bad}`)).body.error?.code], ['VALIDATION_FAILED'], `before=${bad}`);
+    }
+    // The anonymous stream: the operator's only (a team's admin key, a member key: 403), never in a team's log.
+    for (const key of [a, b]) assert.deepEqual([(await call(key, 'GET', '/v1/audit?anonymous=true')).status], [403]);
+    const anonymous = await auditOf(bed.auth, '?anonymous=true', 2);
+    assert.deepEqual(anonymous.map((e) => [e.id, e.team, e.status, e.errorCode]), [[2, null, 401, 'UNAUTHORIZED'], [1, null, 401, 'UNAUTHORIZED']]);
+    assert.ok(!(await auditOf(bed.auth, '', 0)).some((e) => e.team !== 'default'), "the operator's own log holds its team's calls only");
   });
 
   test('snapshots, templates and SSH keys: per team; the default team\'s templates are shared', async () => {

@@ -89,8 +89,22 @@ export async function buildTemplate(spec: TemplateSpec, opts: BuildTemplateOpts 
   throw new RamifyError('INTERNAL', 'template build stream ended without a result');
 }
 
-/** Recent audit log entries, newest first. */
-export async function listAudit(opts: ConnectionOpts & { limit?: number; sandboxId?: string } = {}): Promise<AuditEntry[]> {
-  const { limit, sandboxId, ...conn } = opts;
-  return (await client(conn).at(ROUTES.listAudit, {}).json<{ entries: AuditEntry[] }>({ query: { limit, sandboxId } })).entries;
+/** Options of {@link listAudit}. */
+export interface ListAuditOpts {
+  /** At most this many entries (1-1000, default 100). */
+  limit?: number;
+  sandboxId?: string;
+  /** Paging backwards: only entries with an id below this one (the last id of the previous page). */
+  before?: number;
+  /** The log of calls that carried no valid key instead of the team's (the default team's admin keys only, else 403 `FORBIDDEN`). */
+  anonymous?: boolean;
+}
+
+/**
+ * Audit log entries, newest first: the key's team's (or, with `anonymous`, the calls without a valid key).
+ * Ids are numbered per team (1, 2, 3, ...), so they count the team's own calls only; page with `before`.
+ */
+export async function listAudit(opts: ConnectionOpts & ListAuditOpts = {}): Promise<AuditEntry[]> {
+  const { limit, sandboxId, before, anonymous, ...conn } = opts;
+  return (await client(conn).at(ROUTES.listAudit, {}).json<{ entries: AuditEntry[] }>({ query: { limit, sandboxId, before, anonymous: anonymous ? 'true' : undefined } })).entries;
 }

@@ -24,7 +24,7 @@ export {
   type ForkTreeNode, type ForkOutcome, type StrategyStatus,
 } from './explore.js';
 export {
-  getHealth, listSnapshots, getSnapshot, deleteSnapshot, listTemplates, buildTemplate, deleteTemplate, listAudit, type BuildTemplateOpts,
+  getHealth, listSnapshots, getSnapshot, deleteSnapshot, listTemplates, buildTemplate, deleteTemplate, listAudit, type ListAuditOpts, type BuildTemplateOpts,
 } from './admin.js';
 export { addSshKey, listSshKeys, removeSshKey } from './ssh-keys.js';
 export { createTeam, listTeams, getTeam, setTeamQuota, createApiKey, listApiKeys, revokeApiKey, type CreateApiKeyOpts } from './teams.js';

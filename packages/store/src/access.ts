@@ -1,5 +1,5 @@
 /**
- * API key (each a team's, migration 17), audit log and slot lease rows.
+ * API key (each a team's, migration 17), audit log (numbered per team, migration 35) and slot lease rows.
  */
 import { RamifyError } from '@ramify/contracts';
 import type { AdoptedRows, ApiKeyRecord, AuditQuery, AuditRecord, SlotLease } from '@ramify/core';
@@ -65,30 +65,50 @@ export async function revokeApiKey(db: Executor, id: string, at: number): Promis
   await db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
 }
 
-/** Append one entry; returns its id (assigned by the database, increasing). */
-export async function appendAudit(db: Executor, e: Omit<AuditRecord, 'id'>): Promise<number> {
-  const row = await db
-    .insertInto('audit_log')
-    .values({ at: e.at, api_key_id: e.apiKeyId, team_id: e.teamId, method: e.method, path: e.path, action: e.action, sandbox_id: e.sandboxId, status: e.status, error_code: e.errorCode, tool: e.tool })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return Number(row.id);
+/** The `audit_sequences` key of the stream of entries without a team (no team id is empty). */
+const ANONYMOUS_STREAM = '';
+
+/**
+ * Append one entry (migration 35, docs/design/TEAMS.md "Audit ids"): in one transaction, take its stream's
+ * next number from `audit_sequences` (an upsert `last_seq + 1 ... RETURNING`; on Postgres it holds the
+ * counter row's lock until commit, so concurrent appends of one team, from any process, get distinct
+ * numbers and commit in number order) and insert the row; returns the global `seq` and that `teamSeq`.
+ */
+export async function appendAudit(db: Executor, e: Omit<AuditRecord, 'seq' | 'teamSeq'>): Promise<Pick<AuditRecord, 'seq' | 'teamSeq'>> {
+  return inTransaction(db, async (trx) => {
+    const counter = await trx
+      .insertInto('audit_sequences')
+      .values({ team_id: e.teamId ?? ANONYMOUS_STREAM, last_seq: 1 })
+      .onConflict((oc) => oc.column('team_id').doUpdateSet({ last_seq: sql<number>`audit_sequences.last_seq + 1` }))
+      .returning('last_seq')
+      .executeTakeFirstOrThrow();
+    const teamSeq = Number(counter.last_seq);
+    const row = await trx
+      .insertInto('audit_log')
+      .values({
+        at: e.at, api_key_id: e.apiKeyId, team_id: e.teamId, team_seq: teamSeq, method: e.method, path: e.path, action: e.action, sandbox_id: e.sandboxId, status: e.status,
+        error_code: e.errorCode, tool: e.tool,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    return { seq: Number(row.id), teamSeq };
+  });
 }
 
 const auditFromRow = (r: Selectable<AuditLogTable>): AuditRecord => ({
-  id: r.id, at: r.at, apiKeyId: r.api_key_id, teamId: r.team_id, method: r.method, path: r.path, action: r.action, sandboxId: r.sandbox_id, status: r.status,
-  errorCode: r.error_code, tool: r.tool,
+  seq: Number(r.id), teamSeq: Number(r.team_seq), at: r.at, apiKeyId: r.api_key_id, teamId: r.team_id, method: r.method, path: r.path, action: r.action,
+  sandboxId: r.sandbox_id, status: r.status, errorCode: r.error_code, tool: r.tool,
 });
 
-/** Newest first. */
+/** Newest first: one stream by its numbers when `query.teamId` is given (a team, or null), else every entry by `seq`. */
 export async function listAudit(db: Executor, query: AuditQuery): Promise<AuditRecord[]> {
   let q = db.selectFrom('audit_log').selectAll();
   if (query.sandboxId !== undefined) q = q.where('sandbox_id', '=', query.sandboxId);
-  const teamId = query.teamId;
-  if (teamId !== undefined) q = query.withAnonymous ? q.where((eb) => eb.or([eb('team_id', '=', teamId), eb('team_id', 'is', null)])) : q.where('team_id', '=', teamId);
-  if (query.beforeId !== undefined) q = q.where('id', '<', query.beforeId);
   const limit = Math.min(Math.max(query.limit ?? 100, 1), 1000);
-  return (await q.orderBy('id', 'desc').limit(limit).execute()).map(auditFromRow);
+  if (query.teamId === undefined) return (await q.orderBy('id', 'desc').limit(limit).execute()).map(auditFromRow);
+  q = query.teamId === null ? q.where('team_id', 'is', null) : q.where('team_id', '=', query.teamId);
+  if (query.beforeTeamSeq !== undefined) q = q.where('team_seq', '<', query.beforeTeamSeq);
+  return (await q.orderBy('team_seq', 'desc').limit(limit).execute()).map(auditFromRow);
 }
 
 /**

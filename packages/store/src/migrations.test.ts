@@ -460,3 +460,27 @@ describe('migration 28: event-team-seq (real SQLite file)', () => {
     }
   });
 });
+
+describe('migration 35: audit-team-seq (real SQLite file)', () => {
+  test('existing audit entries are numbered per team in their order (no team: a stream of its own), and new ones go on', async () => {
+    const path = join(dir, 'v34.db');
+    const early = openDatabase(path, MIGRATIONS.filter((m) => m.version < 35));
+    const insert = early.prepare(`INSERT INTO audit_log (at, api_key_id, team_id, method, path, action, sandbox_id, status, error_code) VALUES (?, NULL, ?, 'POST', '/v1/sandboxes', 'sandbox.create', NULL, 201, NULL)`);
+    for (const [at, team] of [[1, 'default'], [2, 'acme'], [3, null], [4, 'acme'], [5, 'default'], [6, null], [7, 'acme']] as const) insert.run(at, team);
+    early.close();
+    const store = new SqliteStore({ path });
+    try {
+      const numbers = async (teamId: string | null): Promise<number[][]> => (await store.listAudit({ teamId, limit: 10 })).map((e) => [e.seq, e.teamSeq]);
+      assert.deepEqual(await numbers('default'), [[5, 2], [1, 1]]);
+      assert.deepEqual(await numbers('acme'), [[7, 3], [4, 2], [2, 1]]);
+      assert.deepEqual(await numbers(null), [[6, 2], [3, 1]]);
+      const entry = { at: 8, apiKeyId: null, method: 'POST', path: '/v1/sandboxes', action: 'sandbox.create', sandboxId: null, status: 201, errorCode: null, tool: null };
+      assert.deepEqual(await store.appendAudit({ ...entry, teamId: 'acme' }), { seq: 8, teamSeq: 4 });
+      assert.deepEqual(await store.appendAudit({ ...entry, teamId: null }), { seq: 9, teamSeq: 3 });
+      assert.deepEqual(await store.appendAudit({ ...entry, teamId: 'new-team' }), { seq: 10, teamSeq: 1 });
+      assert.throws(() => store.db.prepare(`INSERT INTO audit_log (at, team_id, team_seq, method, path, action, status) VALUES (9, 'acme', 4, 'POST', '/', 'x', 201)`).run(), /UNIQUE constraint/);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -748,6 +748,32 @@ const ENTRIES: readonly Migration[] = [
       CREATE INDEX fork_tree_reservations_sandbox ON fork_tree_reservations(sandbox_id);
     `,
   },
+  {
+    // Named for merges: renumber freely if another branch took 35 (nothing depends on the number).
+    version: 35,
+    name: 'audit-team-seq',
+    // Audit ids per team (docs/design/TEAMS.md, "Audit ids"), as event ids (migration 28): each entry gets
+    // its team's next number (team_seq) from a counter per team that never goes back (audit_sequences), so
+    // the ids a team reads count its own audited calls only, not the gaps other teams' calls left in the
+    // global id. Entries of calls that carried no valid key (team_id NULL) are a stream of their own, whose
+    // counter is keyed '' (no team id is empty). Existing entries are numbered per team in their order; id
+    // stays the internal global order. Portable SQL: Postgres runs the same text (as 28), so
+    // postgres-migrations.ts has no entry 35.
+    sql: `
+      ALTER TABLE audit_log ADD COLUMN team_seq BIGINT NOT NULL DEFAULT 0;
+      UPDATE audit_log SET team_seq = numbered.n
+        FROM (SELECT id AS i, ROW_NUMBER() OVER (PARTITION BY team_id ORDER BY id) AS n FROM audit_log) AS numbered
+        WHERE numbered.i = audit_log.id;
+      DROP INDEX audit_log_team;
+      CREATE UNIQUE INDEX audit_log_team ON audit_log(team_id, team_seq);
+      CREATE INDEX audit_log_anonymous ON audit_log(team_seq) WHERE team_id IS NULL;
+      CREATE TABLE audit_sequences (
+        team_id TEXT NOT NULL PRIMARY KEY,
+        last_seq BIGINT NOT NULL
+      );
+      INSERT INTO audit_sequences (team_id, last_seq) SELECT COALESCE(team_id, ''), MAX(team_seq) FROM audit_log GROUP BY team_id;
+    `,
+  },
 ];
 
 /** Every migration, each with its Postgres text attached where it has one. */

@@ -97,6 +97,25 @@ describe('Postgres store', { skip }, () => {
     }
   });
 
+  test('migration 35 numbers existing audit entries per team (no team: a stream of its own), as on SQLite', async () => {
+    const url = await cluster.ensureDatabase('audit_team_seq');
+    const early = await openPostgresStore({ url }, MIGRATIONS.filter((m) => m.version < 35));
+    for (const [at, team] of [[1, 'default'], [2, 'acme'], [3, null], [4, 'acme'], [5, 'default'], [6, null], [7, 'acme']] as const) {
+      await sql`INSERT INTO audit_log (at, api_key_id, team_id, method, path, action, sandbox_id, status, error_code) VALUES (${at}, NULL, ${team}, 'POST', '/v1/sandboxes', 'sandbox.create', NULL, 201, NULL)`.execute(early.kysely);
+    }
+    await early.close();
+    const store = await openPostgresStore({ url });
+    try {
+      const numbers = async (teamId: string | null): Promise<number[][]> => (await store.listAudit({ teamId, limit: 10 })).map((e) => [e.seq, e.teamSeq]);
+      assert.deepEqual([await numbers('default'), await numbers('acme'), await numbers(null)], [[[5, 2], [1, 1]], [[7, 3], [4, 2], [2, 1]], [[6, 2], [3, 1]]]);
+      const entry = { at: 8, apiKeyId: null, method: 'POST', path: '/v1/sandboxes', action: 'sandbox.create', sandboxId: null, status: 201, errorCode: null, tool: null };
+      assert.equal((await store.appendAudit({ ...entry, teamId: 'acme' })).teamSeq, 4);
+      assert.equal((await store.appendAudit({ ...entry, teamId: null })).teamSeq, 3);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('a schema newer than this code is refused, naming both versions', async () => {
     const url = await cluster.ensureDatabase('newer');
     const store = await openPostgresStore({ url });

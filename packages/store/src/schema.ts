@@ -100,7 +100,10 @@ export interface ApiKeysTable {
 }
 
 export interface AuditLogTable {
+  /** The global order: internal, never shown to a team (migration 35). */
   id: Generated<number>;
+  /** The entry's number in its team's stream (team_id NULL: the anonymous stream's), 1, 2, 3, ...: its public id (migration 35). */
+  team_seq: number;
   at: number;
   api_key_id: string | null;
   team_id: string | null;
@@ -278,6 +281,11 @@ export interface WebhooksTable {
 }
 
 /** Each team's last event number (migration 28): never goes back, so a cursor never points at a newer event. */
+/** A counter per audit stream (migration 35): `team_id` '' is the stream of entries without a team. */
+export interface AuditSequencesTable {
+  team_id: string;
+  last_seq: number;
+}
 export interface EventSequencesTable {
   team_id: string;
   last_seq: number;
@@ -379,6 +387,7 @@ export interface Database {
   sandbox_budgets: SandboxBudgetsTable;
   events: EventsTable;
   event_sequences: EventSequencesTable;
+  audit_sequences: AuditSequencesTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   hosts: HostsTable;

@@ -206,7 +206,7 @@ export class SqlStore implements Store {
   revokeApiKey(id: string, at: number): Promise<void> {
     return access.revokeApiKey(this.kysely, id, at);
   }
-  appendAudit(entry: Omit<AuditRecord, 'id'>): Promise<number> {
+  appendAudit(entry: Omit<AuditRecord, 'seq' | 'teamSeq'>): Promise<Pick<AuditRecord, 'seq' | 'teamSeq'>> {
     return access.appendAudit(this.kysely, entry);
   }
   listAudit(query: AuditQuery): Promise<AuditRecord[]> {

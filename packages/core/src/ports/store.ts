@@ -286,9 +286,17 @@ export interface TeamRecord {
   quota: TeamQuota;
 }
 
+/**
+ * One audit entry. Numbered like events (docs/design/TEAMS.md, "Audit ids"): `seq` is the global order,
+ * internal (a team that saw it would read the other teams' activity from its gaps); `teamSeq` is the
+ * entry's number in its stream, the team's (1, 2, 3, ... per team) or, for entries without a team, the
+ * anonymous stream's: the API's `AuditEntry.id`.
+ */
 export interface AuditRecord {
-  /** Assigned by the store, increasing. */
-  id: number;
+  /** Assigned by the store, increasing over every entry; never shown to a team. */
+  seq: number;
+  /** Assigned by the store: the next number of the entry's stream (its team's, or the anonymous stream's when `teamId` is null). */
+  teamSeq: number;
   at: number;
   apiKeyId: string | null;
   /** The caller's team; null when the call carried no valid key. */
@@ -304,17 +312,19 @@ export interface AuditRecord {
   tool: string | null;
 }
 
-export interface AuditQuery {
-  /** Newest first; default 100, capped at 1000. */
+/** A page of the audit log, newest first; default 100 entries, capped at 1000. */
+export type AuditQuery = {
   limit?: number;
   sandboxId?: string;
-  /** Only this team's entries. */
-  teamId?: string;
-  /** With `teamId`: also the entries of calls that carried no valid key (team null). */
-  withAnonymous?: boolean;
-  /** Only entries with an id below this one (paging backwards). */
-  beforeId?: number;
-}
+} & (
+  /** Every entry, by `seq` (the operator's tools and tests; never an API caller). */
+  | { teamId?: undefined; beforeTeamSeq?: undefined }
+  /**
+   * One stream, by `teamSeq`: the team's entries, or (null) the entries of calls that carried no valid key.
+   * `beforeTeamSeq`: only entries numbered below it in that stream (paging backwards).
+   */
+  | { teamId: string | null; beforeTeamSeq?: number }
+);
 
 /** A sandbox's stored egress policy: its mode and canonical rules (see core's `egress/policy.ts`), in order. */
 export interface EgressPolicyRecord extends CanonicalEgressPolicy {
@@ -572,8 +582,9 @@ export interface Store extends EventStore, HostRegistry, TeamRoomStore, TreeRoom
   touchApiKey(id: string, at: number): Promise<void>;
   revokeApiKey(id: string, at: number): Promise<void>;
 
-  /** Append one entry; returns its id. */
-  appendAudit(entry: Omit<AuditRecord, 'id'>): Promise<number>;
+  /** Append one entry; its two numbers are taken in one transaction (on Postgres the stream's counter row is locked until commit). */
+  appendAudit(entry: Omit<AuditRecord, 'seq' | 'teamSeq'>): Promise<Pick<AuditRecord, 'seq' | 'teamSeq'>>;
+  /** Newest first: by `teamSeq` within one stream, by `seq` over every entry (see {@link AuditQuery}). */
   listAudit(query: AuditQuery): Promise<AuditRecord[]>;
 
   /**

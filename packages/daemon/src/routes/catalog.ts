@@ -3,11 +3,18 @@
  */
 import { PassThrough } from 'node:stream';
 import { AuditEntry, SnapshotInfo, TemplateBuildQuery, TemplateInfo, TemplateSpec, isRamifyError, type TemplateBuildEvent } from '@ramify/contracts';
-import { assertCanBuildTemplates, buildTemplate, isOperator, deleteSnapshot, deleteTemplate, getSnapshot, listAudit, listSnapshots, listTemplates, toSnapshotInfo, toTemplateInfo } from '@ramify/core';
+import { assertCanBuildTemplates, buildTemplate, requireOperator, deleteSnapshot, deleteTemplate, getSnapshot, listAudit, listSnapshots, listTemplates, toSnapshotInfo, toTemplateInfo } from '@ramify/core';
 import { z } from 'zod';
 import { IdParams, route, type RouteSpec } from '../http/route.js';
 
-const AuditQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).optional(), sandboxId: z.string().min(1).max(128).optional() });
+const AuditQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
+  sandboxId: z.string().min(1).max(128).optional(),
+  before: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional()
+    .describe("Paging backwards: only entries with an id below this one (the last id of the previous page). Ids are numbered per team (1, 2, 3, ...), so a cursor only moves within the caller's own log"),
+  anonymous: z.enum(['true', 'false']).default('false')
+    .describe("'true': the log of calls that carried no valid key (numbered on their own) instead of the team's; the default team's admin keys only (else 403)"),
+});
 
 export const catalogRoutes: RouteSpec[] = [
   route({
@@ -57,10 +64,18 @@ export const catalogRoutes: RouteSpec[] = [
   }),
   route({
     operation: 'listAudit',
-    summary: "The team's audit log (its keys' calls), newest first; the default team's admin keys also see calls that carried no valid key",
+    summary: "The team's audit log (its keys' calls), newest first, ids numbered per team; with anonymous=true (the default team's admin keys only) the calls that carried no valid key",
+    description: "id: the entry's number in the caller's team's log (1, 2, 3, ...; the calls without a valid key are numbered on their own), so ids count "
+      + "the team's own audited calls and never show other teams' activity. before: the last id of the previous page; it only ever selects the caller's "
+      + 'own entries (a number past its newest entry starts from the newest).',
     query: AuditQuery, response: z.object({ entries: z.array(AuditEntry) }),
-    handler: async ({ core, query, actor }) => ({
-      entries: await listAudit(core.store, { limit: query.limit ?? 100, sandboxId: query.sandboxId, teamId: actor.teamId, withAnonymous: isOperator(actor) }),
-    }),
+    handler: async ({ core, query, actor }) => {
+      if (query.anonymous === 'true') requireOperator(actor, 'the audit log of calls without a valid key');
+      return {
+        entries: await listAudit(core.store, {
+          teamId: query.anonymous === 'true' ? null : actor.teamId, limit: query.limit ?? 100, sandboxId: query.sandboxId, ...(query.before !== undefined ? { before: query.before } : {}),
+        }),
+      };
+    },
   }),
 ];

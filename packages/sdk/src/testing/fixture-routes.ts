@@ -1,7 +1,7 @@
 /** HTTP routes of the protocol fixture (see `contract-server.ts`), one entry per row of the route table. */
 import type { ServerResponse } from 'node:http';
 import {
-  RamifyError, ResultCapture, type CommandRequest, type CreateSandboxRequest, type EgressPolicyRequest, type SandboxInfo, type SandboxState, type TemplateBuildEvent,
+  RamifyError, ResultCapture, type AuditEntry, type CommandRequest, type CreateSandboxRequest, type EgressPolicyRequest, type SandboxInfo, type SandboxState, type TemplateBuildEvent,
   type TemplateInfo, type TemplateSpec,
 } from '@ramify/contracts';
 import type { FixtureReply, FixtureRequest } from './contract-server.js';
@@ -21,6 +21,26 @@ function requirePath(req: FixtureRequest): string {
   const p = req.query.get('path');
   if (!p) throw new RamifyError('VALIDATION_FAILED', 'path is required');
   return p;
+}
+
+/**
+ * A page of the fixture's fixed audit log, newest first, as the daemon pages it (`limit`, `before`,
+ * `anonymous`): the team's five calls numbered 1-5, and two calls without a valid key numbered 1-2 on
+ * their own (docs/design/TEAMS.md, "Audit ids").
+ */
+function auditPage(query: URLSearchParams): AuditEntry[] {
+  const anonymous = query.get('anonymous') === 'true';
+  const count = anonymous ? 2 : 5;
+  const before = Number(query.get('before') ?? count + 1);
+  const limit = Number(query.get('limit') ?? 100);
+  const entries: AuditEntry[] = [];
+  for (let id = Math.min(before - 1, count); id >= 1 && entries.length < limit; id -= 1) {
+    entries.push({
+      id, at: new Date(Date.UTC(2026, 0, 1, 0, id)).toISOString(), apiKeyId: anonymous ? null : 'key_fixture', team: anonymous ? null : 'default', method: 'POST', path: '/v1/sandboxes',
+      action: 'sandbox.create', sandboxId: null, status: anonymous ? 401 : 201, errorCode: anonymous ? 'UNAUTHORIZED' : null, tool: null,
+    });
+  }
+  return entries;
 }
 
 /** The fixture's route table. */
@@ -171,7 +191,7 @@ export function httpRoutes(state: FixtureState): Route[] {
       res.end();
       return { handled: true };
     }),
-    route('GET', '/v1/audit', async () => ok({ entries: [] })),
+    route('GET', '/v1/audit', async (req) => ok({ entries: auditPage(req.query) })),
     ...portRoutes.map((r) => route(r.method, `${S}${r.rest}`, async (req) => r.handler(notKilled(req), req))),
     ...state.budgets.routes().map((r) => route(r.method, `${S}${r.rest}`, async (req) => r.handler(notKilled(req), () => req.json()))),
   ];

@@ -51,27 +51,71 @@ export function accessCases(h: StoreHarness): void {
     });
   });
 
-  test('audit log: increasing ids, newest first, filtered by sandbox and team, paged backwards, kept across reopen', async () => {
+  test('audit log: numbered per stream, newest first, filtered by sandbox and team, paged backwards, kept across reopen', async () => {
     const base = { at: 1, apiKeyId: 'key_1', teamId: 'default', method: 'POST', path: '/v1/sandboxes', action: 'sandbox.create', status: 201, errorCode: null, tool: null };
-    const ids: number[] = [];
+    const numbers: Array<{ seq: number; teamSeq: number }> = [];
     await withStore(h, 'audit', async (store) => {
-      ids.push(await store.appendAudit({ ...base, sandboxId: 'sbx_1', tool: 'sandbox_create' }));
-      ids.push(await store.appendAudit({ ...base, sandboxId: 'sbx_2', status: 409, errorCode: 'INVALID_STATE' }));
-      ids.push(await store.appendAudit({ ...base, sandboxId: 'sbx_1' }));
+      numbers.push(await store.appendAudit({ ...base, sandboxId: 'sbx_1', tool: 'sandbox_create' }));
+      numbers.push(await store.appendAudit({ ...base, sandboxId: 'sbx_2', status: 409, errorCode: 'INVALID_STATE' }));
+      numbers.push(await store.appendAudit({ ...base, sandboxId: 'sbx_1' }));
     });
-    const [a, b, c] = ids as [number, number, number];
+    assert.deepEqual(numbers.map((n) => n.teamSeq), [1, 2, 3]);
+    const [a, b, c] = numbers.map((n) => n.seq) as [number, number, number];
     assert.ok(a < b && b < c);
     await withStore(h, 'audit', async (store) => {
-      assert.deepEqual((await store.listAudit({})).map((e) => e.id), [c, b, a]);
-      assert.deepEqual((await store.listAudit({ sandboxId: 'sbx_1' })).map((e) => e.id), [c, a]);
-      assert.deepEqual((await store.listAudit({ limit: 1, beforeId: c })).map((e) => e.errorCode), ['INVALID_STATE']);
+      assert.deepEqual((await store.listAudit({})).map((e) => e.seq), [c, b, a]);
+      assert.deepEqual((await store.listAudit({ sandboxId: 'sbx_1' })).map((e) => e.seq), [c, a]);
+      assert.deepEqual((await store.listAudit({ teamId: 'default', limit: 1, beforeTeamSeq: 3 })).map((e) => e.errorCode), ['INVALID_STATE']);
       assert.deepEqual((await store.listAudit({})).map((e) => e.tool), [null, null, 'sandbox_create']);
       const other = await store.appendAudit({ ...base, teamId: 'acme', sandboxId: 'sbx_3' });
       const anonymous = await store.appendAudit({ ...base, apiKeyId: null, teamId: null, sandboxId: null, status: 401, errorCode: 'UNAUTHORIZED' });
-      assert.deepEqual((await store.listAudit({ teamId: 'acme' })).map((e) => e.id), [other]);
-      assert.deepEqual((await store.listAudit({ teamId: 'acme', withAnonymous: true })).map((e) => e.id), [anonymous, other]);
-      assert.deepEqual((await store.listAudit({ teamId: 'default' })).map((e) => e.id), [c, b, a]);
-      assert.deepEqual((await store.listAudit({ beforeId: b }))[0], { ...base, id: a, sandboxId: 'sbx_1', tool: 'sandbox_create' });
+      assert.deepEqual([other.teamSeq, anonymous.teamSeq], [1, 1], 'each stream counts from 1');
+      assert.deepEqual((await store.listAudit({ teamId: 'acme' })).map((e) => e.seq), [other.seq]);
+      assert.deepEqual((await store.listAudit({ teamId: null })).map((e) => [e.seq, e.teamSeq, e.errorCode]), [[anonymous.seq, 1, 'UNAUTHORIZED']]);
+      assert.deepEqual((await store.listAudit({ teamId: 'default' })).map((e) => e.teamSeq), [3, 2, 1]);
+      assert.deepEqual((await store.listAudit({ teamId: 'default', beforeTeamSeq: 2 }))[0], { ...base, seq: a, teamSeq: 1, sandboxId: 'sbx_1', tool: 'sandbox_create' });
+      assert.deepEqual((await store.listAudit({})).map((e) => e.seq), [anonymous.seq, other.seq, c, b, a], 'the whole log, in global order');
+    });
+  });
+
+  test("audit ids: two teams' streams are independent (B's entries move none of A's numbers); paging a stream by its cursor", async () => {
+    const entry = (teamId: string | null, sandboxId: string | null = null) => ({
+      at: 1, apiKeyId: teamId === null ? null : `key_${teamId}`, teamId, method: 'POST', path: '/v1/sandboxes', action: 'sandbox.create', sandboxId, status: teamId === null ? 401 : 201,
+      errorCode: teamId === null ? 'UNAUTHORIZED' : null, tool: null,
+    });
+    await withStore(h, 'audit_streams', async (store) => {
+      const a: number[] = [];
+      const b: number[] = [];
+      // A and B interleaved, B busier, anonymous calls between: A's numbers stay 1..6 without a gap.
+      for (let i = 0; i < 6; i++) {
+        a.push((await store.appendAudit(entry('team-a', i % 2 === 0 ? 'sbx_a' : null))).teamSeq);
+        for (let j = 0; j < 3; j++) b.push((await store.appendAudit(entry('team-b'))).teamSeq);
+        await store.appendAudit(entry(null));
+      }
+      assert.deepEqual(a, [1, 2, 3, 4, 5, 6]);
+      assert.deepEqual(b, Array.from({ length: 18 }, (_, i) => i + 1));
+      const ids = async (q: { teamId: string | null; beforeTeamSeq?: number; limit?: number; sandboxId?: string }): Promise<number[]> => (await store.listAudit(q)).map((e) => e.teamSeq);
+      // Paging A backwards by the last id of each page reaches every entry once, and only A's.
+      const pages: number[][] = [];
+      for (let before: number | undefined; ;) {
+        const page = await ids({ teamId: 'team-a', limit: 4, ...(before !== undefined ? { beforeTeamSeq: before } : {}) });
+        if (page.length === 0) break;
+        pages.push(page);
+        before = page.at(-1);
+      }
+      assert.deepEqual(pages, [[6, 5, 4, 3], [2, 1]]);
+      assert.ok((await store.listAudit({ teamId: 'team-a', limit: 1000 })).every((e) => e.teamId === 'team-a'));
+      // A cursor taken from B's stream (or past A's newest) only ever selects A's entries.
+      assert.deepEqual(await ids({ teamId: 'team-a', beforeTeamSeq: 18 }), [6, 5, 4, 3, 2, 1]);
+      assert.deepEqual(await ids({ teamId: 'team-a', beforeTeamSeq: 4 }), [3, 2, 1]);
+      assert.deepEqual(await ids({ teamId: 'team-a', sandboxId: 'sbx_a', beforeTeamSeq: 5 }), [3, 1]);
+      assert.deepEqual(await ids({ teamId: null, limit: 2, beforeTeamSeq: 6 }), [5, 4], 'the anonymous stream is numbered on its own');
+    });
+    // Numbering goes on after a reopen; a new team starts at 1.
+    await withStore(h, 'audit_streams', async (store) => {
+      assert.equal((await store.appendAudit(entry('team-a'))).teamSeq, 7);
+      assert.equal((await store.appendAudit(entry(null))).teamSeq, 7);
+      assert.equal((await store.appendAudit(entry('team-c'))).teamSeq, 1);
     });
   });
 

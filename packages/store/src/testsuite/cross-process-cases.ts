@@ -4,8 +4,8 @@
  * (`eventNotifications`: Postgres); a store one process owns (SQLite) plays both parts with one connection:
  * quota admission, and a fork's admission into its tree's maxSandboxes, into room for one from both at
  * once admit one; reservations count until released or expired; one delivery per (webhook, event) and claims that one claimer gets, taken over when they run
- * out; the team counters as event positions; append notifications heard by the other store (Postgres;
- * SQLite declares none).
+ * out; the team counters as event positions; audit entries numbered per team without gaps or repeats;
+ * append notifications heard by the other store (Postgres; SQLite declares none).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -43,6 +43,21 @@ const admit = (store: Store, teamId: string, id: string, leaseMs = 60_000) =>
   store.reserveTeamRoom({ teamId, demand: [{ id, memoryMB: 256 }], holdingStates: HOLDING, holder: 'host-x', leaseMs, admits: fitsRunning(1) });
 
 export function crossProcessCases(h: StoreHarness): void {
+  test("audit ids: concurrent appends from two stores number each team's entries 1..n, once each, committed in number order", async () => {
+    await twoStores(h, 'xp_audit', async (a, b) => {
+      const entry = (teamId: string) => ({ at: 1, apiKeyId: null, teamId, method: 'POST', path: '/v1/sandboxes', action: 'sandbox.create', sandboxId: null, status: 201, errorCode: null, tool: null });
+      const appends = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).appendAudit(entry(i % 4 < 2 ? 'xa' : 'xb')));
+      const numbers = await Promise.all(appends);
+      for (const teamId of ['xa', 'xb']) {
+        const listed = await a.listAudit({ teamId, limit: 1000 });
+        assert.deepEqual(listed.map((e) => e.teamSeq), Array.from({ length: 20 }, (_, i) => 20 - i), `${teamId}: 1..20, each once`);
+        const seqs = listed.map((e) => e.seq);
+        assert.deepEqual(seqs, [...seqs].sort((x, y) => y - x), `${teamId}: the global order follows the team's numbers`);
+      }
+      assert.equal(new Set(numbers.map((n) => n.seq)).size, 40);
+    });
+  });
+
   test('quota: concurrent admissions from two stores into room for one admit one; reservations count until released or expired', async () => {
     await twoStores(h, 'xp_quota', async (a, b) => {
       await a.insertTeam(team('qt'));
