@@ -79,7 +79,7 @@ export async function openSnapshotStorage(dataDir: string, config: SnapshotStora
   if (config.kind === 'local') return new LocalSnapshotStorage({ rootDir: dataDir });
   const store = new S3ChunkStore(config.connection);
   await checkS3Access(store.client, config.connection);
-  const storage = new TieredSnapshotStorage({ rootDir: dataDir, store, cacheBudgetBytes: config.cacheBudgetBytes, logger });
+  const storage = new TieredSnapshotStorage({ rootDir: dataDir, store, cacheBudgetBytes: config.cacheBudgetBytes, logger, warmUpDownloads: true });
   await storage.start();
   logger.info('snapshot storage: S3 behind the local cache', { bucket: describeBucket(config.connection), cacheBudgetBytes: config.cacheBudgetBytes });
   return storage;

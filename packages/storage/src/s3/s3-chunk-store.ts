@@ -73,6 +73,11 @@ export class S3ChunkStore {
     return `${this.prefix}chunks/${sha256.slice(0, 2)}/${sha256}`;
   }
 
+  /** Object key of a probe (start-up checks, download warm-ups): under `probes/`, never taken for a chunk. */
+  probeKey(name: string): string {
+    return `${this.prefix}probes/${name}`;
+  }
+
   /** Object key of `snapshotId`'s manifest. */
   manifestKey(snapshotId: string): string {
     return `${this.prefix}manifests/${snapshotId}.json`;
@@ -80,13 +85,14 @@ export class S3ChunkStore {
 
   /**
    * Store one chunk (`data`: its uncompressed bytes, whose sha256 is `sha256`), compressed with brotli
-   * when that saves at least 3 %. @returns the bytes stored. @throws RamifyError STORAGE_UNAVAILABLE.
+   * when that saves at least 3 %, at `key` (default its chunk key). @returns the bytes stored.
+   * @throws RamifyError STORAGE_UNAVAILABLE.
    */
-  async putChunk(sha256: string, data: Buffer, signal?: AbortSignal): Promise<number> {
+  async putChunk(sha256: string, data: Buffer, signal?: AbortSignal, key = this.chunkKey(sha256)): Promise<number> {
     const packed = await compressIfWorth(data);
     const [body, encoding] = packed && packed.length < data.length * MIN_COMPRESSED_RATIO ? [packed, 'br'] : [data, 'identity'];
     await this.call('store a chunk', () =>
-      this.client.send(new PutObjectCommand({ Bucket: this.options.bucket, Key: this.chunkKey(sha256), Body: body, ContentLength: body.length, Metadata: { [ENCODING_KEY]: encoding } }), { abortSignal: signal }),
+      this.client.send(new PutObjectCommand({ Bucket: this.options.bucket, Key: key, Body: body, ContentLength: body.length, Metadata: { [ENCODING_KEY]: encoding } }), { abortSignal: signal }),
     );
     return body.length;
   }
@@ -101,10 +107,10 @@ export class S3ChunkStore {
     return parts.length === 1 ? parts[0]! : Buffer.concat(parts, sizeBytes);
   }
 
-  /** {@link getChunk}'s bytes as the parts they arrived in (in order; `sizeBytes` in all). Same errors. */
-  async getChunkParts(sha256: string, sizeBytes: number, signal?: AbortSignal): Promise<Buffer[]> {
+  /** {@link getChunk}'s bytes as the parts they arrived in (in order; `sizeBytes` in all), from `key` (default its chunk key). Same errors. */
+  async getChunkParts(sha256: string, sizeBytes: number, signal?: AbortSignal, key = this.chunkKey(sha256)): Promise<Buffer[]> {
     // A raw chunk (most of a gVisor image) is hashed while it arrives; a compressed one once decompressed.
-    const got = await this.get(this.chunkKey(sha256), signal, 'fetch a chunk', true);
+    const got = await this.get(key, signal, 'fetch a chunk', true);
     if (!got) throw new RamifyError('RUNTIME_ERROR', `chunk ${sha256} is missing from the bucket`, { reason: 'missing-chunk', chunk: sha256 });
     let parts = got.parts;
     let length = got.length;

@@ -6,6 +6,8 @@ import type { RemoteManifest } from './remote-manifest.js';
 /** What the worker is started with. */
 export interface DownloadWorkerData {
   connection: S3ConnectionOptions;
+  /** Run the download path on a probe object at start (download-worker.ts, `warmUp`). */
+  warmUp: boolean;
 }
 
 export type ToDownloadWorker =
@@ -14,7 +16,8 @@ export type ToDownloadWorker =
   | { kind: 'cancel'; id: number };
 
 export type FromDownloadWorker =
-  | { kind: 'ready' }
+  /** Started; `warmedUp`: its warm-up ran to the end. */
+  | { kind: 'ready'; warmedUp: boolean }
   /** `seen`: the chunks found in the bucket (the main thread's chunk index learns them). */
   | { kind: 'done'; id: number; bytes: number; seen: string[] }
   | { kind: 'failed'; id: number; error: WireError; seen: string[] };

@@ -31,7 +31,7 @@ async function imageInBucket(work: string, bytes: number) {
 test('two threads download an image together, byte for byte, and tell every chunk they found', async () => {
   const work = await mkdtemp(join(tmpdir(), 'ramify-download-threads-'));
   const { s3, manifest, data } = await imageInBucket(work, 12 * 1024 * 1024);
-  const threads = new DownloadThreads(s3.connection(), 2);
+  const threads = new DownloadThreads(s3.connection(), { count: 2 });
   try {
     threads.start();
     const seen: string[] = [];
@@ -46,10 +46,22 @@ test('two threads download an image together, byte for byte, and tell every chun
   }
 });
 
+test('a warm-up runs the download path on a probe object and leaves nothing in the bucket', async () => {
+  const s3 = await startLocalS3Server();
+  const threads = new DownloadThreads(s3.connection(), { count: 2, warmUp: true });
+  try {
+    assert.equal(await threads.ready(), 2, 'both threads warmed up');
+    assert.deepEqual(await new S3ChunkStore(s3.connection()).usage(), { objects: 0, bytes: 0 });
+  } finally {
+    await threads.close();
+    await s3.close();
+  }
+});
+
 test('an aborted download rejects with the reason; a closed thread fails its download STORAGE_UNAVAILABLE; the next one works', async () => {
   const work = await mkdtemp(join(tmpdir(), 'ramify-download-threads-'));
   const { s3, manifest, data } = await imageInBucket(work, 24 * 1024 * 1024);
-  const threads = new DownloadThreads(s3.connection(), 2);
+  const threads = new DownloadThreads(s3.connection(), { count: 2 });
   try {
     const controller = new AbortController();
     const aborted = threads.run({ manifest, imageDir: join(work, 'b1'), parallelism: 2, onSeen: () => undefined, signal: controller.signal });

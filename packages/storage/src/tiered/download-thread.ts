@@ -37,15 +37,23 @@ export class DownloadThreads {
 
   /**
    * `connection`: the bucket's settings (plain data: each thread makes its own S3 client from them);
-   * `count`: threads, default one per core, at most 2.
+   * `count`: threads, default one per core, at most 2; `warmUp`: each thread runs the download path on a
+   * probe object when it starts (a daemon's threads: their first download is then as fast as the next).
    */
-  constructor(connection: S3ConnectionOptions, count = Math.max(1, Math.min(2, availableParallelism()))) {
-    this.#threads = Array.from({ length: count }, () => new DownloadThread({ connection }));
+  constructor(connection: S3ConnectionOptions, options: { count?: number; warmUp?: boolean } = {}) {
+    const count = options.count ?? Math.max(1, Math.min(2, availableParallelism()));
+    this.#threads = Array.from({ length: count }, () => new DownloadThread({ connection, warmUp: options.warmUp ?? false }));
   }
 
   /** Start the threads (idempotent). */
   start(): void {
     for (const thread of this.#threads) thread.start();
+  }
+
+  /** Resolves once every thread has started (and warmed up, see the constructor), to how many warmed up; starts them if need be. */
+  async ready(): Promise<number> {
+    this.start();
+    return (await Promise.all(this.#threads.map((thread) => thread.ready))).filter(Boolean).length;
   }
 
   /**
@@ -98,6 +106,9 @@ class DownloadThread {
   #worker: Worker | null = null;
   readonly #jobs = new Map<number, Job>();
   #nextId = 1;
+  /** Settled once the current worker said it is ready (true: it warmed up), or it is gone (false). */
+  ready: Promise<boolean> = Promise.resolve(false);
+  #markReady: (warmedUp: boolean) => void = () => undefined;
 
   constructor(data: DownloadWorkerData) {
     this.#data = data;
@@ -105,6 +116,7 @@ class DownloadThread {
 
   start(): void {
     if (this.#worker) return;
+    this.ready = new Promise<boolean>((resolve) => (this.#markReady = resolve));
     const worker = new Worker(new URL('./download-worker.js', import.meta.url), { workerData: this.#data });
     worker.on('message', (message: FromDownloadWorker) => this.#settle(message));
     worker.on('error', (error) => this.#lost(worker, error.message));
@@ -136,7 +148,7 @@ class DownloadThread {
   }
 
   #settle(message: FromDownloadWorker): void {
-    if (message.kind === 'ready') return;
+    if (message.kind === 'ready') return this.#markReady(message.warmedUp);
     const job = this.#jobs.get(message.id);
     if (!job) return;
     this.#jobs.delete(message.id);
@@ -148,7 +160,10 @@ class DownloadThread {
 
   /** The thread failed or exited: its jobs fail; the next download starts a new one. */
   #lost(worker: Worker, why: string): void {
-    if (this.#worker === worker) this.#worker = null;
+    if (this.#worker === worker) {
+      this.#worker = null;
+      this.#markReady(false);
+    }
     for (const [id, job] of this.#jobs) {
       this.#jobs.delete(id);
       job.reject(new RamifyError('STORAGE_UNAVAILABLE', `snapshot download thread ${why}; the download was not finished`));

@@ -55,6 +55,11 @@ export interface TieredSnapshotStorageOptions {
    * client was made from its options (`S3ChunkStore.ownClient`); otherwise downloads run on this thread.
    */
   downloadThreads?: boolean;
+  /**
+   * Each download thread runs the download path on a probe object (`probes/`, deleted after) when it
+   * starts, so that the first real download is as fast as the next; default false (the daemon turns it on).
+   */
+  warmUpDownloads?: boolean;
   /** Verification of `open` on cached images (see {@link LocalSnapshotStorage}); default `sizes`. Downloads are always checked whole. */
   verifyOnOpen?: SnapshotVerification;
   logger?: Logger;
@@ -104,7 +109,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     this.openGraceMs = options.openGraceMs ?? 300_000;
     this.sealDelayMs = options.sealDelayMs ?? 5_000;
     this.cacheBudgetBytes = options.cacheBudgetBytes ?? null;
-    this.downloadThreads = options.downloadThreads !== false && this.store.ownClient ? new DownloadThreads(this.store.options) : null;
+    this.downloadThreads = options.downloadThreads !== false && this.store.ownClient ? new DownloadThreads(this.store.options, { warmUp: options.warmUpDownloads ?? false }) : null;
     this.queue = new TransferQueue({ concurrency: options.concurrentUploads ?? 2, retry: options.retry, logger: this.logger, run: (kind, id, signal) => this.transfer(kind, id, signal), onDone: () => this.scheduleEviction() });
   }
 
