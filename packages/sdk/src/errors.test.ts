@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ResultCapture } from '@ramify/contracts';
-import { CommandExitError, NotUtf8Error, RamifyError, SandboxNotFoundError, errorFromCode } from './index.js';
+import { AuthenticationError, CommandExitError, NotUtf8Error, PermissionDeniedError, RamifyError, SandboxNotFoundError, errorFromCode } from './index.js';
 
 test('JSON.stringify of an error keeps its name, code, message and details', () => {
   const plain = JSON.parse(JSON.stringify(new RamifyError('VALIDATION_FAILED', 'bad rule *.com', { rule: '*.com' }))) as Record<string, unknown>;
@@ -23,6 +23,14 @@ test('errorFromCode builds a NotUtf8Error for NOT_UTF8', () => {
   assert.ok(err instanceof NotUtf8Error && err instanceof RamifyError);
   assert.equal(err.name, 'NotUtf8Error');
   assert.deepEqual(err.details, { path: '/a.png' });
+});
+
+test('FORBIDDEN is a PermissionDeniedError (still an AuthenticationError); UNAUTHORIZED an AuthenticationError only', () => {
+  const forbidden = errorFromCode('FORBIDDEN', 'listing the audit log of calls without a valid key takes an admin API key of the default team');
+  assert.ok(forbidden instanceof PermissionDeniedError && forbidden instanceof AuthenticationError);
+  assert.equal(forbidden.name, 'PermissionDeniedError');
+  const unauthorized = errorFromCode('UNAUTHORIZED', 'missing or invalid API key');
+  assert.ok(unauthorized instanceof AuthenticationError && !(unauthorized instanceof PermissionDeniedError));
 });
 
 test('a command killed because the sandbox ran out of memory is COMMAND_OOM and says so', () => {

@@ -26,11 +26,23 @@ export class SandboxNotFoundError extends NotFoundError {
   }
 }
 
-/** The API key is missing, wrong (`UNAUTHORIZED`) or not allowed to do this (`FORBIDDEN`). */
+/** The API key is missing or wrong (`UNAUTHORIZED`), or not allowed to do this (`FORBIDDEN`: {@link PermissionDeniedError}). */
 export class AuthenticationError extends RamifyError {
   constructor(code: 'UNAUTHORIZED' | 'FORBIDDEN', message: string, details?: Record<string, unknown>) {
     super(code, message, details);
     this.name = 'AuthenticationError';
+  }
+}
+
+/**
+ * The key is valid but not allowed to do this (`FORBIDDEN`: a member key on an admin call, a team's key on
+ * the operator's calls). A subclass of {@link AuthenticationError}, which caught both before (as the
+ * OpenAI SDK splits `AuthenticationError` and `PermissionDeniedError`).
+ */
+export class PermissionDeniedError extends AuthenticationError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('FORBIDDEN', message, details);
+    this.name = 'PermissionDeniedError';
   }
 }
 
@@ -148,7 +160,8 @@ export function errorFromCode(code: string, message: string, details?: Record<st
     case 'SANDBOX_NOT_FOUND': return new SandboxNotFoundError(message, details);
     case 'TEMPLATE_NOT_FOUND': case 'SNAPSHOT_NOT_FOUND': case 'PROCESS_NOT_FOUND': case 'FILE_NOT_FOUND': case 'WATCH_NOT_FOUND': case 'TEAM_NOT_FOUND': case 'API_KEY_NOT_FOUND':
       return new NotFoundError(c, message, details);
-    case 'UNAUTHORIZED': case 'FORBIDDEN': return new AuthenticationError(c, message, details);
+    case 'UNAUTHORIZED': return new AuthenticationError(c, message, details);
+    case 'FORBIDDEN': return new PermissionDeniedError(message, details);
     case 'INVALID_STATE': case 'CHECKPOINT_BLOCKED': case 'PROCESS_EXITED': return new InvalidStateError(c, message, details);
     case 'SANDBOX_FAILED': return new SandboxFailedError(message, details);
     case 'REQUEST_TIMEOUT': case 'COMMAND_TIMEOUT': return new TimeoutError(c, message, details);

@@ -7,7 +7,7 @@
 import { routePath } from '@ramify/contracts/client';
 import type { RouteDef, RouteParams } from '@ramify/contracts';
 import type { ConnectionConfig } from './connection.js';
-import { AuthenticationError, ConnectionError, RamifyError, TimeoutError, errorFromResponse } from './errors.js';
+import { AuthenticationError, ConnectionError, PermissionDeniedError, RamifyError, TimeoutError, errorFromResponse } from './errors.js';
 
 /** Query string values; `undefined` entries are left out. */
 export type Query = Record<string, string | number | undefined>;
@@ -149,8 +149,8 @@ export class ApiClient {
   /** Add "no key configured" to authentication errors when that is the likely cause. */
   withAuthHint(err: RamifyError): RamifyError {
     if (err instanceof AuthenticationError && !this.config.hasApiKey) {
-      return new AuthenticationError(err.code as 'UNAUTHORIZED' | 'FORBIDDEN',
-        `${err.message} (no API key configured: set RAMIFY_API_KEY, pass apiKey, or make /var/lib/ramify/api-key readable)`, err.details);
+      const message = `${err.message} (no API key configured: set RAMIFY_API_KEY, pass apiKey, or make /var/lib/ramify/api-key readable)`;
+      return err instanceof PermissionDeniedError ? new PermissionDeniedError(message, err.details) : new AuthenticationError(err.code as 'UNAUTHORIZED' | 'FORBIDDEN', message, err.details);
     }
     return err;
   }

@@ -37,7 +37,7 @@ export {
   type ConnectionOpts, type ConnectionSettings, type ConnectionEnvironment,
 } from './connection.js';
 export {
-  RamifyError, isRamifyError, NotFoundError, SandboxNotFoundError, AuthenticationError, InvalidStateError, TimeoutError,
+  RamifyError, isRamifyError, NotFoundError, SandboxNotFoundError, AuthenticationError, PermissionDeniedError, InvalidStateError, TimeoutError,
   SandboxFailedError, ConnectionError, NotUtf8Error, QuotaExceededError, BudgetExceededError, CommandExitError, errorFromCode, type ErrorCode, type ErrorBody,
 } from './errors.js';
 export type * from './types.js';
