@@ -73,11 +73,6 @@ export class S3ChunkStore {
     return `${this.prefix}chunks/${sha256.slice(0, 2)}/${sha256}`;
   }
 
-  /** Object key of a probe (start-up checks, download warm-ups): under `probes/`, never taken for a chunk. */
-  probeKey(name: string): string {
-    return `${this.prefix}probes/${name}`;
-  }
-
   /** Object key of `snapshotId`'s manifest. */
   manifestKey(snapshotId: string): string {
     return `${this.prefix}manifests/${snapshotId}.json`;

@@ -43,6 +43,14 @@ export function createS3Client(options: S3ConnectionOptions): S3Client {
   });
 }
 
+/**
+ * Object key of a new probe (the start-up check, download warm-ups): `<prefix>probes/<name><host>-<random>`,
+ * never taken for a chunk or a manifest, and distinct per host and call.
+ */
+export function probeKey(options: Pick<S3ConnectionOptions, 'prefix'>, name: string): string {
+  return `${options.prefix ?? ''}probes/${name}${hostname()}-${randomBytes(6).toString('hex')}`;
+}
+
 /** Where a bucket is, for messages: `s3://bucket/prefix at endpoint (region r)`. */
 export function describeBucket(options: S3ConnectionOptions): string {
   return `s3://${options.bucket}/${options.prefix ?? ''} at ${options.endpoint ?? 'AWS'} (region ${options.region})`;
@@ -56,7 +64,7 @@ export function describeBucket(options: S3ConnectionOptions): string {
  */
 export async function checkS3Access(client: S3Client, options: S3ConnectionOptions): Promise<void> {
   const prefix = options.prefix ?? '';
-  const probe = `${prefix}probes/${hostname()}-${randomBytes(6).toString('hex')}`;
+  const probe = probeKey(options, '');
   await step('list the bucket', options, () => client.send(new ListObjectsV2Command({ Bucket: options.bucket, Prefix: prefix, MaxKeys: 1 })));
   await step('write an object', options, () => client.send(new PutObjectCommand({ Bucket: options.bucket, Key: probe, Body: 'ramify access probe\n' })));
   await step('delete an object', options, () => client.send(new DeleteObjectCommand({ Bucket: options.bucket, Key: probe })));

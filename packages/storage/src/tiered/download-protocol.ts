@@ -29,11 +29,13 @@ export interface WireError {
   details?: Record<string, unknown>;
 }
 
+/** `error` as it can cross to the main thread (structured clone keeps no class). */
 export function errorToWire(error: unknown): WireError {
   if (error instanceof RamifyError) return { message: error.message, code: error.code, ...(error.details ? { details: error.details } : {}) };
   return { message: error instanceof Error ? error.message : String(error) };
 }
 
+/** The error again on the main thread: a `RamifyError` with its code and details, else a plain `Error`. */
 export function errorFromWire(wire: WireError): Error {
   return wire.code ? new RamifyError(wire.code, wire.message, wire.details) : new Error(wire.message);
 }

@@ -7,9 +7,9 @@
  */
 import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { S3ChunkStore } from '../s3/s3-chunk-store.js';
+import { probeKey } from '../s3/s3-connection.js';
 import type { DownloadWorkerData, FromDownloadWorker, ToDownloadWorker } from './download-protocol.js';
 import { errorToWire } from './download-protocol.js';
 import { downloadSnapshot } from './download.js';
@@ -46,7 +46,7 @@ main.on('message', (message: ToDownloadWorker) => {
 async function warmUp(): Promise<void> {
   const bytes = Buffer.concat([randomBytes(WARM_UP_BYTES / 2), Buffer.alloc(WARM_UP_BYTES / 2, 'ramify download warm-up ')]);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
-  const key = store.probeKey(`warm-up-${hostname()}-${randomBytes(6).toString('hex')}`);
+  const key = probeKey(store.options, 'warm-up-');
   try {
     await store.putChunk(sha256, bytes, undefined, key);
     let fetched = 0;

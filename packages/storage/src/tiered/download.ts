@@ -42,19 +42,27 @@ interface ChunkTask {
 }
 
 /**
- * The chunks of `manifest` to fetch (zero chunks are holes, not fetched), in order, after checking that
- * each file's chunks add up to its size.
+ * Check that each file's chunks in `manifest` add up to its size. @returns the image's bytes.
  * @throws RamifyError `RUNTIME_ERROR` (`checksum-mismatch`) when they do not.
  */
-function chunkTasks(manifest: RemoteManifest): ChunkTask[] {
-  const snapshotId = manifest.snapshot.snapshotId;
-  const tasks: ChunkTask[] = [];
-  learnZeroShas(Object.values(manifest.files).flatMap((file) => file.chunks.map((chunk) => chunk.sizeBytes)));
+function checkChunkSizes(manifest: RemoteManifest): number {
+  let bytes = 0;
   for (const [relative, file] of Object.entries(manifest.files)) {
     const chunked = file.chunks.reduce((sum, chunk) => sum + chunk.sizeBytes, 0);
     if (chunked !== file.sizeBytes) {
+      const snapshotId = manifest.snapshot.snapshotId;
       throw new RamifyError('RUNTIME_ERROR', `snapshot '${snapshotId}' is corrupt in the bucket: ${relative}: its chunks hold ${chunked} bytes, the manifest says ${file.sizeBytes}`, { snapshotId, file: relative, reason: 'checksum-mismatch' });
     }
+    bytes += file.sizeBytes;
+  }
+  return bytes;
+}
+
+/** The chunks of `manifest` to fetch, in order (zero chunks are holes, not fetched); its sizes checked already. */
+function chunkTasks(manifest: RemoteManifest): ChunkTask[] {
+  const tasks: ChunkTask[] = [];
+  learnZeroShas(Object.values(manifest.files).flatMap((file) => file.chunks.map((chunk) => chunk.sizeBytes)));
+  for (const [relative, file] of Object.entries(manifest.files)) {
     let offset = 0;
     for (const chunk of file.chunks) {
       if (!isZeroChunk(chunk.sha256, chunk.sizeBytes)) tasks.push({ relative, sha256: chunk.sha256, sizeBytes: chunk.sizeBytes, offset });
@@ -70,9 +78,8 @@ function chunkTasks(manifest: RemoteManifest): ChunkTask[] {
  * @throws RamifyError `RUNTIME_ERROR` (`checksum-mismatch`) when a file's chunks do not add up to its size.
  */
 export async function prepareImageFiles(manifest: RemoteManifest, imageDir: string): Promise<{ bytes: number }> {
-  chunkTasks(manifest);
+  const bytes = checkChunkSizes(manifest);
   await mkdir(imageDir, { recursive: true });
-  let bytes = 0;
   for (const [relative, file] of Object.entries(manifest.files)) {
     const path = join(imageDir, relative);
     await mkdir(dirname(path), { recursive: true });
@@ -82,7 +89,6 @@ export async function prepareImageFiles(manifest: RemoteManifest, imageDir: stri
     } finally {
       await handle.close();
     }
-    bytes += file.sizeBytes;
   }
   return { bytes };
 }
@@ -96,9 +102,10 @@ export async function prepareImageFiles(manifest: RemoteManifest, imageDir: stri
 export async function downloadSnapshot(options: DownloadOptions): Promise<{ bytes: number }> {
   const { manifest, store, signal, share } = options;
   const snapshotId = manifest.snapshot.snapshotId;
+  // A share's files were prepared (and the manifest checked) by the caller.
+  const { bytes } = share ? { bytes: checkChunkSizes(manifest) } : await prepareImageFiles(manifest, options.imageDir);
   const all = chunkTasks(manifest);
   const tasks = share ? all.filter((_, i) => i % share.of === share.index) : all;
-  const { bytes } = share ? { bytes: Object.values(manifest.files).reduce((sum, file) => sum + file.sizeBytes, 0) } : await prepareImageFiles(manifest, options.imageDir);
   const handles = new Map<string, FileHandle>();
   try {
     for (const relative of new Set(tasks.map((task) => task.relative))) handles.set(relative, await open(join(options.imageDir, relative), 'r+'));
