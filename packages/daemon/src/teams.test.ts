@@ -142,7 +142,7 @@ describe('teams and keys', () => {
     assert.deepEqual((await call(bed.auth, 'DELETE', `/v1/keys/${own.id}`)).body.error.code, 'CONFLICT', 'the last admin key of the default team stays');
   });
 
-  test('bad input: unknown team, invalid role, invalid team id, negative quota: clear errors, nothing changed', async () => {
+  test('bad input: unknown team, invalid role, invalid team id, negative quota, bad audit cursor: clear errors, nothing changed', async () => {
     const cases: Array<[string, string, unknown, number, string, RegExp]> = [
       ['POST', '/v1/keys', { team: 'nope' }, 404, 'TEAM_NOT_FOUND', /team 'nope' not found/],
       ['POST', '/v1/keys', { role: 'owner' }, 400, 'VALIDATION_FAILED', /body\.role/],
@@ -152,6 +152,11 @@ describe('teams and keys', () => {
       ['PATCH', '/v1/teams/default', { quota: { maxMemoryMB: -5 } }, 400, 'VALIDATION_FAILED', /maxMemoryMB/],
       ['PATCH', '/v1/teams/nope', { quota: { maxRunning: 1 } }, 404, 'TEAM_NOT_FOUND', /nope/],
       ['POST', '/v1/teams', { id: 'default' }, 409, 'CONFLICT', /already exists/],
+      ['GET', '/v1/audit?before=0', undefined, 400, 'VALIDATION_FAILED', /query\.before/],
+      ['GET', '/v1/audit?before=abc', undefined, 400, 'VALIDATION_FAILED', /query\.before/],
+      ['GET', '/v1/audit?before=1.5', undefined, 400, 'VALIDATION_FAILED', /query\.before/],
+      ['GET', '/v1/audit?before=9007199254740992', undefined, 400, 'VALIDATION_FAILED', /query\.before/],
+      ['GET', '/v1/audit?anonymous=yes', undefined, 400, 'VALIDATION_FAILED', /query\.anonymous/],
     ];
     for (const [method, url, payload, status, code, message] of cases) {
       const res = await call(bed.auth, method, url, payload);
