@@ -104,10 +104,25 @@ export class S3ChunkStore {
 
   /** {@link getChunk}'s bytes as the parts they arrived in (in order; `sizeBytes` in all), from `key` (default its chunk key). Same errors. */
   async getChunkParts(sha256: string, sizeBytes: number, signal?: AbortSignal, key = this.chunkKey(sha256)): Promise<Buffer[]> {
-    // A raw chunk (most of a gVisor image) is hashed while it arrives; a compressed one once decompressed.
-    const got = await this.get(key, signal, 'fetch a chunk', true);
+    const parts: Buffer[] = [];
+    await this.getChunkInto(sha256, sizeBytes, (part) => void parts.push(part), signal, key);
+    return parts;
+  }
+
+  /**
+   * {@link getChunk}'s bytes handed to `sink` as they arrive (`at`: the part's offset in the chunk; a
+   * compressed chunk comes as one part once decompressed), so that none is held longer than a socket
+   * read: a download that kept each chunk whole until its end held up to `parallelism` chunks of up to
+   * 8 MiB, and its collections were a third of its CPU (docs/design/STORAGE.md, "Streaming writes").
+   * The check comes at the end: when it throws, `sink` has been given bytes that are not the chunk's and
+   * the caller must discard them (a download removes its image directory). Same errors as {@link getChunk}.
+   */
+  async getChunkInto(sha256: string, sizeBytes: number, sink: (part: Buffer, at: number) => void, signal?: AbortSignal, key = this.chunkKey(sha256)): Promise<void> {
+    // A raw chunk (most of a gVisor image) is hashed and handed on while it arrives; a compressed one once decompressed.
+    const got = await this.get(key, signal, 'fetch a chunk', true, (part, at) => {
+      if (at + part.length <= sizeBytes) sink(part, at); // past the end: corrupt, and the size check below says so
+    });
     if (!got) throw new RamifyError('RUNTIME_ERROR', `chunk ${sha256} is missing from the bucket`, { reason: 'missing-chunk', chunk: sha256 });
-    let parts = got.parts;
     let length = got.length;
     let actual = got.sha256;
     if (got.encoding === 'br') {
@@ -117,13 +132,17 @@ export class S3ChunkStore {
       } catch (error) {
         throw new RamifyError('RUNTIME_ERROR', `chunk ${sha256} in the bucket does not decompress (${(error as Error).message})`, { reason: 'checksum-mismatch', chunk: sha256 });
       }
-      [parts, length, actual] = [[data], data.length, null];
+      length = data.length;
+      actual = createHash('sha256').update(data).digest('hex');
+      if (actual === sha256 && length === sizeBytes) sink(data, 0);
+    } else if (got.encoding !== 'identity') {
+      // Another encoding's name on raw bytes (kept whole): the sha256 decides, as for any raw chunk.
+      actual = got.parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest('hex');
+      if (actual === sha256 && length === sizeBytes) got.parts.reduce((at, part) => (sink(part, at), at + part.length), 0);
     }
-    actual ??= parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest('hex');
     if (actual !== sha256 || length !== sizeBytes) {
       throw new RamifyError('RUNTIME_ERROR', `chunk ${sha256} in the bucket is corrupt: ${length} bytes with sha256 ${actual}, expected ${sizeBytes} bytes`, { reason: 'checksum-mismatch', chunk: sha256 });
     }
-    return parts;
   }
 
   /** Write `snapshotId`'s manifest (the commit point of an upload). @throws RamifyError STORAGE_UNAVAILABLE. */
@@ -212,17 +231,24 @@ export class S3ChunkStore {
    * hashed as its parts arrive (`sha256`, hex). The body comes as the parts it arrived in (`length`
    * bytes in all): a caller that writes them needs no copy of the object, and makes no 1 MiB garbage.
    */
-  private async get(key: string, signal: AbortSignal | undefined, what: string, hashRaw = false): Promise<{ parts: Buffer[]; length: number; encoding: string; sha256: string | null } | null> {
+  /**
+   * GetObject `key`: its parts as they arrived, their length and encoding, and (`hashRaw`, when stored
+   * raw) their sha256. With `onRaw`, a raw body's parts go to it as they arrive and are not kept
+   * (`parts` is empty); a compressed body is kept whole as usual. Null when the object does not exist.
+   */
+  private async get(key: string, signal: AbortSignal | undefined, what: string, hashRaw = false, onRaw?: (part: Buffer, at: number) => void): Promise<{ parts: Buffer[]; length: number; encoding: string; sha256: string | null } | null> {
     try {
       const answer = await this.client.send(new GetObjectCommand({ Bucket: this.options.bucket, Key: key }), { abortSignal: signal });
       const encoding = answer.Metadata?.[ENCODING_KEY] ?? 'identity';
       const hash = hashRaw && encoding === 'identity' ? createHash('sha256') : null;
+      const sink = encoding === 'identity' ? onRaw : undefined;
       const parts: Buffer[] = [];
       let length = 0;
       for await (const part of (answer.Body as AsyncIterable<Uint8Array> | undefined) ?? []) {
         const buffer = Buffer.isBuffer(part) ? part : Buffer.from(part.buffer, part.byteOffset, part.byteLength);
         hash?.update(buffer);
-        parts.push(buffer);
+        if (sink) sink(buffer, length);
+        else parts.push(buffer);
         length += buffer.length;
       }
       return { parts, length, encoding, sha256: hash?.digest('hex') ?? null };

@@ -11,8 +11,11 @@ export interface DownloadWorkerData {
 }
 
 export type ToDownloadWorker =
-  /** Fetch share `share.index` of `share.of` of the manifest's chunks into files the main thread prepared. */
-  | { kind: 'download'; id: number; manifest: RemoteManifest; imageDir: string; parallelism: number; share: { index: number; of: number } }
+  /**
+   * Fetch the manifest's chunks into files the main thread prepared, with the other threads: `share.next`
+   * is the index of the next chunk to take (on a SharedArrayBuffer; download.ts, `share`).
+   */
+  | { kind: 'download'; id: number; manifest: RemoteManifest; imageDir: string; parallelism: number; share: { next: Int32Array } }
   | { kind: 'cancel'; id: number };
 
 export type FromDownloadWorker =

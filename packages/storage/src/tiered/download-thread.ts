@@ -1,7 +1,7 @@
 /**
  * `DownloadThreads`: snapshot downloads (the cold half of a cross-host resume) run on threads of their own
- * (`node:worker_threads`, ./download-worker.ts), each fetching a share of an image's chunks into files the
- * main thread prepared. Receiving ~90 MB of chunks through the SDK allocates a buffer per socket read; on
+ * (`node:worker_threads`, ./download-worker.ts), taking an image's chunks from one shared counter (the next
+ * free request on either thread fetches the next chunk) into files the main thread prepared. Receiving ~90 MB of chunks through the SDK allocates a buffer per socket read; on
  * the daemon's large heap that set off a full collection every few tens of MB, and the main thread hashed
  * every byte too: a download kept the main thread 60-85 % busy and took 2.5x as long as the same download
  * in a small process. On threads the collections scan small heaps, and two threads hash and parse on two
@@ -57,7 +57,7 @@ export class DownloadThreads {
   }
 
   /**
-   * Download `job.manifest` into `job.imageDir`, each thread fetching its share of the chunks, with the
+   * Download `job.manifest` into `job.imageDir`, the threads taking its chunks from one counter, with the
    * same checks and errors as `downloadSnapshot` (download.ts): resolves with the image's bytes.
    * @throws RamifyError `RUNTIME_ERROR` (corrupt or missing chunk), `STORAGE_UNAVAILABLE` (the bucket, or
    *   a thread, failed); the signal's reason when aborted. The first failure stops the other threads' shares.
@@ -73,9 +73,10 @@ export class DownloadThreads {
     try {
       ({ bytes } = await prepareImageFiles(job.manifest, job.imageDir));
       stop.signal.throwIfAborted();
+      const share = { next: new Int32Array(new SharedArrayBuffer(4)) };
       await Promise.allSettled(
-        this.#threads.map((thread, index) =>
-          thread.run({ ...job, parallelism: Math.max(1, Math.ceil(job.parallelism / of)), share: { index, of }, signal: stop.signal }).catch((error: unknown) => {
+        this.#threads.map((thread) =>
+          thread.run({ ...job, parallelism: Math.max(1, Math.ceil(job.parallelism / of)), share, signal: stop.signal }).catch((error: unknown) => {
             first ??= { error };
             stop.abort(error);
           }),
@@ -125,7 +126,7 @@ class DownloadThread {
     this.#worker = worker;
   }
 
-  run(job: Omit<DownloadJob, 'signal'> & { share: { index: number; of: number }; signal: AbortSignal }): Promise<void> {
+  run(job: Omit<DownloadJob, 'signal'> & { share: { next: Int32Array }; signal: AbortSignal }): Promise<void> {
     this.start();
     const worker = this.#worker!;
     const id = this.#nextId++;

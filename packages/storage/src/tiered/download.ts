@@ -5,11 +5,13 @@
  * own sha256 (computed by the uploader in the same pass as the chunks') is not computed again here: that
  * second pass cost as much CPU as the first (bench/scale-out/download.mjs). Chunks are fetched up to
  * `parallelism` at once across all the image's files (not a window per file, drained at each file's
- * end), and each is written at its offset as soon as it has arrived and been checked, in whatever order
- * they come; zero chunks are left as holes.
+ * end), largest first (content-defined chunks are 0.5-8 MiB: a large one taken last would be the download's
+ * tail), and each socket read is written at its offset as it arrives (the chunk's check at its end fails
+ * the download, which the caller then removes); zero chunks are left as holes.
  */
 import { RamifyError } from '@ramify/contracts';
 import { createHash } from 'node:crypto';
+import { writeSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { S3ChunkStore } from '../s3/s3-chunk-store.js';
@@ -26,10 +28,12 @@ export interface DownloadOptions {
   /** Chunks seen in the bucket are added (a later upload of the same bytes skips them). */
   chunks: Pick<ChunkIndex, 'add'>;
   /**
-   * Fetch only share `index` of `of` of the image's chunks (every `of`-th, from `index`), into files
-   * {@link prepareImageFiles} made already: several threads download one image together.
+   * Several threads download one image together, into files {@link prepareImageFiles} made already:
+   * `next` (one Int32 on a SharedArrayBuffer, starting at 0) is the index of the next chunk to fetch,
+   * taken with `Atomics.add` by whichever thread has a request free, so that no thread idles while
+   * another still has a queue (a fixed split by count left one thread with most of the bytes).
    */
-  share?: { index: number; of: number };
+  share?: { next: Int32Array };
   signal?: AbortSignal;
 }
 
@@ -58,7 +62,10 @@ function checkChunkSizes(manifest: RemoteManifest): number {
   return bytes;
 }
 
-/** The chunks of `manifest` to fetch, in order (zero chunks are holes, not fetched); its sizes checked already. */
+/**
+ * The chunks of `manifest` to fetch, largest first (zero chunks are holes, not fetched); its sizes
+ * checked already. The order is the same in every thread (a stable sort of the manifest's order).
+ */
 function chunkTasks(manifest: RemoteManifest): ChunkTask[] {
   const tasks: ChunkTask[] = [];
   learnZeroShas(Object.values(manifest.files).flatMap((file) => file.chunks.map((chunk) => chunk.sizeBytes)));
@@ -69,7 +76,7 @@ function chunkTasks(manifest: RemoteManifest): ChunkTask[] {
       offset += chunk.sizeBytes;
     }
   }
-  return tasks;
+  return tasks.sort((a, b) => b.sizeBytes - a.sizeBytes);
 }
 
 /**
@@ -104,21 +111,34 @@ export async function downloadSnapshot(options: DownloadOptions): Promise<{ byte
   const snapshotId = manifest.snapshot.snapshotId;
   // A share's files were prepared (and the manifest checked) by the caller.
   const { bytes } = share ? { bytes: checkChunkSizes(manifest) } : await prepareImageFiles(manifest, options.imageDir);
-  const all = chunkTasks(manifest);
-  const tasks = share ? all.filter((_, i) => i % share.of === share.index) : all;
+  const tasks = chunkTasks(manifest);
+  let taken = 0;
+  const take = (): ChunkTask | undefined => tasks[share ? Atomics.add(share.next, 0, 1) : taken++];
   const handles = new Map<string, FileHandle>();
   try {
     for (const relative of new Set(tasks.map((task) => task.relative))) handles.set(relative, await open(join(options.imageDir, relative), 'r+'));
-    let next = 0;
     let failure: { error: unknown } | null = null as { error: unknown } | null;
     const worker = async (): Promise<void> => {
-      while (next < tasks.length && !failure) {
-        const task = tasks[next++]!;
+      while (!failure) {
+        const task = take();
+        if (!task) return;
         try {
           signal?.throwIfAborted();
-          const data = await store.getChunkParts(task.sha256, task.sizeBytes, signal);
+          // Each part is written where it goes as it arrives (synchronously: ~10 µs into the page cache, on a
+          // download thread; one at a time through the thread pool cost more), and a write error is thrown
+          // once the chunk is in, as itself (not as the bucket's failure).
+          const fd = handles.get(task.relative)!.fd;
+          let writeError: { error: unknown } | null = null;
+          await store.getChunkInto(task.sha256, task.sizeBytes, (part, at) => {
+            if (writeError) return;
+            try {
+              for (let done = 0; done < part.length; ) done += writeSync(fd, part, done, part.length - done, task.offset + at + done);
+            } catch (error) {
+              writeError = { error };
+            }
+          }, signal);
+          if (writeError) throw (writeError as { error: unknown }).error;
           options.chunks.add(task.sha256);
-          await handles.get(task.relative)!.writev(data, task.offset);
         } catch (error) {
           failure ??= { error: naming(error, snapshotId, task.relative) };
         }
