@@ -3,7 +3,7 @@
  * It owns an S3 client of its own (made from the connection options it was started with) and runs
  * {@link downloadSnapshot} on its share of each image's chunks, so that the chunks' bytes are received,
  * hashed, decompressed and written on this thread's event loop and collected by this thread's small heap
- * (docs/design/STORAGE.md, "Downloads on a thread of their own").
+ * (docs/design/STORAGE.md, "Downloads on threads of their own").
  *
  * Every module this thread imports loads again in its isolate: the modules on its path (download.ts,
  * download-protocol.ts, the s3/ modules) take values from `@ramify/contracts/client`, not from
