@@ -5,6 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { realpathSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -105,10 +106,11 @@ describe('serve() with the fake runtime (bootstrap and restart wiring only)', ()
   test('one daemon per data directory: a second serve() is refused with DATA_DIR_IN_USE; close() and a failed start free it', async () => {
     const first = await start(() => undefined);
     try {
-      await assert.rejects(start(() => undefined), (err: { code?: string; message?: string; details?: { pid?: number; dataDir?: string } }) => {
+      const program = realpathSync(process.argv[1] as string);
+      await assert.rejects(start(() => undefined), (err: { code?: string; message?: string; details?: Record<string, unknown> }) => {
         assert.equal(err.code, 'DATA_DIR_IN_USE');
-        assert.deepEqual(err.details, { dataDir, pid: process.pid });
-        assert.match(err.message ?? '', new RegExp(`pid ${process.pid}.*--data-dir`));
+        assert.deepEqual({ ...err.details, startedAt: typeof err.details?.startedAt }, { dataDir, pid: process.pid, url: first.url, program, startedAt: 'string' });
+        assert.match(err.message ?? '', new RegExp(`'${dataDir}' is in use .*pid ${process.pid}, API ${first.url}, program ${program}, started .*kill ${process.pid} .*--data-dir`));
         return true;
       });
       assert.equal((await fetch(`${first.url}/v1/health`)).status, 200, 'the first daemon is untouched');

@@ -236,6 +236,8 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       advertiseUrl: options.advertiseUrl as string, ...options.hostLease,
       ...(ingress ? { ingressListen: ingress.address } : {}), ...(ssh ? { sshListen: ssh.address } : {}),
     });
+    // What `DATA_DIR_IN_USE` and `ramify serve --detach` tell a user about this daemon (data-dir-lock.ts).
+    lock.record({ url: address });
     logger.info('ramify serving', { url: address, dataDir, hostId: core.hostId, role });
     const listening = app;
     return {
