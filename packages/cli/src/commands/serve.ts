@@ -23,7 +23,7 @@ interface DaemonModule {
     metricsAddress: string | null; otlpUrl: string | null;
     url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; database: string; ingress: { address: string; url: string } | null;
     core: { pool: { stats(): { mode: string; budgetMB: number } }; hostId: string };
-    ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(): Promise<void>;
+    ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(reason?: 'SIGTERM' | 'SIGINT' | 'close'): Promise<void>;
     role: string; drain(): Promise<{ paused: string[]; failed: string[]; uploadsDone: boolean } | null>;
   }>;
   resetNetwork(options: { dataDir: string; prefix: string }): Promise<{ prefix: string; namespaces: number }>;
@@ -289,7 +289,7 @@ export function registerServe(program: Command, env: CliEnv): void {
         const drained = await server.drain();
         if (drained) ctx.note(`ramify: drained: ${drained.paused.length} paused, ${drained.failed.length} could not be paused, uploads ${drained.uploadsDone ? 'done' : 'NOT done (their sandboxes resume only here)'}`);
       }
-      await server.close();
+      await server.close(signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
     }));
 }
 
