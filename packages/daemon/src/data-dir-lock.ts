@@ -1,20 +1,26 @@
 /**
  * One daemon per data directory: `serve()` takes an exclusive lock on `<dataDir>/daemon.lock` before it
  * touches anything (the store, the network, the egress table and its ulogd NFLOG group), and a second
- * daemon on the same directory stops at once with `DATA_DIR_IN_USE` naming the holder's pid.
+ * daemon on the same directory stops at once with `DATA_DIR_IN_USE` naming the holder (pid, API URL,
+ * program, start time) and how to stop it.
  *
  * The lock is an open file description lock (Linux `fcntl(F_OFD_SETLK)`, through `fs-native-extensions`):
  * the kernel drops it when the holder's last descriptor of the file closes, so a daemon that crashes or is
  * killed with `kill -9` leaves no stale lock, and no pid is ever guessed alive or dead. Two opens conflict
  * even within one process, so a second `serve()` in the same process is refused too. Node opens files
  * close-on-exec: the daemon's children (runsc, ulogd) never inherit it. The file is never removed (a
- * removed lock file lets two daemons lock two different files); its content, `{ pid, startedAt }` of the
- * holder, is read only to name the holder in the error.
+ * removed lock file lets two daemons lock two different files); its content, {@link DataDirHolderRecord}
+ * of the holder, is read only to name the holder (docs/design/ARCHITECTURE.md, "One daemon per data
+ * directory").
+ *
+ * This module is also the light entry `@ramify/daemon/data-dir-lock`: `ramify serve --detach` asks it who
+ * holds a data directory without loading the daemon (it imports only `@ramify/contracts/client`).
  */
-import { closeSync, constants, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, ftruncateSync, openSync, readFileSync, realpathSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { RamifyError } from '@ramify/contracts';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { RamifyError } from '@ramify/contracts/client';
 
 /** The lock file's name in the data directory. */
 export const DATA_DIR_LOCK_FILE = 'daemon.lock';
@@ -23,23 +29,43 @@ export const DATA_DIR_LOCK_FILE = 'daemon.lock';
 export interface DataDirLock {
   /** `<dataDir>/daemon.lock`. */
   readonly path: string;
+  /** Add `fields` to what the lock file says about this holder (`serve()` records its API URL once it listens). */
+  record(fields: Pick<DataDirHolderRecord, 'url'>): void;
   /** Let the next daemon have the directory (idempotent). */
   release(): void;
 }
 
-/** What the lock file says about its holder. */
-interface Holder {
+/** What the lock file says about its holder (one JSON line). */
+export interface DataDirHolderRecord {
   pid: number;
   /** ISO 8601. */
   startedAt: string;
+  /** The script the holder runs (`process.argv[1]`, symlinks resolved: which clone's `ramify`), absent in files of older daemons. */
+  program?: string;
+  /** The holder's API URL (`http://127.0.0.1:7423`), recorded once it listens; absent before. */
+  url?: string;
+}
+
+/** The process holding a data directory's lock, as {@link dataDirHolder} and `DATA_DIR_IN_USE` name it. */
+export interface DataDirHolder {
+  /** The data directory, absolute. */
+  dataDir: string;
+  /** null while the holder has not written the file yet (it is starting). */
+  pid: number | null;
+  /** ISO 8601; null when unknown. */
+  startedAt: string | null;
+  /** Its API URL; null before it listens (or for a lock not held by a daemon, e.g. `--reset-network`). */
+  url: string | null;
+  /** The script it runs, from the lock file, else from `/proc/<pid>/cmdline`; null when neither says. */
+  program: string | null;
 }
 
 const nativeLock = createRequire(import.meta.url)('fs-native-extensions') as { tryLock(fd: number, options?: { shared?: boolean }): boolean };
 
 /**
- * Take the data directory's lock (the directory must exist).
- * @throws RamifyError `DATA_DIR_IN_USE` when another daemon holds it (details: `dataDir`, `pid` of the holder
- *   or null when it has not written it yet); the file system's error when the file cannot be opened.
+ * Take the data directory's lock (the directory must exist) and write this process's {@link DataDirHolderRecord}.
+ * @throws RamifyError `DATA_DIR_IN_USE` when another daemon holds it (details: see {@link dataDirInUse});
+ *   the file system's error when the file cannot be opened.
  */
 export function lockDataDir(dataDir: string): DataDirLock {
   const path = join(dataDir, DATA_DIR_LOCK_FILE);
@@ -54,14 +80,25 @@ export function lockDataDir(dataDir: string): DataDirLock {
   }
   if (!locked) {
     closeSync(fd);
-    throw inUse(dataDir, readHolder(path));
+    throw dataDirInUse(holderOf(dataDir, readRecord(path)));
   }
-  const holder: Holder = { pid: process.pid, startedAt: new Date().toISOString() };
-  ftruncateSync(fd, 0);
-  writeSync(fd, `${JSON.stringify(holder)}\n`, 0);
+  let record: DataDirHolderRecord = { pid: process.pid, startedAt: new Date().toISOString(), program: thisProgram() };
+  const write = (): void => {
+    // Written over the old content, then cut to length: a reader sees the old record or the new one
+    // (a longer record, as `record()` makes, covers the old one entirely), never an empty file.
+    const line = Buffer.from(`${JSON.stringify(record)}\n`);
+    writeSync(fd, line, 0, line.length, 0);
+    ftruncateSync(fd, line.length);
+  };
+  write();
   let held = true;
   return {
     path,
+    record: (fields) => {
+      if (!held) return;
+      record = { ...record, ...fields };
+      write();
+    },
     release: () => {
       if (!held) return;
       held = false;
@@ -70,20 +107,106 @@ export function lockDataDir(dataDir: string): DataDirLock {
   };
 }
 
-function inUse(dataDir: string, holder: Holder | null): RamifyError {
-  const who = holder ? `pid ${holder.pid}, started ${holder.startedAt}` : 'a process that is starting';
+/**
+ * The process holding `dataDir`'s lock now, or null when none does (no lock file, or the lock is free).
+ * Reads the lock file and never writes it. It probes with a shared lock taken and dropped at once: a daemon
+ * starting on the directory in that same instant would be refused as if the directory were held.
+ * @throws the file system's error when the lock file exists but cannot be opened.
+ */
+export function dataDirHolder(dataDir: string): DataDirHolder | null {
+  const path = join(dataDir, DATA_DIR_LOCK_FILE);
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  try {
+    if (nativeLock.tryLock(fd, { shared: true })) return null;
+    return holderOf(dataDir, readRecord(path));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * `pid 1234, API http://127.0.0.1:7423, program /home/a/ramify/packages/cli/dist/main.js, started
+ * 2026-12-07T09:40:00.000Z`: what names a holder in messages (the parts it knows).
+ */
+export function describeHolder(holder: DataDirHolder): string {
+  if (holder.pid === null) return 'a process that is starting';
+  return [
+    `pid ${holder.pid}`,
+    ...(holder.url ? [`API ${holder.url}`] : []),
+    ...(holder.program ? [`program ${holder.program}`] : []),
+    ...(holder.startedAt ? [`started ${holder.startedAt}`] : []),
+  ].join(', ');
+}
+
+/** `kill 1234 (SIGTERM: ...)`: how to stop a holder (the CLI has no stop command; the daemon stops cleanly on SIGTERM). */
+export function stopHint(holder: DataDirHolder): string {
+  return holder.pid === null
+    ? `SIGTERM to the pid it writes in ${join(holder.dataDir, DATA_DIR_LOCK_FILE)} as it starts`
+    : `kill ${holder.pid} (SIGTERM: it stops cleanly; its sandboxes keep running)`;
+}
+
+/**
+ * The `DATA_DIR_IN_USE` error of a directory `holder` holds: its message names the directory, the holder
+ * ({@link describeHolder}), how to stop it and how to run a second daemon; details `dataDir`, `pid` (null
+ * when unknown), `url`, `program`, `startedAt`.
+ */
+export function dataDirInUse(holder: DataDirHolder): RamifyError {
   return new RamifyError(
     'DATA_DIR_IN_USE',
-    `the data directory '${dataDir}' is in use by another ramify daemon (${who}). One daemon per data directory: `
-      + 'stop that daemon first, or give this one a data directory of its own (--data-dir DIR or RAMIFY_HOME, and its own --network-prefix)',
-    { dataDir, pid: holder?.pid ?? null },
+    `the data directory '${holder.dataDir}' is in use by another ramify daemon (${describeHolder(holder)}). One daemon per data directory: `
+      + `stop that daemon first, with ${stopHint(holder)}, or give this one a data directory of its own (--data-dir DIR or RAMIFY_HOME, and its own --network-prefix)`,
+    { dataDir: holder.dataDir, pid: holder.pid, url: holder.url, program: holder.program, startedAt: holder.startedAt },
   );
 }
 
-function readHolder(path: string): Holder | null {
+function holderOf(dataDir: string, record: DataDirHolderRecord | null): DataDirHolder {
+  return {
+    dataDir: resolve(dataDir),
+    pid: record?.pid ?? null,
+    startedAt: record?.startedAt ?? null,
+    url: record?.url ?? null,
+    program: record?.program ?? (record ? programOf(record.pid) : null),
+  };
+}
+
+/** The script this process runs, symlinks resolved (`/usr/local/bin/ramify` -> the clone's `main.js`); this module's own path without one. */
+function thisProgram(): string {
+  const script = process.argv[1];
+  if (script) {
+    try {
+      return realpathSync(script);
+    } catch {
+      return resolve(script);
+    }
+  }
+  return fileURLToPath(import.meta.url);
+}
+
+/** The script process `pid` runs, from `/proc/<pid>/cmdline` (its first argument after the interpreter that is not a flag); null when gone or unreadable. */
+export function programOf(pid: number): string | null {
   try {
-    const parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<Holder>;
-    return typeof parsed.pid === 'number' && typeof parsed.startedAt === 'string' ? { pid: parsed.pid, startedAt: parsed.startedAt } : null;
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+    return argv.slice(1).find((a) => !a.startsWith('-')) ?? argv[0] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function readRecord(path: string): DataDirHolderRecord | null {
+  try {
+    const parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<DataDirHolderRecord>;
+    if (typeof parsed.pid !== 'number' || typeof parsed.startedAt !== 'string') return null;
+    return {
+      pid: parsed.pid, startedAt: parsed.startedAt,
+      ...(typeof parsed.program === 'string' ? { program: parsed.program } : {}),
+      ...(typeof parsed.url === 'string' ? { url: parsed.url } : {}),
+    };
   } catch {
     return null;
   }

@@ -1,7 +1,8 @@
 /**
  * @ramify/daemon: the composition root and HTTP/WebSocket server of Ramify.
  */
-export { serve, adaptLogger, type ServeOptions, type RamifyServer } from './serve.js';
+export { serve, adaptLogger, type ServeOptions, type RamifyServer, type StopReason } from './serve.js';
+export { dataDirHolder, dataDirInUse, describeHolder, stopHint, programOf, DATA_DIR_LOCK_FILE, type DataDirHolder, type DataDirHolderRecord } from './data-dir-lock.js';
 export { buildApp, API_ROUTES, type BuildAppOptions } from './app.js';
 export { compose, type ComposeOptions, type ComposeOverrides, type Composition, type NetworkOptions } from './compose.js';
 export type { GvisorOptions, MicrovmOptions } from './runtimes.js';

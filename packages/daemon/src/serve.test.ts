@@ -1,16 +1,19 @@
 /**
  * `serve()` over a real socket with the real store and snapshot storage, but core's FAKE runtime,
- * network and agent (bootstrap, API key file, restart + reconcile wiring, streamed upload over HTTP;
- * NOT runtime coverage).
+ * network and agent (bootstrap, API key file, restart + reconcile wiring, streamed upload over HTTP, the
+ * data directory's lock and the log's start, failed-start and stop lines; NOT runtime coverage).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { realpathSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import type { DestinationStream } from 'pino';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeNetwork, FakeRuntime, seedTemplate } from '@ramify/core/testing';
 import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING } from '@ramify/contracts';
 import { API_KEY_FILE, DEFAULT_DATA_DIR, resolveDataDir, resolveMaxOutputBytes, resolveWebhookAllowPrivate } from './config.js';
+import { dataDirHolder } from './data-dir-lock.js';
 import { serve, type RamifyServer } from './serve.js';
 
 let dataDir: string;
@@ -23,8 +26,15 @@ after(async () => {
 
 const runtime = new FakeRuntime();
 const network = new FakeNetwork();
-const start = (print: (line: string) => void): Promise<RamifyServer> =>
-  serve({ dataDir, port: 0, logLevel: 'silent', print, overrides: { runtimes: [runtime], network, connectAgent: runtime.connectAgent, templateBuilder: null } });
+/** Start a daemon on `dataDir` with the fake runtime; its log is off, or at `info` into `log`. */
+const start = (print: (line: string) => void, log?: DestinationStream): Promise<RamifyServer> =>
+  serve({ dataDir, port: 0, print, overrides: { runtimes: [runtime], network, connectAgent: runtime.connectAgent, templateBuilder: null }, ...(log ? { logLevel: 'info', logDestination: log } : { logLevel: 'silent' }) });
+
+/** A log destination that keeps the JSON lines written to it. */
+function logCapture(): DestinationStream & { lines(): Array<Record<string, unknown>> } {
+  const written: string[] = [];
+  return { write: (line: string) => void written.push(line), lines: () => written.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
 
 describe('serve() with the fake runtime (bootstrap and restart wiring only)', () => {
   test('first start makes one API key, prints it once, saves it 0600; a restart re-attaches running sandboxes and keeps their last use', async () => {
@@ -102,20 +112,32 @@ describe('serve() with the fake runtime (bootstrap and restart wiring only)', ()
     assert.throws(() => resolveWebhookAllowPrivate(undefined, { RAMIFY_WEBHOOK_ALLOW_PRIVATE: 'maybe' }), { code: 'VALIDATION_FAILED' });
   });
 
-  test('one daemon per data directory: a second serve() is refused with DATA_DIR_IN_USE; close() and a failed start free it', async () => {
-    const first = await start(() => undefined);
+  test('one daemon per data directory: a second serve() is refused with DATA_DIR_IN_USE naming the first; close() and a failed start free it', async () => {
+    const firstLog = logCapture();
+    const first = await start(() => undefined, firstLog);
+    const program = realpathSync(process.argv[1] as string);
     try {
-      await assert.rejects(start(() => undefined), (err: { code?: string; message?: string; details?: { pid?: number; dataDir?: string } }) => {
+      const secondLog = logCapture();
+      await assert.rejects(start(() => undefined, secondLog), (err: { code?: string; message?: string; details?: Record<string, unknown> }) => {
         assert.equal(err.code, 'DATA_DIR_IN_USE');
-        assert.deepEqual(err.details, { dataDir, pid: process.pid });
-        assert.match(err.message ?? '', new RegExp(`pid ${process.pid}.*--data-dir`));
+        assert.deepEqual({ ...err.details, startedAt: typeof err.details?.startedAt }, { dataDir, pid: process.pid, url: first.url, program, startedAt: 'string' });
+        assert.match(err.message ?? '', new RegExp(`'${dataDir}' is in use .*pid ${process.pid}, API ${first.url}, program ${program}, started .*kill ${process.pid} .*--data-dir`));
         return true;
       });
+      assert.deepEqual(secondLog.lines().map((l) => [l.msg, l.code, l.dataDir]), [['ramify failed to start', 'DATA_DIR_IN_USE', dataDir]], 'a failed start says so in its log');
       assert.equal((await fetch(`${first.url}/v1/health`)).status, 200, 'the first daemon is untouched');
+      assert.equal(dataDirHolder(dataDir)?.url, first.url);
     } finally {
-      await first.close();
+      await first.close('SIGTERM');
     }
-    await assert.rejects(serve({ dataDir, port: 0, logLevel: 'silent', maxOutputBytes: -1, overrides: { runtimes: [runtime], network, connectAgent: runtime.connectAgent, templateBuilder: null } }), { code: 'VALIDATION_FAILED' });
+    // The stop line mirrors the start line, with the reason, once the lock is released.
+    const identity = { url: first.url, dataDir, hostId: first.core.hostId, role: 'single' };
+    assert.deepEqual(firstLog.lines().filter((l) => String(l.msg).startsWith('ramify ')).map(({ msg, url, dataDir: dir, hostId, role, reason }) => ({ msg, url, dataDir: dir, hostId, role, reason })),
+      [{ msg: 'ramify serving', ...identity, reason: undefined }, { msg: 'ramify stopped', ...identity, reason: 'SIGTERM' }]);
+    assert.equal(dataDirHolder(dataDir), null, 'stopped: nothing holds the directory');
+    const invalid = logCapture();
+    await assert.rejects(serve({ dataDir, port: 0, logLevel: 'info', logDestination: invalid, maxOutputBytes: -1, overrides: { runtimes: [runtime], network, connectAgent: runtime.connectAgent, templateBuilder: null } }), { code: 'VALIDATION_FAILED' });
+    assert.deepEqual(invalid.lines().map((l) => [l.msg, l.code]), [['ramify failed to start', 'VALIDATION_FAILED']]);
     const next = await start(() => undefined);
     await next.close();
   });

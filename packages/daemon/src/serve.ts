@@ -4,7 +4,7 @@
  * operations, remove orphans) → timeout, liveness, auto-pause and usage schedulers → HTTP + WebSocket listener.
  */
 import { chmod, mkdir } from 'node:fs/promises';
-import { pino, type Logger as Pino } from 'pino';
+import { pino, type DestinationStream, type Logger as Pino } from 'pino';
 import { totalmem } from 'node:os';
 import { defaultWarmPoolBudgetMB, parseWarmPoolSpec, type WarmPoolConfig } from '@ramify/contracts';
 import {
@@ -53,6 +53,8 @@ export interface ServeOptions {
   port?: number;
   /** Log level of the daemon's JSON log (stderr); default `info`. `silent` turns it off. */
   logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Where the JSON log lines go; default stderr (`ramify serve --detach`: `<dataDir>/serve.log`). Tests capture them. */
+  logDestination?: DestinationStream;
   /** Where the first-start API key line is printed; default stdout. */
   print?: (line: string) => void;
   /** Skip reconcile on start (tests of the HTTP edge only). Default `run`. */
@@ -123,6 +125,9 @@ export interface ServeOptions {
   webhookAllowPrivate?: boolean;
 }
 
+/** Why a daemon stops, as its `ramify stopped` log line says: the signal `ramify serve` received, or `close` (a caller of {@link RamifyServer.close}). */
+export type StopReason = 'SIGTERM' | 'SIGINT' | 'close';
+
 export interface RamifyServer {
   /** `http://host:port` actually listened on. */
   url: string;
@@ -152,12 +157,17 @@ export interface RamifyServer {
    * other roles: nothing. `ramify serve --role host` calls it on SIGTERM, before {@link close}.
    */
   drain(): Promise<{ paused: string[]; failed: string[]; uploadsDone: boolean } | null>;
-  /** Stop listening, stop the scheduler, close agent channels and the store. Sandboxes keep running. */
-  close(): Promise<void>;
+  /**
+   * Stop listening, stop the scheduler, close agent channels and the store, release the data directory;
+   * then log `ramify stopped` with `reason` (`ramify serve` passes the signal it received, `SIGTERM` or
+   * `SIGINT`; default `close`), or `ramify stop failed` when a step failed (and rethrow). Sandboxes keep running.
+   */
+  close(reason?: StopReason): Promise<void>;
 }
 
 /**
- * Start the daemon. Rejects when the port is taken or the data directory cannot be used;
+ * Start the daemon; its log says `ramify serving` (url, dataDir, hostId, role) once the API answers, and
+ * `ramify failed to start` (dataDir, role, code, error) when it rejects. Rejects when the port is taken or the data directory cannot be used;
  * `DATA_DIR_IN_USE` when another daemon holds the data directory (its lock, data-dir-lock.ts: taken before
  * anything else is opened, released by `close()` or the process's end);
  * `VALIDATION_FAILED` for a bad `maxOutputBytes`, snapshot storage setting or database URL; `STORAGE_UNAVAILABLE` when
@@ -166,9 +176,23 @@ export interface RamifyServer {
  */
 export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   const dataDir = resolveDataDir(options.dataDir);
+  const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, options.logDestination ?? pino.destination(2));
+  const role = options.role ?? 'single';
+  try {
+    return await start(options, dataDir, log);
+  } catch (err) {
+    // The counterpart of 'ramify serving' (and of 'ramify stopped'): a start that failed says so in the log,
+    // after start() released what it had opened.
+    adaptLogger(log).error('ramify failed to start', { dataDir, role, ...errorFields(err) });
+    log.flush();
+    throw err;
+  }
+}
+
+/** {@link serve}'s start, logging to `log`; on failure it releases what it opened and rethrows. */
+async function start(options: ServeOptions, dataDir: string, log: Pino): Promise<RamifyServer> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await chmod(dataDir, 0o700);
-  const log = pino({ level: options.logLevel ?? 'info', base: { svc: 'ramify' } }, pino.destination(2));
   const logger = adaptLogger(log);
   const snapshotStorage = resolveSnapshotStorage(options.snapshotStorage);
   const database = resolveDatabase(dataDir, options.databaseUrl);
@@ -236,7 +260,10 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       advertiseUrl: options.advertiseUrl as string, ...options.hostLease,
       ...(ingress ? { ingressListen: ingress.address } : {}), ...(ssh ? { sshListen: ssh.address } : {}),
     });
-    logger.info('ramify serving', { url: address, dataDir, hostId: core.hostId, role });
+    // What `DATA_DIR_IN_USE` and `ramify serve --detach` tell a user about this daemon (data-dir-lock.ts).
+    lock.record({ url: address });
+    const identity = { url: address, dataDir, hostId: core.hostId, role };
+    logger.info('ramify serving', identity);
     const listening = app;
     return {
       url: address,
@@ -253,7 +280,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
       otlpUrl: composition.tracing?.url ?? null,
       role,
       drain: async () => (agent ? agent.drain() : null),
-      close: async () => {
+      close: (reason = 'close') => loggedStop(log, { ...identity, reason }, async () => {
         agent?.stop();
         await sweep?.stop();
         await metricsListener?.close();
@@ -271,8 +298,7 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
         await core.pool.close();
         // The lock goes last, whatever happens: the next daemon may start as soon as it is free.
         await composition.close().finally(() => lock.release());
-        log.flush();
-      },
+      }),
     };
   } catch (err) {
     agent?.stop();
@@ -314,6 +340,30 @@ export function runtimeSummary(core: Pick<Core, 'runtimes' | 'unavailableRuntime
     ...core.runtimes.map((r) => `${r.name}: ${r.summary ?? 'ready'}`),
     ...Object.entries(core.unavailableRuntimes ?? {}).map(([name, why]) => `${name} unavailable: ${why}`),
   ];
+}
+
+/**
+ * Run `stop` (everything a daemon releases, its data directory's lock last), then log `ramify stopped` with
+ * `fields` (the counterpart of `ramify serving`; a crash or kill -9 writes none), or `ramify stop failed`
+ * with the error, which it rethrows.
+ */
+async function loggedStop(log: Pino, fields: Record<string, unknown>, stop: () => Promise<void>): Promise<void> {
+  const logger = adaptLogger(log);
+  try {
+    await stop();
+  } catch (err) {
+    logger.error('ramify stop failed', { ...fields, ...errorFields(err) });
+    log.flush();
+    throw err;
+  }
+  logger.info('ramify stopped', fields);
+  log.flush();
+}
+
+/** The log fields of a failure: `code` (a RamifyError's, else the Node error code, else `INTERNAL`) and `error`, its message. */
+function errorFields(err: unknown): { code: string; error: string } {
+  const code = (err as { code?: unknown } | null)?.code;
+  return { code: typeof code === 'string' ? code : 'INTERNAL', error: err instanceof Error ? err.message : String(err) };
 }
 
 /** Core's Logger over pino. */

@@ -1,7 +1,8 @@
 /** `ramify serve`: run the daemon in this process until SIGINT/SIGTERM. */
-import { spawn } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFile, spawn } from 'node:child_process';
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING } from '@ramify/contracts/client';
 import { getHealth, RamifyError } from '@ramify/sdk';
@@ -21,17 +22,44 @@ interface DaemonModule {
   }): Promise<{
     metricsAddress: string | null; otlpUrl: string | null;
     url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; database: string; ingress: { address: string; url: string } | null;
-    ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(): Promise<void>;
     core: { pool: { stats(): { mode: string; budgetMB: number } }; hostId: string };
+    ssh: { address: string; host: string; port: number; fingerprint: string } | null; close(reason?: 'SIGTERM' | 'SIGINT' | 'close'): Promise<void>;
     role: string; drain(): Promise<{ paused: string[]; failed: string[]; uploadsDone: boolean } | null>;
   }>;
   resetNetwork(options: { dataDir: string; prefix: string }): Promise<{ prefix: string; namespaces: number }>;
 }
 
-async function loadDaemon(): Promise<DaemonModule> {
-  const specifier = '@ramify/daemon';
+/** The process holding a data directory (`DataDirHolder` of `@ramify/daemon/data-dir-lock`). */
+interface DataDirHolder {
+  dataDir: string;
+  pid: number | null;
+  startedAt: string | null;
+  url: string | null;
+  program: string | null;
+}
+
+/** What `ramify serve --detach` uses of `@ramify/daemon/data-dir-lock`: the light entry that names who holds a data directory. */
+interface DataDirLockModule {
+  /** @throws the file system's error when the lock file exists but cannot be opened. */
+  dataDirHolder(dataDir: string): DataDirHolder | null;
+  /** The daemon's own `DATA_DIR_IN_USE` error for `holder`. */
+  dataDirInUse(holder: DataDirHolder): Error;
+  describeHolder(holder: DataDirHolder): string;
+  stopHint(holder: DataDirHolder): string;
+  /** The script process `pid` runs, from `/proc/<pid>/cmdline`; null when gone or unreadable. */
+  programOf(pid: number): string | null;
+  DATA_DIR_LOCK_FILE: string;
+}
+
+const loadDaemon = (): Promise<DaemonModule> => loadDaemonEntry<DaemonModule>('@ramify/daemon');
+
+/**
+ * Import an entry of `@ramify/daemon` (dynamically: the CLI builds and runs without it).
+ * @throws RamifyError RUNTIME_UNAVAILABLE when the package is not installed or not built.
+ */
+async function loadDaemonEntry<T>(specifier: string): Promise<T> {
   try {
-    return (await import(specifier)) as DaemonModule;
+    return (await import(specifier)) as T;
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
@@ -173,12 +201,12 @@ export function registerServe(program: Command, env: CliEnv): void {
     .option('--advertise-url <url>', 'with --role host: where API processes reach this host\'s API listener, e.g. http://10.0.0.5:7423')
     .option('--host <host>', 'address to listen on (default 127.0.0.1: loopback only)')
     .option('--port <port>', 'port to listen on (default 7423; 0 picks a free one)', intIn(0, 65535))
-    .option('--data-dir <dir>', 'data directory (default $RAMIFY_HOME, else /var/lib/ramify); one daemon per data directory: a second one exits at once with DATA_DIR_IN_USE naming the pid that holds it')
+    .option('--data-dir <dir>', 'data directory (default $RAMIFY_HOME, else /var/lib/ramify); one daemon per data directory: a second one exits at once with DATA_DIR_IN_USE naming the daemon that holds it (pid, API, program) and how to stop it')
     .option('--network-prefix <prefix>', "name prefix of this daemon's network namespaces, veths and nftables table, 1-4 lowercase letters (default 'rmf'); give a second daemon on the same host its own data directory and prefix", networkPrefix)
     .option('--host-id <id>', "this host's id, recorded on the sandboxes and snapshots it holds (lowercase letters, digits, '-'); kept in the data directory: default the kept one, else a generated host-<12 hex>. A data directory keeps its id")
     .addOption(new Option('--log-level <level>', 'daemon log level (JSON log on stderr)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .option('--reset-network', "remove this daemon's network set-up left for its next start (namespaces <prefix>-*, their veths, the prefix's nftables tables and ip rules) and exit without serving; refused while the daemon runs or a sandbox of its data directory still runs (paused ones are fine)")
-    .option('--detach', 'run in the background (log: <data-dir>/serve.log); returns once the API answers, or at once if a daemon already answers there')
+    .option('--detach', 'run in the background (log: <data-dir>/serve.log); returns once the API answers, or at once, naming it (pid, data directory, program), if a daemon already answers there')
     .option('--microvm-memory <MB>', 'RAM microVM template images are booted with (default 1024): the most memoryMB a microVM sandbox can have; rebuild templates after changing it', intIn(128, 65536))
     .option('--max-output-bytes <bytes>', `bytes of each stream a command result keeps, the head (default ${DEFAULT_MAX_OUTPUT_BYTES}, 32 MiB; at most ${MAX_OUTPUT_BYTES_CEILING}); results say when they were cut, streams are never cut`, intIn(0, MAX_OUTPUT_BYTES_CEILING))
     .option('--ingress-listen <addr:port>', `where port URLs are served (default ${DEFAULT_INGRESS_LISTEN}: loopback only; 'off' for none; with --role api: the cluster's ingress edge, proxying each port URL to its sandbox's host)`)
@@ -210,11 +238,12 @@ export function registerServe(program: Command, env: CliEnv): void {
         return;
       }
       if (opts.detach) {
-        const { url, started } = await serveDetached(opts);
+        const detached = await serveDetached(opts);
+        const { url } = detached;
         const dataDir = opts.dataDir ?? (process.env.RAMIFY_HOME || '/var/lib/ramify');
-        ctx.note(started
+        ctx.note(detached.started
           ? `ramify: serving ${url} in the background (log: ${join(dataDir, 'serve.log')}; API key file: ${join(dataDir, 'api-key')})`
-          : `ramify: a daemon already answers at ${url}; nothing started`);
+          : detached.running);
         for (const line of await runtimeLines(url)) ctx.note(`ramify: runtime ${line}`);
         return;
       }
@@ -260,7 +289,7 @@ export function registerServe(program: Command, env: CliEnv): void {
         const drained = await server.drain();
         if (drained) ctx.note(`ramify: drained: ${drained.paused.length} paused, ${drained.failed.length} could not be paused, uploads ${drained.uploadsDone ? 'done' : 'NOT done (their sandboxes resume only here)'}`);
       }
-      await server.close();
+      await server.close(signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
     }));
 }
 
@@ -268,14 +297,21 @@ export function registerServe(program: Command, env: CliEnv): void {
  * Start `ramify serve` as a detached background process with its output appended to
  * `<data-dir>/serve.log`, and wait (up to 180 s: a first start may fetch the microVM guest kernel) until `GET /v1/health` answers.
  * The log is mode 0600: the first start prints the API key into it.
- * @returns the API URL and whether a daemon was started (false: one already answered).
- * @throws RamifyError RUNTIME_UNAVAILABLE with the log's tail when it does not come up.
+ * @returns the API URL and whether a daemon was started; when one already answered, `running`: the line
+ *   naming it (see {@link runningDaemon}).
+ * @throws RamifyError DATA_DIR_IN_USE (the daemon's own error, naming the holder) when another daemon holds the
+ *   data directory; RUNTIME_UNAVAILABLE with the log's tail when it does not come up.
  */
-async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: boolean }> {
+async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: true } | { url: string; started: false; running: string }> {
   const host = opts.host ?? '127.0.0.1';
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 7423}`;
-  if (await healthy(url)) return { url, started: false };
+  const port = opts.port ?? 7423;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   const dataDir = opts.dataDir ?? (process.env.RAMIFY_HOME || '/var/lib/ramify');
+  const locks = await loadDaemonEntry<DataDirLockModule>('@ramify/daemon/data-dir-lock');
+  if (await healthy(url)) return { url, started: false, running: await runningDaemon(locks, url, port, dataDir) };
+  // The child would stop at once with DATA_DIR_IN_USE into serve.log; say it here, as a foreground `ramify serve` does.
+  const holder = locks.dataDirHolder(dataDir);
+  if (holder) throw locks.dataDirInUse(holder);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const logPath = join(dataDir, 'serve.log');
   const log = openSync(logPath, 'a', 0o600);
@@ -367,6 +403,66 @@ async function runtimeLines(url: string): Promise<string[]> {
   } catch {
     return [];
   }
+}
+
+/**
+ * The note of `ramify serve --detach` when a daemon already answers at `url`: which one it is. The holder of
+ * `dataDir` when it listens on `port` (pid, API, program, start time, how to stop it); else the process
+ * listening on `port` (`ss -ltnp`) and the data directory whose lock it holds open, so that a user with two
+ * clones sees whose daemon it is.
+ */
+async function runningDaemon(locks: DataDirLockModule, url: string, port: number, dataDir: string): Promise<string> {
+  const holder = locks.dataDirHolder(dataDir);
+  if (holder && holder.url !== null && portOf(holder.url) === port) {
+    return `ramify: a daemon already answers at ${url}: ${locks.describeHolder(holder)}, data directory ${holder.dataDir}; nothing started. To stop it: ${locks.stopHint(holder)}`;
+  }
+  const ours = holder ? `data directory ${holder.dataDir} is held by another daemon (${locks.describeHolder(holder)})` : `no daemon holds data directory ${dataDir}`;
+  const listener = await portListener(port, locks);
+  const which = listener === null ? 'one this user cannot name (ss -ltnp shows listeners)'
+    : listener.holder ? `${locks.describeHolder(listener.holder)}, data directory ${listener.holder.dataDir}; to stop it: ${locks.stopHint(listener.holder)}`
+      : `pid ${listener.pid}${listener.program ? `, program ${listener.program}` : ''}`;
+  return `ramify: a daemon already answers at ${url}, but not this data directory's: ${ours}; nothing started. The one at ${url}: ${which}. For a daemon of your own, give it its own --port (and --data-dir, --network-prefix)`;
+}
+
+/** The port of a URL (`http://127.0.0.1:7423` -> 7423); null when it names none. */
+function portOf(url: string): number | null {
+  try {
+    const { port } = new URL(url);
+    return port === '' ? null : Number(port);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The process listening on TCP `port` (from `ss -Hltnp`), its script (`/proc/<pid>/cmdline`) and, when it
+ * holds a data directory's lock open, that directory's holder; null when `ss` is missing or names no process
+ * (another user's, without root).
+ */
+async function portListener(port: number, locks: DataDirLockModule): Promise<{ pid: number; program: string | null; holder: DataDirHolder | null } | null> {
+  let out: string;
+  try {
+    out = (await promisify(execFile)('ss', ['-Hltnp', `sport = :${port}`], { timeout: 5000 })).stdout;
+  } catch {
+    return null;
+  }
+  const pid = Number(/pid=(\d+)/.exec(out)?.[1] ?? NaN);
+  if (!Number.isInteger(pid)) return null;
+  const program = locks.programOf(pid);
+  let holder: DataDirHolder | null = null;
+  try {
+    const lockPath = readdirSync(`/proc/${pid}/fd`).map((fd) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        return '';
+      }
+    }).find((target) => basename(target) === locks.DATA_DIR_LOCK_FILE);
+    if (lockPath) holder = locks.dataDirHolder(dirname(lockPath));
+  } catch {
+    /* another user's process: its descriptors are not ours to read */
+  }
+  return { pid, program, holder };
 }
 
 async function healthy(url: string): Promise<boolean> {
