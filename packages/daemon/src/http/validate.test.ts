@@ -6,8 +6,10 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { CreateSandboxRequest, CreateTeamRequest, ForkRequest, ListSandboxesQuery, SetTimeoutRequest, isRamifyError } from '@ramify/contracts';
+import { Sandbox } from '@ramify/sdk';
 import type { z } from 'zod';
 import { catalogRoutes } from '../routes/catalog.js';
+import { httpTestBed } from '../test-support.js';
 import { PidParams } from './route.js';
 import { validate, type RequestPart } from './validate.js';
 
@@ -94,5 +96,19 @@ describe('validate: plain messages', () => {
 
   test('good input passes, coerced and defaulted', () => {
     assert.deepEqual(validate(AuditQuery, { before: '5' }, 'query'), { before: 5, anonymous: 'false' });
+  });
+
+  test("over HTTP the SDK's error carries the server's message as it is", async () => {
+    const bed = await httpTestBed();
+    try {
+      const apiUrl = await bed.app.listen({ host: '127.0.0.1', port: 0 });
+      await assert.rejects(Sandbox.create({ memoryMB: 1.5, apiUrl, apiKey: bed.key }), (error: unknown) => {
+        assert.ok(isRamifyError(error));
+        assert.deepEqual([error.code, error.message, error.details], ['VALIDATION_FAILED', 'body.memoryMB: must be an integer from 128 to 65536, got 1.5', { issues: [{ path: 'body.memoryMB', message: 'must be an integer from 128 to 65536, got 1.5' }] }]);
+        return true;
+      });
+    } finally {
+      await bed.dispose();
+    }
   });
 });
