@@ -34,11 +34,9 @@ interface Shape {
   maxLength?: number;
   minItems?: number;
   maxItems?: number;
-  pattern?: string;
   format?: string;
   enum?: unknown[];
   const?: unknown;
-  properties?: Record<string, unknown>;
 }
 
 const shapes = new WeakMap<object, Shape>();
@@ -175,7 +173,7 @@ function received(iss: RawIssue, root: unknown, sameKind: boolean, length: boole
   return kindOf(input);
 }
 
-/** The kinds a value of `shape` has (`typeof` words), to tell a wrong kind from a wrong value. */
+/** Whether `input` is of the kind `shape` accepts (a number for a number): a wrong value rather than a wrong kind. */
 function kindFits(shape: Shape, input: unknown): boolean {
   if (shape.enum) return shape.enum.some((v) => typeof v === typeof input);
   if ('const' in shape) return typeof shape.const === typeof input;
