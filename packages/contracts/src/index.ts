@@ -14,3 +14,4 @@ export * from './networks.js';
 export * from './warm-pool.js';
 export * from './events.js';
 export * from './usage.js';
+export * from './issue-messages.js';

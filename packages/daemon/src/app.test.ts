@@ -73,14 +73,14 @@ describe('HTTP edge with the fake runtime: validation and error mapping', () => 
     assert.equal(unknown.json().error.code, 'VALIDATION_FAILED');
     assert.match(unknown.json().error.message, /unknown field 'colour'/);
     const big = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: bed.auth, payload: { timeoutMs: 10 ** 12 } });
-    assert.match(big.json().error.message, /body\.timeoutMs/);
+    assert.equal(big.json().error.message, 'body.timeoutMs: must be an integer from 1 to 86400000, got 1000000000000');
     const query = await bed.app.inject({ method: 'GET', url: '/v1/sandboxes?limit=5&colour=red', headers: bed.auth });
     assert.equal(query.statusCode, 400);
     assert.match(query.json().error.message, /query: unknown field 'colour'/);
     const state = await bed.app.inject({ method: 'GET', url: '/v1/sandboxes?state=running,asleep', headers: bed.auth });
     assert.match(state.json().error.message, /asleep/);
     const fork = await bed.app.inject({ method: 'POST', url: `/v1/sandboxes/${(await create()).id}/fork`, headers: bed.auth, payload: { count: 100 } });
-    assert.match(fork.json().error.message, /body\.count/);
+    assert.equal(fork.json().error.message, 'body.count: must be an integer from 1 to 64, got 100');
   });
 
   test('JSON bodies over 1 MiB are 413 PAYLOAD_TOO_LARGE; malformed JSON is 400 BAD_REQUEST', async () => {

@@ -9,7 +9,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { MCP_TOOL_HEADER } from '@ramify/contracts';
+import { MCP_TOOL_HEADER, plainErrorMap } from '@ramify/contracts';
 import { RamifyError, Sandbox, type ConnectionOpts } from '@ramify/sdk';
 import { toolError, toolResult } from '../results.js';
 import type { Tool, ToolContext } from './tool.js';
@@ -37,9 +37,12 @@ function issueText(tool: Tool, issue: z.core.$ZodIssue): { field: string; messag
 
 /** The arguments of a call of `tool`, parsed. @throws RamifyError `VALIDATION_FAILED` naming the first bad field (`details.field`) and all (`details.issues`). */
 export function parseArguments(tool: Tool, args: unknown): z.output<Tool['input']> {
-  const parsed = tool.input.safeParse(args ?? {});
+  // The daemon's plain words (contracts/src/issue-messages.ts): `timeoutMs: must be an integer from 1 to 86400000, got a string`.
+  const parsed = tool.input.safeParse(args ?? {}, { error: plainErrorMap(args ?? {}) });
   if (parsed.success) return parsed.data;
-  const issues = parsed.error.issues.map((i) => issueText(tool, i));
+  // One per field: 2^53 for an .int().max(n) is two zod issues with the same words.
+  const fields = new Set<string>();
+  const issues = parsed.error.issues.map((i) => issueText(tool, i)).filter((i) => !fields.has(i.field) && fields.add(i.field));
   throw new RamifyError('VALIDATION_FAILED', `invalid arguments for ${tool.name}: ${issues.map((i) => `${i.field}: ${i.message}`).join('; ')}`, { field: issues[0]?.field, issues });
 }
 

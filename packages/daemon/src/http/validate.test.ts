@@ -1,0 +1,114 @@
+/**
+ * The words of 400 VALIDATION_FAILED, with the contract's real schemas: what is allowed and what was
+ * received, once per field, received strings quoted and cut, no zod wording (`received NaN`, `Too big`).
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { CreateSandboxRequest, CreateTeamRequest, ForkRequest, ListSandboxesQuery, SetTimeoutRequest, isRamifyError } from '@ramify/contracts';
+import { Sandbox } from '@ramify/sdk';
+import type { z } from 'zod';
+import { catalogRoutes } from '../routes/catalog.js';
+import { httpTestBed } from '../test-support.js';
+import { PidParams } from './route.js';
+import { validate, type RequestPart } from './validate.js';
+
+const AuditQuery = catalogRoutes.find((r) => r.operation === 'listAudit')?.query as z.ZodType;
+const MAX = Number.MAX_SAFE_INTEGER;
+
+/** The VALIDATION_FAILED `validate` throws: its message and `details.issues`. */
+function failure(schema: z.ZodType, value: unknown, where: RequestPart): { message: string; issues: Array<{ path: string; message: string }> } {
+  try {
+    validate(schema, value, where);
+  } catch (error) {
+    assert.ok(isRamifyError(error) && error.code === 'VALIDATION_FAILED', String(error));
+    return { message: error.message, issues: (error.details as { issues: Array<{ path: string; message: string }> }).issues };
+  }
+  assert.fail(`${JSON.stringify(value)} passed`);
+}
+
+describe('validate: plain messages', () => {
+  const cases: Array<[string, z.ZodType, unknown, RequestPart, string]> = [
+    ['a non-number in a numeric query', AuditQuery, { before: 'abc' }, 'query', "query.before: must be an integer from 1 to 9007199254740991, got 'abc'"],
+    ['a fraction where an integer belongs', AuditQuery, { before: '1.5' }, 'query', 'query.before: must be an integer from 1 to 9007199254740991, got 1.5'],
+    ['below the range', AuditQuery, { before: '0' }, 'query', 'query.before: must be an integer from 1 to 9007199254740991, got 0'],
+    ['2^53: past the range (and the safe integers), said once', AuditQuery, { before: String(2 ** 53) }, 'query', 'query.before: must be an integer from 1 to 9007199254740991, got 9007199254740992'],
+    ['an empty query number is quoted as sent, not as 0', ListSandboxesQuery, { limit: '' }, 'query', "query.limit: must be an integer from 1 to 1000, got ''"],
+    ['a value not in the list', AuditQuery, { anonymous: 'yes' }, 'query', "query.anonymous: must be one of true, false, got 'yes'"],
+    ['an unknown query field', AuditQuery, { colour: 'red' }, 'query', "query: unknown field 'colour' (allowed: limit, sandboxId, before, anonymous)"],
+    ['a coerced path number', PidParams, { id: 'sbx_1', pid: 'x' }, 'params', "params.pid: must be an integer from 1 to 9007199254740991, got 'x'"],
+    ['a string for a number', CreateSandboxRequest, { memoryMB: '512' }, 'body', 'body.memoryMB: must be an integer from 128 to 65536, got a string'],
+    ['a number for a string', CreateSandboxRequest, { template: 5 }, 'body', 'body.template: must be a string of 1 to 128 characters, got a number'],
+    ['a fraction in a body', CreateSandboxRequest, { memoryMB: 1.5 }, 'body', 'body.memoryMB: must be an integer from 128 to 65536, got 1.5'],
+    ['a positive() bound reads as its first integer', SetTimeoutRequest, { timeoutMs: 0 }, 'body', 'body.timeoutMs: must be an integer from 1 to 86400000, got 0'],
+    ['2^53 in a body: one message, the field\'s own bound', SetTimeoutRequest, { timeoutMs: 2 ** 53 }, 'body', 'body.timeoutMs: must be an integer from 1 to 86400000, got 9007199254740992'],
+    ['a missing field', ForkRequest, {}, 'body', 'body.count: required'],
+    ['a boolean field', ForkRequest, { count: 1, networks: 'yes' }, 'body', 'body.networks: must be true or false, got a string'],
+    ['an enum in a body', CreateSandboxRequest, { onTimeout: 'explode' }, 'body', "body.onTimeout: must be one of pause, kill, got 'explode'"],
+    ['a too-long string names its length, not its text', CreateSandboxRequest, { template: 'x'.repeat(200) }, 'body', 'body.template: must be a string of 1 to 128 characters, got 200 characters'],
+    ['an empty string', CreateSandboxRequest, { template: '' }, 'body', 'body.template: must be a string of 1 to 128 characters, got an empty string'],
+    ['a too-long array', CreateSandboxRequest, { ports: Array.from({ length: 65 }, (_, i) => 3000 + i) }, 'body', 'body.ports: must be an array of at most 64 items, got 65 items'],
+    ['a nested field', CreateTeamRequest, { id: 'acme', quota: { maxRunning: -1 } }, 'body', 'body.quota.maxRunning: must be an integer from 0 to 1000000000, got -1'],
+    ['a nested unknown field', CreateTeamRequest, { id: 'acme', quota: { maxRunnin: 1 } }, 'body', "body.quota: unknown field 'maxRunnin' (allowed: maxRunning, maxMemoryMB, maxForksPerCall)"],
+    ['a union no alternative of which fits the kind', CreateSandboxRequest, { egress: 5 }, 'body', 'body.egress: must be an array or an object, got a number'],
+    ['a union: the alternative the kind fits speaks', CreateSandboxRequest, { egress: { mode: 'bogus' } }, 'body', "body.egress.mode: must be one of open, allowlist, deny-all, got 'bogus'"],
+    ["a schema's own message wins", CreateSandboxRequest, { ports: [70000] }, 'body', 'body.ports.0: a port is an integer from 1 to 65535'],
+    ["a bad record key carries the key rule's message", CreateSandboxRequest, { envs: { '1a': 'x' } }, 'body', 'body.envs.1a: not an allowed key: environment variable names are [A-Za-z_][A-Za-z0-9_]*'],
+    ['not an object', ForkRequest, [], 'body', 'body: must be an object, got an array'],
+    ['null', ForkRequest, null, 'body', 'body: must be an object, got null'],
+  ];
+  for (const [name, schema, value, where, message] of cases) {
+    test(name, () => {
+      const got = failure(schema, value, where);
+      assert.equal(got.message, message);
+      const colon = message.indexOf(': ');
+      assert.deepEqual(got.issues, [{ path: message.slice(0, colon), message: message.slice(colon + 2) }], 'details.issues: one { path, message } per field');
+    });
+  }
+
+  test('several fields: each once, in order, joined by "; "', () => {
+    const got = failure(CreateSandboxRequest, { template: 5, memoryMB: 2 ** 53, colour: 'red' }, 'body');
+    assert.deepEqual(got.issues.map((i) => i.path), ['body.template', 'body.memoryMB', 'body']);
+    assert.equal(got.message, got.issues.map((i) => `${i.path}: ${i.message}`).join('; '));
+  });
+
+  test('what the client sent is quoted and cut to 40 characters: values, unknown keys, record keys', () => {
+    const long = `${'x'.repeat(100)}\n"`;
+    assert.equal(failure(CreateSandboxRequest, { onTimeout: long }, 'body').message, `body.onTimeout: must be one of pause, kill, got '${'x'.repeat(40)}...'`);
+    assert.equal(failure(CreateSandboxRequest, { onTimeout: 'a\nb' }, 'body').message, "body.onTimeout: must be one of pause, kill, got 'a\\nb'", 'control characters escaped');
+    const unknown = failure(CreateTeamRequest, { id: 'acme', ['k'.repeat(100)]: 1, a: 1, b: 1, c: 1, d: 1, e: 1 }, 'body').message;
+    assert.equal(unknown, `body: unknown fields '${'k'.repeat(40)}...', 'a', 'b', 'c', 'd' and 1 more (allowed: id, quota)`);
+    const key = failure(CreateSandboxRequest, { metadata: { ['m'.repeat(300)]: 'v' } }, 'body');
+    assert.equal(key.issues[0]?.path, `body.metadata.${'m'.repeat(40)}...`);
+  });
+
+  test('many bad fields: the message lists 10 and counts the rest; details list them all (up to 100)', () => {
+    const envs = Object.fromEntries(Array.from({ length: 130 }, (_, i) => [`${i}x`, 'v']));
+    const got = failure(CreateSandboxRequest, { envs }, 'body');
+    assert.equal(got.message.split('; ').length, 11);
+    assert.match(got.message, /; and 120 more$/);
+    assert.equal(got.issues.length, 100);
+  });
+
+  test('a body that is not JSON is refused as before', () => {
+    assert.deepEqual(failure(ForkRequest, Readable.from([]), 'body'), { message: 'body: expected a JSON body (Content-Type: application/json)', issues: [{ path: 'body', message: 'not JSON' }] });
+  });
+
+  test('good input passes, coerced and defaulted', () => {
+    assert.deepEqual(validate(AuditQuery, { before: '5' }, 'query'), { before: 5, anonymous: 'false' });
+  });
+
+  test("over HTTP the SDK's error carries the server's message as it is", async () => {
+    const bed = await httpTestBed();
+    try {
+      const apiUrl = await bed.app.listen({ host: '127.0.0.1', port: 0 });
+      await assert.rejects(Sandbox.create({ memoryMB: 1.5, apiUrl, apiKey: bed.key }), (error: unknown) => {
+        assert.ok(isRamifyError(error));
+        assert.deepEqual([error.code, error.message, error.details], ['VALIDATION_FAILED', 'body.memoryMB: must be an integer from 128 to 65536, got 1.5', { issues: [{ path: 'body.memoryMB', message: 'must be an integer from 128 to 65536, got 1.5' }] }]);
+        return true;
+      });
+    } finally {
+      await bed.dispose();
+    }
+  });
+});
