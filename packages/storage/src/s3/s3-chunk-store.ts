@@ -18,7 +18,7 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { RamifyError } from '@ramify/contracts/client';
+import { RamifyError } from '@ramify/contracts';
 import { createHash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { promisify } from 'node:util';

@@ -3,7 +3,7 @@
  * the start-up check that turns the SDK's failures into one message naming what failed and how to fix it.
  */
 import { DeleteObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { RamifyError } from '@ramify/contracts/client';
+import { RamifyError } from '@ramify/contracts';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 

@@ -1,6 +1,5 @@
 /** Messages between {@link DownloadThread} (main thread) and its worker (download-worker.ts). */
-import type { ErrorCode } from '@ramify/contracts';
-import { RamifyError } from '@ramify/contracts/client';
+import { RamifyError, type ErrorCode } from '@ramify/contracts';
 import type { S3ConnectionOptions } from '../s3/s3-connection.js';
 import type { RemoteManifest } from './remote-manifest.js';
 

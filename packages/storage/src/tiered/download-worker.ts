@@ -1,13 +1,10 @@
 /**
  * A download thread's entry: the `node:worker_threads` Worker that each of {@link DownloadThreads} starts.
  * It owns an S3 client of its own (made from the connection options it was started with) and runs
- * {@link downloadSnapshot} on its share of each image's chunks, so that the chunks' bytes are received,
+ * {@link downloadSnapshot} on the chunks it takes from each image's shared queue, so that the chunks' bytes are received,
  * hashed, decompressed and written on this thread's event loop and collected by this thread's small heap
- * (docs/design/STORAGE.md, "Downloads on threads of their own").
- *
- * Every module this thread imports loads again in its isolate: the modules on its path (download.ts,
- * download-protocol.ts, the s3/ modules) take values from `@ramify/contracts/client`, not from
- * `@ramify/contracts`, whose zod schemas cost each thread ~150 ms of CPU and ~9 MB at start.
+ * (docs/design/STORAGE.md, "Downloads on threads of their own"). It imports the full `@ramify/contracts`
+ * on purpose: with its light entry the thread started ~150 ms of CPU cheaper but downloaded slower (STORAGE.md).
  */
 import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';

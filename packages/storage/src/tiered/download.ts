@@ -9,7 +9,7 @@
  * tail), and each socket read is written at its offset as it arrives (the chunk's check at its end fails
  * the download, which the caller then removes); zero chunks are left as holes.
  */
-import { RamifyError } from '@ramify/contracts/client';
+import { RamifyError } from '@ramify/contracts';
 import { createHash } from 'node:crypto';
 import { writeSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
