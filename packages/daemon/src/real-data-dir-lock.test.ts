@@ -182,7 +182,7 @@ describe('one daemon per data directory (real daemons, gVisor)', { skip, timeout
     assert.equal(otherDirectory.code, 0, otherDirectory.stderr);
     assert.equal(otherDirectory.stderr.split('\n')[0], `ramify: a daemon already answers at ${url}, but not this data directory's: no daemon holds data directory ${otherDir}; nothing started. `
       + `The one at ${url}: ${named}, data directory ${detachDir}; to stop it: kill ${record.pid} (SIGTERM: it stops cleanly; its sandboxes keep running). `
-      + 'For a daemon of your own, give it its own --port (and --data-dir, --network-prefix)');
+      + 'For a daemon of your own, give it its own --port (and --data-dir, --network-prefix, --ingress-listen, --ssh-listen)');
 
     // The stop the messages name: SIGTERM. The log's last line says it stopped, and why.
     process.kill(record.pid, 'SIGTERM');
@@ -190,5 +190,16 @@ describe('one daemon per data directory (real daemons, gVisor)', { skip, timeout
     detachedPid = undefined;
     const last = jsonLines(await readFile(log, 'utf8')).at(-1);
     assert.deepEqual({ msg: last?.msg, reason: last?.reason, url: last?.url, dataDir: last?.dataDir }, { msg: 'ramify stopped', reason: 'SIGTERM', url, dataDir: detachDir });
+
+    // --port 0: the daemon picks the port, and the CLI waits for the address it recorded (not for port 0).
+    const anyPort = await detach(detachDir, 0);
+    assert.equal(anyPort.code, 0, anyPort.stderr);
+    const picked = JSON.parse(await readFile(join(detachDir, 'daemon.lock'), 'utf8')) as { pid: number; url: string };
+    detachedPid = picked.pid;
+    assert.match(picked.url, /^http:\/\/127\.0\.0\.1:[1-9][0-9]*$/);
+    assert.match(anyPort.stderr, new RegExp(`^ramify: serving ${picked.url} in the background`, 'm'));
+    process.kill(picked.pid, 'SIGTERM');
+    await until(() => !alive(picked.pid), 'the detached daemon on a picked port has exited', 60_000);
+    detachedPid = undefined;
   });
 });

@@ -244,7 +244,7 @@ export function registerServe(program: Command, env: CliEnv): void {
         ctx.note(detached.started
           ? `ramify: serving ${url} in the background (log: ${join(dataDir, 'serve.log')}; API key file: ${join(dataDir, 'api-key')})`
           : detached.running);
-        for (const line of await runtimeLines(url)) ctx.note(`ramify: runtime ${line}`);
+        if (detached.started) for (const line of await runtimeLines(url)) ctx.note(`ramify: runtime ${line}`);
         return;
       }
       const { serve } = await loadDaemon();
@@ -308,7 +308,7 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   const dataDir = opts.dataDir ?? (process.env.RAMIFY_HOME || '/var/lib/ramify');
   const locks = await loadDaemonEntry<DataDirLockModule>('@ramify/daemon/data-dir-lock');
-  if (await healthy(url)) return { url, started: false, running: await runningDaemon(locks, url, port, dataDir) };
+  if (port !== 0 && (await healthy(url))) return { url, started: false, running: await runningDaemon(locks, url, port, dataDir) };
   // The child would stop at once with DATA_DIR_IN_USE into serve.log; say it here, as a foreground `ramify serve` does.
   const holder = locks.dataDirHolder(dataDir);
   if (holder) throw locks.dataDirInUse(holder);
@@ -356,11 +356,15 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   let exited = false;
   child.once('exit', () => (exited = true));
   for (let waited = 0; waited < 180_000 && !exited; waited += 250) {
-    if (await healthy(url)) return { url, started: true };
+    // With --port 0 the address is the daemon's choice: it writes it into daemon.lock once it listens (the
+    // lock is this child's: no daemon held the directory above).
+    const at = port === 0 ? (locks.dataDirHolder(dataDir)?.url ?? null) : url;
+    if (at !== null && (await healthy(at))) return { url: at, started: true };
     await new Promise((r) => setTimeout(r, 250));
   }
   const tail = readFileSync(logPath, 'utf8').trim().split('\n').slice(-8).join('\n');
-  throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up at ${url}; last lines of ${logPath}:\n${tail}`);
+  const where = port === 0 ? `on a free port of ${host}` : `at ${url}`;
+  throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up ${where}; last lines of ${logPath}:\n${tail}`);
 }
 
 /** `parseWarmPoolSpec` of `@ramify/contracts`, whose zod schemas only `ramify serve` needs (see {@link loadServeDefinitions}). */
@@ -421,7 +425,7 @@ async function runningDaemon(locks: DataDirLockModule, url: string, port: number
   const which = listener === null ? 'one this user cannot name (ss -ltnp shows listeners)'
     : listener.holder ? `${locks.describeHolder(listener.holder)}, data directory ${listener.holder.dataDir}; to stop it: ${locks.stopHint(listener.holder)}`
       : `pid ${listener.pid}${listener.program ? `, program ${listener.program}` : ''}`;
-  return `ramify: a daemon already answers at ${url}, but not this data directory's: ${ours}; nothing started. The one at ${url}: ${which}. For a daemon of your own, give it its own --port (and --data-dir, --network-prefix)`;
+  return `ramify: a daemon already answers at ${url}, but not this data directory's: ${ours}; nothing started. The one at ${url}: ${which}. For a daemon of your own, give it its own --port (and --data-dir, --network-prefix, --ingress-listen, --ssh-listen)`;
 }
 
 /** The port of a URL (`http://127.0.0.1:7423` -> 7423); null when it names none. */
