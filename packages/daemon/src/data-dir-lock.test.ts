@@ -51,7 +51,7 @@ test('the holder is recorded (pid, program, then its API URL) and named by dataD
     assert.ok(isRamifyError(err) && err.code === 'DATA_DIR_IN_USE', String(err));
     assert.equal(err.message, `the data directory '${dataDir}' is in use by another ramify daemon (pid ${process.pid}, API http://127.0.0.1:7499, program ${program}, started ${String(record.startedAt)}). `
       + `One daemon per data directory: stop that daemon first, with kill ${process.pid} (SIGTERM: it stops cleanly; its sandboxes keep running), `
-      + 'or give this one a data directory of its own (--data-dir DIR or RAMIFY_HOME, and its own --network-prefix)');
+      + 'or give this one a data directory of its own (--data-dir DIR or RAMIFY_HOME, and its own --port, --network-prefix, --ingress-listen and --ssh-listen, or \'off\' for those two)');
     assert.deepEqual(err.details, { dataDir, pid: process.pid, url: 'http://127.0.0.1:7499', program, startedAt: record.startedAt });
 
     // An older daemon's file ({ pid, startedAt } only): the program is read from /proc/<pid>/cmdline.

@@ -160,7 +160,7 @@ export function dataDirInUse(holder: DataDirHolder): RamifyError {
   return new RamifyError(
     'DATA_DIR_IN_USE',
     `the data directory '${holder.dataDir}' is in use by another ramify daemon (${describeHolder(holder)}). One daemon per data directory: `
-      + `stop that daemon first, with ${stopHint(holder)}, or give this one a data directory of its own (--data-dir DIR or RAMIFY_HOME, and its own --network-prefix)`,
+      + `stop that daemon first, with ${stopHint(holder)}, or give this one a data directory of its own (--data-dir DIR or RAMIFY_HOME, and its own --port, --network-prefix, --ingress-listen and --ssh-listen, or 'off' for those two)`,
     { dataDir: holder.dataDir, pid: holder.pid, url: holder.url, program: holder.program, startedAt: holder.startedAt },
   );
 }
