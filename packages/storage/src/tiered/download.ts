@@ -31,7 +31,7 @@ export interface DownloadOptions {
    * Several threads download one image together, into files {@link prepareImageFiles} made already:
    * `next` (one Int32 on a SharedArrayBuffer, starting at 0) is the index of the next chunk to fetch,
    * taken with `Atomics.add` by whichever thread has a request free, so that no thread idles while
-   * another still has a queue (a fixed split by count left one thread with most of the bytes).
+   * another still has a queue (a fixed split by count could leave one thread most of the bytes: chunks are 0.5-8 MiB).
    */
   share?: { next: Int32Array };
   signal?: AbortSignal;
