@@ -54,6 +54,15 @@ export interface SandboxResources {
   diskSizeMB: number | null;
 }
 
+/** How {@link Runtime.restore} gets its image. */
+export interface RestoreOptions {
+  /**
+   * Present when the image is still being downloaded into `imageDir`: resolves once every byte is
+   * written and checked; rejects with the download's error (`RUNTIME_ERROR` corrupt, `STORAGE_UNAVAILABLE`).
+   */
+  imageArriving?: Promise<void>;
+}
+
 /** What a runtime needs to bring up one sandbox. */
 export interface RuntimeSandboxSpec {
   sandboxId: string;
@@ -118,8 +127,14 @@ export interface Runtime {
    */
   checkResources?(resources: SandboxResources, imageDir: string): Promise<void>;
 
-  /** Start a sandbox by restoring `imageDir`. Rejects `RUNTIME_ERROR` with the runtime's message. */
-  restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void>;
+  /**
+   * Start a sandbox by restoring `imageDir`. With `options.imageArriving` the image's files exist at
+   * their full sizes but their bytes are still being downloaded: the runtime may start the instance
+   * meanwhile (gVisor does: docs/design/STORAGE.md, "Restore while the image arrives") but reads no byte of
+   * the image before it resolves; when it rejects, the runtime stops what it started and rejects with
+   * that error. Rejects `RUNTIME_ERROR` with the runtime's message.
+   */
+  restore(spec: RuntimeSandboxSpec, imageDir: string, options?: RestoreOptions): Promise<void>;
 
   /**
    * Checkpoint the sandbox into `imageDir` (created; must not exist). The sandbox is stopped afterwards

@@ -51,6 +51,15 @@ export interface SnapshotStorage {
   commit(manifest: Omit<SnapshotManifest, 'formatVersion' | 'sizeBytes' | 'files' | 'createdAt'>): Promise<SnapshotManifest>;
   /** Local path of a committed image, ready to restore. Rejects `SNAPSHOT_NOT_FOUND`, or `RUNTIME_ERROR` for an unknown format. */
   open(snapshotId: string): Promise<{ imageDir: string; manifest: SnapshotManifest }>;
+  /**
+   * CAPABILITY (optional): {@link open}, but an image this host has to download is answered as soon as
+   * its files exist at their full sizes (after the remote manifest is read), with `arriving`: resolves
+   * once every byte is written and checked, rejects with the download's error (the directory is removed
+   * then). The caller must read no byte of the files before `arriving` resolves (a runtime may start
+   * its instance meanwhile: `Runtime.restore`'s `imageArriving`). A cached image has no `arriving`.
+   * Rejects as {@link open} until the files exist.
+   */
+  openArriving?(snapshotId: string): Promise<{ imageDir: string; manifest: SnapshotManifest; arriving?: Promise<void> }>;
   /** Delete a snapshot's files; a no-op when absent. */
   remove(snapshotId: string): Promise<void>;
   /** Ids of committed snapshots (for reconcile and garbage collection). */

@@ -13,7 +13,8 @@ import type { Duplex } from 'node:stream';
 import { bootedAgent, imageAgent, openChannel, restoredAgent, type AgentDialer, type ImageAgent, type InstanceAgent } from './agent-channel.js';
 import { ChildStream } from './child-stream.js';
 import { RamifyError } from '@ramify/contracts';
-import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, RuntimeUsage } from '@ramify/core';
+import type { RestoreOptions, Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, RuntimeUsage } from '@ramify/core';
+import { ARRIVING_RESTORE_RELEASES, feedArrivingView, makeArrivingView, PAGES_META } from './arriving-image.js';
 import { assertRoomForImage } from './image-room.js';
 import { cgroupCpuUsageUs, cgroupMemoryUsage } from './cpu-usage.js';
 import { headroomMB } from './memory-headroom.js';
@@ -230,13 +231,58 @@ export class GvisorRuntime implements Runtime {
    * @throws RamifyError `IMAGE_INCOMPATIBLE` (before anything starts) when the image was made by another
    *   runsc release (gVisor's state format changes between releases), `RUNTIME_ERROR` with runsc's reason.
    */
-  async restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void> {
+  async restore(spec: RuntimeSandboxSpec, imageDir: string, options: RestoreOptions = {}): Promise<void> {
+    if (options.imageArriving) {
+      const release = runscRelease(this.version);
+      if (release !== null && ARRIVING_RESTORE_RELEASES.includes(release) && (await readdir(imageDir)).includes(PAGES_META)) {
+        return this.restoreArriving(spec, imageDir, options.imageArriving);
+      }
+      await options.imageArriving;
+    }
     const stamp = await this.assertRestorable(imageDir);
     await this.retire(spec.sandboxId);
-    const { dir, containerId } = await this.writeBundle(spec, ['/usr/bin/tini', '-s', '--', '/bin/true'], restoredAgent(stamp.agent));
+    const { dir, containerId } = await this.writeBundle(spec, RESTORE_ARGV, restoredAgent(stamp.agent));
     await this.startWithHeadroom(spec, containerId, () =>
       this.runsc.start(spec.network.netnsPath, ['restore', '-detach', '-image-path', imageDir, '-bundle', dir, containerId], join(dir, 'runsc.log')),
     );
+  }
+
+  /**
+   * {@link restore} of an image still being downloaded (arriving-image.ts): runsc starts at once on a view
+   * of the image whose `pages_meta.img` is a FIFO, so it creates the sandbox meanwhile and is given the
+   * files only once `arriving` resolved and the image's stamp was checked. When `arriving` rejects (or the
+   * stamp is another release's), runsc is fed nothing, fails, and that error is thrown instead of runsc's.
+   */
+  private async restoreArriving(spec: RuntimeSandboxSpec, imageDir: string, arriving: Promise<void>): Promise<void> {
+    await this.retire(spec.sandboxId);
+    const { dir, containerId } = await this.writeBundle(spec, RESTORE_ARGV, undefined);
+    const view = join(dir, 'image-view');
+    const fifo = await makeArrivingView(imageDir, view);
+    if (!fifo) throw new RamifyError('INTERNAL', `image '${imageDir}' has no ${PAGES_META}`);
+    try {
+      await this.startWithHeadroom(spec, containerId, async () => {
+        let exited = false;
+        const started = this.runsc.start(spec.network.netnsPath, ['restore', '-detach', '-image-path', view, '-bundle', dir, containerId], join(dir, 'runsc.log'));
+        const stopped = started.then(() => undefined, () => undefined).finally(() => (exited = true));
+        const fed = (async (): Promise<void> => {
+          // runsc exits before its restore call only when it failed: its own error is the answer then.
+          const first = await Promise.race([arriving.then(() => this.assertRestorable(imageDir)).then((stamp) => ({ stamp }), (error: unknown) => ({ error })), stopped]);
+          if (!first) return;
+          if ('stamp' in first) {
+            const instance = this.instances.get(spec.sandboxId);
+            const agent = restoredAgent(first.stamp.agent);
+            if (instance && agent) await this.writeInstance(spec.sandboxId, { ...instance, agent });
+          }
+          await feedArrivingView(fifo, 'stamp' in first ? join(imageDir, PAGES_META) : null, () => exited);
+          if ('error' in first) throw first.error;
+        })();
+        const [run, feed] = await Promise.allSettled([started, fed]);
+        if (feed.status === 'rejected') throw feed.reason;
+        if (run.status === 'rejected') throw run.reason;
+      });
+    } finally {
+      await rm(view, { recursive: true, force: true });
+    }
   }
 
   /** The image's stamp ({@link IMAGE_STAMP}); refuses one that names another runsc release than this host's. */
@@ -480,6 +526,9 @@ async function processLives(pid: number, containerId: string): Promise<boolean> 
  * and, when its agent listens on TCP, the port and the keys it may hold (`agent`).
  */
 const IMAGE_STAMP = 'ramify-runsc.json';
+
+/** The init of a restored container's spec (runsc needs one; the image's processes are what runs). */
+const RESTORE_ARGV = ['/usr/bin/tini', '-s', '--', '/bin/true'];
 
 interface ImageStamp {
   runsc: string;

@@ -1,6 +1,6 @@
 /**
  * The Runtime conformance suite (`@ramify/core/testsuite`) against the gVisor runtime: real runsc, real
- * network namespaces (prefix `rcg`, slots 1-5), the base template's root filesystem with the real agent
+ * network namespaces (prefix `rcg`, slots 1-7), the base template's root filesystem with the real agent
  * as init, and the agent channel as the daemon has it: TCP through the agent dialer and its firewall table
  * (the `runsc exec` bridge only at boot; any other fallback fails the suite). Needs `RAMIFY_TEST_ROOTFS`
  * (scripts/run-tests.mjs sets it).

@@ -29,7 +29,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { openVirtioChannel } from '@ramify/agent';
 import { HeldAgentSockets } from './held-agent-sockets.js';
 import { RamifyError, type RuntimeName } from '@ramify/contracts';
-import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, RuntimeUsage, SandboxResources } from '@ramify/core';
+import type { RestoreOptions, Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, RuntimeUsage, SandboxResources } from '@ramify/core';
 import { qemuRelease, qemuVersion, type AccelerationChoice } from './acceleration.js';
 import { finishCheckpointFiles, finishInterruptedForkPoint, checkpointInstance, forkPointInstance, undoCheckpoint } from './checkpoint.js';
 import { CpuQuotas, detectCgroupLayout } from './cpu-quota.js';
@@ -284,7 +284,9 @@ export class MicrovmRuntime implements Runtime {
     checkMemoryLimit(resources.memoryMB, (await readImageManifest(imageDir)).machine, 'image of this template or snapshot');
   }
 
-  async restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void> {
+  /** Restore `imageDir`; an image still arriving (`options.imageArriving`) is waited for whole first. */
+  async restore(spec: RuntimeSandboxSpec, imageDir: string, options: RestoreOptions = {}): Promise<void> {
+    await options.imageArriving;
     this.starting.add(spec.sandboxId);
     try {
       await this.restoreVm(spec, imageDir);

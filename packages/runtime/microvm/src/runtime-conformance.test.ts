@@ -1,7 +1,7 @@
 /**
  * The Runtime conformance suite (`@ramify/core/testsuite`) against the microVM runtime: real QEMU (TCG
  * here, so slow: `npm run test:full` only), a real guest kernel, real network namespaces (prefix `rcv`,
- * slots 1-5), the base template's root filesystem with the real agent on its virtio-serial port. Needs
+ * slots 1-7), the base template's root filesystem with the real agent on its virtio-serial port. Needs
  * `RAMIFY_TEST_ROOTFS` (scripts/run-tests.mjs sets it) and qemu-system-x86, qemu-utils, busybox-static,
  * cpio, e2fsprogs.
  */

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { it } from 'node:test';
 import { DEFAULT_CHUNKING } from '../tiered/chunker.js';
 import type { CreateOptions, RemoteControls, StorageHarness, StorageUnderTest } from './harness.js';
-import { assertCode, assertOpensAs, sampleImage, writeAndCommit, type ImageFiles } from './image-files.js';
+import { assertCode, assertOpensAs, readImageFiles, sampleImage, writeAndCommit, type ImageFiles } from './image-files.js';
 
 const NO_REMOTE = 'local disk only: no remote tier';
 
@@ -98,6 +98,30 @@ export function remoteTierCases(harness: StorageHarness, opened: StorageUnderTes
       assert.equal(await other.remote!.isCached('snap-corrupt'), false);
     }
     await assertOpensAs(storage, 'snap-corrupt', files); // the first host's local copy is intact
+  });
+
+  it('openArriving answers once the files exist at their sizes; arriving resolves once their bytes are checked, or rejects for a corrupt chunk and caches nothing', { skip }, async () => {
+    const { storage, remote } = await create();
+    const files = sampleImage();
+    await writeAndCommit(storage, 'snap-arriving', files);
+    await writeAndCommit(storage, 'snap-arriving-corrupt', sampleImage());
+    await waitDurable(storage, 'snap-arriving');
+    await waitDurable(storage, 'snap-arriving-corrupt');
+    await remote.corruptChunk('snap-arriving-corrupt');
+    const { storage: other, remote: otherRemote } = await track(remote.otherHost());
+    assert.ok(other.openArriving, 'a storage with a remote tier has openArriving');
+    const opened = await other.openArriving('snap-arriving');
+    assert.ok(opened.arriving, 'an image not cached here is still arriving');
+    for (const [path, data] of Object.entries(files)) assert.equal((await stat(join(opened.imageDir, path))).size, data.length, `${path}: at its full size at once`);
+    await opened.arriving;
+    const actual = await readImageFiles(opened.imageDir);
+    for (const [path, data] of Object.entries(files)) assert.ok(actual[path]!.equals(data), `${path}: bytes once arrived`);
+    await eventually('the downloaded copy to be sealed in the cache', async () => ((await otherRemote!.isCached('snap-arriving')) ? true : undefined));
+    assert.equal((await other.openArriving('snap-arriving')).arriving, undefined, 'a cached image has nothing arriving');
+    const corrupt = await other.openArriving('snap-arriving-corrupt');
+    await assert.rejects(corrupt.arriving!, assertCode('RUNTIME_ERROR', /snapshot 'snap-arriving-corrupt' is corrupt in the bucket/));
+    assert.equal(await otherRemote!.isCached('snap-arriving-corrupt'), false);
+    await assert.rejects(other.openArriving('snap-arriving-never'), assertCode('SNAPSHOT_NOT_FOUND'));
   });
 
   it('with the server down, commit succeeds locally and the upload resumes once it is back', { skip }, async () => {

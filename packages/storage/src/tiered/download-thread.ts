@@ -29,6 +29,8 @@ export interface DownloadJob {
   parallelism: number;
   /** Told each chunk found in the bucket (also those of a download that failed later). */
   onSeen: (sha256: string) => void;
+  /** Called once the image's files exist at their full sizes, before any chunk is fetched. */
+  onPrepared?: () => void;
   signal?: AbortSignal;
 }
 
@@ -73,6 +75,7 @@ export class DownloadThreads {
     try {
       ({ bytes } = await prepareImageFiles(job.manifest, job.imageDir));
       stop.signal.throwIfAborted();
+      job.onPrepared?.();
       const share = { next: new Int32Array(new SharedArrayBuffer(4)) };
       await Promise.allSettled(
         this.#threads.map((thread) =>

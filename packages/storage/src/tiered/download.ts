@@ -34,6 +34,8 @@ export interface DownloadOptions {
    * another still has a queue (a fixed split by count could leave one thread most of the bytes: chunks are 0.5-8 MiB).
    */
   share?: { next: Int32Array };
+  /** Called once the image's files exist at their full sizes (without `share`: this call made them), before any chunk is fetched. */
+  onPrepared?: () => void;
   signal?: AbortSignal;
 }
 
@@ -111,6 +113,7 @@ export async function downloadSnapshot(options: DownloadOptions): Promise<{ byte
   const snapshotId = manifest.snapshot.snapshotId;
   // A share's files were prepared (and the manifest checked) by the caller.
   const { bytes } = share ? { bytes: checkChunkSizes(manifest) } : await prepareImageFiles(manifest, options.imageDir);
+  if (!share) options.onPrepared?.();
   const tasks = chunkTasks(manifest);
   let taken = 0;
   const take = (): ChunkTask | undefined => tasks[share ? Atomics.add(share.next, 0, 1) : taken++];

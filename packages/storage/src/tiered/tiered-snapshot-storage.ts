@@ -67,6 +67,8 @@ export interface TieredSnapshotStorageOptions {
 
 /** A download into the cache (see `TieredSnapshotStorage.download`). */
 interface Download {
+  /** The image's files exist at their full sizes (their bytes still arriving); rejects as `ready` when the download fails before. */
+  prepared: Promise<{ imageDir: string; manifest: SnapshotManifest }>;
   /** The image is written and checked. */
   ready: Promise<{ imageDir: string; manifest: SnapshotManifest }>;
   /** Sealed in the cache, or dropped unsealed; never rejects once `ready` resolved. */
@@ -152,6 +154,31 @@ export class TieredSnapshotStorage implements SnapshotStorage {
    * not cached and the bucket cannot be read.
    */
   async open(snapshotId: string, options: OpenSnapshotOptions = {}): Promise<{ imageDir: string; manifest: SnapshotManifest }> {
+    const cached = await this.openCached(snapshotId, options);
+    if (cached) return cached;
+    const opened = await this.downloadOf(snapshotId).ready;
+    this.openedAt.set(snapshotId, Date.now());
+    return opened;
+  }
+
+  /**
+   * {@link open}, but an image that is not cached is answered once its files exist at their full sizes,
+   * with `arriving` (resolves once every byte is written and checked; rejects with the download's error,
+   * its directory removed): a runtime starts its instance meanwhile and reads the image only after
+   * (docs/design/STORAGE.md, "Restore while the image arrives"). Rejects as {@link open}.
+   */
+  async openArriving(snapshotId: string): Promise<{ imageDir: string; manifest: SnapshotManifest; arriving?: Promise<void> }> {
+    const cached = await this.openCached(snapshotId, {});
+    if (cached) return cached;
+    const download = this.downloadOf(snapshotId);
+    const prepared = await download.prepared;
+    const arriving = download.ready.then(() => void this.openedAt.set(snapshotId, Date.now()));
+    arriving.catch(() => undefined); // the caller awaits it; a caller that failed before must not leave it unhandled
+    return { ...prepared, arriving };
+  }
+
+  /** The cached image (touched), or null when this host does not hold it. Rejects `SNAPSHOT_NOT_FOUND` for a removed or invalid id. */
+  private async openCached(snapshotId: string, options: OpenSnapshotOptions): Promise<{ imageDir: string; manifest: SnapshotManifest } | null> {
     if (!isValidSnapshotId(snapshotId) || (await this.state.isRemoved(snapshotId))) throw notFound('SNAPSHOT', snapshotId);
     this.openedAt.set(snapshotId, Date.now());
     try {
@@ -160,7 +187,12 @@ export class TieredSnapshotStorage implements SnapshotStorage {
       return opened;
     } catch (error) {
       if (!(error instanceof RamifyError && error.code === 'SNAPSHOT_NOT_FOUND')) throw error;
+      return null;
     }
+  }
+
+  /** The download of `snapshotId` running now, or a new one. */
+  private downloadOf(snapshotId: string): Download {
     let download = this.downloads.get(snapshotId);
     if (!download) {
       const started = this.download(snapshotId);
@@ -170,9 +202,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
         if (this.downloads.get(snapshotId) === started) this.downloads.delete(snapshotId);
       });
     }
-    const opened = await download.ready;
-    this.openedAt.set(snapshotId, Date.now());
-    return opened;
+    return download;
   }
 
   /**
@@ -283,6 +313,8 @@ export class TieredSnapshotStorage implements SnapshotStorage {
   private download(snapshotId: string): Download {
     const started = performance.now();
     const phases = { manifestMs: 0, readyMs: 0 };
+    let onPrepared: (at: { imageDir: string; manifest: SnapshotManifest }) => void = () => undefined;
+    const prepared = new Promise<{ imageDir: string; manifest: SnapshotManifest }>((resolve) => (onPrepared = resolve));
     const written = (async () => {
       const text = await this.store.getManifest(snapshotId);
       if (text === null) throw notFound('SNAPSHOT', snapshotId);
@@ -290,8 +322,9 @@ export class TieredSnapshotStorage implements SnapshotStorage {
       phases.manifestMs = Math.round(performance.now() - started);
       const { imageDir } = await this.local.prepare(snapshotId);
       try {
-        if (this.downloadThreads) await this.downloadThreads.run({ manifest: remote, imageDir, parallelism: this.parallelism, onSeen: (sha256) => this.chunks.add(sha256) });
-        else await downloadSnapshot({ store: this.store, manifest: remote, imageDir, parallelism: this.parallelism, chunks: this.chunks });
+        const onFiles = (): void => onPrepared({ imageDir, manifest: remote.snapshot });
+        if (this.downloadThreads) await this.downloadThreads.run({ manifest: remote, imageDir, parallelism: this.parallelism, onSeen: (sha256) => this.chunks.add(sha256), onPrepared: onFiles });
+        else await downloadSnapshot({ store: this.store, manifest: remote, imageDir, parallelism: this.parallelism, chunks: this.chunks, onPrepared: onFiles });
       } catch (error) {
         await this.local.remove(snapshotId).catch(() => undefined);
         throw error;
@@ -319,7 +352,11 @@ export class TieredSnapshotStorage implements SnapshotStorage {
       this.logger.info('snapshot downloaded', { snapshotId, sizeBytes: remote.snapshot.sizeBytes, ...phases, sealMs: Math.round(performance.now() - started) });
       this.scheduleEviction();
     });
-    return { ready: written.then(({ imageDir, remote }) => ({ imageDir, manifest: remote.snapshot })), done, seal: () => decide(true), unseal: () => decide(false) };
+    const ready = written.then(({ imageDir, remote }) => ({ imageDir, manifest: remote.snapshot }));
+    // Settles with the files, or with the failure that came before them (then it is `ready`'s rejection).
+    const preparedOrFailed = Promise.race([prepared, ready]);
+    preparedOrFailed.catch(() => undefined);
+    return { prepared: preparedOrFailed, ready, done, seal: () => decide(true), unseal: () => decide(false) };
   }
 
   /** Run an eviction pass soon (one at a time; a request during a pass runs another after it). */

@@ -24,7 +24,7 @@ export interface RuntimeHarness {
   connectAgent: ConnectAgent;
   /** Prefix of the suite's sandbox ids (unique on the host: the harness's namespace prefix is a good one). */
   idPrefix: string;
-  /** The suite uses slots `firstSlot` to `firstSlot + 4`. */
+  /** The suite uses slots `firstSlot` to `firstSlot + 6`. */
   firstSlot: number;
   /** Resources of every sandbox the suite makes. */
   resources: SandboxResources;

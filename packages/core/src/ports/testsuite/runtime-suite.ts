@@ -2,16 +2,17 @@
  * The Runtime conformance suite: the port's behaviours every runtime keeps (runtime.ts), checked through
  * the port alone with the real agent inside: boot, the agent channel as an exec bridge, usage counters,
  * checkpoint, restore of one image into several independent sandboxes (files, memory and running
- * processes carried over), a fork point that keeps its sandbox running, kill, and bad input. The cases
+ * processes carried over), a fork point that keeps its sandbox running, kill, a restore of an image still
+ * arriving (no byte read before it is all there; a failed arrival fails the restore), and bad input. The cases
  * run in order on shared sandboxes (a boot is expensive); a case whose optional method the runtime lacks
  * is skipped with that reason. `packages/conformance` is the end-to-end suite through a daemon; this one
  * stops at the port, so a new runtime proves itself before any daemon runs it.
  */
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import type { AgentSession } from '@ramify/contracts';
+import { RamifyError, type AgentSession } from '@ramify/contracts';
 import type { RuntimeSandboxSpec } from '../runtime.js';
 import type { RuntimeHarness } from './harness.js';
 
@@ -19,6 +20,23 @@ import type { RuntimeHarness } from './harness.js';
 interface Ran {
   exitCode: number | null;
   stdout: string;
+}
+
+/** Make `to` hold `from`'s files at their full sizes, all zeros: an image as a download prepares it, before its bytes arrive. */
+async function prepareArriving(from: string, to: string): Promise<void> {
+  await mkdir(to, { recursive: true });
+  for (const name of await readdir(from)) {
+    const file = await open(join(to, name), 'w');
+    await file.truncate((await stat(join(from, name))).size).finally(() => file.close());
+  }
+}
+
+/** Write `from`'s bytes into the files `prepareArriving` made (in place: a runtime may hold them open already). */
+async function arrive(from: string, to: string): Promise<void> {
+  for (const name of await readdir(from)) {
+    const file = await open(join(to, name), 'r+');
+    await file.write(await readFile(join(from, name)), 0).finally(() => file.close());
+  }
 }
 
 /** Register the suite for `harness` with node:test. */
@@ -161,6 +179,36 @@ export function runtimeConformance(harness: RuntimeHarness): void {
       await runtime.kill(id('never-made'));
       assert.equal((await runtime.status(id('never-made'))).state, 'missing');
       assert.equal((await runtime.list()).includes(id('never-made')), false);
+    });
+
+    it('restore of an image still arriving reads none of its bytes before imageArriving resolves: files, memory and processes carry over', opts, async () => {
+      // The files are zeros until the image "arrives": a runtime that read any of them early would restore zeros.
+      const arriving = join(harness.workDir, 'image-arriving');
+      await prepareArriving(image, arriving);
+      let arrived: () => void = () => undefined;
+      const restored = runtime.restore(await spec('late', 5), arriving, { imageArriving: new Promise<void>((resolve) => (arrived = resolve)) });
+      let settled = false;
+      restored.then(() => (settled = true), () => (settled = true));
+      await new Promise((r) => setTimeout(r, 1500)); // time for a runtime to start what it can meanwhile
+      assert.equal(settled, false, 'the restore waits for its image');
+      await arrive(image, arriving);
+      arrived();
+      await restored;
+      const agent = await session('late');
+      assert.equal((await run(agent, 'cat /root/marker')).stdout, 'parent\n', "the image's files");
+      assert.equal((await run(agent, `kill -0 ${counterPid}`)).exitCode, 0, 'the counter process runs on');
+      const before = await count(agent);
+      await new Promise((r) => setTimeout(r, 600));
+      assert.ok((await count(agent)) > before, `and keeps counting from ${before}`);
+    });
+
+    it('restore of an image whose arrival fails rejects with that error and leaves nothing running', opts, async () => {
+      const arriving = join(harness.workDir, 'image-never-arrives');
+      await prepareArriving(image, arriving);
+      const failure = new RamifyError('RUNTIME_ERROR', 'chunk 00ff in the bucket is corrupt (conformance suite)', { reason: 'checksum-mismatch' });
+      const imageArriving = new Promise<void>((_, reject) => setTimeout(() => reject(failure), 1500));
+      await assert.rejects(runtime.restore(await spec('never', 6), arriving, { imageArriving }), (err: unknown) => err === failure);
+      assert.notEqual((await runtime.status(id('never'))).state, 'running');
     });
 
     it('restore refuses a directory that is not an image, with a typed error, and leaves nothing running', opts, async () => {
