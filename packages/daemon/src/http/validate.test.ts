@@ -5,11 +5,11 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
-import { CreateSandboxRequest, CreateTeamRequest, ForkRequest, ListSandboxesQuery, SetTimeoutRequest, isRamifyError } from '@ramify/contracts';
+import { CreateSandboxRequest, CreateTeamRequest, ForkRequest, ListSandboxesQuery, MAX_BUDGET_VALUE, SandboxState, SetBudgetRequest, SetTimeoutRequest, isRamifyError } from '@ramify/contracts';
 import { Sandbox } from '@ramify/sdk';
 import type { z } from 'zod';
 import { catalogRoutes } from '../routes/catalog.js';
-import { httpTestBed } from '../test-support.js';
+import { createViaApi, httpTestBed } from '../test-support.js';
 import { PidParams } from './route.js';
 import { validate, type RequestPart } from './validate.js';
 
@@ -48,7 +48,11 @@ describe('validate: plain messages', () => {
     ['a too-long string names its length, not its text', CreateSandboxRequest, { template: 'x'.repeat(200) }, 'body', 'body.template: must be a string of 1 to 128 characters, got 200 characters'],
     ['an empty string', CreateSandboxRequest, { template: '' }, 'body', 'body.template: must be a string of 1 to 128 characters, got an empty string'],
     ['a too-long array', CreateSandboxRequest, { ports: Array.from({ length: 65 }, (_, i) => 3000 + i) }, 'body', 'body.ports: must be an array of at most 64 items, got 65 items'],
-    ['a nested field', CreateTeamRequest, { id: 'acme', quota: { maxRunning: -1 } }, 'body', 'body.quota.maxRunning: must be an integer from 0 to 1000000000, got -1'],
+    ['a nested field', CreateTeamRequest, { id: 'acme', quota: { maxRunning: -1 } }, 'body', 'body.quota.maxRunning: must be an integer from 0 to 1000000000, or null, got -1'],
+    ['a nullable field says null is allowed', SetBudgetRequest, { cpuSeconds: -1 }, 'body', `body.cpuSeconds: must be a number greater than 0 and at most ${MAX_BUDGET_VALUE}, or null, got -1`],
+    ['a nullable integer field, a fraction', SetBudgetRequest, { maxSandboxes: 1.5 }, 'body', `body.maxSandboxes: must be an integer from 1 to ${MAX_BUDGET_VALUE}, or null, got 1.5`],
+    ['a nullable field, the wrong kind', SetBudgetRequest, { sandboxSeconds: 'lots' }, 'body', `body.sandboxSeconds: must be a number greater than 0 and at most ${MAX_BUDGET_VALUE}, or null, got a string`],
+    ['a field that is not nullable does not say null', SetTimeoutRequest, { timeoutMs: null }, 'body', 'body.timeoutMs: must be an integer from 1 to 86400000, got null'],
     ['a nested unknown field', CreateTeamRequest, { id: 'acme', quota: { maxRunnin: 1 } }, 'body', "body.quota: unknown field 'maxRunnin' (allowed: maxRunning, maxMemoryMB, maxForksPerCall)"],
     ['a union no alternative of which fits the kind', CreateSandboxRequest, { egress: 5 }, 'body', 'body.egress: must be an array or an object, got a number'],
     ['a union: the alternative the kind fits speaks', CreateSandboxRequest, { egress: { mode: 'bogus' } }, 'body', "body.egress.mode: must be one of open, allowlist, deny-all, got 'bogus'"],

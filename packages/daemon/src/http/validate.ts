@@ -22,7 +22,7 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, where: 
   if (value instanceof Readable) {
     throw new RamifyError('VALIDATION_FAILED', `${where}: expected a JSON body (Content-Type: application/json)`, { issues: [{ path: where, message: 'not JSON' }] });
   }
-  const result = schema.safeParse(value, { error: plainErrorMap(value) });
+  const result = schema.safeParse(value, { error: plainErrorMap(value, schema) });
   if (result.success) return result.data;
   const issues = plainIssues(result.error.issues, where);
   const listed = issues.slice(0, MAX_LISTED_ISSUES).map((i) => `${i.path}: ${i.message}`);
