@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { MAX_FORK_COUNT } from './constants.js';
 import { EgressPeer, MAX_NETWORKS_PER_SANDBOX, NetworkJoinRequest, SnapshotNetworks } from './networks.js';
 import { Budget } from './usage.js';
+import { mustBe } from './issue-messages.js';
 
 /** Lifecycle states; the legal transitions live in `@ramify/core` (one table, nothing else compares). */
 export const SandboxState = z.enum(['creating', 'running', 'pausing', 'paused', 'resuming', 'killing', 'killed', 'error']);
@@ -304,7 +305,7 @@ export type ForkResponse = z.infer<typeof ForkResponse>;
 
 export const SetTimeoutRequest = z.strictObject({ timeoutMs: z.number().int().positive().max(MAX_SANDBOX_TIMEOUT_MS) });
 
-export const SnapshotRequest = z.strictObject({ name: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9._-]{0,127}$/, 'snapshot names are 1-128 of [a-zA-Z0-9._-]') });
+export const SnapshotRequest = z.strictObject({ name: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9._-]{0,127}$/, mustBe('a snapshot name: 1-128 of [a-zA-Z0-9._-], starting with a letter or digit')) });
 export const SnapshotInfo = z.object({
   id: z.string(),
   name: z.string().nullable(),
@@ -584,11 +585,11 @@ export type TemplateBuildQuery = z.infer<typeof TemplateBuildQuery>;
 
 /** `ramify template build` spec (YAML or JSON file). */
 export const TemplateSpec = z.strictObject({
-  name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'template names are 1-64 of [a-z0-9._-]'),
+  name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, mustBe('a template name: 1-64 of [a-z0-9._-], starting with a letter or digit')),
   /** Parent template name; omit for a root built from Debian bookworm. */
   from: z.string().optional(),
   /** Extra Debian packages. */
-  packages: z.array(z.string().regex(/^[a-z0-9][a-z0-9+.-]*$/, 'Debian package names are [a-z0-9][a-z0-9+.-]*')).max(500).optional(),
+  packages: z.array(z.string().regex(/^[a-z0-9][a-z0-9+.-]*$/, mustBe('a Debian package name: [a-z0-9][a-z0-9+.-]*'))).max(500).optional(),
   /**
    * Files to place: `{ path, content }` (text) or `{ path, source }` (host file, relative to the spec;
    * the spec loader inlines it as `content`, base64 with `encoding: 'base64'` when it is not UTF-8 text).

@@ -4,10 +4,12 @@
  * `must be an integer from 1 to 9007199254740991, got 'abc'`, `must be one of true, false, got 'yes'`,
  * `required`, `unknown field 'colour' (allowed: limit, state)`. A message a schema states itself
  * (`z.number({ error: ... })`, `.regex(re, message)`) wins over these: zod asks the schema first.
- * Received strings are quoted and cut to {@link MAX_QUOTED_CHARS}; one message per field.
+ * Received strings are quoted and cut to {@link MAX_QUOTED_CHARS}; one message per field. A check a
+ * use-case makes by hand answers in the same layout through {@link invalidField}.
  * Mechanism: docs/design/ARCHITECTURE.md, "Validation messages".
  */
 import { z } from 'zod';
+import { RamifyError } from './errors.js';
 
 /** Longest received string (or key, or path segment) a message repeats, characters; longer ones end in `...`. */
 export const MAX_QUOTED_CHARS = 40;
@@ -184,6 +186,14 @@ function kindFits(shape: Shape, input: unknown): boolean {
   return false;
 }
 
+/**
+ * A check's own message in the map's words, for a rule JSON Schema cannot say plainly (a pattern):
+ * `.regex(re, mustBe('a team id: 1-63 ...'))` reads `must be a team id: 1-63 ..., got 'Acme'`.
+ */
+export function mustBe(rule: string): { error: z.core.$ZodErrorMap } {
+  return { error: (iss) => `must be ${rule}, got ${typeof iss.input === 'string' ? quote(iss.input) : kindOf(iss.input)}` };
+}
+
 /** `'a', 'b' and 3 more`: user-supplied names, quoted and cut, at most {@link MAX_LISTED_KEYS}. */
 function listKeys(keys: readonly string[]): string {
   const shown = keys.slice(0, MAX_LISTED_KEYS).map(quote).join(', ');
@@ -207,28 +217,80 @@ function unionMessage(iss: Extract<RawIssue, { code: 'invalid_union' }>, root: u
   return 'does not match any of the allowed forms';
 }
 
+/** The parts of a zod schema's definition the nullable walk reads. */
+interface Def {
+  type: string;
+  innerType?: z.core.$ZodType;
+  in?: z.core.$ZodType;
+  shape?: Record<string, z.core.$ZodType>;
+  element?: z.core.$ZodType;
+  valueType?: z.core.$ZodType;
+  items?: z.core.$ZodType[];
+  getter?: () => z.core.$ZodType;
+}
+
+/** Wrappers that hand a value to their inner schema unchanged (for the walk's purpose). */
+const PASS_THROUGH = new Set(['optional', 'default', 'prefault', 'readonly', 'catch', 'nonoptional']);
+/** Most wrappers the walk unwraps around one field (a bound against a pathological schema). */
+const MAX_WRAPPERS = 32;
+
+/**
+ * Whether the field at `path` of `schema` is `.nullable()` around `owner`, the schema that raised the
+ * issue: zod raises the inner schema's issue, so the map cannot tell otherwise. A path the walk cannot
+ * follow (into a union: its branches' paths are their own) or that lands elsewhere answers false.
+ */
+function nullableAt(schema: z.core.$ZodType, path: readonly PropertyKey[], owner: z.core.$ZodType | undefined): boolean {
+  let node: z.core.$ZodType | undefined = schema;
+  let nullable = false;
+  const unwrap = (): void => {
+    for (let i = 0; node && i < MAX_WRAPPERS; i++) {
+      const def = node._zod.def as unknown as Def;
+      if (def.type === 'nullable') [nullable, node] = [true, def.innerType];
+      else if (PASS_THROUGH.has(def.type)) node = def.innerType;
+      else if (def.type === 'pipe') node = def.in;
+      else if (def.type === 'lazy' && def.getter) node = def.getter();
+      else return;
+    }
+  };
+  for (const part of path) {
+    unwrap();
+    if (!node) return false;
+    const def: Def = node._zod.def as unknown as Def;
+    node = def.type === 'object' ? def.shape?.[String(part)]
+      : def.type === 'array' ? def.element
+      : def.type === 'record' ? def.valueType
+      : def.type === 'tuple' ? def.items?.[Number(part)]
+      : undefined;
+    nullable = false;
+  }
+  unwrap();
+  return nullable && owner !== undefined && node === owner;
+}
+
 /**
  * A zod v4 error map (the `error` option of `safeParse`) with plain messages. `root` is the value being
- * parsed: a query value that zod coerced is quoted as the client sent it.
+ * parsed: a query value that zod coerced is quoted as the client sent it. `schema`, the schema parsing
+ * `root`, lets a `.nullable()` field's message say so (`must be a number from 1 to 10, or null, got 0`).
  */
-export function plainErrorMap(root: unknown): z.core.$ZodErrorMap {
+export function plainErrorMap(root: unknown, schema?: z.core.$ZodType): z.core.$ZodErrorMap {
   return (iss) => {
+    const orNull = schema && nullableAt(schema, iss.path ?? [], iss.schema) ? ', or null' : '';
     switch (iss.code) {
       case 'invalid_type':
         if (iss.input === undefined) return 'required';
-        return `must be ${expected(iss, false)}, got ${received(iss, root, kindFits(shapeOf(iss.schema), iss.input), false)}`;
+        return `must be ${expected(iss, false)}${orNull}, got ${received(iss, root, kindFits(shapeOf(iss.schema), iss.input), false)}`;
       case 'too_big':
       case 'too_small': {
         const length = iss.origin === 'string' || iss.origin === 'array' || iss.origin === 'set';
-        return `must be ${expected(iss, true)}, got ${received(iss, root, true, length)}`;
+        return `must be ${expected(iss, true)}${orNull}, got ${received(iss, root, true, length)}`;
       }
       case 'not_multiple_of':
-        return `must be a multiple of ${String(iss.divisor)}, got ${received(iss, root, true, false)}`;
+        return `must be a multiple of ${String(iss.divisor)}${orNull}, got ${received(iss, root, true, false)}`;
       case 'invalid_value':
-        return `must be ${iss.values.length === 1 ? String(iss.values[0]) : `one of ${iss.values.map(String).join(', ')}`}, got ${received(iss, root, iss.values.some((v) => typeof v === typeof iss.input), false)}`;
+        return `must be ${iss.values.length === 1 ? String(iss.values[0]) : `one of ${iss.values.map(String).join(', ')}`}${orNull}, got ${received(iss, root, iss.values.some((v) => typeof v === typeof iss.input), false)}`;
       case 'invalid_format':
-        if (iss.format === 'regex' && iss.pattern) return `must match ${iss.pattern}, got ${received(iss, root, true, false)}`;
-        return `must be ${FORMAT_WORDS[iss.format] ?? `a valid ${iss.format}`}, got ${received(iss, root, true, false)}`;
+        if (iss.format === 'regex' && iss.pattern) return `must match ${iss.pattern}${orNull}, got ${received(iss, root, true, false)}`;
+        return `must be ${FORMAT_WORDS[iss.format] ?? `a valid ${iss.format}`}${orNull}, got ${received(iss, root, true, false)}`;
       case 'unrecognized_keys': {
         const known = iss.inst && 'shape' in iss.inst ? Object.keys((iss.inst as unknown as z.ZodObject).shape) : [];
         return `unknown field${iss.keys.length > 1 ? 's' : ''} ${listKeys(iss.keys)}${known.length ? ` (allowed: ${known.join(', ')})` : ''}`;
@@ -270,4 +332,15 @@ export function plainIssues(issues: readonly Issue[], where: string): PlainIssue
   };
   visit(issues, []);
   return [...seen].map(([path, message]) => ({ path, message }));
+}
+
+/**
+ * A `VALIDATION_FAILED` (400) for one field a use-case checks by hand, in the layout {@link plainIssues}
+ * gives a schema's: message `<path>: <problem>`, `details.issues` `[{ path, message: problem }]`. `path`
+ * is dotted and names the request part (`query.state`, `body.quota.maxRunning`); `problem` says what is
+ * allowed and, through {@link quote}, what was received. `extra` adds details (e.g. `field`, which older
+ * clients read).
+ */
+export function invalidField(path: string, problem: string, extra: Record<string, unknown> = {}): RamifyError {
+  return new RamifyError('VALIDATION_FAILED', `${path}: ${problem}`, { ...extra, issues: [{ path, message: problem }] });
 }

@@ -5,15 +5,22 @@
  * and touches only its own team's resources: another team's id is 404, as if it did not exist.
  */
 import { z } from 'zod';
+import { mustBe } from './issue-messages.js';
 import { MAX_QUOTA_VALUE, MIN_API_KEY_TTL_MS, MAX_API_KEY_TTL_MS } from './constants.js';
 
 /** The team every existing resource and the first-start key belong to; its templates are shared with every team. */
 export const DEFAULT_TEAM = 'default';
 
-/** A team id: 1-63 of lower-case letters, digits and `-`, starting with a letter or digit (a name people type). */
+/** What a team id is, as a message says it (`must be ..., got 'Acme'`). */
+export const TEAM_ID_RULE = '1-63 lower-case letters, digits and -, starting with a letter or digit';
+
+/**
+ * A team id: 1-63 of lower-case letters, digits and `-`, starting with a letter or digit (a name people
+ * type). Its message says the rule and echoes the id, quoted and cut (issue-messages.ts).
+ */
 export const TeamId = z
   .string()
-  .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'a team id is 1-63 lower-case letters, digits and -, starting with a letter or digit');
+  .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, mustBe(TEAM_ID_RULE));
 
 /** An API key's role. */
 export const ApiKeyRole = z.enum(['admin', 'member']);

@@ -8,8 +8,11 @@
 import { z } from 'zod';
 import { MAX_BUDGET_VALUE } from './constants.js';
 
-/** A budget figure: a positive number, or null for no limit. */
-const Seconds = z.number().positive('a budget limit is a number above 0').max(MAX_BUDGET_VALUE).nullable();
+/**
+ * A budget figure: a positive number, or null for no limit. No message of its own: the plain map
+ * (issue-messages.ts) says the range, that null is allowed, and what was received.
+ */
+const Seconds = z.number().positive().max(MAX_BUDGET_VALUE).nullable();
 
 /**
  * Limits of a fork tree: a sandbox and every sandbox forked from it (and from those), counted from when the
@@ -24,7 +27,7 @@ export const Budget = z.strictObject({
   /** Time the tree's sandboxes hold CPU and memory (creating, running, pausing, resuming), summed, seconds. */
   sandboxSeconds: Seconds.optional(),
   /** Sandboxes of the tree alive at once (not killed or failed), the root included: a whole number from 1. */
-  maxSandboxes: z.number().int('maxSandboxes is a whole number').min(1, 'maxSandboxes is at least 1').max(MAX_BUDGET_VALUE).nullable().optional(),
+  maxSandboxes: z.number().int().min(1).max(MAX_BUDGET_VALUE).nullable().optional(),
 });
 export type Budget = z.infer<typeof Budget>;
 

@@ -11,6 +11,7 @@ import { activityHook } from './http/activity.js';
 import { auditHook } from './http/audit.js';
 import { authHook } from './http/auth.js';
 import { toHttpError } from './http/errors.js';
+import { invalidJsonBody, jsonFailure } from './http/validate.js';
 import { mcpToolHook } from './http/mcp-tool.js';
 import { freshRequestContext } from './http/request-context.js';
 import { scopeHook } from './http/scope.js';
@@ -87,7 +88,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: MAX_JSON_BODY_BYTES }, (request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
-    return json(request, text, done);
+    // Bad JSON answers as every bad field does (http/validate.ts), not in Fastify's words.
+    return json(request, text, (err, value) => (err ? done(invalidJsonBody(jsonFailure(text))) : done(null, value)));
   });
   // Raw bytes (file upload, stdin) and anything else: hand the request stream to the handler unbuffered.
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));

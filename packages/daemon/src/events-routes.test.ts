@@ -93,7 +93,8 @@ describe('events', () => {
     for (const cursor of ['12', 'evt_x', 'evt_0', 'evt_5', 'evt_0000000g_1', 'nope']) {
       const res = await call(bed.auth, 'GET', `/v1/events?after=${cursor}`);
       assert.deepEqual([res.status, res.body.error.code], [400, 'INVALID_CURSOR'], cursor);
-      assert.match(res.body.error.message, /is not an event cursor: pass an event's id or the nextCursor of a previous page/);
+      assert.match(res.body.error.message, /^query\.after: must be an event's id or the nextCursor of a previous page .*, got '/);
+      assert.deepEqual(res.body.error.details.issues, [{ path: 'query.after', message: res.body.error.message.slice('query.after: '.length) }], 'the layout of every bad query field');
     }
     const res = await call(bed.auth, 'GET', '/v1/events?type=sandbox.lifecycle.paused,sandbox.lifecycle.nope');
     assert.match(res.body.error.message, /unknown event type 'sandbox\.lifecycle\.nope'; known: sandbox\.lifecycle\.created/);

@@ -2,7 +2,7 @@
  * Sandbox rows: mapping, insert, patch, filtered and paginated listing. Metadata lives both in the row
  * (JSON, returned as is) and in `sandbox_metadata` (one row per pair, for filters).
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, invalidField, quote } from '@ramify/contracts';
 import type { SandboxState } from '@ramify/contracts';
 import type { SandboxActivityRecord, SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord } from '@ramify/core';
 import { sql, type Selectable } from 'kysely';
@@ -246,7 +246,10 @@ function encodeCursor(last: SandboxRecord): string {
   return Buffer.from(JSON.stringify({ after: last.id, at: last.createdAt }), 'utf8').toString('base64url');
 }
 
-/** @throws RamifyError `VALIDATION_FAILED` for a cursor this API did not issue. */
+/**
+ * @throws RamifyError `VALIDATION_FAILED` for a cursor this API did not issue, naming `query.nextToken` (the
+ *   query parameter it comes from, `details.issues` as a schema's: contracts/src/issue-messages.ts).
+ */
 function decodeCursor(cursor: string): { id: string; at: number | null } {
   try {
     const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { after?: unknown; at?: unknown };
@@ -254,5 +257,5 @@ function decodeCursor(cursor: string): { id: string; at: number | null } {
   } catch {
     /* fall through */
   }
-  throw new RamifyError('VALIDATION_FAILED', 'nextToken is not a token this API issued', { field: 'nextToken' });
+  throw invalidField('query.nextToken', `must be the nextToken of a previous page, as given, got ${quote(cursor)}`, { field: 'nextToken' });
 }

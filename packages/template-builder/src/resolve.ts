@@ -6,7 +6,7 @@
  * Parents are looked up already flattened (the builder stores each built template's flattened spec),
  * so one lookup resolves the whole chain and cycles cannot arise.
  */
-import { RamifyError, type TemplateSpec } from '@ramify/contracts';
+import { RamifyError, quote, type TemplateSpec } from '@ramify/contracts';
 import { createHash } from 'node:crypto';
 import { BASE_TEMPLATE_SPEC, REQUIRED_PACKAGES } from './base-spec.js';
 
@@ -56,7 +56,7 @@ export async function resolveTemplate(spec: TemplateSpec, lookupParent: ParentLo
   if (spec.from !== undefined) {
     parent = (await lookupParent(spec.from)) ?? (spec.from === BASE_TEMPLATE_SPEC.name ? BASE_TEMPLATE_SPEC : null);
     if (parent === null) {
-      throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${spec.name}' is built from '${spec.from}', which has not been built`, { id: spec.from });
+      throw new RamifyError('TEMPLATE_NOT_FOUND', `template ${quote(spec.name)} is built from ${quote(spec.from)}, which has not been built`, { id: spec.from });
     }
     if (parent.from !== undefined) throw new RamifyError('INTERNAL', `the stored spec of template '${spec.from}' is not flattened`);
   }

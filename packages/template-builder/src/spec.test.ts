@@ -36,10 +36,10 @@ describe('template spec validation', () => {
   it('names the origin and the field of each problem', () => {
     assert.throws(
       () => validateTemplateSpec({ name: 'Bad Name', packages: ['ok', 'NOT OK'], extra: 1, files: [{ path: 'relative', content: '' }] }, 'my.yaml'),
-      validationError(/^my\.yaml: /, /name: template names are/, /packages\[1\]/, /files\[0\]\.path/, /Unrecognized key.*extra/),
+      validationError(/^my\.yaml: /, /name: must be a template name: .*, got 'Bad Name'/, /packages\[1\]: .*got 'NOT OK'/, /files\[0\]\.path/, /unknown field 'extra'/),
     );
-    assert.throws(() => validateTemplateSpec({ name: 'x', envs: { 'BAD-NAME': 'v' } }, 'req'), validationError(/envs\.BAD-NAME: environment variable names are \[A-Za-z_\]/));
-    assert.throws(() => validateTemplateSpec({ name: 'x', packages: ['jq', 'Bad_Pkg'] }, 'req'), validationError(/packages\[1\]: Debian package names are .* \(got "Bad_Pkg"\)/));
+    assert.throws(() => validateTemplateSpec({ name: 'x', envs: { 'BAD-NAME': 'v' } }, 'req'), validationError(/envs\.BAD-NAME: not an allowed key: environment variable names are \[A-Za-z_\]/));
+    assert.throws(() => validateTemplateSpec({ name: 'x', packages: ['jq', 'Bad_Pkg'] }, 'req'), validationError(/packages\[1\]: must be a Debian package name: .*, got 'Bad_Pkg'/));
   });
 
   it('runs the extra checks even when the schema fails, so one error lists both', () => {
@@ -48,7 +48,7 @@ describe('template spec validation', () => {
       (error: unknown) => {
         assert.ok(isRamifyError(error), String(error));
         assert.deepEqual(error.details?.issues, [
-          { field: 'name', message: 'template names are 1-64 of [a-z0-9._-] (got "Bad")' },
+          { field: 'name', message: "must be a template name: 1-64 of [a-z0-9._-], starting with a letter or digit, got 'Bad'" },
           { field: 'from', message: 'a template cannot be built from itself' },
           { field: 'files[0].mode', message: 'must be a permission mode between 0 and 0o7777, not -1' },
           { field: 'files[0].path', message: 'must be a normalized absolute file path without "." or ".." parts: /a/./b' },
@@ -76,7 +76,7 @@ describe('template spec validation', () => {
   it('requireInline reports a remaining source together with every other problem (the API path)', () => {
     assert.throws(
       () => validateTemplateSpec({ name: 'Bad Name', packages: ['NOT OK'], files: [{ path: '/a', source: 'f' }] }, 'request body', { requireInline: true }),
-      validationError(/name: template names are/, /packages\[0\]/, /files\[0\]\.source: must be inlined/),
+      validationError(/name: must be a template name: .*, got 'Bad Name'/, /packages\[0\]/, /files\[0\]\.source: must be inlined/),
     );
     assert.doesNotThrow(() => validateTemplateSpec({ name: 'ok', files: [{ path: '/a', source: 'f' }] }, 'my.yaml'));
   });
@@ -180,7 +180,7 @@ describe('loadTemplateSpecFile', () => {
       assert.match(error.message, /files\[0\]\.path: must be a normalized/);
       assert.match(error.message, /files\[2\]\.mode: 0999 is not an octal mode/);
       assert.match(error.message, /files\[3\]\.source: missing\.sh \(.*\/missing\.sh\) does not exist/);
-      assert.match(error.message, /files\[4\]: Unrecognized key: "contnet"/);
+      assert.match(error.message, /files\[4\]: unknown field 'contnet' \(allowed: path, content, encoding, source, mode\)/);
       assert.match(error.message, /files\[4\]: give exactly one of "content" or "source"/);
       return true;
     });

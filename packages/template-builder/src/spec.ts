@@ -8,7 +8,7 @@
  * meant, a `files[].mode` written with a leading zero is read as octal (`0755` = 0o755), and one whose
  * digits are not all octal (`0999`) is refused rather than read as a decimal.
  */
-import { RamifyError, TemplateSpec, type ErrorCode } from '@ramify/contracts';
+import { RamifyError, TemplateSpec, plainErrorMap, type ErrorCode } from '@ramify/contracts';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, parseDocument } from 'yaml';
@@ -126,10 +126,12 @@ function readLeadingZeroMode(source: string): number | string | undefined {
  * the schema's for that field.
  */
 function inspectSpec(value: unknown): { spec: TemplateSpec | undefined; issues: SpecIssue[] } {
-  const parsed = TemplateSpec.safeParse(value);
+  // The API's plain words (contracts/src/issue-messages.ts): what is allowed and what was received.
+  const parsed = TemplateSpec.safeParse(value, { error: plainErrorMap(value, TemplateSpec) });
   const extra = extraIssues(value);
   const ownFields = new Set(extra.map((issue) => issue.field).filter((field) => /\.(path|mode)$/.test(field)));
-  const schema = parsed.success ? [] : parsed.error.issues.map((issue) => zodIssue(issue, value)).filter((issue) => !ownFields.has(issue.field));
+  // One message per field, as the API gives (2^53 for an .int().max(n) is two zod issues in the same words).
+  const schema = parsed.success ? [] : parsed.error.issues.map((issue) => zodIssue(issue)).filter((issue) => !ownFields.has(issue.field) && ownFields.add(issue.field));
   return { spec: parsed.success ? parsed.data : undefined, issues: sortIssues([...schema, ...extra]) };
 }
 
@@ -256,18 +258,12 @@ function sortIssues(issues: SpecIssue[]): SpecIssue[] {
 }
 
 /**
- * A schema issue as a spec problem. A bad record key (an env name) carries the key rule's own message
- * (zod reports only "Invalid key in record"); a string that fails a pattern names the value it got.
+ * A schema issue as a spec problem: its message is the plain map's (`must be ..., got '...'`), the field
+ * written as the spec reference writes it (`files[0].mode`).
  */
-function zodIssue(issue: z.core.$ZodIssue, root: unknown): SpecIssue {
+function zodIssue(issue: z.core.$ZodIssue): SpecIssue {
   const field = issue.path.reduce<string>((out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${String(part)}` : String(part)), '');
-  let message = issue.message;
-  if (issue.code === 'invalid_key') message = issue.issues[0]?.message ?? message;
-  if (issue.code === 'invalid_format') {
-    const got = issue.path.reduce<unknown>((node, part) => (typeof node === 'object' && node !== null ? (node as Record<PropertyKey, unknown>)[part] : undefined), root);
-    if (typeof got === 'string') message = `${message} (got ${JSON.stringify(got)})`;
-  }
-  return { field: field || '(top level)', message };
+  return { field: field || '(top level)', message: issue.message };
 }
 
 /** One error for all issues: their common code when they share one that is not VALIDATION_FAILED, else VALIDATION_FAILED. */

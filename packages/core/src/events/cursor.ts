@@ -8,7 +8,7 @@
  * anyway); it only turns a mix-up into a clear error. Clients treat ids as opaque.
  */
 import { createHash } from 'node:crypto';
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, quote } from '@ramify/contracts';
 
 const streams = new Map<string, string>();
 
@@ -29,6 +29,14 @@ export const eventId = (teamId: string, teamSeq: number): string => `evt_${strea
 const CURSOR = /^evt_([0-9a-f]{8})_([1-9][0-9]{0,15})$/;
 
 /**
+ * `INVALID_CURSOR` (400, its own code: clients tell a stale cursor from a bad request) in the layout of
+ * every bad query field (contracts/src/issue-messages.ts): `query.after: <problem>` and `details.issues`.
+ */
+function cursorError(problem: string, cursor: string): RamifyError {
+  return new RamifyError('INVALID_CURSOR', `query.after: ${problem}`, { cursor, issues: [{ path: 'query.after', message: problem }] });
+}
+
+/**
  * The team number `cursor` names in `teamId`'s stream.
  * @param last the team's last event number now: a cursor past it was never given out.
  * @throws RamifyError `INVALID_CURSOR` (400) when `cursor` is not an event id, is of another team's stream,
@@ -37,11 +45,11 @@ const CURSOR = /^evt_([0-9a-f]{8})_([1-9][0-9]{0,15})$/;
 export function teamSeqOf(teamId: string, cursor: string, last: number): number {
   const match = CURSOR.exec(cursor);
   if (!match) {
-    throw new RamifyError('INVALID_CURSOR', `'${cursor.slice(0, 80)}' is not an event cursor: pass an event's id or the nextCursor of a previous page (evt_..., as given; ids of events before an upgrade to per-team ids are no longer valid)`, { cursor: cursor.slice(0, 80) });
+    throw cursorError(`must be an event's id or the nextCursor of a previous page (evt_..., as given; ids of events before an upgrade to per-team ids are no longer valid), got ${quote(cursor)}`, cursor.slice(0, 80));
   }
   const n = Number(match[2]);
   if (match[1] !== streamOf(teamId) || n > last) {
-    throw new RamifyError('INVALID_CURSOR', `event cursor '${cursor}' is not one of this team's events: pass an id or nextCursor this key's team was given`, { cursor });
+    throw cursorError(`must be one of this team's events (an id or nextCursor this key's team was given), got ${quote(cursor)}`, cursor);
   }
   return n;
 }

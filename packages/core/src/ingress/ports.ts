@@ -2,22 +2,24 @@
  * Exposed ports as data: validating and normalising a request's port list, the effective `autoResume`,
  * and the host and URL of a port (`<port>-<sandboxId>.<domain>[:<ingressPort>]`, E2B's shape).
  */
-import { AGENT_TCP_PORT, MAX_EXPOSED_PORTS, RamifyError, type ExposedPort, type IngressEndpoint, type PortAccess, type PortSpec } from '@ramify/contracts';
+import { AGENT_TCP_PORT, MAX_EXPOSED_PORTS, invalidField, type ExposedPort, type IngressEndpoint, type PortAccess, type PortSpec } from '@ramify/contracts';
 import type { SandboxIngress } from '../ports/store.js';
 
 /** A sandbox with nothing exposed and the default autoResume. */
 export const NO_INGRESS: SandboxIngress = { ports: [], autoResume: null };
 
 /**
- * `port` checked: an integer from 1 to 65535, not the agent's own port ({@link AGENT_TCP_PORT}).
- * @throws RamifyError `VALIDATION_FAILED` (details `field: 'port'`, `port`).
+ * `port` checked: an integer from 1 to 65535, not the agent's own port ({@link AGENT_TCP_PORT}). `path`:
+ * where the request gave it (`params.port`, `body.ports.0`).
+ * @throws RamifyError `VALIDATION_FAILED` as a schema issue on `path` (contracts/src/issue-messages.ts;
+ *   details `field: 'port'`, `port` kept for older clients).
  */
-export function checkPort(port: unknown): number {
+export function checkPort(port: unknown, path = 'params.port'): number {
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new RamifyError('VALIDATION_FAILED', `port ${JSON.stringify(port)} is not a port: a port is an integer from 1 to 65535`, { field: 'port', port });
+    throw invalidField(path, `must be a port, an integer from 1 to 65535, got ${JSON.stringify(port) ?? 'nothing'}`, { field: 'port', port });
   }
   if (port === AGENT_TCP_PORT) {
-    throw new RamifyError('VALIDATION_FAILED', `port ${port} is reserved for the Ramify agent inside the sandbox: serve on another port`, { field: 'port', port });
+    throw invalidField(path, `must not be ${port}, reserved for the Ramify agent inside the sandbox: serve on another port`, { field: 'port', port });
   }
   return port;
 }
@@ -27,12 +29,13 @@ export function checkPort(port: unknown): number {
  * @throws RamifyError `VALIDATION_FAILED` for a bad port, a port given twice, or more than {@link MAX_EXPOSED_PORTS}.
  */
 export function parsePortSpecs(specs: readonly PortSpec[]): ExposedPort[] {
-  if (specs.length > MAX_EXPOSED_PORTS) throw new RamifyError('VALIDATION_FAILED', `at most ${MAX_EXPOSED_PORTS} ports may be exposed`, { field: 'ports' });
+  if (specs.length > MAX_EXPOSED_PORTS) throw invalidField('body.ports', `must be an array of at most ${MAX_EXPOSED_PORTS} items, got ${specs.length} items`, { field: 'ports' });
   const seen = new Map<number, ExposedPort>();
-  for (const spec of specs) {
-    const port = checkPort(typeof spec === 'number' ? spec : spec.port);
+  for (const [i, spec] of specs.entries()) {
+    const path = typeof spec === 'number' ? `body.ports.${i}` : `body.ports.${i}.port`;
+    const port = checkPort(typeof spec === 'number' ? spec : spec.port, path);
     const access: PortAccess = typeof spec === 'number' ? 'token' : (spec.access ?? 'token');
-    if (seen.has(port)) throw new RamifyError('VALIDATION_FAILED', `port ${port} is given twice`, { field: 'ports', port });
+    if (seen.has(port)) throw invalidField(path, `must name each port once, got port ${port} again`, { field: 'ports', port });
     seen.set(port, { port, access });
   }
   return sortPorts([...seen.values()]);

@@ -2,7 +2,7 @@
  * Use-case: create a sandbox from a template (its booted-and-idle image) or from a snapshot (memory,
  * processes and files). Creating is a restore, never a boot.
  */
-import { RamifyError, type AutoPause, type CreateSandboxRequest, type RuntimeName } from '@ramify/contracts';
+import { RamifyError, invalidField, quote, type AutoPause, type CreateSandboxRequest, type RuntimeName } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../context.js';
 import { DEFAULT_TEAM_ID } from '../access/actor.js';
 import { findVisibleSnapshot } from '../catalog/snapshots.js';
@@ -58,7 +58,7 @@ async function createUnder(core: Core, request: CreateSandboxRequest, owner: { t
   const ports = request.ports === undefined ? undefined : parsePortSpecs(request.ports);
   const askedAutoPause = request.autoPause === undefined ? undefined : checkAutoPause(request.autoPause);
   if (request.template !== undefined && request.snapshot !== undefined) {
-    throw new RamifyError('VALIDATION_FAILED', 'template and snapshot are mutually exclusive: give one', { fields: ['template', 'snapshot'] });
+    throw invalidField('body', 'template and snapshot are mutually exclusive: give one', { fields: ['template', 'snapshot'] });
   }
   const source =
     request.snapshot !== undefined
@@ -66,7 +66,7 @@ async function createUnder(core: Core, request: CreateSandboxRequest, owner: { t
       : await fromTemplate(core, request.template ?? core.options.defaultTemplate, request.runtime, teamId);
   await assertSnapshotWithinBudget(core, source.sandboxId ?? null);
   if (request.runtime !== undefined && request.runtime !== source.runtime) {
-    throw new RamifyError('VALIDATION_FAILED', `runtime '${request.runtime}' does not match the image's runtime '${source.runtime}'`, { field: 'runtime' });
+    throw invalidField('body.runtime', `must be the image's runtime, ${source.runtime}, got ${quote(request.runtime)}`, { field: 'runtime' });
   }
   const runtime = runtimeFor(core, source.runtime);
   const diskSizeMB = resolveDiskSize(runtime.name, runtime.capabilities.rootDisk, request.diskSizeMB, source.diskSizeMB);
@@ -166,19 +166,19 @@ interface Source {
 function resolveDiskSize(runtime: RuntimeName, rootDisk: RuntimeCapabilities['rootDisk'], asked: number | undefined, image: number | null | undefined): number | null {
   if (!rootDisk) {
     if (asked === undefined) return null;
-    throw new RamifyError(
-      'VALIDATION_FAILED',
-      `diskSizeMB: the ${runtime} runtime has no disk of its own (file changes live in the sandbox's memory, within memoryMB); use runtime 'microvm' for a sized disk`,
+    throw invalidField(
+      'body.diskSizeMB',
+      `the ${runtime} runtime has no disk of its own (file changes live in the sandbox's memory, within memoryMB); use runtime 'microvm' for a sized disk`,
       { field: 'diskSizeMB', runtime },
     );
   }
   const least = image ?? rootDisk.defaultSizeMB;
   const size = asked ?? least;
   if (size < least) {
-    throw new RamifyError('VALIDATION_FAILED', `diskSizeMB ${size} is below the image's disk of ${least} MiB: a disk can grow, not shrink`, { field: 'diskSizeMB', leastMB: least });
+    throw invalidField('body.diskSizeMB', `must be at least the image's disk of ${least} MiB (a disk can grow, not shrink), got ${size}`, { field: 'diskSizeMB', leastMB: least });
   }
   if (size > rootDisk.maxSizeMB) {
-    throw new RamifyError('VALIDATION_FAILED', `diskSizeMB ${size} is above the ${runtime} runtime's most, ${rootDisk.maxSizeMB} MiB`, { field: 'diskSizeMB', mostMB: rootDisk.maxSizeMB });
+    throw invalidField('body.diskSizeMB', `must be at most the ${runtime} runtime's most, ${rootDisk.maxSizeMB} MiB, got ${size}`, { field: 'diskSizeMB', mostMB: rootDisk.maxSizeMB });
   }
   return size;
 }
@@ -189,7 +189,7 @@ function resolveDiskSize(runtime: RuntimeName, rootDisk: RuntimeCapabilities['ro
  */
 async function fromTemplate(core: Core, nameOrId: string, runtime: RuntimeName | undefined, teamId: string): Promise<Source> {
   const template: TemplateRecord | null = await findVisibleTemplate(core, nameOrId, teamId);
-  if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template '${nameOrId}' not found`, { id: nameOrId });
+  if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template ${quote(nameOrId)} not found`, { id: nameOrId });
   const images = template.images.length > 0 ? template.images : [{ runtime: template.runtime, snapshotId: template.snapshotId }];
   const wanted = runtime ?? core.runtimes[0]?.name;
   const image = images.find((i) => i.runtime === wanted) ?? (runtime === undefined ? images[0] : undefined);
@@ -209,7 +209,7 @@ async function fromTemplate(core: Core, nameOrId: string, runtime: RuntimeName |
 
 async function fromSnapshot(core: Core, idOrName: string, teamId: string): Promise<Source> {
   const snapshot: SnapshotRecord | null = await findVisibleSnapshot(core, idOrName, teamId);
-  if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${idOrName}' not found`, { id: idOrName });
+  if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot ${quote(idOrName)} not found`, { id: idOrName });
   if (snapshot.status !== 'ready') throw new RamifyError('CONFLICT', `snapshot '${idOrName}' is still being written; retry in a moment`, { id: snapshot.id });
   return {
     runtime: snapshot.runtime,

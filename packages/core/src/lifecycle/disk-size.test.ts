@@ -51,8 +51,8 @@ describe('disk size per sandbox', () => {
     assert.equal(w.runtime.instances.get(grown.id)?.spec.resources.diskSizeMB, 4096, 'handed to the runtime');
     assert.equal(w.runtime.guest(grown.id).identities.at(-1)?.rootDiskBytes, 4096 * MiB, 'handed to the agent');
     const before = (await w.store.listSandboxes({})).sandboxes.length;
-    await assert.rejects(createSandbox(w.core, { diskSizeMB: 1024 }), refusedWith(/diskSizeMB 1024 is below the image's disk of 2048 MiB/));
-    await assert.rejects(createSandbox(w.core, { diskSizeMB: 9000 }), refusedWith(/diskSizeMB 9000 is above .* 8192 MiB/));
+    await assert.rejects(createSandbox(w.core, { diskSizeMB: 1024 }), refusedWith(/diskSizeMB: must be at least the image's disk of 2048 MiB.*, got 1024/));
+    await assert.rejects(createSandbox(w.core, { diskSizeMB: 9000 }), refusedWith(/diskSizeMB: must be at most .* 8192 MiB, got 9000/));
     assert.equal((await w.store.listSandboxes({})).sandboxes.length, before, 'refused creates store nothing');
   });
 
@@ -73,6 +73,6 @@ describe('disk size per sandbox', () => {
     assert.equal(snap.diskSizeMB, 3072);
     assert.equal((await createSandbox(w.core, { snapshot: 'sized' })).diskSizeMB, 3072);
     assert.equal((await createSandbox(w.core, { snapshot: 'sized', diskSizeMB: 5000 })).diskSizeMB, 5000);
-    await assert.rejects(createSandbox(w.core, { snapshot: 'sized', diskSizeMB: 2048 }), refusedWith(/below the image's disk of 3072 MiB/));
+    await assert.rejects(createSandbox(w.core, { snapshot: 'sized', diskSizeMB: 2048 }), refusedWith(/at least the image's disk of 3072 MiB/));
   });
 });

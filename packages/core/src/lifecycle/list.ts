@@ -1,7 +1,7 @@
 /**
  * Use-case: list sandboxes, filtered by state and metadata, paginated by an opaque cursor.
  */
-import { RamifyError, SandboxState, type ListSandboxesResponse } from '@ramify/contracts';
+import { SandboxState, invalidField, quote, type ListSandboxesResponse } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 import { toSandboxInfo } from './records.js';
@@ -22,14 +22,15 @@ export interface ListSandboxesInput {
 
 /**
  * Parse the query-string form (`state=running,paused`, `metadata=k%3Dv%26k2%3Dv2`) into {@link ListSandboxesInput}.
- * @throws RamifyError `VALIDATION_FAILED` naming the unknown state or the malformed pair.
+ * @throws RamifyError `VALIDATION_FAILED` naming the unknown state or the malformed pair (`details.issues`
+ *   as the schema's, issue-messages.ts; `details.field` `state`/`metadata` kept for older clients).
  */
 export function parseListQuery(query: { state?: string; metadata?: string; limit?: number; nextToken?: string }): ListSandboxesInput {
   const input: ListSandboxesInput = { limit: query.limit, nextToken: query.nextToken };
   if (query.state !== undefined && query.state !== '') {
     input.states = query.state.split(',').map((raw) => {
       const parsed = SandboxState.safeParse(raw.trim());
-      if (!parsed.success) throw new RamifyError('VALIDATION_FAILED', `query.state: unknown state '${raw}' (one of ${SandboxState.options.join(', ')})`, { field: 'state' });
+      if (!parsed.success) throw invalidField('query.state', `must be states from ${SandboxState.options.join(', ')}, comma-separated, got ${quote(raw)}`, { field: 'state' });
       return parsed.data;
     });
   }
@@ -37,7 +38,7 @@ export function parseListQuery(query: { state?: string; metadata?: string; limit
     const pairs = new URLSearchParams(query.metadata);
     const metadata: Record<string, string> = {};
     for (const [key, value] of pairs) {
-      if (key === '') throw new RamifyError('VALIDATION_FAILED', `query.metadata: empty key in '${query.metadata}'`, { field: 'metadata' });
+      if (key === '') throw invalidField('query.metadata', `must be key=value pairs joined by & (URL-encoded) with no empty key, got ${quote(query.metadata)}`, { field: 'metadata' });
       metadata[key] = value;
     }
     input.metadata = metadata;

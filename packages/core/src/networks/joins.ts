@@ -3,7 +3,7 @@
  * anything starts), or for a fork child its parent's under derived aliases. They are stored with the
  * sandbox (`startSandbox`), then enforced by its bring-up like its egress policy.
  */
-import { MAX_NETWORKS_PER_SANDBOX, RamifyError, type NetworkJoinRequest } from '@ramify/contracts';
+import { MAX_NETWORKS_PER_SANDBOX, RamifyError, invalidField, quote, type NetworkJoinRequest } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import { assertNetworksEnforceable } from './enforcement.js';
 import { checkLabel, defaultAlias, forkAliases } from './names.js';
@@ -33,7 +33,7 @@ export async function planNetworkJoins(core: Core, sandboxId: string, teamId: st
     const alias = request.alias === undefined ? defaultAlias(sandboxId) : checkLabel(request.alias, `networks[${i}].alias`);
     const network = await findNetwork(core, teamId, request.network);
     if (joins.some((j) => j.networkId === network.id)) {
-      throw new RamifyError('VALIDATION_FAILED', `networks[${i}]: network '${network.name}' is given twice`, { field: `networks[${i}].network`, network: network.name });
+      throw invalidField(`body.networks.${i}.network`, `must name each network once, got network ${quote(network.name)} again`, { field: `networks[${i}].network`, network: network.name });
     }
     const holder = (await core.store.membersOfNetwork(network.id)).find((m) => m.alias === alias);
     if (holder) {

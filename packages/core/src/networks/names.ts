@@ -2,15 +2,17 @@
  * Names of private networks and of sandboxes on them: both are DNS labels (`<alias>.<network>.internal`).
  * The default alias of a sandbox, and the aliases a fork's children get from their parent's.
  */
-import { DNS_LABEL_PATTERN, DNS_LABEL_RULE, RamifyError } from '@ramify/contracts';
+import { DNS_LABEL_PATTERN, DNS_LABEL_RULE, invalidField, quote } from '@ramify/contracts';
 
 /**
- * `value` if it is a DNS label (lower case, 1-63 characters).
- * @throws RamifyError `VALIDATION_FAILED` (details `field`, `value`) naming the rule.
+ * `value` if it is a DNS label (lower case, 1-63 characters). `field` names it in the request body
+ * (`name`, `alias`, `networks[0].alias`).
+ * @throws RamifyError `VALIDATION_FAILED` naming the rule, as a schema issue on `body.<field>`
+ *   (contracts/src/issue-messages.ts; details `field`, `value` kept for older clients).
  */
 export function checkLabel(value: string, field: string): string {
   if (DNS_LABEL_PATTERN.test(value)) return value;
-  throw new RamifyError('VALIDATION_FAILED', `${field} '${value}' is not ${DNS_LABEL_RULE}`, { field, value });
+  throw invalidField(`body.${field.replace(/\[(\d+)\]/g, '.$1')}`, `must be ${DNS_LABEL_RULE}, got ${quote(value)}`, { field, value });
 }
 
 /** A sandbox's alias when none is given: `sbx-` and the last 8 characters of its id, lower case (`sbx-9a0b1c2d`). */

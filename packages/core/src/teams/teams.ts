@@ -3,7 +3,7 @@
  * operator (an admin key of the default team) makes teams, sees all of them and sets their quotas; any
  * other key sees only its own team. A team it cannot see is `TEAM_NOT_FOUND`, as an unknown one.
  */
-import { MAX_QUOTA_VALUE, RamifyError, TeamId, type CreateTeamRequest, type SetTeamQuotaRequest, type TeamInfo, type TeamQuota } from '@ramify/contracts';
+import { MAX_QUOTA_VALUE, RamifyError, TeamId, invalidField, quote, type CreateTeamRequest, type SetTeamQuotaRequest, type TeamInfo, type TeamQuota } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import type { TeamRecord } from '../ports/store.js';
 import { isOperator, requireOperator, type Actor } from '../access/actor.js';
@@ -13,16 +13,18 @@ import { teamUsage } from './quota.js';
 export const NO_QUOTA: TeamQuota = { maxRunning: null, maxMemoryMB: null, maxForksPerCall: null };
 
 /**
- * `quota` with `patch` applied (absent: kept; null: no limit).
- * @throws RamifyError `VALIDATION_FAILED` naming a field that is not a whole number from 0 to {@link MAX_QUOTA_VALUE}.
+ * `quota` with `patch` applied (absent: kept; null: no limit). `where`: the patch's path in the request
+ * (`body.quota` at create, `body` for a quota change), which the issue's path starts with.
+ * @throws RamifyError `VALIDATION_FAILED` naming a field that is not a whole number from 0 to {@link MAX_QUOTA_VALUE}
+ *   (`details.issues` as a schema's, issue-messages.ts; `details.field` kept for older clients).
  */
-export function applyQuota(quota: TeamQuota, patch: SetTeamQuotaRequest): TeamQuota {
+export function applyQuota(quota: TeamQuota, patch: SetTeamQuotaRequest, where = 'body'): TeamQuota {
   const next: TeamQuota = { ...quota };
   for (const field of ['maxRunning', 'maxMemoryMB', 'maxForksPerCall'] as const) {
     const value = patch[field];
     if (value === undefined) continue;
     if (value !== null && (!Number.isInteger(value) || value < 0 || value > MAX_QUOTA_VALUE)) {
-      throw new RamifyError('VALIDATION_FAILED', `quota.${field} must be a whole number from 0 to ${MAX_QUOTA_VALUE}, or null for no limit`, { field });
+      throw invalidField(`${where}.${field}`, `must be an integer from 0 to ${MAX_QUOTA_VALUE}, or null, got ${JSON.stringify(value)}`, { field });
     }
     next[field] = value;
   }
@@ -38,7 +40,7 @@ export async function visibleTeam(core: Pick<Core, 'store'>, actor: Actor, teamI
   const team = teamId === actor.teamId || isOperator(actor) ? await core.store.getTeam(teamId) : null;
   if (!team) {
     const scope = isOperator(actor) ? '' : ` (a key of team '${actor.teamId}' sees that team only)`;
-    throw new RamifyError('TEAM_NOT_FOUND', `team '${teamId}' not found${scope}`, { id: teamId });
+    throw new RamifyError('TEAM_NOT_FOUND', `team ${quote(teamId)} not found${scope}`, { id: teamId });
   }
   return team;
 }
@@ -50,8 +52,8 @@ export async function visibleTeam(core: Pick<Core, 'store'>, actor: Actor, teamI
 export async function createTeam(core: Pick<Core, 'store' | 'clock'>, actor: Actor, input: CreateTeamRequest): Promise<TeamRecord> {
   requireOperator(actor, 'creating teams');
   const parsed = TeamId.safeParse(input.id);
-  if (!parsed.success) throw new RamifyError('VALIDATION_FAILED', `team id '${input.id}': ${parsed.error.issues[0]?.message ?? 'invalid'}`, { field: 'id' });
-  const record: TeamRecord = { id: parsed.data, createdAt: core.clock.now(), quota: applyQuota(NO_QUOTA, input.quota ?? {}) };
+  if (!parsed.success) throw invalidField('body.id', parsed.error.issues[0]?.message ?? 'invalid', { field: 'id' });
+  const record: TeamRecord = { id: parsed.data, createdAt: core.clock.now(), quota: applyQuota(NO_QUOTA, input.quota ?? {}, 'body.quota') };
   await core.store.insertTeam(record);
   return record;
 }

@@ -3,7 +3,7 @@
  * whole UTC hours, grouped by sandbox, fork tree (its root's id), template, team or UTC day. The amounts
  * written to the store, plus the live sandboxes' time not written yet (exact up to now).
  */
-import { RamifyError, type UsageGroupBy, type UsageQuery, type UsageResponse, type UsageRow } from '@ramify/contracts';
+import { invalidField, quote, type UsageGroupBy, type UsageQuery, type UsageResponse, type UsageRow } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import type { SandboxRecord, UsageAmounts } from '../ports/store.js';
 import { defaultListedStates } from '../lifecycle/state-machine.js';
@@ -15,12 +15,13 @@ export const DEFAULT_USAGE_WINDOW_MS = 30 * 86_400_000;
 
 /**
  * A query time: ms since the epoch (digits), or an ISO 8601 date or time (`2025-07-01`, `2025-07-01T12:00:00Z`).
- * @throws RamifyError `VALIDATION_FAILED` naming `field` for anything else.
+ * @throws RamifyError `VALIDATION_FAILED` for anything else: `details.issues` path `query.<field>`, as a
+ *   schema's issue (issue-messages.ts); `details.field` `<field>` kept for older clients.
  */
 export function parseQueryTime(value: string, field: string): number {
   const ms = /^\d{1,16}$/.test(value) ? Number(value) : /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) ? Date.parse(value) : Number.NaN;
   if (!Number.isFinite(ms)) {
-    throw new RamifyError('VALIDATION_FAILED', `${field} '${value}' is not a time: give an ISO 8601 time (2025-07-01 or 2025-07-01T12:00:00Z) or ms since the epoch`, { field });
+    throw invalidField(`query.${field}`, `must be an ISO 8601 time (2025-07-01 or 2025-07-01T12:00:00Z) or ms since the epoch, got ${quote(value)}`, { field });
   }
   return ms;
 }
@@ -41,7 +42,10 @@ export async function getUsage(core: Core, teamId: string, query: UsageQuery): P
   const now = core.clock.now();
   const to = query.to === undefined ? now : parseQueryTime(query.to, 'to');
   const from = query.from === undefined ? to - DEFAULT_USAGE_WINDOW_MS : parseQueryTime(query.from, 'from');
-  if (from >= to) throw new RamifyError('VALIDATION_FAILED', 'from must be before to', { field: 'from' });
+  if (from >= to) {
+    const got = query.from === undefined ? 'the default, 30 days before to' : quote(query.from);
+    throw invalidField('query.from', `must be before to (${new Date(to).toISOString()}), got ${got}`, { field: 'from' });
+  }
   const groupBy: UsageGroupBy = query.groupBy ?? 'sandbox';
   const fromHour = hourOf(from);
   const toHour = hourCeil(to);

@@ -1,9 +1,11 @@
 /**
  * The one error mapping of the API: RamifyError → its status and `{ error: { code, message } }`;
- * Fastify's own client errors (bad JSON, body too large, bad media type) → the nearest stable code;
+ * Fastify's own client errors (body too large, bad media type) → the nearest stable code; bad JSON →
+ * `VALIDATION_FAILED` on `body` (http/validate.ts);
  * anything else → a bare 500 `INTERNAL` and a log line (the details stay in the log).
  */
 import { RamifyError, isRamifyError, type ErrorBody } from '@ramify/contracts';
+import { invalidJsonBody } from './validate.js';
 
 export interface HttpError {
   status: number;
@@ -17,7 +19,7 @@ export function toHttpError(err: unknown): HttpError {
   if (isRamifyError(err)) {
     // A RamifyError from another copy of contracts is rebuilt so `status`/`toBody` exist.
     const foreign = err as { code: RamifyError['code']; message: string; details?: Record<string, unknown> };
-    const ramify = err instanceof RamifyError ? err : new RamifyError(foreign.code, foreign.message, foreign.details);
+    const ramify = withIssues(err instanceof RamifyError ? err : new RamifyError(foreign.code, foreign.message, foreign.details));
     return { status: ramify.status, body: ramify.toBody(), unexpected: ramify.status >= 500 && ramify.code === 'INTERNAL' };
   }
   const fastify = err as { code?: unknown; statusCode?: unknown; message?: unknown };
@@ -30,9 +32,20 @@ export function toHttpError(err: unknown): HttpError {
     return client(new RamifyError('BAD_REQUEST', message));
   }
   if (statusCode >= 400 && statusCode < 500 && (err as Error)?.name === 'SyntaxError') {
-    return client(new RamifyError('BAD_REQUEST', `request body is not valid JSON: ${message}`));
+    return client(invalidJsonBody(message));
   }
   return { status: 500, body: { error: { code: 'INTERNAL', message: 'internal error' } }, unexpected: true };
+}
+
+/**
+ * `err` as every `VALIDATION_FAILED` answers: with `details.issues` (`{ path, message }[]`). Schema issues
+ * and hand-made checks (`invalidField`, contracts/src/issue-messages.ts) carry it already; a use-case
+ * check that does not yet gets one issue, its path `details.field` (else `request`), its message the error's.
+ */
+function withIssues(err: RamifyError): RamifyError {
+  if (err.code !== 'VALIDATION_FAILED' || Array.isArray(err.details?.['issues'])) return err;
+  const field = err.details?.['field'];
+  return new RamifyError(err.code, err.message, { ...err.details, issues: [{ path: typeof field === 'string' ? field : 'request', message: err.message }] });
 }
 
 function client(err: RamifyError): HttpError {

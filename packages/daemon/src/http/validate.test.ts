@@ -5,11 +5,11 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
-import { CreateSandboxRequest, CreateTeamRequest, ForkRequest, ListSandboxesQuery, SetTimeoutRequest, isRamifyError } from '@ramify/contracts';
+import { CreateSandboxRequest, CreateTeamRequest, ForkRequest, ListSandboxesQuery, MAX_BUDGET_VALUE, SandboxState, SetBudgetRequest, SetTimeoutRequest, isRamifyError } from '@ramify/contracts';
 import { Sandbox } from '@ramify/sdk';
 import type { z } from 'zod';
 import { catalogRoutes } from '../routes/catalog.js';
-import { httpTestBed } from '../test-support.js';
+import { createViaApi, httpTestBed } from '../test-support.js';
 import { PidParams } from './route.js';
 import { validate, type RequestPart } from './validate.js';
 
@@ -48,7 +48,11 @@ describe('validate: plain messages', () => {
     ['a too-long string names its length, not its text', CreateSandboxRequest, { template: 'x'.repeat(200) }, 'body', 'body.template: must be a string of 1 to 128 characters, got 200 characters'],
     ['an empty string', CreateSandboxRequest, { template: '' }, 'body', 'body.template: must be a string of 1 to 128 characters, got an empty string'],
     ['a too-long array', CreateSandboxRequest, { ports: Array.from({ length: 65 }, (_, i) => 3000 + i) }, 'body', 'body.ports: must be an array of at most 64 items, got 65 items'],
-    ['a nested field', CreateTeamRequest, { id: 'acme', quota: { maxRunning: -1 } }, 'body', 'body.quota.maxRunning: must be an integer from 0 to 1000000000, got -1'],
+    ['a nested field', CreateTeamRequest, { id: 'acme', quota: { maxRunning: -1 } }, 'body', 'body.quota.maxRunning: must be an integer from 0 to 1000000000, or null, got -1'],
+    ['a nullable field says null is allowed', SetBudgetRequest, { cpuSeconds: -1 }, 'body', `body.cpuSeconds: must be a number greater than 0 and at most ${MAX_BUDGET_VALUE}, or null, got -1`],
+    ['a nullable integer field, a fraction', SetBudgetRequest, { maxSandboxes: 1.5 }, 'body', `body.maxSandboxes: must be an integer from 1 to ${MAX_BUDGET_VALUE}, or null, got 1.5`],
+    ['a nullable field, the wrong kind', SetBudgetRequest, { sandboxSeconds: 'lots' }, 'body', `body.sandboxSeconds: must be a number greater than 0 and at most ${MAX_BUDGET_VALUE}, or null, got a string`],
+    ['a field that is not nullable does not say null', SetTimeoutRequest, { timeoutMs: null }, 'body', 'body.timeoutMs: must be an integer from 1 to 86400000, got null'],
     ['a nested unknown field', CreateTeamRequest, { id: 'acme', quota: { maxRunnin: 1 } }, 'body', "body.quota: unknown field 'maxRunnin' (allowed: maxRunning, maxMemoryMB, maxForksPerCall)"],
     ['a union no alternative of which fits the kind', CreateSandboxRequest, { egress: 5 }, 'body', 'body.egress: must be an array or an object, got a number'],
     ['a union: the alternative the kind fits speaks', CreateSandboxRequest, { egress: { mode: 'bogus' } }, 'body', "body.egress.mode: must be one of open, allowlist, deny-all, got 'bogus'"],
@@ -107,6 +111,75 @@ describe('validate: plain messages', () => {
         assert.deepEqual([error.code, error.message, error.details], ['VALIDATION_FAILED', 'body.memoryMB: must be an integer from 128 to 65536, got 1.5', { issues: [{ path: 'body.memoryMB', message: 'must be an integer from 128 to 65536, got 1.5' }] }]);
         return true;
       });
+    } finally {
+      await bed.dispose();
+    }
+  });
+});
+
+/**
+ * Checks a use-case makes by hand (a state list, a pagination token, a time, a metadata filter) and the
+ * JSON parser answer in the schema's layout: 400 VALIDATION_FAILED, `<path>: <what is allowed>, got <what
+ * was sent>`, `details.issues` `[{ path, message }]`; `details.field` stays where clients read it.
+ */
+describe('validate: hand-made checks answer in the same layout over HTTP', () => {
+  const long = 'z'.repeat(100);
+  const cut = `'${'z'.repeat(40)}...'`;
+  const time = 'must be an ISO 8601 time (2025-07-01 or 2025-07-01T12:00:00Z) or ms since the epoch';
+  const states = `must be states from ${SandboxState.options.join(', ')}, comma-separated`;
+  /** [name, method, url (`{id}`: a sandbox made first), JSON body text, message, details.field]. */
+  const cases: Array<[string, 'GET' | 'POST' | 'PATCH', string, string | undefined, string, string | undefined]> = [
+    ['an unknown sandbox state', 'GET', '/v1/sandboxes?state=running,bogus', undefined, `query.state: ${states}, got 'bogus'`, 'state'],
+    ['a long unknown state is cut', 'GET', `/v1/sandboxes?state=${long}`, undefined, `query.state: ${states}, got ${cut}`, 'state'],
+    ['a bad pagination token', 'GET', '/v1/sandboxes?nextToken=garbage', undefined, "query.nextToken: must be the nextToken of a previous page, as given, got 'garbage'", 'nextToken'],
+    ['a long bad pagination token is cut', 'GET', `/v1/sandboxes?nextToken=${long}`, undefined, `query.nextToken: must be the nextToken of a previous page, as given, got ${cut}`, 'nextToken'],
+    ['a metadata filter with an empty key', 'GET', '/v1/sandboxes?metadata=%3Dv', undefined, "query.metadata: must be key=value pairs joined by & (URL-encoded) with no empty key, got '=v'", 'metadata'],
+    ['a usage time that is not a time', 'GET', '/v1/usage?from=notadate', undefined, `query.from: ${time}, got 'notadate'`, 'from'],
+    ['a usage window backwards', 'GET', '/v1/usage?from=2025-07-02&to=2025-07-01', undefined, "query.from: must be before to (2025-07-01T00:00:00.000Z), got '2025-07-02'", 'from'],
+    ['a metrics time that is not a time', 'GET', '/v1/sandboxes/{id}/metrics?end=soon', undefined, `query.end: ${time}, got 'soon'`, 'end'],
+    ['a budget limit of the wrong sign', 'PATCH', '/v1/sandboxes/{id}/budget', '{"cpuSeconds":-1}', `body.cpuSeconds: must be a number greater than 0 and at most ${MAX_BUDGET_VALUE}, or null, got -1`, undefined],
+    ['the agent\'s own port', 'POST', '/v1/sandboxes', '{"ports":[{"port":49982}]}', 'body.ports.0.port: must not be 49982, reserved for the Ramify agent inside the sandbox: serve on another port', 'port'],
+    ['a port given twice', 'POST', '/v1/sandboxes', '{"ports":[3000,3000]}', 'body.ports.1: must name each port once, got port 3000 again', 'ports'],
+    ['a disk size where the runtime has none', 'POST', '/v1/sandboxes', '{"diskSizeMB":4096}', "body.diskSizeMB: the gvisor runtime has no disk of its own (file changes live in the sandbox's memory, within memoryMB); use runtime 'microvm' for a sized disk", 'diskSizeMB'],
+    ['a body that is not JSON', 'POST', '/v1/sandboxes', '{"template":', 'body: not valid JSON (Unexpected end of JSON input)', undefined],
+    ['a body that is not JSON, another reason', 'POST', '/v1/sandboxes', '{nope}', "body: not valid JSON (Expected property name or '}' in JSON at position 1)", undefined],
+    ['JSON with a prototype key', 'POST', '/v1/sandboxes', '{"__proto__":{"x":1}}', 'body: not valid JSON (a __proto__ or constructor.prototype key is not allowed)', undefined],
+  ];
+  for (const [name, method, url, payload, message, field] of cases) {
+    test(name, async () => {
+      const bed = await httpTestBed();
+      try {
+        const path = url.includes('{id}') ? url.replace('{id}', (await createViaApi(bed)).id) : url;
+        const res = await bed.app.inject({ method, url: path, headers: { ...bed.auth, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) }, ...(payload === undefined ? {} : { payload }) });
+        const error = res.json().error as { code: string; message: string; details: { issues: unknown; field?: string } };
+        assert.deepEqual([res.statusCode, error.code, error.message], [400, 'VALIDATION_FAILED', message]);
+        const colon = message.indexOf(': ');
+        assert.deepEqual(error.details.issues, [{ path: message.slice(0, colon), message: message.slice(colon + 2) }]);
+        assert.equal(error.details.field, field, 'details.field as before, where it was given');
+      } finally {
+        await bed.dispose();
+      }
+    });
+  }
+
+  test('a check not worded as a field yet still answers with details.issues (its field, else request)', async () => {
+    const bed = await httpTestBed();
+    try {
+      const res = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: bed.auth, payload: { egress: { mode: 'allowlist' } } });
+      const error = res.json().error as { code: string; message: string; details: { issues: Array<{ path: string; message: string }> } };
+      assert.deepEqual([res.statusCode, error.code], [400, 'VALIDATION_FAILED'], error.message);
+      assert.equal(error.details.issues.length, 1);
+      assert.equal(error.details.issues[0]?.message, error.message);
+    } finally {
+      await bed.dispose();
+    }
+  });
+
+  test('an unknown template is named cut, as every received value', async () => {
+    const bed = await httpTestBed();
+    try {
+      const res = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: bed.auth, payload: { template: 't'.repeat(100) } });
+      assert.deepEqual([res.statusCode, res.json().error.code, res.json().error.message], [404, 'TEMPLATE_NOT_FOUND', `template '${'t'.repeat(40)}...' not found`]);
     } finally {
       await bed.dispose();
     }

@@ -1,5 +1,6 @@
 /** Snapshot tools: take a named snapshot of a sandbox, list snapshots. */
 import { z } from 'zod';
+import { mustBe } from '@ramify/contracts';
 import { listSnapshots } from '@ramify/sdk';
 import { sandboxId } from './args.js';
 import { snapshotLine } from './format.js';
@@ -11,7 +12,7 @@ const snapshotCreate = defineTool({
   description: "Save a sandbox's memory, processes and files as a named snapshot that outlives it; sandbox_create with snapshot starts new sandboxes from it.",
   input: z.strictObject({
     sandboxId,
-    name: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9._-]{0,127}$/, 'snapshot names are 1-128 of [a-zA-Z0-9._-]').describe('unique name, 1-128 of [a-zA-Z0-9._-]'),
+    name: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9._-]{0,127}$/, mustBe('a snapshot name: 1-128 of [a-zA-Z0-9._-], starting with a letter or digit')).describe('unique name, 1-128 of [a-zA-Z0-9._-]'),
   }),
   hints: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   async run(args, ctx) {
