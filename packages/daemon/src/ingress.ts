@@ -54,6 +54,8 @@ export async function startIngress(core: Core, options: IngressOptions, network:
   const dialerUid = options.uid ?? DEFAULT_INGRESS_UID;
   // The agent channel's dialer passes here; its own table keeps it to the agent port (agent-channel.ts).
   const firewall = { prefix: network.prefix, slotRange: slotRange(layout), dialerUid, agentDialerUid: DEFAULT_AGENT_DIALER_UID };
+  // Read before the firewall is installed and watched: a missing file leaves nothing running.
+  const tls = options.tls ? { cert: await readFile(options.tls.certFile), key: await readFile(options.tls.keyFile) } : undefined;
   let stopWatch = (): void => undefined;
   if ((options.firewall ?? 'install') === 'install') {
     await installIngressFirewall(firewall);
@@ -65,7 +67,6 @@ export async function startIngress(core: Core, options: IngressOptions, network:
       onError: (err) => core.logger.error('ingress: checking the ingress firewall table failed', { error: err instanceof Error ? err.message : String(err) }),
     });
   }
-  const tls = options.tls ? { cert: await readFile(options.tls.certFile), key: await readFile(options.tls.keyFile) } : undefined;
   // What the ingress thread asks of core: only what its route cache cannot answer, wakes and diagnoses.
   const backend: IngressBackend = {
     target: async (sandboxId, port) => {
