@@ -311,7 +311,8 @@ export function registerServe(program: Command, env: CliEnv): void {
  * @returns the API URL and whether a daemon was started; when one already answered, `running`: the line
  *   naming it (see {@link runningDaemon}).
  * @throws RamifyError DATA_DIR_IN_USE (the daemon's own error, naming the holder) when another daemon holds the
- *   data directory; RUNTIME_UNAVAILABLE with the log's tail when it does not come up.
+ *   data directory; the daemon's own error when its start failed with one (its `ramify failed to start` log
+ *   line: ADDRESS_IN_USE, DATABASE_UNAVAILABLE, ...); else RUNTIME_UNAVAILABLE with the log's tail.
  */
 async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: true } | { url: string; started: false; running: string }> {
   const host = opts.host ?? '127.0.0.1';
@@ -327,6 +328,8 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   const logPath = join(dataDir, 'serve.log');
   const log = openSync(logPath, 'a', 0o600);
   chmodSync(logPath, 0o600);
+  // Where this start's lines begin: the log is appended to by every start.
+  const logStart = statSync(logPath).size;
   const args = [process.argv[1]!, 'serve'];
   if (opts.role) args.push('--role', opts.role);
   if (opts.advertiseUrl) args.push('--advertise-url', opts.advertiseUrl);
@@ -373,9 +376,29 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
     if (at !== null && (await healthy(at))) return { url: at, started: true };
     await new Promise((r) => setTimeout(r, 250));
   }
-  const tail = readFileSync(logPath, 'utf8').trim().split('\n').slice(-8).join('\n');
+  const lines = readFileSync(logPath).subarray(logStart).toString('utf8').trim().split('\n');
+  const failed = exited ? startFailure(lines) : null;
+  // The daemon's own error (ADDRESS_IN_USE, DATABASE_UNAVAILABLE, ...), as a foreground `ramify serve` says it.
+  if (failed && failed.code in ERROR_CODES) throw new RamifyError(failed.code as ErrorCode, failed.error, failed.details);
   const where = port === 0 ? `on a free port of ${host}` : `at ${url}`;
-  throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up ${where}; last lines of ${logPath}:\n${tail}`);
+  const why = failed ? `: ${failed.code}: ${failed.error}` : exited ? ' (it exited)' : ' within 180 s (it still runs)';
+  throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up ${where}${why}; last lines of ${logPath}:\n${lines.slice(-8).join('\n')}`);
+}
+
+/** The daemon's `ramify failed to start` log line among `lines` (serve.ts in `@ramify/daemon`): its code, message and details; null when none. */
+function startFailure(lines: string[]): { code: string; error: string; details?: Record<string, unknown> } | null {
+  for (const line of [...lines].reverse()) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const entry = JSON.parse(line) as { msg?: unknown; code?: unknown; error?: unknown; details?: unknown };
+      if (entry.msg !== 'ramify failed to start' || typeof entry.code !== 'string' || typeof entry.error !== 'string') continue;
+      const details = typeof entry.details === 'object' && entry.details !== null ? (entry.details as Record<string, unknown>) : undefined;
+      return { code: entry.code, error: entry.error, ...(details ? { details } : {}) };
+    } catch {
+      /* not a log line */
+    }
+  }
+  return null;
 }
 
 /** `parseWarmPoolSpec` of `@ramify/contracts`, whose zod schemas only `ramify serve` needs (see {@link loadServeDefinitions}). */
