@@ -69,6 +69,13 @@ export const ERROR_CODES = {
    * null when unknown). One daemon per data directory: stop it, or give this one its own `--data-dir`.
    */
   DATA_DIR_IN_USE: 409,
+  /**
+   * `ramify serve`: an address one of its listeners needs (the API's `--port`, `--ingress-listen`,
+   * `--ssh-listen`, `--metrics-listen`) is taken by another process; checked before anything is set up, so
+   * nothing is left behind. details: `listener` (`api`, `ingress`, `ssh` or `metrics`), `address`, `heldBy`
+   * (the process holding it, when `ss -ltnp` names it). Stop that process, or give the flag another address.
+   */
+  ADDRESS_IN_USE: 409,
   AGENT_UNREACHABLE: 502,
   INTERNAL: 500,
   /** A template build step failed (mmdebstrap, a setup `run` command, the checkpoint); details name the step. */

@@ -152,6 +152,27 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
     throw err;
   }
   if (options.role === 'api') return composeApi({ options, coreOptions, store, storage, hostId, clock, logger });
+  // What composeHost opened, closed again (last first) when a later step of it fails: the egress table's
+  // watchdog, ulogd and the resolver, the agent table's watchdog and dialer, the trace exporter. The tables
+  // stay; a failed daemon start removes them (serve.ts, reset-network.ts `undoNetworkSetUp`).
+  const openedSteps: Array<() => unknown> = [];
+  try {
+    return await composeHost({ options, coreOptions, store, storage, hostId, clock, logger, opened: openedSteps });
+  } catch (err) {
+    for (const close of openedSteps.reverse()) await Promise.resolve().then(close).catch(() => undefined);
+    await closeSnapshotStorage(storage).catch(() => undefined);
+    if (!overrides.store) await store.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * A host's (and a single daemon's) composition: network, egress enforcement, the agent channel, runtimes and
+ * the template builder over `store` and `storage`; pushes the close of each thing it opens onto `opened`.
+ */
+async function composeHost(parts: { options: ComposeOptions; coreOptions: Partial<CoreOptions>; store: Store; storage: SnapshotStorage; hostId: string; clock: Clock; logger: Logger; opened: Array<() => unknown> }): Promise<Composition> {
+  const { options, coreOptions, store, storage, hostId, clock, logger } = parts;
+  const { dataDir, overrides = {} } = options;
   // Rows from before host ids (migration 26) are this daemon's: it is the only one that ever used them.
   const adopted = await store.adoptUnhostedRows(hostId);
   if (adopted.sandboxes + adopted.snapshots + adopted.slots > 0) logger.info('adopted rows recorded before host ids', { hostId, ...adopted });
@@ -159,6 +180,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
   // WIRING: egress log (enforcement's verdicts, buffered into the store in batches; core reads it).
   const egressLog = new BufferedEgressLog({ store, logger, clock });
   const { metrics, tracing, telemetry } = await openTelemetry(options, store);
+  if (tracing) parts.opened.push(() => tracing.shutdown());
   // WIRING: egress enforcement (one nftables table per prefix + the policy DNS resolver + the table watchdog).
   const hostEgress =
     !overrides.network && !overrides.egressEnforcer && (options.egress?.mode ?? 'enforce') === 'enforce'
@@ -167,6 +189,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
           egressLog.record(verdict);
         })
       : undefined;
+  if (hostEgress) parts.opened.push(() => hostEgress.close());
   // WIRING: network (namespaces + slots; the host table is the enforcer's when egress is enforced).
   const network = overrides.network ?? new NamespaceNetwork({ prefix, ...(hostEgress ? { hostFirewall: hostEgress.enforcer } : {}) });
   // WIRING: the gVisor agent channel over TCP into each sandbox's netstack (firewall table + dialer) on the
@@ -175,6 +198,7 @@ export async function compose(options: ComposeOptions): Promise<Composition> {
     !overrides.runtimes && network instanceof NamespaceNetwork && (options.runtimes ?? ['gvisor']).includes('gvisor')
       ? await openAgentDialing(prefix, network.layout, logger)
       : null;
+  if (agentDialing) parts.opened.push(() => agentDialing.close());
   // WIRING: agent connector (host side of the agent protocol).
   const connect: ConnectAgent = overrides.connectAgent ?? ((channel, opts) => connectAgent(channel, { pingTimeoutMs: opts?.pingTimeoutMs }));
   // WIRING: runtimes (gVisor and the QEMU microVM; a new runtime is opened in runtimes.ts).

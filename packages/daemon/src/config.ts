@@ -8,6 +8,9 @@ import { DEFAULT_API_PORT, DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING, R
 export const DEFAULT_DATA_DIR = '/var/lib/ramify';
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = DEFAULT_API_PORT;
+/** Default port of the ingress listener (port URLs) and of the SSH gateway; both listen on {@link DEFAULT_HOST} by default. */
+export const DEFAULT_INGRESS_PORT = 7424;
+export const DEFAULT_SSH_PORT = 2222;
 
 /** `option` if given, else `RAMIFY_HOME`, else {@link DEFAULT_DATA_DIR}. */
 export function resolveDataDir(option?: string, env: NodeJS.ProcessEnv = process.env): string {

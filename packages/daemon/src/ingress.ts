@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { DEFAULT_INGRESS_DOMAIN, RamifyError, type IngressEndpoint } from '@ramify/contracts';
 import { acceptSandboxHere, heldHere, ingressTarget, sandboxListeners, tokenVerifier, wakeForIngress, type Core } from '@ramify/core';
 import { DEFAULT_AGENT_DIALER_UID, DEFAULT_INGRESS_UID, IngressThread, installIngressFirewall, watchIngressFirewall, NamespaceNetwork, layoutForPrefix, slotAddresses, slotRange, type IngressBackend } from '@ramify/network';
+import { DEFAULT_HOST, DEFAULT_INGRESS_PORT } from './config.js';
 import { IngressRouteFeed } from './ingress-routes.js';
 
 /** `ramify serve --ingress-*`. */
@@ -53,6 +54,8 @@ export async function startIngress(core: Core, options: IngressOptions, network:
   const dialerUid = options.uid ?? DEFAULT_INGRESS_UID;
   // The agent channel's dialer passes here; its own table keeps it to the agent port (agent-channel.ts).
   const firewall = { prefix: network.prefix, slotRange: slotRange(layout), dialerUid, agentDialerUid: DEFAULT_AGENT_DIALER_UID };
+  // Read before the firewall is installed and watched: a missing file leaves nothing running.
+  const tls = options.tls ? { cert: await readFile(options.tls.certFile), key: await readFile(options.tls.keyFile) } : undefined;
   let stopWatch = (): void => undefined;
   if ((options.firewall ?? 'install') === 'install') {
     await installIngressFirewall(firewall);
@@ -64,7 +67,6 @@ export async function startIngress(core: Core, options: IngressOptions, network:
       onError: (err) => core.logger.error('ingress: checking the ingress firewall table failed', { error: err instanceof Error ? err.message : String(err) }),
     });
   }
-  const tls = options.tls ? { cert: await readFile(options.tls.certFile), key: await readFile(options.tls.keyFile) } : undefined;
   // What the ingress thread asks of core: only what its route cache cannot answer, wakes and diagnoses.
   const backend: IngressBackend = {
     target: async (sandboxId, port) => {
@@ -86,7 +88,7 @@ export async function startIngress(core: Core, options: IngressOptions, network:
   const domain = options.domain ?? DEFAULT_INGRESS_DOMAIN;
   // The listener, the upstream pool and the dialer run on a thread of their own, off the daemon's event loop.
   const thread = new IngressThread({
-    backend, domain, dialerUid, listen: { host: options.host ?? '127.0.0.1', port: options.port ?? 7424 }, ...(tls ? { tls } : {}),
+    backend, domain, dialerUid, listen: { host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_INGRESS_PORT }, ...(tls ? { tls } : {}),
     onError: (err, context) => core.logger.warn('ingress: a request or the ingress thread failed', { ...context, error: err instanceof Error ? err.message : String(err) }),
   });
   const feed = new IngressRouteFeed(core, layout, thread);

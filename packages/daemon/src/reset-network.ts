@@ -5,6 +5,8 @@
  * `ip rule`s and the slots' ready markers. The next `ramify serve` builds them again. Refused while a
  * daemon holds the data directory, or while a sandbox of the data directory still runs (its network would
  * go from under it): paused sandboxes hold no network and resume afterwards as usual.
+ * A failed start removes the set-up it made itself ({@link undoNetworkSetUp}, docs/design/ARCHITECTURE.md,
+ * "A failed start").
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -12,6 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { RamifyError } from '@ramify/contracts';
 import { NamespaceNetwork, run } from '@ramify/network';
+import type { Logger } from '@ramify/core';
 import { lockDataDir } from './data-dir-lock.js';
 
 const exec = promisify(execFile);
@@ -52,10 +55,67 @@ export async function resetNetwork(options: { dataDir: string; prefix: string })
     if (running.length > 0) {
       throw new RamifyError('INVALID_STATE', `${running.length} sandbox(es) of ${options.dataDir} still run (${running.slice(0, 5).join(', ')}): start the daemon and pause or kill them first; their network would go from under them`, { sandboxes: running });
     }
-    const namespaces = (await run(['ip', 'netns', 'list'])).stdout.split('\n').filter((l) => l.startsWith(`${options.prefix}-`)).length;
+    const namespaces = (await networkFootprint(options.prefix))?.namespaces.length ?? 0;
     await new NamespaceNetwork({ prefix: options.prefix }).destroyAll();
     return { prefix: options.prefix, namespaces };
   } finally {
     lock.release();
   }
+}
+
+/** What of a prefix's network set-up is on the host (the ip rules and markers go with these). */
+export interface NetworkFootprint {
+  /** Network namespaces `<prefix>-*`. */
+  namespaces: string[];
+  /** nftables tables of the prefix, as `nft list tables` names them: `inet rmf`, `inet rmf_agent`, `inet rmf_ingress`, `ip rmf`. */
+  tables: string[];
+}
+
+/** The namespaces and nftables tables of `prefix` on the host now; null when `ip` or `nft` cannot list them (not root, not installed). */
+export async function networkFootprint(prefix: string): Promise<NetworkFootprint | null> {
+  try {
+    const [netns, tables] = await Promise.all([run(['ip', 'netns', 'list']), run(['nft', 'list', 'tables'])]);
+    if (netns.code !== 0 || tables.code !== 0) return null;
+    return {
+      namespaces: netns.stdout.split('\n').map((l) => l.split(' ')[0] ?? '').filter((name) => name.startsWith(`${prefix}-`)),
+      tables: tables.stdout.split('\n').map((l) => l.trim().replace(/^table /, ''))
+        .filter((t) => [prefix, `${prefix}_agent`, `${prefix}_ingress`].includes(t.split(' ')[1] ?? '')),
+    };
+  } catch {
+    return null;
+  }
+}
+
+const isEmpty = (footprint: NetworkFootprint): boolean => footprint.namespaces.length === 0 && footprint.tables.length === 0;
+
+/**
+ * After a failed start (its listeners, egress enforcement and store closed, the data directory's lock still
+ * held): remove the network set-up of `prefix` when `before`, its footprint when the start began, was empty,
+ * so that all of it is this start's (what `ramify serve --reset-network` removes). A set-up that was there
+ * before (a stopped daemon's, kept for its sandboxes and its next start; or another daemon's of the same
+ * prefix) is left as found: which parts this start added cannot be told apart.
+ * @returns null when nothing of the prefix is left; else a note for the error's message naming what stays
+ *   and the `ramify serve --reset-network` that removes it. Never throws.
+ */
+export async function undoNetworkSetUp(before: NetworkFootprint | null, options: { dataDir: string; prefix: string; logger: Logger }): Promise<string | null> {
+  const { dataDir, prefix, logger } = options;
+  const reset = `ramify serve --reset-network --data-dir ${dataDir} --network-prefix ${prefix}`;
+  const made = await networkFootprint(prefix);
+  if (made === null || isEmpty(made)) return null;
+  const what = (f: NetworkFootprint): string => `${f.namespaces.length} namespaces ${prefix}-*, nftables tables ${f.tables.join(', ') || 'none'}`;
+  if (before === null || !isEmpty(before)) {
+    const was = before === null ? 'may have been on the host before this start' : 'was on the host before this start';
+    return `The network set-up of prefix '${prefix}' (${what(made)}) ${was} and stays; once no daemon or sandbox of this prefix uses it, ${reset} removes it`;
+  }
+  try {
+    await new NamespaceNetwork({ prefix }).destroyAll();
+  } catch (err) {
+    logger.warn('removing the network set-up of the failed start failed', { prefix, error: err instanceof Error ? err.message : String(err) });
+  }
+  const left = await networkFootprint(prefix);
+  if (left !== null && isEmpty(left)) {
+    logger.info('removed the network set-up of the failed start', { prefix, namespaces: made.namespaces.length, tables: made.tables });
+    return null;
+  }
+  return `The network set-up this start made for prefix '${prefix}' could not all be removed (${left === null ? 'unknown' : what(left)} left): ${reset} removes it`;
 }

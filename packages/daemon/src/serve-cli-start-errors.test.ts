@@ -7,27 +7,17 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startLocalS3Server } from '@ramify/storage/testsuite';
-import { CLI_MAIN } from './testing/daemon-process.js';
+import { runCli } from './testing/daemon-process.js';
 
 /** Run `ramify serve` with `args` and `env` until it exits (at most 60 s); its exit code and output. */
 async function serveExits(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'ramify-serve-errors-'));
   try {
-    const child = spawn(process.execPath, [CLI_MAIN, 'serve', '--data-dir', dataDir, '--port', '0', '--ssh-listen', 'off', '--ingress-listen', 'off', '--warm-pool', 'off', '--network-prefix', 'rcq', ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env },
-    });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    clearTimeout(timer);
-    return { code, output };
+    return await runCli(['serve', '--data-dir', dataDir, '--port', '0', '--ssh-listen', 'off', '--ingress-listen', 'off', '--warm-pool', 'off', '--network-prefix', 'rcq', ...args], { env });
   } finally {
     await rm(dataDir, { recursive: true, force: true });
   }

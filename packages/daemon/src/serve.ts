@@ -1,12 +1,14 @@
 /**
- * `serve()`: start the daemon (what `ramify serve` runs). Order: data directory (0700) → compose the
- * ports → first-start API key → reconcile (re-attach running sandboxes, finish or undo half-done
- * operations, remove orphans) → timeout, liveness, auto-pause and usage schedulers → HTTP + WebSocket listener.
+ * `serve()`: start the daemon (what `ramify serve` runs). Order: data directory (0700) → its lock → the
+ * listeners' addresses checked → compose the ports (network set-up begins) → first-start API key →
+ * reconcile (re-attach running sandboxes, finish or undo half-done operations, remove orphans) → timeout,
+ * liveness, auto-pause and usage schedulers → ingress, SSH → HTTP + WebSocket listener. A failed start
+ * undoes the network set-up it made (docs/design/ARCHITECTURE.md, "A failed start").
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import { pino, type DestinationStream, type Logger as Pino } from 'pino';
 import { totalmem } from 'node:os';
-import { defaultWarmPoolBudgetMB, parseWarmPoolSpec, type WarmPoolConfig } from '@ramify/contracts';
+import { defaultWarmPoolBudgetMB, isRamifyError, parseWarmPoolSpec, type WarmPoolConfig } from '@ramify/contracts';
 import {
   ActivityPersister, AutoPauseScheduler, EventPruner, LivenessMonitor, prewarmFreeSlots, reconcile, startHostSweep, TimeoutScheduler, UsageSampler, type Core, type CoreOptions, type Logger,
 } from '@ramify/core';
@@ -16,7 +18,9 @@ import { buildApp } from './app.js';
 import type { TracedCalls } from './http/route.js';
 import { compose, type ComposeOptions } from './compose.js';
 import { lockDataDir } from './data-dir-lock.js';
-import { DEFAULT_HOST, DEFAULT_PORT, resolveCacheDir, resolveDataDir, resolveWebhookAllowPrivate } from './config.js';
+import { DEFAULT_HOST, DEFAULT_INGRESS_PORT, DEFAULT_PORT, DEFAULT_SSH_PORT, resolveCacheDir, resolveDataDir, resolveWebhookAllowPrivate } from './config.js';
+import { checkListeners, startListener, type ListenerKind, type PlannedListener } from './listen-check.js';
+import { networkFootprint, undoNetworkSetUp, type NetworkFootprint } from './reset-network.js';
 import { describeSnapshotStorage, resolveSnapshotStorage, type SnapshotStorageFlags } from './snapshot-storage.js';
 import { describeDatabase, resolveDatabase } from './database.js';
 import { startIngress, type IngressOptions, type RunningIngress } from './ingress.js';
@@ -167,9 +171,12 @@ export interface RamifyServer {
 
 /**
  * Start the daemon; its log says `ramify serving` (url, dataDir, hostId, role) once the API answers, and
- * `ramify failed to start` (dataDir, role, code, error) when it rejects. Rejects when the port is taken or the data directory cannot be used;
+ * `ramify failed to start` (dataDir, role, code, error, details) when it rejects. Rejects when the data directory cannot be used;
  * `DATA_DIR_IN_USE` when another daemon holds the data directory (its lock, data-dir-lock.ts: taken before
- * anything else is opened, released by `close()` or the process's end);
+ * anything else is opened, released by `close()` or the process's end); `ADDRESS_IN_USE` when a listener's
+ * address (API, ingress, SSH, metrics) is taken, checked before anything else is set up (listen-check.ts);
+ * after any failure once the network set-up began, the set-up this start made is removed, or the error's
+ * message says what stays and how to remove it (`ramify serve --reset-network`);
  * `VALIDATION_FAILED` for a bad `maxOutputBytes`, snapshot storage setting or database URL; `STORAGE_UNAVAILABLE` when
  * a configured bucket cannot be listed, written or deleted from; `DATABASE_UNAVAILABLE` when the Postgres
  * database cannot be opened (both messages say what failed and how to fix it).
@@ -189,7 +196,23 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   }
 }
 
-/** {@link serve}'s start, logging to `log`; on failure it releases what it opened and rethrows. */
+/** The listeners {@link serve} opens for `options`, with their defaults filled in. */
+function plannedListeners(options: ServeOptions): PlannedListener[] {
+  const planned = (kind: ListenerKind, given: { host?: string; port?: number } | undefined, port: number): PlannedListener[] =>
+    given ? [{ kind, host: given.host ?? DEFAULT_HOST, port: given.port ?? port }] : [];
+  return [
+    ...planned('api', { ...(options.host !== undefined ? { host: options.host } : {}), ...(options.port !== undefined ? { port: options.port } : {}) }, DEFAULT_PORT),
+    ...planned('ingress', options.ingress, DEFAULT_INGRESS_PORT),
+    ...planned('ssh', options.ssh, DEFAULT_SSH_PORT),
+    ...planned('metrics', options.metricsListen, 0),
+  ];
+}
+
+/**
+ * {@link serve}'s start, logging to `log`: the data directory's lock, then the listeners' check (nothing is
+ * set up while an address is taken), then {@link open}. On failure it undoes this start's network set-up
+ * ({@link undoNetworkSetUp}; its note, when something stays, ends the error's message), releases the lock and rethrows.
+ */
 async function start(options: ServeOptions, dataDir: string, log: Pino): Promise<RamifyServer> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await chmod(dataDir, 0o700);
@@ -201,20 +224,55 @@ async function start(options: ServeOptions, dataDir: string, log: Pino): Promise
 
   // Before anything is opened: a second daemon here would share the store and take the first's egress table and NFLOG group.
   const lock = lockDataDir(dataDir);
-  let composition: Awaited<ReturnType<typeof compose>>;
+  const listeners = plannedListeners(options);
+  const prefix = options.network?.prefix ?? 'rmf';
+  // What of the prefix's network was on the host before this start (undefined: this daemon makes none).
+  let before: NetworkFootprint | null | undefined;
   try {
-    composition = await compose({
-      // The API role builds no runtime, network or egress enforcement (compose.ts): every call on a sandbox goes to its host.
-      role, dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: options.overrides,
-      coreOptions: { ...options.coreOptions, ...webhookOptions(options), ...warmPoolOptions(options), ...(role === 'api' ? { warmPool: parseWarmPoolSpec('off') } : {}) },
-      maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network,
-      egress: options.egress,
-      clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
-    });
+    await checkListeners(listeners);
+    if (role !== 'api' && !options.overrides?.network) before = await networkFootprint(prefix);
+    return await open({ options, dataDir, log, lock, listeners, prefix, snapshotStorage, database });
   } catch (err) {
+    if (before !== undefined) {
+      const note = await undoNetworkSetUp(before, { dataDir, prefix, logger });
+      if (note !== null && err instanceof Error) err.message = `${err.message.replace(/\.$/, '')}. ${note}`;
+    }
     lock.release();
     throw err;
   }
+}
+
+/** What {@link start} hands {@link open}: the options, and what it resolved and holds. */
+interface OpenContext {
+  options: ServeOptions;
+  dataDir: string;
+  log: Pino;
+  lock: ReturnType<typeof lockDataDir>;
+  listeners: PlannedListener[];
+  prefix: string;
+  snapshotStorage: ReturnType<typeof resolveSnapshotStorage>;
+  database: ReturnType<typeof resolveDatabase>;
+}
+
+/**
+ * Compose and start everything with the data directory's lock held. On failure it closes what it opened
+ * (the lock stays: {@link start} releases it) and rethrows; a listener's taken address as `ADDRESS_IN_USE`.
+ */
+async function open(context: OpenContext): Promise<RamifyServer> {
+  const { options, dataDir, log, lock, listeners, prefix, snapshotStorage, database } = context;
+  const logger = adaptLogger(log);
+  const role = options.role ?? 'single';
+  const { ingress: ingressOptions, ssh: sshOptions, metricsListen } = options;
+  /** The planned listener of `kind` (present whenever its option is). */
+  const planned = (kind: ListenerKind): PlannedListener => listeners.find((l) => l.kind === kind) as PlannedListener;
+  const composition = await compose({
+    // The API role builds no runtime, network or egress enforcement (compose.ts): every call on a sandbox goes to its host.
+    role, dataDir, hostId: options.hostId, cacheDir: resolveCacheDir(options.cacheDir), logger, snapshotStorage, store: database, overrides: options.overrides,
+    coreOptions: { ...options.coreOptions, ...webhookOptions(options), ...warmPoolOptions(options), ...(role === 'api' ? { warmPool: parseWarmPoolSpec('off') } : {}) },
+    maxOutputBytes: options.maxOutputBytes, gvisor: options.gvisor, microvm: options.microvm, runtimes: options.runtimes, network: options.network,
+    egress: options.egress,
+    clock: options.clock, ...(options.metrics ? { metrics: options.metrics } : {}), ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
+  });
   const { core } = composition;
   const scheduler = new TimeoutScheduler(core);
   const pruner = new EventPruner(core);
@@ -238,8 +296,8 @@ async function start(options: ServeOptions, dataDir: string, log: Pino): Promise
     await core.webhooks.start();
     if (api) {
       sweep = startHostSweep(core);
-      if (options.ingress) ingress = await startIngressEdge(core, options.ingress);
-      if (options.ssh) ssh = await startSshRelay(core, options.ssh, { dataDir });
+      if (ingressOptions) ingress = await startListener(planned('ingress'), () => startIngressEdge(core, ingressOptions));
+      if (sshOptions) ssh = await startListener(planned('ssh'), () => startSshRelay(core, sshOptions, { dataDir }));
     } else {
       if (options.reconcile !== 'skip') await reconcile(core);
       prewarmFreeSlots(core);
@@ -249,12 +307,15 @@ async function start(options: ServeOptions, dataDir: string, log: Pino): Promise
       autoPause.start();
       activity.start();
       usage.start();
-      if (options.ingress) ingress = await startIngress(core, options.ingress, { prefix: options.network?.prefix ?? 'rmf' });
-      if (options.ssh) ssh = await startSshGateway(core, options.ssh, { dataDir, prefix: options.network?.prefix ?? 'rmf', placed: role === 'host' });
+      if (ingressOptions) ingress = await startListener(planned('ingress'), () => startIngress(core, ingressOptions, { prefix }));
+      if (sshOptions) ssh = await startListener(planned('ssh'), () => startSshGateway(core, sshOptions, { dataDir, prefix, placed: role === 'host' }));
     }
-    if (options.metricsListen && composition.metrics) metricsListener = await startMetricsListener(composition.metrics, options.metricsListen, logger);
-    app = await buildApp({ core, loggerInstance: log, metrics: composition.metrics, role, ...(options.otlpTraces ? { traced: options.otlpTraces } : {}) });
-    const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
+    const { metrics } = composition;
+    if (metricsListen && metrics) metricsListener = await startListener(planned('metrics'), () => startMetricsListener(metrics, metricsListen, logger));
+    const built = await buildApp({ core, loggerInstance: log, metrics: composition.metrics, role, ...(options.otlpTraces ? { traced: options.otlpTraces } : {}) });
+    app = built;
+    const { host, port } = planned('api');
+    const address = await startListener(planned('api'), () => built.listen({ host, port }));
     // After reconcile and once the API answers: placement may send work from the moment it is registered.
     if (role === 'host') agent = await startHostAgent(core, {
       advertiseUrl: options.advertiseUrl as string, ...options.hostLease,
@@ -314,7 +375,7 @@ async function start(options: ServeOptions, dataDir: string, log: Pino): Promise
     await usage.stop();
     await activity.stop();
     await core.pool.close();
-    await composition.close().finally(() => lock.release());
+    await composition.close();
     throw err;
   }
 }
@@ -360,10 +421,14 @@ async function loggedStop(log: Pino, fields: Record<string, unknown>, stop: () =
   log.flush();
 }
 
-/** The log fields of a failure: `code` (a RamifyError's, else the Node error code, else `INTERNAL`) and `error`, its message. */
-function errorFields(err: unknown): { code: string; error: string } {
+/**
+ * The log fields of a failure: `code` (a RamifyError's, else the Node error code, else `INTERNAL`), `error`,
+ * its message, and a RamifyError's `details` (`ramify serve --detach` rebuilds the error from them).
+ */
+function errorFields(err: unknown): { code: string; error: string; details?: Record<string, unknown> } {
   const code = (err as { code?: unknown } | null)?.code;
-  return { code: typeof code === 'string' ? code : 'INTERNAL', error: err instanceof Error ? err.message : String(err) };
+  const details = isRamifyError(err) ? err.details : undefined;
+  return { code: typeof code === 'string' ? code : 'INTERNAL', error: err instanceof Error ? err.message : String(err), ...(details ? { details } : {}) };
 }
 
 /** Core's Logger over pino. */

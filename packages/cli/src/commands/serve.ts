@@ -1,10 +1,9 @@
 /** `ramify serve`: run the daemon in this process until SIGINT/SIGTERM. */
-import { execFile, spawn } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { promisify } from 'node:util';
+import { spawn } from 'node:child_process';
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_CEILING } from '@ramify/contracts/client';
+import { DEFAULT_MAX_OUTPUT_BYTES, ERROR_CODES, MAX_OUTPUT_BYTES_CEILING, type ErrorCode } from '@ramify/contracts/client';
 import { getHealth, RamifyError } from '@ramify/sdk';
 import { action, type CliEnv } from '../context.js';
 import { intIn, parseDuration } from '../parse.js';
@@ -46,9 +45,21 @@ interface DataDirLockModule {
   dataDirInUse(holder: DataDirHolder): Error;
   describeHolder(holder: DataDirHolder): string;
   stopHint(holder: DataDirHolder): string;
-  /** The script process `pid` runs, from `/proc/<pid>/cmdline`; null when gone or unreadable. */
-  programOf(pid: number): string | null;
-  DATA_DIR_LOCK_FILE: string;
+}
+
+/** The process listening on a port (`PortListener` of `@ramify/daemon/listen-check`). */
+interface PortListener {
+  pid: number;
+  program: string | null;
+  holder: DataDirHolder | null;
+}
+
+/** What `ramify serve --detach` uses of `@ramify/daemon/listen-check`: who listens on a port (light: no daemon loaded). */
+interface ListenCheckModule {
+  /** The process listening on TCP `port` (`ss -ltnp`) and the data directory it holds; null when none can be named. */
+  portListener(port: number): Promise<PortListener | null>;
+  /** That process, for a message (`pid 1234, API ..., data directory D; to stop it: ...`). */
+  describePortListener(listener: PortListener | null): string;
 }
 
 const loadDaemon = (): Promise<DaemonModule> => loadDaemonEntry<DaemonModule>('@ramify/daemon');
@@ -300,7 +311,8 @@ export function registerServe(program: Command, env: CliEnv): void {
  * @returns the API URL and whether a daemon was started; when one already answered, `running`: the line
  *   naming it (see {@link runningDaemon}).
  * @throws RamifyError DATA_DIR_IN_USE (the daemon's own error, naming the holder) when another daemon holds the
- *   data directory; RUNTIME_UNAVAILABLE with the log's tail when it does not come up.
+ *   data directory; the daemon's own error when its start failed with one (its `ramify failed to start` log
+ *   line: ADDRESS_IN_USE, DATABASE_UNAVAILABLE, ...); else RUNTIME_UNAVAILABLE with the log's tail.
  */
 async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: true } | { url: string; started: false; running: string }> {
   const host = opts.host ?? '127.0.0.1';
@@ -316,6 +328,8 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
   const logPath = join(dataDir, 'serve.log');
   const log = openSync(logPath, 'a', 0o600);
   chmodSync(logPath, 0o600);
+  // Where this start's lines begin: the log is appended to by every start.
+  const logStart = statSync(logPath).size;
   const args = [process.argv[1]!, 'serve'];
   if (opts.role) args.push('--role', opts.role);
   if (opts.advertiseUrl) args.push('--advertise-url', opts.advertiseUrl);
@@ -362,9 +376,29 @@ async function serveDetached(opts: ServeFlags): Promise<{ url: string; started: 
     if (at !== null && (await healthy(at))) return { url: at, started: true };
     await new Promise((r) => setTimeout(r, 250));
   }
-  const tail = readFileSync(logPath, 'utf8').trim().split('\n').slice(-8).join('\n');
+  const lines = readFileSync(logPath).subarray(logStart).toString('utf8').trim().split('\n');
+  const failed = exited ? startFailure(lines) : null;
+  // The daemon's own error (ADDRESS_IN_USE, DATABASE_UNAVAILABLE, ...), as a foreground `ramify serve` says it.
+  if (failed && failed.code in ERROR_CODES) throw new RamifyError(failed.code as ErrorCode, failed.error, failed.details);
   const where = port === 0 ? `on a free port of ${host}` : `at ${url}`;
-  throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up ${where}; last lines of ${logPath}:\n${tail}`);
+  const why = failed ? `: ${failed.code}: ${failed.error}` : exited ? ' (it exited)' : ' within 180 s (it still runs)';
+  throw new RamifyError('RUNTIME_UNAVAILABLE', `the daemon did not come up ${where}${why}; last lines of ${logPath}:\n${lines.slice(-8).join('\n')}`);
+}
+
+/** The daemon's `ramify failed to start` log line among `lines` (serve.ts in `@ramify/daemon`): its code, message and details; null when none. */
+function startFailure(lines: string[]): { code: string; error: string; details?: Record<string, unknown> } | null {
+  for (const line of [...lines].reverse()) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const entry = JSON.parse(line) as { msg?: unknown; code?: unknown; error?: unknown; details?: unknown };
+      if (entry.msg !== 'ramify failed to start' || typeof entry.code !== 'string' || typeof entry.error !== 'string') continue;
+      const details = typeof entry.details === 'object' && entry.details !== null ? (entry.details as Record<string, unknown>) : undefined;
+      return { code: entry.code, error: entry.error, ...(details ? { details } : {}) };
+    } catch {
+      /* not a log line */
+    }
+  }
+  return null;
 }
 
 /** `parseWarmPoolSpec` of `@ramify/contracts`, whose zod schemas only `ramify serve` needs (see {@link loadServeDefinitions}). */
@@ -421,10 +455,8 @@ async function runningDaemon(locks: DataDirLockModule, url: string, port: number
     return `ramify: a daemon already answers at ${url}: ${locks.describeHolder(holder)}, data directory ${holder.dataDir}; nothing started. To stop it: ${locks.stopHint(holder)}`;
   }
   const ours = holder ? `data directory ${holder.dataDir} is held by another daemon (${locks.describeHolder(holder)})` : `no daemon holds data directory ${dataDir}`;
-  const listener = await portListener(port, locks);
-  const which = listener === null ? 'one this user cannot name (ss -ltnp shows listeners)'
-    : listener.holder ? `${locks.describeHolder(listener.holder)}, data directory ${listener.holder.dataDir}; to stop it: ${locks.stopHint(listener.holder)}`
-      : `pid ${listener.pid}${listener.program ? `, program ${listener.program}` : ''}`;
+  const listeners = await loadDaemonEntry<ListenCheckModule>('@ramify/daemon/listen-check');
+  const which = listeners.describePortListener(await listeners.portListener(port));
   return `ramify: a daemon already answers at ${url}, but not this data directory's: ${ours}; nothing started. The one at ${url}: ${which}. For a daemon of your own, give it its own --port (and --data-dir, --network-prefix, --ingress-listen, --ssh-listen)`;
 }
 
@@ -436,37 +468,6 @@ function portOf(url: string): number | null {
   } catch {
     return null;
   }
-}
-
-/**
- * The process listening on TCP `port` (from `ss -Hltnp`), its script (`/proc/<pid>/cmdline`) and, when it
- * holds a data directory's lock open, that directory's holder; null when `ss` is missing or names no process
- * (another user's, without root).
- */
-async function portListener(port: number, locks: DataDirLockModule): Promise<{ pid: number; program: string | null; holder: DataDirHolder | null } | null> {
-  let out: string;
-  try {
-    out = (await promisify(execFile)('ss', ['-Hltnp', `sport = :${port}`], { timeout: 5000 })).stdout;
-  } catch {
-    return null;
-  }
-  const pid = Number(/pid=(\d+)/.exec(out)?.[1] ?? NaN);
-  if (!Number.isInteger(pid)) return null;
-  const program = locks.programOf(pid);
-  let holder: DataDirHolder | null = null;
-  try {
-    const lockPath = readdirSync(`/proc/${pid}/fd`).map((fd) => {
-      try {
-        return readlinkSync(`/proc/${pid}/fd/${fd}`);
-      } catch {
-        return '';
-      }
-    }).find((target) => basename(target) === locks.DATA_DIR_LOCK_FILE);
-    if (lockPath) holder = locks.dataDirHolder(dirname(lockPath));
-  } catch {
-    /* another user's process: its descriptors are not ours to read */
-  }
-  return { pid, program, holder };
 }
 
 async function healthy(url: string): Promise<boolean> {

@@ -24,6 +24,7 @@ import { DEFAULT_INGRESS_DOMAIN, isRamifyError, RamifyError } from '@ramify/cont
 import { effectiveAutoResume, exposedAccess, placeOnSandbox, PLACEMENT_HEADER, sandboxNotFound, type Core, type SandboxRecord } from '@ramify/core';
 import { isIngressHost, parseIngressHost, sendError, sendUpgradeError } from '@ramify/network';
 import { createProxyServer } from 'http-proxy-3';
+import { DEFAULT_HOST, DEFAULT_INGRESS_PORT } from '../config.js';
 import { publicEndpoint, type IngressOptions, type RunningIngress } from '../ingress.js';
 
 /** Where one request goes: the host's ingress listener, and the reservation moving a paused sandbox there. */
@@ -91,7 +92,7 @@ export async function startIngressEdge(core: Core, options: IngressOptions): Pro
   server.on('clientError', (_err, socket: Socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 7424 }, () => {
+    server.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_INGRESS_PORT }, () => {
       server.off('error', reject);
       resolve();
     });

@@ -6,6 +6,7 @@
 import { hostname } from 'node:os';
 import type { Core, SshEndpoint } from '@ramify/core';
 import ssh2, { type CipherAlgorithm, type ClientInfo, type Connection } from 'ssh2';
+import { DEFAULT_SSH_PORT } from '../config.js';
 import { loadHostKey } from './keys.js';
 
 /** `ramify serve --ssh-*`. */
@@ -53,7 +54,7 @@ export async function listenSsh(core: Core, options: SshOptions, dataDir: string
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 2222, host, () => {
+    server.listen(options.port ?? DEFAULT_SSH_PORT, host, () => {
       server.off('error', reject);
       resolve();
     });

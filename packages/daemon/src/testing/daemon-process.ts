@@ -63,6 +63,35 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   return port;
 }
 
+/**
+ * Run `ramify <args>` (this checkout's CLI) with `env` added to this process's environment until it exits
+ * (SIGKILL after `timeoutMs`, default 60 s); its exit code and output (stdout and stderr, as they came).
+ */
+export async function runCli(args: string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [CLI_MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  clearTimeout(timer);
+  return { code, output };
+}
+
+/**
+ * A child process (`node -e`, not a daemon) listening on a free port of 127.0.0.1, as another program
+ * holding a daemon's address; resolves once it listens. The caller kills `child`.
+ */
+export async function holdPort(): Promise<{ child: ChildProcess; pid: number; port: number }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['-e', `require('net').createServer().listen(${port}, '127.0.0.1', () => console.log('listening'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the port holder exited (${code})`)));
+  });
+  return { child, pid: child.pid as number, port };
+}
+
 /** Whether `url`'s `GET /v1/health` answers 200 within a second. */
 export async function answers(url: string): Promise<boolean> {
   try {
