@@ -6,6 +6,7 @@
  * (`core.ts`, {@link createCore}), which imports them: so core has no import circle (`import-cycles.test.ts`).
  * Everything here but {@link DEFAULT_CORE_OPTIONS} and {@link runtimeFor} is a type.
  */
+import { availableParallelism } from 'node:os';
 import { DEFAULT_MAX_OUTPUT_BYTES, RamifyError, type IngressEndpoint, type RuntimeName, type TimeoutAction, type WarmPoolConfig } from '@ramify/contracts';
 import type { ConnectAgent } from './ports/agent.js';
 import type { Clock } from './ports/clock.js';
@@ -47,6 +48,13 @@ export interface CoreOptions {
    * After a restore it is multiplied by the restores sharing each core at that moment (`bring-up.ts`).
    */
   agentConnectTimeoutMs: number;
+  /**
+   * Start the runtime's instance while its image is still being downloaded (`SnapshotStorage.openArriving`,
+   * docs/design/STORAGE.md, "Restore while the image arrives"). Default: on with more than 2 CPUs. On
+   * 2 cores both are CPU-bound and the overlap was measured slower (the download slowed by more than the
+   * restore gained); with a core to spare runsc's ~200 ms of set-up comes off a cross-host resume.
+   */
+  restoreWhileArriving: boolean;
   /** At most this many restores of one fork run at once. */
   forkConcurrency: number;
   /** Keep the network namespaces of this many free slots prepared ahead of creates and forks (0 = off). */
@@ -125,6 +133,7 @@ export const DEFAULT_CORE_OPTIONS: CoreOptions = {
   quietNetworkTimeoutMs: 10_000,
   quietNetworkPollMs: 250,
   agentConnectTimeoutMs: 20_000,
+  restoreWhileArriving: availableParallelism() > 2,
   forkConcurrency: 8,
   prewarmSlots: 8,
   warmPool: { mode: 'off' },

@@ -86,9 +86,11 @@ async function bringUpOne(core: Core, record: SandboxRecord, snapshotId: string,
       overlap('egressMs', since);
     })();
     const restore = (async () => {
-      // An image on S3 is answered once its files exist (`arriving`: their bytes written and checked): the
-      // runtime starts the instance meanwhile (docs/design/STORAGE.md, "Restore while the image arrives").
-      const opened: { imageDir: string; arriving?: Promise<void> } = core.storage.openArriving ? await core.storage.openArriving(snapshotId) : await core.storage.open(snapshotId);
+      // With restoreWhileArriving, an image on S3 is answered once its files exist (`arriving`: their bytes
+      // written and checked), and the runtime starts the instance meanwhile (docs/design/STORAGE.md,
+      // "Restore while the image arrives").
+      const opened: { imageDir: string; arriving?: Promise<void> } =
+        core.options.restoreWhileArriving && core.storage.openArriving ? await core.storage.openArriving(snapshotId) : await core.storage.open(snapshotId);
       const { imageDir, arriving } = opened;
       // imageMs: the image at hand (a cached one checked, one on S3 downloaded and checked).
       if (arriving) void arriving.then(() => overlap('imageMs', since), () => undefined);

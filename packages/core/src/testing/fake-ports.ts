@@ -10,7 +10,7 @@ import { PassThrough, type Duplex } from 'node:stream';
 import { RamifyError, type AgentSession, type RuntimeName } from '@ramify/contracts';
 import type { Clock } from '../ports/clock.js';
 import type { NetworkAttachment, SandboxNetwork, SlotTraffic } from '../ports/network.js';
-import type { Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, RuntimeUsage } from '../ports/runtime.js';
+import type { RestoreOptions, Runtime, RuntimeCapabilities, RuntimeInstanceStatus, RuntimeSandboxSpec, RuntimeUsage } from '../ports/runtime.js';
 import { SNAPSHOT_FORMAT_VERSION, type SnapshotManifest, type SnapshotStorage } from '../ports/snapshot-storage.js';
 import { FakeAgentSession, type FakeGuestState } from './fake-agent.js';
 
@@ -59,7 +59,12 @@ export class FakeRuntime implements Runtime {
     if (this.refuseResources) throw new RamifyError('VALIDATION_FAILED', this.refuseResources, { field: 'memoryMB' });
   }
 
-  async restore(spec: RuntimeSandboxSpec, imageDir: string): Promise<void> {
+  /** A restore of an image still arriving waits for it whole (as the microVM runtime does), then restores. */
+  async restore(spec: RuntimeSandboxSpec, imageDir: string, options: RestoreOptions = {}): Promise<void> {
+    if (options.imageArriving) {
+      this.calls.push(`restore ${spec.sandboxId} (image arriving)`);
+      await options.imageArriving;
+    }
     this.calls.push(`restore ${spec.sandboxId}`);
     if (this.refuseAllRestores) throw new RamifyError('VALIDATION_FAILED', `fake: memoryMB ${spec.resources.memoryMB} is more than the image allows`, { field: 'memoryMB' });
     if (this.failAllRestores || this.failRestoreOf.delete(spec.sandboxId)) throw new Error(`fake restore of ${spec.sandboxId} failed`);
