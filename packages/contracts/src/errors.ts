@@ -76,6 +76,12 @@ export const ERROR_CODES = {
    * (the process holding it, when `ss -ltnp` names it). Stop that process, or give the flag another address.
    */
   ADDRESS_IN_USE: 409,
+  /**
+   * `ramify serve` (and `--reset-network`): another daemon on this host uses the same `--network-prefix`
+   * (its namespaces, nftables tables and slots are named after it). details: `prefix`, `pid` and `dataDir`
+   * of the holder (null when unknown). Give this daemon its own `--network-prefix`, or stop that one.
+   */
+  NETWORK_PREFIX_IN_USE: 409,
   AGENT_UNREACHABLE: 502,
   INTERNAL: 500,
   /** A template build step failed (mmdebstrap, a setup `run` command, the checkpoint); details name the step. */

@@ -7,16 +7,19 @@
  *   namespaces or nftables tables is made;
  * - a failure after the network set-up began (an ingress TLS key file that does not exist): the set-up
  *   this start made is removed before it exits; one that was there before the start stays, and the
- *   message names the `ramify serve --reset-network` that removes it.
+ *   message names the `ramify serve --reset-network` that removes it;
+ * - a second daemon (another data directory, other ports) on the prefix of one that runs: exit 1 with
+ *   `NETWORK_PREFIX_IN_USE` naming the first, whose set-up stays; its `--reset-network` is refused too.
  * Skipped, with the reason, when not root or without the tools.
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run } from '@ramify/network';
+import { dataDirHolder } from './data-dir-lock.js';
 import { forceCleanup, leftovers } from './real-egress-support.js';
 import { freePort, holdPort, runCli } from './testing/daemon-process.js';
 
@@ -108,5 +111,29 @@ describe('failed starts say why and leave nothing behind (real daemons)', { skip
     const removed = await cli(['serve', '--reset-network', '--data-dir', dataDir, '--network-prefix', PREFIX]);
     assert.equal(removed.code, 0, removed.output);
     assert.deepEqual(await leftovers(PREFIX, dataDir, EXTRA_TABLES), [], 'the --reset-network it names removes it all');
+  });
+
+  test('a second daemon on the network prefix of one that runs: NETWORK_PREFIX_IN_USE naming it; the first keeps its set-up', async () => {
+    const first = await mkdtemp(join(tmpdir(), 'ramify-rsf-'));
+    dataDirs.push(first);
+    const started = await cli(['serve', '--detach', '--data-dir', first, '--network-prefix', PREFIX, '--port', '0', '--ingress-listen', '127.0.0.1:0', '--ssh-listen', 'off', '--warm-pool', 'off']);
+    assert.equal(started.code, 0, started.output);
+    const { pid } = JSON.parse(await readFile(join(first, 'daemon.lock'), 'utf8')) as { pid: number };
+    try {
+      const { code, output, dataDir } = await serve({ port: 0, ingress: '127.0.0.1:0', ssh: 'off' });
+      assert.equal(code, 1, output);
+      const headline = new RegExp(`^ramify: NETWORK_PREFIX_IN_USE: the network prefix '${PREFIX}' is in use by another ramify daemon \\(pid ${pid}, data directory ${first}\\): .* Give this daemon its own --network-prefix`, 'm');
+      assert.match(output, headline);
+      const reset = await cli(['serve', '--reset-network', '--data-dir', dataDir, '--network-prefix', PREFIX]);
+      assert.equal(reset.code, 1, reset.output);
+      assert.match(reset.output, /NETWORK_PREFIX_IN_USE/);
+      assert.notDeepEqual(await leftovers(PREFIX, first, EXTRA_TABLES), [], 'the first daemon keeps its set-up');
+    } finally {
+      process.kill(pid, 'SIGTERM');
+      for (let i = 0; i < 600 && dataDirHolder(first) !== null; i++) await new Promise((r) => setTimeout(r, 100));
+    }
+    const removed = await cli(['serve', '--reset-network', '--data-dir', first, '--network-prefix', PREFIX]);
+    assert.equal(removed.code, 0, removed.output);
+    assert.deepEqual(await leftovers(PREFIX, first, EXTRA_TABLES), [], 'nothing of the prefix once the first is stopped and reset');
   });
 });

@@ -16,6 +16,7 @@ import { RamifyError } from '@ramify/contracts';
 import { NamespaceNetwork, run } from '@ramify/network';
 import type { Logger } from '@ramify/core';
 import { lockDataDir } from './data-dir-lock.js';
+import { lockNetworkPrefix, type NetworkPrefixLock } from './network-prefix-lock.js';
 
 const exec = promisify(execFile);
 
@@ -44,13 +45,17 @@ async function runningQemu(dataDir: string): Promise<string[]> {
 
 /**
  * Remove the network set-up of a stopped daemon of `prefix` whose data directory is `dataDir`.
- * @throws RamifyError `DATA_DIR_IN_USE` while a daemon runs on `dataDir`; `INVALID_STATE` (details
+ * @throws RamifyError `DATA_DIR_IN_USE` while a daemon runs on `dataDir`, `NETWORK_PREFIX_IN_USE` while
+ *   one of another data directory runs on `prefix`; `INVALID_STATE` (details
  *   `sandboxes`) while sandboxes of it still run.
  */
 export async function resetNetwork(options: { dataDir: string; prefix: string }): Promise<NetworkReset> {
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const lock = lockDataDir(options.dataDir);
+  let prefixLock: NetworkPrefixLock | null = null;
   try {
+    // A daemon of another data directory on the same prefix would lose its network from under its sandboxes.
+    prefixLock = lockNetworkPrefix(options.prefix, options.dataDir);
     const running = [...(await runningRunsc(options.dataDir)), ...(await runningQemu(options.dataDir))];
     if (running.length > 0) {
       throw new RamifyError('INVALID_STATE', `${running.length} sandbox(es) of ${options.dataDir} still run (${running.slice(0, 5).join(', ')}): start the daemon and pause or kill them first; their network would go from under them`, { sandboxes: running });
@@ -59,6 +64,7 @@ export async function resetNetwork(options: { dataDir: string; prefix: string })
     await new NamespaceNetwork({ prefix: options.prefix }).destroyAll();
     return { prefix: options.prefix, namespaces };
   } finally {
+    prefixLock?.release();
     lock.release();
   }
 }

@@ -17,7 +17,8 @@ import { ensureApiKey } from './api-key-bootstrap.js';
 import { buildApp } from './app.js';
 import type { TracedCalls } from './http/route.js';
 import { compose, type ComposeOptions } from './compose.js';
-import { lockDataDir } from './data-dir-lock.js';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
+import { lockNetworkPrefix, type NetworkPrefixLock } from './network-prefix-lock.js';
 import { DEFAULT_HOST, DEFAULT_INGRESS_PORT, DEFAULT_PORT, DEFAULT_SSH_PORT, resolveCacheDir, resolveDataDir, resolveWebhookAllowPrivate } from './config.js';
 import { checkListeners, startListener, type ListenerKind, type PlannedListener } from './listen-check.js';
 import { networkFootprint, undoNetworkSetUp, type NetworkFootprint } from './reset-network.js';
@@ -173,7 +174,8 @@ export interface RamifyServer {
  * Start the daemon; its log says `ramify serving` (url, dataDir, hostId, role) once the API answers, and
  * `ramify failed to start` (dataDir, role, code, error, details) when it rejects. Rejects when the data directory cannot be used;
  * `DATA_DIR_IN_USE` when another daemon holds the data directory (its lock, data-dir-lock.ts: taken before
- * anything else is opened, released by `close()` or the process's end); `ADDRESS_IN_USE` when a listener's
+ * anything else is opened, released by `close()` or the process's end); `NETWORK_PREFIX_IN_USE` when a
+ * daemon of another data directory uses the same network prefix (network-prefix-lock.ts, taken next); `ADDRESS_IN_USE` when a listener's
  * address (API, ingress, SSH, metrics) is taken, checked before anything else is set up (listen-check.ts);
  * after any failure once the network set-up began, the set-up this start made is removed, or the error's
  * message says what stays and how to remove it (`ramify serve --reset-network`);
@@ -223,9 +225,18 @@ async function start(options: ServeOptions, dataDir: string, log: Pino): Promise
   checkRoleConfig(role, { database, storage: snapshotStorage, advertiseUrl: options.advertiseUrl });
 
   // Before anything is opened: a second daemon here would share the store and take the first's egress table and NFLOG group.
-  const lock = lockDataDir(dataDir);
+  const dataDirLock = lockDataDir(dataDir);
   const listeners = plannedListeners(options);
   const prefix = options.network?.prefix ?? 'rmf';
+  // Then the network prefix's (network-prefix-lock.ts): a second daemon on it would cut the first one's sandboxes off.
+  let prefixLock: NetworkPrefixLock | null = null;
+  try {
+    if (role !== 'api' && !options.overrides?.network) prefixLock = lockNetworkPrefix(prefix, dataDir);
+  } catch (err) {
+    dataDirLock.release();
+    throw err;
+  }
+  const lock: DataDirLock = { path: dataDirLock.path, record: (fields) => dataDirLock.record(fields), release: () => (prefixLock?.release(), dataDirLock.release()) };
   // What of the prefix's network was on the host before this start (undefined: this daemon makes none).
   let before: NetworkFootprint | null | undefined;
   try {
