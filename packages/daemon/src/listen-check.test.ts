@@ -71,6 +71,17 @@ describe('checkListeners', () => {
     });
   }
 
+  test('every taken address is named in one error: the first in full, the others with their flags (details.alsoTaken)', async () => {
+    const [ingress, ssh] = [await held(), await held()];
+    await assert.rejects(checkListeners([{ kind: 'api', host: '127.0.0.1', port: await freePort() }, { kind: 'ingress', host: '127.0.0.1', port: ingress.port }, { kind: 'ssh', host: '127.0.0.1', port: ssh.port }]), (err: unknown) => {
+      assert.ok(isRamifyError(err) && err.code === 'ADDRESS_IN_USE', String(err));
+      assert.match(err.message, new RegExp(`^the ingress \\(port URLs\\) address 127\\.0\\.0\\.1:${ingress.port} is in use by .*\\. Also taken: the SSH gateway address 127\\.0\\.0\\.1:${ssh.port} \\(another --ssh-listen ADDR:PORT, or --ssh-listen off for no SSH gateway\\)$`));
+      assert.equal(err.details?.listener, 'ingress');
+      assert.deepEqual(err.details?.alsoTaken, [{ listener: 'ssh', address: `127.0.0.1:${ssh.port}` }]);
+      return true;
+    });
+  });
+
   test('two listeners given one address: the second is refused, naming the first; port 0 is never checked', async () => {
     const port = await freePort();
     await assert.rejects(checkListeners([{ kind: 'api', host: '127.0.0.1', port }, { kind: 'ssh', host: '127.0.0.1', port }]), (err: unknown) => {

@@ -51,29 +51,42 @@ export function formatAddress(host: string, port: number): string {
 
 /**
  * Check that every listener's address can be bound, before anything else is set up: each is bound (all
- * at once, so two listeners given one address conflict too) and closed again. The listeners bind for real
- * later; one taken in between fails there with the same error ({@link asAddressInUse}).
- * @throws RamifyError `ADDRESS_IN_USE` (see {@link addressInUse}) for the first taken address; the listen
- *   error itself for any other failure (EADDRNOTAVAIL: not an address of this host; EACCES: a port below 1024 without root).
+ * at once, so two listeners given one address conflict too) and closed again. Every listener is tried, so
+ * one error names every taken address (a newcomer fixed them one run at a time). The listeners bind for
+ * real later; one taken in between fails there with the same error ({@link asAddressInUse}).
+ * @throws RamifyError `ADDRESS_IN_USE` (see {@link addressInUse}) for the first taken address, its message
+ *   and `details.alsoTaken` (`[{ listener, address }]`) naming the others; the listen error itself for any
+ *   other failure (EADDRNOTAVAIL: not an address of this host; EACCES: a port below 1024 without root).
  */
 export async function checkListeners(listeners: readonly PlannedListener[]): Promise<void> {
   const bound: Array<{ listener: PlannedListener; server: Server }> = [];
+  const failures: unknown[] = [];
   try {
     for (const listener of listeners) {
       if (listener.port === 0) continue;
       const server = createServer();
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen({ host: listener.host, port: listener.port }, () => resolve());
-      }).catch(async (err: unknown) => {
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen({ host: listener.host, port: listener.port }, () => resolve());
+        });
+        bound.push({ listener, server });
+      } catch (err) {
         const own = bound.find((b) => b.listener.port === listener.port);
-        throw await asAddressInUse(err, listener, own?.listener);
-      });
-      bound.push({ listener, server });
+        failures.push(await asAddressInUse(err, listener, own?.listener));
+      }
     }
   } finally {
     await Promise.all(bound.map(({ server }) => new Promise<void>((resolve) => server.close(() => resolve()))));
   }
+  const [first, ...others] = failures;
+  if (first === undefined) return;
+  const inUse = (err: unknown): err is RamifyError => err instanceof RamifyError && err.code === 'ADDRESS_IN_USE';
+  if (!inUse(first)) throw first;
+  const alsoTaken = others.filter(inUse).map((err) => err.details as { listener: ListenerKind; address: string });
+  if (alsoTaken.length === 0) throw first;
+  const more = alsoTaken.map(({ listener, address }) => `the ${LISTENERS[listener].name} address ${address} (${LISTENERS[listener].fix})`).join('; ');
+  throw new RamifyError('ADDRESS_IN_USE', `${first.message}. Also taken: ${more}`, { ...first.details, alsoTaken: alsoTaken.map(({ listener, address }) => ({ listener, address })) });
 }
 
 /**

@@ -77,7 +77,7 @@ export function prefixInUse(prefix: string, holder: NetworkPrefixHolder | null):
   const who = holder ? `another ramify daemon (pid ${holder.pid}, data directory ${holder.dataDir})` : 'another ramify daemon';
   return new RamifyError(
     'NETWORK_PREFIX_IN_USE',
-    `the network prefix '${prefix}' is in use by ${who}: its namespaces, nftables tables and slots are named after it, and a second daemon on it would cut that daemon's sandboxes off. Give this daemon its own --network-prefix (e.g. --network-prefix ${prefix === 'rmf' ? 'rm2' : `${prefix.slice(0, 2)}2`})${holder ? `, or stop that one (kill ${holder.pid})` : ''}`,
+    `the network prefix '${prefix}' is in use by ${who}: its namespaces, nftables tables and slots are named after it, and a second daemon on it would cut that daemon's sandboxes off. Give this daemon its own --network-prefix (1-4 lower-case letters, e.g. --network-prefix ${prefix === 'rmb' ? 'rmc' : 'rmb'})${holder ? `, or stop that one (kill ${holder.pid})` : ''}`,
     { prefix, pid: holder?.pid ?? null, dataDir: holder?.dataDir ?? null },
   );
 }

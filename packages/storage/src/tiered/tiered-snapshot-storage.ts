@@ -330,7 +330,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
         throw error;
       }
       phases.readyMs = Math.round(performance.now() - started);
-      this.logger.debug('snapshot download written and checked', { snapshotId, sizeBytes: remote.snapshot.sizeBytes, ...phases });
+      this.logger.info('snapshot download written and checked', { snapshotId, sizeBytes: remote.snapshot.sizeBytes, ...phases });
       return { imageDir, remote };
     })();
     let decide: (seal: boolean) => void = () => undefined;
@@ -380,7 +380,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
       // Checked again right before: an open or a transfer may have started during the plan.
       if (this.isBusy(snapshotId) || !(await this.state.marker(snapshotId))) continue;
       await this.local.remove(snapshotId);
-      this.logger.debug('snapshot evicted from the local cache', { snapshotId });
+      this.logger.info('snapshot evicted from the local cache', { snapshotId });
     }
   }
 
