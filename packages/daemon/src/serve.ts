@@ -229,9 +229,11 @@ async function start(options: ServeOptions, dataDir: string, log: Pino): Promise
   const listeners = plannedListeners(options);
   const prefix = options.network?.prefix ?? 'rmf';
   // Then the network prefix's (network-prefix-lock.ts): a second daemon on it would cut the first one's sandboxes off.
+  // The API role and a test's fake network set nothing up on the host.
+  const setsUpNetwork = role !== 'api' && !options.overrides?.network;
   let prefixLock: NetworkPrefixLock | null = null;
   try {
-    if (role !== 'api' && !options.overrides?.network) prefixLock = lockNetworkPrefix(prefix, dataDir);
+    if (setsUpNetwork) prefixLock = lockNetworkPrefix(prefix, dataDir);
   } catch (err) {
     dataDirLock.release();
     throw err;
@@ -241,7 +243,7 @@ async function start(options: ServeOptions, dataDir: string, log: Pino): Promise
   let before: NetworkFootprint | null | undefined;
   try {
     await checkListeners(listeners);
-    if (role !== 'api' && !options.overrides?.network) before = await networkFootprint(prefix);
+    if (setsUpNetwork) before = await networkFootprint(prefix);
     return await open({ options, dataDir, log, lock, listeners, prefix, snapshotStorage, database });
   } catch (err) {
     if (before !== undefined) {
