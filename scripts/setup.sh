@@ -100,7 +100,20 @@ if [ "$mode" = "--deps" ]; then node scripts/prepare-microvm.mjs; else node scri
 
 if [ -f packages/cli/dist/main.js ]; then
   chmod +x packages/cli/dist/main.js
-  ln -sf "$PWD/packages/cli/dist/main.js" /usr/local/bin/ramify
+  # A script rather than a link: when this clone is moved or deleted, `ramify` says so and how to get it
+  # back, instead of the shell's "No such file or directory" about a dangling link.
+  rm -f /usr/local/bin/ramify
+  {
+    echo '#!/bin/bash'
+    echo "# Written by scripts/setup.sh of the Ramify clone at $PWD: runs that clone's build."
+    printf 'main=%q\n' "$PWD/packages/cli/dist/main.js"
+    echo 'if [ ! -f "$main" ]; then'
+    echo '  echo "ramify: this command runs $main, which is gone (the clone moved, deleted or not built); run '"'"'bash scripts/setup.sh'"'"' in a clone of Ramify to point it there" >&2'
+    echo '  exit 127'
+    echo 'fi'
+    echo 'exec "$main" "$@"'
+  } > /usr/local/bin/ramify
+  chmod 755 /usr/local/bin/ramify
 fi
 
 if [ -n "$postgres" ]; then
