@@ -94,8 +94,9 @@ describe('validate: plain messages', () => {
     assert.equal(got.issues.length, 100);
   });
 
-  test('a body that is not JSON is refused as before', () => {
-    assert.deepEqual(failure(ForkRequest, Readable.from([]), 'body'), { message: 'body: expected a JSON body (Content-Type: application/json)', issues: [{ path: 'body', message: 'not JSON' }] });
+  test('a body the raw parser passed through (not JSON) names the Content-Type it needs', () => {
+    const message = 'must be application/json to send a JSON body, got none';
+    assert.deepEqual(failure(ForkRequest, Readable.from([]), 'body'), { message: `headers.content-type: ${message}`, issues: [{ path: 'headers.content-type', message }] });
   });
 
   test('good input passes, coerced and defaulted', () => {
@@ -161,6 +162,51 @@ describe('validate: hand-made checks answer in the same layout over HTTP', () =>
       }
     });
   }
+
+  /** [name, Content-Type (undefined: none sent), body]: a JSON body sent as something else. */
+  const notJson: Array<[string, string | undefined, string, string]> = [
+    ["text/plain (fetch's default for a string body)", 'text/plain;charset=UTF-8', '{"memoryMB":512}', "'text/plain;charset=UTF-8'"],
+    ["curl -d's default", 'application/x-www-form-urlencoded', '{"memoryMB":512}', "'application/x-www-form-urlencoded'"],
+    ['nothing (no Content-Type at all)', undefined, '{"memoryMB":512}', 'none'],
+    ['a long type is cut', `text/${'p'.repeat(100)}`, '{}', `'text/${'p'.repeat(35)}...'`],
+  ];
+  for (const [name, type, payload, got] of notJson) {
+    test(`a JSON body sent as ${name}: the Content-Type it needs`, async () => {
+      const bed = await httpTestBed();
+      try {
+        const res = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: { ...bed.auth, ...(type === undefined ? {} : { 'content-type': type }) }, payload });
+        const error = res.json().error as { code: string; message: string; details: Record<string, unknown> };
+        const problem = `must be application/json to send a JSON body, got ${got}`;
+        assert.deepEqual([res.statusCode, error.code, error.message], [400, 'VALIDATION_FAILED', `headers.content-type: ${problem}`]);
+        assert.deepEqual(error.details, { field: 'content-type', contentType: type ?? null, issues: [{ path: 'headers.content-type', message: problem }] });
+      } finally {
+        await bed.dispose();
+      }
+    });
+  }
+
+  test('an empty body is no body, whatever its Content-Type', async () => {
+    const bed = await httpTestBed();
+    try {
+      const res = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: { ...bed.auth, 'content-type': 'text/plain' }, payload: '' });
+      assert.equal(res.statusCode, 201, res.body);
+    } finally {
+      await bed.dispose();
+    }
+  });
+
+  test('a file uploaded as text/plain is stored as sent (raw routes take any type as bytes)', async () => {
+    const bed = await httpTestBed();
+    try {
+      const { id } = await createViaApi(bed);
+      const put = await bed.app.inject({ method: 'PUT', url: `/v1/sandboxes/${id}/files?path=/root/notes.txt`, headers: { ...bed.auth, 'content-type': 'text/plain' }, payload: '{"not":"parsed"}' });
+      assert.equal(put.statusCode, 200, put.body);
+      const got = await bed.app.inject({ method: 'GET', url: `/v1/sandboxes/${id}/files?path=/root/notes.txt`, headers: bed.auth });
+      assert.equal(got.body, '{"not":"parsed"}');
+    } finally {
+      await bed.dispose();
+    }
+  });
 
   test('a check not worded as a field yet still answers with details.issues (its field, else request)', async () => {
     const bed = await httpTestBed();
