@@ -100,6 +100,35 @@ export function reportError(err: unknown, env: CliEnv, json: boolean, exitCode =
   const message = err instanceof Error ? err.message.replace(new RegExp(`^${code}: `), '') : String(err);
   const details = isRamifyError(err) ? err.details : undefined;
   if (json) env.stderr.write(`${JSON.stringify({ error: details === undefined ? { code, message } : { code, message, details } })}\n`);
-  else env.stderr.write(`ramify: ${code}: ${message}\n`);
+  else env.stderr.write(`ramify: ${code}: ${withoutRequestParts(message, details)}\n`);
   return exitCode;
+}
+
+/** The request part an API issue path starts with (`body.id`, `query.state`, `params.pid`, `body`). */
+const REQUEST_PART = /^(?:body|query|params)(?:\.|$)/;
+
+/**
+ * An API error's `message` as a CLI user reads it: each of `details.issues` (`{ path, message }`, the
+ * VALIDATION_FAILED layout, contracts/src/issue-messages.ts) the message lists as `<path>: <problem>`
+ * loses the request part of its path, which the user never wrote: `body.id: must be a team id ...` reads
+ * `id: must be a team id ...`, `body: unknown field 'x' ...` reads `unknown field 'x' ...`. Anything else
+ * is kept as it is; `--json` prints the API's message and details unchanged.
+ */
+export function withoutRequestParts(message: string, details: Record<string, unknown> | undefined): string {
+  const issues = details?.issues;
+  if (!Array.isArray(issues)) return message;
+  let out = message;
+  let from = 0;
+  for (const issue of issues as unknown[]) {
+    const { path, message: problem } = (issue ?? {}) as { path?: unknown; message?: unknown };
+    if (typeof path !== 'string' || typeof problem !== 'string' || !REQUEST_PART.test(path)) continue;
+    const said = `${path}: ${problem}`;
+    const at = out.indexOf(said, from);
+    if (at < 0) continue;
+    const field = path.replace(REQUEST_PART, '');
+    const plain = field === '' ? problem : `${field}: ${problem}`;
+    out = out.slice(0, at) + plain + out.slice(at + said.length);
+    from = at + plain.length;
+  }
+  return out;
 }

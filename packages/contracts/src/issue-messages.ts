@@ -2,7 +2,8 @@
  * Plain validation messages: a zod v4 error map and the issue list the API's `VALIDATION_FAILED` answers
  * carry. Each message names what is allowed and what was received, in words a client can act on:
  * `must be an integer from 1 to 9007199254740991, got 'abc'`, `must be one of true, false, got 'yes'`,
- * `required`, `unknown field 'colour' (allowed: limit, state)`. A message a schema states itself
+ * `must be an integer from 128 to 65536, got the string '512'`, `required`,
+ * `unknown field 'colour' (allowed: limit, state)`. A message a schema states itself
  * (`z.number({ error: ... })`, `.regex(re, message)`) wins over these: zod asks the schema first.
  * Received strings are quoted and cut to {@link MAX_QUOTED_CHARS}; one message per field. A check a
  * use-case makes by hand answers in the same layout through {@link invalidField}.
@@ -74,14 +75,17 @@ const TYPE_WORDS: Record<string, string> = {
   array: 'an array', object: 'an object', record: 'an object', null: 'null', bigint: 'an integer', date: 'a date',
 };
 
-/** The kind of a received value, as a message names a value of the wrong type. */
+/**
+ * A received value of the wrong type, as a message names it: its type and, for a scalar, the value
+ * (`the string '512'`, quoted and cut; `the number 5`; `true`; `null`); `an array`, `an object`.
+ */
 function kindOf(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   switch (typeof value) {
-    case 'string': return 'a string';
-    case 'number': return 'a number';
-    case 'boolean': return 'a boolean';
+    case 'string': return `the string ${quote(value)}`;
+    case 'number': return Number.isNaN(value) ? 'a value that is not a number' : `the number ${value}`;
+    case 'boolean': return String(value);
     case 'object': return 'an object';
     default: return typeof value;
   }
@@ -156,8 +160,8 @@ function at(root: unknown, path: readonly PropertyKey[] | undefined): unknown {
 
 /**
  * How a message names the received `input`: the value itself when it has the expected kind (a number
- * out of range, a string not in the list), its kind otherwise (`a string` where a number belongs), its
- * length for a length bound. A query string coerced to a number is quoted as sent (`'abc'`, not NaN).
+ * out of range, a string not in the list), its kind and value otherwise (`the string '512'` where a
+ * number belongs, see {@link kindOf}), its length for a length bound. A query string coerced to a number is quoted as sent (`'abc'`, not NaN).
  */
 function received(iss: RawIssue, root: unknown, sameKind: boolean, length: boolean): string {
   const input = iss.input;
@@ -165,11 +169,11 @@ function received(iss: RawIssue, root: unknown, sameKind: boolean, length: boole
     const sent = at(root, iss.path);
     if (typeof sent === 'string' && Object.is(Number(sent), input) && sent !== String(input)) return quote(sent);
     if (Number.isNaN(input)) return 'a value that is not a number';
-    return sameKind ? String(input) : 'a number';
+    return sameKind ? String(input) : kindOf(input);
   }
   if (typeof input === 'string') {
     if (length) return input.length === 0 ? 'an empty string' : count(Array.from(input).length, 'character');
-    return sameKind ? quote(input) : 'a string';
+    return sameKind ? quote(input) : kindOf(input);
   }
   if (Array.isArray(input) && length) return count(input.length, 'item');
   return kindOf(input);

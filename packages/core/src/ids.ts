@@ -29,6 +29,16 @@ export const newSandboxId = (): string => `sbx_${next()}`;
 export const newSnapshotId = (): string => `snap_${next()}`;
 /** `tpl_<ulid>`. */
 export const newTemplateId = (): string => `tpl_${next()}`;
+/**
+ * Prefix of a template build's sandbox (`tplb_<16 hex>`, template-builder/src/image-layer.ts): it has no
+ * store row, and reconcile removes one a stopped daemon left behind as a leftover build, not as an
+ * unknown orphan (lifecycle/reconcile.ts).
+ */
+export const TEMPLATE_BUILD_SANDBOX_PREFIX = 'tplb_';
+
+/** Whether `sandboxId` names a template build's sandbox (see {@link TEMPLATE_BUILD_SANDBOX_PREFIX}). */
+export const isTemplateBuildSandbox = (sandboxId: string): boolean => sandboxId.startsWith(TEMPLATE_BUILD_SANDBOX_PREFIX);
+
 /** `key_<ulid>` (the id of an API key, not the key). */
 export const newApiKeyId = (): string => `key_${next()}`;
 

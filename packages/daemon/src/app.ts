@@ -92,6 +92,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     return json(request, text, (err, value) => (err ? done(invalidJsonBody(jsonFailure(text))) : done(null, value)));
   });
   // Raw bytes (file upload, stdin) and anything else: hand the request stream to the handler unbuffered.
+  // Fastify's own text/plain parser goes too: a JSON body sent as text/plain (fetch's default for a
+  // string body) is then refused by http/validate.ts as a wrong Content-Type, not as a string where an object belongs.
+  app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
 

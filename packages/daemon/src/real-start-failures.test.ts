@@ -79,6 +79,7 @@ describe('failed starts say why and leave nothing behind (real daemons)', { skip
       assert.equal(code, 1, output);
       const headline = new RegExp(`^ramify: ADDRESS_IN_USE: the ${kind.replace(/[()]/g, '\\$&')} address ${address} is in use by another process \\(pid ${taken.pid}, program .+\\)\\. Stop it, or give this daemon another ${flag} `, 'm');
       assert.match(output, headline);
+      assert.equal(output.match(/ADDRESS_IN_USE/g)?.length, 1, `said once (no JSON line on a pipe): ${output}`);
       assert.ok(!messages(output).includes('egress enforcement ready'), `checked before the network set-up: ${output}`);
       assert.deepEqual(await leftovers(PREFIX, dataDir, EXTRA_TABLES), [], 'no namespace or table of the prefix');
 
@@ -87,6 +88,7 @@ describe('failed starts say why and leave nothing behind (real daemons)', { skip
       const detached = await cli(['serve', '--detach', '--data-dir', dataDir, '--network-prefix', PREFIX, '--port', String(taken.port), '--ingress-listen', listen.ingress, '--ssh-listen', listen.ssh, '--warm-pool', 'off']);
       assert.equal(detached.code, 1, detached.output);
       assert.match(detached.output, headline);
+      assert.equal(detached.output.match(/ADDRESS_IN_USE/g)?.length, 1, `said once: ${detached.output}`);
       assert.deepEqual(await leftovers(PREFIX, dataDir, EXTRA_TABLES), [], 'no namespace or table of the prefix after --detach');
     });
   }

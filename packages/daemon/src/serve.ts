@@ -60,6 +60,12 @@ export interface ServeOptions {
   logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Where the JSON log lines go; default stderr (`ramify serve --detach`: `<dataDir>/serve.log`). Tests capture them. */
   logDestination?: DestinationStream;
+  /**
+   * Whether a failed start logs `ramify failed to start` (default true). A foreground `ramify serve`
+   * prints the error itself for a human, and turns the line off unless its stderr is a file (a log file,
+   * `--detach`'s serve.log, where `ramify serve --detach` reads the line back): one error, said once.
+   */
+  logStartFailure?: boolean;
   /** Where the first-start API key line is printed; default stdout. */
   print?: (line: string) => void;
   /** Skip reconcile on start (tests of the HTTP edge only). Default `run`. */
@@ -172,7 +178,8 @@ export interface RamifyServer {
 
 /**
  * Start the daemon; its log says `ramify serving` (url, dataDir, hostId, role) once the API answers, and
- * `ramify failed to start` (dataDir, role, code, error, details) when it rejects. Rejects when the data directory cannot be used;
+ * `ramify failed to start` (dataDir, role, code, error, details) when it rejects (unless
+ * {@link ServeOptions.logStartFailure} is false). Rejects when the data directory cannot be used;
  * `DATA_DIR_IN_USE` when another daemon holds the data directory (its lock, data-dir-lock.ts: taken before
  * anything else is opened, released by `close()` or the process's end); `NETWORK_PREFIX_IN_USE` when a
  * daemon of another data directory uses the same network prefix (network-prefix-lock.ts, taken next); `ADDRESS_IN_USE` when a listener's
@@ -192,8 +199,10 @@ export async function serve(options: ServeOptions = {}): Promise<RamifyServer> {
   } catch (err) {
     // The counterpart of 'ramify serving' (and of 'ramify stopped'): a start that failed says so in the log,
     // after start() released what it had opened.
-    adaptLogger(log).error('ramify failed to start', { dataDir, role, ...errorFields(err) });
-    log.flush();
+    if (options.logStartFailure !== false) {
+      adaptLogger(log).error('ramify failed to start', { dataDir, role, ...errorFields(err) });
+      log.flush();
+    }
     throw err;
   }
 }

@@ -77,7 +77,7 @@ describe('protocol: tool calls', () => {
     assert.equal((missing.structuredContent as { error: { code: string; details: { field: string } } }).error.code, 'VALIDATION_FAILED');
     assert.equal((missing.structuredContent as { error: { details: { field: string } } }).error.details.field, 'sandboxId');
     const wrongType = await bed.call('sandbox_set_timeout', { sandboxId: 'sbx_x', timeoutMs: 'soon' });
-    assert.match(textOf(wrongType), /^VALIDATION_FAILED: invalid arguments for sandbox_set_timeout: timeoutMs: must be an integer from 1 to 86400000, got a string\n/);
+    assert.match(textOf(wrongType), /^VALIDATION_FAILED: invalid arguments for sandbox_set_timeout: timeoutMs: must be an integer from 1 to 86400000, got the string 'soon'\n/);
     const huge = await bed.call('sandbox_set_timeout', { sandboxId: 'sbx_x', timeoutMs: 2 ** 53 });
     assert.deepEqual((huge.structuredContent as { error: { details: { issues: unknown[] } } }).error.details.issues, [{ field: 'timeoutMs', message: 'must be an integer from 1 to 86400000, got 9007199254740992' }], 'one issue per field');
     const unknown = await bed.call('command_run', { sandbox_id: 'sbx_x', sandboxId: 'sbx_x', command: 'echo 1' });

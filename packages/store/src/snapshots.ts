@@ -85,6 +85,7 @@ export async function updateSnapshot(db: Executor, id: string, patch: SnapshotPa
   if (patch.kind !== undefined) set.kind = patch.kind;
   if (patch.status !== undefined) set.status = patch.status;
   if (patch.sizeBytes !== undefined) set.size_bytes = patch.sizeBytes;
+  if (patch.templateId !== undefined) set.template_id = patch.templateId;
   if (patch.envs !== undefined) set.envs = envsColumn(patch.envs);
   if (patch.egress !== undefined) set.egress = egressColumn(patch.egress);
   if (patch.ingress !== undefined) set.ingress = ingressColumn(patch.ingress);

@@ -36,6 +36,13 @@ export interface TemplateBuildDeps extends ImageBuildDeps {
   /** Host path of the agent bundle (`AGENT_BUNDLE_PATH` of `@ramify/agent`). */
   agentBundlePath: string;
   registry: TemplateRegistry;
+  /**
+   * The id the template is built under; default the team's current template's of the name (a rebuild
+   * keeps its id), else a new `tpl_` id. A build of several runtimes passes its first runtime's, so that
+   * every runtime's image names the one template (before, a new template's second image named an id no
+   * template had, listed as `(deleted)`).
+   */
+  templateId?: string;
   /** apt source lines for mmdebstrap; default {@link DEFAULT_DEBIAN_MIRRORS}. */
   mirrors?: readonly string[];
   /** Paths of host tools; default found on PATH. */
@@ -103,7 +110,7 @@ async function build(spec: TemplateSpec, deps: TemplateBuildDeps, onEvent: (even
     runtime: deps.runtime.name,
     ...(deps.runtime.imageFormat ? { imageFormat: deps.runtime.imageFormat } : {}),
   });
-  const templateId = existing?.id ?? newTemplateId();
+  const templateId = deps.templateId ?? existing?.id ?? newTemplateId();
   const snapshotId = `snap_tpl_${keys.image.slice(0, 26)}`;
 
   const total = 4 + resolved.run.length;

@@ -8,7 +8,7 @@
  * a slot allocator, ConnectAgent); nothing is faked.
  */
 import { RamifyError, type AgentExit, type AgentSession } from '@ramify/contracts';
-import type { ConnectAgent, Runtime, SandboxNetwork, SandboxResources, SnapshotManifest, SnapshotStorage } from '@ramify/core';
+import { TEMPLATE_BUILD_SANDBOX_PREFIX, type ConnectAgent, type Runtime, type SandboxNetwork, type SandboxResources, type SnapshotManifest, type SnapshotStorage } from '@ramify/core';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AGENT_SERVE_VIRTIO_ARGV, AGENT_TCP_PORT } from '@ramify/agent';
@@ -79,7 +79,7 @@ export interface ImageBuildRequest {
  * `CHECKPOINT_BLOCKED` (connections did not drain), `AGENT_UNREACHABLE`, or the runtime's errors.
  */
 export async function buildImage(request: ImageBuildRequest, deps: ImageBuildDeps): Promise<SnapshotManifest> {
-  const sandboxId = `tplb_${randomBytes(8).toString('hex')}`;
+  const sandboxId = `${TEMPLATE_BUILD_SANDBOX_PREFIX}${randomBytes(8).toString('hex')}`;
   const slot = await deps.slots.allocateSlot(sandboxId);
   let booted = false;
   let prepared = false;

@@ -56,7 +56,9 @@ export class LocalTemplateBuilder implements TemplateBuilder {
       // With several runtimes each one's steps are named after it ("microvm: boot"), so progress reads unambiguously.
       const onRuntimeEvent: typeof onEvent =
         runtimes.length > 1 ? (event) => onEvent(event.type === 'step' ? { ...event, step: `${runtime.name}: ${event.step}` } : event) : onEvent;
-      const built = await buildTemplate(spec, { ...deps, runtime, registry, slots, signal: options.signal }, onRuntimeEvent);
+      // Every runtime's image under the first one's template id (a new template has none before the first build).
+      const templateId = builds[0]?.templateId;
+      const built = await buildTemplate(spec, { ...deps, runtime, registry, slots, signal: options.signal, ...(templateId ? { templateId } : {}) }, onRuntimeEvent);
       await this.registerImage(built, teamId);
       builds.push(built);
     }
@@ -101,8 +103,14 @@ export class LocalTemplateBuilder implements TemplateBuilder {
         egress: null,
         hostId: this.options.hostId,
       });
-    } else if (row.sizeBytes !== built.snapshot.sizeBytes || row.status !== 'ready') {
-      await store.updateSnapshot(built.snapshotId, { sizeBytes: built.snapshot.sizeBytes, status: 'ready' });
+    } else {
+      // An image is named by its content: a template deleted and built again (a new id) finds its old row,
+      // as did a second runtime's image when each runtime's build made its own id. The row then names the
+      // template that lists it (another team's template sharing the image keeps the row as it is).
+      const stale = row.teamId === teamId && row.templateId !== built.templateId;
+      if (stale || row.sizeBytes !== built.snapshot.sizeBytes || row.status !== 'ready') {
+        await store.updateSnapshot(built.snapshotId, { sizeBytes: built.snapshot.sizeBytes, status: 'ready', ...(stale ? { templateId: built.templateId } : {}) });
+      }
     }
   }
 

@@ -1,6 +1,6 @@
 /** `ramify serve`: run the daemon in this process until SIGINT/SIGTERM. */
 import { spawn } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, fstatSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_MAX_OUTPUT_BYTES, ERROR_CODES, MAX_OUTPUT_BYTES_CEILING, type ErrorCode } from '@ramify/contracts/client';
@@ -17,7 +17,7 @@ interface DaemonModule {
     ssh?: { host?: string; port?: number }; warmPool?: string; warmPoolBudgetMB?: number;
     snapshotStorage?: { s3Endpoint?: string; s3Bucket?: string; s3Region?: string; s3Prefix?: string; s3PathStyle?: boolean; snapshotCacheBytes?: number };
     metricsListen?: { host: string; port: number }; otlpEndpoint?: string; otlpTraces?: 'writes' | 'all'; coreOptions?: { eventRetentionMs?: number; usageSampleMs?: number }; databaseUrl?: string;
-    webhookAllowPrivate?: boolean;
+    webhookAllowPrivate?: boolean; logStartFailure?: boolean;
   }): Promise<{
     metricsAddress: string | null; otlpUrl: string | null;
     url: string; dataDir: string; runtimeSummary: string[]; snapshotStorage: string; database: string; ingress: { address: string; url: string } | null;
@@ -205,6 +205,19 @@ function networkPrefix(value: string): string {
   return value;
 }
 
+/**
+ * Whether this process's stderr is a regular file (a log: `--detach`'s serve.log, `2>>serve.log`), where
+ * the daemon's `ramify failed to start` line belongs beside this command's error (`--detach` reads it
+ * back, {@link startFailure}); a terminal, pipe or socket (journald) gets the error once, in words.
+ */
+function stderrIsFile(): boolean {
+  try {
+    return fstatSync(2).isFile();
+  } catch {
+    return false;
+  }
+}
+
 /** Register `serve` on `program`. */
 export function registerServe(program: Command, env: CliEnv): void {
   program.command('serve').description('run the Ramify daemon (API, runtimes, networking) until interrupted')
@@ -266,6 +279,8 @@ export function registerServe(program: Command, env: CliEnv): void {
       const otlpEndpoint = opts.otlpEndpoint === undefined ? undefined : otlpUrl(opts.otlpEndpoint);
       const server = await serve({
         ...(opts.role ? { role: opts.role } : {}), ...(opts.advertiseUrl ? { advertiseUrl: opts.advertiseUrl } : {}),
+        // A failed start is reported once: this command prints it (context.ts), the log line only goes to a log file.
+        logStartFailure: stderrIsFile(),
         host: opts.host, port: opts.port, dataDir: opts.dataDir, ...(opts.hostId ? { hostId: opts.hostId } : {}), logLevel: opts.logLevel, maxOutputBytes: opts.maxOutputBytes, microvm, ...(ingress ? { ingress } : {}), ...(ssh ? { ssh } : {}),
         ...(opts.networkPrefix ? { network: { prefix: opts.networkPrefix } } : {}),
         warmPool: opts.warmPool ?? 'auto', warmPoolBudgetMB: opts.warmPoolBudget, snapshotStorage: snapshotStorageFlags(opts),

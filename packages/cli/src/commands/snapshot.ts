@@ -16,6 +16,9 @@ export function parentCells(snaps: readonly SnapshotInfo[]): string[] {
   return snaps.map((s) => (s.parentSnapshotId === null ? '-' : ids.has(s.parentSnapshotId) ? s.parentSnapshotId : `${s.parentSnapshotId} (deleted)`));
 }
 
+/** The snapshot's id when it is a template image (its TEMPLATE cell names the template listing it). */
+const imageOf = (s: SnapshotInfo): string | undefined => (s.kind === 'template' ? s.id : undefined);
+
 /** The EGRESS cell: the recorded policy's mode (`allowlist (N)` with its rule count), `-` when none is recorded. */
 export function egressCell(egress: SnapshotInfo['egress']): string {
   if (egress === null) return '-';
@@ -27,7 +30,7 @@ function snapshotTable(snaps: SnapshotInfo[], template: TemplateLabel): string {
   const parents = parentCells(snaps);
   return renderTable(['ID', 'NAME', 'KIND', 'RUNTIME', 'TEMPLATE', 'SANDBOX', 'PARENT', 'EGRESS', 'SIZE', 'CREATED'],
     snaps.map((s, i) => [
-      s.id, s.name ?? '-', s.kind, s.runtime, template(s.templateId), s.sandboxId ?? '-', parents[i], egressCell(s.egress), formatBytes(s.sizeBytes), formatRelative(s.createdAt),
+      s.id, s.name ?? '-', s.kind, s.runtime, template(s.templateId, imageOf(s)), s.sandboxId ?? '-', parents[i], egressCell(s.egress), formatBytes(s.sizeBytes), formatRelative(s.createdAt),
     ]));
 }
 
@@ -43,7 +46,7 @@ function snapshotText(s: SnapshotInfo, template: TemplateLabel): string {
     ? `none recorded (${s.kind === 'template' ? 'a template image' : 'taken before policies were recorded, its sandbox gone'}): sandboxes made from it start open`
     : modeText(s.egress);
   const head = renderFields([
-    ['id', s.id], ['name', s.name ?? '-'], ['kind', s.kind], ['runtime', s.runtime], ['template', template(s.templateId)], ['sandbox', s.sandboxId ?? '-'],
+    ['id', s.id], ['name', s.name ?? '-'], ['kind', s.kind], ['runtime', s.runtime], ['template', template(s.templateId, imageOf(s))], ['sandbox', s.sandboxId ?? '-'],
     ['parent', s.parentSnapshotId ?? '-'], ['size', formatBytes(s.sizeBytes)], ['created', `${s.createdAt} (${formatRelative(s.createdAt)})`],
     ['auto-pause', s.autoPause ? `after ${formatDuration(s.autoPause.idleMs)} idle` : 'off'], ['networks', networksCell(s.networks)],
     ['egress', egress],
@@ -57,7 +60,8 @@ export function registerSnapshot(program: Command, env: CliEnv): void {
 
   snapshot.command('list').alias('ls').description('list snapshots (template images, pause and fork points, named snapshots)')
     .addHelpText('after', `
-TEMPLATE is the name of the template the snapshot descends from (for KIND template: whose image it is);
+TEMPLATE is the name of the template the snapshot descends from (for KIND template: whose image it is;
+'older build of NAME': an image a rebuild replaced, kept while a sandbox made from it lives);
 'tpl_... (deleted)': that template has since been deleted.
 PARENT is the snapshot the snapshot's sandbox was started or forked from; '(deleted)' after it: that
 snapshot has since been deleted (every snapshot is a whole image: the ones made from it do not need it).

@@ -5,6 +5,8 @@
  */
 import { afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createCore } from '../core.js';
+import type { Logger } from '../ports/logger.js';
 import { createTestWorld, type TestWorld } from '../testing/world.js';
 import { runCommand } from '../sandbox/commands.js';
 import { createSandbox } from './create.js';
@@ -221,5 +223,29 @@ describe('reconcile after a restart (fake runtime)', () => {
     assert.deepEqual(report.orphanSnapshots, ['snap_half']);
     assert.equal(w2.runtime.instances.size, 0);
     assert.equal(w2.network.attached.size, 0);
+  });
+
+  test('a template build a stop interrupted is removed as a leftover build, in one info line, not as orphans', async () => {
+    const w1 = await world();
+    const buildId = 'tplb_0123456789abcdef';
+    const slot = await w1.store.allocateSlot(buildId, 'host-test');
+    await w1.runtime.boot({ sandboxId: buildId, rootfsDir: w1.rootfsDir, resources: { cpuCount: 1, memoryMB: 1, diskSizeMB: null }, hostname: 'sandbox', network: await w1.network.attach(buildId, slot) });
+    const w2 = await restart(w1);
+    const lines: Array<{ level: string; message: string; fields?: Record<string, unknown> }> = [];
+    const line = (level: string) => (message: string, fields?: Record<string, unknown>): void => void lines.push({ level, message, ...(fields ? { fields } : {}) });
+    const logger: Logger = { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error') };
+    const core = createCore({ ...w2.core, logger });
+    try {
+      const report = await reconcile(core);
+      assert.deepEqual([report.orphanInstances, report.orphanSlots, report.leftoverTemplateBuilds], [[], [], [buildId]]);
+      assert.equal(w2.runtime.instances.size, 0, 'the build sandbox is stopped');
+      assert.equal(w2.network.attached.size, 0, 'its slot is detached');
+      assert.deepEqual(await w2.store.listSlots('host-test'), [], 'and its lease released');
+      const mentions = lines.filter((l) => JSON.stringify(l).includes(buildId));
+      assert.deepEqual(mentions.map((l) => [l.level, l.message]), [['info', 'reconcile: removed what an interrupted template build left (its build sandbox and slot); build the template again']]);
+      assert.deepEqual(lines.filter((l) => l.level === 'warn' || l.level === 'error'), []);
+    } finally {
+      await core.sessions.closeAll();
+    }
   });
 });

@@ -10,10 +10,13 @@
  *    half-done operations rolled forward or back, paused ones left resumable; those that became running
  *    or paused in doing so get their policy then;
  * 4. orphans are removed: runtime instances no live sandbox owns, network slots no live sandbox leases,
- *    slot leases of dead sandboxes, and `pending` snapshot rows (images never committed).
+ *    slot leases of dead sandboxes, and `pending` snapshot rows (images never committed). The sandbox
+ *    and slot of a template build the stop interrupted (`tplb_…`, ids.ts) go the same way, reported
+ *    apart in one info line, not as unknown orphans: nothing is wrong, the build is simply gone.
  * Snapshot directories with no row are only logged (they may belong to a template being built).
  */
 import type { Core } from '../context.js';
+import { isTemplateBuildSandbox } from '../ids.js';
 import { enforceStoredEgressPolicy } from '../egress/enforcement.js';
 import { enforceStoredNetworks } from '../networks/enforcement.js';
 import type { Runtime } from '../ports/runtime.js';
@@ -34,11 +37,13 @@ export interface ReconcileReport {
   orphanSlots: number[];
   /** Pending snapshot rows (and their partial images) removed. */
   orphanSnapshots: string[];
+  /** Sandboxes of template builds a stop interrupted (`tplb_…`), stopped with their slots; not orphans. */
+  leftoverTemplateBuilds: string[];
 }
 
 /** Run reconcile once; never throws (each failure is logged and reported as `failed`). */
 export async function reconcile(core: Core): Promise<ReconcileReport> {
-  const report: ReconcileReport = { sandboxes: {}, orphanInstances: [], orphanSlots: [], orphanSnapshots: [] };
+  const report: ReconcileReport = { sandboxes: {}, orphanInstances: [], orphanSlots: [], orphanSnapshots: [], leftoverTemplateBuilds: [] };
   const records = await liveRecords(core);
   const runtimeOf = (r: SandboxRecord): Runtime | undefined => core.runtimes.find((rt) => rt.name === r.runtime);
 
@@ -57,7 +62,11 @@ export async function reconcile(core: Core): Promise<ReconcileReport> {
   }
   await reapplyEgressPolicies(core, enforced);
   await removeOrphans(core, report);
-  core.logger.info('reconcile done', { ...report });
+  const { leftoverTemplateBuilds, ...rest } = report;
+  if (leftoverTemplateBuilds.length > 0) {
+    core.logger.info('reconcile: removed what an interrupted template build left (its build sandbox and slot); build the template again', { sandboxIds: leftoverTemplateBuilds });
+  }
+  core.logger.info('reconcile done', { ...rest });
   return report;
 }
 
@@ -141,19 +150,25 @@ async function removeOrphans(core: Core, report: ReconcileReport): Promise<void>
     const record = live.get(id);
     if (record && expectsRuntimeInstance(record.state)) continue;
     await runtime.kill(id).then(
-      () => report.orphanInstances.push(id),
+      () => (isTemplateBuildSandbox(id) ? report.leftoverTemplateBuilds : report.orphanInstances).push(id),
       (err: unknown) => core.logger.warn('reconcile: stopping an orphan instance failed', { sandboxId: id, error: messageOf(err) }),
     );
   }
+  // Slots of interrupted template builds are theirs, not orphans.
+  const buildSlots = new Set<number>();
   for (const lease of await core.store.listSlots(core.hostId)) {
-    if (!live.get(lease.sandboxId)) await core.store.releaseSlot(lease.sandboxId);
+    if (live.get(lease.sandboxId)) continue;
+    if (isTemplateBuildSandbox(lease.sandboxId)) buildSlots.add(lease.slot);
+    await core.store.releaseSlot(lease.sandboxId);
   }
   const leased = new Set((await core.store.listSlots(core.hostId)).map((l) => l.slot));
   const network = core.network;
   for (const slot of (await network?.listSlots().catch(() => [] as number[])) ?? []) {
     if (leased.has(slot) || !network) continue;
     await network.detach(slot).then(
-      () => report.orphanSlots.push(slot),
+      () => {
+        if (!buildSlots.has(slot)) report.orphanSlots.push(slot);
+      },
       (err: unknown) => core.logger.warn('reconcile: detaching an orphan slot failed', { slot, error: messageOf(err) }),
     );
   }

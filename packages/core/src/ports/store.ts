@@ -199,7 +199,7 @@ export interface SnapshotRecord {
 }
 
 /** The fields of a snapshot that change after it is inserted. */
-export type SnapshotPatch = Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'envs' | 'egress' | 'ingress' | 'autoPause' | 'networks'>>;
+export type SnapshotPatch = Partial<Pick<SnapshotRecord, 'name' | 'kind' | 'status' | 'sizeBytes' | 'templateId' | 'envs' | 'egress' | 'ingress' | 'autoPause' | 'networks'>>;
 
 /** A private network (see core's `networks/`). */
 export interface NetworkRecord {

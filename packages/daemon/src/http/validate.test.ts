@@ -37,13 +37,13 @@ describe('validate: plain messages', () => {
     ['a value not in the list', AuditQuery, { anonymous: 'yes' }, 'query', "query.anonymous: must be one of true, false, got 'yes'"],
     ['an unknown query field', AuditQuery, { colour: 'red' }, 'query', "query: unknown field 'colour' (allowed: limit, sandboxId, before, anonymous)"],
     ['a coerced path number', PidParams, { id: 'sbx_1', pid: 'x' }, 'params', "params.pid: must be an integer from 1 to 9007199254740991, got 'x'"],
-    ['a string for a number', CreateSandboxRequest, { memoryMB: '512' }, 'body', 'body.memoryMB: must be an integer from 128 to 65536, got a string'],
-    ['a number for a string', CreateSandboxRequest, { template: 5 }, 'body', 'body.template: must be a string of 1 to 128 characters, got a number'],
+    ['a string for a number', CreateSandboxRequest, { memoryMB: '512' }, 'body', "body.memoryMB: must be an integer from 128 to 65536, got the string '512'"],
+    ['a number for a string', CreateSandboxRequest, { template: 5 }, 'body', 'body.template: must be a string of 1 to 128 characters, got the number 5'],
     ['a fraction in a body', CreateSandboxRequest, { memoryMB: 1.5 }, 'body', 'body.memoryMB: must be an integer from 128 to 65536, got 1.5'],
     ['a positive() bound reads as its first integer', SetTimeoutRequest, { timeoutMs: 0 }, 'body', 'body.timeoutMs: must be an integer from 1 to 86400000, got 0'],
     ['2^53 in a body: one message, the field\'s own bound', SetTimeoutRequest, { timeoutMs: 2 ** 53 }, 'body', 'body.timeoutMs: must be an integer from 1 to 86400000, got 9007199254740992'],
     ['a missing field', ForkRequest, {}, 'body', 'body.count: required'],
-    ['a boolean field', ForkRequest, { count: 1, networks: 'yes' }, 'body', 'body.networks: must be true or false, got a string'],
+    ['a boolean field', ForkRequest, { count: 1, networks: 'yes' }, 'body', "body.networks: must be true or false, got the string 'yes'"],
     ['an enum in a body', CreateSandboxRequest, { onTimeout: 'explode' }, 'body', "body.onTimeout: must be one of pause, kill, got 'explode'"],
     ['a too-long string names its length, not its text', CreateSandboxRequest, { template: 'x'.repeat(200) }, 'body', 'body.template: must be a string of 1 to 128 characters, got 200 characters'],
     ['an empty string', CreateSandboxRequest, { template: '' }, 'body', 'body.template: must be a string of 1 to 128 characters, got an empty string'],
@@ -51,13 +51,15 @@ describe('validate: plain messages', () => {
     ['a nested field', CreateTeamRequest, { id: 'acme', quota: { maxRunning: -1 } }, 'body', 'body.quota.maxRunning: must be an integer from 0 to 1000000000, or null, got -1'],
     ['a nullable field says null is allowed', SetBudgetRequest, { cpuSeconds: -1 }, 'body', `body.cpuSeconds: must be a number greater than 0 and at most ${MAX_BUDGET_VALUE}, or null, got -1`],
     ['a nullable integer field, a fraction', SetBudgetRequest, { maxSandboxes: 1.5 }, 'body', `body.maxSandboxes: must be an integer from 1 to ${MAX_BUDGET_VALUE}, or null, got 1.5`],
-    ['a nullable field, the wrong kind', SetBudgetRequest, { sandboxSeconds: 'lots' }, 'body', `body.sandboxSeconds: must be a number greater than 0 and at most ${MAX_BUDGET_VALUE}, or null, got a string`],
+    ['a nullable field, the wrong kind', SetBudgetRequest, { sandboxSeconds: 'lots' }, 'body', `body.sandboxSeconds: must be a number greater than 0 and at most ${MAX_BUDGET_VALUE}, or null, got the string 'lots'`],
     ['a field that is not nullable does not say null', SetTimeoutRequest, { timeoutMs: null }, 'body', 'body.timeoutMs: must be an integer from 1 to 86400000, got null'],
     ['a nested unknown field', CreateTeamRequest, { id: 'acme', quota: { maxRunnin: 1 } }, 'body', "body.quota: unknown field 'maxRunnin' (allowed: maxRunning, maxMemoryMB, maxForksPerCall)"],
-    ['a union no alternative of which fits the kind', CreateSandboxRequest, { egress: 5 }, 'body', 'body.egress: must be an array or an object, got a number'],
+    ['a union no alternative of which fits the kind', CreateSandboxRequest, { egress: 5 }, 'body', 'body.egress: must be an array or an object, got the number 5'],
     ['a union: the alternative the kind fits speaks', CreateSandboxRequest, { egress: { mode: 'bogus' } }, 'body', "body.egress.mode: must be one of open, allowlist, deny-all, got 'bogus'"],
     ["a schema's own message wins", CreateSandboxRequest, { ports: [70000] }, 'body', 'body.ports.0: a port is an integer from 1 to 65535'],
     ["a bad record key carries the key rule's message", CreateSandboxRequest, { envs: { '1a': 'x' } }, 'body', 'body.envs.1a: not an allowed key: environment variable names are [A-Za-z_][A-Za-z0-9_]*'],
+    ['a boolean for a number', ForkRequest, { count: true }, 'body', 'body.count: must be an integer from 1 to 64, got true'],
+    ['a long string of the wrong type is cut', SetTimeoutRequest, { timeoutMs: '9'.repeat(100) }, 'body', `body.timeoutMs: must be an integer from 1 to 86400000, got the string '${'9'.repeat(40)}...'`],
     ['not an object', ForkRequest, [], 'body', 'body: must be an object, got an array'],
     ['null', ForkRequest, null, 'body', 'body: must be an object, got null'],
   ];
@@ -94,8 +96,9 @@ describe('validate: plain messages', () => {
     assert.equal(got.issues.length, 100);
   });
 
-  test('a body that is not JSON is refused as before', () => {
-    assert.deepEqual(failure(ForkRequest, Readable.from([]), 'body'), { message: 'body: expected a JSON body (Content-Type: application/json)', issues: [{ path: 'body', message: 'not JSON' }] });
+  test('a body the raw parser passed through (not JSON) names the Content-Type it needs', () => {
+    const message = 'must be application/json to send a JSON body, got none';
+    assert.deepEqual(failure(ForkRequest, Readable.from([]), 'body'), { message: `headers.content-type: ${message}`, issues: [{ path: 'headers.content-type', message }] });
   });
 
   test('good input passes, coerced and defaulted', () => {
@@ -161,6 +164,51 @@ describe('validate: hand-made checks answer in the same layout over HTTP', () =>
       }
     });
   }
+
+  /** [name, Content-Type (undefined: none sent), body]: a JSON body sent as something else. */
+  const notJson: Array<[string, string | undefined, string, string]> = [
+    ["text/plain (fetch's default for a string body)", 'text/plain;charset=UTF-8', '{"memoryMB":512}', "'text/plain;charset=UTF-8'"],
+    ["curl -d's default", 'application/x-www-form-urlencoded', '{"memoryMB":512}', "'application/x-www-form-urlencoded'"],
+    ['nothing (no Content-Type at all)', undefined, '{"memoryMB":512}', 'none'],
+    ['a long type is cut', `text/${'p'.repeat(100)}`, '{}', `'text/${'p'.repeat(35)}...'`],
+  ];
+  for (const [name, type, payload, got] of notJson) {
+    test(`a JSON body sent as ${name}: the Content-Type it needs`, async () => {
+      const bed = await httpTestBed();
+      try {
+        const res = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: { ...bed.auth, ...(type === undefined ? {} : { 'content-type': type }) }, payload });
+        const error = res.json().error as { code: string; message: string; details: Record<string, unknown> };
+        const problem = `must be application/json to send a JSON body, got ${got}`;
+        assert.deepEqual([res.statusCode, error.code, error.message], [400, 'VALIDATION_FAILED', `headers.content-type: ${problem}`]);
+        assert.deepEqual(error.details, { field: 'content-type', contentType: type ?? null, issues: [{ path: 'headers.content-type', message: problem }] });
+      } finally {
+        await bed.dispose();
+      }
+    });
+  }
+
+  test('an empty body is no body, whatever its Content-Type', async () => {
+    const bed = await httpTestBed();
+    try {
+      const res = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: { ...bed.auth, 'content-type': 'text/plain' }, payload: '' });
+      assert.equal(res.statusCode, 201, res.body);
+    } finally {
+      await bed.dispose();
+    }
+  });
+
+  test('a file uploaded as text/plain is stored as sent (raw routes take any type as bytes)', async () => {
+    const bed = await httpTestBed();
+    try {
+      const { id } = await createViaApi(bed);
+      const put = await bed.app.inject({ method: 'PUT', url: `/v1/sandboxes/${id}/files?path=/root/notes.txt`, headers: { ...bed.auth, 'content-type': 'text/plain' }, payload: '{"not":"parsed"}' });
+      assert.equal(put.statusCode, 200, put.body);
+      const got = await bed.app.inject({ method: 'GET', url: `/v1/sandboxes/${id}/files?path=/root/notes.txt`, headers: bed.auth });
+      assert.equal(got.body, '{"not":"parsed"}');
+    } finally {
+      await bed.dispose();
+    }
+  });
 
   test('a check not worded as a field yet still answers with details.issues (its field, else request)', async () => {
     const bed = await httpTestBed();

@@ -3,8 +3,9 @@
  * message names every offending field once, in plain words (contracts/src/issue-messages.ts), e.g.
  * `body: unknown field 'colour' (allowed: ...); body.timeoutMs: must be an integer from 1 to 86400000, got 1000000000000`.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
-import { RamifyError, invalidField, plainErrorMap, plainIssues } from '@ramify/contracts';
+import { RamifyError, invalidField, plainErrorMap, plainIssues, quote } from '@ramify/contracts';
 import type { z } from 'zod';
 
 export type RequestPart = 'body' | 'query' | 'params';
@@ -40,13 +41,42 @@ export function jsonFailure(text: string): string {
 }
 
 /**
- * Parse `value` with `schema`.
+ * The error for a body a JSON route got with another Content-Type (`text/plain`, fetch's default for a
+ * string body; none at all): `VALIDATION_FAILED` on `headers.content-type`, in the layout of every bad
+ * field, e.g. `headers.content-type: must be application/json to send a JSON body, got 'text/plain'`;
+ * `details.contentType` is the header as sent (null when none was).
+ */
+function notJsonBody(contentType: string | undefined): RamifyError {
+  const got = contentType === undefined ? 'none' : quote(contentType);
+  return invalidField('headers.content-type', `must be application/json to send a JSON body, got ${got}`, { field: 'content-type', contentType: contentType ?? null });
+}
+
+/** Whether a request with `headers` has a body: RFC 9112 §6.3, none without Content-Length or Transfer-Encoding. */
+function hasBody(headers: IncomingHttpHeaders): boolean {
+  return headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0';
+}
+
+/**
+ * A JSON route's request body as parsed, before any schema reads it (the API role places a create by it
+ * and forwards it as JSON): `{}` for none. A request stream (the raw parser's pass-through: the body came
+ * with another Content-Type than JSON) is refused by {@link notJsonBody}, unless it is empty: an empty
+ * body is no body, as with `application/json` (app.ts).
+ * @throws RamifyError `VALIDATION_FAILED` on `headers.content-type`.
+ */
+export function jsonBody(body: unknown): unknown {
+  if (!(body instanceof Readable)) return body ?? {};
+  // The request itself (Fastify hands the parser `request.raw`): its headers say what was sent.
+  const headers = (body as Readable & { headers?: IncomingHttpHeaders }).headers;
+  if (!headers || hasBody(headers)) throw notJsonBody(headers?.['content-type']);
+  return {};
+}
+
+/**
+ * Parse `value` with `schema`; a body goes through {@link jsonBody} first.
  * @throws RamifyError `VALIDATION_FAILED` naming each offending field (`details.issues`: `{ path, message }[]`).
  */
 export function validate<S extends z.ZodType>(schema: S, value: unknown, where: RequestPart): z.infer<S> {
-  if (value instanceof Readable) {
-    throw new RamifyError('VALIDATION_FAILED', `${where}: expected a JSON body (Content-Type: application/json)`, { issues: [{ path: where, message: 'not JSON' }] });
-  }
+  if (value instanceof Readable) value = jsonBody(value);
   const result = schema.safeParse(value, { error: plainErrorMap(value, schema) });
   if (result.success) return result.data;
   const issues = plainIssues(result.error.issues, where);

@@ -89,6 +89,15 @@ test('a call made on a host directly, signed or not by a forger, is audited ther
   assert.deepEqual(mine.map((e) => [e.status, e.apiKeyId]), [[200, keyId], [200, keyId]]);
 });
 
+test("a JSON body sent through the API as text/plain (fetch's default) is refused there on its Content-Type, as on a host", async () => {
+  const id = ((await (await call(urls.api, 'POST', '/v1/sandboxes', {})).json()) as { id: string }).id;
+  for (const [path, body] of [['/v1/sandboxes', '{"memoryMB":512}'], [`/v1/sandboxes/${id}/fork`, '{"count":1}']] as const) {
+    const res = await fetch(`${urls.api}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body });
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    assert.deepEqual([res.status, error.code, error.message], [400, 'VALIDATION_FAILED', "headers.content-type: must be application/json to send a JSON body, got 'text/plain;charset=UTF-8'"], path);
+  }
+});
+
 test('a call the API could not deliver (the host did not answer) is audited by the API: 503 RUNTIME_UNAVAILABLE', async () => {
   const id = ((await (await call(urls.api, 'POST', '/v1/sandboxes', {})).json()) as { id: string }).id;
   const record = (await world.store.getSandbox(id))!;

@@ -18,7 +18,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createProxyServer } from 'http-proxy-3';
 import { callerOf } from '../http/request-context.js';
 import { AUDIT_ERROR_HEADER, AUDIT_SANDBOX_HEADER, FORWARDED_HEADER, forwardingSecret, signForwarded } from './forward-audit.js';
-import { validate } from '../http/validate.js';
+import { jsonBody, validate } from '../http/validate.js';
 
 /** How long a forwarded call may take before the host answers at all (ms): a create or resume on a busy host. */
 const PROXY_TIMEOUT_MS = 900_000;
@@ -120,16 +120,18 @@ export function installForwarding(app: FastifyInstance, core: Core): void {
     const match = routeOf(request);
     if (match?.operationId === 'forkSandbox') {
       // The parent's host must have room for every child: reserved there, or refused before anything forks.
-      const { count } = validate(ForkRequest, request.body ?? {}, 'body');
+      const body = jsonBody(request.body);
+      const { count } = validate(ForkRequest, body, 'body');
       const record = await core.store.getSandbox(match.params.id ?? '');
       if (!record) return;
-      await forward(request, reply, await placeFork(core, record, count), Buffer.from(JSON.stringify(request.body ?? {})));
+      await forward(request, reply, await placeFork(core, record, count), Buffer.from(JSON.stringify(body)));
       return;
     }
     if (match?.route.target !== 'placed') return;
-    const body = (request.body ?? {}) as CreateSandboxRequest;
-    const target = await placeCreate(core, match.operationId === 'createSandbox' ? body : {}, callerOf(request).teamId);
-    await forward(request, reply, target, Buffer.from(JSON.stringify(request.body ?? {})));
+    // A body sent as another type than JSON is refused here, as the host would (not stringified as a stream).
+    const body = jsonBody(request.body);
+    const target = await placeCreate(core, match.operationId === 'createSandbox' ? (body as CreateSandboxRequest) : {}, callerOf(request).teamId);
+    await forward(request, reply, target, Buffer.from(JSON.stringify(body)));
   });
 }
 

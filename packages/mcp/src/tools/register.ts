@@ -37,7 +37,7 @@ function issueText(tool: Tool, issue: z.core.$ZodIssue): { field: string; messag
 
 /** The arguments of a call of `tool`, parsed. @throws RamifyError `VALIDATION_FAILED` naming the first bad field (`details.field`) and all (`details.issues`). */
 export function parseArguments(tool: Tool, args: unknown): z.output<Tool['input']> {
-  // The daemon's plain words (contracts/src/issue-messages.ts): `timeoutMs: must be an integer from 1 to 86400000, got a string`.
+  // The daemon's plain words (contracts/src/issue-messages.ts): `timeoutMs: must be an integer from 1 to 86400000, got the string 'soon'`.
   const parsed = tool.input.safeParse(args ?? {}, { error: plainErrorMap(args ?? {}, tool.input) });
   if (parsed.success) return parsed.data;
   // One per field: 2^53 for an .int().max(n) is two zod issues with the same words.

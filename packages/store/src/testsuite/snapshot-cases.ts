@@ -56,6 +56,7 @@ export function snapshotCases(h: StoreHarness): void {
       assert.deepEqual((await store.listSnapshots()).map((s) => s.id), [other.id, full.id, older.id]);
       const patched = await store.updateSnapshot(older.id, { egress: { mode: 'open', rules: [] }, networks: [], autoPause: null, ingress: null });
       assert.deepEqual([patched.egress, patched.networks, patched.autoPause ?? null, patched.ingress ?? null], [{ mode: 'open', rules: [] }, [], null, null]);
+      assert.equal((await store.updateSnapshot(older.id, { templateId: 'tpl_rebuilt' })).templateId, 'tpl_rebuilt', 'a template image row follows its template');
     });
   });
 
