@@ -41,7 +41,8 @@ export const MAX_EGRESS_RULE_LENGTH = 300;
  * labels (`pypi.org`): a single label such as `none` or `localhost` is refused with a hint (it is no host
  * a sandbox can reach, and usually meant "deny everything": mode `deny-all`). Rules are checked and
  * normalised by the daemon (lowercase, no trailing dot, IDN as punycode); a bad rule is a 400
- * `VALIDATION_FAILED` whose message and `details` (`rule`, `index`, 0-based) name it.
+ * `VALIDATION_FAILED` whose message and `details` (`rule`, `index`, 0-based) name it, and whose
+ * `details.issues` give its field (`body.rules.2`; in a create `body.egress.rules.2` or `body.egress.2`).
  * At most {@link MAX_EGRESS_RULES} rules of {@link MAX_EGRESS_RULE_LENGTH} characters.
  */
 export const EgressRules = z.array(z.string());

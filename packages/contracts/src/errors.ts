@@ -3,6 +3,7 @@
  * machine-readable `code`; the daemon maps `code` to an HTTP status with {@link httpStatusFor}, and the
  * SDK rebuilds the same class from `{ error: { code, message } }` bodies.
  */
+import { quote } from './quote.js';
 
 /** Stable error codes. Adding one is fine; renaming one breaks clients. */
 export const ERROR_CODES = {
@@ -229,5 +230,15 @@ export function isRamifyError(value: unknown): value is RamifyError {
   return value instanceof Error && typeof (value as { code?: unknown }).code === 'string' && ((value as unknown as { code: string }).code in ERROR_CODES);
 }
 
-export const notFound = (kind: 'SANDBOX' | 'TEMPLATE' | 'SNAPSHOT' | 'PROCESS' | 'FILE', id: string): RamifyError =>
-  new RamifyError(`${kind}_NOT_FOUND`, `${kind.toLowerCase()} '${id}' not found`, { id });
+/** The codes of the not-found errors. */
+export type NotFoundCode = Extract<ErrorCode, `${string}_NOT_FOUND`>;
+
+/**
+ * The not-found error of every store and use-case: `<what> '<name>' not found<more>`, the name quoted and
+ * cut as every received value is (quote.ts: `snapshot '<first 40 characters>...' not found`), so a long
+ * id a client made up does not come back whole in the message. `what` names the kind (`sandbox`, `SSH
+ * key`); `more` follows the words (` (it was killed)`); `details` default `{ id: name }` (the name whole).
+ */
+export function notFound(code: NotFoundCode, what: string, name: string, details: Record<string, unknown> = { id: name }, more = ''): RamifyError {
+  return new RamifyError(code, `${what} ${quote(name)} not found${more}`, details);
+}

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { EVENT_TYPES } from './constants.js';
+import { quote } from './issue-messages.js';
 import { EgressLogEntry, IngressLogEntry } from './api.js';
 
 export const EventType = z.enum(EVENT_TYPES);
@@ -52,15 +53,19 @@ export const SandboxEvent = z.object({
 });
 export type SandboxEvent = z.infer<typeof SandboxEvent>;
 
-/** `type=` of listings and streams: comma-separated event types. */
+/**
+ * `type=` of listings and streams: comma-separated event types. An unknown one (or none) is worded as
+ * the other enum errors (issue-messages.ts) and the sandbox `state=` list: `must be event types from
+ * sandbox.lifecycle.created, ..., comma-separated, got 'sandbox.lifecycle.nope'` (the first unknown, cut).
+ */
 const TypeList = z
   .string()
   .max(1000)
   .transform((s, ctx) => {
     const types = s.split(',').map((t) => t.trim()).filter((t) => t !== '');
-    const unknown = types.filter((t) => !(EVENT_TYPES as readonly string[]).includes(t));
-    if (unknown.length > 0 || types.length === 0) {
-      ctx.addIssue({ code: 'custom', message: `unknown event type${unknown.length === 1 ? '' : 's'} ${unknown.map((t) => `'${t}'`).join(', ') || "''"}; known: ${EVENT_TYPES.join(', ')}` });
+    const unknown = types.find((t) => !(EVENT_TYPES as readonly string[]).includes(t));
+    if (unknown !== undefined || types.length === 0) {
+      ctx.addIssue({ code: 'custom', message: `must be event types from ${EVENT_TYPES.join(', ')}, comma-separated, got ${quote(unknown ?? s)}` });
       return z.NEVER;
     }
     return types as EventType[];

@@ -11,9 +11,9 @@
  */
 import { z } from 'zod';
 import { RamifyError } from './errors.js';
+import { MAX_QUOTED_CHARS, quote, truncate } from './quote.js';
 
-/** Longest received string (or key, or path segment) a message repeats, characters; longer ones end in `...`. */
-export const MAX_QUOTED_CHARS = 40;
+export { MAX_QUOTED_CHARS, quote, truncate } from './quote.js';
 /** Most unknown field names one message lists. */
 const MAX_LISTED_KEYS = 5;
 
@@ -57,17 +57,6 @@ function shapeOf(schema: z.core.$ZodType | undefined): Shape {
     shapes.set(schema, shape);
   }
   return shape;
-}
-
-/** `s` cut to {@link MAX_QUOTED_CHARS} characters (code points), `...` marking a cut. */
-export function truncate(s: string): string {
-  const chars = Array.from(s);
-  return chars.length > MAX_QUOTED_CHARS ? `${chars.slice(0, MAX_QUOTED_CHARS).join('')}...` : s;
-}
-
-/** `s` as a message quotes it: single quotes, control characters escaped, cut (see {@link truncate}). */
-export function quote(s: string): string {
-  return `'${JSON.stringify(truncate(s)).slice(1, -1).replace(/\\"/g, '"')}'`;
 }
 
 const TYPE_WORDS: Record<string, string> = {

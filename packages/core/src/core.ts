@@ -6,7 +6,7 @@
  * and tests import this module; use-cases import the context.
  */
 import { randomBytes } from 'node:crypto';
-import { RamifyError } from '@ramify/contracts';
+import { notFound } from '@ramify/contracts';
 import { DEFAULT_CORE_OPTIONS, runtimeFor, type Core, type CoreDeps } from './context.js';
 import { BufferedEgressLog } from './egress/buffered-egress-log.js';
 import { SandboxActivity } from './idle/activity.js';
@@ -74,7 +74,7 @@ export function createCore(deps: CoreDeps): Core {
     connect: async (sandboxId, opts) => {
       // A pooled sandbox has no row yet: the pool knows its runtime.
       const runtime = (await deps.store.getSandbox(sandboxId))?.runtime ?? core.pool.runtimeOf(sandboxId);
-      if (!runtime) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
+      if (!runtime) throw notFound('SANDBOX_NOT_FOUND', 'sandbox', sandboxId, { id: sandboxId });
       const channel = await runtimeFor(core, runtime).openAgentChannel(sandboxId);
       return deps.connectAgent(channel, opts);
     },

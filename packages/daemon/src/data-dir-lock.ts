@@ -4,23 +4,18 @@
  * daemon on the same directory stops at once with `DATA_DIR_IN_USE` naming the holder (pid, API URL,
  * program, start time) and how to stop it.
  *
- * The lock is an open file description lock (Linux `fcntl(F_OFD_SETLK)`, through `fs-native-extensions`):
- * the kernel drops it when the holder's last descriptor of the file closes, so a daemon that crashes or is
- * killed with `kill -9` leaves no stale lock, and no pid is ever guessed alive or dead. Two opens conflict
- * even within one process, so a second `serve()` in the same process is refused too. Node opens files
- * close-on-exec: the daemon's children (runsc, ulogd) never inherit it. The file is never removed (a
- * removed lock file lets two daemons lock two different files); its content, {@link DataDirHolderRecord}
- * of the holder, is read only to name the holder (docs/design/ARCHITECTURE.md, "One daemon per data
- * directory").
+ * The lock and its record are record-lock.ts's (an open file description lock the kernel drops when the
+ * holder exits, killed or not; a file never removed; the holder's {@link DataDirHolderRecord} as one JSON
+ * line, read only to name the holder): docs/design/ARCHITECTURE.md, "One daemon per data directory".
  *
  * This module is also the light entry `@ramify/daemon/data-dir-lock`: `ramify serve --detach` asks it who
  * holds a data directory without loading the daemon (it imports only `@ramify/contracts/client`).
  */
-import { closeSync, constants, ftruncateSync, openSync, readFileSync, realpathSync, writeSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { readFileSync, realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RamifyError } from '@ramify/contracts/client';
+import { isLockHeld, lockWithRecord, readLockRecord } from './record-lock.js';
 
 /** The lock file's name in the data directory. */
 export const DATA_DIR_LOCK_FILE = 'daemon.lock';
@@ -60,8 +55,6 @@ export interface DataDirHolder {
   program: string | null;
 }
 
-const nativeLock = createRequire(import.meta.url)('fs-native-extensions') as { tryLock(fd: number, options?: { shared?: boolean }): boolean };
-
 /**
  * Take the data directory's lock (the directory must exist) and write this process's {@link DataDirHolderRecord}.
  * @throws RamifyError `DATA_DIR_IN_USE` when another daemon holds it (details: see {@link dataDirInUse});
@@ -69,41 +62,16 @@ const nativeLock = createRequire(import.meta.url)('fs-native-extensions') as { t
  */
 export function lockDataDir(dataDir: string): DataDirLock {
   const path = join(dataDir, DATA_DIR_LOCK_FILE);
-  // Opened without truncating: the holder's pid stays readable until this process holds the lock.
-  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600);
-  let locked: boolean;
-  try {
-    locked = nativeLock.tryLock(fd);
-  } catch (err) {
-    closeSync(fd);
-    throw err;
-  }
-  if (!locked) {
-    closeSync(fd);
-    throw dataDirInUse(holderOf(dataDir, readRecord(path)));
-  }
   let record: DataDirHolderRecord = { pid: process.pid, startedAt: new Date().toISOString(), program: thisProgram() };
-  const write = (): void => {
-    // Written over the old content, then cut to length: a reader sees the old record or the new one
-    // (a longer record, as `record()` makes, covers the old one entirely), never an empty file.
-    const line = Buffer.from(`${JSON.stringify(record)}\n`);
-    writeSync(fd, line, 0, line.length, 0);
-    ftruncateSync(fd, line.length);
-  };
-  write();
-  let held = true;
+  const lock = lockWithRecord(path, record);
+  if (!lock) throw dataDirInUse(holderOf(dataDir, readRecord(path)));
   return {
     path,
     record: (fields) => {
-      if (!held) return;
       record = { ...record, ...fields };
-      write();
+      lock.write(record);
     },
-    release: () => {
-      if (!held) return;
-      held = false;
-      closeSync(fd);
-    },
+    release: () => lock.release(),
   };
 }
 
@@ -115,19 +83,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
  */
 export function dataDirHolder(dataDir: string): DataDirHolder | null {
   const path = join(dataDir, DATA_DIR_LOCK_FILE);
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
-  try {
-    if (nativeLock.tryLock(fd, { shared: true })) return null;
-    return holderOf(dataDir, readRecord(path));
-  } finally {
-    closeSync(fd);
-  }
+  return isLockHeld(path) ? holderOf(dataDir, readRecord(path)) : null;
 }
 
 /**
@@ -199,15 +155,12 @@ export function programOf(pid: number): string | null {
 }
 
 function readRecord(path: string): DataDirHolderRecord | null {
-  try {
-    const parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<DataDirHolderRecord>;
-    if (typeof parsed.pid !== 'number' || typeof parsed.startedAt !== 'string') return null;
+  return readLockRecord(path, (fields) => {
+    if (typeof fields.pid !== 'number' || typeof fields.startedAt !== 'string') return null;
     return {
-      pid: parsed.pid, startedAt: parsed.startedAt,
-      ...(typeof parsed.program === 'string' ? { program: parsed.program } : {}),
-      ...(typeof parsed.url === 'string' ? { url: parsed.url } : {}),
+      pid: fields.pid, startedAt: fields.startedAt,
+      ...(typeof fields.program === 'string' ? { program: fields.program } : {}),
+      ...(typeof fields.url === 'string' ? { url: fields.url } : {}),
     };
-  } catch {
-    return null;
-  }
+  });
 }

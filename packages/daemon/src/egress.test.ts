@@ -107,6 +107,8 @@ describe('HTTP edge: egress policy routes (fake runtime)', () => {
       assert.match(error.message, message);
       assert.equal(error.details.index, index);
       assert.equal(error.details.rule, rules[index]);
+      const path = index === 1000 ? 'body.rules' : `body.rules.${index}`;
+      assert.deepEqual(error.details.issues.map((i: { path: string }) => i.path), [path], 'the issue names the field, not a fallback');
       assert.deepEqual((await getEgress(sbx.id)).json(), before, `unchanged after ${rules[index]}`);
     }
     assert.deepEqual(bed.world.egress.rulesOf(sbx.id), ['pypi.org']);
@@ -114,6 +116,7 @@ describe('HTTP edge: egress policy routes (fake runtime)', () => {
     const badCreate = await bed.app.inject({ method: 'POST', url: '/v1/sandboxes', headers: bed.auth, payload: { egress: ['ok.example.com', '*.co.uk'] } });
     assert.equal(badCreate.statusCode, 400);
     assert.match(badCreate.json().error.message, /^egress rule 2 '\*\.co\.uk'/);
+    assert.deepEqual(badCreate.json().error.details.issues, [{ path: 'body.egress.1', message: "a wildcard cannot cover a public suffix ('co.uk' is one)", rule: '*.co.uk' }]);
   });
 
   test('the body is strict; killed and unknown sandboxes are 404; the log is an empty list for now', async () => {

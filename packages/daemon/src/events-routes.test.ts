@@ -10,6 +10,7 @@ import type { WebSocket } from 'ws';
 import { buildApp } from './app.js';
 import { createMetrics } from './observability/metrics.js';
 import { LivenessMonitor } from '@ramify/core';
+import { EVENT_TYPES } from '@ramify/contracts';
 import { bearer, callApp, createViaApi, httpTestBed, teamWithKey as makeTeamWithKey, type AuthHeaders, type HttpTestBed } from './test-support.js';
 
 let bed: HttpTestBed;
@@ -96,8 +97,13 @@ describe('events', () => {
       assert.match(res.body.error.message, /^query\.after: must be an event's id or the nextCursor of a previous page .*, got '/);
       assert.deepEqual(res.body.error.details.issues, [{ path: 'query.after', message: res.body.error.message.slice('query.after: '.length) }], 'the layout of every bad query field');
     }
-    const res = await call(bed.auth, 'GET', '/v1/events?type=sandbox.lifecycle.paused,sandbox.lifecycle.nope');
-    assert.match(res.body.error.message, /unknown event type 'sandbox\.lifecycle\.nope'; known: sandbox\.lifecycle\.created/);
+    // Worded as every enum error (`must be one of ...`) and the sandbox state list: the allowed types, then what was sent.
+    const allowed = `must be event types from ${EVENT_TYPES.join(', ')}, comma-separated`;
+    for (const [query, got] of [['sandbox.lifecycle.paused,sandbox.lifecycle.nope', "'sandbox.lifecycle.nope'"], ['', "''"], [`x${'y'.repeat(60)}`, `'x${'y'.repeat(39)}...'`]] as const) {
+      const res = await call(bed.auth, 'GET', `/v1/events?type=${query}`);
+      assert.equal(res.body.error.message, `query.type: ${allowed}, got ${got}`, query);
+      assert.deepEqual(res.body.error.details.issues, [{ path: 'query.type', message: `${allowed}, got ${got}` }], query);
+    }
     assert.equal((await call({}, 'GET', '/v1/events')).status, 401);
   });
 

@@ -6,14 +6,14 @@
  * `/run/ramify/network-<prefix>.lock` after the data directory's, and a second one stops at once with
  * `NETWORK_PREFIX_IN_USE` naming the holder and `--network-prefix`.
  *
- * The same kind of lock as the data directory's (data-dir-lock.ts): an open file description lock through
- * `fs-native-extensions`, dropped by the kernel when the holder exits, killed or not; `/run` is cleared at
- * boot. The file holds the holder's {@link NetworkPrefixHolder} as one JSON line, read only to name it.
+ * The same kind of lock as the data directory's (data-dir-lock.ts), record-lock.ts's: an open file
+ * description lock the kernel drops when the holder exits, killed or not; `/run` is cleared at boot. The
+ * file holds the holder's {@link NetworkPrefixHolder} as one JSON line, read only to name it.
  */
-import { closeSync, constants, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { RamifyError } from '@ramify/contracts/client';
+import { lockWithRecord, readLockRecord } from './record-lock.js';
 
 /** Where the prefixes' lock files live (tmpfs: nothing outlives a reboot). */
 export const NETWORK_PREFIX_LOCK_DIR = '/run/ramify';
@@ -33,8 +33,6 @@ export interface NetworkPrefixLock {
   release(): void;
 }
 
-const { tryLock } = createRequire(import.meta.url)('fs-native-extensions') as { tryLock(fd: number): boolean };
-
 /**
  * Take `prefix`'s lock for the daemon of `dataDir`.
  * @throws RamifyError `NETWORK_PREFIX_IN_USE` (409; details `prefix`, `pid`, `dataDir` of the holder, null
@@ -43,33 +41,15 @@ const { tryLock } = createRequire(import.meta.url)('fs-native-extensions') as { 
 export function lockNetworkPrefix(prefix: string, dataDir: string, lockDir = NETWORK_PREFIX_LOCK_DIR): NetworkPrefixLock {
   mkdirSync(lockDir, { recursive: true, mode: 0o700 });
   const path = join(lockDir, `network-${prefix}.lock`);
-  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600);
-  let held = false;
-  try {
-    held = tryLock(fd);
-  } finally {
-    if (!held) closeSync(fd);
-  }
-  if (!held) throw prefixInUse(prefix, readHolder(path));
-  const line = Buffer.from(`${JSON.stringify({ pid: process.pid, dataDir: resolve(dataDir), startedAt: new Date().toISOString() } satisfies NetworkPrefixHolder)}\n`);
-  writeSync(fd, line, 0, line.length, 0);
-  ftruncateSync(fd, line.length);
-  return {
-    release: () => {
-      if (!held) return;
-      held = false;
-      closeSync(fd);
-    },
-  };
+  const lock = lockWithRecord<NetworkPrefixHolder>(path, { pid: process.pid, dataDir: resolve(dataDir), startedAt: new Date().toISOString() });
+  if (!lock) throw prefixInUse(prefix, readHolder(path));
+  return { release: () => lock.release() };
 }
 
 function readHolder(path: string): NetworkPrefixHolder | null {
-  try {
-    const parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<NetworkPrefixHolder>;
-    return typeof parsed.pid === 'number' && typeof parsed.dataDir === 'string' ? { pid: parsed.pid, dataDir: parsed.dataDir, startedAt: String(parsed.startedAt ?? '') } : null;
-  } catch {
-    return null; // being written, or not ours: the message says less
-  }
+  return readLockRecord(path, (fields) => typeof fields.pid === 'number' && typeof fields.dataDir === 'string'
+    ? { pid: fields.pid, dataDir: fields.dataDir, startedAt: String(fields.startedAt ?? '') }
+    : null);
 }
 
 /** The `NETWORK_PREFIX_IN_USE` error of `prefix` held by `holder` (null: unknown). */

@@ -177,7 +177,7 @@ describe('MCP server through a real daemon (gVisor): stdio, Streamable HTTP and 
     const bad = (await http.callTool({ name: 'command_run', arguments: { sandboxId, cmd: 'ls' } })) as CallToolResult;
     assert.equal(bad.isError, true);
     assert.equal(data(bad).error.code, 'VALIDATION_FAILED');
-    assert.deepEqual(data(bad).error.details.issues.map((i: Data) => i.field), ['command', 'cmd']);
+    assert.deepEqual(data(bad).error.details.issues.map((i: Data) => i.path), ['arguments.command', 'arguments']);
     assert.match(text(bad), /command: .*; cmd: unknown argument 'cmd'/);
     for (const authorization of [undefined, `Bearer rmf_${'0'.repeat(40)}`]) {
       const res = await fetch(`${daemon.conn.apiUrl}/mcp`, {

@@ -79,9 +79,13 @@ describe('protocol: tool calls', () => {
     const wrongType = await bed.call('sandbox_set_timeout', { sandboxId: 'sbx_x', timeoutMs: 'soon' });
     assert.match(textOf(wrongType), /^VALIDATION_FAILED: invalid arguments for sandbox_set_timeout: timeoutMs: must be an integer from 1 to 86400000, got the string 'soon'\n/);
     const huge = await bed.call('sandbox_set_timeout', { sandboxId: 'sbx_x', timeoutMs: 2 ** 53 });
-    assert.deepEqual((huge.structuredContent as { error: { details: { issues: unknown[] } } }).error.details.issues, [{ field: 'timeoutMs', message: 'must be an integer from 1 to 86400000, got 9007199254740992' }], 'one issue per field');
+    assert.deepEqual((huge.structuredContent as { error: { details: { issues: unknown[] } } }).error.details.issues, [{ path: 'arguments.timeoutMs', message: 'must be an integer from 1 to 86400000, got 9007199254740992' }], 'one issue per field, as the REST API lays it out');
     const unknown = await bed.call('command_run', { sandbox_id: 'sbx_x', sandboxId: 'sbx_x', command: 'echo 1' });
     assert.match(textOf(unknown), /unknown argument 'sandbox_id' \(command_run takes: sandboxId, command/);
+    const { details } = (unknown.structuredContent as { error: { details: { field: string; issues: Array<{ path: string; message: string }> } } }).error;
+    assert.equal(details.field, 'sandbox_id');
+    assert.deepEqual(details.issues.map((i) => i.path), ['arguments'], 'an unknown argument: the object holding it, as the REST API names an unknown field');
+    assert.match(details.issues[0]!.message, /^unknown argument 'sandbox_id' \(command_run takes: sandboxId, command/);
     const noTool = await bed.call('sandbox_teleport', {});
     assert.equal(noTool.isError, true);
     assert.match(textOf(noTool), /^BAD_REQUEST: no tool 'sandbox_teleport'/);
@@ -129,7 +133,9 @@ describe('protocol: tool calls', () => {
     const page = await bed.call('files_read', { sandboxId: id, path: '/work/t.txt', maxBytes: 2 });
     assert.deepEqual(page.structuredContent, { path: '/work/t.txt', size: 13, offset: 0, bytesRead: 1, nextOffset: 1, truncated: true, encoding: 'text', content: 'h' });
     const bad = await bed.call('files_write', { sandboxId: id, path: '/work/x', content: 'not base64!', encoding: 'base64' });
-    assert.equal((bad.structuredContent as { error: { details: { field: string } } }).error.details.field, 'content');
+    assert.deepEqual((bad.structuredContent as { error: { details: unknown } }).error.details, {
+      field: 'content', issues: [{ path: 'arguments.content', message: 'content is not valid base64 (A-Z a-z 0-9 + /, = padding, length a multiple of 4)' }],
+    });
   });
 
   test('sandbox_fork without confirm forks nothing and says what it would cost', async () => {

@@ -211,13 +211,13 @@ export class LocalSnapshotStorage implements SnapshotStorage {
    * match it (`details.reason`: `size-mismatch`, `checksum-mismatch`, `missing-file`).
    */
   async open(snapshotId: string, options: OpenSnapshotOptions = {}): Promise<{ imageDir: string; manifest: SnapshotManifest }> {
-    if (!SNAPSHOT_ID.test(snapshotId)) throw notFound('SNAPSHOT', snapshotId);
+    if (!SNAPSHOT_ID.test(snapshotId)) throw notFound('SNAPSHOT_NOT_FOUND', 'snapshot', snapshotId);
     const dir = this.snapshotDir(snapshotId);
     let text: string;
     try {
       text = await readFile(join(dir, MANIFEST_FILE), 'utf8');
     } catch (error) {
-      if (isErrno(error, 'ENOENT')) throw notFound('SNAPSHOT', snapshotId);
+      if (isErrno(error, 'ENOENT')) throw notFound('SNAPSHOT_NOT_FOUND', 'snapshot', snapshotId);
       throw error;
     }
     const manifest = parseManifest(text, snapshotId);

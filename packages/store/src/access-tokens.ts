@@ -2,7 +2,7 @@
  * Access token rows: one per sandbox (its token ports' credential, see core's `ingress/access-token.ts`),
  * written once (insert-or-keep), read on every ingress request. Deleted with the sandbox row.
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, notFound } from '@ramify/contracts';
 import { onMissingParent } from './errors.js';
 import type { Executor } from './schema.js';
 
@@ -15,10 +15,10 @@ export async function ensureAccessToken(db: Executor, sandboxId: string, candida
   try {
     await db.insertInto('access_tokens').values({ sandbox_id: sandboxId, token: candidate, created_at: at }).onConflict((oc) => oc.column('sandbox_id').doNothing()).execute();
   } catch (err) {
-    onMissingParent(err, () => new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId }));
+    onMissingParent(err, () => notFound('SANDBOX_NOT_FOUND', 'sandbox', sandboxId, { id: sandboxId }));
     throw err;
   }
   const token = await getAccessToken(db, sandboxId);
-  if (token === null) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
+  if (token === null) throw notFound('SANDBOX_NOT_FOUND', 'sandbox', sandboxId, { id: sandboxId });
   return token;
 }

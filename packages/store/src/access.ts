@@ -1,7 +1,7 @@
 /**
  * API key (each a team's, migration 17), audit log (numbered per team, migration 35) and slot lease rows.
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, notFound } from '@ramify/contracts';
 import type { AdoptedRows, ApiKeyRecord, AuditQuery, AuditRecord, SlotLease } from '@ramify/core';
 import { sql, type Selectable } from 'kysely';
 import { conflictOnConstraint, onMissingParent } from './errors.js';
@@ -34,7 +34,7 @@ export async function insertApiKey(db: Executor, k: ApiKeyRecord): Promise<void>
       })
       .execute();
   } catch (err) {
-    onMissingParent(err, () => new RamifyError('TEAM_NOT_FOUND', `team '${k.teamId}' not found`, { id: k.teamId }));
+    onMissingParent(err, () => notFound('TEAM_NOT_FOUND', 'team', k.teamId, { id: k.teamId }));
     conflictOnConstraint(err, `API key '${k.id}' already exists`);
   }
 }

@@ -2,7 +2,7 @@
  * Budget rows (migration 19): one per sandbox a budget is set on, covering it and every sandbox forked
  * from it. `covering` walks each given sandbox's ancestors (a recursive query on `parent_id`).
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, notFound } from '@ramify/contracts';
 import type { BudgetRecord } from '@ramify/core';
 import { sql, type Selectable } from 'kysely';
 import type { Executor, SandboxBudgetsTable } from './schema.js';
@@ -25,7 +25,7 @@ const fromRow = (r: BudgetRow): BudgetRecord => ({
 /** Insert or replace. @throws RamifyError `SANDBOX_NOT_FOUND` for an unknown sandbox. */
 export async function putBudget(db: Executor, b: BudgetRecord): Promise<void> {
   if (!(await db.selectFrom('sandboxes').select('id').where('id', '=', b.sandboxId).executeTakeFirst())) {
-    throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${b.sandboxId}' not found`, { id: b.sandboxId });
+    throw notFound('SANDBOX_NOT_FOUND', 'sandbox', b.sandboxId, { id: b.sandboxId });
   }
   const row = {
     sandbox_id: b.sandboxId, team_id: b.teamId, cpu_seconds: b.cpuSeconds, sandbox_seconds: b.sandboxSeconds, max_sandboxes: b.maxSandboxes, since: b.since,

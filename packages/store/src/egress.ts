@@ -2,7 +2,7 @@
  * Egress policy rows: one per sandbox, its mode and its rules as a JSON array (order kept), replaced in
  * one statement.
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, notFound } from '@ramify/contracts';
 import type { CanonicalEgressPolicy, EgressPolicyRecord } from '@ramify/core';
 import { onMissingParent } from './errors.js';
 import type { Selectable } from 'kysely';
@@ -37,7 +37,7 @@ export async function putEgressPolicy(db: Executor, sandboxId: string, policy: C
       .onConflict((oc) => oc.column('sandbox_id').doUpdateSet({ mode: row.mode, rules: row.rules, updated_at: row.updated_at }))
       .execute();
   } catch (err) {
-    onMissingParent(err, () => new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId }));
+    onMissingParent(err, () => notFound('SANDBOX_NOT_FOUND', 'sandbox', sandboxId, { id: sandboxId }));
     throw err;
   }
   return { sandboxId, mode, rules: [...rules], updatedAt: at };

@@ -5,7 +5,7 @@
  * Postgres the counter's row lock also makes a team's appends commit in number order). Read by team,
  * optionally by sandbox and type, from a team cursor in either direction.
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, notFound } from '@ramify/contracts';
 import type { DeliveryClaim, DeliveryRecord, EventQuery, EventRecord, WebhookRecord } from '@ramify/core';
 import { sql, type Selectable } from 'kysely';
 import { conflictOnConstraint, onMissingParent } from './errors.js';
@@ -105,7 +105,7 @@ export async function insertWebhook(db: Executor, w: WebhookRecord): Promise<voi
       .values({ id: w.id, team_id: w.teamId, name: w.name, url: w.url, events: JSON.stringify(w.events), secret: w.secret, created_at: w.createdAt, created_by: w.createdBy })
       .execute();
   } catch (err) {
-    onMissingParent(err, () => new RamifyError('TEAM_NOT_FOUND', `team '${w.teamId}' not found`, { id: w.teamId }));
+    onMissingParent(err, () => notFound('TEAM_NOT_FOUND', 'team', w.teamId, { id: w.teamId }));
     conflictOnConstraint(err, `webhook '${w.id}' already exists`);
   }
 }

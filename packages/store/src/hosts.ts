@@ -6,7 +6,7 @@
  * locked (`FOR UPDATE SKIP LOCKED`) while its load is counted again and the reservation written: two
  * processes placing at once take turns per host. SQLite has one connection, so its transactions take turns.
  */
-import { RamifyError, type SandboxState } from '@ramify/contracts';
+import { RamifyError, quote, type SandboxState } from '@ramify/contracts';
 import type { HostHeartbeat, HostRecord, HostRegistration, HostState, LostHost, PlacementRequest, PlacementReservation } from '@ramify/core';
 import { sql, type Selectable } from 'kysely';
 import { dialectOf } from './prepared.js';
@@ -68,14 +68,14 @@ export async function heartbeatHost(db: Executor, id: string, hb: HostHeartbeat)
   }).where('id', '=', id).where('state', '!=', 'gone').returningAll().executeTakeFirst();
   if (row) return hostFromRow(row);
   const host = await getHost(db, id);
-  if (!host) throw new RamifyError('HOST_NOT_FOUND', `host '${id}' is not registered`, { hostId: id });
+  if (!host) throw new RamifyError('HOST_NOT_FOUND', `host ${quote(id)} is not registered`, { hostId: id });
   throw new RamifyError('HOST_LOST', `host '${id}' lost its lease (no heartbeat since ${new Date(host.lastHeartbeatAt).toISOString()}) and was written off: register again`, { hostId: id });
 }
 
 /** @throws RamifyError HOST_NOT_FOUND. */
 export async function setHostState(db: Executor, id: string, state: HostState): Promise<HostRecord> {
   const row = await db.updateTable('hosts').set({ state }).where('id', '=', id).returningAll().executeTakeFirst();
-  if (!row) throw new RamifyError('HOST_NOT_FOUND', `host '${id}' is not registered`, { hostId: id });
+  if (!row) throw new RamifyError('HOST_NOT_FOUND', `host ${quote(id)} is not registered`, { hostId: id });
   return hostFromRow(row);
 }
 

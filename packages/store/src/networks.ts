@@ -2,7 +2,7 @@
  * Private network rows (migration 18): networks of a team, unique by name in it, and their members, one alias per
  * sandbox and network, unique on the network. Each call is one statement or one short transaction.
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, notFound } from '@ramify/contracts';
 import type { NetworkMemberRecord, NetworkMembership, NetworkRecord } from '@ramify/core';
 import type { Selectable } from 'kysely';
 import { constraintKind } from './errors.js';
@@ -44,7 +44,7 @@ export async function listNetworks(db: Executor, teamId: string): Promise<Networ
 export async function deleteNetwork(db: Executor, id: string): Promise<void> {
   await inTransaction(db, async (trx) => {
     const network = await getNetwork(trx, id);
-    if (!network) throw new RamifyError('NETWORK_NOT_FOUND', `network '${id}' not found`, { network: id });
+    if (!network) throw notFound('NETWORK_NOT_FOUND', 'network', id, { network: id });
     const sandboxes = (await membersOfNetwork(trx, id)).map((m) => m.sandboxId);
     if (sandboxes.length > 0) {
       throw new RamifyError('NETWORK_IN_USE', `network '${network.name}' still has sandboxes on it: ${sandboxes.join(', ')} (detach or kill them first)`, {
@@ -59,7 +59,7 @@ export async function deleteNetwork(db: Executor, id: string): Promise<void> {
 export async function addNetworkMember(db: Executor, m: NetworkMemberRecord): Promise<void> {
   await inTransaction(db, async (trx) => {
     const network = await getNetwork(trx, m.networkId);
-    if (!network) throw new RamifyError('NETWORK_NOT_FOUND', `network '${m.networkId}' not found`, { network: m.networkId });
+    if (!network) throw notFound('NETWORK_NOT_FOUND', 'network', m.networkId, { network: m.networkId });
     const taken = await trx.selectFrom('network_members').select('sandbox_id').where('network_id', '=', m.networkId).where('alias', '=', m.alias).executeTakeFirst();
     if (taken && taken.sandbox_id !== m.sandboxId) {
       throw new RamifyError('NETWORK_ALIAS_TAKEN', `the alias '${m.alias}' is taken on network '${network.name}' (by ${taken.sandbox_id})`, {
@@ -70,7 +70,7 @@ export async function addNetworkMember(db: Executor, m: NetworkMemberRecord): Pr
       await trx.insertInto('network_members').values({ network_id: m.networkId, sandbox_id: m.sandboxId, alias: m.alias, attached_at: m.attachedAt }).execute();
     } catch (err) {
       const kind = constraintKind(err);
-      if (kind === 'foreign-key') throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${m.sandboxId}' not found`, { id: m.sandboxId });
+      if (kind === 'foreign-key') throw notFound('SANDBOX_NOT_FOUND', 'sandbox', m.sandboxId, { id: m.sandboxId });
       if (kind !== null) throw new RamifyError('CONFLICT', `sandbox '${m.sandboxId}' is on network '${network.name}' already`, { network: network.name, sandboxId: m.sandboxId });
       throw err;
     }

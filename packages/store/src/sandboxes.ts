@@ -2,7 +2,7 @@
  * Sandbox rows: mapping, insert, patch, filtered and paginated listing. Metadata lives both in the row
  * (JSON, returned as is) and in `sandbox_metadata` (one row per pair, for filters).
  */
-import { RamifyError, invalidField, quote } from '@ramify/contracts';
+import { RamifyError, invalidField, notFound, quote } from '@ramify/contracts';
 import type { SandboxState } from '@ramify/contracts';
 import type { SandboxActivityRecord, SandboxPage, SandboxPatch, SandboxQuery, SandboxRecord } from '@ramify/core';
 import { sql, type Selectable } from 'kysely';
@@ -119,15 +119,15 @@ async function insertMetadata(db: Executor, sandboxId: string, metadata: Record<
 export async function updateSandbox(db: Executor, id: string, patch: SandboxPatch): Promise<SandboxRecord> {
   // `autoPause: null` (off) is a value to store; other fields are left alone when undefined.
   const fields = (Object.keys(patch) as Array<keyof SandboxPatch>).filter((f) => patch[f] !== undefined && f in COLUMNS);
-  const notFound = (): RamifyError => new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${id}' not found`, { id });
+  const missing = (): RamifyError => notFound('SANDBOX_NOT_FOUND', 'sandbox', id, { id });
   if (fields.length === 0) {
     const current = await getSandbox(db, id);
-    if (!current) throw notFound();
+    if (!current) throw missing();
     return current;
   }
   const write = async (trx: Executor): Promise<SandboxRecord> => {
     const row = await updateById<SandboxRow>(trx, 'sandboxes', { ...columnValues(patch, fields), updated_at: Date.now() }, 'id', id);
-    if (!row) throw notFound();
+    if (!row) throw missing();
     if (patch.metadata) {
       await trx.deleteFrom('sandbox_metadata').where('sandbox_id', '=', id).execute();
       await insertMetadata(trx, id, patch.metadata);

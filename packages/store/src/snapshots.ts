@@ -1,7 +1,7 @@
 /**
  * Snapshot and template rows. Both belong to a team (migration 17); names are unique per team.
  */
-import { RamifyError, type AutoPause, type SnapshotNetworks } from '@ramify/contracts';
+import { RamifyError, notFound, type AutoPause, type SnapshotNetworks } from '@ramify/contracts';
 import type { CanonicalEgressPolicy, SandboxIngress, SnapshotPatch, SnapshotRecord, TemplateRecord } from '@ramify/core';
 import type { Selectable } from 'kysely';
 import { requireRootfs } from './db.js';
@@ -98,10 +98,10 @@ export async function updateSnapshot(db: Executor, id: string, patch: SnapshotPa
     } catch (err) {
       conflictOnConstraint(err, `a snapshot named '${patch.name}' already exists`);
     }
-    if (changed === 0n) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${id}' not found`, { id });
+    if (changed === 0n) throw notFound('SNAPSHOT_NOT_FOUND', 'snapshot', id, { id });
   }
   const updated = await getSnapshot(db, id);
-  if (!updated) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${id}' not found`, { id });
+  if (!updated) throw notFound('SNAPSHOT_NOT_FOUND', 'snapshot', id, { id });
   return updated;
 }
 

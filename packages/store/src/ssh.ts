@@ -2,7 +2,7 @@
  * SSH gateway rows: registered public keys (each a team's, unique by fingerprint within it) and short-lived access tokens (by the
  * token's sha256; see core's `ssh/`). Each call is one statement or one short transaction.
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, notFound } from '@ramify/contracts';
 import type { SshKeyRecord, SshTokenRecord } from '@ramify/core';
 import type { Selectable } from 'kysely';
 import { constraintKind, onMissingParent } from './errors.js';
@@ -57,7 +57,7 @@ export async function insertSshToken(db: Executor, t: SshTokenRecord): Promise<v
         .execute();
     });
   } catch (err) {
-    onMissingParent(err, () => new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${t.sandboxId}' not found`, { id: t.sandboxId }));
+    onMissingParent(err, () => notFound('SANDBOX_NOT_FOUND', 'sandbox', t.sandboxId, { id: t.sandboxId }));
     throw err;
   }
 }

@@ -1,7 +1,7 @@
 /**
  * Team rows (migration 17): the id, when it was made, and its quota (a NULL column: no limit).
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, notFound } from '@ramify/contracts';
 import type { TeamRecord } from '@ramify/core';
 import type { Selectable } from 'kysely';
 import { conflictOnConstraint } from './errors.js';
@@ -45,6 +45,6 @@ export async function setTeamQuota(db: Executor, id: string, quota: Partial<Team
   };
   const found = Object.keys(set).length === 0 || (await db.updateTable('teams').set(set).where('id', '=', id).executeTakeFirst()).numUpdatedRows > 0n;
   const updated = found ? await getTeam(db, id) : null;
-  if (!updated) throw new RamifyError('TEAM_NOT_FOUND', `team '${id}' not found`, { id });
+  if (!updated) throw notFound('TEAM_NOT_FOUND', 'team', id, { id });
   return updated;
 }

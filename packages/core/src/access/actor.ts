@@ -3,7 +3,7 @@
  * docs/design/TEAMS.md). Every use-case that reads or changes a team's resources takes the caller's team
  * from here; a sandbox of another team is "not found", exactly as an unknown id (no existence leak).
  */
-import { DEFAULT_TEAM, RamifyError, type ApiKeyRole } from '@ramify/contracts';
+import { DEFAULT_TEAM, RamifyError, notFound, type ApiKeyRole } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import type { SandboxRecord } from '../ports/store.js';
 
@@ -47,6 +47,6 @@ export function requireOperator(actor: Actor, what: string): void {
  */
 export async function ownedSandbox(core: Pick<Core, 'store'>, teamId: string, sandboxId: string): Promise<SandboxRecord> {
   const record = await core.store.getSandbox(sandboxId);
-  if (!record || record.teamId !== teamId) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
+  if (!record || record.teamId !== teamId) throw notFound('SANDBOX_NOT_FOUND', 'sandbox', sandboxId, { id: sandboxId });
   return record;
 }

@@ -5,7 +5,7 @@
  * keys (of their own team; the default team's: of any team), member keys only use the team's sandboxes.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { RamifyError, type ApiKeyInfo, type ApiKeyRole, type ApiKeyStatus, type CreateApiKeyRequest } from '@ramify/contracts';
+import { RamifyError, notFound, type ApiKeyInfo, type ApiKeyRole, type ApiKeyStatus, type CreateApiKeyRequest } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import type { Clock } from '../ports/clock.js';
 import type { ApiKeyRecord, Store, TeamRecord } from '../ports/store.js';
@@ -110,7 +110,7 @@ export async function listApiKeys(core: Pick<Core, 'store'>, actor: Actor, filte
 export async function revokeApiKey(core: Pick<Core, 'store' | 'clock'>, actor: Actor, keyId: string): Promise<void> {
   requireAdmin(actor, 'revoking API keys');
   const record = await core.store.getApiKey(keyId);
-  if (!record || (!isOperator(actor) && record.teamId !== actor.teamId)) throw new RamifyError('API_KEY_NOT_FOUND', `API key '${keyId}' not found`, { id: keyId });
+  if (!record || (!isOperator(actor) && record.teamId !== actor.teamId)) throw notFound('API_KEY_NOT_FOUND', 'API key', keyId, { id: keyId });
   if (record.revokedAt !== null) return;
   const now = core.clock.now();
   if (record.teamId === DEFAULT_TEAM_ID && record.role === 'admin' && isLiveKey(record, now)) {

@@ -2,7 +2,7 @@
  * Use-cases: read and delete snapshots, and which snapshots a team sees (docs/design/TEAMS.md): its own,
  * plus the images of the shared templates (the default team's template images). Names are per team.
  */
-import { RamifyError, quote } from '@ramify/contracts';
+import { RamifyError, notFound } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import type { SnapshotRecord } from '../ports/store.js';
 import { DEFAULT_TEAM_ID } from '../access/actor.js';
@@ -37,6 +37,6 @@ export async function listSnapshots(core: Core, filter: { sandboxId?: string; te
  */
 export async function getSnapshot(core: Core, idOrName: string, teamId: string = DEFAULT_TEAM_ID): Promise<SnapshotRecord> {
   const snapshot = await findVisibleSnapshot(core, idOrName, teamId);
-  if (!snapshot || snapshot.status !== 'ready') throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot ${quote(idOrName)} not found`, { id: idOrName });
+  if (!snapshot || snapshot.status !== 'ready') throw notFound('SNAPSHOT_NOT_FOUND', 'snapshot', idOrName, { id: idOrName });
   return snapshot;
 }

@@ -3,7 +3,7 @@
  * its own, plus the shared ones (the default team's). A team's own template of a shared one's name
  * shadows it for that team. Names are unique per team.
  */
-import { RamifyError, quote, type RuntimeName, type TemplateBuildEvent, type TemplateSpec } from '@ramify/contracts';
+import { RamifyError, notFound, type RuntimeName, type TemplateBuildEvent, type TemplateSpec } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../context.js';
 import { DEFAULT_TEAM_ID } from '../access/actor.js';
 import { collectSnapshots } from '../lifecycle/snapshot-gc.js';
@@ -72,7 +72,7 @@ export async function buildTemplate(
  */
 export async function deleteTemplate(core: Core, nameOrId: string, teamId: string = DEFAULT_TEAM_ID): Promise<void> {
   const template = await findVisibleTemplate(core, nameOrId, teamId);
-  if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template ${quote(nameOrId)} not found`, { id: nameOrId });
+  if (!template) throw notFound('TEMPLATE_NOT_FOUND', 'template', nameOrId, { id: nameOrId });
   if (template.teamId !== teamId) {
     throw new RamifyError('FORBIDDEN', `template '${template.name}' is shared (the '${DEFAULT_TEAM_ID}' team's): only that team's keys delete it`, { id: template.id });
   }

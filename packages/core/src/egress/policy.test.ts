@@ -116,6 +116,35 @@ describe('egress rules: the grammar', () => {
     }
   });
 
+  test('details.issues name the field in the request and the rule it breaks, under where the policy sits', () => {
+    const issuesOf = (fn: () => unknown): unknown => {
+      try {
+        fn();
+      } catch (err) {
+        assert.ok(err instanceof RamifyError && err.code === 'VALIDATION_FAILED', String(err));
+        return err.details?.issues;
+      }
+      return assert.fail('it did not throw');
+    };
+    const suffix = "a wildcard cannot cover a public suffix ('com' is one)";
+    // PUT /v1/sandboxes/{id}/egress: the policy is the body.
+    assert.deepEqual(issuesOf(() => parseEgressPolicy({ rules: ['pypi.org', '*.com'] })), [{ path: 'body.rules.1', message: suffix, rule: '*.com' }]);
+    assert.deepEqual(issuesOf(() => parseEgressPolicy({ mode: 'none' as 'open' })), [{ path: 'body.mode', message: "egress mode 'none' is not one of open, allowlist, deny-all" }]);
+    assert.deepEqual(issuesOf(() => parseEgressPolicy({ mode: 'deny-all', rules: ['pypi.org'] })), [
+      { path: 'body.rules', message: "egress mode 'deny-all' takes no rules (give the rules alone, or mode 'allowlist', to allow only what they name)" },
+    ]);
+    const many = Array.from({ length: MAX_EGRESS_RULES + 1 }, (_, i) => `h${i}.example.com`);
+    assert.deepEqual(issuesOf(() => parseEgressPolicy({ rules: many })), [{ path: 'body.rules', message: `must be an array of at most ${MAX_EGRESS_RULES} rules, got ${MAX_EGRESS_RULES + 1}` }]);
+    // A create's `egress`: a bare list or { mode, rules }.
+    assert.deepEqual(issuesOf(() => normaliseEgressPolicy(['pypi.org', 'pypi.org', 'https://x.org'], 'body.egress')), [
+      { path: 'body.egress.2', message: "a rule is a host, address or network, not a URL (write 'example.com:443', not 'https://example.com')", rule: 'https://x.org' },
+    ]);
+    assert.deepEqual(issuesOf(() => normaliseEgressPolicy({ mode: 'allowlist', rules: [] }, 'body.egress')), [
+      { path: 'body.egress.rules', message: "egress mode 'allowlist' needs at least one rule; to deny all egress use mode 'deny-all'" },
+    ]);
+    assert.deepEqual(issuesOf(() => normaliseEgressPolicy({ rules: [7 as unknown as string] }, 'body.egress')), [{ path: 'body.egress.rules.0', message: 'a rule must be a string', rule: '7' }]);
+  });
+
   test('name matching: host rules exactly, wildcards strictly below their suffix, * everything; addresses never', () => {
     const policy = parseEgressPolicy(['10.0.0.0/8', 'pypi.org:443', '*.example.com']);
     const match = (name: string): string | null => {

@@ -86,7 +86,7 @@ const NUMERIC_LAST_LABEL = /(?:^|\.)(?:\d+|0x[0-9a-f]*)$/i;
  * @throws RamifyError `VALIDATION_FAILED` `egress rule '<text>': <why>` with `details.rule`.
  */
 export function parseEgressRule(text: string): EgressRule {
-  return parseAt(text, null, 'request');
+  return parseAt(text, null, 'request', null);
 }
 
 /**
@@ -98,24 +98,31 @@ export function parseEgressRule(text: string): EgressRule {
  * @throws RamifyError `VALIDATION_FAILED`: naming the first bad rule, `egress rule 3 '*.com': ...` (the message
  *   counts from 1), `details: { rule, index }` (`index` 0-based; too many rules names the first one over the
  *   limit); or, with `details.field` `mode`/`rules`, a mode that does not fit the rules (or neither given).
+ *   `details.issues` names the field in the request: `[{ path, message, rule? }]`, the path under `at`, where
+ *   the policy sits in the request (`body` for `PUT /v1/sandboxes/{id}/egress`, `body.egress` in a create):
+ *   `body.rules.2` (`body.egress.2` for a bare list), `body.mode`; `message` the rule it breaks.
  */
-export function parseEgressPolicy(input: EgressPolicyInput, origin: EgressPolicyOrigin = 'request'): EgressPolicy {
-  const { mode, rules } = modeAndRules(input);
-  return { mode, rules: parseRules(rules, origin) };
+export function parseEgressPolicy(input: EgressPolicyInput, origin: EgressPolicyOrigin = 'request', at = 'body'): EgressPolicy {
+  const { mode, rules } = modeAndRules(input, at);
+  return { mode, rules: parseRules(rules, origin, isRuleList(input) ? at : `${at}.rules`) };
 }
 
-/** The mode of `input` and its rule texts, checked to fit each other. */
-function modeAndRules(input: EgressPolicyInput): { mode: EgressMode; rules: readonly string[] } {
-  const request: { mode?: EgressMode; rules?: readonly string[] } = isRuleList(input) ? { rules: input } : input;
-  if (typeof request !== 'object' || request === null) throw policyError("an egress policy is a list of rules or { mode, rules }", 'rules');
+/** The mode of `input` and its rule texts, checked to fit each other; `at`: where `input` sits in the request. */
+function modeAndRules(input: EgressPolicyInput, at: string): { mode: EgressMode; rules: readonly string[] } {
+  const list = isRuleList(input);
+  const request: { mode?: EgressMode; rules?: readonly string[] } = list ? { rules: input } : input;
+  const fail = (message: string, field: 'mode' | 'rules'): never => {
+    throw policyError(message, field, list ? at : `${at}.${field}`);
+  };
+  if (typeof request !== 'object' || request === null) fail("an egress policy is a list of rules or { mode, rules }", 'rules');
   const { rules = [] } = request;
-  if (!Array.isArray(rules)) throw policyError('egress rules must be a list of strings', 'rules');
-  if (request.mode !== undefined && !EgressMode.safeParse(request.mode).success) throw policyError(`egress mode '${String(request.mode)}' is not one of ${EgressMode.options.join(', ')}`, 'mode');
+  if (!Array.isArray(rules)) fail('egress rules must be a list of strings', 'rules');
+  if (request.mode !== undefined && !EgressMode.safeParse(request.mode).success) fail(`egress mode '${String(request.mode)}' is not one of ${EgressMode.options.join(', ')}`, 'mode');
   const mode = request.mode ?? (request.rules === undefined ? undefined : rules.length === 0 ? 'open' : 'allowlist');
-  if (mode === undefined) throw policyError("an egress policy needs rules or a mode ('open', 'allowlist' or 'deny-all')", 'mode');
-  if (mode === 'allowlist' && rules.length === 0) throw policyError("egress mode 'allowlist' needs at least one rule; to deny all egress use mode 'deny-all'", 'rules');
+  if (mode === undefined) return fail("an egress policy needs rules or a mode ('open', 'allowlist' or 'deny-all')", 'mode');
+  if (mode === 'allowlist' && rules.length === 0) fail("egress mode 'allowlist' needs at least one rule; to deny all egress use mode 'deny-all'", 'rules');
   if (mode !== 'allowlist' && rules.length > 0) {
-    throw policyError(`egress mode '${mode}' takes no rules (give the rules alone, or mode 'allowlist', to allow only what they name)`, 'rules');
+    fail(`egress mode '${mode}' takes no rules (give the rules alone, or mode 'allowlist', to allow only what they name)`, 'rules');
   }
   return { mode, rules };
 }
@@ -124,21 +131,25 @@ function isRuleList(input: EgressPolicyInput): input is readonly string[] {
   return Array.isArray(input);
 }
 
-function policyError(message: string, field: 'mode' | 'rules'): RamifyError {
-  return new RamifyError('VALIDATION_FAILED', message, { field });
+/** A policy's mode or rules that do not fit: `details.field` for older clients, one issue at `path`. */
+function policyError(message: string, field: 'mode' | 'rules', path: string): RamifyError {
+  return new RamifyError('VALIDATION_FAILED', message, { field, issues: [{ path, message }] });
 }
 
-function parseRules(rules: readonly string[], origin: EgressPolicyOrigin): EgressRule[] {
+/** `rulesPath`: where the rule list sits in the request (`body.rules`), null when it is not a request's. */
+function parseRules(rules: readonly string[], origin: EgressPolicyOrigin, rulesPath: string | null): EgressRule[] {
   if (rules.length > MAX_EGRESS_RULES) {
-    throw ruleError(rules[MAX_EGRESS_RULES], MAX_EGRESS_RULES, `too many rules (${rules.length}); a policy holds at most ${MAX_EGRESS_RULES}`, {
+    const why = `too many rules (${rules.length}); a policy holds at most ${MAX_EGRESS_RULES}`;
+    throw ruleError(rules[MAX_EGRESS_RULES], MAX_EGRESS_RULES, why, {
       count: rules.length,
       max: MAX_EGRESS_RULES,
+      ...(rulesPath === null ? {} : { issues: [{ path: rulesPath, message: `must be an array of at most ${MAX_EGRESS_RULES} rules, got ${rules.length}` }] }),
     });
   }
   const seen = new Set<string>();
   const parsed: EgressRule[] = [];
   rules.forEach((text, index) => {
-    const rule = parseAt(text, index, origin);
+    const rule = parseAt(text, index, origin, rulesPath);
     const canonical = formatEgressRule(rule);
     if (seen.has(canonical)) return;
     seen.add(canonical);
@@ -197,11 +208,12 @@ export function canonicalEgressPolicy(policy: EgressPolicy): CanonicalEgressPoli
 }
 
 /**
- * Validate and normalise `input` (a rule list or `{ mode, rules }`) into its canonical form.
+ * Validate and normalise `input` (a rule list or `{ mode, rules }`) into its canonical form; `at`: where it
+ * sits in the request (`body.egress` in a create), for the error's `details.issues`.
  * @throws RamifyError `VALIDATION_FAILED` as {@link parseEgressPolicy}.
  */
-export function normaliseEgressPolicy(input: EgressPolicyInput): CanonicalEgressPolicy {
-  return canonicalEgressPolicy(parseEgressPolicy(input));
+export function normaliseEgressPolicy(input: EgressPolicyInput, at = 'body'): CanonicalEgressPolicy {
+  return canonicalEgressPolicy(parseEgressPolicy(input, 'request', at));
 }
 
 function formatPort(port: PortRange | null): string {
@@ -209,11 +221,15 @@ function formatPort(port: PortRange | null): string {
   return port.from === port.to ? `:${port.from}` : `:${port.from}-${port.to}`;
 }
 
-/** Parse `text`, the rule at `index` of a policy (null when parsed alone). */
-function parseAt(text: unknown, index: number | null, origin: EgressPolicyOrigin): EgressRule {
-  if (typeof text !== 'string') throw ruleError(String(text), index, 'a rule must be a string');
+/**
+ * Parse `text`, the rule at `index` of a policy (null when parsed alone); `rulesPath`: where the policy's
+ * rule list sits in the request (its errors' issue is at `<rulesPath>.<index>`), null when not a request's.
+ */
+function parseAt(text: unknown, index: number | null, origin: EgressPolicyOrigin, rulesPath: string | null): EgressRule {
+  const at = (rulesPath === null || index === null) ? null : `${rulesPath}.${index}`;
+  if (typeof text !== 'string') throw ruleError(String(text), index, 'a rule must be a string', {}, at);
   const fail: (why: string) => never = (why) => {
-    throw ruleError(text, index, why);
+    throw ruleError(text, index, why, {}, at);
   };
   if (text.length > MAX_EGRESS_RULE_LENGTH) fail(`longer than ${MAX_EGRESS_RULE_LENGTH} characters`);
   const trimmed = text.trim();
@@ -313,9 +329,14 @@ function normaliseHost(name: string, fail: (why: string) => never): string {
 /** Longest rule text quoted back in an error message. */
 const QUOTED_RULE_LENGTH = 80;
 
-function ruleError(text: unknown, index: number | null, why: string, extra: Record<string, unknown> = {}): RamifyError {
+/**
+ * `egress rule 3 '<rule>': <why>` with details `rule`, `index` and `extra`; at `path` (`body.rules.2`), one
+ * issue `{ path, message: why, rule }` (none when the rule is not a request's).
+ */
+function ruleError(text: unknown, index: number | null, why: string, extra: Record<string, unknown> = {}, path: string | null = null): RamifyError {
   const raw = String(text);
   const rule = raw.length > QUOTED_RULE_LENGTH ? `${raw.slice(0, QUOTED_RULE_LENGTH)}...` : raw;
   const where = index === null ? 'egress rule' : `egress rule ${index + 1}`;
-  return new RamifyError('VALIDATION_FAILED', `${where} '${rule}': ${why}`, { rule, ...(index === null ? {} : { index }), ...extra });
+  const issues = path === null ? {} : { issues: [{ path, message: why, rule }] };
+  return new RamifyError('VALIDATION_FAILED', `${where} '${rule}': ${why}`, { rule, ...(index === null ? {} : { index }), ...issues, ...extra });
 }

@@ -136,7 +136,14 @@ test('the setting: validated, live, off with null, copied to forks, refused on a
     await assert.rejects(createSandbox(w.core, { autoPause: { idleMs } }), { code: 'VALIDATION_FAILED' });
   }
   const sbx = await createSandbox(w.core, {});
-  await assert.rejects(setAutoPause(w.core, sbx.id, { idleMs: 5 }), { code: 'VALIDATION_FAILED' });
+  await assert.rejects(setAutoPause(w.core, sbx.id, { idleMs: 5 }), {
+    code: 'VALIDATION_FAILED',
+    message: 'body.autoPause.idleMs: must be an idle time, an integer from 10000 to 86400000 ms, got 5',
+    details: { field: 'autoPause.idleMs', issues: [{ path: 'body.autoPause.idleMs', message: 'must be an idle time, an integer from 10000 to 86400000 ms, got 5' }] },
+  });
+  await assert.rejects(createSandbox(w.core, { autoPause: { idleMs: 'soon' as unknown as number } }), {
+    details: { field: 'autoPause.idleMs', issues: [{ path: 'body.autoPause.idleMs', message: "must be an idle time, an integer from 10000 to 86400000 ms, got 'soon'" }] },
+  });
   assert.equal((await getSandbox(w.core, sbx.id)).autoPause, null, 'nothing stored by a refused call');
   const scheduler = sampledScheduler();
   w.clock.advance(100_000);

@@ -4,7 +4,7 @@
  * change (docs/design/INGRESS.md, "Where the ingress runs"). Pure data, and the checks that both core's
  * {@link ingressTarget} and the ingress's thread make, so the two always answer alike.
  */
-import { RamifyError, type ExposedPort, type PortAccess, type SandboxState } from '@ramify/contracts';
+import { RamifyError, notFound, type ExposedPort, type PortAccess, type SandboxState } from '@ramify/contracts';
 import { isTerminal } from '../lifecycle/state-machine.js';
 
 export interface IngressRoute {
@@ -20,7 +20,7 @@ export interface IngressRoute {
 
 /** The error for a Host naming a sandbox that does not exist. */
 export function sandboxNotFound(sandboxId: string): RamifyError {
-  return new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
+  return notFound('SANDBOX_NOT_FOUND', 'sandbox', sandboxId, { id: sandboxId });
 }
 
 /**

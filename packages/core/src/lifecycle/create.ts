@@ -2,7 +2,7 @@
  * Use-case: create a sandbox from a template (its booted-and-idle image) or from a snapshot (memory,
  * processes and files). Creating is a restore, never a boot.
  */
-import { RamifyError, invalidField, quote, type AutoPause, type CreateSandboxRequest, type RuntimeName } from '@ramify/contracts';
+import { RamifyError, invalidField, notFound, quote, type AutoPause, type CreateSandboxRequest, type RuntimeName } from '@ramify/contracts';
 import { runtimeFor, type Core } from '../context.js';
 import { DEFAULT_TEAM_ID } from '../access/actor.js';
 import { findVisibleSnapshot } from '../catalog/snapshots.js';
@@ -54,7 +54,7 @@ export async function createSandbox(core: Core, request: CreateSandboxRequest, o
 async function createUnder(core: Core, request: CreateSandboxRequest, owner: { teamId?: string }): Promise<SandboxRecord> {
   const teamId = owner.teamId ?? DEFAULT_TEAM_ID;
   const { mark: phase, within, phases } = phaseTimer();
-  const egress = request.egress === undefined ? undefined : normaliseEgressPolicy(request.egress);
+  const egress = request.egress === undefined ? undefined : normaliseEgressPolicy(request.egress, 'body.egress');
   const ports = request.ports === undefined ? undefined : parsePortSpecs(request.ports);
   const askedAutoPause = request.autoPause === undefined ? undefined : checkAutoPause(request.autoPause);
   if (request.template !== undefined && request.snapshot !== undefined) {
@@ -189,7 +189,7 @@ function resolveDiskSize(runtime: RuntimeName, rootDisk: RuntimeCapabilities['ro
  */
 async function fromTemplate(core: Core, nameOrId: string, runtime: RuntimeName | undefined, teamId: string): Promise<Source> {
   const template: TemplateRecord | null = await findVisibleTemplate(core, nameOrId, teamId);
-  if (!template) throw new RamifyError('TEMPLATE_NOT_FOUND', `template ${quote(nameOrId)} not found`, { id: nameOrId });
+  if (!template) throw notFound('TEMPLATE_NOT_FOUND', 'template', nameOrId, { id: nameOrId });
   const images = template.images.length > 0 ? template.images : [{ runtime: template.runtime, snapshotId: template.snapshotId }];
   const wanted = runtime ?? core.runtimes[0]?.name;
   const image = images.find((i) => i.runtime === wanted) ?? (runtime === undefined ? images[0] : undefined);
@@ -209,7 +209,7 @@ async function fromTemplate(core: Core, nameOrId: string, runtime: RuntimeName |
 
 async function fromSnapshot(core: Core, idOrName: string, teamId: string): Promise<Source> {
   const snapshot: SnapshotRecord | null = await findVisibleSnapshot(core, idOrName, teamId);
-  if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot ${quote(idOrName)} not found`, { id: idOrName });
+  if (!snapshot) throw notFound('SNAPSHOT_NOT_FOUND', 'snapshot', idOrName, { id: idOrName });
   if (snapshot.status !== 'ready') throw new RamifyError('CONFLICT', `snapshot '${idOrName}' is still being written; retry in a moment`, { id: snapshot.id });
   return {
     runtime: snapshot.runtime,

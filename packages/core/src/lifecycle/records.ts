@@ -2,7 +2,7 @@
  * Record helpers shared by the use-cases: load-or-404, the one way to change a sandbox's state
  * (check → persist → emit), and the mapping of records to API shapes.
  */
-import { RamifyError, isRamifyError, type IngressEndpoint, type SandboxInfo, type SandboxState, type SnapshotInfo, type TemplateInfo } from '@ramify/contracts';
+import { RamifyError, isRamifyError, notFound, type IngressEndpoint, type SandboxInfo, type SandboxState, type SnapshotInfo, type TemplateInfo } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import type { SandboxPatch, SandboxRecord, SnapshotRecord, TemplateRecord } from '../ports/store.js';
 import { effectiveAutoResume, sortPorts } from '../ingress/ports.js';
@@ -14,7 +14,7 @@ import { assertTransition } from './state-machine.js';
  */
 export async function loadSandbox(core: Pick<Core, 'store'>, sandboxId: string): Promise<SandboxRecord> {
   const record = await core.store.getSandbox(sandboxId);
-  if (!record) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
+  if (!record) throw notFound('SANDBOX_NOT_FOUND', 'sandbox', sandboxId, { id: sandboxId });
   return record;
 }
 

@@ -5,7 +5,7 @@
  * or the template was deleted) and no live sandbox was made from it. `named` snapshots are only deleted
  * on request ({@link deleteSnapshot}).
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, notFound } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import { DEFAULT_TEAM_ID } from '../access/actor.js';
 import { messageOf } from './records.js';
@@ -37,7 +37,7 @@ export async function deleteSnapshot(core: Core, idOrName: string, teamId: strin
   const byId = await core.store.getSnapshot(idOrName);
   const shared = byId?.kind === 'template' && byId.teamId === DEFAULT_TEAM_ID;
   const snapshot = byId && (byId.teamId === teamId || shared) ? byId : await core.store.findSnapshotByName(idOrName, teamId);
-  if (!snapshot) throw new RamifyError('SNAPSHOT_NOT_FOUND', `snapshot '${idOrName}' not found`, { id: idOrName });
+  if (!snapshot) throw notFound('SNAPSHOT_NOT_FOUND', 'snapshot', idOrName, { id: idOrName });
   if (snapshot.teamId !== teamId) throw new RamifyError('FORBIDDEN', `snapshot '${snapshot.id}' is a shared template's image: only the '${DEFAULT_TEAM_ID}' team deletes it (with its template)`, { id: snapshot.id });
   const snapshotId = snapshot.id;
   const refs = await core.store.snapshotReferences(snapshotId);

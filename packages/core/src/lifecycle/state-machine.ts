@@ -10,7 +10,7 @@
  * Roll-backs are explicit edges: `pausing → running` (checkpoint refused, the sandbox keeps running) and
  * `resuming → paused` (restore failed, the image is intact, so a paused sandbox is never lost).
  */
-import { RamifyError, type SandboxState } from '@ramify/contracts';
+import { RamifyError, notFound, type SandboxState } from '@ramify/contracts';
 
 /** Legal successors of each state. */
 const TRANSITIONS: Readonly<Record<SandboxState, readonly SandboxState[]>> = {
@@ -80,7 +80,7 @@ export function alreadyIn(state: SandboxState, goal: 'running' | 'paused'): bool
  */
 export function assertAgentReachable(sandboxId: string, state: SandboxState, error: string | null = null): void {
   if (agentReachable(state)) return;
-  if (isTerminal(state)) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found (it was killed)`, { id: sandboxId });
+  if (isTerminal(state)) throw notFound('SANDBOX_NOT_FOUND', 'sandbox', sandboxId, { id: sandboxId }, ' (it was killed)');
   if (state === 'error') {
     throw new RamifyError('SANDBOX_FAILED', `sandbox '${sandboxId}' failed: ${error ?? 'no reason recorded'}; kill it`, { id: sandboxId, state, reason: error });
   }
@@ -100,7 +100,7 @@ export function checkpointSourceFor(sandboxId: string, state: SandboxState): 'ch
  */
 export function assertTimeoutSettable(sandboxId: string, state: SandboxState): void {
   if (state === 'running' || state === 'paused') return;
-  if (isTerminal(state)) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found (it was killed)`, { id: sandboxId });
+  if (isTerminal(state)) throw notFound('SANDBOX_NOT_FOUND', 'sandbox', sandboxId, { id: sandboxId }, ' (it was killed)');
   throw new RamifyError('INVALID_STATE', `sandbox '${sandboxId}' is ${state}; its timeout cannot be changed now`, { id: sandboxId, state });
 }
 
@@ -124,7 +124,7 @@ export function assertEgressSettable(sandboxId: string, state: SandboxState): vo
  * @throws RamifyError `SANDBOX_NOT_FOUND` when `state` is terminal.
  */
 export function assertNotKilled(sandboxId: string, state: SandboxState): void {
-  if (isTerminal(state)) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found (it was killed)`, { id: sandboxId });
+  if (isTerminal(state)) throw notFound('SANDBOX_NOT_FOUND', 'sandbox', sandboxId, { id: sandboxId }, ' (it was killed)');
 }
 
 /** States that `list` shows when the caller names none. */

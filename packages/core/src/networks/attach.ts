@@ -4,7 +4,7 @@
  * network's members are cut). If enforcing fails, the stored membership is put back as it was and the
  * error surfaces: what the store says is what the host enforces.
  */
-import { MAX_NETWORKS_PER_SANDBOX, RamifyError, internalHostname, type NetworkJoinRequest, type SandboxNetworkInfo } from '@ramify/contracts';
+import { MAX_NETWORKS_PER_SANDBOX, RamifyError, internalHostname, invalidField, quote, type NetworkJoinRequest, type SandboxNetworkInfo } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import { asRamifyError, loadSandbox } from '../lifecycle/records.js';
 import { assertNotKilled, egressEnforced } from '../lifecycle/state-machine.js';
@@ -44,7 +44,7 @@ export async function attachNetwork(core: Core, sandboxId: string, request: Netw
       });
     }
     if (current.length >= MAX_NETWORKS_PER_SANDBOX) {
-      throw new RamifyError('VALIDATION_FAILED', `sandbox '${sandboxId}' is on ${current.length} networks, the most a sandbox may be on`, { field: 'network' });
+      throw invalidField('body.network', `cannot be joined: sandbox ${quote(sandboxId)} is on ${current.length} networks, the most (${MAX_NETWORKS_PER_SANDBOX}) a sandbox may be on; detach one first`, { field: 'network' });
     }
     const member = { networkId: network.id, sandboxId, alias: asked ?? defaultAlias(sandboxId), attachedAt: core.clock.now() };
     await core.store.addNetworkMember(member);

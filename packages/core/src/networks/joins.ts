@@ -26,7 +26,7 @@ export async function planNetworkJoins(core: Core, sandboxId: string, teamId: st
   if (!requests || requests.length === 0) return [];
   assertNetworksEnforceable(core);
   if (requests.length > MAX_NETWORKS_PER_SANDBOX) {
-    throw new RamifyError('VALIDATION_FAILED', `a sandbox may be on at most ${MAX_NETWORKS_PER_SANDBOX} networks`, { field: 'networks' });
+    throw invalidField('body.networks', `must be an array of at most ${MAX_NETWORKS_PER_SANDBOX} networks (the most a sandbox may be on), got ${requests.length}`, { field: 'networks' });
   }
   const joins: NetworkJoin[] = [];
   for (const [i, request] of requests.entries()) {

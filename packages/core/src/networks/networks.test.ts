@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_TEAM } from '@ramify/contracts';
+import { DEFAULT_TEAM, MAX_NETWORKS_PER_SANDBOX } from '@ramify/contracts';
 import { createTestWorld, type TestWorld } from '../testing/world.js';
 import { createSandbox } from '../lifecycle/create.js';
 import { forkSandbox } from '../lifecycle/fork.js';
@@ -117,6 +117,20 @@ describe('joining at create', () => {
     assert.equal(await liveCount(), before, 'no sandbox was left behind');
     assert.equal(w.runtime.calls.filter((c) => c.startsWith('restore')).length, restores, 'nothing was restored');
     assert.deepEqual(await aliasesOn('n1'), ['taken']);
+  });
+
+  test('more networks than a sandbox may be on: VALIDATION_FAILED at body.networks (create) or body.network (attach)', async () => {
+    const names = Array.from({ length: MAX_NETWORKS_PER_SANDBOX + 1 }, (_, i) => `m${i}`);
+    for (const name of names) await createNetwork(w.core, DEFAULT_TEAM, { name });
+    const most = `must be an array of at most ${MAX_NETWORKS_PER_SANDBOX} networks (the most a sandbox may be on), got ${names.length}`;
+    await assert.rejects(createSandbox(w.core, { networks: names.map((network) => ({ network })) }), {
+      code: 'VALIDATION_FAILED', message: `body.networks: ${most}`, details: { field: 'networks', issues: [{ path: 'body.networks', message: most }] },
+    });
+    const sbx = await createSandbox(w.core, { networks: names.slice(0, MAX_NETWORKS_PER_SANDBOX).map((network) => ({ network })) });
+    const full = `cannot be joined: sandbox '${sbx.id}' is on ${MAX_NETWORKS_PER_SANDBOX} networks, the most (${MAX_NETWORKS_PER_SANDBOX}) a sandbox may be on; detach one first`;
+    await assert.rejects(attachNetwork(w.core, sbx.id, { network: names[MAX_NETWORKS_PER_SANDBOX]! }), {
+      code: 'VALIDATION_FAILED', message: `body.network: ${full}`, details: { field: 'network', issues: [{ path: 'body.network', message: full }] },
+    });
   });
 
   test('without a network enforcer (egress enforcement off) joining is RUNTIME_UNAVAILABLE; networks can still be created', async () => {

@@ -2,7 +2,7 @@
  * Use-cases of private networks as a resource: create, get, list, delete; and their API shape. A network
  * is a name; which sandboxes are on it is its membership (see `membership.ts`).
  */
-import { RamifyError, internalHostname, type NetworkInfo, type NetworkMemberInfo } from '@ramify/contracts';
+import { RamifyError, internalHostname, notFound, type NetworkInfo, type NetworkMemberInfo } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import { newNetworkId } from '../ids.js';
 import type { NetworkMembership, NetworkRecord } from '../ports/store.js';
@@ -34,7 +34,7 @@ export async function findNetwork(core: Pick<Core, 'store'>, teamId: string, nam
     return network?.teamId === teamId ? network : null;
   };
   const found = (await core.store.findNetworkByName(teamId, nameOrId)) ?? (await byId());
-  if (!found) throw new RamifyError('NETWORK_NOT_FOUND', `network '${nameOrId}' not found`, { network: nameOrId });
+  if (!found) throw notFound('NETWORK_NOT_FOUND', 'network', nameOrId, { network: nameOrId });
   return found;
 }
 

@@ -4,7 +4,7 @@
  * {@link sshKeyOpens}); another team's key is not found. The key's text is parsed at the edge (the
  * daemon's SSH module, with ssh2's parser); core stores what it is given.
  */
-import { RamifyError, type SshKeyInfo } from '@ramify/contracts';
+import { RamifyError, notFound, type SshKeyInfo } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import { newSshKeyId } from '../ids.js';
 import type { SshKeyRecord } from '../ports/store.js';
@@ -56,7 +56,7 @@ export function listSshKeys(core: Pick<Core, 'store'>, teamId: string = DEFAULT_
  * @throws RamifyError `SSH_KEY_NOT_FOUND` (also another team's).
  */
 export async function removeSshKey(core: Pick<Core, 'store'>, id: string, teamId: string = DEFAULT_TEAM_ID): Promise<void> {
-  if (!(await core.store.deleteSshKey(id, teamId))) throw new RamifyError('SSH_KEY_NOT_FOUND', `SSH key '${id}' not found`, { id });
+  if (!(await core.store.deleteSshKey(id, teamId))) throw notFound('SSH_KEY_NOT_FOUND', 'SSH key', id, { id });
 }
 
 /** The API shape of a key. */

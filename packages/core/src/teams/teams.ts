@@ -3,7 +3,7 @@
  * operator (an admin key of the default team) makes teams, sees all of them and sets their quotas; any
  * other key sees only its own team. A team it cannot see is `TEAM_NOT_FOUND`, as an unknown one.
  */
-import { MAX_QUOTA_VALUE, RamifyError, TeamId, invalidField, quote, type CreateTeamRequest, type SetTeamQuotaRequest, type TeamInfo, type TeamQuota } from '@ramify/contracts';
+import { MAX_QUOTA_VALUE, RamifyError, TeamId, invalidField, notFound, type CreateTeamRequest, type SetTeamQuotaRequest, type TeamInfo, type TeamQuota } from '@ramify/contracts';
 import type { Core } from '../context.js';
 import type { TeamRecord } from '../ports/store.js';
 import { isOperator, requireOperator, type Actor } from '../access/actor.js';
@@ -40,7 +40,7 @@ export async function visibleTeam(core: Pick<Core, 'store'>, actor: Actor, teamI
   const team = teamId === actor.teamId || isOperator(actor) ? await core.store.getTeam(teamId) : null;
   if (!team) {
     const scope = isOperator(actor) ? '' : ` (a key of team '${actor.teamId}' sees that team only)`;
-    throw new RamifyError('TEAM_NOT_FOUND', `team ${quote(teamId)} not found${scope}`, { id: teamId });
+    throw notFound('TEAM_NOT_FOUND', 'team', teamId, { id: teamId }, scope);
   }
   return team;
 }

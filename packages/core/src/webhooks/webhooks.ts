@@ -3,7 +3,7 @@
  * 403 `FORBIDDEN`); a webhook of another team is 404 `WEBHOOK_NOT_FOUND`, as an unknown id. The signing
  * secret is made here, returned once by {@link createWebhook}, and kept in the store (HMAC needs it).
  */
-import { EVENT_TYPES, RamifyError, type CreateWebhookRequest, type WebhookDelivery, type WebhookInfo } from '@ramify/contracts';
+import { EVENT_TYPES, RamifyError, notFound, type CreateWebhookRequest, type WebhookDelivery, type WebhookInfo } from '@ramify/contracts';
 import { requireAdmin, type Actor } from '../access/actor.js';
 import type { Core } from '../context.js';
 import { newWebhookId } from '../ids.js';
@@ -72,7 +72,7 @@ export async function listWebhooks(core: Core, actor: Actor): Promise<WebhookRec
 export async function getWebhook(core: Core, actor: Actor, id: string): Promise<WebhookRecord> {
   requireAdmin(actor, 'managing webhooks');
   const webhook = await core.store.getWebhook(id);
-  if (!webhook || webhook.teamId !== actor.teamId) throw new RamifyError('WEBHOOK_NOT_FOUND', `webhook '${id}' not found`, { id });
+  if (!webhook || webhook.teamId !== actor.teamId) throw notFound('WEBHOOK_NOT_FOUND', 'webhook', id, { id });
   return webhook;
 }
 

@@ -8,7 +8,7 @@
  * reservation if there is one. The token is revoked as soon as the host accepted it. No new trust: the host
  * checks the token (and reservation) against the store as for any client.
  */
-import { RamifyError } from '@ramify/contracts';
+import { RamifyError, notFound } from '@ramify/contracts';
 import { grantSshAccess, placeOnSandbox, revokeSshToken, type Core } from '@ramify/core';
 import ssh2, { type Client } from 'ssh2';
 import { CIPHERS } from './listener.js';
@@ -33,7 +33,7 @@ export interface RelayTarget {
  */
 export async function relayTarget(core: Core, sandboxId: string): Promise<RelayTarget> {
   const record = await core.store.getSandbox(sandboxId);
-  if (!record) throw new RamifyError('SANDBOX_NOT_FOUND', `sandbox '${sandboxId}' not found`, { id: sandboxId });
+  if (!record) throw notFound('SANDBOX_NOT_FOUND', 'sandbox', sandboxId, { id: sandboxId });
   const target = await placeOnSandbox(core, record, record.state === 'paused' ? 'resume' : 'call');
   const host = await core.store.getHost(target.hostId);
   if (!host?.sshAddress) {

@@ -1,9 +1,9 @@
 /** Governance of a sandbox's outbound network: read and replace its egress policy, read what it did. */
 import { z } from 'zod';
 import { EgressMode } from '@ramify/contracts';
-import { RamifyError, type EgressLogEntry, type EgressPolicyInfo } from '@ramify/sdk';
+import type { EgressLogEntry, EgressPolicyInfo } from '@ramify/sdk';
 import { sandboxId } from './args.js';
-import { defineTool, READ_ONLY, type Tool } from './tool.js';
+import { defineTool, invalidArgument, READ_ONLY, type Tool } from './tool.js';
 
 /** Most egress log entries one call returns (the daemon keeps more; this is its own limit). */
 export const MAX_EGRESS_LOG = 1000;
@@ -39,7 +39,7 @@ const egressSet = defineTool({
   async run(args, ctx) {
     // The API takes no rules as 'open'; a model sending [] most likely means 'nothing': make it say which.
     if (args.mode === undefined && (args.rules === undefined || args.rules.length === 0)) {
-      throw new RamifyError('VALIDATION_FAILED', "no rules and no mode: say mode: 'deny-all' to let nothing out, or mode: 'open' to open egress", { field: 'mode' });
+      throw invalidArgument('mode', "no rules and no mode: say mode: 'deny-all' to let nothing out, or mode: 'open' to open egress");
     }
     const policy = await ctx.sandbox(args.sandboxId).setEgress({ ...(args.mode !== undefined ? { mode: args.mode } : {}), ...(args.rules !== undefined ? { rules: args.rules } : {}) });
     return { text: `egress now ${policyText(policy)}`, data: { policy } };

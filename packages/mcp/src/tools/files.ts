@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { RamifyError, type FileInfo } from '@ramify/sdk';
 import { wholeChars } from '../cut.js';
 import { path, sandboxId } from './args.js';
-import { defineTool, type Tool } from './tool.js';
+import { defineTool, invalidArgument, type Tool } from './tool.js';
 
 /** Default and largest `maxBytes` of `files_read`. */
 export const DEFAULT_READ_BYTES = 256 * 1024;
@@ -102,7 +102,7 @@ const filesWrite = defineTool({
     let data: string | Uint8Array = args.content;
     if (args.encoding === 'base64') {
       const compact = args.content.replace(/\s+/g, '');
-      if (compact.length % 4 !== 0 || !BASE64.test(compact)) throw new RamifyError('VALIDATION_FAILED', 'content is not valid base64 (A-Z a-z 0-9 + /, = padding, length a multiple of 4)', { field: 'content' });
+      if (compact.length % 4 !== 0 || !BASE64.test(compact)) throw invalidArgument('content', 'content is not valid base64 (A-Z a-z 0-9 + /, = padding, length a multiple of 4)');
       data = Buffer.from(compact, 'base64');
     }
     const info = await ctx.sandbox(args.sandboxId).files.write(args.path, data);

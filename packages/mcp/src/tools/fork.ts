@@ -10,7 +10,7 @@ import { cutForModel } from '../cut.js';
 import { jsonSafe } from '../results.js';
 import { confirm, sandboxId } from './args.js';
 import { DEFAULT_COMMAND_TIMEOUT_MS } from './commands.js';
-import { defineTool, type Tool, type ToolOutput } from './tool.js';
+import { defineTool, invalidArgument, type Tool, type ToolOutput } from './tool.js';
 
 /** Most strategies one `sandbox_explore` runs (each is a running sandbox while it runs). */
 export const MAX_STRATEGIES = 16;
@@ -78,7 +78,7 @@ const sandboxExplore = defineTool({
   async run(args, ctx) {
     const { scoreCommand, expectedOutput, timeoutMs } = args;
     if ((scoreCommand === undefined) === (expectedOutput === undefined)) {
-      throw new RamifyError('VALIDATION_FAILED', 'give exactly one of scoreCommand (prints a number) and expectedOutput (text stdout must contain)', { field: scoreCommand === undefined ? 'scoreCommand' : 'expectedOutput' });
+      throw invalidArgument(scoreCommand === undefined ? 'scoreCommand' : 'expectedOutput', 'give exactly one of scoreCommand (prints a number) and expectedOutput (text stdout must contain)');
     }
     const source = ctx.sandbox(args.sandboxId);
     if (!args.confirm) return costOnly('sandbox_explore', args.sandboxId, args.strategies.length, (await source.getInfo()).memoryMB);

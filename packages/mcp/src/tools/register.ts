@@ -9,7 +9,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { MCP_TOOL_HEADER, plainErrorMap } from '@ramify/contracts';
+import { MCP_TOOL_HEADER, plainErrorMap, plainIssues } from '@ramify/contracts';
 import { RamifyError, Sandbox, type ConnectionOpts } from '@ramify/sdk';
 import { toolError, toolResult } from '../results.js';
 import type { Tool, ToolContext } from './tool.js';
@@ -25,25 +25,40 @@ export function toolContext(connection: ConnectionOpts, tool: string): ToolConte
   return { connection: conn, sandbox: (id) => Sandbox.fromId(id, conn) };
 }
 
-/** One zod issue as `field: message` (an unknown argument names itself and the known ones). */
-function issueText(tool: Tool, issue: z.core.$ZodIssue): { field: string; message: string } {
-  if (issue.code === 'unrecognized_keys') {
+/**
+ * The daemon's plain error map (contracts/src/issue-messages.ts), but an unknown argument names the tool's
+ * arguments: `unknown argument 'sandbox_id' (command_run takes: sandboxId, command, ...)`.
+ */
+function argumentErrorMap(tool: Tool, args: unknown): z.core.$ZodErrorMap {
+  const plain = plainErrorMap(args, tool.input);
+  return (iss) => {
+    if (iss.code !== 'unrecognized_keys') return plain(iss);
     const known = Object.keys(tool.input.shape).join(', ');
-    return { field: [...issue.path, issue.keys[0]].join('.'), message: `unknown argument${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')} (${tool.name} takes: ${known})` };
-  }
-  const field = issue.path.map(String).join('.') || '(arguments)';
-  return { field, message: issue.message };
+    return `unknown argument${iss.keys.length > 1 ? 's' : ''} ${iss.keys.map((k) => `'${k}'`).join(', ')} (${tool.name} takes: ${known})`;
+  };
 }
 
-/** The arguments of a call of `tool`, parsed. @throws RamifyError `VALIDATION_FAILED` naming the first bad field (`details.field`) and all (`details.issues`). */
+/** The argument a zod issue names (an unknown one names itself), as the message and `details.field` say it. */
+function fieldOf(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') return [...issue.path, issue.keys[0]].join('.');
+  return issue.path.map(String).join('.') || '(arguments)';
+}
+
+/**
+ * The arguments of a call of `tool`, parsed.
+ * @throws RamifyError `VALIDATION_FAILED` naming the first bad argument (`details.field`) and, as the REST
+ *   API's 400s do, every bad field in `details.issues`: `{ path, message }[]`, the path under `arguments`
+ *   (`arguments.timeoutMs`; an unknown argument: the object holding it, `arguments`).
+ */
 export function parseArguments(tool: Tool, args: unknown): z.output<Tool['input']> {
   // The daemon's plain words (contracts/src/issue-messages.ts): `timeoutMs: must be an integer from 1 to 86400000, got the string 'soon'`.
-  const parsed = tool.input.safeParse(args ?? {}, { error: plainErrorMap(args ?? {}, tool.input) });
+  const parsed = tool.input.safeParse(args ?? {}, { error: argumentErrorMap(tool, args ?? {}) });
   if (parsed.success) return parsed.data;
   // One per field: 2^53 for an .int().max(n) is two zod issues with the same words.
-  const fields = new Set<string>();
-  const issues = parsed.error.issues.map((i) => issueText(tool, i)).filter((i) => !fields.has(i.field) && fields.add(i.field));
-  throw new RamifyError('VALIDATION_FAILED', `invalid arguments for ${tool.name}: ${issues.map((i) => `${i.field}: ${i.message}`).join('; ')}`, { field: issues[0]?.field, issues });
+  const fields = new Map<string, string>();
+  for (const issue of parsed.error.issues) if (!fields.has(fieldOf(issue))) fields.set(fieldOf(issue), issue.message);
+  const listed = [...fields].map(([field, message]) => `${field}: ${message}`).join('; ');
+  throw new RamifyError('VALIDATION_FAILED', `invalid arguments for ${tool.name}: ${listed}`, { field: fields.keys().next().value, issues: plainIssues(parsed.error.issues, 'arguments') });
 }
 
 /** Run `tool` with raw `args`: the result, or a tool error for bad arguments and any failure. Never throws. */

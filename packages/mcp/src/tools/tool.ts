@@ -6,7 +6,15 @@
  * code and a hint. A new group of tools is one file exporting a `Tool[]`, listed in tools/index.ts.
  */
 import type { z } from 'zod';
-import type { ConnectionOpts, Sandbox } from '@ramify/sdk';
+import { RamifyError, type ConnectionOpts, type Sandbox } from '@ramify/sdk';
+
+/**
+ * A `VALIDATION_FAILED` for argument `field` that a tool's `run` checks by hand, in the layout of a bad
+ * argument the schema refuses (register.ts): `details.field`, and `details.issues` `[{ path: 'arguments.<field>', message }]`.
+ */
+export function invalidArgument(field: string, message: string): RamifyError {
+  return new RamifyError('VALIDATION_FAILED', message, { field, issues: [{ path: `arguments.${field}`, message }] });
+}
 
 /** MCP tool annotations, all four stated for every tool (clients treat an absent hint as the unsafe default). */
 export interface ToolHints {

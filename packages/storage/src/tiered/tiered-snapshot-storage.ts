@@ -179,7 +179,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
 
   /** The cached image (touched), or null when this host does not hold it. Rejects `SNAPSHOT_NOT_FOUND` for a removed or invalid id. */
   private async openCached(snapshotId: string, options: OpenSnapshotOptions): Promise<{ imageDir: string; manifest: SnapshotManifest } | null> {
-    if (!isValidSnapshotId(snapshotId) || (await this.state.isRemoved(snapshotId))) throw notFound('SNAPSHOT', snapshotId);
+    if (!isValidSnapshotId(snapshotId) || (await this.state.isRemoved(snapshotId))) throw notFound('SNAPSHOT_NOT_FOUND', 'snapshot', snapshotId);
     this.openedAt.set(snapshotId, Date.now());
     try {
       const opened = await this.local.open(snapshotId, options);
@@ -231,7 +231,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
 
   /** Where `snapshotId` stands (see {@link SnapshotUploadState}). Rejects `SNAPSHOT_NOT_FOUND`; `STORAGE_UNAVAILABLE` when only the bucket could tell. */
   async uploadState(snapshotId: string): Promise<SnapshotUploadState> {
-    if (!isValidSnapshotId(snapshotId) || (await this.state.isRemoved(snapshotId))) throw notFound('SNAPSHOT', snapshotId);
+    if (!isValidSnapshotId(snapshotId) || (await this.state.isRemoved(snapshotId))) throw notFound('SNAPSHOT_NOT_FOUND', 'snapshot', snapshotId);
     const job = this.queue.state(snapshotId);
     const failures = { failedAttempts: job?.failedAttempts ?? 0, lastError: job?.lastError ?? null };
     if (job?.kind === 'upload') return { state: job.phase === 'running' ? 'uploading' : 'pending', ...failures, durableAt: null };
@@ -240,7 +240,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
       return marker ? { state: 'durable', failedAttempts: 0, lastError: null, durableAt: marker.durableAt } : { state: 'pending', ...failures, durableAt: null };
     }
     const writtenAt = await this.store.manifestWrittenAt(snapshotId);
-    if (!writtenAt) throw notFound('SNAPSHOT', snapshotId);
+    if (!writtenAt) throw notFound('SNAPSHOT_NOT_FOUND', 'snapshot', snapshotId);
     return { state: 'durable', failedAttempts: 0, lastError: null, durableAt: writtenAt.toISOString() };
   }
 
@@ -317,7 +317,7 @@ export class TieredSnapshotStorage implements SnapshotStorage {
     const prepared = new Promise<{ imageDir: string; manifest: SnapshotManifest }>((resolve) => (onPrepared = resolve));
     const written = (async () => {
       const text = await this.store.getManifest(snapshotId);
-      if (text === null) throw notFound('SNAPSHOT', snapshotId);
+      if (text === null) throw notFound('SNAPSHOT_NOT_FOUND', 'snapshot', snapshotId);
       const remote = parseRemoteManifest(text, snapshotId);
       phases.manifestMs = Math.round(performance.now() - started);
       const { imageDir } = await this.local.prepare(snapshotId);

@@ -34,6 +34,17 @@ export function sandboxCases(h: StoreHarness): void {
     });
   });
 
+  test('a not-found message names a long id cut as the API cuts every received value; details keep it whole', async () => {
+    await withStore(h, 'sandbox_not_found_cut', async (store) => {
+      const long = `sbx_${'x'.repeat(100)}`;
+      const cut = { code: 'SANDBOX_NOT_FOUND', message: `sandbox '${long.slice(0, 40)}...' not found`, details: { id: long } };
+      await assert.rejects(store.updateSandbox(long, { state: 'killed' }), cut, 'a missing row');
+      await assert.rejects(store.putEgressPolicy(long, { mode: 'open', rules: [] }, 1), cut, 'a missing parent row');
+      await assert.rejects(store.ensureAccessToken(long, 'rit_x', 1), cut);
+      await assert.rejects(store.updateSnapshot(`snap_${'y'.repeat(100)}`, { status: 'ready' }), { code: 'SNAPSHOT_NOT_FOUND', message: `snapshot 'snap_${'y'.repeat(35)}...' not found` });
+    });
+  });
+
   test('recordActivity: one batch, never moves a time back, skips unknown sandboxes', async () => {
     await withStore(h, 'sandbox_activity', async (store) => {
       const [a, b] = [sandbox(), sandbox({ lastActiveAt: 5_000 })];
