@@ -13,6 +13,8 @@ export const ERROR_CODES = {
   FORBIDDEN: 403,
   /** No such route (the path or method is not part of the API). */
   ROUTE_NOT_FOUND: 404,
+  /** The path is a route's, but not for this method (details: `method`, `allowed`; an `Allow` header too). */
+  METHOD_NOT_ALLOWED: 405,
   SANDBOX_NOT_FOUND: 404,
   TEMPLATE_NOT_FOUND: 404,
   SNAPSHOT_NOT_FOUND: 404,

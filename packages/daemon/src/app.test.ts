@@ -64,6 +64,33 @@ describe('HTTP edge with the fake runtime: auth, health, OpenAPI', () => {
     assert.equal(res.statusCode, 404);
     assert.equal(res.json().error.code, 'ROUTE_NOT_FOUND');
   });
+
+  test('a known path asked with another method is 405 METHOD_NOT_ALLOWED naming the methods it takes', async () => {
+    const res = await bed.app.inject({ method: 'GET', url: `${API_PREFIX}/templates/base`, headers: bed.auth });
+    assert.equal(res.statusCode, 405, res.body);
+    assert.equal(res.json().error.code, 'METHOD_NOT_ALLOWED');
+    assert.equal(res.json().error.message, `GET is not allowed on ${API_PREFIX}/templates/base: it takes DELETE`);
+    assert.deepEqual(res.json().error.details.allowed, ['DELETE']);
+    assert.equal(res.headers.allow, 'DELETE');
+  });
+
+  test('long or broken path segments answer in the API layout, each segment cut', async () => {
+    const long = `sbx_${'A'.repeat(196)}`;
+    const notFound = await bed.app.inject({ method: 'GET', url: `${API_PREFIX}/sandboxes/${long}`, headers: bed.auth });
+    assert.equal(notFound.statusCode, 404, notFound.body);
+    assert.equal(notFound.json().error.code, 'SANDBOX_NOT_FOUND');
+    assert.equal(notFound.json().error.message, `sandbox '${long.slice(0, 40)}...' not found`, 'the message cuts the id (details.id keeps it whole)');
+    const unknown = await bed.app.inject({ method: 'GET', url: `${API_PREFIX}/${long}/x`, headers: bed.auth });
+    assert.equal(unknown.statusCode, 404);
+    assert.equal(unknown.json().error.message, `no route GET ${API_PREFIX}/${long.slice(0, 40)}.../x`);
+    const tooLong = await bed.app.inject({ method: 'GET', url: `${API_PREFIX}/sandboxes/${'A'.repeat(1100)}`, headers: bed.auth });
+    assert.equal(tooLong.statusCode, 400, tooLong.body);
+    assert.equal(tooLong.json().error.code, 'VALIDATION_FAILED');
+    assert.deepEqual(tooLong.json().error.details.issues, [{ path: 'path', message: 'a segment of the path is longer than 1024 characters' }]);
+    const badUrl = await bed.app.inject({ method: 'GET', url: `${API_PREFIX}/sandboxes/%E0%A4%A`, headers: bed.auth });
+    assert.equal(badUrl.statusCode, 400, badUrl.body);
+    assert.equal(badUrl.json().error.code, 'VALIDATION_FAILED');
+  });
 });
 
 describe('HTTP edge with the fake runtime: validation and error mapping', () => {

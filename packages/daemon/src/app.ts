@@ -4,13 +4,14 @@
  * the WebSocket streams. No business logic here: each handler calls one core use-case.
  */
 import websocket from '@fastify/websocket';
-import { MAX_JSON_BODY_BYTES, RamifyError } from '@ramify/contracts';
+import { MAX_JSON_BODY_BYTES } from '@ramify/contracts';
 import type { Core } from '@ramify/core';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { activityHook } from './http/activity.js';
 import { auditHook } from './http/audit.js';
 import { authHook } from './http/auth.js';
 import { toHttpError } from './http/errors.js';
+import { frameworkError, MAX_PATH_SEGMENT_CHARS, unroutedError } from './http/unrouted.js';
 import { invalidJsonBody, jsonFailure } from './http/validate.js';
 import { mcpToolHook } from './http/mcp-tool.js';
 import { freshRequestContext } from './http/request-context.js';
@@ -63,6 +64,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: MAX_JSON_BODY_BYTES,
     return503OnClosing: true,
+    routerOptions: { maxParamLength: MAX_PATH_SEGMENT_CHARS },
+    // A URL the router refuses (too long a segment, bad percent-encoding) answers in the API's layout (http/unrouted.ts).
+    frameworkErrors: (error, _request, reply) => {
+      const err = frameworkError(error);
+      void (reply as FastifyReply).code(err.status).send(err.toBody());
+    },
   });
 
   app.decorateRequest('ramify', null as never);
@@ -115,7 +122,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     return reply.code(mapped.status).send(mapped.body);
   });
   app.setNotFoundHandler((request, reply) => {
-    const err = new RamifyError('ROUTE_NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`);
+    const err = unroutedError(request.method, request.url);
+    if (err.code === 'METHOD_NOT_ALLOWED') void reply.header('allow', (err.details?.['allowed'] as string[]).join(', '));
     return reply.code(err.status).send(err.toBody());
   });
 
