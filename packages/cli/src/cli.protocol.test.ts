@@ -57,7 +57,7 @@ describe('protocol: ramify CLI', () => {
     const missing = await ramify(['sandbox', 'get', 'sbx_nope']);
     assert.equal(missing.code, 1);
     assert.equal(missing.stdout, '');
-    assert.match(missing.stderr, /^ramify: SANDBOX_NOT_FOUND: .*sbx_nope/);
+    assert.match(missing.stderr, /^ramify: SANDBOX_NOT_FOUND: .*sbx_nope.*\nnext: 'ramify sandbox list' shows the sandboxes you can reach\n$/);
     const json = await ramify(['sandbox', 'pause', 'sbx_nope', '--json']);
     assert.equal(json.code, 1);
     assert.equal((JSON.parse(json.stderr) as { error: { code: string } }).error.code, 'SANDBOX_NOT_FOUND');

@@ -47,6 +47,11 @@ describe('CLI error reports: VALIDATION_FAILED paths', () => {
   });
 
   test('an error without issues is printed as it came', () => {
-    assert.equal(reported(new RamifyError('TEMPLATE_NOT_FOUND', "template 'body.x' not found"), false), "ramify: TEMPLATE_NOT_FOUND: template 'body.x' not found\n");
+    assert.equal(reported(new RamifyError('SANDBOX_FAILED', "sandbox 'body.x' failed"), false), "ramify: SANDBOX_FAILED: sandbox 'body.x' failed\n");
+  });
+
+  test("a not-found error is followed by the command that lists what there is (not with --json)", () => {
+    assert.equal(reported(new RamifyError('TEMPLATE_NOT_FOUND', "template 'body.x' not found"), false), "ramify: TEMPLATE_NOT_FOUND: template 'body.x' not found\nnext: 'ramify template list' shows the templates; 'ramify template build' makes one\n");
+    assert.equal(JSON.parse(reported(new RamifyError('TEMPLATE_NOT_FOUND', 'x'), true)).error.code, 'TEMPLATE_NOT_FOUND', 'one JSON body');
   });
 });

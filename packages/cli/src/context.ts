@@ -100,9 +100,16 @@ export function reportError(err: unknown, env: CliEnv, json: boolean, exitCode =
   const message = err instanceof Error ? err.message.replace(new RegExp(`^${code}: `), '') : String(err);
   const details = isRamifyError(err) ? err.details : undefined;
   if (json) env.stderr.write(`${JSON.stringify({ error: details === undefined ? { code, message } : { code, message, details } })}\n`);
-  else env.stderr.write(`ramify: ${code}: ${withoutRequestParts(message, details)}\n`);
+  else env.stderr.write(`ramify: ${code}: ${withoutRequestParts(message, details)}\n${NEXT_STEPS[code] ? `next: ${NEXT_STEPS[code]}\n` : ''}`);
   return exitCode;
 }
+
+/** What to run after a not-found error, for a human (MCP tools say `next:` the same way); `--json` prints none. */
+const NEXT_STEPS: Partial<Record<string, string>> = {
+  SANDBOX_NOT_FOUND: "'ramify sandbox list' shows the sandboxes you can reach",
+  TEMPLATE_NOT_FOUND: "'ramify template list' shows the templates; 'ramify template build' makes one",
+  SNAPSHOT_NOT_FOUND: "'ramify snapshot list' shows the snapshots",
+};
 
 /** The request part an API issue path starts with (`body.id`, `query.state`, `params.pid`, `body`). */
 const REQUEST_PART = /^(?:body|query|params)(?:\.|$)/;

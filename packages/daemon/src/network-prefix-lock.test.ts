@@ -18,7 +18,7 @@ test('one holder per prefix: a second is refused naming the first; released, it 
     assert.throws(() => lockNetworkPrefix('rpl', '/var/lib/second', dir), (err: unknown) => {
       assert.ok(err instanceof Error && (err as RamifyError).code === 'NETWORK_PREFIX_IN_USE', String(err));
       assert.deepEqual((err as RamifyError).details, { prefix: 'rpl', pid: process.pid, dataDir: '/var/lib/first' });
-      assert.match(err.message, /^the network prefix 'rpl' is in use by another ramify daemon \(pid \d+, data directory \/var\/lib\/first\): .* its own --network-prefix \(1-4 lower-case letters, e\.g\. --network-prefix rmb\), or stop that one \(kill \d+\)$/);
+      assert.match(err.message, /^the network prefix 'rpl' is in use by another ramify daemon \(pid \d+, data directory \/var\/lib\/first\): .* its own --network-prefix \(1-4 lower-case letters, e\.g\. --network-prefix rmb; a second daemon also needs its own --port, --ingress-listen and --ssh-listen, or 'off' for those two\), or stop that one \(kill \d+\)$/);
       return true;
     });
     const other = lockNetworkPrefix('rpm', '/var/lib/second', dir);

@@ -57,7 +57,7 @@ export function prefixInUse(prefix: string, holder: NetworkPrefixHolder | null):
   const who = holder ? `another ramify daemon (pid ${holder.pid}, data directory ${holder.dataDir})` : 'another ramify daemon';
   return new RamifyError(
     'NETWORK_PREFIX_IN_USE',
-    `the network prefix '${prefix}' is in use by ${who}: its namespaces, nftables tables and slots are named after it, and a second daemon on it would cut that daemon's sandboxes off. Give this daemon its own --network-prefix (1-4 lower-case letters, e.g. --network-prefix ${prefix === 'rmb' ? 'rmc' : 'rmb'})${holder ? `, or stop that one (kill ${holder.pid})` : ''}`,
+    `the network prefix '${prefix}' is in use by ${who}: its namespaces, nftables tables and slots are named after it, and a second daemon on it would cut that daemon's sandboxes off. Give this daemon its own --network-prefix (1-4 lower-case letters, e.g. --network-prefix ${prefix === 'rmb' ? 'rmc' : 'rmb'}; a second daemon also needs its own --port, --ingress-listen and --ssh-listen, or 'off' for those two)${holder ? `, or stop that one (kill ${holder.pid})` : ''}`,
     { prefix, pid: holder?.pid ?? null, dataDir: holder?.dataDir ?? null },
   );
 }
