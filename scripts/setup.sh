@@ -9,6 +9,7 @@
 #   installed and started, a `ramify` role and database made, and their URL written to
 #   $RAMIFY_HOME/database-url (0600), which the daemon started here uses (docs/design/STORE.md).
 #   --deps installs postgresql-15 too (its tests start their own throwaway servers), but starts nothing.
+#   bash scripts/setup.sh --command  only (re)write /usr/local/bin/ramify to run this clone's build (built already)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=all
@@ -19,13 +20,42 @@ for arg in "$@"; do
     --deps) mode=--deps ;;
     --browser) browser=1 ;;
     --postgres) postgres=1 ;;
-    *) echo "setup: unknown option '$arg' (--deps, --browser, --postgres)" >&2; exit 2 ;;
+    --command) mode=--command ;;
+    *) echo "setup: unknown option '$arg' (--deps, --browser, --postgres, --command)" >&2; exit 2 ;;
   esac
 done
+
+# /usr/local/bin/ramify: a script rather than a link, so that when this clone is moved or deleted
+# `ramify` says so and how to get it back, instead of the shell's "No such file or directory".
+write_command() {
+  chmod +x packages/cli/dist/main.js
+  rm -f /usr/local/bin/ramify
+  {
+    echo '#!/bin/bash'
+    echo "# Written by scripts/setup.sh of the Ramify clone at $PWD: runs that clone's build."
+    printf 'main=%q\n' "$PWD/packages/cli/dist/main.js"
+    echo 'if [ ! -f "$main" ]; then'
+    echo '  echo "ramify: this command runs $main, which is gone (the clone moved, deleted or not built); in a built clone of Ramify, '"'"'bash scripts/setup.sh --command'"'"' points it there (or '"'"'bash scripts/setup.sh'"'"' sets everything up)" >&2'
+    echo '  exit 127'
+    echo 'fi'
+    echo 'exec "$main" "$@"'
+  } > /usr/local/bin/ramify
+  chmod 755 /usr/local/bin/ramify
+}
 
 step() { printf '\n==> %s\n' "$*"; }
 
 if [ "$(id -u)" != 0 ]; then echo "setup: run as root (gVisor, namespaces and nftables need it)" >&2; exit 1; fi
+
+if [ "$mode" = "--command" ]; then
+  if [ ! -f packages/cli/dist/main.js ]; then
+    echo "setup: this clone is not built (no packages/cli/dist/main.js): run 'npm ci && npm run build' first, or 'bash scripts/setup.sh' for everything" >&2
+    exit 1
+  fi
+  write_command
+  echo "setup: /usr/local/bin/ramify runs $PWD/packages/cli/dist/main.js"
+  exit 0
+fi
 
 # runsc and QEMU come from Debian's bookworm-backports, each pinned to one release: bookworm's own
 # runsc 20221219 loses a sandbox checkpointed with a TCP listener or connection
@@ -98,23 +128,7 @@ step "prepare the microVM runtime (Debian guest kernel, KVM or TCG)"
 # message when the KVM test guest failed): say it once, there.
 if [ "$mode" = "--deps" ]; then node scripts/prepare-microvm.mjs; else node scripts/prepare-microvm.mjs --brief; fi
 
-if [ -f packages/cli/dist/main.js ]; then
-  chmod +x packages/cli/dist/main.js
-  # A script rather than a link: when this clone is moved or deleted, `ramify` says so and how to get it
-  # back, instead of the shell's "No such file or directory" about a dangling link.
-  rm -f /usr/local/bin/ramify
-  {
-    echo '#!/bin/bash'
-    echo "# Written by scripts/setup.sh of the Ramify clone at $PWD: runs that clone's build."
-    printf 'main=%q\n' "$PWD/packages/cli/dist/main.js"
-    echo 'if [ ! -f "$main" ]; then'
-    echo '  echo "ramify: this command runs $main, which is gone (the clone moved, deleted or not built); run '"'"'bash scripts/setup.sh'"'"' in a clone of Ramify to point it there" >&2'
-    echo '  exit 127'
-    echo 'fi'
-    echo 'exec "$main" "$@"'
-  } > /usr/local/bin/ramify
-  chmod 755 /usr/local/bin/ramify
-fi
+if [ -f packages/cli/dist/main.js ]; then write_command; fi
 
 if [ -n "$postgres" ]; then
   step "Postgres for the daemon's state (Debian's cluster 15/main, role and database 'ramify')"
