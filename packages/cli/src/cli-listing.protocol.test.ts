@@ -62,7 +62,7 @@ describe('protocol: ramify sandbox list paging and templates, snapshot list pare
     assert.match((await ramify(['sandbox', 'list', '--help'])).stdout, /--next-token/);
   });
 
-  test('snapshot list names the template and marks a parent that was deleted; --json keeps the plain ids', async () => {
+  test('snapshot list and get name the template and mark a parent that was deleted; --json keeps the plain ids', async () => {
     const source = (await ramify(['sandbox', 'create'])).stdout.trim();
     const parent = (await ramify(['sandbox', 'snapshot', source, '--name', 'parent-snap'])).stdout.trim();
     const child = (await ramify(['sandbox', 'create', '--snapshot', 'parent-snap'])).stdout.trim();
@@ -71,9 +71,12 @@ describe('protocol: ramify sandbox list paging and templates, snapshot list pare
     const listed = (await ramify(['snapshot', 'list'])).stdout;
     assert.match(listed.split('\n')[0] ?? '', /^ID\s+NAME\s+KIND\s+RUNTIME\s+TEMPLATE\s+SANDBOX\s+PARENT\s+EGRESS\s+SIZE\s+CREATED$/);
     assert.match(row(listed), new RegExp(`^${snap}\\s+child-snap\\s+named\\s+gvisor\\s+base\\s+${child}\\s+${parent}\\s+open\\s+4\\.0 KiB`), 'TEMPLATE is the template\'s name');
+    assert.match((await ramify(['snapshot', 'get', 'child-snap'])).stdout, new RegExp(`^parent:\\s+${parent}$`, 'm'));
     assert.equal((await ramify(['snapshot', 'rm', parent])).code, 0);
     const after = await ramify(['snapshot', 'list']);
     assert.match(row(after.stdout), new RegExp(`\\s${parent} \\(deleted\\)\\s+open\\s+4\\.0 KiB`));
+    assert.match((await ramify(['snapshot', 'get', 'child-snap'])).stdout, new RegExp(`^parent:\\s+${parent} \\(deleted\\)$`, 'm'), 'get marks it as list does');
+    assert.equal(JSON.parse((await ramify(['snapshot', 'get', 'child-snap', '--json'])).stdout).parentSnapshotId, parent);
     const json = JSON.parse((await ramify(['snapshot', 'list', '--json'])).stdout) as { id: string; parentSnapshotId: string | null; templateId: string }[];
     assert.equal(json.find((s) => s.id === snap)?.parentSnapshotId, parent);
     assert.equal(json.find((s) => s.id === snap)?.templateId, 'tpl_base');

@@ -1,7 +1,7 @@
 /** `ramify snapshot list|get|rm`. */
 import type { Command } from 'commander';
 import { deleteSnapshot, getSnapshot, listSnapshots, type SnapshotInfo } from '@ramify/sdk';
-import { action, type CliEnv } from '../context.js';
+import { action, type CliContext, type CliEnv } from '../context.js';
 import { renderFields, renderTable } from '../output/table.js';
 import { modeText } from './sandbox-egress.js';
 import { formatBytes, formatDuration, formatRelative } from '../output/format.js';
@@ -14,6 +14,18 @@ import { plainIds, templateLabels, type TemplateLabel } from '../output/template
 export function parentCells(snaps: readonly SnapshotInfo[]): string[] {
   const ids = new Set(snaps.map((s) => s.id));
   return snaps.map((s) => (s.parentSnapshotId === null ? '-' : ids.has(s.parentSnapshotId) ? s.parentSnapshotId : `${s.parentSnapshotId} (deleted)`));
+}
+
+/** The PARENT field of `snapshot get`: as {@link parentCells} marks it, from one lookup of the parent. */
+async function parentCell(snap: SnapshotInfo, ctx: CliContext): Promise<string> {
+  if (snap.parentSnapshotId === null) return '-';
+  try {
+    await getSnapshot(snap.parentSnapshotId, ctx.connection);
+    return snap.parentSnapshotId;
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'SNAPSHOT_NOT_FOUND') return `${snap.parentSnapshotId} (deleted)`;
+    throw error;
+  }
 }
 
 /** The snapshot's id when it is a template image (its TEMPLATE cell names the template listing it). */
@@ -41,13 +53,13 @@ function networksCell(networks: SnapshotInfo['networks']): string {
   return `${networks.map((n) => `${n.alias}.${n.network}.internal`).join(', ')} (recorded; a sandbox made from it joins none)`;
 }
 
-function snapshotText(s: SnapshotInfo, template: TemplateLabel): string {
+function snapshotText(s: SnapshotInfo, template: TemplateLabel, parent: string): string {
   const egress = s.egress === null
     ? `none recorded (${s.kind === 'template' ? 'a template image' : 'taken before policies were recorded, its sandbox gone'}): sandboxes made from it start open`
     : modeText(s.egress);
   const head = renderFields([
     ['id', s.id], ['name', s.name ?? '-'], ['kind', s.kind], ['runtime', s.runtime], ['template', template(s.templateId, imageOf(s))], ['sandbox', s.sandboxId ?? '-'],
-    ['parent', s.parentSnapshotId ?? '-'], ['size', formatBytes(s.sizeBytes)], ['created', `${s.createdAt} (${formatRelative(s.createdAt)})`],
+    ['parent', parent], ['size', formatBytes(s.sizeBytes)], ['created', `${s.createdAt} (${formatRelative(s.createdAt)})`],
     ['auto-pause', s.autoPause ? `after ${formatDuration(s.autoPause.idleMs)} idle` : 'off'], ['networks', networksCell(s.networks)],
     ['egress', egress],
   ]);
@@ -81,7 +93,8 @@ recorded (template images; snapshots taken before policies were recorded whose s
     .description('show one snapshot, with the egress policy a sandbox created from it starts with')
     .action(action(env, async (ctx, ref: string) => {
       const [snap, template] = await Promise.all([getSnapshot(ref, ctx.connection), ctx.json ? plainIds : templateLabels(ctx)]);
-      ctx.output(snap, () => snapshotText(snap, template));
+      const parent = ctx.json ? '' : await parentCell(snap, ctx);
+      ctx.output(snap, () => snapshotText(snap, template, parent));
     }));
 
   snapshot.command('rm').alias('delete').argument('<snapshots...>', "snapshot ids (snap_...) or names (as given to 'ramify sandbox snapshot --name')")
