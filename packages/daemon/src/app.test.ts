@@ -72,6 +72,11 @@ describe('HTTP edge with the fake runtime: auth, health, OpenAPI', () => {
     assert.equal(res.json().error.message, `GET is not allowed on ${API_PREFIX}/templates/base: it takes DELETE`);
     assert.deepEqual(res.json().error.details.allowed, ['DELETE']);
     assert.equal(res.headers.allow, 'DELETE');
+    // Without a key the answer is the same and names no template: which methods a path takes is in the
+    // unauthenticated OpenAPI document already; a real route still asks for the key.
+    const anonymous = await bed.app.inject({ method: 'GET', url: `${API_PREFIX}/templates/base` });
+    assert.equal(anonymous.statusCode, 405);
+    assert.equal((await bed.app.inject({ method: 'DELETE', url: `${API_PREFIX}/templates/base` })).statusCode, 401);
   });
 
   test('long or broken path segments answer in the API layout, each segment cut', async () => {
